@@ -1,0 +1,97 @@
+// Package config loads and validates modelgate's YAML configuration.
+package config
+
+import "time"
+
+// Config is the whole of config.yaml after ${VAR} expansion and validation.
+type Config struct {
+	Listen    string      `yaml:"listen"`
+	Upstream  Upstream    `yaml:"upstream"`
+	Models    []Model     `yaml:"models"`
+	Ratelimit Ratelimit   `yaml:"ratelimit"`
+	Limits    Limits      `yaml:"limits"` // defaults for passthrough callers, per distinct caller key
+	Teams     []Team      `yaml:"teams"`
+	AdminKeys []string    `yaml:"admin_keys"`
+	Server    Server      `yaml:"server"`
+	Translate Translate   `yaml:"translate"`
+	Sidecar   SidecarConf `yaml:"sidecar"`
+}
+
+// Upstream describes the platform: where it lives, the default credential, and how to talk to it.
+type Upstream struct {
+	GatewayURL string `yaml:"gateway_url"` // {gateway_url}: POST /v1/responses lives here
+	BaseURL    string `yaml:"base_url"`    // {base_url}: /api/open/v2/... lives here
+	APIKey     string `yaml:"api_key"`     // default platform key (keys mode)
+
+	DialTimeout           time.Duration `yaml:"dial_timeout"`            // default 5s
+	ResponseHeaderTimeout time.Duration `yaml:"response_header_timeout"` // first byte; default 60s
+	StreamIdleTimeout     time.Duration `yaml:"stream_idle_timeout"`     // max gap between stream events; default 5m
+	RequestTimeout        time.Duration `yaml:"request_timeout"`         // whole non-stream call incl. retries; default 10m
+	KeepAliveInterval     time.Duration `yaml:"keepalive_interval"`      // SSE ": keep-alive" comment on idle client streams; 0 = off
+	MaxRetries            *int          `yaml:"max_retries"`             // default 2
+	HealthInterval        time.Duration `yaml:"health_interval"`         // readiness probe period; default 15s
+}
+
+// Model is one entry of what /v1/models lists.
+type Model struct {
+	ID       string `yaml:"id"`       // name clients send
+	Upstream string `yaml:"upstream"` // name sent upstream; default ID
+}
+
+// Ratelimit selects the limiter's store.
+type Ratelimit struct {
+	Store string `yaml:"store"` // "memory" (default) or redis://host:port/db
+	// OnStoreError decides what happens when a shared store (Redis) cannot be reached:
+	// "allow" (default, fail open for availability) or "deny" (fail closed, 503).
+	OnStoreError string `yaml:"on_store_error"`
+	// DataPath is the embedded durable store (daily usage, asset owners) used with the memory store.
+	DataPath string `yaml:"data_path"` // default "modelgate-data"
+	// DefaultMaxOutputTokens is reserved at admission when a request names no output cap.
+	DefaultMaxOutputTokens int64 `yaml:"default_max_output_tokens"` // default 4096
+}
+
+// Limits are one scope's budgets. Zero means unlimited; negative values are rejected.
+type Limits struct {
+	RequestsPerMinute  int64 `yaml:"requests_per_minute"`
+	TokensPerMinute    int64 `yaml:"tokens_per_minute"`
+	ConcurrentRequests int64 `yaml:"concurrent_requests"`
+	TokensPerDay       int64 `yaml:"tokens_per_day"` // UTC day
+}
+
+// Team groups local keys that share a platform credential, an allow-list and budgets.
+type Team struct {
+	Name           string   `yaml:"name"`
+	UpstreamAPIKey string   `yaml:"upstream_api_key"` // default Upstream.APIKey
+	Models         []string `yaml:"models"`           // allow-list of client-facing model ids; empty = all
+	Limits         Limits   `yaml:"limits"`
+	Mode           string   `yaml:"mode"` // "enforce" (default) or "shadow": report refusals without refusing
+	Keys           []Key    `yaml:"keys"`
+}
+
+// Key is one local key handed to a team. Exactly one of Key and KeySHA256 is set.
+type Key struct {
+	Name      string `yaml:"name"`
+	Key       string `yaml:"key"`
+	KeySHA256 string `yaml:"key_sha256"` // lowercase hex of sha256(key)
+	Limits    Limits `yaml:"limits"`
+}
+
+// Server holds the local listener's knobs.
+type Server struct {
+	MaxBodyBytes      int64         `yaml:"max_body_bytes"`      // JSON routes; default 32 MiB
+	MaxUploadBytes    int64         `yaml:"max_upload_bytes"`    // asset file part; default 100 MB (100*1000*1000)
+	DrainTimeout      time.Duration `yaml:"drain_timeout"`       // default 30s
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"` // default 10s
+	OverheadHeader    bool          `yaml:"overhead_header"`     // x-modelgate-overhead-ms on answers; default off
+}
+
+// Translate tunes the Chat Completions bridge.
+type Translate struct {
+	ReasoningField  string `yaml:"reasoning_field"`   // "reasoning_content" (default) or "reasoning"
+	DropExtraFields bool   `yaml:"drop_extra_fields"` // drop unknown chat fields instead of forwarding them
+}
+
+// SidecarConf tunes the platform REST routes.
+type SidecarConf struct {
+	BalanceCacheTTL time.Duration `yaml:"balance_cache_ttl"` // default 5s
+}
