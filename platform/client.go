@@ -1,0 +1,174 @@
+// Package platform is modelgate's client for the GPU cloud platform: the Responses gateway at
+// {gateway_url} and the open API at {base_url}. It builds upstream requests from scratch, so
+// nothing a caller sent (headers, hosts, paths) reaches the platform unless modelgate put it
+// there on purpose.
+package platform
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Version is sent in User-Agent; main sets it from the build.
+var Version = "dev"
+
+// TransportOptions tune the one shared transport.
+type TransportOptions struct {
+	DialTimeout           time.Duration
+	ResponseHeaderTimeout time.Duration
+}
+
+// NewTransport returns a transport tuned for a proxy: many idle connections to the one upstream
+// host, bounded dial and first-byte waits, and no overall timeout, because streams may
+// legitimately run for many minutes.
+func NewTransport(o TransportOptions) *http.Transport {
+	dialer := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 nil, // the platform is addressed directly; environment proxies are not consulted
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   o.DialTimeout,
+		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
+		ExpectContinueTimeout: time.Second,
+		// Upstream bodies are forwarded byte for byte; transparent decompression would
+		// change them and hide their real size.
+		DisableCompression: true,
+	}
+}
+
+// Client addresses the platform. It is safe for concurrent use.
+type Client struct {
+	gateway *url.URL
+	base    *url.URL
+	HTTP    *http.Client
+}
+
+// New checks the two base addresses and returns a client using transport t.
+func New(gatewayURL, baseURL string, t http.RoundTripper) (*Client, error) {
+	g, err := parseBase("gateway_url", gatewayURL)
+	if err != nil {
+		return nil, err
+	}
+	b, err := parseBase("base_url", baseURL)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{
+		gateway: g,
+		base:    b,
+		// No Timeout: deadlines come from each request's context. Redirects are not followed,
+		// so the credential is never sent to a host the platform names.
+		HTTP: &http.Client{
+			Transport:     t,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}, nil
+}
+
+func parseBase(name, raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("platform: %s must be an absolute http(s) URL", name)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = ""
+	u.RawQuery, u.Fragment, u.User = "", "", nil
+	return u, nil
+}
+
+// GatewayAddr is the gateway's host:port, for readiness probes.
+func (c *Client) GatewayAddr() string { return dialAddr(c.gateway) }
+
+func dialAddr(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// Call is one upstream request. Body is held as bytes so that a retry can send it again.
+type Call struct {
+	Method      string
+	Path        string // a constant path, or one built with segments escaped by the caller
+	Query       url.Values
+	Body        []byte
+	BodyReader  io.Reader // streamed body (uploads); never retried
+	ContentType string
+	Accept      string
+	Key         string // platform credential
+	RequestID   string
+}
+
+// ResponsesPath is the gateway route modelgate speaks to.
+const ResponsesPath = "/v1/responses"
+
+// NewGatewayRequest builds a request to {gateway_url}+c.Path.
+func (c *Client) NewGatewayRequest(ctx context.Context, call Call) (*http.Request, error) {
+	return c.newRequest(ctx, c.gateway, call)
+}
+
+// NewOpenAPIRequest builds a request to {base_url}+c.Path.
+func (c *Client) NewOpenAPIRequest(ctx context.Context, call Call) (*http.Request, error) {
+	return c.newRequest(ctx, c.base, call)
+}
+
+func (c *Client) newRequest(ctx context.Context, base *url.URL, call Call) (*http.Request, error) {
+	if !strings.HasPrefix(call.Path, "/") {
+		return nil, errors.New("platform: path must be absolute")
+	}
+	u := *base
+	// Path holds already-escaped segments; set both forms so nothing is re-encoded or decoded.
+	unescaped, err := url.PathUnescape(call.Path)
+	if err != nil {
+		return nil, fmt.Errorf("platform: bad path: %w", err)
+	}
+	u.Path = base.Path + unescaped
+	u.RawPath = base.EscapedPath() + call.Path
+	if len(call.Query) > 0 {
+		u.RawQuery = call.Query.Encode()
+	}
+	var body io.Reader
+	switch {
+	case call.BodyReader != nil:
+		body = call.BodyReader
+	case call.Body != nil:
+		body = bytes.NewReader(call.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, call.Method, u.String(), body)
+	if err != nil {
+		return nil, fmt.Errorf("platform: build request: %w", err)
+	}
+	if call.BodyReader != nil {
+		req.ContentLength = -1
+	}
+	h := req.Header
+	h.Set("User-Agent", "modelgate/"+Version)
+	if call.ContentType != "" {
+		h.Set("Content-Type", call.ContentType)
+	}
+	if call.Accept != "" {
+		h.Set("Accept", call.Accept)
+	}
+	if call.RequestID != "" {
+		h.Set("X-Request-Id", call.RequestID)
+	}
+	if call.Key != "" {
+		h.Set("Authorization", "Bearer "+call.Key)
+	}
+	return req, nil
+}

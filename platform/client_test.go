@@ -1,0 +1,136 @@
+package platform
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+)
+
+func TestNewRejectsBadBases(t *testing.T) {
+	tests := []struct {
+		name, gateway, base string
+	}{
+		{"relative_gateway", "/v1", "http://h"},
+		{"ftp_base", "http://h", "ftp://h"},
+		{"no_host", "http://", "http://h"},
+		{"garbage", "::", "http://h"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := New(tt.gateway, tt.base, http.DefaultTransport); err == nil {
+				t.Fatalf("New(%q, %q) accepted a bad base", tt.gateway, tt.base)
+			}
+		})
+	}
+}
+
+func TestRequestBuilding(t *testing.T) {
+	c, err := New("https://gw.example/prefix/", "http://api.example:8081", http.DefaultTransport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		gateway  bool
+		call     Call
+		wantURL  string
+		wantAuth string
+	}{
+		{
+			name: "responses", gateway: true,
+			call:    Call{Method: "POST", Path: ResponsesPath, Body: []byte(`{}`), Key: "k1", RequestID: "r1"},
+			wantURL: "https://gw.example/prefix/v1/responses", wantAuth: "Bearer k1",
+		},
+		{
+			name:    "escaped_segment_stays_escaped",
+			call:    Call{Method: "GET", Path: "/api/open/v2/assets/" + url.PathEscape("a/../b"), Key: "k2"},
+			wantURL: "http://api.example:8081/api/open/v2/assets/a%2F..%2Fb", wantAuth: "Bearer k2",
+		},
+		{
+			name:    "query_rebuilt",
+			call:    Call{Method: "GET", Path: "/api/open/v2/model-runs/list", Query: url.Values{"page": {"2"}, "status": {"running"}}},
+			wantURL: "http://api.example:8081/api/open/v2/model-runs/list?page=2&status=running",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			build := c.NewOpenAPIRequest
+			if tt.gateway {
+				build = c.NewGatewayRequest
+			}
+			req, err := build(context.Background(), tt.call)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := req.URL.String(); got != tt.wantURL {
+				t.Errorf("URL = %s, want %s", got, tt.wantURL)
+			}
+			if got := req.Header.Get("Authorization"); got != tt.wantAuth {
+				t.Errorf("Authorization = %q, want %q", got, tt.wantAuth)
+			}
+			if tt.call.RequestID != "" && req.Header.Get("X-Request-Id") != tt.call.RequestID {
+				t.Errorf("X-Request-Id not set")
+			}
+		})
+	}
+}
+
+func TestRelativePathRefused(t *testing.T) {
+	c, _ := New("http://gw", "http://api", http.DefaultTransport)
+	if _, err := c.NewOpenAPIRequest(context.Background(), Call{Method: "GET", Path: "api/open"}); err == nil {
+		t.Fatal("a path without a leading slash was accepted")
+	}
+}
+
+// A redirect from the platform must not carry the credential to the host it names.
+func TestRedirectsNotFollowed(t *testing.T) {
+	var hits int
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
+	defer other.Close()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/steal", http.StatusFound)
+	}))
+	defer up.Close()
+	c, err := New(up.URL, up.URL, NewTransport(TransportOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := c.NewOpenAPIRequest(context.Background(), Call{Method: "GET", Path: "/api/open/v2/balance/info", Key: "secret"})
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound || hits != 0 {
+		t.Fatalf("status %d, redirect target hit %d times; want 302 and 0", resp.StatusCode, hits)
+	}
+}
+
+func TestParseError(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     string
+		wantCode int
+		wantMsg  string
+		wantOK   bool
+	}{
+		{"envelope", `{"code":1,"msg":"task not found"}`, 1, "task not found", true},
+		{"envelope_negative", `{"code":-2,"msg":"system exception","data":null}`, -2, "system exception", true},
+		{"alternative", `{"code":400,"message":"missing run_id","data":{"error":"bad","field":"run_id"}}`, 400, "missing run_id", true},
+		{"alternative_string_code", `{"code":"E1","message":"x"}`, CodeFailure, "x", true},
+		{"html", `<html>502</html>`, 0, "", false},
+		{"no_code", `{"error":{"message":"x"}}`, 0, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, msg, ok := ParseError([]byte(tt.body))
+			if code != tt.wantCode || msg != tt.wantMsg || ok != tt.wantOK {
+				t.Errorf("ParseError = (%d, %q, %v), want (%d, %q, %v)", code, msg, ok, tt.wantCode, tt.wantMsg, tt.wantOK)
+			}
+		})
+	}
+}
