@@ -1,0 +1,210 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// decoder turns a yaml.Node tree into a Config by hand rather than with Node.Decode: it must
+// reject unknown keys (Node.Decode has no KnownFields), expand ${VAR} inside scalars only, and
+// report every problem with its line and key path.
+type decoder struct {
+	file   string
+	getenv func(string) (string, bool)
+	errs   []*Error
+	// lines maps a key path to the line it appears on, so validation can point at the file.
+	lines map[string]int
+	// envVars maps a key path to the variables its value was built from, to explain an empty
+	// value that came from a set-but-empty variable.
+	envVars map[string][]string
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+func (d *decoder) fail(line int, path, format string, args ...any) {
+	d.errs = append(d.errs, &Error{File: d.file, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func childPath(parent, key string) string {
+	if parent == "" {
+		return key
+	}
+	return parent + "." + key
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// kindName describes a node for "want X, got Y" messages.
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "nothing"
+}
+
+// value decodes n into v. A null leaves v at its zero value, like an absent key.
+func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		// Aliases would let one node appear under several paths (and expand exponentially);
+		// a config this small has no need for them.
+		d.fail(n.Line, path, "YAML anchors and aliases are not supported")
+		return
+	}
+	if isNull(n) {
+		return
+	}
+	t := v.Type()
+	switch {
+	case t.Kind() == reflect.Pointer:
+		elem := reflect.New(t.Elem())
+		d.value(n, elem.Elem(), path)
+		v.Set(elem)
+	case t.Kind() == reflect.Struct:
+		d.mapping(n, v, path)
+	case t.Kind() == reflect.Slice:
+		d.sequence(n, v, path)
+	default:
+		d.scalar(n, v, path)
+	}
+}
+
+func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n.Line, path, "want a mapping of keys, got %s", kindName(n))
+		return
+	}
+	fields := yamlFields(v.Type())
+	seen := make(map[string]int, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			d.fail(k.Line, path, "keys must be plain names, got %s", kindName(k))
+			continue
+		}
+		p := childPath(path, k.Value)
+		if first, dup := seen[k.Value]; dup {
+			d.fail(k.Line, p, "duplicate key (first set on line %d)", first)
+			continue
+		}
+		seen[k.Value] = k.Line
+		idx, ok := fields[k.Value]
+		if !ok {
+			d.fail(k.Line, p, "unknown key%s", suggestKey(k.Value, fields))
+			continue
+		}
+		d.lines[p] = k.Line
+		d.value(val, v.Field(idx), p)
+	}
+}
+
+func (d *decoder) sequence(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.SequenceNode {
+		d.fail(n.Line, path, "want a list, got %s", kindName(n))
+		return
+	}
+	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	for i, item := range n.Content {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		d.lines[p] = item.Line
+		d.value(item, s.Index(i), p)
+	}
+	v.Set(s)
+}
+
+func (d *decoder) scalar(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.ScalarNode {
+		d.fail(n.Line, path, "want a single value, got %s", kindName(n))
+		return
+	}
+	// Expansion happens on the scalar's text after parsing, so a variable's value can never
+	// add keys, items or YAML syntax; it is always exactly one value.
+	s, vars, problems := expand(n.Value, d.getenv)
+	for _, p := range problems {
+		d.fail(n.Line, path, "%s", p)
+	}
+	if len(problems) > 0 {
+		return
+	}
+	if len(vars) > 0 {
+		d.envVars[path] = vars
+	}
+	t := v.Type()
+	switch {
+	case t == durationType:
+		dur, err := time.ParseDuration(s)
+		if err != nil {
+			d.fail(n.Line, path, "want a duration such as \"30s\" or \"5m\", got %q", s)
+			return
+		}
+		v.SetInt(int64(dur))
+	case t.Kind() == reflect.String:
+		v.SetString(s)
+	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
+		i, err := strconv.ParseInt(s, 10, t.Bits())
+		if err != nil {
+			d.fail(n.Line, path, "want a whole number, got %q", s)
+			return
+		}
+		v.SetInt(i)
+	case t.Kind() == reflect.Bool:
+		switch strings.ToLower(s) {
+		case "true":
+			v.SetBool(true)
+		case "false":
+			v.SetBool(false)
+		default:
+			d.fail(n.Line, path, "want true or false, got %q", s)
+		}
+	default:
+		// Only reachable if types.go gains a field type this decoder does not know.
+		d.fail(n.Line, path, "unsupported field type %s", t)
+	}
+}
+
+// yamlFields maps each yaml tag name of struct type t to its field index.
+func yamlFields(t reflect.Type) map[string]int {
+	m := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		m[name] = i
+	}
+	return m
+}
+
+// suggestKey names a known key that differs only in case, '-' for '_' or a missing 's', the
+// usual typos; it returns "" otherwise.
+func suggestKey(got string, fields map[string]int) string {
+	norm := func(s string) string {
+		return strings.TrimSuffix(strings.ReplaceAll(strings.ToLower(s), "-", "_"), "s")
+	}
+	for name := range fields {
+		if norm(name) == norm(got) {
+			return fmt.Sprintf(" (did you mean %q?)", name)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,195 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// maxFileBytes bounds what Load reads; a real config is a few kilobytes.
+const maxFileBytes = 4 << 20
+
+// Load reads, expands, validates and completes the config at path, taking ${VAR}s from the
+// process environment.
+func Load(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > maxFileBytes {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("file is larger than %d bytes", maxFileBytes)}
+	}
+	return Parse(data, path, os.LookupEnv)
+}
+
+// Parse is Load for bytes already in hand. source names the file in error messages; getenv
+// resolves ${NAME} (os.LookupEnv in production, a map in tests).
+func Parse(data []byte, source string, getenv func(string) (string, bool)) (*Config, error) {
+	if getenv == nil {
+		getenv = func(string) (string, bool) { return "", false }
+	}
+	root, err := parseDocument(data, source)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &Config{}
+	d := &decoder{file: source, getenv: getenv, lines: map[string]int{}, envVars: map[string][]string{}}
+	if root != nil {
+		d.value(root, reflect.ValueOf(cfg).Elem(), "")
+	}
+	if len(d.errs) > 0 {
+		return nil, joinErrors(d.errs)
+	}
+	if errs := validate(cfg, d); len(errs) > 0 {
+		return nil, joinErrors(errs)
+	}
+	applyDefaults(cfg)
+	return cfg, nil
+}
+
+// Default is the config used when there is no file: passthrough mode with every default.
+func Default() *Config {
+	c := &Config{}
+	applyDefaults(c)
+	return c
+}
+
+// Validate checks a config built or changed in code (after flag overrides, in tests) with the
+// same rules Parse applies; messages carry key paths but no line numbers.
+func (c *Config) Validate() error {
+	d := &decoder{file: "config", lines: map[string]int{}, envVars: map[string][]string{}}
+	return joinErrors(validate(c, d))
+}
+
+// KeysMode reports whether any team key is configured; otherwise callers' own tokens are
+// forwarded upstream (passthrough).
+func (c *Config) KeysMode() bool {
+	for _, t := range c.Teams {
+		if len(t.Keys) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parseDocument returns the top-level node of the single YAML document in data, or nil for
+// an empty file.
+func parseDocument(data []byte, source string) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, syntaxError(err, source)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		line := extra.Line
+		if err != nil {
+			return nil, syntaxError(err, source)
+		}
+		return nil, &Error{File: source, Line: line, Msg: "only one YAML document is allowed (remove the extra ---)"}
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, nil
+	}
+	top := doc.Content[0]
+	if isNull(top) {
+		return nil, nil
+	}
+	if top.Kind != yaml.MappingNode {
+		return nil, &Error{File: source, Line: top.Line, Msg: "want a mapping of keys at the top level, got " + kindName(top)}
+	}
+	return top, nil
+}
+
+// syntaxError rewrites yaml's "yaml: line N: msg" into the file:line form used everywhere else.
+func syntaxError(err error, source string) error {
+	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &Error{File: source, Line: line, Msg: "YAML syntax: " + m[2]}
+	}
+	return &Error{File: source, Msg: "YAML syntax: " + err.Error()}
+}
+
+// Defaults, applied after validation to values left unset (zero).
+const (
+	defaultListen                = "127.0.0.1:8080"
+	defaultDialTimeout           = 5 * time.Second
+	defaultResponseHeaderTimeout = 60 * time.Second
+	defaultStreamIdleTimeout     = 5 * time.Minute
+	defaultRequestTimeout        = 10 * time.Minute
+	defaultMaxRetries            = 2
+	defaultHealthInterval        = 15 * time.Second
+	defaultStore                 = "memory"
+	defaultOnStoreError          = "allow"
+	defaultDataPath              = "modelgate-data"
+	defaultMaxOutputTokens       = 4096
+	defaultMaxBodyBytes          = 32 << 20
+	defaultMaxUploadBytes        = 100 * 1000 * 1000
+	defaultDrainTimeout          = 30 * time.Second
+	defaultReadHeaderTimeout     = 10 * time.Second
+	defaultReasoningField        = "reasoning_content"
+	defaultBalanceCacheTTL       = 5 * time.Second
+	defaultTeamMode              = "enforce"
+)
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+func applyDefaults(c *Config) {
+	setDefault(&c.Listen, defaultListen)
+	u := &c.Upstream
+	setDefault(&u.DialTimeout, defaultDialTimeout)
+	setDefault(&u.ResponseHeaderTimeout, defaultResponseHeaderTimeout)
+	setDefault(&u.StreamIdleTimeout, defaultStreamIdleTimeout)
+	setDefault(&u.RequestTimeout, defaultRequestTimeout)
+	setDefault(&u.HealthInterval, defaultHealthInterval)
+	if u.MaxRetries == nil {
+		n := defaultMaxRetries
+		u.MaxRetries = &n
+	}
+	for i := range c.Models {
+		setDefault(&c.Models[i].Upstream, c.Models[i].ID)
+	}
+	r := &c.Ratelimit
+	setDefault(&r.Store, defaultStore)
+	setDefault(&r.OnStoreError, defaultOnStoreError)
+	setDefault(&r.DataPath, defaultDataPath)
+	setDefault(&r.DefaultMaxOutputTokens, defaultMaxOutputTokens)
+	for i := range c.Teams {
+		t := &c.Teams[i]
+		setDefault(&t.Mode, defaultTeamMode)
+		for j := range t.Keys {
+			t.Keys[j].KeySHA256 = strings.ToLower(t.Keys[j].KeySHA256)
+		}
+	}
+	s := &c.Server
+	setDefault(&s.MaxBodyBytes, defaultMaxBodyBytes)
+	setDefault(&s.MaxUploadBytes, defaultMaxUploadBytes)
+	setDefault(&s.DrainTimeout, defaultDrainTimeout)
+	setDefault(&s.ReadHeaderTimeout, defaultReadHeaderTimeout)
+	setDefault(&c.Translate.ReasoningField, defaultReasoningField)
+	setDefault(&c.Sidecar.BalanceCacheTTL, defaultBalanceCacheTTL)
+}

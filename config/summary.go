@@ -1,0 +1,147 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Summary describes what this config would enforce, for `modelgate check`. It names keys but
+// never prints a key, a platform key or a store password.
+func (c *Config) Summary() string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+
+	keys := 0
+	for _, t := range c.Teams {
+		keys += len(t.Keys)
+	}
+	if c.KeysMode() {
+		w("mode: keys (%d teams, %d keys); unknown keys get 401", len(c.Teams), keys)
+	} else {
+		w("mode: passthrough (no team keys); each caller's bearer token is forwarded as the platform key")
+	}
+	w("listen: %s", c.Listen)
+
+	u := c.Upstream
+	w("upstream:")
+	w("  gateway_url: %s", orUnset(u.GatewayURL, "(unset: needs --gateway-url or --simulate)"))
+	w("  base_url: %s", orUnset(u.BaseURL, "(unset: needs --base-url or --simulate)"))
+	switch {
+	case u.APIKey != "" && c.KeysMode():
+		w("  api_key: set (default platform key)")
+	case u.APIKey != "":
+		w("  api_key: set but unused in passthrough mode")
+	default:
+		w("  api_key: not set")
+	}
+	retries := "default"
+	if u.MaxRetries != nil {
+		retries = fmt.Sprint(*u.MaxRetries)
+	}
+	keepalive := "off"
+	if u.KeepAliveInterval > 0 {
+		keepalive = u.KeepAliveInterval.String()
+	}
+	w("  timeouts: dial %s, response header %s, stream idle %s, request %s; stream keep-alive %s",
+		u.DialTimeout, u.ResponseHeaderTimeout, u.StreamIdleTimeout, u.RequestTimeout, keepalive)
+	w("  retries: %s; health probe every %s", retries, u.HealthInterval)
+
+	if len(c.Models) == 0 {
+		w("models: none configured (/v1/models is empty; any model name is forwarded)")
+	} else {
+		w("models:")
+		for _, m := range c.Models {
+			if m.Upstream != "" && m.Upstream != m.ID {
+				w("  %s -> %s", m.ID, m.Upstream)
+			} else {
+				w("  %s", m.ID)
+			}
+		}
+	}
+
+	if !c.KeysMode() {
+		w("limits per caller: %s", limitsText(c.Limits))
+	}
+	for _, t := range c.Teams {
+		mode := t.Mode
+		if mode == "" {
+			mode = defaultTeamMode
+		}
+		w("team %s (%s):", t.Name, mode)
+		if t.UpstreamAPIKey != "" {
+			w("  platform key: team's own upstream_api_key")
+		} else {
+			w("  platform key: upstream.api_key")
+		}
+		if len(t.Models) == 0 {
+			w("  models: all")
+		} else {
+			w("  models: %s", strings.Join(t.Models, ", "))
+		}
+		w("  team limits: %s", limitsText(t.Limits))
+		for _, k := range t.Keys {
+			form := "key"
+			if k.KeySHA256 != "" {
+				form = "key_sha256"
+			}
+			w("  key %s (%s): %s", k.Name, form, limitsText(k.Limits))
+		}
+	}
+	w("admin keys: %d", len(c.AdminKeys))
+
+	r := c.Ratelimit
+	if r.Store == "" || r.Store == "memory" {
+		w("ratelimit store: memory (daily usage kept in %s)", orUnset(r.DataPath, defaultDataPath))
+	} else {
+		w("ratelimit store: %s; on store error: %s", redactedStore(r.Store), orUnset(r.OnStoreError, defaultOnStoreError))
+	}
+	w("default max output tokens reserved: %d", r.DefaultMaxOutputTokens)
+
+	s := c.Server
+	w("server: max body %d bytes, max upload %d bytes, read header timeout %s, drain %s",
+		s.MaxBodyBytes, s.MaxUploadBytes, s.ReadHeaderTimeout, s.DrainTimeout)
+	w("translate: reasoning field %s, drop extra fields %t", c.Translate.ReasoningField, c.Translate.DropExtraFields)
+	w("sidecar: balance cached %s", c.Sidecar.BalanceCacheTTL)
+	return b.String()
+}
+
+func orUnset(s, unset string) string {
+	if s == "" {
+		return unset
+	}
+	return s
+}
+
+func limitsText(l Limits) string {
+	part := func(n int64, unit string) string {
+		if n == 0 {
+			return "unlimited " + unit
+		}
+		return fmt.Sprintf("%d %s", n, unit)
+	}
+	if l == (Limits{}) {
+		return "unlimited"
+	}
+	return strings.Join([]string{
+		part(l.RequestsPerMinute, "requests/min"),
+		part(l.TokensPerMinute, "tokens/min"),
+		part(l.ConcurrentRequests, "concurrent"),
+		part(l.TokensPerDay, "tokens/day (UTC)"),
+	}, ", ")
+}
+
+func redactedStore(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable)"
+	}
+	hidden := ""
+	if u.User != nil {
+		// Some clients take a bare password in the user-name position, so hide all of it.
+		u.User = nil
+		hidden = " (credentials hidden)"
+	}
+	u.RawQuery = ""
+	return u.String() + hidden
+}

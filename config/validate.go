@@ -1,0 +1,396 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MaxTokenBytes is the longest key or bearer token accepted; auth enforces the same bound, so
+// any key the config accepts can also be presented.
+const MaxTokenBytes = 4096
+
+// TokenProblem says why s cannot be a key or bearer token ("" when it can): it must be
+// printable ASCII without spaces, at most MaxTokenBytes long. auth applies the same rule to
+// presented tokens, and it keeps platform keys from smuggling bytes into an HTTP header.
+func TokenProblem(s string) string {
+	if s == "" {
+		return "is empty"
+	}
+	if len(s) > MaxTokenBytes {
+		return fmt.Sprintf("is longer than %d bytes", MaxTokenBytes)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f {
+			return "contains a space, control or non-ASCII character"
+		}
+	}
+	return ""
+}
+
+// nameRE keeps team and key names free of '/' and ':' because they become parts of limiter
+// scope ids ("key:<team>/<key>"), where such characters could make two scopes collide.
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+const nameRule = "want 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+// validator collects problems for one config; d supplies line numbers and env-var origins.
+type validator struct {
+	d    *decoder
+	errs []*Error
+}
+
+// line finds the line of path, or of its nearest ancestor present in the file.
+func (v *validator) line(path string) int {
+	for p := path; p != ""; {
+		if l, ok := v.d.lines[p]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return 0
+}
+
+func (v *validator) fail(path, format string, args ...any) {
+	v.errs = append(v.errs, &Error{File: v.d.file, Line: v.line(path), Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// emptyHint explains an empty value that came from a set-but-empty variable.
+func (v *validator) emptyHint(path string) string {
+	if vars := v.d.envVars[path]; len(vars) > 0 {
+		return fmt.Sprintf(" (environment variable %s is set but empty)", strings.Join(vars, ", "))
+	}
+	return ""
+}
+
+// secret checks a credential value without ever putting it into the message.
+func (v *validator) secret(path, value string) {
+	if p := TokenProblem(value); p != "" {
+		if value == "" {
+			p += v.emptyHint(path)
+		}
+		v.fail(path, "%s", p)
+	}
+}
+
+func validate(c *Config, d *decoder) []*Error {
+	v := &validator{d: d}
+	v.listen(c.Listen)
+	v.upstream(&c.Upstream)
+	modelIDs := v.models(c.Models)
+	v.ratelimit(&c.Ratelimit)
+	v.limits("limits", c.Limits)
+	digests := v.teams(c, modelIDs)
+	v.adminKeys(c.AdminKeys, digests)
+	v.server(&c.Server)
+	switch c.Translate.ReasoningField {
+	case "", "reasoning_content", "reasoning":
+	default:
+		v.fail("translate.reasoning_field", "want reasoning_content or reasoning, got %q", c.Translate.ReasoningField)
+	}
+	v.nonNegativeDuration("sidecar.balance_cache_ttl", c.Sidecar.BalanceCacheTTL)
+	return v.errs
+}
+
+func (v *validator) listen(addr string) {
+	if addr == "" {
+		return
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.fail("listen", "want host:port such as 127.0.0.1:8080, got %q", addr)
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		v.fail("listen", "want a port number 0-65535, got %q", port)
+	}
+}
+
+func (v *validator) upstream(u *Upstream) {
+	// Both URLs may be left out of the file: --gateway-url/--base-url or --simulate supply them.
+	if u.GatewayURL != "" {
+		v.httpURL("upstream.gateway_url", u.GatewayURL)
+	}
+	if u.BaseURL != "" {
+		v.httpURL("upstream.base_url", u.BaseURL)
+	}
+	if u.APIKey != "" {
+		v.secret("upstream.api_key", u.APIKey)
+	}
+	v.nonNegativeDuration("upstream.dial_timeout", u.DialTimeout)
+	v.nonNegativeDuration("upstream.response_header_timeout", u.ResponseHeaderTimeout)
+	v.nonNegativeDuration("upstream.stream_idle_timeout", u.StreamIdleTimeout)
+	v.nonNegativeDuration("upstream.request_timeout", u.RequestTimeout)
+	v.nonNegativeDuration("upstream.keepalive_interval", u.KeepAliveInterval)
+	v.nonNegativeDuration("upstream.health_interval", u.HealthInterval)
+	if u.MaxRetries != nil && *u.MaxRetries < 0 {
+		v.fail("upstream.max_retries", "must not be negative, got %d", *u.MaxRetries)
+	}
+}
+
+// URLProblem says why raw cannot be an upstream URL ("" when it can). The platform key is sent
+// there, so only a plain absolute http(s) address is accepted: credentials in the URL would
+// end up in logs, and a query or fragment would be silently dropped when paths are joined.
+func URLProblem(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Sprintf("not a valid URL: %q", raw)
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https":
+	default:
+		return fmt.Sprintf("want an absolute http:// or https:// URL, got %q", raw)
+	}
+	switch {
+	case u.Opaque != "" || u.Hostname() == "":
+		return fmt.Sprintf("URL has no host: %q", raw)
+	case u.User != nil:
+		return "URL must not contain user info; put credentials in api_key"
+	case u.RawQuery != "" || u.ForceQuery:
+		return fmt.Sprintf("URL must not have a query: %q", raw)
+	case u.Fragment != "":
+		return fmt.Sprintf("URL must not have a fragment: %q", raw)
+	}
+	return ""
+}
+
+func (v *validator) httpURL(path, raw string) {
+	if p := URLProblem(raw); p != "" {
+		v.fail(path, "%s", p)
+	}
+}
+
+func (v *validator) nonNegativeDuration(path string, d time.Duration) {
+	if d < 0 {
+		v.fail(path, "must not be negative, got %s", d)
+	}
+}
+
+func (v *validator) nonNegative(path string, n int64) {
+	if n < 0 {
+		v.fail(path, "must not be negative, got %d", n)
+	}
+}
+
+// modelIDProblem rejects ids that could not round-trip through a URL path or a log line.
+func modelIDProblem(id string) string {
+	if id == "" {
+		return "is empty"
+	}
+	if len(id) > 256 {
+		return "is longer than 256 bytes"
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c <= ' ' || c == 0x7f {
+			return fmt.Sprintf("contains a space or control character: %q", id)
+		}
+	}
+	return ""
+}
+
+func (v *validator) models(models []Model) map[string]bool {
+	ids := make(map[string]bool, len(models))
+	first := make(map[string]int, len(models))
+	for i, m := range models {
+		p := fmt.Sprintf("models[%d]", i)
+		if prob := modelIDProblem(m.ID); prob != "" {
+			v.fail(p+".id", "%s", prob)
+		} else if j, dup := first[m.ID]; dup {
+			v.fail(p+".id", "duplicate model id %q (also models[%d])", m.ID, j)
+		} else {
+			first[m.ID] = i
+		}
+		ids[m.ID] = true
+		if m.Upstream != "" {
+			if prob := modelIDProblem(m.Upstream); prob != "" {
+				v.fail(p+".upstream", "%s", prob)
+			}
+		}
+	}
+	return ids
+}
+
+func (v *validator) ratelimit(r *Ratelimit) {
+	if r.Store != "" && r.Store != "memory" {
+		if p := storeProblem(r.Store); p != "" {
+			v.fail("ratelimit.store", "%s", p)
+		}
+	}
+	switch r.OnStoreError {
+	case "", "allow", "deny":
+	default:
+		v.fail("ratelimit.on_store_error", "want allow or deny, got %q", r.OnStoreError)
+	}
+	v.nonNegative("ratelimit.default_max_output_tokens", r.DefaultMaxOutputTokens)
+}
+
+// storeProblem checks a redis:// or rediss:// URL without echoing it: it may carry a password.
+func storeProblem(raw string) string {
+	const want = "want memory, redis://host:port/db or rediss://host:port/db"
+	u, err := url.Parse(raw)
+	if err != nil {
+		return want
+	}
+	switch u.Scheme {
+	case "redis", "rediss":
+	default:
+		return want
+	}
+	if u.Opaque != "" || u.Hostname() == "" {
+		return want + " (no host given)"
+	}
+	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
+		if n, err := strconv.Atoi(db); err != nil || n < 0 {
+			return want + " (the database must be a number)"
+		}
+	}
+	return ""
+}
+
+func (v *validator) limits(path string, l Limits) {
+	v.nonNegative(path+".requests_per_minute", l.RequestsPerMinute)
+	v.nonNegative(path+".tokens_per_minute", l.TokensPerMinute)
+	v.nonNegative(path+".concurrent_requests", l.ConcurrentRequests)
+	v.nonNegative(path+".tokens_per_day", l.TokensPerDay)
+}
+
+// keyDigest is how keys are compared for duplicates: the same digest auth will hold.
+func keyDigest(k Key) ([32]byte, bool) {
+	if k.Key != "" {
+		return sha256.Sum256([]byte(k.Key)), true
+	}
+	var d [32]byte
+	if len(k.KeySHA256) != 64 {
+		return d, false
+	}
+	if _, err := hex.Decode(d[:], []byte(k.KeySHA256)); err != nil {
+		return d, false
+	}
+	return d, true
+}
+
+func (v *validator) teams(c *Config, modelIDs map[string]bool) map[[32]byte]string {
+	digests := map[[32]byte]string{}
+	teamFirst := map[string]int{}
+	for i, t := range c.Teams {
+		tp := fmt.Sprintf("teams[%d]", i)
+		if !nameRE.MatchString(t.Name) {
+			v.fail(tp+".name", "%s, got %q", nameRule, t.Name)
+		} else if j, dup := teamFirst[t.Name]; dup {
+			v.fail(tp+".name", "duplicate team name %q (also teams[%d])", t.Name, j)
+		} else {
+			teamFirst[t.Name] = i
+		}
+		if t.UpstreamAPIKey != "" {
+			v.secret(tp+".upstream_api_key", t.UpstreamAPIKey)
+		} else if c.Upstream.APIKey == "" {
+			v.fail(tp, "no platform key for this team: set upstream.api_key or %s.upstream_api_key%s",
+				tp, v.emptyHint(tp+".upstream_api_key")+v.emptyHint("upstream.api_key"))
+		}
+		for j, m := range t.Models {
+			mp := fmt.Sprintf("%s.models[%d]", tp, j)
+			if prob := modelIDProblem(m); prob != "" {
+				v.fail(mp, "%s", prob)
+			} else if len(c.Models) > 0 && !modelIDs[m] {
+				v.fail(mp, "model %q is not listed under models", m)
+			}
+		}
+		v.limits(tp+".limits", t.Limits)
+		switch t.Mode {
+		case "", "enforce", "shadow":
+		default:
+			v.fail(tp+".mode", "want enforce or shadow, got %q", t.Mode)
+		}
+		if len(t.Keys) == 0 {
+			// Without this a config whose teams all lack keys would quietly run in passthrough
+			// mode, forwarding any caller's token: fail closed instead.
+			v.fail(tp+".keys", "a team needs at least one key")
+		}
+		v.keys(tp, t.Keys, digests)
+	}
+	return digests
+}
+
+func (v *validator) keys(tp string, keys []Key, digests map[[32]byte]string) {
+	keyFirst := map[string]int{}
+	for j, k := range keys {
+		kp := fmt.Sprintf("%s.keys[%d]", tp, j)
+		if !nameRE.MatchString(k.Name) {
+			v.fail(kp+".name", "%s, got %q", nameRule, k.Name)
+		} else if first, dup := keyFirst[k.Name]; dup {
+			v.fail(kp+".name", "duplicate key name %q in this team (also %s.keys[%d])", k.Name, tp, first)
+		} else {
+			keyFirst[k.Name] = j
+		}
+		switch {
+		case k.Key != "" && k.KeySHA256 != "":
+			v.fail(kp, "set key or key_sha256, not both")
+			continue
+		case k.Key == "" && k.KeySHA256 == "":
+			v.fail(kp+".key", "set key or key_sha256%s", v.emptyHint(kp+".key")+v.emptyHint(kp+".key_sha256"))
+			continue
+		case k.Key != "":
+			if p := TokenProblem(k.Key); p != "" {
+				v.fail(kp+".key", "%s", p)
+				continue
+			}
+		default:
+			if _, ok := keyDigest(k); !ok {
+				got := fmt.Sprintf("%d characters", len(k.KeySHA256))
+				if len(k.KeySHA256) == 64 {
+					got = "a non-hex character"
+				}
+				v.fail(kp+".key_sha256", "want 64 hex digits (sha256 of the key), got %s", got)
+				continue
+			}
+		}
+		d, _ := keyDigest(k)
+		if other, dup := digests[d]; dup {
+			v.fail(kp, "same key as %s: every key must be distinct", other)
+			continue
+		}
+		digests[d] = kp
+		v.limits(kp+".limits", k.Limits)
+	}
+}
+
+func (v *validator) adminKeys(keys []string, teamDigests map[[32]byte]string) {
+	seen := map[[32]byte]int{}
+	for i, k := range keys {
+		p := fmt.Sprintf("admin_keys[%d]", i)
+		if prob := TokenProblem(k); prob != "" {
+			if k == "" {
+				prob += v.emptyHint(p)
+			}
+			v.fail(p, "%s", prob)
+			continue
+		}
+		d := sha256.Sum256([]byte(k))
+		if first, dup := seen[d]; dup {
+			v.fail(p, "same key as admin_keys[%d]", first)
+			continue
+		}
+		seen[d] = i
+		// An admin key must never double as a data-plane key, or a team could reach admin routes.
+		if other, dup := teamDigests[d]; dup {
+			v.fail(p, "same key as %s: admin keys must differ from team keys", other)
+		}
+	}
+}
+
+func (v *validator) server(s *Server) {
+	v.nonNegative("server.max_body_bytes", s.MaxBodyBytes)
+	v.nonNegative("server.max_upload_bytes", s.MaxUploadBytes)
+	v.nonNegativeDuration("server.drain_timeout", s.DrainTimeout)
+	v.nonNegativeDuration("server.read_header_timeout", s.ReadHeaderTimeout)
+}
