@@ -1,0 +1,426 @@
+package translate
+
+import (
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// ChatRequest is a parsed and validated Chat Completions request. The exported fields are
+// what the proxy needs to route, admit and post-process the call; the rest is the already
+// translated body, so ToResponses only frames it.
+type ChatRequest struct {
+	Model        string
+	Stream       bool
+	IncludeUsage bool
+	N            int // >= 1; the proxy fans out N upstream requests
+	Stop         []string
+	Legacy       bool // legacy functions/function_call: answers use the function_call shape
+	Logprobs     bool
+	// MaxOutputTokens is what the upstream is asked for (after the minimum-16 clamp), 0 if unset.
+	MaxOutputTokens int64
+
+	core   []byte  // translated fields after model/stream, each preceded by a comma
+	extras []field // fields forwarded verbatim, in body order
+}
+
+type field struct{ key, raw string } // key and value as raw JSON
+
+// RequestOptions are the proxy's settings for one translation.
+type RequestOptions struct {
+	DropExtraFields bool // a strict upstream: do not forward unknown or model-specific fields
+	ForceStream     bool // ask the upstream to stream although the client did not (non-stream + stop)
+}
+
+// minOutputTokens is the Responses API's lower bound for max_output_tokens.
+//
+// Smaller chat values are clamped up to it rather than refused: clients send max_tokens 1..15
+// for health checks and classifiers, and a 400 would break them for a difference the model
+// rarely reaches. The client can get up to 16 tokens instead of fewer.
+const minOutputTokens = 16
+
+// maxN bounds the fan-out one request can cause (OpenAI's own limit is 128).
+const maxN = 128
+
+// ParseChat validates a Chat Completions body and translates it. Bad input gives a *Error
+// whose Param names the offending field.
+func ParseChat(body []byte) (*ChatRequest, error) {
+	if !gjson.ValidBytes(body) {
+		return nil, badRequest("invalid_json", "", "The request body is not valid JSON.")
+	}
+	// One copy of the body as a string: every gjson result below is a substring of it, so
+	// parsing allocates nothing more, and the caller may reuse its buffer afterwards.
+	src := string(body)
+	root := gjson.Parse(src)
+	if !root.IsObject() {
+		return nil, badRequest(codeInvalidType, "", "The request body must be a JSON object.")
+	}
+	var f chatFields
+	r := &ChatRequest{N: 1}
+	var perr *Error
+	root.ForEach(func(k, v gjson.Result) bool {
+		perr = f.set(r, k, v)
+		return perr == nil
+	})
+	if perr != nil {
+		return nil, perr
+	}
+	if err := f.check(r); err != nil {
+		return nil, err
+	}
+	w := reqWriter{b: make([]byte, 0, len(src)+256)}
+	if err := w.write(&f, r); err != nil {
+		return nil, err
+	}
+	r.core = w.b
+	return r, nil
+}
+
+// chatFields holds the known top-level fields; the last occurrence of a key wins, as with
+// encoding/json.
+type chatFields struct {
+	model, messages, stream, streamOptions, n, stop                     gjson.Result
+	maxCompletion, maxTokens, temperature, topP, logprobs, topLogprobs gjson.Result
+	responseFormat, verbosity, reasoningEffort                         gjson.Result
+	tools, toolChoice, parallel, functions, functionCall               gjson.Result
+	store, metadata, webSearch                                         gjson.Result
+	copied                                                             []field // fields copied under the same name
+}
+
+// copiedFields are Chat fields with an identical Responses field: forwarded even when extra
+// fields are dropped, after a type check.
+func copiedKind(key string) (gjson.Type, bool) {
+	switch key {
+	case "user", "safety_identifier", "prompt_cache_key", "prompt_cache_retention", "service_tier":
+		return gjson.String, true
+	case "prompt_cache_options", "moderation":
+		return gjson.JSON, true
+	}
+	return gjson.Null, false
+}
+
+func (f *chatFields) set(r *ChatRequest, k, v gjson.Result) *Error {
+	key := k.Str
+	switch key {
+	case "model":
+		f.model = v
+	case "messages":
+		f.messages = v
+	case "stream":
+		f.stream = v
+	case "stream_options":
+		f.streamOptions = v
+	case "n":
+		f.n = v
+	case "stop":
+		f.stop = v
+	case "max_completion_tokens":
+		f.maxCompletion = v
+	case "max_tokens":
+		f.maxTokens = v
+	case "temperature":
+		f.temperature = v
+	case "top_p":
+		f.topP = v
+	case "logprobs":
+		f.logprobs = v
+	case "top_logprobs":
+		f.topLogprobs = v
+	case "response_format":
+		f.responseFormat = v
+	case "verbosity":
+		f.verbosity = v
+	case "reasoning_effort":
+		f.reasoningEffort = v
+	case "tools":
+		f.tools = v
+	case "tool_choice":
+		f.toolChoice = v
+	case "parallel_tool_calls":
+		f.parallel = v
+	case "functions":
+		f.functions = v
+	case "function_call":
+		f.functionCall = v
+	case "store":
+		f.store = v
+	case "metadata":
+		f.metadata = v
+	case "web_search_options":
+		f.webSearch = v
+	case "modalities":
+		return checkModalities(v)
+	case "audio":
+		if v.Type != gjson.Null {
+			return badRequest(codeUnsupportedValue, "audio", "Audio output is not supported by this gateway.")
+		}
+	case "prediction":
+		// Only a latency optimisation; the Responses API has nothing to give it to.
+	default:
+		if t, ok := copiedKind(key); ok {
+			if v.Type == gjson.Null {
+				return nil
+			}
+			if v.Type != t || (t == gjson.JSON && !v.IsObject()) {
+				return badRequest(codeInvalidType, key, "Invalid type for '"+key+"'.")
+			}
+			f.copied = appendField(f.copied, field{k.Raw, v.Raw})
+			return nil
+		}
+		if neverForwarded(key) {
+			return nil
+		}
+		r.extras = appendField(r.extras, field{k.Raw, v.Raw})
+	}
+	return nil
+}
+
+// appendField adds a field, replacing an earlier one with the same key so the upstream
+// never sees a duplicate key.
+func appendField(fs []field, f field) []field {
+	for i := range fs {
+		if fs[i].key == f.key {
+			fs[i] = f
+			return fs
+		}
+	}
+	return append(fs, f)
+}
+
+// neverForwarded lists fields that must not reach the upstream as extras. Client-chosen
+// addresses, credentials and headers (LiteLLM-style api_base, extra_headers, ...) would let a
+// caller steer modelgate's upstream traffic. Responses-only fields that the translation writes
+// itself, or that need server-side state a chat client cannot manage, are dropped too.
+func neverForwarded(key string) bool {
+	switch key {
+	case "api_base", "base_url", "api_key", "api_version", "api_type", "organization", "project",
+		"extra_headers", "headers", "extra_query", "extra_body", "default_headers", "custom_llm_provider",
+		"deployment_id", "azure_endpoint", "azure_ad_token", "timeout", "proxy", "proxies", "http_client",
+		"input", "instructions", "text", "reasoning", "include", "max_output_tokens",
+		"previous_response_id", "conversation", "background", "prompt", "stream_options":
+		return true
+	}
+	for _, suffix := range [...]string{"_url", "_base", "_headers", "_key", "_token", "_secret", "_endpoint"} {
+		if len(key) > len(suffix) && key[len(key)-len(suffix):] == suffix {
+			return true
+		}
+	}
+	return false
+}
+
+func checkModalities(v gjson.Result) *Error {
+	if v.Type == gjson.Null {
+		return nil
+	}
+	if !v.IsArray() {
+		return badRequest(codeInvalidType, "modalities", "Invalid type for 'modalities': expected an array of strings.")
+	}
+	var err *Error
+	v.ForEach(func(_, m gjson.Result) bool {
+		switch {
+		case m.Type != gjson.String:
+			err = badRequest(codeInvalidType, "modalities", "Invalid type for 'modalities': expected an array of strings.")
+		case m.Str == "audio":
+			err = badRequest(codeUnsupportedValue, "modalities", "Audio output is not supported by this gateway.")
+		case m.Str != "text":
+			err = badRequest(codeInvalidValue, "modalities", "Invalid value for 'modalities': "+strconv.Quote(capString(m.Str, 64))+".")
+		}
+		return err == nil
+	})
+	return err
+}
+
+// check validates the scalar fields and fills the exported summary.
+func (f *chatFields) check(r *ChatRequest) *Error {
+	if f.model.Type != gjson.String || f.model.Str == "" {
+		if !f.model.Exists() || f.model.Type == gjson.Null {
+			return badRequest(codeMissing, "model", "You must provide a model parameter.")
+		}
+		return badRequest(codeInvalidType, "model", "Invalid type for 'model': expected a non-empty string.")
+	}
+	r.Model = f.model.Str
+	if !f.messages.Exists() || f.messages.Type == gjson.Null {
+		return badRequest(codeMissing, "messages", "Missing required parameter: 'messages'.")
+	}
+	if !f.messages.IsArray() {
+		return badRequest(codeInvalidType, "messages", "Invalid type for 'messages': expected an array.")
+	}
+	if !hasElements(f.messages) {
+		return badRequest("empty_array", "messages", "Invalid 'messages': empty array. Expected an array with minimum length 1.")
+	}
+	var err *Error
+	if r.Stream, err = optBool(f.stream, "stream"); err != nil {
+		return err
+	}
+	if so := f.streamOptions; so.Exists() && so.Type != gjson.Null {
+		if !so.IsObject() {
+			return badRequest(codeInvalidType, "stream_options", "Invalid type for 'stream_options': expected an object.")
+		}
+		iu, err := optBool(so.Get("include_usage"), "stream_options.include_usage")
+		if err != nil {
+			return err
+		}
+		// Usage chunks only exist in streams; a non-stream answer always carries usage.
+		r.IncludeUsage = iu && r.Stream
+	}
+	if f.n.Exists() && f.n.Type != gjson.Null {
+		n, ok := intValue(f.n)
+		if !ok || n < 1 || n > maxN {
+			return badRequest(codeInvalidValue, "n", "Invalid value for 'n': expected an integer between 1 and 128.")
+		}
+		r.N = int(n)
+	}
+	if r.Stop, err = parseStop(f.stop); err != nil {
+		return err
+	}
+	for _, mt := range [...]struct {
+		v     gjson.Result
+		param string
+	}{{f.maxCompletion, "max_completion_tokens"}, {f.maxTokens, "max_tokens"}} {
+		if !mt.v.Exists() || mt.v.Type == gjson.Null {
+			continue
+		}
+		n, ok := intValue(mt.v)
+		if !ok || n < 1 {
+			return badRequest(codeInvalidValue, mt.param, "Invalid value for '"+mt.param+"': expected a positive integer.")
+		}
+		if r.MaxOutputTokens == 0 { // max_completion_tokens wins over the deprecated max_tokens
+			r.MaxOutputTokens = max(n, minOutputTokens)
+		}
+	}
+	for _, num := range [...]struct {
+		v     gjson.Result
+		param string
+	}{{f.temperature, "temperature"}, {f.topP, "top_p"}} {
+		if num.v.Exists() && num.v.Type != gjson.Null && num.v.Type != gjson.Number {
+			return badRequest(codeInvalidType, num.param, "Invalid type for '"+num.param+"': expected a number.")
+		}
+	}
+	if r.Logprobs, err = optBool(f.logprobs, "logprobs"); err != nil {
+		return err
+	}
+	if tl := f.topLogprobs; tl.Exists() && tl.Type != gjson.Null {
+		n, ok := intValue(tl)
+		if !ok || n < 0 || n > 20 {
+			return badRequest(codeInvalidValue, "top_logprobs", "Invalid value for 'top_logprobs': expected an integer between 0 and 20.")
+		}
+	}
+	if _, err = optBool(f.parallel, "parallel_tool_calls"); err != nil {
+		return err
+	}
+	if _, err = optBool(f.store, "store"); err != nil {
+		return err
+	}
+	for _, s := range [...]struct {
+		v     gjson.Result
+		param string
+	}{{f.verbosity, "verbosity"}, {f.reasoningEffort, "reasoning_effort"}} {
+		if s.v.Exists() && s.v.Type != gjson.Null && s.v.Type != gjson.String {
+			return badRequest(codeInvalidType, s.param, "Invalid type for '"+s.param+"': expected a string.")
+		}
+	}
+	if m := f.metadata; m.Exists() && m.Type != gjson.Null && !m.IsObject() {
+		return badRequest(codeInvalidType, "metadata", "Invalid type for 'metadata': expected an object.")
+	}
+	hasTools := f.tools.Exists() && f.tools.Type != gjson.Null
+	hasFunctions := f.functions.Exists() && f.functions.Type != gjson.Null
+	r.Legacy = hasFunctions && !hasTools
+	return nil
+}
+
+func hasElements(arr gjson.Result) bool {
+	n := false
+	arr.ForEach(func(_, _ gjson.Result) bool { n = true; return false })
+	return n
+}
+
+func optBool(v gjson.Result, param string) (bool, *Error) {
+	switch v.Type {
+	case gjson.True:
+		return true, nil
+	case gjson.False, gjson.Null:
+		return false, nil
+	}
+	if !v.Exists() {
+		return false, nil
+	}
+	return false, badRequest(codeInvalidType, param, "Invalid type for '"+param+"': expected a boolean.")
+}
+
+// intValue accepts JSON numbers with an integral value (3 and 3.0, not 3.5 or "3").
+func intValue(v gjson.Result) (int64, bool) {
+	if v.Type != gjson.Number || v.Num != v.Num || v.Num > 1<<53 || v.Num < -(1<<53) {
+		return 0, false
+	}
+	n := int64(v.Num)
+	return n, float64(n) == v.Num
+}
+
+// maxStops mirrors the Chat API's limit of four stop sequences.
+const maxStops = 4
+
+func parseStop(v gjson.Result) ([]string, *Error) {
+	switch v.Type {
+	case gjson.Null:
+		return nil, nil
+	case gjson.String:
+		if v.Str == "" {
+			return nil, nil
+		}
+		return []string{v.Str}, nil
+	}
+	if !v.IsArray() {
+		return nil, badRequest(codeInvalidType, "stop", "Invalid type for 'stop': expected a string or an array of strings.")
+	}
+	var stops []string
+	var err *Error
+	i := 0
+	v.ForEach(func(_, s gjson.Result) bool {
+		if s.Type != gjson.String {
+			err = badRequest(codeInvalidType, "stop["+strconv.Itoa(i)+"]", "Invalid type for 'stop': expected strings.")
+			return false
+		}
+		i++
+		if s.Str != "" { // an empty stop sequence would cut every answer to nothing
+			stops = append(stops, s.Str)
+		}
+		return true
+	})
+	if err == nil && i > maxStops {
+		err = badRequest(codeInvalidValue, "stop", "Invalid value for 'stop': at most 4 sequences are allowed.")
+	}
+	return stops, err
+}
+
+// ToResponses renders the Responses request body. It does not modify r, and the same r and
+// arguments always give the same bytes.
+func (r *ChatRequest) ToResponses(upstreamModel string, opt RequestOptions) ([]byte, error) {
+	if upstreamModel == "" {
+		upstreamModel = r.Model
+	}
+	size := len(r.core) + len(upstreamModel) + 96
+	if !opt.DropExtraFields {
+		for _, e := range r.extras {
+			size += len(e.key) + len(e.raw) + 2
+		}
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"model":`...)
+	b = appendString(b, upstreamModel)
+	if r.Stream || opt.ForceStream {
+		// Every delta is re-framed here, so the obfuscation padding would be wasted bandwidth.
+		b = append(b, `,"stream":true,"stream_options":{"include_obfuscation":false}`...)
+	} else {
+		b = append(b, `,"stream":false`...)
+	}
+	b = append(b, r.core...)
+	if !opt.DropExtraFields {
+		for _, e := range r.extras {
+			b = append(b, ',')
+			b = append(b, e.key...)
+			b = append(b, ':')
+			b = append(b, e.raw...)
+		}
+	}
+	return append(b, '}'), nil
+}
