@@ -49,7 +49,7 @@ func kindName(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
-		return fmt.Sprintf("%q", n.Value)
+		return fmt.Sprintf("%q", unmaskRefs(n.Value))
 	case yaml.AliasNode:
 		return "an alias"
 	}
@@ -62,6 +62,11 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		// Aliases would let one node appear under several paths (and expand exponentially);
 		// a config this small has no need for them.
 		d.fail(n.Line, path, "YAML anchors and aliases are not supported")
+		return
+	}
+	if tag := n.ShortTag(); tag == "!!binary" || (tag != "" && !strings.HasPrefix(tag, "!!")) {
+		// Custom and binary tags would give the text a meaning this loader does not apply.
+		d.fail(n.Line, path, "YAML tag %s is not supported", tag)
 		return
 	}
 	if isNull(n) {
@@ -95,15 +100,16 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 			d.fail(k.Line, path, "keys must be plain names, got %s", kindName(k))
 			continue
 		}
-		p := childPath(path, k.Value)
-		if first, dup := seen[k.Value]; dup {
+		name := unmaskRefs(k.Value)
+		p := childPath(path, name)
+		if first, dup := seen[name]; dup {
 			d.fail(k.Line, p, "duplicate key (first set on line %d)", first)
 			continue
 		}
-		seen[k.Value] = k.Line
-		idx, ok := fields[k.Value]
+		seen[name] = k.Line
+		idx, ok := fields[name]
 		if !ok {
-			d.fail(k.Line, p, "unknown key%s", suggestKey(k.Value, fields))
+			d.fail(k.Line, p, "unknown key%s", suggestKey(name, fields))
 			continue
 		}
 		d.lines[p] = k.Line
@@ -132,7 +138,7 @@ func (d *decoder) scalar(n *yaml.Node, v reflect.Value, path string) {
 	}
 	// Expansion happens on the scalar's text after parsing, so a variable's value can never
 	// add keys, items or YAML syntax; it is always exactly one value.
-	s, vars, problems := expand(n.Value, d.getenv)
+	s, vars, problems := expand(unmaskRefs(n.Value), d.getenv)
 	for _, p := range problems {
 		d.fail(n.Line, path, "%s", p)
 	}

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -63,4 +65,52 @@ func validVarName(name string) bool {
 		}
 	}
 	return true
+}
+
+// YAML ends a plain scalar at '{' or '}' inside [..] and {..}, so the documented form
+// `admin_keys: [${MODELGATE_ADMIN_KEY}]` would not even parse. Before parsing, each well-formed
+// reference is therefore rewritten to a marker made of characters YAML treats as ordinary text;
+// after parsing, scalars get their original text back and only then are expanded. No variable
+// value is ever seen by the YAML parser.
+const (
+	envMarker = ".mg-env-Q7z."
+	litMarker = ".mg-lit-Q7z."
+)
+
+var (
+	refRE    = regexp.MustCompile(`\$?\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+	markerRE = regexp.MustCompile(`\.mg-(env|lit)-Q7z\.([A-Za-z_][A-Za-z0-9_]*)\.`)
+)
+
+// maskRefs returns data with references replaced by markers, and false if data already
+// contains a marker (it could not be told apart from one of ours).
+func maskRefs(data []byte) ([]byte, bool) {
+	if bytes.Contains(data, []byte(envMarker)) || bytes.Contains(data, []byte(litMarker)) {
+		return nil, false
+	}
+	if !bytes.Contains(data, []byte("${")) {
+		return data, true
+	}
+	return refRE.ReplaceAllFunc(data, func(ref []byte) []byte {
+		name := ref[bytes.IndexByte(ref, '{')+1 : len(ref)-1]
+		marker := envMarker
+		if ref[1] == '$' {
+			marker = litMarker
+		}
+		return append(append([]byte(marker), name...), '.')
+	}), true
+}
+
+// unmaskRefs restores the text a scalar had in the file.
+func unmaskRefs(s string) string {
+	if !strings.Contains(s, "-Q7z.") {
+		return s
+	}
+	return markerRE.ReplaceAllStringFunc(s, func(m string) string {
+		sub := markerRE.FindStringSubmatch(m)
+		if sub[1] == "lit" {
+			return "$${" + sub[2] + "}"
+		}
+		return "${" + sub[2] + "}"
+	})
 }

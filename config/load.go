@@ -91,7 +91,11 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // parseDocument returns the top-level node of the single YAML document in data, or nil for
 // an empty file.
 func parseDocument(data []byte, source string) (*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	masked, ok := maskRefs(data)
+	if !ok {
+		return nil, &Error{File: source, Msg: fmt.Sprintf("the file contains %q or %q, which modelgate reserves", envMarker, litMarker)}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(masked))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {

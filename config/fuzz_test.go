@@ -1,0 +1,32 @@
+package config
+
+import (
+	"errors"
+	"testing"
+)
+
+// FuzzParse: no input may panic the loader, and whatever it accepts must stay valid after
+// defaults and be summarisable. The seed corpus in testdata/fuzz/FuzzParse also runs as a
+// regression test on every `go test`.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(fullYAML))
+	f.Add([]byte(keyed))
+	f.Add([]byte("admin_keys: [${ADMIN_KEY}, $${X}]\nlimits: {requests_per_minute: ${RPM}}\n"))
+	env := envMap(testEnv)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := Parse(data, "fuzz.yaml", env)
+		if err != nil {
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("error is not a *config.Error: %v", err)
+			}
+			return
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("accepted config fails Validate after defaults: %v", err)
+		}
+		if cfg.Summary() == "" {
+			t.Fatal("empty summary")
+		}
+	})
+}
