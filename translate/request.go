@@ -79,7 +79,7 @@ func ParseChat(body []byte) (*ChatRequest, error) {
 // chatFields holds the known top-level fields; the last occurrence of a key wins, as with
 // encoding/json.
 type chatFields struct {
-	model, messages, stream, streamOptions, n, stop                     gjson.Result
+	model, messages, stream, streamOptions, n, stop                    gjson.Result
 	maxCompletion, maxTokens, temperature, topP, logprobs, topLogprobs gjson.Result
 	responseFormat, verbosity, reasoningEffort                         gjson.Result
 	tools, toolChoice, parallel, functions, functionCall               gjson.Result

@@ -1,0 +1,567 @@
+package translate
+
+import (
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+
+	"modelgate/tokens"
+)
+
+// DoneFrame ends every chat stream.
+var DoneFrame = []byte("data: [DONE]\n\n")
+
+// StreamConverter turns a Responses event stream into chat.completion.chunk frames, one
+// upstream event at a time. It is not safe for concurrent use.
+//
+// The chunk rules come from how client SDKs accumulate deltas (mapping doc 5.4): role, tool
+// call id and name are sent exactly once because strings are concatenated; tool call indices
+// are dense because they are used as list positions.
+type StreamConverter struct {
+	meta      Meta
+	head      []byte // everything up to the opening of the delta object
+	reasonKey string
+
+	roleSent, done, stopHit, sawCall bool
+	needComma                        bool // inside an open delta object
+
+	tools    []toolSlot
+	nextTool int
+	seen     []int64   // output indexes that had any event
+	emitted  []partKey // parts whose text has been sent
+	lastPart partKey   // last reasoning part sent, for "\n\n" separators
+	reasonOn bool
+
+	maxStop int
+	held    []byte // text held back because it may start a stop sequence
+	heldLP  []byte // rendered logprob entries waiting for their text
+
+	deltas   int64
+	usage    Usage
+	estimate int64
+}
+
+type toolSlot struct {
+	oi       int64
+	index    int
+	custom   bool
+	ignored  bool // legacy mode answers with a single function_call
+	argsSent bool
+}
+
+type partKey struct {
+	kind    byte // 't' output text, 'f' refusal, 's' reasoning summary, 'r' reasoning text
+	oi, idx int64
+}
+
+// NewStreamConverter prepares a converter for one upstream stream.
+func NewStreamConverter(meta Meta) *StreamConverter {
+	c := &StreamConverter{meta: meta, reasonKey: meta.reasoningKey()}
+	for _, s := range meta.Stop {
+		c.maxStop = max(c.maxStop, len(s))
+	}
+	h := make([]byte, 0, 128+len(meta.ID)+len(meta.Model))
+	h = append(h, `data: {"id":`...)
+	h = appendString(h, meta.ID)
+	h = append(h, `,"object":"chat.completion.chunk","created":`...)
+	h = appendInt(h, meta.Created)
+	h = append(h, `,"model":`...)
+	h = appendString(h, meta.Model)
+	h = append(h, `,"choices":[{"index":`...)
+	h = appendInt(h, int64(meta.ChoiceIndex))
+	c.head = append(h, `,"delta":{`...)
+	return c
+}
+
+// SetInputEstimate sets the input tokens reported when the upstream reports no usage.
+func (c *StreamConverter) SetInputEstimate(n int64) { c.estimate = n }
+
+// Usage is the usage of the terminal event, or an estimate when none arrived.
+func (c *StreamConverter) Usage() Usage {
+	if c.usage.Reported {
+		return c.usage
+	}
+	out := c.deltas * tokens.DeltaEventTokens
+	return Usage{InputTokens: c.estimate, OutputTokens: out, TotalTokens: c.estimate + out}
+}
+
+// Feed converts one upstream event. out holds complete SSE frames; done means the chat
+// stream is finished and the caller should stop reading and cancel the upstream.
+func (c *StreamConverter) Feed(eventType string, data []byte) (out []byte, done bool) {
+	if c.done {
+		return nil, true
+	}
+	if !gjson.ValidBytes(data) {
+		return nil, false // comments, [DONE] from lenient upstreams, garbage: nothing to convert
+	}
+	ev := gjson.ParseBytes(data)
+	typ := ev.Get("type").Str
+	if typ == "" {
+		typ = eventType
+	}
+	oi := ev.Get("output_index")
+	if oi.Exists() {
+		c.markSeen(oi.Int())
+	}
+	switch typ {
+	case "response.created":
+		if !c.roleSent {
+			out = c.open(out)
+			out = c.field(out, "content")
+			out = append(out, `""`...)
+			out = c.close(out, "")
+		}
+	case "response.output_item.added":
+		item := ev.Get("item")
+		if t := item.Get("type").Str; t == "function_call" || t == "custom_tool_call" {
+			out = c.announce(out, oi.Int(), item)
+		}
+	case "response.output_text.delta":
+		c.deltas++
+		c.markEmitted(partKey{'t', oi.Int(), ev.Get("content_index").Int()})
+		out = c.text(out, ev.Get("delta").String(), ev.Get("logprobs"))
+	case "response.output_text.done":
+		if k := (partKey{'t', oi.Int(), ev.Get("content_index").Int()}); !c.wasEmitted(k) {
+			c.markEmitted(k)
+			out = c.text(out, ev.Get("text").String(), ev.Get("logprobs"))
+		}
+	case "response.refusal.delta":
+		c.deltas++
+		c.markEmitted(partKey{'f', oi.Int(), ev.Get("content_index").Int()})
+		out = c.refusal(out, ev.Get("delta").String())
+	case "response.refusal.done":
+		if k := (partKey{'f', oi.Int(), ev.Get("content_index").Int()}); !c.wasEmitted(k) {
+			c.markEmitted(k)
+			out = c.refusal(out, ev.Get("refusal").String())
+		}
+	case "response.reasoning_summary_text.delta":
+		c.deltas++
+		out = c.reasoning(out, partKey{'s', oi.Int(), ev.Get("summary_index").Int()}, ev.Get("delta").String())
+	case "response.reasoning_summary_text.done":
+		if k := (partKey{'s', oi.Int(), ev.Get("summary_index").Int()}); !c.wasEmitted(k) {
+			out = c.reasoning(out, k, ev.Get("text").String())
+		}
+	case "response.reasoning_text.delta":
+		c.deltas++
+		out = c.reasoning(out, partKey{'r', oi.Int(), ev.Get("content_index").Int()}, ev.Get("delta").String())
+	case "response.reasoning_text.done":
+		if k := (partKey{'r', oi.Int(), ev.Get("content_index").Int()}); !c.wasEmitted(k) {
+			out = c.reasoning(out, k, ev.Get("text").String())
+		}
+	case "response.function_call_arguments.delta", "response.custom_tool_call_input.delta":
+		c.deltas++
+		if s := c.slot(oi.Int()); s != nil {
+			out = c.arguments(out, s, ev.Get("delta").String())
+		}
+	case "response.function_call_arguments.done":
+		if s := c.slot(oi.Int()); s != nil && !s.argsSent {
+			out = c.arguments(out, s, ev.Get("arguments").String())
+		}
+	case "response.custom_tool_call_input.done":
+		if s := c.slot(oi.Int()); s != nil && !s.argsSent {
+			out = c.arguments(out, s, ev.Get("input").String())
+		}
+	case "response.output_item.done":
+		out = c.itemDone(out, oi.Int(), ev.Get("item"))
+	case "response.completed", "response.incomplete":
+		out = c.finish(out, typ, ev.Get("response"))
+	case "response.failed":
+		resp := ev.Get("response")
+		if u, ok := parseUsage(resp.Get("usage")); ok {
+			c.usage = u
+		}
+		e := resp.Get("error")
+		if !e.IsObject() {
+			e = gjson.Parse(`{"code":"server_error","message":"The upstream response failed."}`)
+		}
+		out = c.errorFrame(out, failureError(e))
+	case "error":
+		e := ev.Get("error") // the live API nests it; the spec has it flat
+		if !e.IsObject() {
+			e = ev
+		}
+		out = c.errorFrame(out, failureError(e))
+	}
+	if c.stopHit && !c.done {
+		out = c.close(c.open(out), "stop")
+		out = c.trailer(out)
+	}
+	return out, c.done
+}
+
+// End closes a stream whose upstream ended before a terminal event: held-back text, then
+// one error frame. No finish_reason is invented: the answer is incomplete.
+func (c *StreamConverter) End(err error) []byte {
+	if c.done {
+		return nil
+	}
+	msg := "upstream stream terminated unexpectedly"
+	if err != nil {
+		msg = "upstream stream failed before it finished"
+	}
+	return c.errorFrame(nil, &Error{Status: 502, Type: typeServer, Message: msg})
+}
+
+func (c *StreamConverter) markSeen(oi int64) {
+	for _, s := range c.seen {
+		if s == oi {
+			return
+		}
+	}
+	c.seen = append(c.seen, oi)
+}
+
+func (c *StreamConverter) wasSeen(oi int64) bool {
+	for _, s := range c.seen {
+		if s == oi {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *StreamConverter) markEmitted(k partKey) {
+	if !c.wasEmitted(k) {
+		c.emitted = append(c.emitted, k)
+	}
+}
+
+func (c *StreamConverter) wasEmitted(k partKey) bool {
+	for _, e := range c.emitted {
+		if e == k {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *StreamConverter) slot(oi int64) *toolSlot {
+	for i := range c.tools {
+		if c.tools[i].oi == oi {
+			return &c.tools[i]
+		}
+	}
+	return nil
+}
+
+// open starts a chunk; the first chunk of the stream carries the role.
+func (c *StreamConverter) open(out []byte) []byte {
+	out = append(out, c.head...)
+	c.needComma = false
+	if !c.roleSent {
+		c.roleSent = true
+		out = append(out, `"role":"assistant"`...)
+		c.needComma = true
+	}
+	return out
+}
+
+func (c *StreamConverter) field(out []byte, key string) []byte {
+	if c.needComma {
+		out = append(out, ',')
+	}
+	c.needComma = true
+	out = append(out, '"')
+	out = append(out, key...)
+	return append(out, '"', ':')
+}
+
+// close ends the delta and adds the finish reason.
+func (c *StreamConverter) close(out []byte, finish string) []byte {
+	return c.closeChunk(out, finish, false)
+}
+
+// closeText ends a content chunk, which also carries the logprobs of its tokens.
+func (c *StreamConverter) closeText(out []byte) []byte {
+	return c.closeChunk(out, "", true)
+}
+
+func (c *StreamConverter) closeChunk(out []byte, finish string, text bool) []byte {
+	out = append(out, '}')
+	if text && c.meta.Logprobs && len(c.heldLP) > 0 {
+		out = append(out, `,"logprobs":{"content":[`...)
+		out = append(out, c.heldLP...)
+		out = append(out, `],"refusal":null}`...)
+		c.heldLP = c.heldLP[:0]
+	}
+	out = append(out, `,"finish_reason":`...)
+	if finish == "" {
+		out = append(out, "null"...)
+	} else {
+		out = appendString(out, finish)
+	}
+	out = append(out, "}]"...)
+	if c.meta.IncludeUsage {
+		// Clients that asked for usage expect the key on every chunk, null until the end.
+		out = append(out, `,"usage":null`...)
+	}
+	return append(out, "}\n\n"...)
+}
+
+// text sends content, holding back the tail that could be the start of a stop sequence.
+func (c *StreamConverter) text(out []byte, s string, lps gjson.Result) []byte {
+	if c.meta.Logprobs {
+		lps.ForEach(func(_, lp gjson.Result) bool {
+			if len(c.heldLP) > 0 {
+				c.heldLP = append(c.heldLP, ',')
+			}
+			c.heldLP = appendLogprob(c.heldLP, lp, true)
+			return true
+		})
+	}
+	if c.maxStop == 0 {
+		if s == "" && len(c.heldLP) == 0 {
+			return out
+		}
+		out = c.field(c.open(out), "content")
+		out = appendString(out, s)
+		return c.closeText(out)
+	}
+	c.held = append(c.held, s...)
+	send := len(c.held) - (c.maxStop - 1)
+	if cut := firstStop(str(c.held), c.meta.Stop); cut >= 0 {
+		c.stopHit = true
+		send = cut
+	}
+	if send <= 0 {
+		return out
+	}
+	for send < len(c.held) && !utf8.RuneStart(c.held[send]) {
+		send-- // never split a character between chunks
+	}
+	if send > 0 || len(c.heldLP) > 0 {
+		out = c.field(c.open(out), "content")
+		out = appendString(out, str(c.held[:send]))
+		out = c.closeText(out)
+	}
+	c.held = c.held[:copy(c.held, c.held[send:])]
+	if c.stopHit {
+		c.held = c.held[:0]
+	}
+	return out
+}
+
+// flush sends the held-back text when the answer ended without reaching a stop sequence.
+func (c *StreamConverter) flush(out []byte) []byte {
+	if len(c.held) == 0 && len(c.heldLP) == 0 {
+		return out
+	}
+	out = c.field(c.open(out), "content")
+	out = appendString(out, str(c.held))
+	c.held = c.held[:0]
+	return c.closeText(out)
+}
+
+func (c *StreamConverter) refusal(out []byte, s string) []byte {
+	if s == "" {
+		return out
+	}
+	out = c.field(c.open(out), "refusal")
+	out = appendString(out, s)
+	return c.close(out, "")
+}
+
+// reasoning sends reasoning text; distinct summary parts are separated by a blank line,
+// as the non-stream answer joins them.
+func (c *StreamConverter) reasoning(out []byte, k partKey, s string) []byte {
+	if s == "" {
+		return out
+	}
+	c.markEmitted(k)
+	out = c.field(c.open(out), c.reasonKey)
+	if c.reasonOn && c.lastPart != k {
+		s = "\n\n" + s
+	}
+	c.reasonOn, c.lastPart = true, k
+	out = appendString(out, s)
+	return c.close(out, "")
+}
+
+// announce sends a tool call's id, type and name once, under the next dense index: the
+// upstream output_index also counts reasoning and message items (peer bug litellm#21331).
+func (c *StreamConverter) announce(out []byte, oi int64, item gjson.Result) []byte {
+	if c.slot(oi) != nil {
+		return out
+	}
+	custom := item.Get("type").Str == "custom_tool_call"
+	s := toolSlot{oi: oi, index: c.nextTool, custom: custom}
+	if c.meta.Legacy && (custom || c.nextTool > 0) {
+		s.ignored = true
+		c.tools = append(c.tools, s)
+		return out
+	}
+	c.nextTool++
+	c.sawCall = true
+	args := item.Get("arguments")
+	if custom {
+		args = item.Get("input")
+	}
+	s.argsSent = args.String() != ""
+	c.tools = append(c.tools, s)
+	out = c.open(out)
+	if c.meta.Legacy {
+		out = c.field(out, "function_call")
+		out = append(out, `{"name":`...)
+		out = appendString(out, item.Get("name").String())
+		out = append(out, `,"arguments":`...)
+		out = appendString(out, args.String())
+		return c.close(append(out, '}'), "")
+	}
+	out = c.field(out, "tool_calls")
+	out = append(out, `[{"index":`...)
+	out = appendInt(out, int64(s.index))
+	out = append(out, `,"id":`...)
+	out = appendString(out, item.Get("call_id").String())
+	if custom {
+		out = append(out, `,"type":"custom","custom":{"name":`...)
+		out = appendString(out, item.Get("name").String())
+		out = append(out, `,"input":`...)
+	} else {
+		out = append(out, `,"type":"function","function":{"name":`...)
+		out = appendString(out, item.Get("name").String())
+		out = append(out, `,"arguments":`...)
+	}
+	out = appendString(out, args.String())
+	return c.close(append(out, "}}]"...), "")
+}
+
+func (c *StreamConverter) arguments(out []byte, s *toolSlot, delta string) []byte {
+	if s.ignored || delta == "" {
+		return out
+	}
+	s.argsSent = true
+	out = c.open(out)
+	if c.meta.Legacy {
+		out = c.field(out, "function_call")
+		out = append(out, `{"arguments":`...)
+		out = appendString(out, delta)
+		return c.close(append(out, '}'), "")
+	}
+	out = c.field(out, "tool_calls")
+	out = append(out, `[{"index":`...)
+	out = appendInt(out, int64(s.index))
+	if s.custom {
+		out = append(out, `,"custom":{"input":`...)
+	} else {
+		out = append(out, `,"function":{"arguments":`...)
+	}
+	out = appendString(out, delta)
+	return c.close(append(out, "}}]"...), "")
+}
+
+// itemDone sends whatever of a finished item no delta has carried: upstreams that skip
+// deltas, or calls never announced by output_item.added.
+func (c *StreamConverter) itemDone(out []byte, oi int64, item gjson.Result) []byte {
+	switch item.Get("type").Str {
+	case "message":
+		ci := int64(0)
+		item.Get("content").ForEach(func(_, p gjson.Result) bool {
+			switch p.Get("type").Str {
+			case "output_text":
+				if k := (partKey{'t', oi, ci}); !c.wasEmitted(k) {
+					c.markEmitted(k)
+					out = c.text(out, p.Get("text").String(), p.Get("logprobs"))
+				}
+			case "refusal":
+				if k := (partKey{'f', oi, ci}); !c.wasEmitted(k) {
+					c.markEmitted(k)
+					out = c.refusal(out, p.Get("refusal").String())
+				}
+			}
+			ci++
+			return !c.stopHit
+		})
+	case "function_call", "custom_tool_call":
+		s := c.slot(oi)
+		if s == nil {
+			return c.announce(out, oi, item)
+		}
+		if !s.argsSent {
+			field := "arguments"
+			if s.custom {
+				field = "input"
+			}
+			out = c.arguments(out, s, item.Get(field).String())
+		}
+	case "reasoning":
+		for _, kind := range [...]byte{'s', 'r'} {
+			path := "summary"
+			if kind == 'r' {
+				path = "content"
+			}
+			idx := int64(0)
+			item.Get(path).ForEach(func(_, p gjson.Result) bool {
+				if k := (partKey{kind, oi, idx}); !c.wasEmitted(k) {
+					out = c.reasoning(out, k, p.Get("text").String())
+				}
+				idx++
+				return true
+			})
+		}
+	}
+	return out
+}
+
+// finish handles response.completed and response.incomplete: items the stream never showed
+// are sent from the final output, then the finish chunk, the usage chunk and [DONE].
+func (c *StreamConverter) finish(out []byte, typ string, resp gjson.Result) []byte {
+	if u, ok := parseUsage(resp.Get("usage")); ok {
+		c.usage = u
+	}
+	i := int64(0)
+	resp.Get("output").ForEach(func(_, item gjson.Result) bool {
+		if !c.wasSeen(i) {
+			c.markSeen(i)
+			out = c.itemDone(out, i, item)
+		}
+		i++
+		return !c.stopHit
+	})
+	if c.stopHit {
+		return out // Feed closes with finish_reason stop
+	}
+	out = c.flush(out)
+	status := resp.Get("status").Str
+	if status == "" {
+		status = typ[len("response."):]
+	}
+	reason := finishReason(status, resp.Get("incomplete_details.reason").Str, c.sawCall, c.meta.Legacy)
+	out = c.close(c.open(out), reason)
+	return c.trailer(out)
+}
+
+func (c *StreamConverter) trailer(out []byte) []byte {
+	c.done = true
+	if c.meta.OmitTrailer {
+		return out
+	}
+	if c.meta.IncludeUsage {
+		out = append(out, UsageChunk(c.meta, c.Usage())...)
+	}
+	return append(out, DoneFrame...)
+}
+
+// errorFrame ends the stream with one {"error":...} frame. Text already generated is sent
+// first; no finish chunk, which would disguise the failure as a complete answer.
+func (c *StreamConverter) errorFrame(out []byte, e *Error) []byte {
+	out = c.flush(out)
+	c.done = true
+	out = append(out, "data: "...)
+	out = appendErrorObject(out, e.Message, e.Type, e.Param, e.Code)
+	return append(out, "\n\n"...)
+}
+
+// UsageChunk is the chunk with empty choices and the usage that ends a stream whose client
+// set stream_options.include_usage.
+func UsageChunk(meta Meta, u Usage) []byte {
+	b := make([]byte, 0, 256+len(meta.ID)+len(meta.Model))
+	b = append(b, `data: {"id":`...)
+	b = appendString(b, meta.ID)
+	b = append(b, `,"object":"chat.completion.chunk","created":`...)
+	b = appendInt(b, meta.Created)
+	b = append(b, `,"model":`...)
+	b = appendString(b, meta.Model)
+	b = append(b, `,"choices":[],"usage":`...)
+	b = appendUsage(b, u)
+	return append(b, "}\n\n"...)
+}
