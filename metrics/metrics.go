@@ -1,0 +1,138 @@
+// Package metrics exposes modelgate's Prometheus metrics. It observes requests through the
+// proxy's hooks and keeps every label value bounded by the config.
+package metrics
+
+import (
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"modelgate/config"
+)
+
+// Metrics holds modelgate's collectors in a private registry, so tests and embedders can run
+// several gateways in one process without duplicate-registration panics.
+type Metrics struct {
+	reg    *prometheus.Registry
+	labels atomic.Pointer[labelTable]
+
+	requests        *prometheus.CounterVec
+	duration        *prometheus.HistogramVec
+	ttfb            *prometheus.HistogramVec
+	tokens          *prometheus.CounterVec
+	refusals        *prometheus.CounterVec
+	shadowRefusals  *prometheus.CounterVec
+	storeFailOpen   prometheus.Counter
+	upstreamErrors  *prometheus.CounterVec
+	upstreamRetries *prometheus.CounterVec
+	inFlight        prometheus.Gauge
+	openStreams     *prometheus.GaugeVec
+	reloads         *prometheus.CounterVec
+	lastReload      prometheus.Gauge
+}
+
+// Latency buckets span a health probe (milliseconds) to a long reasoning stream (minutes).
+var (
+	durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+	ttfbBuckets     = []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+)
+
+// New builds the collectors and registers them, with the Go and process collectors, in a
+// fresh registry. cfg decides which model, team and key names may appear as label values.
+func New(cfg *config.Config) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.labels.Store(newLabelTable(cfg))
+
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "modelgate_requests_total",
+		Help: "Requests answered, by route, team, key name, client-facing model and HTTP status.",
+	}, []string{"route", "team", "key", "model", "status"})
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "modelgate_request_duration_seconds",
+		Help:    "Time from receiving a request to the end of its answer (the whole stream for streams).",
+		Buckets: durationBuckets,
+	}, []string{"route"})
+	m.ttfb = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "modelgate_stream_time_to_first_byte_seconds",
+		Help:    "Time from receiving a streamed request to its first byte of answer body.",
+		Buckets: ttfbBuckets,
+	}, []string{"route"})
+	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "modelgate_tokens_total",
+		Help: "Tokens the platform reported (or modelgate counted for cut streams), by team, model and direction (input or output).",
+	}, []string{"team", "model", "direction"})
+	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "modelgate_limit_refusals_total",
+		Help: "Requests refused by a local limit, by team and reason.",
+	}, []string{"team", "reason"})
+	m.shadowRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "modelgate_limit_shadow_refusals_total",
+		Help: "Requests a team in shadow mode let through that a limit would have refused, by team and reason.",
+	}, []string{"team", "reason"})
+	m.storeFailOpen = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "modelgate_limit_store_fail_open_total",
+		Help: "Requests let through unchecked because the shared limit store was unreachable (on_store_error: allow).",
+	})
+	m.upstreamErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "modelgate_upstream_errors_total",
+		Help: "Requests whose upstream call failed, by route and kind of failure.",
+	}, []string{"route", "kind"})
+	m.upstreamRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "modelgate_upstream_retries_total",
+		Help: "Upstream attempts beyond the first, by route.",
+	}, []string{"route"})
+	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "modelgate_in_flight_requests",
+		Help: "Requests being served right now, streams included.",
+	})
+	m.openStreams = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "modelgate_open_streams",
+		Help: "Streamed answers in progress, by route.",
+	}, []string{"route"})
+	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "modelgate_config_reloads_total",
+		Help: "Config reloads on SIGHUP, by result (applied or rejected).",
+	}, []string{"result"})
+	m.lastReload = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "modelgate_config_last_applied_timestamp_seconds",
+		Help: "Unix time the running config was loaded or last reloaded.",
+	})
+	m.lastReload.SetToCurrentTime()
+
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.requests, m.duration, m.ttfb, m.tokens, m.refusals, m.shadowRefusals, m.storeFailOpen,
+		m.upstreamErrors, m.upstreamRetries, m.inFlight, m.openStreams, m.reloads, m.lastReload,
+	)
+	// Both results exist from the start, so an alert on rejected reloads has a series to read.
+	m.reloads.WithLabelValues("applied")
+	m.reloads.WithLabelValues("rejected")
+	return m
+}
+
+// Handler serves the registry in the Prometheus text (or negotiated) format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Registry is the private registry, for tests and for collectors added by the caller.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Reload records an applied config reload and makes its model, team and key names the ones
+// labels may carry. Series of names that disappeared stay until the process restarts: their
+// counters keep their meaning and there are at most as many as configs were applied.
+func (m *Metrics) Reload(cfg *config.Config) {
+	m.labels.Store(newLabelTable(cfg))
+	m.reloads.WithLabelValues("applied").Inc()
+	m.lastReload.Set(float64(time.Now().UnixNano()) / 1e9)
+}
+
+// ReloadRejected records a reload whose config failed to load; the old config keeps serving.
+func (m *Metrics) ReloadRejected() {
+	m.reloads.WithLabelValues("rejected").Inc()
+}
