@@ -116,7 +116,7 @@ type toolCall struct {
 func (a *answer) add(item gjson.Result) {
 	switch item.Get("type").Str {
 	case "message":
-		item.Get("content").ForEach(func(_, p gjson.Result) bool {
+		each(item.Get("content"), func(_, p gjson.Result) bool {
 			switch p.Get("type").Str {
 			case "output_text":
 				a.addText(p)
@@ -136,7 +136,7 @@ func (a *answer) add(item gjson.Result) {
 		if !hasElements(parts) {
 			parts = item.Get("content")
 		}
-		parts.ForEach(func(_, p gjson.Result) bool {
+		each(parts, func(_, p gjson.Result) bool {
 			if t := p.Get("text").String(); t != "" {
 				if a.reasoning.Len() > 0 {
 					a.reasoning.WriteString("\n\n")
@@ -151,7 +151,7 @@ func (a *answer) add(item gjson.Result) {
 func (a *answer) addText(p gjson.Result) {
 	text := p.Get("text").String()
 	base, offset := int64(a.runes), a.content.Len()
-	p.Get("annotations").ForEach(func(_, an gjson.Result) bool {
+	each(p.Get("annotations"), func(_, an gjson.Result) bool {
 		if an.Get("type").Str == "url_citation" {
 			// Indices count characters within this part; the chat content joins all parts.
 			a.annotations = append(a.annotations, annotation{
@@ -162,7 +162,7 @@ func (a *answer) addText(p gjson.Result) {
 		return true
 	})
 	at := offset
-	p.Get("logprobs").ForEach(func(_, lp gjson.Result) bool {
+	each(p.Get("logprobs"), func(_, lp gjson.Result) bool {
 		a.logprobs = append(a.logprobs, logprob{at: at, raw: lp})
 		at += len(lp.Get("token").String())
 		return true
@@ -405,7 +405,7 @@ func appendLogprob(b []byte, lp gjson.Result, withTop bool) []byte {
 	if withTop {
 		b = append(b, `,"top_logprobs":[`...)
 		i := 0
-		lp.Get("top_logprobs").ForEach(func(_, t gjson.Result) bool {
+		each(lp.Get("top_logprobs"), func(_, t gjson.Result) bool {
 			if i > 0 {
 				b = append(b, ',')
 			}

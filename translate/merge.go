@@ -37,7 +37,7 @@ func MergeChoices(completions [][]byte) ([]byte, error) {
 	b = append(b, `,"choices":[`...)
 	n := 0
 	for _, r := range roots {
-		r.Get("choices").ForEach(func(_, ch gjson.Result) bool {
+		each(r.Get("choices"), func(_, ch gjson.Result) bool {
 			if n > 0 {
 				b = append(b, ',')
 			}

@@ -330,8 +330,16 @@ func (f *chatFields) check(r *ChatRequest) *Error {
 
 func hasElements(arr gjson.Result) bool {
 	n := false
-	arr.ForEach(func(_, _ gjson.Result) bool { n = true; return false })
+	each(arr, func(_, _ gjson.Result) bool { n = true; return false })
 	return n
+}
+
+// each iterates the elements of a JSON array, and nothing otherwise: gjson's ForEach visits
+// a scalar as if it were a one-element array, which upstream data must not be able to cause.
+func each(arr gjson.Result, fn func(k, v gjson.Result) bool) {
+	if arr.IsArray() {
+		arr.ForEach(fn)
+	}
 }
 
 func optBool(v gjson.Result, param string) (bool, *Error) {

@@ -371,7 +371,7 @@ func (w *reqWriter) namedChoice(tc gjson.Result, param string) *Error {
 		start := len(w.b)
 		var err *Error
 		i := 0
-		at.Get("tools").ForEach(func(_, t gjson.Result) bool {
+		each(at.Get("tools"), func(_, t gjson.Result) bool {
 			w.sep(start)
 			err = w.namedChoice(t, param+".allowed_tools.tools["+strconv.Itoa(i)+"]")
 			i++

@@ -235,7 +235,11 @@ func (w *reqWriter) assistantParts(c, refusal gjson.Result, hasRefusal bool, i, 
 		w.b = append(w.b, `,"annotations":[]}`...)
 	}
 	j := 0
-	c.ForEach(func(_, p gjson.Result) bool {
+	parts := c
+	if !c.IsArray() {
+		parts = gjson.Result{} // ForEach on a string would visit the string itself
+	}
+	parts.ForEach(func(_, p gjson.Result) bool {
 		param := msgParam(i) + ".content[" + strconv.Itoa(j) + "]"
 		j++
 		switch p.Get("type").Str {

@@ -301,7 +301,7 @@ func (c *StreamConverter) closeChunk(out []byte, finish string, text bool) []byt
 // text sends content, holding back the tail that could be the start of a stop sequence.
 func (c *StreamConverter) text(out []byte, s string, lps gjson.Result) []byte {
 	if c.meta.Logprobs {
-		lps.ForEach(func(_, lp gjson.Result) bool {
+		each(lps, func(_, lp gjson.Result) bool {
 			if len(c.heldLP) > 0 {
 				c.heldLP = append(c.heldLP, ',')
 			}
@@ -455,7 +455,7 @@ func (c *StreamConverter) itemDone(out []byte, oi int64, item gjson.Result) []by
 	switch item.Get("type").Str {
 	case "message":
 		ci := int64(0)
-		item.Get("content").ForEach(func(_, p gjson.Result) bool {
+		each(item.Get("content"), func(_, p gjson.Result) bool {
 			switch p.Get("type").Str {
 			case "output_text":
 				if k := (partKey{'t', oi, ci}); !c.wasEmitted(k) {
@@ -490,7 +490,7 @@ func (c *StreamConverter) itemDone(out []byte, oi int64, item gjson.Result) []by
 				path = "content"
 			}
 			idx := int64(0)
-			item.Get(path).ForEach(func(_, p gjson.Result) bool {
+			each(item.Get(path), func(_, p gjson.Result) bool {
 				if k := (partKey{kind, oi, idx}); !c.wasEmitted(k) {
 					out = c.reasoning(out, k, p.Get("text").String())
 				}
@@ -509,7 +509,7 @@ func (c *StreamConverter) finish(out []byte, typ string, resp gjson.Result) []by
 		c.usage = u
 	}
 	i := int64(0)
-	resp.Get("output").ForEach(func(_, item gjson.Result) bool {
+	each(resp.Get("output"), func(_, item gjson.Result) bool {
 		if !c.wasSeen(i) {
 			c.markSeen(i)
 			out = c.itemDone(out, i, item)
