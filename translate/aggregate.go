@@ -58,7 +58,7 @@ func (a *Aggregator) Feed(eventType string, data []byte) (done bool) {
 	if !gjson.ValidBytes(data) {
 		return false
 	}
-	ev := gjson.ParseBytes(data)
+	ev := gjson.Parse(str(data)) // zero-copy: whatever is kept is cloned
 	typ := ev.Get("type").Str
 	if typ == "" {
 		typ = eventType
@@ -133,27 +133,25 @@ func (a *Aggregator) Result() ([]byte, Usage, error) {
 		resp := gjson.Parse(a.terminal)
 		items := resp.Get("output").Array()
 		if len(items) == 0 {
-			// Some Responses backends finish with an empty output; the items came earlier.
-			items = a.rebuilt(false)
+			// Some Responses backends finish with an empty output; the items came earlier,
+			// and a truncated message may never have been finished.
+			items = a.rebuilt()
 		}
 		return completion(resp, items, a.meta, &est, false)
 	case a.stopped:
 		resp := gjson.Parse(`{"status":"completed"}`)
-		return completion(resp, a.rebuilt(true), a.meta, &est, true)
+		return completion(resp, a.rebuilt(), a.meta, &est, true)
 	}
 	return nil, est, &Error{Status: 502, Type: typeServer, Code: "upstream_stream_incomplete", Message: "upstream stream terminated unexpectedly"}
 }
 
-// rebuilt orders the finished items (and, after a stop, the messages still streaming) by
-// output index.
-func (a *Aggregator) rebuilt(withPartial bool) []gjson.Result {
+// rebuilt orders the finished items and the messages still streaming by output index.
+func (a *Aggregator) rebuilt() []gjson.Result {
 	all := slices.Clone(a.items)
-	if withPartial {
-		for i := range a.partial {
-			p := &a.partial[i]
-			raw := appendString([]byte(`{"type":"message","role":"assistant","content":[{"type":"output_text","text":`), p.text.String())
-			all = append(all, outputItem{oi: p.oi, raw: string(append(raw, "}]}"...))})
-		}
+	for i := range a.partial {
+		p := &a.partial[i]
+		raw := appendString([]byte(`{"type":"message","role":"assistant","content":[{"type":"output_text","text":`), p.text.String())
+		all = append(all, outputItem{oi: p.oi, raw: string(append(raw, "}]}"...))})
 	}
 	slices.SortStableFunc(all, func(x, y outputItem) int { return int(x.oi - y.oi) })
 	items := make([]gjson.Result, len(all))

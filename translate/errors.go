@@ -100,7 +100,9 @@ func failureError(obj gjson.Result) *Error {
 	if msg == "" {
 		msg = "The upstream model failed to produce a response."
 	}
-	return &Error{Status: status, Type: typ, Code: code, Param: scalarString(obj.Get("param")), Message: msg}
+	// Cloned: obj may view a buffer the caller reuses, and an Aggregator keeps the error.
+	return &Error{Status: status, Type: strings.Clone(typ), Code: strings.Clone(code),
+		Param: strings.Clone(scalarString(obj.Get("param"))), Message: strings.Clone(msg)}
 }
 
 // scalarString renders a string or number JSON value as text; anything else is "".

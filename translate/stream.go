@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"strings"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
@@ -43,6 +44,7 @@ type StreamConverter struct {
 
 type toolSlot struct {
 	oi       int64
+	callID   string
 	index    int
 	custom   bool
 	ignored  bool // legacy mode answers with a single function_call
@@ -94,7 +96,8 @@ func (c *StreamConverter) Feed(eventType string, data []byte) (out []byte, done 
 	if !gjson.ValidBytes(data) {
 		return nil, false // comments, [DONE] from lenient upstreams, garbage: nothing to convert
 	}
-	ev := gjson.ParseBytes(data)
+	// Zero-copy view: nothing read from ev outlives this call unless cloned.
+	ev := gjson.Parse(str(data))
 	typ := ev.Get("type").Str
 	if typ == "" {
 		typ = eventType
@@ -244,6 +247,17 @@ func (c *StreamConverter) slot(oi int64) *toolSlot {
 	return nil
 }
 
+// callAnnounced guards against an upstream that reports the same call under two output
+// indexes: clients would run it twice.
+func (c *StreamConverter) callAnnounced(id string) bool {
+	for i := range c.tools {
+		if id != "" && c.tools[i].callID == id {
+			return true
+		}
+	}
+	return false
+}
+
 // open starts a chunk; the first chunk of the stream carries the role.
 func (c *StreamConverter) open(out []byte) []byte {
 	out = append(out, c.head...)
@@ -380,11 +394,12 @@ func (c *StreamConverter) reasoning(out []byte, k partKey, s string) []byte {
 // announce sends a tool call's id, type and name once, under the next dense index: the
 // upstream output_index also counts reasoning and message items (peer bug litellm#21331).
 func (c *StreamConverter) announce(out []byte, oi int64, item gjson.Result) []byte {
-	if c.slot(oi) != nil {
+	callID := strings.Clone(item.Get("call_id").String())
+	if c.slot(oi) != nil || c.callAnnounced(callID) {
 		return out
 	}
 	custom := item.Get("type").Str == "custom_tool_call"
-	s := toolSlot{oi: oi, index: c.nextTool, custom: custom}
+	s := toolSlot{oi: oi, callID: callID, index: c.nextTool, custom: custom}
 	if c.meta.Legacy && (custom || c.nextTool > 0) {
 		s.ignored = true
 		c.tools = append(c.tools, s)
@@ -411,7 +426,7 @@ func (c *StreamConverter) announce(out []byte, oi int64, item gjson.Result) []by
 	out = append(out, `[{"index":`...)
 	out = appendInt(out, int64(s.index))
 	out = append(out, `,"id":`...)
-	out = appendString(out, item.Get("call_id").String())
+	out = appendString(out, callID)
 	if custom {
 		out = append(out, `,"type":"custom","custom":{"name":`...)
 		out = appendString(out, item.Get("name").String())
