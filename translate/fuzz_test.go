@@ -1,0 +1,167 @@
+package translate
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+func FuzzParseChat(f *testing.F) {
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"x"}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		orig := bytes.Clone(body)
+		r, err := ParseChat(body)
+		if !bytes.Equal(body, orig) {
+			t.Fatal("ParseChat modified its input")
+		}
+		if err != nil {
+			var te *Error
+			if !errors.As(err, &te) || te.HTTPStatus() != 400 || te.Message == "" {
+				t.Fatalf("error %T %v is not a 400 *Error", err, err)
+			}
+			return
+		}
+		if r.N < 1 || r.Model == "" {
+			t.Fatalf("accepted request with N=%d model=%q", r.N, r.Model)
+		}
+	})
+}
+
+func FuzzChatToResponses(f *testing.F) {
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"x"}]}`), false, false)
+	f.Fuzz(func(t *testing.T, body []byte, drop, force bool) {
+		r, err := ParseChat(body)
+		if err != nil {
+			return
+		}
+		opt := RequestOptions{DropExtraFields: drop, ForceStream: force}
+		a, err := r.ToResponses("up", opt)
+		if err != nil {
+			if _, ok := err.(*Error); !ok {
+				t.Fatalf("error %T is not a *Error", err)
+			}
+			return
+		}
+		if !gjson.ValidBytes(a) {
+			t.Fatalf("invalid JSON for %s:\n%s", body, a)
+		}
+		if b, _ := r.ToResponses("up", opt); !bytes.Equal(a, b) {
+			t.Fatal("translation is not deterministic")
+		}
+		// No duplicate top-level keys: the upstream would have to guess which one counts.
+		seen := map[string]bool{}
+		gjson.ParseBytes(a).ForEach(func(k, _ gjson.Result) bool {
+			if seen[k.Str] {
+				t.Fatalf("duplicate key %q in %s", k.Str, a)
+			}
+			seen[k.Str] = true
+			return true
+		})
+	})
+}
+
+// fuzzMeta derives converter settings from one byte so the fuzzer explores them too.
+func fuzzMeta(flags byte) Meta {
+	m := baseMeta()
+	m.IncludeUsage = flags&1 != 0
+	m.Legacy = flags&2 != 0
+	m.Logprobs = flags&4 != 0
+	m.OmitTrailer = flags&8 != 0
+	if flags&16 != 0 {
+		m.Stop = []string{"STOP", "\n\n"}
+	}
+	if flags&32 != 0 {
+		m.ReasoningField = "reasoning"
+	}
+	return m
+}
+
+func FuzzStreamConverter(f *testing.F) {
+	f.Add([]byte("data: {\"type\":\"response.output_text.delta\",\"delta\":\"hi\"}\n\n"), byte(1))
+	f.Fuzz(func(t *testing.T, stream []byte, flags byte) {
+		meta := fuzzMeta(flags)
+		out := convertSSE(bytes.NewReader(stream), meta)
+		fs := frames(t, out) // well-formed SSE, every payload JSON or [DONE]
+		if len(fs) == 0 {
+			t.Fatal("no output at all: the stream must be closed by a terminal frame")
+		}
+		terminals := 0
+		for _, f := range fs {
+			if f == "[DONE]" || strings.HasPrefix(f, `{"error":`) {
+				terminals++
+			}
+		}
+		last := fs[len(fs)-1]
+		isErr := strings.HasPrefix(last, `{"error":`)
+		want := 1
+		if meta.OmitTrailer && !isErr {
+			want = 0
+		}
+		if terminals != want || (want == 1 && last != "[DONE]" && !isErr) {
+			t.Fatalf("%d terminal frames (want %d, last): %q", terminals, want, out)
+		}
+		agg := NewAggregator(meta)
+		for _, ev := range splitEvents(stream) {
+			if agg.Feed(ev[0], []byte(ev[1])) {
+				break
+			}
+		}
+		if res, _, err := agg.Result(); err != nil {
+			if _, ok := err.(*Error); !ok {
+				t.Fatalf("aggregator error %T", err)
+			}
+		} else if !gjson.ValidBytes(res) {
+			t.Fatalf("aggregate is not JSON: %s", res)
+		}
+	})
+}
+
+// TestWriteFuzzSeeds regenerates the committed seed corpora from the golden inputs (with
+// -update); otherwise it checks that the corpora exist.
+func TestWriteFuzzSeeds(t *testing.T) {
+	write := func(target string, values ...string) {
+		t.Helper()
+		body := "go test fuzz v1\n" + strings.Join(values, "\n") + "\n"
+		sum := sha256.Sum256([]byte(body))
+		dir := filepath.Join("testdata", "fuzz", target)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "seed-"+hex.EncodeToString(sum[:6])), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lit := func(b []byte) string { return "[]byte(" + strconv.Quote(string(b)) + ")" }
+	if !*update {
+		for _, target := range []string{"FuzzParseChat", "FuzzChatToResponses", "FuzzStreamConverter"} {
+			if files, _ := filepath.Glob(filepath.Join("testdata", "fuzz", target, "*")); len(files) < 5 {
+				t.Errorf("seed corpus for %s missing (run with -update)", target)
+			}
+		}
+		return
+	}
+	for _, in := range globCases(t, "testdata/requests/*.chat.json") {
+		b, _ := os.ReadFile(in)
+		write("FuzzParseChat", lit(b))
+		write("FuzzChatToResponses", lit(b), "bool(false)", "bool(true)")
+	}
+	for _, in := range globCases(t, "testdata/streams/*.sse") {
+		b, _ := os.ReadFile(in)
+		m := loadMeta(t, strings.TrimSuffix(in, ".sse")+".meta.json")
+		var flags byte
+		for i, on := range []bool{m.IncludeUsage, m.Legacy, m.Logprobs, m.OmitTrailer, len(m.Stop) > 0, m.ReasoningField == "reasoning"} {
+			if on {
+				flags |= 1 << i
+			}
+		}
+		write("FuzzStreamConverter", lit(b), "byte("+strconv.Itoa(int(flags))+")")
+	}
+}
