@@ -9,6 +9,9 @@ import (
 	"modelgate/tokens"
 )
 
+// chunkSlack is room for a chunk's delta and closing beyond the fixed head.
+const chunkSlack = 160
+
 // DoneFrame ends every chat stream.
 var DoneFrame = []byte("data: [DONE]\n\n")
 
@@ -260,6 +263,9 @@ func (c *StreamConverter) callAnnounced(id string) bool {
 
 // open starts a chunk; the first chunk of the stream carries the role.
 func (c *StreamConverter) open(out []byte) []byte {
+	if out == nil {
+		out = make([]byte, 0, len(c.head)+chunkSlack) // one allocation for a typical chunk
+	}
 	out = append(out, c.head...)
 	c.needComma = false
 	if !c.roleSent {

@@ -60,7 +60,7 @@ func loadStreams(t *testing.T) []streamCase {
 // fields are concatenated, tool calls are list positions given by their index.
 type accumulated struct {
 	role, content, refusal, reasoning, finish string
-	calls                                      []struct{ id, typ, name, args string }
+	calls                                     []struct{ id, typ, name, args string }
 }
 
 func accumulate(t *testing.T, fs []string, reasonKey string) accumulated {
