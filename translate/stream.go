@@ -319,6 +319,9 @@ func (c *StreamConverter) closeChunk(out []byte, finish string, text bool) []byt
 }
 
 // text sends content, holding back the tail that could be the start of a stop sequence.
+// The hold-back is max(len(stop))-1 bytes, widened to a character boundary. Logprobs wait
+// with the text and leave with the next content chunk; after a stop hit, the entries of the
+// event that hit it are sent whole, so they may cover a few tokens past the cut.
 func (c *StreamConverter) text(out []byte, s string, lps gjson.Result) []byte {
 	if c.meta.Logprobs {
 		each(lps, func(_, lp gjson.Result) bool {
