@@ -8,6 +8,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -93,9 +94,16 @@ func (sc *sidecar) uploadAsset(c *gin.Context) {
 		abortEnvelope(c, http.StatusBadRequest, platform.CodeBusiness, "expected a multipart/form-data body")
 		return
 	}
+	body := io.Reader(http.MaxBytesReader(c.Writer, c.Request.Body, limit+multipartSlack))
+	if sc.uploadIdle > 0 {
+		rc := http.NewResponseController(c.Writer)
+		body = &idleDeadlineReader{r: body, rc: rc, idle: sc.uploadIdle}
+		// The connection may carry another request after this one; it must not inherit the deadline.
+		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	}
 	u := &upload{
 		sc: sc, c: c, st: st, limit: limit,
-		mr: multipart.NewReader(http.MaxBytesReader(c.Writer, c.Request.Body, limit+multipartSlack), params["boundary"]),
+		mr: multipart.NewReader(body, params["boundary"]),
 	}
 	r := u.run()
 	if !r.clientGone && !u.bodyDone {
@@ -147,6 +155,9 @@ func (u *upload) readErr(err error) sidecarReply {
 	switch {
 	case errors.As(err, &tooBig):
 		return u.tooLarge()
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// Checked before the context: net/http cancels it on any read error, this one included.
+		return u.fail(http.StatusRequestTimeout, "the upload stalled: no data for "+u.sc.uploadIdle.String())
 	case u.c.Request.Context().Err() != nil:
 		return sidecarReply{clientGone: true}
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -401,4 +412,23 @@ func cleanFilename(name string) string {
 
 func quoteEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s)
+}
+
+// idleDeadlineReader pushes the connection's read deadline forward as the body arrives, so a
+// client that stops sending mid-upload is cut after the idle time instead of holding its
+// concurrency slot and an upstream connection for ever. The deadline is moved at most every
+// quarter of the idle time (and at most once a second), not on every small read.
+type idleDeadlineReader struct {
+	r    io.Reader
+	rc   *http.ResponseController
+	idle time.Duration
+	last time.Time
+}
+
+func (d *idleDeadlineReader) Read(p []byte) (int, error) {
+	if now := time.Now(); now.Sub(d.last) >= min(time.Second, d.idle/4) {
+		_ = d.rc.SetReadDeadline(now.Add(d.idle)) // unsupported writers just keep no deadline
+		d.last = now
+	}
+	return d.r.Read(p)
 }
