@@ -1,0 +1,72 @@
+package platformsim
+
+import (
+	"net/http"
+	"time"
+)
+
+// Reply scripts the answer to one request. A reply with Status set and no Events is sent as
+// is; one with Events is an SSE stream (status 200 unless Status is set). A reply with neither
+// keeps the sim's default answer and only adds its Delay and Fault to it, which is how a fault
+// is injected into a realistic generated stream.
+type Reply struct {
+	Status int
+	Header map[string]string
+	Body   []byte  // raw reply when Status != 0 and Events == nil
+	Events []Event // SSE reply (status 200 unless Status set)
+
+	Fault       Fault
+	AfterEvents int           // where the fault strikes; see Fault
+	Delay       time.Duration // before headers
+}
+
+// Event is one SSE event: "event: Type" (omitted when empty), Data as data lines, a blank line.
+// Delay is an extra pause before the event.
+type Event struct {
+	Type  string
+	Data  string
+	Delay time.Duration
+}
+
+// Enqueue scripts the next request to path (the URL path, without query). Replies for one path
+// are used first in, first out, before the default behaviour; a request that fails
+// authentication does not consume one.
+func (s *Sim) Enqueue(path string, r Reply) {
+	s.mu.Lock()
+	s.scripts[path] = append(s.scripts[path], r)
+	s.mu.Unlock()
+}
+
+// dequeue takes the next scripted reply for r, if any.
+func (s *Sim) dequeue(r *http.Request) (Reply, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range []string{r.URL.Path, r.URL.EscapedPath()} {
+		if q := s.scripts[p]; len(q) > 0 {
+			rep := q[0]
+			if len(q) == 1 {
+				delete(s.scripts, p)
+			} else {
+				s.scripts[p] = q[1:]
+			}
+			return rep, true
+		}
+	}
+	return Reply{}, false
+}
+
+// replaces reports whether the reply stands in for the default answer entirely.
+func (rep Reply) replaces() bool { return rep.Status != 0 || rep.Events != nil }
+
+// answer turns a replacing reply into what send puts on the wire. Scripted answers are not
+// charged: the sim cannot know what they are worth.
+func (rep Reply) answer() answer {
+	a := answer{status: rep.Status, header: http.Header{}, body: rep.Body, events: rep.Events}
+	if a.status == 0 {
+		a.status = http.StatusOK
+	}
+	if rep.Events != nil {
+		a.header.Set("Content-Type", "text/event-stream; charset=utf-8")
+	}
+	return a
+}

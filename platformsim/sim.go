@@ -1,0 +1,156 @@
+// Package platformsim is a simulated GPU-cloud platform: the Responses gateway at /v1/responses
+// and the sidecar part of the open API under /api/open/v2. modelgate runs against it offline
+// (--simulate) and in tests, where it also records what it received, can be scripted reply by
+// reply, injects transport faults and keeps the usage it "charged" per platform key.
+//
+// Every answer is deterministic: ids come from counters and texts from the request, so two runs
+// of the same test see the same bytes (apart from timestamps, which follow Options.Now).
+package platformsim
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configure a Sim.
+type Options struct {
+	APIKeys    []string      // accepted bearer keys; empty = accept any non-empty bearer key
+	EventDelay time.Duration // pause between stream events (default 0)
+	Minimal    bool          // fastest possible answers for benchmarks: fixed tiny reply, no recording
+	// Now is the clock for timestamps (created_at, asset expiry); default time.Now.
+	Now func() time.Time
+}
+
+// Sim is the simulated platform. It is an http.Handler and safe for concurrent use.
+type Sim struct {
+	opts   Options
+	closed chan struct{} // closed by Close: releases stalled handlers
+	once   sync.Once
+
+	mu            sync.Mutex
+	records       []Recorded
+	scripts       map[string][]Reply
+	totals        map[string]Totals
+	cancellations []time.Time
+	counters      map[string]int
+	assets        map[string]*asset
+}
+
+// New returns a simulated platform.
+func New(opts Options) *Sim {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Sim{
+		opts:     opts,
+		closed:   make(chan struct{}),
+		scripts:  map[string][]Reply{},
+		totals:   map[string]Totals{},
+		counters: map[string]int{},
+		assets:   map[string]*asset{},
+	}
+}
+
+// Close releases handlers blocked by a stall fault, so a server can shut down even when a
+// client never leaves. The Sim keeps answering other requests.
+func (s *Sim) Close() {
+	s.once.Do(func() { close(s.closed) })
+}
+
+// nextID returns prefix_000001, prefix_000002, ... per prefix.
+func (s *Sim) nextID(prefix string) string {
+	s.mu.Lock()
+	s.counters[prefix]++
+	n := s.counters[prefix]
+	s.mu.Unlock()
+	return fmt.Sprintf("%s_%06d", prefix, n)
+}
+
+// ServeHTTP routes a request. Unknown paths get 404 before any authentication, like a front
+// proxy would, and are recorded so tests can assert that none were sent.
+func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.opts.Minimal {
+		stop := context.AfterFunc(r.Context(), s.noteCancellation)
+		defer stop()
+	}
+	path := r.URL.EscapedPath()
+	switch {
+	case path == "/v1/responses":
+		s.serveResponses(w, r)
+	case strings.HasPrefix(path, "/api/open/v2/"):
+		s.serveSidecar(w, r, path)
+	default:
+		s.recordRequest(r)
+		writeEnvelope(w, http.StatusNotFound, codeBusiness, "not found", nil)
+	}
+}
+
+func (s *Sim) noteCancellation() {
+	t := time.Now()
+	s.mu.Lock()
+	s.cancellations = append(s.cancellations, t)
+	s.mu.Unlock()
+}
+
+// Cancellations returns when each in-flight request's context was cancelled (the client left
+// before the sim finished answering), in the order observed.
+func (s *Sim) Cancellations() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.cancellations...)
+}
+
+// bearerKey returns the platform key of r, or "" when it is missing or not accepted.
+func (s *Sim) bearerKey(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	const prefix = "bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return ""
+	}
+	key := h[len(prefix):]
+	if len(s.opts.APIKeys) == 0 {
+		if strings.TrimSpace(key) == "" {
+			return ""
+		}
+		return key
+	}
+	ok := 0
+	for _, k := range s.opts.APIKeys {
+		// Compare against every key, without an early exit, so timing reveals nothing.
+		ok |= subtle.ConstantTimeCompare([]byte(k), []byte(key))
+	}
+	if ok == 1 {
+		return key
+	}
+	return ""
+}
+
+// wait pauses for d, returning false if the client left or the Sim was closed first.
+func (s *Sim) wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.closed:
+		return false
+	}
+}
+
+// stall blocks until the client leaves or the Sim is closed.
+func (s *Sim) stall(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-s.closed:
+	}
+}

@@ -1,0 +1,203 @@
+package platformsim
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// answer is what a route decided to send; send puts it on the wire with any scripted fault.
+type answer struct {
+	status     int
+	header     http.Header
+	body       []byte
+	events     []Event       // non-nil: an SSE stream
+	eventDelay time.Duration // default pause between events (sim-slow)
+	bill       *bill         // nil: nothing charged
+}
+
+// bill is what the platform charges for a generated answer. A plain body is charged in full;
+// a stream is charged input up front and one output token per delta event flushed.
+type bill struct {
+	key           string
+	input, output int64
+}
+
+// deltaTypes are the events that count one output token each.
+var deltaTypes = map[string]bool{
+	"response.output_text.delta":             true,
+	"response.refusal.delta":                 true,
+	"response.reasoning_summary_text.delta":  true,
+	"response.reasoning_text.delta":          true,
+	"response.function_call_arguments.delta": true,
+}
+
+// send writes a, shaped by the scripted reply rep (its Delay and Fault).
+func (s *Sim) send(w http.ResponseWriter, r *http.Request, a answer, rep Reply) {
+	ctx := r.Context()
+	if !s.wait(ctx, rep.Delay) {
+		return
+	}
+	if rep.Fault == FaultStallBeforeHeaders {
+		s.stall(ctx)
+		return
+	}
+	h := w.Header()
+	for k, v := range a.header {
+		h[k] = v
+	}
+	for k, v := range rep.Header {
+		h.Set(k, v)
+	}
+	if a.events != nil {
+		s.sendStream(w, r, a, rep)
+		return
+	}
+	s.sendBody(w, r, a, rep)
+}
+
+func (s *Sim) sendBody(w http.ResponseWriter, r *http.Request, a answer, rep Reply) {
+	if a.bill != nil {
+		s.charge(a.bill.key, 1, a.bill.input, a.bill.output)
+	}
+	h := w.Header()
+	if h.Get("Content-Type") == "" && len(a.body) > 0 {
+		h.Set("Content-Type", "application/json")
+	}
+	body := a.body
+	switch rep.Fault {
+	case FaultInvalidJSON:
+		body = brokenJSON(body)
+		a.status = http.StatusOK
+	case FaultGarbage:
+		body = garbage
+	case FaultTruncate:
+		w.WriteHeader(a.status)
+		_, _ = w.Write(body[:len(body)/2])
+		return
+	case FaultResetMidStream, FaultStallMidStream:
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(a.status)
+		_, _ = w.Write(body[:len(body)/2])
+		_ = http.NewResponseController(w).Flush()
+		if rep.Fault == FaultStallMidStream {
+			s.stall(r.Context())
+			return
+		}
+		resetConn(w)
+		return
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(a.status)
+	_, _ = w.Write(body)
+}
+
+func (s *Sim) sendStream(w http.ResponseWriter, r *http.Request, a answer, rep Reply) {
+	ctx := r.Context()
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	}
+	h.Set("Cache-Control", "no-cache")
+	h.Del("Content-Length")
+	w.WriteHeader(a.status)
+	if rc.Flush() != nil {
+		return
+	}
+	if a.bill != nil {
+		s.charge(a.bill.key, 1, a.bill.input, 0)
+	}
+	pause := a.eventDelay
+	if s.opts.EventDelay > 0 {
+		pause = s.opts.EventDelay
+	}
+	cut := streamCut(rep.Fault, rep.AfterEvents, len(a.events))
+	var buf []byte
+	for i, ev := range a.events {
+		if i == cut {
+			break
+		}
+		d := ev.Delay
+		if i > 0 {
+			d += pause
+		}
+		if !s.wait(ctx, d) {
+			return
+		}
+		buf = appendEvent(buf[:0], ev)
+		if _, err := w.Write(buf); err != nil {
+			return
+		}
+		if rc.Flush() != nil {
+			return
+		}
+		if a.bill != nil && deltaTypes[ev.Type] {
+			s.charge(a.bill.key, 0, 0, 1)
+		}
+	}
+	switch rep.Fault {
+	case FaultResetMidStream:
+		resetConn(w)
+	case FaultStallMidStream:
+		s.stall(ctx)
+	case FaultGarbage:
+		_, _ = w.Write(garbage)
+		_ = rc.Flush()
+	case FaultInvalidJSON:
+		_, _ = w.Write([]byte("event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"\n\n"))
+		_ = rc.Flush()
+	}
+}
+
+// appendEvent frames ev as SSE; a multi-line Data becomes several data lines.
+func appendEvent(b []byte, ev Event) []byte {
+	if ev.Type != "" {
+		b = append(b, "event: "...)
+		b = append(b, ev.Type...)
+		b = append(b, '\n')
+	}
+	for line := range strings.SplitSeq(ev.Data, "\n") {
+		b = append(b, "data: "...)
+		b = append(b, line...)
+		b = append(b, '\n')
+	}
+	return append(b, '\n')
+}
+
+// Totals is what the platform charged.
+type Totals struct {
+	Requests                  int
+	InputTokens, OutputTokens int64
+}
+
+func (s *Sim) charge(key string, requests int, input, output int64) {
+	s.mu.Lock()
+	t := s.totals[key]
+	t.Requests += requests
+	t.InputTokens += input
+	t.OutputTokens += output
+	s.totals[key] = t
+	s.mu.Unlock()
+}
+
+// Totals returns the usage charged to one platform API key.
+func (s *Sim) Totals(apiKey string) Totals {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.totals[apiKey]
+}
+
+// AllTotals returns the usage charged to every key together.
+func (s *Sim) AllTotals() Totals {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var sum Totals
+	for _, t := range s.totals {
+		sum.Requests += t.Requests
+		sum.InputTokens += t.InputTokens
+		sum.OutputTokens += t.OutputTokens
+	}
+	return sum
+}
