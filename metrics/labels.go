@@ -3,6 +3,7 @@ package metrics
 import (
 	"strconv"
 
+	"modelgate/auth"
 	"modelgate/config"
 )
 
@@ -11,7 +12,7 @@ import (
 // series stays bounded whatever clients send.
 const (
 	otherModel      = "other"
-	passthroughKey  = "passthrough"
+	passthroughKey  = auth.PassthroughKeyName
 	adminKey        = "admin"
 	unknownRoute    = "unknown"
 	otherWord       = "other"

@@ -1,0 +1,58 @@
+package metrics
+
+import (
+	"strings"
+
+	"modelgate/proxy"
+)
+
+// Hooks returns the observers to hand to proxy.Deps.
+func (m *Metrics) Hooks() proxy.Hooks {
+	return proxy.Hooks{
+		RequestStarted: m.inFlight.Inc,
+		RequestDone:    m.requestDone,
+		StreamOpened:   func(r string) { m.openStreams.WithLabelValues(route(r)).Inc() },
+		StreamClosed:   func(r string) { m.openStreams.WithLabelValues(route(r)).Dec() },
+	}
+}
+
+// Refusal values the proxy reports that are not refusals.
+const (
+	shadowPrefix    = "shadow_"
+	storeAllowedRef = "store_unavailable_allowed"
+)
+
+func (m *Metrics) requestDone(s proxy.RequestSummary) {
+	m.inFlight.Dec()
+	lt := m.labels.Load()
+	rt := route(s.Route)
+	team := lt.team(s.Team)
+	model := lt.model(s.Model)
+
+	m.requests.WithLabelValues(rt, team, lt.key(s.Team, s.Key), model, status(s.Status)).Inc()
+	m.duration.WithLabelValues(rt).Observe(s.Duration.Seconds())
+	if s.Stream && s.TTFB > 0 {
+		m.ttfb.WithLabelValues(rt).Observe(s.TTFB.Seconds())
+	}
+	if s.InputTokens > 0 {
+		m.tokens.WithLabelValues(team, model, "input").Add(float64(s.InputTokens))
+	}
+	if s.OutputTokens > 0 {
+		m.tokens.WithLabelValues(team, model, "output").Add(float64(s.OutputTokens))
+	}
+	switch r := s.Refusal; {
+	case r == "":
+	case r == storeAllowedRef:
+		m.storeFailOpen.Inc()
+	case strings.HasPrefix(r, shadowPrefix):
+		m.shadowRefusals.WithLabelValues(team, word(strings.TrimPrefix(r, shadowPrefix))).Inc()
+	default:
+		m.refusals.WithLabelValues(team, word(r)).Inc()
+	}
+	if s.UpstreamErr != "" {
+		m.upstreamErrors.WithLabelValues(rt, word(s.UpstreamErr)).Inc()
+	}
+	if s.Attempts > 1 {
+		m.upstreamRetries.WithLabelValues(rt).Add(float64(s.Attempts - 1))
+	}
+}
