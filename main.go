@@ -1,0 +1,368 @@
+// Command modelgate is an OpenAI-compatible gateway adapter for the GPU cloud platform: it
+// serves /v1/chat/completions and /v1/responses on top of the platform's Responses gateway,
+// holds the platform keys, enforces per-key and per-team limits, and proxies the platform's
+// model-run, asset and balance routes for an application beside it.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"modelgate/auth"
+	"modelgate/config"
+	"modelgate/metrics"
+	"modelgate/platform"
+	"modelgate/platformsim"
+	"modelgate/proxy"
+	"modelgate/ratelimit"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+type options struct {
+	configPath string
+	listen     string
+	gatewayURL string
+	baseURL    string
+	simulate   bool
+	logLevel   string
+	logFormat  string
+	version    bool
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "check":
+			return check(args[1:], stdout, stderr)
+		case "healthcheck":
+			return healthcheck(args[1:], stderr)
+		}
+	}
+	opts, code, done := parseFlags(args, stderr)
+	if done {
+		return code
+	}
+	if opts.version {
+		fmt.Fprintln(stdout, "modelgate", version)
+		return 0
+	}
+	logger, err := newLogger(opts.logLevel, opts.logFormat, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "modelgate:", err)
+		return 2
+	}
+	if err := serve(opts, logger); err != nil {
+		logger.Error("modelgate stopped", "error", err.Error())
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, int, bool) {
+	var o options
+	fs := pflag.NewFlagSet("modelgate", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.configPath, "config", "", "YAML config file (default config.yaml in the working directory when it exists)")
+	fs.StringVar(&o.listen, "listen", "", "listen address, overrides the config (default 127.0.0.1:8080)")
+	fs.StringVar(&o.gatewayURL, "gateway-url", "", "the platform's {gateway_url}, where /v1/responses lives")
+	fs.StringVar(&o.baseURL, "base-url", "", "the platform's {base_url}, where /api/open/v2/... lives")
+	fs.BoolVar(&o.simulate, "simulate", false, "start an embedded simulated platform on loopback and use it as the upstream")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return o, 0, true
+		}
+		return o, 2, true
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "modelgate: unexpected argument %q (did you mean 'modelgate check'?)\n", fs.Arg(0))
+		return o, 2, true
+	}
+	return o, 0, false
+}
+
+func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	ho := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, ho)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// check validates a config file and prints what it would enforce.
+func check(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("modelgate check", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "config.yaml", "YAML config file to validate")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprint(stdout, cfg.Summary())
+	return 0
+}
+
+// healthcheck probes a running modelgate's /healthz: the container image has no shell or
+// curl, so the binary is its own probe.
+func healthcheck(args []string, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("modelgate healthcheck", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("url", "http://127.0.0.1:8080/healthz", "health URL to probe")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	client := http.Client{Timeout: 3 * time.Second}
+	resp, err := client.Get(*url)
+	if err != nil {
+		fmt.Fprintln(stderr, "unhealthy:", err)
+		return 1
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintln(stderr, "unhealthy: status", resp.StatusCode)
+		return 1
+	}
+	return 0
+}
+
+// loadConfig finds and loads the config the flags name, then applies the flag overrides.
+// Under --simulate an unset ${VAR} becomes the placeholder "sim-VAR", so the example config
+// runs on a machine with no secrets; the names (never values) are logged.
+func loadConfig(o options, logger *slog.Logger) (*config.Config, error) {
+	path := o.configPath
+	if path == "" {
+		if _, err := os.Stat("config.yaml"); err == nil {
+			path = "config.yaml"
+		}
+	}
+	var cfg *config.Config
+	switch {
+	case path == "":
+		cfg = config.Default()
+	case o.simulate:
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		getenv := func(name string) (string, bool) {
+			if v, ok := os.LookupEnv(name); ok {
+				return v, true
+			}
+			logger.Warn("simulate: environment variable unset, using placeholder sim-"+name, "variable", name)
+			return "sim-" + name, true
+		}
+		if cfg, err = config.Parse(data, path, getenv); err != nil {
+			return nil, err
+		}
+	default:
+		var err error
+		if cfg, err = config.Load(path); err != nil {
+			return nil, err
+		}
+	}
+	if o.listen != "" {
+		cfg.Listen = o.listen
+	}
+	if o.gatewayURL != "" {
+		cfg.Upstream.GatewayURL = o.gatewayURL
+	}
+	if o.baseURL != "" {
+		cfg.Upstream.BaseURL = o.baseURL
+	}
+	if o.listen != "" || o.gatewayURL != "" || o.baseURL != "" {
+		// Flags bypass the loader's checks; run them again on the result.
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+// simulatedModels are listed when --simulate runs with a config that names no models.
+var simulatedModels = []string{"sim-chat", "sim-tools", "sim-reasoning", "sim-json", "sim-long", "sim-slow", "sim-refusal", "sim-incomplete", "sim-failed"}
+
+func serve(o options, logger *slog.Logger) error {
+	cfg, err := loadConfig(o, logger)
+	if err != nil {
+		return err
+	}
+	if o.simulate {
+		sim := platformsim.New(platformsim.Options{})
+		simURL, stopSim, err := sim.Start("127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("start simulated platform: %w", err)
+		}
+		defer stopSim()
+		cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL = simURL, simURL
+		if len(cfg.Models) == 0 {
+			for _, id := range simulatedModels {
+				cfg.Models = append(cfg.Models, config.Model{ID: id})
+			}
+		}
+		logger.Info("simulated platform running", "url", simURL)
+	}
+	if cfg.Upstream.GatewayURL == "" || cfg.Upstream.BaseURL == "" {
+		return errors.New("no upstream: set upstream.gateway_url and upstream.base_url (or --gateway-url/--base-url), or run with --simulate")
+	}
+	authn, err := auth.New(cfg)
+	if err != nil {
+		return err
+	}
+	transport := platform.NewTransport(platform.TransportOptions{
+		DialTimeout:           cfg.Upstream.DialTimeout,
+		ResponseHeaderTimeout: cfg.Upstream.ResponseHeaderTimeout,
+	})
+	platform.Version = version
+	client, err := platform.New(cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL, transport)
+	if err != nil {
+		return err
+	}
+	limiter, err := ratelimit.New(ratelimit.Options{
+		Store: cfg.Ratelimit.Store, OnStoreError: cfg.Ratelimit.OnStoreError,
+		DataPath: cfg.Ratelimit.DataPath, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	defer limiter.Close()
+	obs := metrics.New(cfg)
+	srv, err := proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: client, Logger: logger,
+		Hooks: obs.Hooks(), MetricsHandler: obs.Handler()})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	httpServer := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		// No WriteTimeout: it would cut long streams. Streams are bounded by the idle timer.
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+	}
+	ctx, stopProbe := context.WithCancel(context.Background())
+	defer stopProbe()
+	go probeReadiness(ctx, srv, client, cfg.Upstream.HealthInterval)
+
+	errc := make(chan error, 1)
+	go func() { errc <- httpServer.Serve(ln) }()
+	logger.Info("modelgate listening", "addr", ln.Addr().String(), "version", version, "mode", authn.Mode().String())
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	for {
+		select {
+		case err := <-errc:
+			return err
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				reload(o, logger, srv, obs, authn.Mode())
+				continue
+			}
+			return drain(httpServer, srv, cfg.Server.DrainTimeout, logger)
+		}
+	}
+}
+
+// reload re-reads the config; a config that fails to load or validate is logged and ignored,
+// so a bad edit never takes a running gateway down. Nor may a reload change the auth mode: a
+// truncated file without team keys would turn a keys-mode gateway into passthrough and forward
+// local keys upstream.
+func reload(o options, logger *slog.Logger, srv *proxy.Server, obs *metrics.Metrics, mode auth.Mode) {
+	cfg, err := loadConfig(o, logger)
+	if err == nil && o.simulate {
+		err = errors.New("reload is not supported with --simulate")
+	}
+	var a *auth.Authenticator
+	if err == nil {
+		a, err = auth.New(cfg)
+	}
+	if err == nil && a.Mode() != mode {
+		err = fmt.Errorf("the new config is in %s mode but %s mode is running; switching modes needs a restart", a.Mode(), mode)
+	}
+	if err != nil {
+		obs.ReloadRejected()
+		logger.Error("config reload rejected; the previous config keeps serving", "error", err.Error())
+		return
+	}
+	srv.Reload(cfg, a)
+	obs.Reload(cfg)
+	logger.Info("config reloaded", "mode", a.Mode().String())
+}
+
+// drain stops accepting connections and lets in-flight requests and streams finish, up to
+// timeout; after that the remaining connections are closed.
+func drain(hs *http.Server, srv *proxy.Server, timeout time.Duration, logger *slog.Logger) error {
+	logger.Info("draining", "timeout", timeout.String())
+	srv.StartDrain()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := hs.Shutdown(ctx); err != nil {
+		logger.Warn("drain timeout reached; closing remaining connections")
+		_ = hs.Close()
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// probeReadiness dials the platform now and then; /readyz reports the result. A TCP connect
+// is enough to tell "reachable" and costs the platform nothing.
+func probeReadiness(ctx context.Context, srv *proxy.Server, client *platform.Client, every time.Duration) {
+	if every <= 0 {
+		every = 15 * time.Second
+	}
+	probe := func() {
+		d := net.Dialer{Timeout: 3 * time.Second}
+		conn, err := d.DialContext(ctx, "tcp", client.GatewayAddr())
+		if err == nil {
+			conn.Close()
+		}
+		srv.SetReady(err == nil)
+	}
+	probe()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			probe()
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"modelgate/config"
+	"modelgate/ratelimit"
+)
+
+func (s *Server) adminRoutes(e *gin.Engine) {
+	admin := e.Group("/admin", s.authenticateAdmin)
+	admin.GET("/usage", s.adminUsage)
+}
+
+// authenticateAdmin lets only admin keys in. A valid team key is told it lacks permission; any
+// other credential gets the same 401 as on /v1.
+func (s *Server) authenticateAdmin(c *gin.Context) {
+	info(c).route = c.FullPath()
+	st := s.state()
+	header := c.GetHeader("Authorization")
+	if st.auth.IsAdmin(header) {
+		c.Set(stateKey, st)
+		info(c).keyName = "admin"
+		return
+	}
+	if _, err := st.auth.Authenticate(header); err == nil {
+		abortOpenAI(c, http.StatusForbidden, typeInvalidRequest, "permission_denied", "", "This route needs an admin key.")
+		return
+	}
+	abortOpenAI(c, http.StatusUnauthorized, typeInvalidRequest, "invalid_api_key", "", "Incorrect API key provided.")
+}
+
+type usageLimits struct {
+	RequestsPerMinute  int64 `json:"requests_per_minute"`
+	TokensPerMinute    int64 `json:"tokens_per_minute"`
+	ConcurrentRequests int64 `json:"concurrent_requests"`
+	TokensPerDay       int64 `json:"tokens_per_day"`
+}
+
+type usageEntry struct {
+	Name   string                `json:"name"`
+	Limits usageLimits           `json:"limits"`
+	Usage  *ratelimit.ScopeUsage `json:"usage"`
+	Keys   []usageEntry          `json:"keys,omitempty"`
+}
+
+func limitsOf(l config.Limits) usageLimits {
+	return usageLimits{l.RequestsPerMinute, l.TokensPerMinute, l.ConcurrentRequests, l.TokensPerDay}
+}
+
+// adminUsage reports, per team and key, this minute's and this UTC day's requests and tokens
+// and what remains of each budget.
+func (s *Server) adminUsage(c *gin.Context) {
+	st := requestState(c)
+	var scopes []ratelimit.Scope
+	for _, t := range st.cfg.Teams {
+		scopes = append(scopes, ratelimit.Scope{ID: "team:" + t.Name, Limits: t.Limits})
+		for _, k := range t.Keys {
+			scopes = append(scopes, ratelimit.Scope{ID: "key:" + t.Name + "/" + k.Name, Limits: k.Limits})
+		}
+	}
+	usage, err := s.limiter.Usage(c.Request.Context(), scopes)
+	if err != nil {
+		abortOpenAI(c, http.StatusServiceUnavailable, typeServer, "limiter_unavailable", "", "Usage could not be read from the limit store.")
+		return
+	}
+	byScope := make(map[string]*ratelimit.ScopeUsage, len(usage))
+	for i := range usage {
+		byScope[usage[i].Scope] = &usage[i]
+	}
+	teams := make([]usageEntry, 0, len(st.cfg.Teams))
+	for _, t := range st.cfg.Teams {
+		te := usageEntry{Name: t.Name, Limits: limitsOf(t.Limits), Usage: byScope["team:"+t.Name]}
+		for _, k := range t.Keys {
+			te.Keys = append(te.Keys, usageEntry{Name: k.Name, Limits: limitsOf(k.Limits), Usage: byScope["key:"+t.Name+"/"+k.Name]})
+		}
+		teams = append(teams, te)
+	}
+	b, err := json.Marshal(struct {
+		Teams []usageEntry `json:"teams"`
+	}{teams})
+	if err != nil {
+		abortOpenAI(c, http.StatusInternalServerError, typeServer, "internal_error", "", "internal error")
+		return
+	}
+	c.Data(http.StatusOK, "application/json", b)
+}

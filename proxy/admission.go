@@ -1,0 +1,134 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"modelgate/auth"
+	"modelgate/ratelimit"
+)
+
+const (
+	principalKey = "modelgate.principal"
+	stateKey     = "modelgate.state"
+)
+
+// authenticate resolves the bearer token to a principal. Failures answer 401 before anything
+// else happens: no body is read and nothing goes upstream.
+func (s *Server) authenticate(c *gin.Context) {
+	st := s.state()
+	p, err := st.auth.Authenticate(c.GetHeader("Authorization"))
+	if err != nil {
+		msg := "Incorrect API key provided."
+		if errors.Is(err, auth.ErrMissing) {
+			msg = "You didn't provide an API key. Send it in the Authorization header as 'Bearer <key>'."
+		}
+		abortOpenAI(c, http.StatusUnauthorized, typeInvalidRequest, "invalid_api_key", "", msg)
+		return
+	}
+	ri := info(c)
+	ri.team, ri.keyName = p.Team, p.KeyName
+	c.Set(principalKey, p)
+	c.Set(stateKey, st)
+}
+
+func principal(c *gin.Context) *auth.Principal {
+	return c.MustGet(principalKey).(*auth.Principal)
+}
+
+func requestState(c *gin.Context) *state {
+	return c.MustGet(stateKey).(*state)
+}
+
+// admit asks the limiter for room for one request that may use up to reserve tokens. It sets
+// the x-ratelimit-* headers either way. On refusal it has answered the client and returns nil.
+func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve int64, openAIShape bool) *ratelimit.Ticket {
+	req := ratelimit.Request{
+		Key:    ratelimit.Scope{ID: p.ScopeID, Limits: p.KeyLimits},
+		Shadow: p.Shadow,
+		Tokens: reserve,
+	}
+	if p.TeamScopeID != "" {
+		req.Team = &ratelimit.Scope{ID: p.TeamScopeID, Limits: p.TeamLimits}
+	}
+	ticket, d, err := s.limiter.Admit(c.Request.Context(), req)
+	d.Headers.Apply(c.Header)
+	ri := info(c)
+	if d.WouldRefuse != "" {
+		ri.refusal = "shadow_" + string(d.WouldRefuse)
+	}
+	if err != nil && d.Allowed {
+		// The shared store failed and the config says to let traffic through; the limiter
+		// has logged it.
+		ri.refusal = "store_unavailable_allowed"
+	}
+	if d.Allowed {
+		return ticket
+	}
+	ri.refusal = string(d.Reason)
+	if d.Reason == ratelimit.Reason("store_unavailable") || (err != nil && d.Reason == "") {
+		s.refuse(c, http.StatusServiceUnavailable, typeServer, "limiter_unavailable",
+			"modelgate cannot reach its limit store; try again shortly", 0, openAIShape)
+		return nil
+	}
+	retry := d.RetryAfter
+	if d.Reason == ratelimit.Reason("daily_tokens") {
+		c.Header("X-Should-Retry", "false")
+		s.refuse(c, http.StatusTooManyRequests, typeQuota, "insufficient_quota",
+			fmt.Sprintf("You exceeded your daily token budget (%s). It resets at 00:00 UTC.", scopeKind(d.Scope)), retry, openAIShape)
+		return nil
+	}
+	s.refuse(c, http.StatusTooManyRequests, rateLimitType(d.Reason), "rate_limit_exceeded",
+		fmt.Sprintf("Rate limit reached for %s (%s). Please try again in %s.", reasonText(d.Reason), scopeKind(d.Scope), humanDuration(retry)), retry, openAIShape)
+	return nil
+}
+
+func (s *Server) refuse(c *gin.Context, status int, typ, code, msg string, retry time.Duration, openAIShape bool) {
+	if retry > 0 {
+		c.Header("Retry-After", strconv.FormatInt(int64(math.Ceil(retry.Seconds())), 10))
+	}
+	if openAIShape {
+		abortOpenAI(c, status, typ, code, "", msg)
+		return
+	}
+	abortEnvelope(c, status, -1, msg)
+}
+
+func rateLimitType(r ratelimit.Reason) string {
+	if r == ratelimit.Reason("tokens") {
+		return "tokens"
+	}
+	return "requests"
+}
+
+func reasonText(r ratelimit.Reason) string {
+	switch r {
+	case ratelimit.Reason("tokens"):
+		return "tokens per minute"
+	case ratelimit.Reason("concurrency"):
+		return "concurrent requests"
+	}
+	return "requests per minute"
+}
+
+// scopeKind says whether the key or the team ran out, without naming either: the caller
+// knows its own key, and team names are the operator's business.
+func scopeKind(scope string) string {
+	if len(scope) >= 5 && scope[:5] == "team:" {
+		return "team limit"
+	}
+	return "key limit"
+}
+
+func humanDuration(d time.Duration) string {
+	if d < time.Second {
+		return "1s"
+	}
+	return d.Round(time.Second).String()
+}

@@ -1,0 +1,85 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"github.com/tidwall/gjson"
+)
+
+// readJSONBody reads the whole request body, refusing more than limit bytes whether or not
+// the client declared a Content-Length. On failure it has answered the client.
+func readJSONBody(c *gin.Context, limit int64) ([]byte, bool) {
+	if c.Request.ContentLength > limit {
+		abortOpenAI(c, http.StatusRequestEntityTooLarge, typeInvalidRequest, "request_too_large", "",
+			"Request body too large: the limit is "+formatBytes(limit)+".")
+		return nil, false
+	}
+	size := c.Request.ContentLength
+	if size < 0 || size > 1<<20 {
+		size = 8 << 10 // unknown or large: grow as it arrives rather than trusting the header
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size+1))
+	_, err := buf.ReadFrom(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			abortOpenAI(c, http.StatusRequestEntityTooLarge, typeInvalidRequest, "request_too_large", "",
+				"Request body too large: the limit is "+formatBytes(limit)+".")
+			return nil, false
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) || c.Request.Context().Err() != nil {
+			info(c).clientGone = true
+		}
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_body", "", "The request body could not be read.")
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
+func formatBytes(n int64) string {
+	switch {
+	case n%(1<<20) == 0:
+		return itoa(n>>20) + " MiB"
+	case n%(1<<10) == 0:
+		return itoa(n>>10) + " KiB"
+	}
+	return itoa(n) + " bytes"
+}
+
+func itoa(n int64) string {
+	var b [20]byte
+	i := len(b)
+	if n == 0 {
+		return "0"
+	}
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}
+
+// jsonObject reports whether body is one well-formed JSON object.
+func jsonObject(body []byte) bool {
+	if !gjson.ValidBytes(body) {
+		return false
+	}
+	for _, ch := range body {
+		switch ch {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return ch == '{'
+	}
+	return false
+}
+
+// steeringFields are body fields some clients use to pick an upstream host or headers. The
+// platform would ignore them, but they have no business leaving modelgate (LiteLLM's
+// CVE-2024-6587 was a proxy that honoured one), so they are removed.
+var steeringFields = []string{"api_base", "base_url", "baseURL", "api_key", "extra_headers", "api_version", "organization"}

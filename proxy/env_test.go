@@ -1,0 +1,204 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"modelgate/auth"
+	"modelgate/config"
+	"modelgate/platform"
+	"modelgate/platformsim"
+	"modelgate/ratelimit"
+)
+
+// testEnv is a modelgate Server in front of a simulated platform, both on loopback.
+type testEnv struct {
+	sim     *platformsim.Sim
+	simSrv  *httptest.Server
+	server  *Server
+	front   *httptest.Server
+	logs    *syncBuffer
+	canary  string // the platform key: must never be seen outside
+	cfg     *config.Config
+	limiter *ratelimit.Limiter
+}
+
+// syncBuffer collects log output from concurrent handlers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+const (
+	keyAlpha1 = "mg-alpha-key-1"
+	keyAlpha2 = "mg-alpha-key-2"
+	keyBeta   = "mg-beta-key-1"
+	keyAdmin  = "mg-admin-key"
+)
+
+// baseYAML is a keys-mode config; ${CANARY} is the platform key and the two URLs point at the
+// simulated platform.
+const baseYAML = `
+listen: 127.0.0.1:0
+upstream:
+  gateway_url: ${SIM_URL}
+  base_url: ${SIM_URL}
+  api_key: ${CANARY}
+models:
+  - id: gpt-4o-mini
+    upstream: sim-chat
+  - id: sim-chat
+  - id: sim-tools
+  - id: sim-long
+teams:
+  - name: alpha
+    keys:
+      - name: alpha-1
+        key: mg-alpha-key-1
+      - name: alpha-2
+        key: mg-alpha-key-2
+  - name: beta
+    models: [sim-chat]
+    keys:
+      - name: beta-1
+        key: mg-beta-key-1
+admin_keys: [mg-admin-key]
+`
+
+func randomCanary(t testing.TB) string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return "sk-CANARY-" + hex.EncodeToString(b[:])
+}
+
+// newTestEnv starts the simulated platform and modelgate with yamlText (baseYAML when empty).
+// mutate may adjust the parsed config before the server is built.
+func newTestEnv(t testing.TB, yamlText string, mutate func(*config.Config)) *testEnv {
+	t.Helper()
+	env := &testEnv{canary: randomCanary(t), logs: &syncBuffer{}}
+	env.sim = platformsim.New(platformsim.Options{APIKeys: []string{env.canary}})
+	env.simSrv = httptest.NewServer(env.sim)
+	t.Cleanup(env.simSrv.Close)
+	if yamlText == "" {
+		yamlText = baseYAML
+	}
+	vars := map[string]string{"SIM_URL": env.simSrv.URL, "CANARY": env.canary}
+	cfg, err := config.Parse([]byte(yamlText), "test.yaml", func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	})
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	if mutate != nil {
+		mutate(cfg)
+	}
+	env.cfg = cfg
+	a, err := auth.New(cfg)
+	if err != nil {
+		t.Fatalf("auth: %v", err)
+	}
+	client, err := platform.New(cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL, platform.NewTransport(platform.TransportOptions{
+		DialTimeout: cfg.Upstream.DialTimeout, ResponseHeaderTimeout: cfg.Upstream.ResponseHeaderTimeout,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewJSONHandler(env.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	env.limiter, err = ratelimit.New(ratelimit.Options{Store: "memory", Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.limiter.Close() })
+	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: client, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.front = httptest.NewServer(env.server.Handler())
+	t.Cleanup(env.front.Close)
+	t.Cleanup(func() { env.assertNoCanary(t) })
+	return env
+}
+
+// assertNoCanary fails the test if the platform key shows up in any log line.
+func (env *testEnv) assertNoCanary(t testing.TB) {
+	if strings.Contains(env.logs.String(), env.canary) {
+		t.Errorf("platform key found in logs")
+	}
+}
+
+// do sends a request with key as bearer token and returns status, headers and body.
+func (env *testEnv) do(t testing.TB, method, path, key string, body []byte, hdr ...string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, env.front.URL+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.assertCanaryAbsent(t, resp.Header, b)
+	return resp.StatusCode, resp.Header, b
+}
+
+func (env *testEnv) assertCanaryAbsent(t testing.TB, h http.Header, body []byte) {
+	t.Helper()
+	if bytes.Contains(body, []byte(env.canary)) {
+		t.Errorf("platform key found in a response body")
+	}
+	for name, vs := range h {
+		for _, v := range vs {
+			if strings.Contains(v, env.canary) {
+				t.Errorf("platform key found in response header %s", name)
+			}
+		}
+	}
+}
+
+// upstreamCalls counts the simulated platform's recorded requests.
+func (env *testEnv) upstreamCalls() int { return len(env.sim.Requests()) }
+
+func mustClient(t testing.TB, url string) *platform.Client {
+	t.Helper()
+	c, err := platform.New(url, url, platform.NewTransport(platform.TransportOptions{DialTimeout: time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -1,0 +1,81 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"modelgate/platform"
+)
+
+// OpenAI error types used on /v1 routes.
+const (
+	typeInvalidRequest = "invalid_request_error"
+	typeAuthentication = "authentication_error"
+	typeNotFound       = "not_found_error"
+	typeServer         = "server_error"
+	typeQuota          = "insufficient_quota"
+)
+
+type openAIErrorBody struct {
+	Error openAIError `json:"error"`
+}
+
+type openAIError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+// openAIErrorJSON renders {"error":{...}}; empty param and code become null, as OpenAI sends them.
+func openAIErrorJSON(typ, code, param, msg string) []byte {
+	e := openAIError{Message: msg, Type: typ}
+	if param != "" {
+		e.Param = &param
+	}
+	if code != "" {
+		e.Code = &code
+	}
+	b, _ := json.Marshal(openAIErrorBody{Error: e}) // marshalling plain strings cannot fail
+	return b
+}
+
+// abortOpenAI answers a /v1 route with an OpenAI-shaped error and stops the handler chain.
+func abortOpenAI(c *gin.Context, status int, typ, code, param, msg string) {
+	info(c).errCode = code
+	c.Data(status, "application/json", openAIErrorJSON(typ, code, param, msg))
+	c.Abort()
+}
+
+// abortEnvelope answers a sidecar route with the platform's envelope.
+func abortEnvelope(c *gin.Context, status, code int, msg string) {
+	info(c).errCode = strconv.Itoa(code)
+	b, _ := json.Marshal(platform.Envelope{Code: code, Msg: msg})
+	c.Data(status, "application/json", b)
+	c.Abort()
+}
+
+// statusClientClosedRequest is what access logs record when the client left first (nginx's 499).
+const statusClientClosedRequest = 499
+
+func notFoundOpenAI(c *gin.Context) {
+	abortOpenAI(c, http.StatusNotFound, typeInvalidRequest, "unknown_url",
+		"", "Unknown request URL: "+c.Request.Method+" "+sanitizePath(c.Request.URL.Path)+".")
+}
+
+// sanitizePath keeps error messages short and printable whatever the caller put in the path.
+func sanitizePath(p string) string {
+	const max = 200
+	out := make([]byte, 0, min(len(p), max))
+	for i := 0; i < len(p) && len(out) < max; i++ {
+		ch := p[i]
+		if ch < 0x20 || ch > 0x7e {
+			ch = '?'
+		}
+		out = append(out, ch)
+	}
+	return string(out)
+}

@@ -1,0 +1,78 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"modelgate/config"
+)
+
+// modelTable maps client-facing model ids to the names sent upstream.
+type modelTable struct {
+	list     []config.Model
+	upstream map[string]string
+}
+
+func newModelTable(models []config.Model) modelTable {
+	t := modelTable{list: models, upstream: make(map[string]string, len(models))}
+	for _, m := range models {
+		up := m.Upstream
+		if up == "" {
+			up = m.ID
+		}
+		t.upstream[m.ID] = up
+	}
+	return t
+}
+
+// upstreamName returns the platform's name for a client-facing id; ids not in the table pass
+// unchanged, so a config without `models` still reaches every platform model.
+func (t modelTable) upstreamName(id string) string {
+	if up, ok := t.upstream[id]; ok {
+		return up
+	}
+	return id
+}
+
+type modelObject struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// modelsCreated is a fixed creation time: the platform does not say when a model appeared,
+// and a stable value keeps client caches steady.
+var modelsCreated = time.Date(2025, 8, 1, 0, 0, 0, 0, time.UTC).Unix()
+
+func (s *Server) listModels(c *gin.Context) {
+	info(c).route = "/v1/models"
+	p, st := principal(c), requestState(c)
+	data := make([]modelObject, 0, len(st.models.list))
+	for _, m := range st.models.list {
+		if p.AllowsModel(m.ID) {
+			data = append(data, modelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "modelgate"})
+		}
+	}
+	b, _ := json.Marshal(struct {
+		Object string        `json:"object"`
+		Data   []modelObject `json:"data"`
+	}{"list", data})
+	c.Data(http.StatusOK, "application/json", b)
+}
+
+func (s *Server) getModel(c *gin.Context) {
+	info(c).route = "/v1/models/{id}"
+	p, st := principal(c), requestState(c)
+	id := c.Param("id")
+	if _, ok := st.models.upstream[id]; ok && p.AllowsModel(id) {
+		b, _ := json.Marshal(modelObject{ID: id, Object: "model", Created: modelsCreated, OwnedBy: "modelgate"})
+		c.Data(http.StatusOK, "application/json", b)
+		return
+	}
+	abortOpenAI(c, http.StatusNotFound, typeInvalidRequest, "model_not_found", "model",
+		"The model '"+sanitizePath(id)+"' does not exist or you do not have access to it.")
+}

@@ -1,0 +1,156 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"modelgate/ratelimit"
+	"modelgate/tokens"
+)
+
+// maxUpstreamJSON caps a non-stream upstream answer held in memory.
+const maxUpstreamJSON = 64 << 20
+
+// maxUpstreamError caps an upstream error body read for translation.
+const maxUpstreamError = 1 << 20
+
+// responses passes POST /v1/responses through: the body goes upstream with the model alias
+// applied and modelgate's credential, and the answer comes back as it is, streamed event by
+// event when it is a stream. Usage is read on the side for the limits.
+func (s *Server) responses(c *gin.Context) {
+	ri := info(c)
+	ri.route = "/v1/responses"
+	p, st := principal(c), requestState(c)
+	body, ok := readJSONBody(c, st.cfg.Server.MaxBodyBytes)
+	if !ok {
+		return
+	}
+	if !jsonObject(body) {
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "",
+			"We could not parse the JSON body of your request. The body must be a JSON object.")
+		return
+	}
+	f := gjson.GetManyBytes(body, "model", "input", "stream", "max_output_tokens")
+	model, input, stream, maxOut := f[0], f[1], f[2], f[3]
+	switch {
+	case model.Type != gjson.String || model.Str == "":
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "model", "Missing required parameter: 'model'.")
+		return
+	case !input.Exists():
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "input", "Missing required parameter: 'input'.")
+		return
+	case input.Type != gjson.String && !input.IsArray():
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "input", "Invalid type for 'input': expected a string or an array.")
+		return
+	case stream.Exists() && !stream.IsBool() && stream.Type != gjson.Null:
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "stream", "Invalid type for 'stream': expected a boolean.")
+		return
+	case maxOut.Exists() && maxOut.Type != gjson.Null && (maxOut.Type != gjson.Number || maxOut.Num != float64(int64(maxOut.Num)) || maxOut.Num < 0):
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "max_output_tokens", "Invalid 'max_output_tokens': expected a non-negative integer.")
+		return
+	}
+	ri.model = model.Str
+	ri.stream = stream.Bool()
+	if !p.AllowsModel(model.Str) {
+		modelNotFound(c, model.Str)
+		return
+	}
+	body, err := prepareResponsesBody(body, st.models.upstreamName(model.Str), model.Str)
+	if err != nil {
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
+		return
+	}
+
+	inputEstimate := tokens.EstimateResponsesInput(body)
+	outCap := int64(maxOut.Int())
+	if outCap <= 0 {
+		outCap = st.cfg.Ratelimit.DefaultMaxOutputTokens
+	}
+	ticket := s.admit(c, p, inputEstimate+outCap, true)
+	if ticket == nil {
+		return
+	}
+	var charged ratelimit.Usage
+	defer func() {
+		ticket.Settle(charged)
+		ri.inputTokens, ri.outputTokens = charged.InputTokens, charged.OutputTokens
+	}()
+
+	resp, cancel, ok := s.callGateway(c, st, p, body, ri.stream)
+	if !ok {
+		// Nothing was generated; only the input could have been charged, and it was not sent.
+		return
+	}
+	defer cancel()
+	defer resp.Body.Close()
+
+	if isEventStream(resp) {
+		charged = s.forwardResponsesStream(c, st, resp, inputEstimate, cancel)
+		return
+	}
+	charged = s.forwardResponsesJSON(c, resp, inputEstimate)
+}
+
+// prepareResponsesBody applies the model alias and removes client steering fields, touching
+// the bytes only when there is something to change.
+func prepareResponsesBody(body []byte, upstreamModel, clientModel string) ([]byte, error) {
+	var err error
+	if upstreamModel != clientModel {
+		if body, err = sjson.SetBytes(body, "model", upstreamModel); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range gjson.GetManyBytes(body, steeringFields...) {
+		if f.Exists() {
+			for _, name := range steeringFields {
+				if body, err = sjson.DeleteBytes(body, name); err != nil {
+					return nil, err
+				}
+			}
+			break
+		}
+	}
+	return body, nil
+}
+
+func modelNotFound(c *gin.Context, model string) {
+	abortOpenAI(c, http.StatusNotFound, typeInvalidRequest, "model_not_found", "model",
+		"The model '"+sanitizePath(model)+"' does not exist or you do not have access to it.")
+}
+
+func isEventStream(resp *http.Response) bool {
+	ct := resp.Header.Get("Content-Type")
+	return len(ct) >= 17 && ct[:17] == "text/event-stream"
+}
+
+// forwardResponsesJSON relays a non-stream answer unchanged and returns its usage.
+func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, inputEstimate int64) ratelimit.Usage {
+	ri := info(c)
+	var buf bytes.Buffer
+	_, err := buf.ReadFrom(io.LimitReader(resp.Body, maxUpstreamJSON+1))
+	switch {
+	case err != nil:
+		s.upstreamFailed(c, err)
+		return ratelimit.Usage{InputTokens: inputEstimate}
+	case buf.Len() > maxUpstreamJSON || !gjson.ValidBytes(buf.Bytes()):
+		ri.upstreamErr = "invalid_body"
+		abortOpenAI(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
+		return ratelimit.Usage{InputTokens: inputEstimate}
+	}
+	b := buf.Bytes()
+	u := gjson.GetManyBytes(b, "usage.input_tokens", "usage.output_tokens", "usage")
+	usage := ratelimit.Usage{InputTokens: u[0].Int(), OutputTokens: u[1].Int()}
+	if !u[2].Exists() || u[2].Type == gjson.Null {
+		usage = ratelimit.Usage{InputTokens: inputEstimate}
+	}
+	c.Data(resp.StatusCode, "application/json", b)
+	return usage
+}
+
+var errStreamIdle = errors.New("upstream stream idle for too long")

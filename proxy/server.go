@@ -1,0 +1,267 @@
+// Package proxy is modelgate's HTTP face: the /v1 routes, the sidecar routes, health and
+// admin, and the calls they make to the platform.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"modelgate/auth"
+	"modelgate/config"
+	"modelgate/platform"
+	"modelgate/ratelimit"
+)
+
+// Deps are what a Server is built from.
+type Deps struct {
+	Config   *config.Config
+	Auth     *auth.Authenticator
+	Limiter  *ratelimit.Limiter
+	Platform *platform.Client
+	Logger   *slog.Logger
+	// Hooks are optional observers (metrics); nil fields are skipped.
+	Hooks Hooks
+	// MetricsHandler, when set, is served at GET /metrics.
+	MetricsHandler http.Handler
+}
+
+// Hooks let the operations layer observe requests without the handlers knowing about it.
+type Hooks struct {
+	// RequestStarted and RequestDone bracket every request (in-flight gauges).
+	RequestStarted func()
+	// RequestDone is called once per request after the answer was written.
+	RequestDone func(RequestSummary)
+	// StreamOpened and StreamClosed bracket every streamed answer.
+	StreamOpened, StreamClosed func(route string)
+}
+
+// RequestSummary is the record of one finished request, for logs and metrics.
+type RequestSummary struct {
+	RequestID    string
+	Route        string
+	Method       string
+	Team, Key    string
+	Model        string
+	Status       int
+	Stream       bool
+	Duration     time.Duration
+	TTFB         time.Duration
+	InputTokens  int64
+	OutputTokens int64
+	Attempts     int
+	ErrorCode    string
+	Refusal      string
+	UpstreamErr  string
+}
+
+// state is everything a config reload replaces. Requests load it once at their start, so a
+// reload never changes the rules half-way through one.
+type state struct {
+	cfg    *config.Config
+	auth   *auth.Authenticator
+	models modelTable
+	retry  retryPolicy
+}
+
+// Server serves modelgate's routes. Create it with New.
+type Server struct {
+	st       atomic.Pointer[state]
+	limiter  *ratelimit.Limiter
+	platform *platform.Client
+	log      *slog.Logger
+	hooks    Hooks
+	engine   *gin.Engine
+	ready    atomic.Bool
+	draining atomic.Bool
+}
+
+// New builds a Server. The config must already be validated.
+func New(d Deps) (*Server, error) {
+	if d.Config == nil || d.Auth == nil || d.Limiter == nil || d.Platform == nil {
+		return nil, errors.New("proxy: config, auth, limiter and platform are required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks}
+	s.st.Store(newState(d.Config, d.Auth))
+	s.engine = s.routes(d.MetricsHandler)
+	s.ready.Store(true)
+	return s, nil
+}
+
+func retries(cfg *config.Config) int {
+	if cfg.Upstream.MaxRetries != nil {
+		return *cfg.Upstream.MaxRetries
+	}
+	return 2
+}
+
+func newState(cfg *config.Config, a *auth.Authenticator) *state {
+	return &state{cfg: cfg, auth: a, models: newModelTable(cfg.Models), retry: defaultRetryPolicy(retries(cfg))}
+}
+
+// Reload swaps in a new, validated config. In-flight requests finish under the old one;
+// limiter counters are keyed by team and key name, so keys that still exist keep their state.
+func (s *Server) Reload(cfg *config.Config, a *auth.Authenticator) {
+	s.st.Store(newState(cfg, a))
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// SetReady reports platform reachability to /readyz.
+func (s *Server) SetReady(ok bool) { s.ready.Store(ok) }
+
+// StartDrain makes new requests fail with 503 while in-flight ones finish.
+func (s *Server) StartDrain() { s.draining.Store(true) }
+
+func (s *Server) state() *state { return s.st.Load() }
+
+func (s *Server) routes(metrics http.Handler) *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	// Routing on the decoded path with no fix-ups: an encoded slash in an id can never reach
+	// a different route, and no redirect answers on our behalf.
+	e.UseRawPath = false
+	e.RedirectTrailingSlash = false
+	e.RedirectFixedPath = false
+	e.HandleMethodNotAllowed = false
+	e.ContextWithFallback = true
+
+	e.Use(s.observe, s.recoverer)
+	e.NoRoute(s.noRoute)
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	if metrics != nil {
+		e.GET("/metrics", func(c *gin.Context) {
+			info(c).route = "/metrics"
+			metrics.ServeHTTP(c.Writer, c.Request)
+		})
+	}
+
+	v1 := e.Group("/v1", s.refuseWhileDraining, s.authenticate)
+	v1.POST("/responses", s.responses)
+	v1.POST("/chat/completions", s.chatCompletions)
+	v1.GET("/models", s.listModels)
+	v1.GET("/models/:id", s.getModel)
+
+	s.sidecarRoutes(e)
+	s.adminRoutes(e)
+	return e
+}
+
+func (s *Server) noRoute(c *gin.Context) {
+	info(c).route = "unknown"
+	if isSidecarPath(c.Request.URL.Path) {
+		abortEnvelope(c, http.StatusNotFound, platform.CodeBusiness, "not found")
+		return
+	}
+	notFoundOpenAI(c)
+}
+
+// observe assigns the request id, times the request and reports it when done.
+func (s *Server) observe(c *gin.Context) {
+	ri := &requestInfo{start: time.Now()}
+	if id := c.GetHeader("X-Request-Id"); saneRequestID(id) {
+		ri.requestID = id
+	} else {
+		ri.requestID = newRequestID()
+	}
+	c.Set(infoKey, ri)
+	c.Header("X-Request-Id", ri.requestID)
+	if s.hooks.RequestStarted != nil {
+		s.hooks.RequestStarted()
+	}
+	c.Next()
+	if ri.route == "" {
+		ri.route = c.FullPath()
+	}
+	status := c.Writer.Status()
+	if ri.clientGone && !c.Writer.Written() {
+		status = statusClientClosedRequest
+	}
+	sum := RequestSummary{
+		RequestID: ri.requestID, Route: ri.route, Method: c.Request.Method,
+		Team: ri.team, Key: ri.keyName, Model: ri.model, Status: status, Stream: ri.stream,
+		Duration: time.Since(ri.start), TTFB: ri.ttfb,
+		InputTokens: ri.inputTokens, OutputTokens: ri.outputTokens, Attempts: ri.attempts,
+		ErrorCode: ri.errCode, Refusal: ri.refusal, UpstreamErr: ri.upstreamErr,
+	}
+	s.logRequest(sum)
+	if s.hooks.RequestDone != nil {
+		s.hooks.RequestDone(sum)
+	}
+}
+
+func (s *Server) logRequest(r RequestSummary) {
+	level := slog.LevelInfo
+	if r.Status >= 500 {
+		level = slog.LevelWarn
+	}
+	// Only these fields are ever logged: never headers, keys, prompts or bodies.
+	s.log.LogAttrs(context.Background(), level, "request",
+		slog.String("request_id", r.RequestID),
+		slog.String("method", r.Method),
+		slog.String("route", r.Route),
+		slog.String("team", r.Team),
+		slog.String("key", r.Key),
+		slog.String("model", r.Model),
+		slog.Int("status", r.Status),
+		slog.Bool("stream", r.Stream),
+		slog.Duration("duration", r.Duration),
+		slog.Duration("ttfb", r.TTFB),
+		slog.Int64("input_tokens", r.InputTokens),
+		slog.Int64("output_tokens", r.OutputTokens),
+		slog.Int("attempts", r.Attempts),
+		slog.String("error_code", r.ErrorCode),
+		slog.String("refusal", r.Refusal),
+		slog.String("upstream_error", r.UpstreamErr),
+	)
+}
+
+// recoverer turns a handler panic into a 500 (if nothing was written yet) and a log line,
+// instead of a dropped connection with no trace. http.ErrAbortHandler is re-raised: it is
+// how a handler deliberately aborts a response it can no longer finish cleanly.
+func (s *Server) recoverer(c *gin.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			s.log.Error("handler panic", slog.String("request_id", info(c).requestID), slog.Any("panic", r))
+			if !c.Writer.Written() {
+				abortOpenAI(c, http.StatusInternalServerError, typeServer, "internal_error", "", "internal error")
+			}
+		}
+	}()
+	c.Next()
+}
+
+func (s *Server) refuseWhileDraining(c *gin.Context) {
+	if s.draining.Load() {
+		c.Header("Connection", "close")
+		abortOpenAI(c, http.StatusServiceUnavailable, typeServer, "shutting_down", "", "modelgate is shutting down; retry on another instance")
+	}
+}
+
+func (s *Server) healthz(c *gin.Context) {
+	info(c).route = "/healthz"
+	c.Data(http.StatusOK, "application/json", []byte(`{"status":"ok"}`))
+}
+
+func (s *Server) readyz(c *gin.Context) {
+	info(c).route = "/readyz"
+	if s.draining.Load() || !s.ready.Load() {
+		c.Data(http.StatusServiceUnavailable, "application/json", []byte(`{"status":"unavailable"}`))
+		return
+	}
+	c.Data(http.StatusOK, "application/json", []byte(`{"status":"ready"}`))
+}

@@ -1,0 +1,158 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// retryPolicy is modelgate's one rule for trying an upstream call again.
+//
+// A generation is not idempotent: a second attempt after the platform may have started one
+// can bill twice. So an attempt is repeated only when the platform certainly did not start the
+// work, or said so itself:
+//   - the connection could not be made (dial error): always, since no request left;
+//   - the platform answered 429, 502, 503 or 504: it refused the work. Its Retry-After or
+//     retry-after-ms is honoured when the wait fits the remaining deadline; a longer wait is
+//     not waited for, and the answer goes to the client at once, whose SDK can decide.
+//
+// Nothing is retried after a byte went to the client: handlers only call the upstream before
+// they write anything, so this is true by construction. Timeouts after the request was sent,
+// resets and 500s are not retried.
+type retryPolicy struct {
+	maxRetries int
+	base       time.Duration // first backoff; doubles each attempt
+	maxBackoff time.Duration
+	jitter     func() float64 // in [0,1); replaced in tests
+}
+
+func defaultRetryPolicy(maxRetries int) retryPolicy {
+	return retryPolicy{maxRetries: maxRetries, base: 100 * time.Millisecond, maxBackoff: 2 * time.Second, jitter: rand.Float64}
+}
+
+// decide returns how long to wait before attempt number done+1, or false to stop.
+// remaining is the time left before the call's deadline.
+func (p retryPolicy) decide(done int, resp *http.Response, err error, remaining time.Duration) (time.Duration, bool) {
+	if done > p.maxRetries {
+		return 0, false
+	}
+	switch {
+	case err != nil:
+		if !isDialError(err) {
+			return 0, false
+		}
+	case resp != nil:
+		switch resp.StatusCode {
+		case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		default:
+			return 0, false
+		}
+		if wait, ok := retryAfter(resp.Header); ok {
+			if wait > remaining {
+				return 0, false
+			}
+			return wait, true
+		}
+	default:
+		return 0, false
+	}
+	wait := p.backoff(done)
+	if wait > remaining {
+		return 0, false
+	}
+	return wait, true
+}
+
+// backoff is exponential with "equal jitter": half fixed, half random, so retries from many
+// clients spread out but never collapse to zero.
+func (p retryPolicy) backoff(done int) time.Duration {
+	d := p.base << (done - 1)
+	if d > p.maxBackoff || d <= 0 {
+		d = p.maxBackoff
+	}
+	half := d / 2
+	return half + time.Duration(p.jitter()*float64(half))
+}
+
+// retryAfter reads retry-after-ms (milliseconds, OpenAI's) first, then Retry-After (seconds or
+// an HTTP date). Unparsable values are ignored so backoff applies.
+func retryAfter(h http.Header) (time.Duration, bool) {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms < 1e9 {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 && s < 1e6 {
+		return time.Duration(s * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0), true
+	}
+	return 0, false
+}
+
+func isDialError(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// upstreamErrorKind names a transport failure for logs and metrics (bounded label values).
+func upstreamErrorKind(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case isDialError(err):
+		return "dial"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF):
+		return "reset"
+	}
+	return "other"
+}
+
+// attempt sends one upstream call built by build, retrying by policy. It returns the final
+// response (any status) or the final transport error. The context bounds the waits too.
+func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadline time.Time, build func(context.Context) (*http.Request, error)) (*http.Response, error) {
+	policy := st.retry
+	for done := 1; ; done++ {
+		req, err := build(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ri.attempts = done
+		resp, err := s.platform.HTTP.Do(req)
+		wait, again := policy.decide(done, resp, err, time.Until(deadline))
+		if !again || ctx.Err() != nil {
+			return resp, err
+		}
+		if resp != nil {
+			// Drain a little so the connection can be reused, then let it go.
+			_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
+			resp.Body.Close()
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
