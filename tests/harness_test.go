@@ -1,0 +1,257 @@
+// Package tests holds modelgate's end-to-end tests: they build the real binary, start it
+// against a simulated platform on loopback, and drive it with real clients.
+package tests
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"modelgate/platformsim"
+)
+
+// binPath is the modelgate binary built once for the whole package.
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "modelgate-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "modelgate")
+	args := []string{"build", "-o", binPath}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "..")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building modelgate:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// syncBuffer collects a process's output while tests read it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// platform is a simulated platform served on loopback for one test.
+type platform struct {
+	Sim *platformsim.Sim
+	URL string
+	Key string // the platform key it accepts: a canary that must never leak
+}
+
+func startPlatform(t testing.TB) *platform {
+	t.Helper()
+	key := canary(t)
+	sim := platformsim.New(platformsim.Options{APIKeys: []string{key}})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	return &platform{Sim: sim, URL: srv.URL, Key: key}
+}
+
+func canary(t testing.TB) string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return "sk-CANARY-" + hex.EncodeToString(b[:])
+}
+
+// gateway is one running modelgate process.
+type gateway struct {
+	cmd        *exec.Cmd
+	URL        string // http://127.0.0.1:port
+	ConfigPath string
+	Output     *syncBuffer // everything the process printed (logs)
+	exited     chan struct{}
+	exitErr    error
+}
+
+// gatewayOptions start a modelgate process.
+type gatewayOptions struct {
+	ConfigYAML string            // written to a temp file and passed with --config
+	Env        map[string]string // extra environment (secrets for ${VAR}s)
+	Args       []string          // extra flags
+}
+
+func freePort(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startGateway runs the modelgate binary and waits until /healthz answers.
+func startGateway(t testing.TB, o gatewayOptions) *gateway {
+	t.Helper()
+	addr := freePort(t)
+	g := &gateway{URL: "http://" + addr, Output: &syncBuffer{}, exited: make(chan struct{})}
+	args := []string{"--listen", addr}
+	if o.ConfigYAML != "" {
+		g.ConfigPath = filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(g.ConfigPath, []byte(o.ConfigYAML), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--config", g.ConfigPath)
+	}
+	args = append(args, o.Args...)
+	g.cmd = exec.Command(binPath, args...)
+	g.cmd.Dir = t.TempDir() // no stray config.yaml; data files land in the temp dir
+	g.cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1")
+	for k, v := range o.Env {
+		g.cmd.Env = append(g.cmd.Env, k+"="+v)
+	}
+	g.cmd.Stdout, g.cmd.Stderr = g.Output, g.Output
+	if err := g.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		g.exitErr = g.cmd.Wait()
+		close(g.exited)
+	}()
+	t.Cleanup(func() {
+		_ = g.cmd.Process.Signal(syscall.SIGKILL)
+		<-g.exited
+		if t.Failed() {
+			t.Logf("modelgate output:\n%s", g.Output.String())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-g.exited:
+			t.Fatalf("modelgate exited early: %v\n%s", g.exitErr, g.Output.String())
+		default:
+		}
+		resp, err := http.Get(g.URL + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return g
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("modelgate did not become healthy\n%s", g.Output.String())
+	return nil
+}
+
+// Signal sends sig to the process.
+func (g *gateway) Signal(t testing.TB, sig os.Signal) {
+	t.Helper()
+	if err := g.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Wait waits for the process to exit and returns its exit code.
+func (g *gateway) Wait(t testing.TB, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-g.exited:
+	case <-time.After(timeout):
+		t.Fatalf("modelgate did not exit within %v", timeout)
+	}
+	if g.exitErr == nil {
+		return 0
+	}
+	if ee, ok := g.exitErr.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	t.Fatalf("wait: %v", g.exitErr)
+	return -1
+}
+
+// assertNoSecret fails if secret appears in the process output.
+func (g *gateway) assertNoSecret(t testing.TB, secret string) {
+	t.Helper()
+	if strings.Contains(g.Output.String(), secret) {
+		t.Errorf("a secret appeared in modelgate's output")
+	}
+}
+
+// keysConfig is a keys-mode config whose upstream is p; teams alpha and beta.
+func keysConfig(p *platform, extra string) string {
+	return fmt.Sprintf(`
+upstream:
+  gateway_url: %s
+  base_url: %s
+  api_key: ${PLATFORM_API_KEY}
+models:
+  - id: gpt-4o-mini
+    upstream: sim-chat
+  - id: sim-chat
+  - id: sim-tools
+  - id: sim-json
+  - id: sim-long
+  - id: sim-slow
+  - id: sim-reasoning
+ratelimit:
+  data_path: data
+teams:
+  - name: alpha
+    keys:
+      - name: alpha-1
+        key: ${ALPHA_KEY}
+  - name: beta
+    models: [sim-chat]
+    keys:
+      - name: beta-1
+        key: ${BETA_KEY}
+admin_keys: [${ADMIN_KEY}]
+%s`, p.URL, p.URL, extra)
+}
+
+// Keys used with keysConfig.
+const (
+	alphaKey = "mg-e2e-alpha"
+	betaKey  = "mg-e2e-beta"
+	adminKey = "mg-e2e-admin"
+)
+
+func keysEnv(p *platform) map[string]string {
+	return map[string]string{"PLATFORM_API_KEY": p.Key, "ALPHA_KEY": alphaKey, "BETA_KEY": betaKey, "ADMIN_KEY": adminKey}
+}
+
+// ctx returns a context bounded for one test step.
+func ctx(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
