@@ -55,12 +55,13 @@ func sidecarRequests(env *testEnv) []platformsim.Request {
 
 func TestSidecarModelRunInfo(t *testing.T) {
 	env := newTestEnv(t, "", nil)
-	status, _, body := env.do(t, "GET", "/api/open/v2/model-runs/info?run_id=run_ok_1", keyAlpha1, nil)
+	status, _, body := env.do(t, "GET", "/api/open/v2/model-runs/info?run_id=run_000001", keyAlpha1, nil)
 	if status != http.StatusOK {
 		t.Fatalf("status %d: %s", status, body)
 	}
 	e := assertEnvelope(t, body)
-	if *e.Code != 0 || len(e.Data) == 0 {
+	// Money fields stay decimal strings with their 8 fraction digits.
+	if *e.Code != 0 || !bytes.Contains(e.Data, []byte(`"final_amount":"0.42000000"`)) {
 		t.Fatalf("unexpected answer: %s", body)
 	}
 	reqs := sidecarRequests(env)
@@ -68,7 +69,7 @@ func TestSidecarModelRunInfo(t *testing.T) {
 		t.Fatalf("platform saw %d requests, want 1", len(reqs))
 	}
 	up := reqs[0]
-	if up.Method != "GET" || up.Path != modelRunInfoPath || up.RawQuery != "run_id=run_ok_1" {
+	if up.Method != "GET" || up.Path != modelRunInfoPath || up.RawQuery != "run_id=run_000001" {
 		t.Errorf("upstream %s %s?%s", up.Method, up.Path, up.RawQuery)
 	}
 	if up.Header.Get("Authorization") != "Bearer "+env.canary {
@@ -125,7 +126,8 @@ func TestSidecarMoneyFieldsRelayedVerbatim(t *testing.T) {
 }
 
 // TestSidecarPlatformErrors covers the envelope codes, the alternative error shape and
-// answers that are neither.
+// answers that are neither. Run ids run_err_m1, run_err_m2 and run_alt are the simulator's
+// own error cases; the rest are scripted.
 func TestSidecarPlatformErrors(t *testing.T) {
 	// No retries: a 429 with Retry-After would otherwise be waited out and tried again.
 	env := newTestEnv(t, "", func(c *config.Config) {
@@ -135,27 +137,32 @@ func TestSidecarPlatformErrors(t *testing.T) {
 	cases := []struct {
 		name       string
 		runID      string
-		reply      *platformsim.Reply // nil: the simulator's own behaviour for runID
+		reply      *platformsim.Reply // nil: the simulator's own answer for runID
 		wantStatus int
 		wantCode   int
-		wantBody   string // exact body when set
+		wantMsg    string
+		wantData   string // exact data when set
 		wantRetry  string
 	}{
-		{"code_1_not_found", "run_missing", &platformsim.Reply{Status: 200, Body: []byte(`{"code":1,"msg":"task not found"}`)},
-			200, 1, `{"code":1,"msg":"task not found"}`, ""},
-		{"code_minus_1", "run_err_m1", nil, 0, -1, "", ""},
-		{"code_minus_2", "run_err_m2", nil, 0, -2, "", ""},
-		{"alternative_shape", "run_alt", nil, 0, 0, "", ""},
-		{"alt_shape_enqueued", "run_alt2", &platformsim.Reply{Status: 400, Body: []byte(`{"code":1,"message":"run_id is required","data":{"error":"missing","details":null,"field":"run_id"}}`)},
-			400, 1, `{"code":1,"msg":"run_id is required","data":{"error":"missing","details":null,"field":"run_id"}}`, ""},
+		{"code_1_unknown_run", "run_missing", nil, 200, 1, "task not found", "", ""},
+		{"code_minus_1", "run_err_m1", nil, 200, -1, "query failed", "", ""},
+		{"code_minus_2", "run_err_m2", nil, 200, -2, "system exception", "", ""},
+		{"alternative_shape", "run_alt", nil, 400, 1, "invalid run_id",
+			`{"details":null,"error":"invalid_parameter","field":"run_id"}`, ""},
+		{"alternative_shape_string_code", "run_x", &platformsim.Reply{Status: 400, Body: []byte(`{"code":"E_PARAM","message":"bad page","data":{"error":"invalid","details":{"max":100},"field":"page_size"}}`)},
+			400, -1, "bad page", `{"error":"invalid","details":{"max":100},"field":"page_size"}`, ""},
 		{"rate_limited", "run_x", &platformsim.Reply{Status: 429, Header: map[string]string{"Retry-After": "7"}, Body: []byte(`{"code":-1,"msg":"too many requests"}`)},
-			429, -1, "", "7"},
-		{"html_502", "run_y", &platformsim.Reply{Status: 500, Body: []byte(`<html>boom at 10.0.0.7</html>`)},
-			502, -2, "", ""},
-		{"html_404", "run_z", &platformsim.Reply{Status: 404, Body: []byte(`<html>nope</html>`)},
-			404, 1, "", ""},
-		{"success_not_json", "run_w", &platformsim.Reply{Status: 200, Body: []byte(`not json`)},
-			502, -2, "", ""},
+			429, -1, "too many requests", "", "7"},
+		{"server_error_envelope", "run_x", &platformsim.Reply{Status: 500, Body: []byte(`{"code":-2,"msg":"system exception"}`)},
+			500, -2, "system exception", "", ""},
+		{"html_500", "run_x", &platformsim.Reply{Status: 500, Body: []byte(`<html>boom at 10.0.0.7</html>`)},
+			502, -2, "", "", ""},
+		{"html_404", "run_x", &platformsim.Reply{Status: 404, Body: []byte(`<html>nope</html>`)},
+			404, 1, "", "", ""},
+		{"success_not_json", "run_x", &platformsim.Reply{Status: 200, Body: []byte(`not json`)},
+			502, -2, "", "", ""},
+		{"oversized_answer", "run_x", &platformsim.Reply{Status: 200, Body: []byte(`{"code":0,"msg":"ok","data":"` + strings.Repeat("x", maxSidecarAnswer) + `"}`)},
+			502, -2, "", "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,28 +171,22 @@ func TestSidecarPlatformErrors(t *testing.T) {
 			}
 			status, hdr, body := env.do(t, "GET", "/api/open/v2/model-runs/info?run_id="+tc.runID, keyAlpha1, nil)
 			e := assertEnvelope(t, body)
-			if tc.wantStatus != 0 && status != tc.wantStatus {
-				t.Errorf("status %d, want %d: %s", status, tc.wantStatus, body)
+			if status != tc.wantStatus || *e.Code != tc.wantCode {
+				t.Errorf("status %d code %d, want %d and %d: %.300s", status, *e.Code, tc.wantStatus, tc.wantCode, body)
 			}
-			if tc.reply == nil && *e.Code == 0 {
-				// The simulator's canned error cases must come back as errors.
-				t.Errorf("code 0 for an error case: %s", body)
+			if tc.wantMsg != "" && *e.Msg != tc.wantMsg {
+				t.Errorf("msg %q, want %q", *e.Msg, tc.wantMsg)
 			}
-			if tc.reply != nil && *e.Code != tc.wantCode {
-				t.Errorf("code %d, want %d: %s", *e.Code, tc.wantCode, body)
+			if tc.wantData != "" && string(e.Data) != tc.wantData {
+				t.Errorf("data %s, want %s", e.Data, tc.wantData)
 			}
-			if tc.name == "code_minus_1" || tc.name == "code_minus_2" {
-				if *e.Code != tc.wantCode {
-					t.Errorf("code %d, want %d: %s", *e.Code, tc.wantCode, body)
-				}
-			}
-			if tc.wantBody != "" && string(body) != tc.wantBody {
-				t.Errorf("body\n%s\nwant\n%s", body, tc.wantBody)
+			if bytes.Contains(body, []byte(`"message"`)) {
+				t.Errorf("alternative shape relayed unconverted: %s", body)
 			}
 			if hdr.Get("Retry-After") != tc.wantRetry {
 				t.Errorf("Retry-After %q, want %q", hdr.Get("Retry-After"), tc.wantRetry)
 			}
-			if bytes.Contains(body, []byte("10.0.0.7")) {
+			if bytes.Contains(body, []byte("10.0.0.7")) || bytes.Contains(body, []byte("<html>")) {
 				t.Errorf("upstream error text relayed: %s", body)
 			}
 		})
@@ -464,7 +465,7 @@ func TestSidecarEncodedButValidPaths(t *testing.T) {
 	env := newTestEnv(t, passthroughYAML, nil)
 	addr := strings.TrimPrefix(env.front.URL, "http://")
 	targets := []string{
-		"/api/open/v2/model-runs/%69nfo?run_id=run_ok_2",
+		"/api/open/v2/model-runs/%69nfo?run_id=run_000002",
 		"/api/open/v2/%62alance/info",
 		"/api/open/v2/assets/%61sset_1",
 		"/api/open/v2/assets/asset_2?",
@@ -476,7 +477,7 @@ func TestSidecarEncodedButValidPaths(t *testing.T) {
 	if len(reqs) != len(targets) {
 		t.Fatalf("platform saw %d requests, want %d", len(reqs), len(targets))
 	}
-	want := []string{modelRunInfoPath + "?run_id=run_ok_2", balancePath + "?", assetsPath + "/asset_1?", assetsPath + "/asset_2?"}
+	want := []string{modelRunInfoPath + "?run_id=run_000002", balancePath + "?", assetsPath + "/asset_1?", assetsPath + "/asset_2?"}
 	for i, r := range reqs {
 		if got := r.Path + "?" + r.RawQuery; got != want[i] || !allowedUpstream(r) {
 			t.Errorf("upstream %s, want %s", got, want[i])

@@ -251,6 +251,9 @@ func TestSidecarUploadThroughSim(t *testing.T) {
 	if reqs[0].Header.Get("Authorization") != "Bearer "+env.canary {
 		t.Errorf("upload did not carry the team's platform key")
 	}
+	if got := strings.Join(reqs[0].FormFields, ","); got != "media_type,purpose,ttl_hours,file" || reqs[0].FileSize != 4096 {
+		t.Errorf("platform saw parts %s and a %d-byte file", got, reqs[0].FileSize)
+	}
 }
 
 // TestSidecarUploadForwardsOnlyValidatedParts: the platform gets the file byte for byte and the
