@@ -1,0 +1,144 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"modelgate/config"
+)
+
+// clock is a settable time source; tests move it instead of sleeping.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock(t time.Time) *clock { return &clock{t: t} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// start is a fixed instant near real time (Redis expires owner keys by its own clock), in the
+// middle of a UTC day.
+var start = time.Now().UTC().Truncate(24 * time.Hour).Add(12 * time.Hour)
+
+// redisURL starts a private redis-server for the test and returns its URL. Without the binary
+// the test is skipped locally and fails in CI.
+func redisURL(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("redis-server not found and CI is set: %v", err)
+		}
+		t.Skip("redis-server not installed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	url := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
+	opts, _ := redis.ParseURL(url)
+	c := redis.NewClient(opts)
+	defer c.Close()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if c.Ping(context.Background()).Err() == nil {
+			return url
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("redis-server did not come up")
+		}
+		time.Sleep(10 * time.Millisecond) // waiting for a process, not for a limiter window
+	}
+}
+
+// storeKind builds a Limiter on one store; tests run against each.
+type storeKind struct {
+	name string
+	make func(t testing.TB, c *clock) *Limiter
+}
+
+func memoryKind() storeKind {
+	return storeKind{"memory", func(t testing.TB, c *clock) *Limiter {
+		return newLimiter(t, Options{Store: "memory", Now: c.Now})
+	}}
+}
+
+func redisKind() storeKind {
+	return storeKind{"redis", func(t testing.TB, c *clock) *Limiter {
+		return newLimiter(t, Options{Store: redisURL(t), Now: c.Now})
+	}}
+}
+
+func allKinds() []storeKind { return []storeKind{memoryKind(), redisKind()} }
+
+func newLimiter(t testing.TB, o Options) *Limiter {
+	t.Helper()
+	l, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func keyScope(name string, lim config.Limits) Scope { return Scope{ID: "key:t/" + name, Limits: lim} }
+
+func teamScope(name string, lim config.Limits) *Scope {
+	return &Scope{ID: "team:" + name, Limits: lim}
+}
+
+func mustAdmit(t testing.TB, l *Limiter, req Request) (*Ticket, Decision) {
+	t.Helper()
+	tk, d, err := l.Admit(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Admit: %v", err)
+	}
+	if d.Allowed != (tk != nil) {
+		t.Fatalf("Allowed=%v but ticket=%v", d.Allowed, tk)
+	}
+	return tk, d
+}
+
+func usageOf(t testing.TB, l *Limiter, s Scope) ScopeUsage {
+	t.Helper()
+	u, err := l.Usage(context.Background(), []Scope{s})
+	if err != nil {
+		t.Fatalf("Usage: %v", err)
+	}
+	return u[0]
+}
+
+func headerMap(h Headers) map[string]string {
+	m := map[string]string{}
+	h.Apply(func(k, v string) { m[k] = v })
+	return m
+}

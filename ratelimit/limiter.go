@@ -1,0 +1,266 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"modelgate/config"
+)
+
+// Options configure a Limiter.
+type Options struct {
+	Store        string // "memory" (or "") or "redis://..." / "rediss://..."
+	OnStoreError string // "allow" (default) or "deny": what Admit does when Redis cannot be reached
+	DataPath     string // bbolt directory for the memory store; "" = nothing persisted (tests)
+	Now          func() time.Time
+	Logger       *slog.Logger
+
+	// FlushInterval is how often the memory store writes daily usage to DataPath; default 1s.
+	FlushInterval time.Duration
+	// LeaseTTL is how long a Redis concurrency slot outlives a replica that stopped renewing
+	// it; default 30s.
+	LeaseTTL time.Duration
+	// StoreTimeout bounds one Redis round trip; default 500ms.
+	StoreTimeout time.Duration
+}
+
+// Scope is one set of budgets: "team:<name>", "key:<team>/<key>" or "caller:<sha256 hex>".
+type Scope struct {
+	ID     string
+	Limits config.Limits
+}
+
+// Request asks for room for one call.
+type Request struct {
+	Key    Scope
+	Team   *Scope // nil in passthrough mode
+	Shadow bool   // report what would be refused, refuse nothing
+	Tokens int64  // reservation: input estimate + output cap
+}
+
+// Reason names the limit that refused a request.
+type Reason string
+
+const (
+	ReasonNone             Reason = ""
+	ReasonRequests         Reason = "requests"
+	ReasonTokens           Reason = "tokens"
+	ReasonConcurrency      Reason = "concurrency"
+	ReasonDailyTokens      Reason = "daily_tokens"
+	ReasonStoreUnavailable Reason = "store_unavailable"
+)
+
+// Decision is the answer to Admit.
+type Decision struct {
+	Allowed     bool
+	Reason      Reason        // why it was refused
+	Scope       string        // ID of the scope that refused
+	RetryAfter  time.Duration // refusals: whole seconds, >= 1s
+	WouldRefuse Reason        // shadow mode: what enforcement would have refused
+	StoreError  bool          // the shared store failed; Allowed follows OnStoreError
+	Headers     Headers
+}
+
+// RetryAfterSeconds is the Retry-After header value for a refusal.
+func (d Decision) RetryAfterSeconds() int64 {
+	return int64(roundRetry(d.RetryAfter) / time.Second)
+}
+
+// Usage is what a call really consumed.
+type Usage struct{ InputTokens, OutputTokens int64 }
+
+// ScopeUsage is one scope's traffic for the current minute and UTC day and what remains of
+// each of its limits (only limits that are set appear in Remaining).
+type ScopeUsage struct {
+	Scope              string           `json:"scope"`
+	MinuteRequests     int64            `json:"minute_requests"`
+	MinuteInputTokens  int64            `json:"minute_input_tokens"`
+	MinuteOutputTokens int64            `json:"minute_output_tokens"`
+	DayRequests        int64            `json:"day_requests"`
+	DayInputTokens     int64            `json:"day_input_tokens"`
+	DayOutputTokens    int64            `json:"day_output_tokens"`
+	Remaining          map[string]int64 `json:"remaining"`
+}
+
+// Limiter admits requests against per-key and per-team budgets.
+type Limiter struct {
+	store    store
+	now      func() time.Time
+	log      *slog.Logger
+	failOpen bool
+	lastLog  atomic.Int64 // unix nanos of the last store-error log line
+	closed   atomic.Bool
+}
+
+// store is what a Limiter needs from its counters.
+type store interface {
+	admit(ctx context.Context, now time.Time, a *admission) (outcome, error)
+	settle(ctx context.Context, now time.Time, t *Ticket, u Usage) error
+	usage(ctx context.Context, now time.Time, scopes []Scope) ([]ScopeUsage, error)
+	putOwner(ctx context.Context, assetID, team string, expires time.Time) error
+	owner(ctx context.Context, now time.Time, assetID string) (string, bool, error)
+	close() error
+}
+
+// admission is one Admit call as the stores see it.
+type admission struct {
+	scopes [2]Scope
+	n      int
+	tokens int64
+	shadow bool
+	lease  string // Redis concurrency lease id
+}
+
+// outcome is what a store reports: which limits failed, whether budgets were charged, and the
+// scopes' state afterwards.
+type outcome struct {
+	fails   []failure
+	charged bool // budgets were taken (false for refusals and shadow would-refuse)
+	counted bool // the request appears in usage counts
+	day     int64
+	views   [2]view
+}
+
+// New opens the configured store.
+func New(opts Options) (*Limiter, error) {
+	l := &Limiter{now: opts.Now, log: opts.Logger}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	switch opts.OnStoreError {
+	case "", "allow":
+		l.failOpen = true
+	case "deny":
+	default:
+		return nil, fmt.Errorf("ratelimit: on_store_error: want allow or deny, got %q", opts.OnStoreError)
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = time.Second
+	}
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = 30 * time.Second
+	}
+	if opts.StoreTimeout <= 0 {
+		opts.StoreTimeout = 500 * time.Millisecond
+	}
+	var err error
+	switch {
+	case opts.Store == "" || opts.Store == "memory":
+		l.store, err = newMemoryStore(opts, l.now, l.log)
+	case strings.HasPrefix(opts.Store, "redis://") || strings.HasPrefix(opts.Store, "rediss://"):
+		l.store, err = newRedisStore(opts, l.now, l.log)
+	default:
+		return nil, errors.New("ratelimit: store: want memory, redis:// or rediss://")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Close flushes and releases the store. Tickets settled afterwards are ignored.
+func (l *Limiter) Close() error {
+	if l.closed.Swap(true) {
+		return nil
+	}
+	return l.store.close()
+}
+
+// Admit checks the request against its key and team. When allowed it returns a Ticket that
+// must be settled; when refused the Ticket is nil and nothing was charged. err is non-nil only
+// when the store failed: then Decision.StoreError is set and Allowed follows OnStoreError.
+func (l *Limiter) Admit(ctx context.Context, req Request) (*Ticket, Decision, error) {
+	now := l.now()
+	a := &admission{n: 1, tokens: max(req.Tokens, 0), shadow: req.Shadow}
+	a.scopes[0] = req.Key
+	if req.Team != nil {
+		a.scopes[1] = *req.Team
+		a.n = 2
+	}
+	out, err := l.store.admit(ctx, now, a)
+	if err != nil {
+		l.storeFailed("admit", err)
+		if l.failOpen {
+			return &Ticket{}, Decision{Allowed: true, StoreError: true}, err
+		}
+		return nil, Decision{Reason: ReasonStoreUnavailable, StoreError: true, RetryAfter: time.Second}, err
+	}
+	d := Decision{Allowed: true, Headers: headersFor(now, a, out.views)}
+	if len(out.fails) > 0 {
+		worst, retry := verdict(out.fails)
+		if !a.shadow {
+			d.Allowed, d.Reason, d.Scope, d.RetryAfter = false, worst.reason, a.scopes[worst.scope].ID, retry
+			return nil, d, nil
+		}
+		d.WouldRefuse = worst.reason
+	}
+	t := &Ticket{l: l, a: a, charged: out.charged, counted: out.counted, day: out.day}
+	return t, d, nil
+}
+
+// storeFailed logs a store error, at most once a second so an outage does not flood the log.
+func (l *Limiter) storeFailed(op string, err error) {
+	now := time.Now().UnixNano()
+	last := l.lastLog.Load()
+	if now-last < int64(time.Second) || !l.lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	action := "denying"
+	if l.failOpen {
+		action = "allowing"
+	}
+	l.log.Warn("rate limit store unavailable", "op", op, "err", err.Error(), "on_store_error", action)
+}
+
+// PutOwner records that team owns assetID until expires.
+func (l *Limiter) PutOwner(ctx context.Context, assetID, team string, expires time.Time) error {
+	return l.store.putOwner(ctx, assetID, team, expires)
+}
+
+// Owner returns the team that owns assetID, if a live record exists.
+func (l *Limiter) Owner(ctx context.Context, assetID string) (string, bool, error) {
+	return l.store.owner(ctx, l.now(), assetID)
+}
+
+// Usage reports each scope's current minute and UTC day.
+func (l *Limiter) Usage(ctx context.Context, scopes []Scope) ([]ScopeUsage, error) {
+	return l.store.usage(ctx, l.now(), scopes)
+}
+
+// Ticket is an admitted request. Settle (or Release) it exactly once; more calls are ignored.
+type Ticket struct {
+	l       *Limiter
+	a       *admission
+	charged bool
+	counted bool
+	day     int64
+	done    atomic.Bool
+}
+
+// Settle charges the real usage, refunds the rest of the reservation and frees the
+// concurrency slot. A cancelled or failed call passes what it streamed. Safe to defer, safe on
+// nil, idempotent.
+func (t *Ticket) Settle(u Usage) {
+	if t == nil || t.l == nil || t.done.Swap(true) || t.l.closed.Load() {
+		return
+	}
+	u.InputTokens, u.OutputTokens = max(u.InputTokens, 0), max(u.OutputTokens, 0)
+	if !t.charged && !t.counted {
+		return
+	}
+	if err := t.l.store.settle(context.Background(), t.l.now(), t, u); err != nil {
+		t.l.storeFailed("settle", err)
+	}
+}
+
+// Release is for a call that never reached upstream: everything is refunded except the
+// request itself, which still counts against requests_per_minute.
+func (t *Ticket) Release() { t.Settle(Usage{}) }

@@ -1,0 +1,327 @@
+package ratelimit
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"modelgate/config"
+)
+
+// memScope is one scope's counters. Each has its own mutex: admissions of unrelated keys
+// never contend, and a team is only contended by its own keys.
+type memScope struct {
+	mu      sync.Mutex
+	id      string
+	evicted bool // removed from the map; whoever still holds it must look it up again
+	lim     config.Limits
+
+	rpm, tpm bucket
+	inflight int64
+
+	day                               int64 // UTC day the day counters belong to
+	dayCharged, dayReq, dayIn, dayOut int64
+	minute, minReq, minIn, minOut     int64
+	dirty                             bool // day counters changed since the last flush
+}
+
+// roll starts fresh day and minute counters when the clock has moved past them.
+func (s *memScope) roll(day, minute int64) {
+	if s.day != day {
+		s.day, s.dayCharged, s.dayReq, s.dayIn, s.dayOut = day, 0, 0, 0, 0
+	}
+	if s.minute != minute {
+		s.minute, s.minReq, s.minIn, s.minOut = minute, 0, 0, 0
+	}
+}
+
+// refill brings both buckets to now under the scope's current limits.
+func (s *memScope) refill(nowNs int64, lim config.Limits) {
+	s.lim = lim
+	if lim.RequestsPerMinute > 0 {
+		s.rpm.refill(nowNs, lim.RequestsPerMinute)
+	}
+	if lim.TokensPerMinute > 0 {
+		s.tpm.refill(nowNs, lim.TokensPerMinute)
+	}
+}
+
+func (s *memScope) view() view {
+	return view{rpmLevel: s.rpm.level, tpmLevel: s.tpm.level, inflight: s.inflight, dayCharged: s.dayCharged}
+}
+
+// memoryStore keeps counters in this process and the day counters and asset owners in bbolt.
+type memoryStore struct {
+	scopes sync.Map // scope id -> *memScope
+	db     *boltDB  // nil: nothing persisted
+	owners sync.Map // without db: asset id -> ownerRecord
+	now    func() time.Time
+	log    *slog.Logger
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+type ownerRecord struct {
+	team    string
+	expires time.Time
+}
+
+func newMemoryStore(opts Options, now func() time.Time, log *slog.Logger) (*memoryStore, error) {
+	m := &memoryStore{now: now, log: log}
+	if opts.DataPath == "" {
+		return m, nil
+	}
+	db, err := openBolt(opts.DataPath)
+	if err != nil {
+		return nil, err
+	}
+	m.db = db
+	m.stop, m.done = make(chan struct{}), make(chan struct{})
+	go m.flushLoop(opts.FlushInterval)
+	return m, nil
+}
+
+// get returns the scope's counters, loading today's persisted day counters on first use.
+func (m *memoryStore) get(id string, day int64) *memScope {
+	if v, ok := m.scopes.Load(id); ok {
+		return v.(*memScope)
+	}
+	s := &memScope{id: id, day: day}
+	if m.db != nil {
+		rec, err := m.db.loadDay(id, day)
+		if err != nil {
+			m.log.Error("rate limit data store read failed", "err", err.Error())
+		}
+		s.dayCharged, s.dayReq, s.dayIn, s.dayOut = rec.charged, rec.req, rec.in, rec.out
+	}
+	v, _ := m.scopes.LoadOrStore(id, s)
+	return v.(*memScope)
+}
+
+// lockScopes locks the request's scopes in id order, so two requests sharing both never wait
+// on each other in a cycle. It retries when one was evicted between lookup and lock.
+func (m *memoryStore) lockScopes(a *admission, day int64) (ss [2]*memScope, unlock func()) {
+	for {
+		for i := 0; i < a.n; i++ {
+			ss[i] = m.get(a.scopes[i].ID, day)
+		}
+		first, second := ss[0], ss[1]
+		if second == first {
+			second = nil
+		}
+		if second != nil && second.id < first.id {
+			first, second = second, first
+		}
+		first.mu.Lock()
+		if second != nil {
+			second.mu.Lock()
+		}
+		unlock = func() {
+			if second != nil {
+				second.mu.Unlock()
+			}
+			first.mu.Unlock()
+		}
+		if !first.evicted && (second == nil || !second.evicted) {
+			return ss, unlock
+		}
+		unlock()
+	}
+}
+
+func (m *memoryStore) admit(_ context.Context, now time.Time, a *admission) (outcome, error) {
+	day, minute, nowNs := utcDay(now), minuteOf(now), now.UnixNano()
+	ss, unlock := m.lockScopes(a, day)
+	defer unlock()
+
+	var fails []failure
+	midnight := untilMidnight(now)
+	for i := 0; i < a.n; i++ {
+		s, lim := ss[i], a.scopes[i].Limits
+		s.roll(day, minute)
+		s.refill(nowNs, lim)
+		fails = checkScope(fails, i, lim, s.view(), a.tokens, midnight)
+	}
+	out := outcome{fails: fails, day: day, charged: len(fails) == 0}
+	out.counted = out.charged || a.shadow
+	for i := 0; i < a.n; i++ {
+		s, lim := ss[i], a.scopes[i].Limits
+		if out.charged {
+			if lim.RequestsPerMinute > 0 {
+				s.rpm.level--
+			}
+			if lim.TokensPerMinute > 0 {
+				s.tpm.level -= float64(a.tokens)
+			}
+			s.inflight++
+			s.dayCharged += a.tokens
+		}
+		if out.counted {
+			s.minReq++
+			s.dayReq++
+			s.dirty = true
+		}
+		out.views[i] = s.view()
+	}
+	return out, nil
+}
+
+func (m *memoryStore) settle(_ context.Context, now time.Time, t *Ticket, u Usage) error {
+	day, minute, nowNs := utcDay(now), minuteOf(now), now.UnixNano()
+	ss, unlock := m.lockScopes(t.a, day)
+	defer unlock()
+	used := u.InputTokens + u.OutputTokens
+	for i := 0; i < t.a.n; i++ {
+		s, lim := ss[i], t.a.scopes[i].Limits
+		s.roll(day, minute)
+		if t.charged {
+			if lim.TokensPerMinute > 0 {
+				s.tpm.refill(nowNs, lim.TokensPerMinute)
+				s.tpm.add(float64(t.a.tokens-used), lim.TokensPerMinute)
+			}
+			s.inflight = max(s.inflight-1, 0)
+		}
+		// After midnight the admission day's counters are gone from memory; the new day is
+		// not charged for a request it did not admit.
+		if s.day == t.day {
+			if t.charged {
+				s.dayCharged += used - t.a.tokens
+			}
+			s.dayIn += u.InputTokens
+			s.dayOut += u.OutputTokens
+			s.dirty = true
+		}
+		s.minIn += u.InputTokens
+		s.minOut += u.OutputTokens
+	}
+	return nil
+}
+
+func (m *memoryStore) usage(_ context.Context, now time.Time, scopes []Scope) ([]ScopeUsage, error) {
+	day, minute, nowNs := utcDay(now), minuteOf(now), now.UnixNano()
+	out := make([]ScopeUsage, 0, len(scopes))
+	for _, sc := range scopes {
+		a := &admission{n: 1}
+		a.scopes[0] = sc
+		ss, unlock := m.lockScopes(a, day)
+		s := ss[0]
+		s.roll(day, minute)
+		s.refill(nowNs, sc.Limits)
+		u := ScopeUsage{
+			Scope:          sc.ID,
+			MinuteRequests: s.minReq, MinuteInputTokens: s.minIn, MinuteOutputTokens: s.minOut,
+			DayRequests: s.dayReq, DayInputTokens: s.dayIn, DayOutputTokens: s.dayOut,
+			Remaining: remaining(sc.Limits, s.view()),
+		}
+		unlock()
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// remaining lists what is left of each limit that is set.
+func remaining(lim config.Limits, v view) map[string]int64 {
+	r := make(map[string]int64, 4)
+	if lim.RequestsPerMinute > 0 {
+		r["requests_per_minute"] = bucketTrio(lim.RequestsPerMinute, v.rpmLevel).remaining
+	}
+	if lim.TokensPerMinute > 0 {
+		r["tokens_per_minute"] = bucketTrio(lim.TokensPerMinute, v.tpmLevel).remaining
+	}
+	if lim.ConcurrentRequests > 0 {
+		r["concurrent_requests"] = max(lim.ConcurrentRequests-v.inflight, 0)
+	}
+	if lim.TokensPerDay > 0 {
+		r["tokens_per_day"] = max(lim.TokensPerDay-v.dayCharged, 0)
+	}
+	return r
+}
+
+func (m *memoryStore) putOwner(_ context.Context, assetID, team string, expires time.Time) error {
+	if m.db != nil {
+		return m.db.putOwner(assetID, team, expires)
+	}
+	m.owners.Store(assetID, ownerRecord{team, expires})
+	return nil
+}
+
+func (m *memoryStore) owner(_ context.Context, now time.Time, assetID string) (string, bool, error) {
+	if m.db != nil {
+		return m.db.owner(assetID, now)
+	}
+	v, ok := m.owners.Load(assetID)
+	if !ok {
+		return "", false, nil
+	}
+	rec := v.(ownerRecord)
+	if !now.Before(rec.expires) {
+		m.owners.CompareAndDelete(assetID, v)
+		return "", false, nil
+	}
+	return rec.team, true, nil
+}
+
+func (m *memoryStore) close() error {
+	if m.db == nil {
+		return nil
+	}
+	close(m.stop)
+	<-m.done
+	err := m.flush()
+	if cerr := m.db.close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (m *memoryStore) flushLoop(every time.Duration) {
+	defer close(m.done)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-tick.C:
+			if err := m.flush(); err != nil {
+				m.log.Error("rate limit data store write failed", "err", err.Error())
+			}
+		}
+	}
+}
+
+// flush writes changed day counters and forgets scopes that carry nothing worth keeping in
+// memory: idle, full buckets, flushed in an earlier pass, and no counters of this minute.
+func (m *memoryStore) flush() error {
+	now := m.now()
+	minute, nowNs := minuteOf(now), now.UnixNano()
+	var recs []dayRecord
+	var written []*memScope
+	m.scopes.Range(func(k, v any) bool {
+		s := v.(*memScope)
+		s.mu.Lock()
+		switch {
+		case s.dirty:
+			recs = append(recs, dayRecord{scope: s.id, day: s.day, charged: s.dayCharged, req: s.dayReq, in: s.dayIn, out: s.dayOut})
+			written = append(written, s)
+			s.dirty = false
+		case s.inflight == 0 && s.minute != minute &&
+			s.rpm.full(nowNs, s.lim.RequestsPerMinute) && s.tpm.full(nowNs, s.lim.TokensPerMinute):
+			s.evicted = true
+			m.scopes.Delete(k)
+		}
+		s.mu.Unlock()
+		return true
+	})
+	err := m.db.writeDays(recs, now)
+	if err != nil {
+		for _, s := range written {
+			s.mu.Lock()
+			s.dirty = true
+			s.mu.Unlock()
+		}
+	}
+	return err
+}

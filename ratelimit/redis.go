@@ -1,0 +1,322 @@
+package ratelimit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	keyPrefix = "mg:rl:"
+	dayKeyTTL = 3 * 24 * time.Hour // a day's counters outlive the day long enough for late settles and reports
+)
+
+// redisStore shares every counter between replicas through one Redis.
+type redisStore struct {
+	rdb      *redis.Client
+	now      func() time.Time
+	log      *slog.Logger
+	timeout  time.Duration
+	leaseTTL time.Duration
+
+	leases sync.Map // lease id -> *admission: this replica's live concurrency slots, renewed
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+func newRedisStore(opts Options, now func() time.Time, log *slog.Logger) (*redisStore, error) {
+	ro, err := redis.ParseURL(opts.Store)
+	if err != nil {
+		// The URL may hold a password; the parser's message does not echo it, but the URL is
+		// left out all the same.
+		return nil, errors.New("ratelimit: store: not a valid redis:// URL")
+	}
+	ro.DialTimeout = opts.StoreTimeout
+	ro.ReadTimeout = opts.StoreTimeout
+	ro.WriteTimeout = opts.StoreTimeout
+	ro.PoolTimeout = opts.StoreTimeout
+	// Scripts are not idempotent: a retry after a lost reply would charge twice.
+	ro.MaxRetries = -1
+	r := &redisStore{
+		rdb: redis.NewClient(ro), now: now, log: log, timeout: opts.StoreTimeout, leaseTTL: opts.LeaseTTL,
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opts.StoreTimeout)
+	defer cancel()
+	if err := r.rdb.Ping(ctx).Err(); err != nil {
+		// Starting anyway keeps a Redis outage from becoming a gateway outage; Admit applies
+		// on_store_error until Redis is back.
+		log.Warn("rate limit store unreachable at start", "err", err.Error())
+	}
+	go r.renewLoop()
+	return r, nil
+}
+
+func scopeKey(kind, id string) string         { return keyPrefix + kind + ":" + id }
+func redisDayKey(day int64, id string) string { return keyPrefix + "day:" + dayString(day) + ":" + id }
+func redisMinuteKey(minute int64, id string) string {
+	return keyPrefix + "min:" + strconv.FormatInt(minute, 10) + ":" + id
+}
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func (r *redisStore) ctx(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, r.timeout)
+}
+
+func (r *redisStore) admit(parent context.Context, now time.Time, a *admission) (outcome, error) {
+	day, minute := utcDay(now), minuteOf(now)
+	if a.scopes[0].Limits.ConcurrentRequests > 0 || (a.n == 2 && a.scopes[1].Limits.ConcurrentRequests > 0) {
+		a.lease = newLeaseID()
+	}
+	keys := make([]string, 0, 5*a.n)
+	args := make([]any, 0, 8+4*a.n)
+	shadow := "0"
+	if a.shadow {
+		shadow = "1"
+	}
+	args = append(args, micros(now), a.n, a.tokens, shadow, a.lease, micros(now.Add(r.leaseTTL)),
+		(2 * r.leaseTTL).Milliseconds(), int64(dayKeyTTL/time.Second))
+	for i := 0; i < a.n; i++ {
+		id, lim := a.scopes[i].ID, a.scopes[i].Limits
+		keys = append(keys, scopeKey("rpm", id), scopeKey("tpm", id), scopeKey("conc", id),
+			redisDayKey(day, id), redisMinuteKey(minute, id))
+		args = append(args, lim.RequestsPerMinute, lim.TokensPerMinute, lim.ConcurrentRequests, lim.TokensPerDay)
+	}
+	ctx, cancel := r.ctx(parent)
+	defer cancel()
+	res, err := admitScript.Run(ctx, r.rdb, keys, args...).StringSlice()
+	if err != nil {
+		return outcome{}, err
+	}
+	if len(res) != 2+4*a.n {
+		return outcome{}, fmt.Errorf("ratelimit: admit script returned %d values", len(res))
+	}
+	out := outcome{charged: res[0] == "1", counted: res[1] == "1", day: day}
+	midnight := untilMidnight(now)
+	for i := 0; i < a.n; i++ {
+		v, err := parseView(res[2+4*i : 6+4*i])
+		if err != nil {
+			return outcome{}, err
+		}
+		// The script decided; the same checks on the same numbers name the limits and waits.
+		out.fails = checkScope(out.fails, i, a.scopes[i].Limits, v, a.tokens, midnight)
+		if out.charged {
+			v.rpmLevel--
+			v.tpmLevel -= float64(a.tokens)
+			v.inflight++
+			v.dayCharged += a.tokens
+		}
+		out.views[i] = v
+	}
+	if out.charged {
+		out.fails = nil
+		if a.lease != "" {
+			r.leases.Store(a.lease, a)
+		}
+	} else if len(out.fails) == 0 {
+		return outcome{}, errors.New("ratelimit: admit script refused without a failing limit")
+	}
+	return out, nil
+}
+
+func parseView(s []string) (view, error) {
+	var v view
+	var err [4]error
+	v.rpmLevel, err[0] = strconv.ParseFloat(s[0], 64)
+	v.tpmLevel, err[1] = strconv.ParseFloat(s[1], 64)
+	v.inflight, err[2] = strconv.ParseInt(s[2], 10, 64)
+	v.dayCharged, err[3] = strconv.ParseInt(s[3], 10, 64)
+	if e := errors.Join(err[:]...); e != nil {
+		return v, fmt.Errorf("ratelimit: admit script reply: %w", e)
+	}
+	return v, nil
+}
+
+func (r *redisStore) settle(parent context.Context, now time.Time, t *Ticket, u Usage) error {
+	a := t.a
+	if a.lease != "" {
+		r.leases.Delete(a.lease)
+	}
+	minute := minuteOf(now)
+	used := u.InputTokens + u.OutputTokens
+	charged := "0"
+	if t.charged {
+		charged = "1"
+	}
+	keys := make([]string, 0, 4*a.n)
+	args := []any{micros(now), a.n, charged, a.tokens - used, u.InputTokens, u.OutputTokens, a.lease,
+		int64(dayKeyTTL / time.Second), strconv.FormatInt(used-a.tokens, 10)}
+	for i := 0; i < a.n; i++ {
+		id := a.scopes[i].ID
+		keys = append(keys, scopeKey("tpm", id), scopeKey("conc", id), redisDayKey(t.day, id), redisMinuteKey(minute, id))
+		args = append(args, a.scopes[i].Limits.TokensPerMinute)
+	}
+	ctx, cancel := r.ctx(parent)
+	defer cancel()
+	return settleScript.Run(ctx, r.rdb, keys, args...).Err()
+}
+
+func (r *redisStore) usage(parent context.Context, now time.Time, scopes []Scope) ([]ScopeUsage, error) {
+	day, minute, nowNs := utcDay(now), minuteOf(now), now.UnixNano()
+	ctx, cancel := r.ctx(parent)
+	defer cancel()
+	type cmds struct {
+		rpm, tpm, dayC, minC *redis.SliceCmd
+		conc                 *redis.IntCmd
+	}
+	cs := make([]cmds, len(scopes))
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, sc := range scopes {
+			cs[i] = cmds{
+				rpm:  p.HMGet(ctx, scopeKey("rpm", sc.ID), "l", "t"),
+				tpm:  p.HMGet(ctx, scopeKey("tpm", sc.ID), "l", "t"),
+				conc: p.ZCount(ctx, scopeKey("conc", sc.ID), "("+strconv.FormatInt(micros(now), 10), "+inf"),
+				dayC: p.HMGet(ctx, redisDayKey(day, sc.ID), "c", "r", "i", "o"),
+				minC: p.HMGet(ctx, redisMinuteKey(minute, sc.ID), "r", "i", "o"),
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ScopeUsage, len(scopes))
+	for i, sc := range scopes {
+		d, m := ints(cs[i].dayC.Val()), ints(cs[i].minC.Val())
+		v := view{
+			rpmLevel:   storedLevel(cs[i].rpm.Val(), nowNs, sc.Limits.RequestsPerMinute),
+			tpmLevel:   storedLevel(cs[i].tpm.Val(), nowNs, sc.Limits.TokensPerMinute),
+			inflight:   cs[i].conc.Val(),
+			dayCharged: d[0],
+		}
+		out[i] = ScopeUsage{
+			Scope:          sc.ID,
+			MinuteRequests: m[0], MinuteInputTokens: m[1], MinuteOutputTokens: m[2],
+			DayRequests: d[1], DayInputTokens: d[2], DayOutputTokens: d[3],
+			Remaining: remaining(sc.Limits, v),
+		}
+	}
+	return out, nil
+}
+
+// storedLevel is a bucket's level now, from the script's fields (level, last update in µs).
+func storedLevel(vals []any, nowNs int64, capacity int64) float64 {
+	if capacity <= 0 {
+		return 0
+	}
+	f := strs(vals)
+	l, err1 := strconv.ParseFloat(f[0], 64)
+	t, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return float64(capacity)
+	}
+	b := bucket{level: l, last: t * int64(time.Microsecond), init: true}
+	b.refill(nowNs, capacity)
+	return b.level
+}
+
+func strs(vals []any) []string {
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i], _ = v.(string)
+	}
+	return out
+}
+
+func ints(vals []any) []int64 {
+	out := make([]int64, len(vals))
+	for i, s := range strs(vals) {
+		out[i], _ = strconv.ParseInt(s, 10, 64)
+	}
+	return out
+}
+
+func ownerKey(assetID string) string { return keyPrefix + "owner:" + assetID }
+
+func (r *redisStore) putOwner(parent context.Context, assetID, team string, expires time.Time) error {
+	ctx, cancel := r.ctx(parent)
+	defer cancel()
+	val := strconv.FormatInt(expires.UnixNano(), 10) + "|" + team
+	return r.rdb.SetArgs(ctx, ownerKey(assetID), val, redis.SetArgs{ExpireAt: expires}).Err()
+}
+
+func (r *redisStore) owner(parent context.Context, now time.Time, assetID string) (string, bool, error) {
+	ctx, cancel := r.ctx(parent)
+	defer cancel()
+	val, err := r.rdb.Get(ctx, ownerKey(assetID)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	exp, team, ok := strings.Cut(val, "|")
+	n, perr := strconv.ParseInt(exp, 10, 64)
+	if !ok || perr != nil || n <= now.UnixNano() {
+		return "", false, nil
+	}
+	return team, true, nil
+}
+
+// renewLoop keeps this replica's slots alive. A replica that dies stops renewing, and its
+// slots fall out of every count LeaseTTL later.
+func (r *redisStore) renewLoop() {
+	defer close(r.done)
+	tick := time.NewTicker(r.leaseTTL / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-tick.C:
+			if err := r.renew(); err != nil {
+				r.log.Warn("rate limit lease renewal failed", "err", err.Error())
+			}
+		}
+	}
+}
+
+func (r *redisStore) renew() error {
+	exp := float64(micros(r.now().Add(r.leaseTTL)))
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	p := r.rdb.Pipeline()
+	r.leases.Range(func(k, v any) bool {
+		a := v.(*admission)
+		for i := 0; i < a.n; i++ {
+			if a.scopes[i].Limits.ConcurrentRequests > 0 {
+				key := scopeKey("conc", a.scopes[i].ID)
+				p.ZAddXX(ctx, key, redis.Z{Score: exp, Member: a.lease})
+				p.PExpire(ctx, key, 2*r.leaseTTL)
+			}
+		}
+		return true
+	})
+	if p.Len() == 0 {
+		return nil
+	}
+	_, err := p.Exec(ctx)
+	return err
+}
+
+func (r *redisStore) close() error {
+	close(r.stop)
+	<-r.done
+	return r.rdb.Close()
+}
+
+func newLeaseID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
