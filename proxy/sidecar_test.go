@@ -562,6 +562,7 @@ func TestSidecarBalanceCache(t *testing.T) {
 
 // TestSidecarBalanceConcurrentPolls: a burst of concurrent polls on a cold cache makes one call.
 func TestSidecarBalanceConcurrentPolls(t *testing.T) {
+	noLeaks(t)
 	useFakeClock(t)
 	env := newTestEnv(t, "", nil)
 	var wg sync.WaitGroup
