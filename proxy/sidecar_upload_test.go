@@ -21,7 +21,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"modelgate/auth"
 	"modelgate/config"
+	"modelgate/ratelimit"
 )
 
 const testBoundary = "mgTestBoundary7d1c"
@@ -666,5 +668,42 @@ func TestSidecarUploadStalledClient(t *testing.T) {
 	}
 	if s := cp.next(t); s.complete {
 		t.Errorf("the platform received a complete upload: %+v", s)
+	}
+}
+
+// TestSidecarOwnerStoreDown: when the shared store cannot be reached, asset reads fail closed
+// (503, platform not asked) and an upload that cannot be recorded is not reported as done.
+func TestSidecarOwnerStoreDown(t *testing.T) {
+	env := newTestEnv(t, "", nil)
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadAddr := strings.TrimPrefix(dead.URL, "http://")
+	dead.Close()
+	limiter, err := ratelimit.New(ratelimit.Options{Store: "redis://" + deadAddr + "/0", StoreTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { limiter.Close() })
+	a, err := auth.New(env.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Deps{Config: env.cfg, Auth: a, Limiter: limiter, Platform: env.server.platform})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(srv.Handler())
+	t.Cleanup(front.Close)
+	env.front = front // env.do and postUpload talk to this server from here on
+
+	status, _, body := env.do(t, "GET", "/api/open/v2/assets/ast_000001", keyAlpha1, nil)
+	if status != http.StatusServiceUnavailable || *assertEnvelope(t, body).Code != -1 {
+		t.Errorf("read: status %d: %s", status, body)
+	}
+	if n := len(sidecarRequests(env)); n != 0 {
+		t.Errorf("platform asked %d times while ownership was unknown", n)
+	}
+	status, body = uploadSpecRequest(t, env, keyAlpha1, uploadSpec{fileSize: 100}, false)
+	if status != http.StatusServiceUnavailable || *assertEnvelope(t, body).Code != -2 {
+		t.Errorf("upload: status %d: %s", status, body)
 	}
 }
