@@ -172,3 +172,12 @@ func outputText(resp map[string]any) string {
 }
 
 func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
+
+func httpPost(url, body string) (*http.Response, error) {
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer any-key")
+	return http.DefaultClient.Do(req)
+}

@@ -1,6 +1,7 @@
 package platformsim
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 )
@@ -26,11 +27,19 @@ type Request = Recorded
 // maxJSONBody bounds what the sim reads of a JSON request; beyond it the gateway answers 413.
 const maxJSONBody = 32 << 20
 
-// Requests returns a copy of everything received since New or the last Reset.
+// Requests returns a copy of everything received since New or the last Reset; callers may
+// change it freely.
 func (s *Sim) Requests() []Recorded {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Recorded(nil), s.records...)
+	out := make([]Recorded, len(s.records))
+	for i, r := range s.records {
+		r.Header = r.Header.Clone()
+		r.Body = bytes.Clone(r.Body)
+		r.FormFields = append([]string(nil), r.FormFields...)
+		out[i] = r
+	}
+	return out
 }
 
 // Reset clears records, scripts, totals and cancellations. Options, id counters and uploaded
