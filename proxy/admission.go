@@ -63,7 +63,7 @@ func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve int64, openAIS
 	if d.WouldRefuse != "" {
 		ri.refusal = "shadow_" + string(d.WouldRefuse)
 	}
-	if err != nil && d.Allowed {
+	if d.StoreError && d.Allowed {
 		// The shared store failed and the config says to let traffic through; the limiter
 		// has logged it.
 		ri.refusal = "store_unavailable_allowed"
@@ -72,13 +72,13 @@ func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve int64, openAIS
 		return ticket
 	}
 	ri.refusal = string(d.Reason)
-	if d.Reason == ratelimit.Reason("store_unavailable") || (err != nil && d.Reason == "") {
+	if d.Reason == ratelimit.ReasonStoreUnavailable || (err != nil && d.Reason == ratelimit.ReasonNone) {
 		s.refuse(c, http.StatusServiceUnavailable, typeServer, "limiter_unavailable",
 			"modelgate cannot reach its limit store; try again shortly", 0, openAIShape)
 		return nil
 	}
 	retry := d.RetryAfter
-	if d.Reason == ratelimit.Reason("daily_tokens") {
+	if d.Reason == ratelimit.ReasonDailyTokens {
 		c.Header("X-Should-Retry", "false")
 		s.refuse(c, http.StatusTooManyRequests, typeQuota, "insufficient_quota",
 			fmt.Sprintf("You exceeded your daily token budget (%s). It resets at 00:00 UTC.", scopeKind(d.Scope)), retry, openAIShape)
@@ -101,7 +101,7 @@ func (s *Server) refuse(c *gin.Context, status int, typ, code, msg string, retry
 }
 
 func rateLimitType(r ratelimit.Reason) string {
-	if r == ratelimit.Reason("tokens") {
+	if r == ratelimit.ReasonTokens {
 		return "tokens"
 	}
 	return "requests"
@@ -109,9 +109,9 @@ func rateLimitType(r ratelimit.Reason) string {
 
 func reasonText(r ratelimit.Reason) string {
 	switch r {
-	case ratelimit.Reason("tokens"):
+	case ratelimit.ReasonTokens:
 		return "tokens per minute"
-	case ratelimit.Reason("concurrency"):
+	case ratelimit.ReasonConcurrency:
 		return "concurrent requests"
 	}
 	return "requests per minute"
