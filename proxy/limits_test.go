@@ -189,7 +189,7 @@ func TestConcurrencyLimitHoldsForStreamsAndFrees(t *testing.T) {
 func TestTokenAccountingMatchesPlatform(t *testing.T) {
 	env := newTestEnv(t, baseYAML, nil)
 	type call struct {
-		path, body string
+		path, body  string
 		cancelAfter int // stream: read this many lines, then leave
 	}
 	calls := []call{
