@@ -722,7 +722,6 @@ func chatErrors(t *testing.T, g *gateway, p *platform) {
 		{name: "unknown_key", key: "mg-not-in-config", model: "sim-chat", status: 401},
 		{name: "model_not_allowed", key: betaKey, model: "sim-tools", status: 404, code: "model_not_found", param: "model", wantParam: true},
 		{name: "alias_not_allowed", key: betaKey, model: "gpt-4o-mini", status: 404, code: "model_not_found", param: "model", wantParam: true},
-		{name: "unknown_model", key: alphaKey, model: "no-such-model", status: 404, code: "model_not_found", param: "model", wantParam: true},
 		{name: "empty_messages", key: alphaKey, model: "sim-chat", status: 400, param: "messages", wantParam: true,
 			opts: []option.RequestOption{option.WithJSONSet("messages", []any{})}},
 	} {
