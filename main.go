@@ -278,13 +278,15 @@ func serve(o options, logger *slog.Logger) error {
 	defer stopProbe()
 	go probeReadiness(ctx, srv, client, cfg.Upstream.HealthInterval)
 
-	errc := make(chan error, 1)
-	go func() { errc <- httpServer.Serve(ln) }()
-	logger.Info("modelgate listening", "addr", ln.Addr().String(), "version", version, "mode", authn.Mode().String())
-
+	// Signals are caught before the first request can be served: a SIGHUP sent as soon as
+	// /healthz answers must reload, not kill the process (SIGHUP's default action).
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+
+	errc := make(chan error, 1)
+	go func() { errc <- httpServer.Serve(ln) }()
+	logger.Info("modelgate listening", "addr", ln.Addr().String(), "version", version, "mode", authn.Mode().String())
 	for {
 		select {
 		case err := <-errc:
