@@ -91,6 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int, bool) {
 		if errors.Is(err, pflag.ErrHelp) {
 			return o, 0, true
 		}
+		fmt.Fprintln(stderr, "modelgate:", err)
 		return o, 2, true
 	}
 	if fs.NArg() > 0 {
@@ -121,6 +122,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	path := fs.String("config", "config.yaml", "YAML config file to validate")
 	if err := fs.Parse(args); err != nil {
+		fmt.Fprintln(stderr, "modelgate check:", err)
 		return 2
 	}
 	cfg, err := config.Load(*path)

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCheckCommand(t *testing.T) {
+	tests := []struct {
+		name     string
+		yaml     string
+		env      map[string]string
+		wantCode int
+		wantOut  *regexp.Regexp // stdout for success, stderr for failure
+	}{
+		{
+			name:     "broken_yaml_names_the_line",
+			yaml:     "listen: 127.0.0.1:8080\nupstream:\n  gateway_url: http://gw\n   base_url: [\n",
+			wantCode: 1, wantOut: regexp.MustCompile(`config\.yaml:\d+`),
+		},
+		{
+			name:     "unknown_key_names_line_and_key",
+			yaml:     "listen: 127.0.0.1:8080\nupstreem:\n  gateway_url: http://gw\n",
+			wantCode: 1, wantOut: regexp.MustCompile(`config\.yaml:2:.*upstreem`),
+		},
+		{
+			name:     "unset_variable_is_named",
+			yaml:     "upstream:\n  api_key: ${MODELGATE_TEST_SURELY_UNSET}\n",
+			wantCode: 1, wantOut: regexp.MustCompile(`config\.yaml:2:.*MODELGATE_TEST_SURELY_UNSET`),
+		},
+		{
+			name: "valid_config_summarised_without_secrets",
+			yaml: "upstream:\n  gateway_url: http://gw\n  base_url: http://api\n  api_key: ${MG_TEST_PLATFORM}\n" +
+				"teams:\n  - name: search\n    limits: { requests_per_minute: 600 }\n    keys:\n      - name: search-prod\n        key: ${MG_TEST_KEY}\n",
+			env:      map[string]string{"MG_TEST_PLATFORM": "sk-platform-secret", "MG_TEST_KEY": "mg-local-secret"},
+			wantCode: 0, wantOut: regexp.MustCompile(`(?s)team search.*600 requests/min.*key search-prod`),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			path := writeFile(t, tt.yaml)
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"check", "--config", path}, &stdout, &stderr)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.wantCode, stdout.String(), stderr.String())
+			}
+			out := stdout.String()
+			if code != 0 {
+				out = stderr.String()
+			}
+			if !tt.wantOut.MatchString(out) {
+				t.Errorf("output %q does not match %s", out, tt.wantOut)
+			}
+			for _, v := range tt.env {
+				if strings.Contains(stdout.String()+stderr.String(), v) {
+					t.Errorf("check printed a secret")
+				}
+			}
+		})
+	}
+}
+
+func TestFlags(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  string
+	}{
+		{"version", []string{"--version"}, 0, "modelgate "},
+		{"unknown_flag", []string{"--nope"}, 2, "unknown flag"},
+		{"stray_argument", []string{"serve"}, 2, "unexpected argument"},
+		{"bad_log_level", []string{"--log-level", "loud"}, 2, "--log-level"},
+		{"bad_log_format", []string{"--log-format", "xml"}, 2, "--log-format"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tt.args, &stdout, &stderr)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d (%s)", code, tt.wantCode, stderr.String())
+			}
+			if !strings.Contains(stdout.String()+stderr.String(), tt.wantOut) {
+				t.Errorf("output %q lacks %q", stdout.String()+stderr.String(), tt.wantOut)
+			}
+		})
+	}
+}
