@@ -19,8 +19,10 @@
 // are still charged, and the bucket may go into debt that later requests wait out.
 // A request reserving zero tokens (sidecar calls) skips the token checks.
 //
-// tokens_per_day counts per UTC day. A request's tokens belong to the day it was admitted,
-// even when it finishes after midnight. When it is spent the refusal reason is daily_tokens.
+// tokens_per_day counts per UTC day. When it is spent the refusal reason is daily_tokens. A
+// request belongs to the day it was admitted: its settlement adjusts that day. Over midnight
+// the memory store keeps only the new day, so such a request is charged its reservation on the
+// old day and nothing on the new one; the Redis store settles the old day's counters.
 //
 // concurrent_requests counts requests in flight; Ticket.Settle (or Release) frees the slot. In
 // Redis a slot is a lease in a sorted set scored by its expiry; this process renews its live
@@ -46,6 +48,8 @@
 // 1s) and once more on Close. A crash can lose at most one interval of daily usage; a clean
 // shutdown loses nothing. Minute buckets and in-flight counts are not persisted: after a
 // restart every minute budget starts full. Asset owners are written at once.
+// Without DataPath nothing is written, and a scope with usage today stays in memory until the
+// day is over.
 // With Redis every counter lives in Redis, and its durability is Redis's configuration.
 // Replicas use their own clocks (keep them in NTP sync); Redis Cluster is not supported, since
 // one admission touches a key's and a team's keys in one script.

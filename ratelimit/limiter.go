@@ -187,7 +187,9 @@ func (l *Limiter) Admit(ctx context.Context, req Request) (*Ticket, Decision, er
 	}
 	out, err := l.store.admit(ctx, now, a)
 	if err != nil {
-		l.storeFailed("admit", err)
+		if ctx.Err() == nil { // a caller that went away is not a store outage
+			l.storeFailed("admit", err)
+		}
 		if l.failOpen {
 			return &Ticket{}, Decision{Allowed: true, StoreError: true}, err
 		}

@@ -69,16 +69,14 @@ type ownerRecord struct {
 }
 
 func newMemoryStore(opts Options, now func() time.Time, log *slog.Logger) (*memoryStore, error) {
-	m := &memoryStore{now: now, log: log}
-	if opts.DataPath == "" {
-		return m, nil
+	m := &memoryStore{now: now, log: log, stop: make(chan struct{}), done: make(chan struct{})}
+	if opts.DataPath != "" {
+		db, err := openBolt(opts.DataPath)
+		if err != nil {
+			return nil, err
+		}
+		m.db = db
 	}
-	db, err := openBolt(opts.DataPath)
-	if err != nil {
-		return nil, err
-	}
-	m.db = db
-	m.stop, m.done = make(chan struct{}), make(chan struct{})
 	go m.flushLoop(opts.FlushInterval)
 	return m, nil
 }
@@ -264,11 +262,11 @@ func (m *memoryStore) owner(_ context.Context, now time.Time, assetID string) (s
 }
 
 func (m *memoryStore) close() error {
+	close(m.stop)
+	<-m.done
 	if m.db == nil {
 		return nil
 	}
-	close(m.stop)
-	<-m.done
 	err := m.flush()
 	if cerr := m.db.close(); err == nil {
 		err = cerr
@@ -293,28 +291,33 @@ func (m *memoryStore) flushLoop(every time.Duration) {
 }
 
 // flush writes changed day counters and forgets scopes that carry nothing worth keeping in
-// memory: idle, full buckets, flushed in an earlier pass, and no counters of this minute.
+// memory: idle, full buckets, no counters of this minute, and day counters that are either
+// safely written (in an earlier pass) or, without a data store, empty or from a past day.
 func (m *memoryStore) flush() error {
 	now := m.now()
-	minute, nowNs := minuteOf(now), now.UnixNano()
+	day, minute, nowNs := utcDay(now), minuteOf(now), now.UnixNano()
 	var recs []dayRecord
 	var written []*memScope
 	m.scopes.Range(func(k, v any) bool {
 		s := v.(*memScope)
 		s.mu.Lock()
 		switch {
-		case s.dirty:
+		case s.dirty && m.db != nil:
 			recs = append(recs, dayRecord{scope: s.id, day: s.day, charged: s.dayCharged, req: s.dayReq, in: s.dayIn, out: s.dayOut})
 			written = append(written, s)
 			s.dirty = false
 		case s.inflight == 0 && s.minute != minute &&
-			s.rpm.full(nowNs, s.lim.RequestsPerMinute) && s.tpm.full(nowNs, s.lim.TokensPerMinute):
+			s.rpm.full(nowNs, s.lim.RequestsPerMinute) && s.tpm.full(nowNs, s.lim.TokensPerMinute) &&
+			(m.db != nil || s.day != day || (s.dayReq == 0 && s.dayCharged == 0)):
 			s.evicted = true
 			m.scopes.Delete(k)
 		}
 		s.mu.Unlock()
 		return true
 	})
+	if m.db == nil {
+		return nil
+	}
 	err := m.db.writeDays(recs, now)
 	if err != nil {
 		for _, s := range written {

@@ -108,3 +108,33 @@ func TestFlushEvictsIdleScopes(t *testing.T) {
 		t.Fatalf("reloaded: %+v", u)
 	}
 }
+
+// TestEvictionWithoutDataStore: with nothing persisted, a scope that used budget today stays
+// in memory (forgetting it would give the budget back) until the day is over.
+func TestEvictionWithoutDataStore(t *testing.T) {
+	c := newClock(start)
+	l := newLimiter(t, Options{Now: c.Now, FlushInterval: time.Hour})
+	m := l.store.(*memoryStore)
+	used := keyScope("used", config.Limits{TokensPerDay: 1000})
+	tk, _ := mustAdmit(t, l, Request{Key: used, Tokens: 10})
+	tk.Settle(Usage{InputTokens: 10})
+	usageOf(t, l, keyScope("quiet", config.Limits{TokensPerDay: 1000})) // looked at, never used
+	inMemory := func(id string) bool { _, ok := m.scopes.Load(id); return ok }
+	steps := []struct {
+		advance             time.Duration
+		wantUsed, wantQuiet bool
+	}{
+		{0, true, true},
+		{time.Minute, true, false},
+		{12 * time.Hour, false, false},
+	}
+	for i, s := range steps {
+		c.Advance(s.advance)
+		if err := m.flush(); err != nil {
+			t.Fatal(err)
+		}
+		if inMemory(used.ID) != s.wantUsed || inMemory("key:t/quiet") != s.wantQuiet {
+			t.Fatalf("step %d: used=%v quiet=%v", i, inMemory(used.ID), inMemory("key:t/quiet"))
+		}
+	}
+}

@@ -46,6 +46,10 @@ func newRedisStore(opts Options, now func() time.Time, log *slog.Logger) (*redis
 	ro.PoolTimeout = opts.StoreTimeout
 	// Scripts are not idempotent: a retry after a lost reply would charge twice.
 	ro.MaxRetries = -1
+	// One dial attempt: during an outage on_store_error should apply at once, not after
+	// several dial timeouts.
+	ro.DialerRetries = 1
+	routeRedisLogs.Do(func() { redis.SetLogger(slogPrintf{log}) })
 	r := &redisStore{
 		rdb: redis.NewClient(ro), now: now, log: log, timeout: opts.StoreTimeout, leaseTTL: opts.LeaseTTL,
 		stop: make(chan struct{}), done: make(chan struct{}),
@@ -313,6 +317,17 @@ func (r *redisStore) close() error {
 	close(r.stop)
 	<-r.done
 	return r.rdb.Close()
+}
+
+// routeRedisLogs sends go-redis's own messages (dial failures, already reported by
+// Limiter.Admit) to the first Limiter's logger at debug level instead of stderr. go-redis has
+// one process-wide logger; modelgate has one Limiter.
+var routeRedisLogs sync.Once
+
+type slogPrintf struct{ log *slog.Logger }
+
+func (s slogPrintf) Printf(ctx context.Context, format string, v ...any) {
+	s.log.DebugContext(ctx, "redis: "+fmt.Sprintf(format, v...))
 }
 
 func newLeaseID() string {
