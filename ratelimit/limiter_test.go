@@ -1,7 +1,10 @@
 package ratelimit
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -339,10 +342,15 @@ func TestStoreUnreachable(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.mode, func(t *testing.T) {
-			l := newLimiter(t, Options{Store: "redis://127.0.0.1:1/0", OnStoreError: tc.mode, StoreTimeout: 200 * time.Millisecond})
+			var logs bytes.Buffer
+			l := newLimiter(t, Options{Store: "redis://127.0.0.1:1/0", OnStoreError: tc.mode, StoreTimeout: 200 * time.Millisecond,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			tk, d, err := l.Admit(context.Background(), Request{Key: keyScope("u", config.Limits{RequestsPerMinute: 1})})
 			if err == nil || !d.StoreError || d.Allowed != tc.wantAllowed || d.Reason != tc.wantReason || (tk != nil) != tc.wantAllowed {
 				t.Fatalf("got ticket=%v decision=%+v err=%v", tk, d, err)
+			}
+			if !strings.Contains(logs.String(), "rate limit store unavailable") {
+				t.Errorf("not logged: %q", logs.String())
 			}
 			tk.Settle(Usage{InputTokens: 1})
 			if tc.wantAllowed {
