@@ -1,0 +1,83 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Bounds for the node steps: a fresh npm ci downloads one package; the tests take seconds.
+const (
+	npmCITimeout    = 3 * time.Minute
+	nodeTestTimeout = 90 * time.Second
+)
+
+// TestNodeClient runs tests/node/*.test.mjs, written with the official openai npm package, against
+// the real binary. Only a missing node skips it: a broken install or a failing client is a failure.
+func TestNodeClient(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not on PATH: the openai npm client tests (tests/node) did not run")
+	}
+	dir, err := filepath.Abs("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ensureNodeModules(t, dir)
+	files, err := filepath.Glob(filepath.Join(dir, "*.test.mjs"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no node tests found in %s (%v)", dir, err)
+	}
+
+	p := startPlatform(t)
+	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, ""), Env: keysEnv(p)})
+
+	c, cancel := context.WithTimeout(context.Background(), nodeTestTimeout)
+	defer cancel()
+	// Files are listed explicitly: node's default discovery differs between versions.
+	cmd := exec.CommandContext(c, node, append([]string{"--test", "--test-reporter=spec"}, files...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "MODELGATE_URL="+g.URL, "MODELGATE_KEY="+alphaKey, "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	if c.Err() != nil {
+		t.Fatalf("node --test did not finish within %v:\n%s", nodeTestTimeout, out)
+	}
+	if err != nil {
+		t.Fatalf("node --test failed (%v):\n%s", err, out)
+	}
+	t.Logf("node --test:\n%s", out)
+	if n := len(upstreamCalls(p, 0)); n == 0 {
+		t.Error("the node tests passed without reaching the platform")
+	}
+	g.assertNoSecret(t, p.Key)
+}
+
+// ensureNodeModules installs the locked openai package when it is missing, so `go test ./...`
+// works on a fresh clone.
+func ensureNodeModules(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err == nil {
+		return
+	} else if !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Fatal("node is installed but npm is not, and tests/node/node_modules is missing: install npm or run `npm ci` in tests/node")
+	}
+	c, cancel := context.WithTimeout(context.Background(), npmCITimeout)
+	defer cancel()
+	cmd := exec.CommandContext(c, npm, "ci", "--no-audit", "--no-fund")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if c.Err() != nil {
+		t.Fatalf("npm ci in %s did not finish within %v:\n%s", dir, npmCITimeout, out)
+	}
+	if err != nil {
+		t.Fatalf("npm ci in %s failed (%v):\n%s", dir, err, out)
+	}
+}
