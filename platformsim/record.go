@@ -75,10 +75,13 @@ func (s *Sim) addRecord(rec Recorded) {
 // tooLarge reports a body over the limit.
 func (s *Sim) recordRequest(r *http.Request) (body []byte, tooLarge bool) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxJSONBody+1))
+	tooLarge = len(body) > maxJSONBody
+	if s.opts.Minimal {
+		return body, tooLarge
+	}
 	rec := newRecord(r)
 	rec.BodySize = int64(len(body))
-	tooLarge = len(body) > maxJSONBody
-	if err == nil && !tooLarge && !s.opts.Minimal {
+	if err == nil && !tooLarge {
 		rec.Body = body
 	}
 	s.addRecord(rec)

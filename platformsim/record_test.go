@@ -220,3 +220,34 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("bodies recorded: %d kinds", len(seen))
 	}
 }
+
+func BenchmarkMinimalStream(b *testing.B) {
+	sim := New(Options{Minimal: true})
+	body := `{"model":"m","input":"hello","stream":true}`
+	b.ReportAllocs()
+	for b.Loop() {
+		req, _ := http.NewRequest("POST", "/v1/responses", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer k")
+		rec := newRecorder()
+		sim.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			b.Fatal(rec.Code)
+		}
+	}
+}
+
+func BenchmarkDefaultStream(b *testing.B) {
+	sim := New(Options{})
+	body := `{"model":"sim-chat","input":"hello","stream":true}`
+	b.ReportAllocs()
+	for b.Loop() {
+		req, _ := http.NewRequest("POST", "/v1/responses", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer k")
+		rec := newRecorder()
+		sim.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			b.Fatal(rec.Code)
+		}
+		sim.Reset()
+	}
+}

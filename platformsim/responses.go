@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"modelgate/tokens"
 )
 
@@ -37,7 +39,7 @@ func (s *Sim) serveResponses(w http.ResponseWriter, r *http.Request) {
 		s.send(w, r, errorAnswer(&apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error",
 			message: "Request body too large."}), rep)
 	case s.opts.Minimal:
-		s.send(w, r, minimalAnswer(body, key), rep)
+		s.send(w, r, s.minimalAnswer(body, key), rep)
 	default:
 		req, e := parseRequest(body)
 		if e != nil {
@@ -208,19 +210,35 @@ func split(text string) []string {
 	return out
 }
 
-// minimalAnswer is Options.Minimal's fixed reply: the smallest valid Response or stream.
-func minimalAnswer(body []byte, key string) answer {
+// minimalKey identifies a cached Options.Minimal answer.
+type minimalKey struct {
+	model  string
+	input  int64
+	stream bool
+}
+
+// minimalAnswer is Options.Minimal's fixed reply: the smallest valid Response or stream, with
+// no request fields echoed, rendered once per model, input size and mode and then reused.
+func (s *Sim) minimalAnswer(body []byte, key string) answer {
 	in := tokens.EstimateResponsesInput(body)
-	req := &request{body: body, model: "sim-minimal"}
-	if r, e := parseRequest(body); e == nil {
-		req = r
-	}
-	p := &plan{req: req, id: "resp_minimal", status: "completed",
-		items: []*item{{kind: kindMessage, id: "msg_minimal", deltas: []string{"ok"}}}}
+	r := gjson.GetManyBytes(body, "model", "stream")
+	mk := minimalKey{model: r[0].Str, input: in, stream: r[1].Type == gjson.True}
 	b := &bill{key: key, input: in, output: 1}
-	if req.stream {
-		return answer{status: http.StatusOK, header: http.Header{}, events: p.events(in), bill: b}
+	if cached, ok := s.minimal.Load(mk); ok {
+		a := cached.(answer)
+		a.bill = b
+		return a
 	}
-	out, _ := json.Marshal(p.response(in))
-	return answer{status: http.StatusOK, header: http.Header{"Content-Type": {"application/json"}}, body: out, bill: b}
+	p := &plan{req: &request{model: mk.model, parallel: true}, id: "resp_minimal", status: "completed",
+		items: []*item{{kind: kindMessage, id: "msg_minimal", deltas: []string{"ok"}}}}
+	var a answer
+	if mk.stream {
+		a = answer{status: http.StatusOK, header: http.Header{}, events: p.events(in)}
+	} else {
+		out, _ := json.Marshal(p.response(in))
+		a = answer{status: http.StatusOK, header: http.Header{"Content-Type": {"application/json"}}, body: out}
+	}
+	s.minimal.Store(mk, a)
+	a.bill = b
+	return a
 }

@@ -39,6 +39,8 @@ type Sim struct {
 	cancellations []time.Time
 	counters      map[string]int
 	assets        map[string]*asset
+
+	minimal sync.Map // minimalKey -> answer, for Options.Minimal
 }
 
 // New returns a simulated platform.
