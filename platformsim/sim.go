@@ -5,6 +5,16 @@
 //
 // Every answer is deterministic: ids come from counters and texts from the request, so two runs
 // of the same test see the same bytes (apart from timestamps, which follow Options.Now).
+//
+// The request's model picks the behaviour of /v1/responses: any name answers "Hello from
+// <model>. You said: <last user text>"; sim-tools calls functions (two when the text says
+// "parallel") and answers with the tool output once it is given; sim-reasoning adds a reasoning
+// summary; sim-refusal refuses; sim-incomplete and sim-filtered stop early; sim-failed fails;
+// sim-error-event streams an error event; sim-slow paces events; sim-429, sim-500 and sim-503
+// answer HTTP errors; sim-json fits text.format; sim-long streams 200 deltas.
+//
+// Usage follows package tokens: input = tokens.EstimateResponsesInput(body), one output token
+// per delta event, so a cut stream's charge can be checked against what was streamed.
 package platformsim
 
 import (
