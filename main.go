@@ -278,6 +278,8 @@ func serve(o options, logger *slog.Logger) error {
 	}
 	ctx, stopProbe := context.WithCancel(context.Background())
 	defer stopProbe()
+	// The first probe finishes before serving, so /readyz never claims a platform it has not seen.
+	srv.SetReady(platformReachable(ctx, client))
 	go probeReadiness(ctx, srv, client, cfg.Upstream.HealthInterval)
 
 	// Signals are caught before the first request can be served: a SIGHUP sent as soon as
@@ -350,15 +352,6 @@ func probeReadiness(ctx context.Context, srv *proxy.Server, client *platform.Cli
 	if every <= 0 {
 		every = 15 * time.Second
 	}
-	probe := func() {
-		d := net.Dialer{Timeout: 3 * time.Second}
-		conn, err := d.DialContext(ctx, "tcp", client.GatewayAddr())
-		if err == nil {
-			conn.Close()
-		}
-		srv.SetReady(err == nil)
-	}
-	probe()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -366,7 +359,17 @@ func probeReadiness(ctx context.Context, srv *proxy.Server, client *platform.Cli
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			probe()
+			srv.SetReady(platformReachable(ctx, client))
 		}
 	}
+}
+
+func platformReachable(ctx context.Context, client *platform.Client) bool {
+	d := net.Dialer{Timeout: 3 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", client.GatewayAddr())
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
 }

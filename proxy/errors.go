@@ -67,8 +67,16 @@ func notFoundOpenAI(c *gin.Context) {
 }
 
 // sanitizePath keeps error messages short and printable whatever the caller put in the path.
-func sanitizePath(p string) string {
-	const max = 200
+func sanitizePath(p string) string { return printable(p, 200) }
+
+// maxLoggedModel caps the client-chosen model name in logs and metrics.
+const maxLoggedModel = 128
+
+// printable returns at most max bytes of s with anything outside printable ASCII replaced.
+func printable(p string, max int) string {
+	if len(p) <= max && printableASCII(p) {
+		return p // the common case: no copy
+	}
 	out := make([]byte, 0, min(len(p), max))
 	for i := 0; i < len(p) && len(out) < max; i++ {
 		ch := p[i]
@@ -78,4 +86,13 @@ func sanitizePath(p string) string {
 		out = append(out, ch)
 	}
 	return string(out)
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }

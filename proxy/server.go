@@ -190,7 +190,7 @@ func (s *Server) observe(c *gin.Context) {
 	}
 	sum := RequestSummary{
 		RequestID: ri.requestID, Route: ri.route, Method: c.Request.Method,
-		Team: ri.team, Key: ri.keyName, Model: ri.model, Status: status, Stream: ri.stream,
+		Team: ri.team, Key: ri.keyName, Model: printable(ri.model, maxLoggedModel), Status: status, Stream: ri.stream,
 		Duration: time.Since(ri.start), TTFB: ri.ttfb,
 		InputTokens: ri.inputTokens, OutputTokens: ri.outputTokens, Attempts: ri.attempts,
 		ErrorCode: ri.errCode, Refusal: ri.refusal, UpstreamErr: ri.upstreamErr,
