@@ -30,6 +30,9 @@ type retryPolicy struct {
 	base       time.Duration // first backoff; doubles each attempt
 	maxBackoff time.Duration
 	jitter     func() float64 // in [0,1); replaced in tests
+	// sleep waits between attempts; nil means a real timer. Tests replace it to see the
+	// waits the policy chose without spending them.
+	sleep func(ctx context.Context, d time.Duration) error
 }
 
 func defaultRetryPolicy(maxRetries int) retryPolicy {
@@ -147,12 +150,24 @@ func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadli
 			_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
 			resp.Body.Close()
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		sleep := policy.sleep
+		if sleep == nil {
+			sleep = sleepCtx
 		}
+		if err := sleep(ctx, wait); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// sleepCtx waits for d or until ctx ends, whichever comes first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
