@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -179,10 +180,10 @@ func TestChatCompletionsGoClient(t *testing.T) {
 	t.Run("stream_parallel_tool_calls", func(t *testing.T) { chatParallelTools(t, p, client) })
 	t.Run("tool_result_round_trip", func(t *testing.T) { chatToolRoundTrip(t, p, client) })
 	t.Run("json_schema", func(t *testing.T) { chatJSONSchema(t, p, client) })
-	t.Run("stop", func(t *testing.T) { chatStop(t, p, client) })
 	t.Run("n2", func(t *testing.T) { chatN2(t, p, client) })
 	t.Run("include_usage", func(t *testing.T) { chatIncludeUsage(t, p, client) })
 	t.Run("errors", func(t *testing.T) { chatErrors(t, g, p) })
+	t.Run("outcomes", func(t *testing.T) { chatOutcomes(t, client) })
 	g.assertNoSecret(t, p.Key)
 }
 
@@ -293,6 +294,23 @@ func chatStream(t *testing.T, g *gateway, p *platform, client openai.Client) {
 	if !strings.HasSuffix(raw, "data: [DONE]\n\n") || strings.Count(raw, "[DONE]") != 1 {
 		t.Errorf("the stream does not end with one data: [DONE]; tail %q", raw[max(len(raw)-80, 0):])
 	}
+}
+
+// rawStreamContent joins the content deltas of choice 0 in a raw chat stream.
+func rawStreamContent(t *testing.T, raw string) string {
+	t.Helper()
+	var b strings.Builder
+	for line := range strings.SplitSeq(raw, "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		if !gjson.Valid(data) || gjson.Get(data, "error").Exists() {
+			t.Fatalf("bad frame %q", data)
+		}
+		b.WriteString(gjson.Get(data, "choices.0.delta.content").Str)
+	}
+	return b.String()
 }
 
 // rawChatStream posts a chat body and returns the whole streamed answer as sent.
@@ -529,7 +547,13 @@ func chatJSONSchema(t *testing.T, p *platform, client openai.Client) {
 	}
 }
 
-func chatStop(t *testing.T, p *platform, client openai.Client) {
+// TestChatStopGoClient has a platform of its own: modelgate ends the upstream stream at the stop
+// sequence, and the platform may charge a last delta after the client has its answer, which
+// would blur the exact usage checks of the other tests.
+func TestChatStopGoClient(t *testing.T) {
+	p := startPlatform(t)
+	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, ""), Env: keysEnv(p)})
+	client := sdkClient(g, alphaKey)
 	// The stop word comes from the prompt, which the sim echoes, so where it falls is known; it
 	// is longer than one upstream delta, so it spans delta boundaries.
 	const prompt = "list bananas then apples then cherries"
@@ -566,6 +590,43 @@ func chatStop(t *testing.T, p *platform, client openai.Client) {
 			t.Errorf("finish reasons %v, want one stop", f)
 		}
 	})
+	// sim-slow paces its events, so the rest of the answer is still to come when the stop
+	// sequence appears: modelgate must end the upstream request rather than read it to the end.
+	for _, stream := range []bool{false, true} {
+		name := map[bool]string{false: "non_stream_ends_upstream", true: "stream_ends_upstream"}[stream]
+		t.Run(name, func(t *testing.T) {
+			const slowPrompt = "halt right here, and then keep talking for a long while about many other things"
+			mark, cancelled := len(p.Sim.Requests()), len(p.Sim.Cancellations())
+			params := openai.ChatCompletionNewParams{Model: "sim-slow", Messages: userPrompt(slowPrompt),
+				Stop: openai.ChatCompletionNewParamsStopUnion{OfString: openai.String("halt")}}
+			var content string
+			if stream {
+				// Read to the end of the body, as the SDK does not: a client leaving would
+				// end the upstream request by itself and hide a gateway that reads on.
+				raw := rawChatStream(t, g, alphaKey, `{"model":"sim-slow","stream":true,"stop":"halt","messages":[{"role":"user","content":"`+slowPrompt+`"}]}`)
+				content = rawStreamContent(t, raw)
+			} else {
+				resp, err := client.Chat.Completions.New(ctx(t), params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				content = resp.Choices[0].Message.Content
+			}
+			if want := simAnswer("sim-slow", ""); content != want {
+				t.Errorf("content %q, want %q", content, want)
+			}
+			if n := len(upstreamCalls(p, mark)); n != 1 {
+				t.Fatalf("platform received %d requests, want 1", n)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for len(p.Sim.Cancellations()) == cancelled {
+				if time.Now().After(deadline) {
+					t.Fatal("the platform's stream was not ended after the stop sequence")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
 }
 
 func chatN2(t *testing.T, p *platform, client openai.Client) {
@@ -752,6 +813,70 @@ func chatErrors(t *testing.T, g *gateway, p *platform) {
 	}
 	if n := len(p.Sim.Requests()) - mark; n != 0 {
 		t.Errorf("rejected requests reached the platform %d times", n)
+	}
+}
+
+// chatOutcomes checks how the platform's other endings reach the client: a truncated answer is
+// length, a refusal is a refusal, and a failed response is an error, never a finish reason.
+func chatOutcomes(t *testing.T, client openai.Client) {
+	const prompt = "tell me everything"
+	for _, tc := range []struct {
+		model   string
+		content string // "" means empty
+		refusal bool
+		finish  string // "" means the request must fail
+	}{
+		{model: "sim-incomplete", content: "Hello from sim-incomplete.", finish: "length"},
+		{model: "sim-refusal", refusal: true, finish: "stop"},
+		{model: "sim-failed"},
+	} {
+		params := openai.ChatCompletionNewParams{Model: tc.model, Messages: userPrompt(prompt)}
+		t.Run(tc.model+"/non_stream", func(t *testing.T) {
+			resp, err := client.Chat.Completions.New(ctx(t), params)
+			if tc.finish == "" {
+				var apiErr *openai.Error
+				if !errors.As(err, &apiErr) || apiErr.StatusCode < 500 || apiErr.Message == "" {
+					t.Fatalf("a failed response gave %v, want a 5xx *openai.Error with a message", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := resp.Choices[0]
+			if c.FinishReason != tc.finish || !strings.HasPrefix(c.Message.Content, tc.content) || (c.Message.Refusal != "") != tc.refusal {
+				t.Errorf("finish %q content %q refusal %q", c.FinishReason, c.Message.Content, c.Message.Refusal)
+			}
+			if tc.refusal && c.Message.Content != "" {
+				t.Errorf("a refusal came with content %q", c.Message.Content)
+			}
+		})
+		t.Run(tc.model+"/stream", func(t *testing.T) {
+			stream := client.Chat.Completions.NewStreaming(ctx(t), params)
+			defer stream.Close()
+			log := &chunkLog{}
+			var refusal strings.Builder
+			for stream.Next() {
+				ch := stream.Current()
+				log.chunks = append(log.chunks, ch)
+				for _, c := range ch.Choices {
+					refusal.WriteString(c.Delta.Refusal)
+				}
+			}
+			finishes := log.finishes(0)
+			if tc.finish == "" {
+				if stream.Err() == nil || len(finishes) != 0 {
+					t.Errorf("a failed response streamed finish reasons %v and error %v, want an error only", finishes, stream.Err())
+				}
+				return
+			}
+			if err := stream.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(finishes, []string{tc.finish}) || !strings.HasPrefix(log.content(0), tc.content) || (refusal.Len() > 0) != tc.refusal {
+				t.Errorf("finishes %v content %q refusal %q", finishes, log.content(0), refusal.String())
+			}
+		})
 	}
 }
 
