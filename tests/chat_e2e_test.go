@@ -178,6 +178,7 @@ func TestChatCompletionsGoClient(t *testing.T) {
 	t.Run("non_stream", func(t *testing.T) { chatNonStream(t, p, client) })
 	t.Run("stream", func(t *testing.T) { chatStream(t, g, p, client) })
 	t.Run("stream_parallel_tool_calls", func(t *testing.T) { chatParallelTools(t, p, client) })
+	t.Run("tool_index_after_reasoning", func(t *testing.T) { chatToolIndexAfterReasoning(t, p, client) })
 	t.Run("tool_result_round_trip", func(t *testing.T) { chatToolRoundTrip(t, p, client) })
 	t.Run("json_schema", func(t *testing.T) { chatJSONSchema(t, p, client) })
 	t.Run("n2", func(t *testing.T) { chatN2(t, p, client) })
@@ -427,6 +428,72 @@ func chatParallelTools(t *testing.T, p *platform, client openai.Client) {
 		tools[0].Get("function").Exists() || tools[0].Get("strict").Type != gjson.False ||
 		tools[1].Get("parameters.required.1").Str != "hours" {
 		t.Errorf("upstream tools are not the flattened function tools: %s", body.Get("tools").Raw)
+	}
+}
+
+// chatToolIndexAfterReasoning scripts a platform stream whose function calls sit at output
+// indexes 1 and 2, after a reasoning item: clients use tool call indices as list positions, so
+// they must come out dense (0, 1), or the SDK grows a phantom empty call.
+func chatToolIndexAfterReasoning(t *testing.T, p *platform, client openai.Client) {
+	ev := func(typ, data string) platformsim.Event {
+		return platformsim.Event{Type: typ, Data: `{"type":"` + typ + `",` + data + `}`}
+	}
+	call := func(oi, id, callID, name, args string, done bool) string {
+		a, status := "", "in_progress"
+		if done {
+			a, status = args, "completed"
+		}
+		argsJSON, _ := json.Marshal(a)
+		return `"output_index":` + oi + `,"item":{"type":"function_call","id":"` + id + `","call_id":"` + callID +
+			`","name":"` + name + `","arguments":` + string(argsJSON) + `,"status":"` + status + `"}`
+	}
+	const resp = `"id":"resp_scripted","object":"response","created_at":1700000000,"model":"sim-tools"`
+	reasoning := `{"type":"reasoning","id":"rs_1","summary":[]}`
+	final := `"response":{` + resp + `,"status":"completed","output":[` + reasoning + `,` +
+		`{"type":"function_call","id":"fc_1","call_id":"call_a","name":"get_weather","arguments":"{\"city\":\"Paris\"}","status":"completed"},` +
+		`{"type":"function_call","id":"fc_2","call_id":"call_b","name":"get_time","arguments":"{\"timezone\":\"CET\",\"hours\":1}","status":"completed"}],` +
+		`"usage":{"input_tokens":20,"output_tokens":6,"total_tokens":26}}`
+	p.Sim.Enqueue("/v1/responses", platformsim.Reply{Events: []platformsim.Event{
+		ev("response.created", `"sequence_number":0,"response":{`+resp+`,"status":"in_progress","output":[]}`),
+		ev("response.output_item.added", `"sequence_number":1,"output_index":0,"item":`+reasoning),
+		ev("response.output_item.done", `"sequence_number":2,"output_index":0,"item":`+reasoning),
+		ev("response.output_item.added", `"sequence_number":3,`+call("1", "fc_1", "call_a", "get_weather", "", false)),
+		ev("response.function_call_arguments.delta", `"sequence_number":4,"item_id":"fc_1","output_index":1,"delta":"{\"city\":"`),
+		ev("response.function_call_arguments.delta", `"sequence_number":5,"item_id":"fc_1","output_index":1,"delta":"\"Paris\"}"`),
+		ev("response.output_item.done", `"sequence_number":6,`+call("1", "fc_1", "call_a", "get_weather", `{"city":"Paris"}`, true)),
+		ev("response.output_item.added", `"sequence_number":7,`+call("2", "fc_2", "call_b", "get_time", "", false)),
+		ev("response.function_call_arguments.delta", `"sequence_number":8,"item_id":"fc_2","output_index":2,"delta":"{\"timezone\":\"CET\",\"hours\":1}"`),
+		ev("response.output_item.done", `"sequence_number":9,`+call("2", "fc_2", "call_b", "get_time", `{"timezone":"CET","hours":1}`, true)),
+		ev("response.completed", `"sequence_number":10,`+final),
+	}})
+	log := streamChat(t, client, openai.ChatCompletionNewParams{
+		Model: "sim-tools", Messages: userPrompt("Weather and time, in parallel."), Tools: weatherTools(),
+	})
+	acc := openai.ChatCompletionAccumulator{}
+	indices := map[int64]bool{}
+	for i, ch := range log.chunks {
+		if !acc.AddChunk(ch) {
+			t.Fatalf("the accumulator rejected chunk %d: %s", i, ch.RawJSON())
+		}
+		for _, c := range ch.Choices {
+			for _, tc := range c.Delta.ToolCalls {
+				indices[tc.Index] = true
+			}
+		}
+	}
+	if !reflect.DeepEqual(indices, map[int64]bool{0: true, 1: true}) {
+		t.Errorf("tool call indices %v, want 0 and 1", indices)
+	}
+	if len(acc.Choices) != 1 {
+		t.Fatalf("%d choices", len(acc.Choices))
+	}
+	calls := acc.Choices[0].Message.ToolCalls
+	if len(calls) != 2 || calls[0].ID != "call_a" || calls[1].ID != "call_b" ||
+		calls[0].Function.Arguments != `{"city":"Paris"}` || calls[1].Function.Arguments != `{"timezone":"CET","hours":1}` {
+		t.Errorf("accumulated tool calls %+v", calls)
+	}
+	if f := acc.Choices[0].FinishReason; f != "tool_calls" {
+		t.Errorf("finish_reason %q, want tool_calls", f)
 	}
 }
 
