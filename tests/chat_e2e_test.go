@@ -185,6 +185,7 @@ func TestChatCompletionsGoClient(t *testing.T) {
 	t.Run("include_usage", func(t *testing.T) { chatIncludeUsage(t, p, client) })
 	t.Run("errors", func(t *testing.T) { chatErrors(t, g, p) })
 	t.Run("outcomes", func(t *testing.T) { chatOutcomes(t, client) })
+	t.Run("reasoning", func(t *testing.T) { chatReasoning(t, client) })
 	g.assertNoSecret(t, p.Key)
 }
 
@@ -944,6 +945,46 @@ func chatOutcomes(t *testing.T, client openai.Client) {
 				t.Errorf("finishes %v content %q refusal %q", finishes, log.content(0), refusal.String())
 			}
 		})
+	}
+}
+
+// chatReasoning checks the reasoning summary arrives as reasoning_content, its parts joined by
+// a blank line, alike in both modes, and is counted as reasoning tokens.
+func chatReasoning(t *testing.T, client openai.Client) {
+	const prompt = "think first"
+	want := "Considering the request: " + prompt + "\n\nPlanning a short, direct answer."
+	params := openai.ChatCompletionNewParams{Model: "sim-reasoning", Messages: userPrompt(prompt)}
+	resp, err := client.Chat.Completions.New(ctx(t), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := resp.Choices[0].Message
+	var reasoning string
+	if f, ok := msg.JSON.ExtraFields["reasoning_content"]; !ok || json.Unmarshal([]byte(f.Raw()), &reasoning) != nil || reasoning != want {
+		t.Errorf("reasoning_content = %q, want %q", reasoning, want)
+	}
+	if msg.Content != simAnswer("sim-reasoning", prompt) {
+		t.Errorf("content %q", msg.Content)
+	}
+	if resp.Usage.CompletionTokensDetails.ReasoningTokens <= 0 || resp.Usage.CompletionTokensDetails.ReasoningTokens >= resp.Usage.CompletionTokens {
+		t.Errorf("reasoning tokens %d of %d completion tokens", resp.Usage.CompletionTokensDetails.ReasoningTokens, resp.Usage.CompletionTokens)
+	}
+
+	log := streamChat(t, client, params)
+	var streamed strings.Builder
+	for _, ch := range log.chunks {
+		for _, c := range ch.Choices {
+			if f, ok := c.Delta.JSON.ExtraFields["reasoning_content"]; ok {
+				var part string
+				if err := json.Unmarshal([]byte(f.Raw()), &part); err != nil {
+					t.Fatalf("reasoning_content delta %s", f.Raw())
+				}
+				streamed.WriteString(part)
+			}
+		}
+	}
+	if streamed.String() != want || log.content(0) != msg.Content {
+		t.Errorf("streamed reasoning %q content %q", streamed.String(), log.content(0))
 	}
 }
 
