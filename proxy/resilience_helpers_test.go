@@ -326,3 +326,11 @@ const (
 	chatBody       = `{"model":"sim-chat","messages":[{"role":"user","content":"hello"}]}`
 	chatStreamBody = `{"model":"sim-chat","messages":[{"role":"user","content":"hello"}],"stream":true}`
 )
+
+func newPost(url, body string) (*http.Request, error) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err == nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, err
+}

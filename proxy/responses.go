@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"net/http"
 
@@ -90,7 +89,15 @@ func (s *Server) responses(c *gin.Context) {
 	defer cancel()
 	defer resp.Body.Close()
 
-	if isEventStream(resp) {
+	if isEventStream(resp) != ri.stream {
+		// The platform answered in the other form than asked: neither can be relayed as the
+		// client expects it.
+		ri.upstreamErr = "invalid_body"
+		abortOpenAI(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
+		charged = ratelimit.Usage{InputTokens: inputEstimate} // the output, if any, is unknown
+		return
+	}
+	if ri.stream {
 		charged = s.forwardResponsesStream(c, st, resp, inputEstimate, cancel)
 		return
 	}
@@ -152,5 +159,3 @@ func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, input
 	c.Data(resp.StatusCode, "application/json", b)
 	return usage
 }
-
-var errStreamIdle = errors.New("upstream stream idle for too long")

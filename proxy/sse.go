@@ -1,11 +1,13 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,25 +54,74 @@ func (it *idleTimer) stop() {
 	}
 }
 
-// teeToClient hands upstream bytes to the SSE parser and, unchanged, to the client. A failed
-// client write is remembered apart from upstream read errors: it means the client left.
-type teeToClient struct {
-	r        io.Reader
-	w        io.Writer
-	idle     *idleTimer
-	writeErr error
+// streamWriter is how bytes reach a streaming client once the stream started: each write is
+// flushed, and with keep-alive on, an SSE comment goes out whenever nothing was written for
+// the interval, so idle-cutting front proxies and clients keep the stream open while the
+// model thinks. The timer's comment and the handler's events share one lock, so a comment
+// never lands inside an event, and nothing is written once stop returned.
+type streamWriter struct {
+	mu      sync.Mutex
+	w       gin.ResponseWriter
+	every   time.Duration
+	timer   *time.Timer
+	last    time.Time
+	stopped bool
+	err     error // the first failed write: the client is gone
 }
 
-func (t *teeToClient) Read(p []byte) (int, error) {
-	n, err := t.r.Read(p)
-	if n > 0 {
-		t.idle.touch()
-		if _, werr := t.w.Write(p[:n]); werr != nil {
-			t.writeErr = werr
-			return n, werr
-		}
+var keepAliveComment = []byte(": keep-alive\n\n")
+
+func newStreamWriter(w gin.ResponseWriter, every time.Duration) *streamWriter {
+	sw := &streamWriter{w: w, every: every, last: time.Now()}
+	if every > 0 {
+		sw.timer = time.AfterFunc(every, sw.keepAlive)
 	}
-	return n, err
+	return sw
+}
+
+// write sends p and flushes. An error means the client is gone; later writes are skipped.
+func (sw *streamWriter) write(p []byte) error {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.writeLocked(p)
+}
+
+func (sw *streamWriter) writeLocked(p []byte) error {
+	if sw.err != nil || sw.stopped {
+		return sw.err
+	}
+	if _, err := sw.w.Write(p); err != nil {
+		sw.err = err
+		return err
+	}
+	sw.w.Flush()
+	sw.last = time.Now()
+	return nil
+}
+
+func (sw *streamWriter) keepAlive() {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.stopped || sw.err != nil {
+		return
+	}
+	if idle := time.Since(sw.last); idle < sw.every {
+		sw.timer.Reset(sw.every - idle)
+		return
+	}
+	if sw.writeLocked(keepAliveComment) == nil {
+		sw.timer.Reset(sw.every)
+	}
+}
+
+// stop ends keep-alives; it returns once no comment is being written.
+func (sw *streamWriter) stop() {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.stopped = true
+	if sw.timer != nil {
+		sw.timer.Stop()
+	}
 }
 
 // startStream commits the answer as a 200 event stream. Everything that had to be said in
@@ -96,9 +147,11 @@ func isCountedDelta(typ string) bool {
 	return false
 }
 
-// forwardResponsesStream relays a Responses event stream byte for byte, flushing after every
-// event, and reads the terminal event's usage on the side. If the upstream ends without a
-// terminal event, the client gets an error event rather than a silent truncation.
+// forwardResponsesStream relays a Responses event stream, each event byte for byte and
+// flushed as soon as it is complete, and reads the terminal event's usage on the side. An
+// event is checked before it is passed on: if the upstream stops speaking SSE (garbage,
+// data that is not JSON) or ends without a terminal event, the client gets an error event
+// rather than the garbage or a silent truncation.
 func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Response, inputEstimate int64, cancel context.CancelFunc) ratelimit.Usage {
 	ri := info(c)
 	startStream(c)
@@ -106,35 +159,45 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 		s.hooks.StreamOpened(ri.route)
 		defer s.hooks.StreamClosed(ri.route)
 	}
+	sw := newStreamWriter(c.Writer, st.cfg.Upstream.KeepAliveInterval)
+	defer sw.stop()
 	idle := newIdleTimer(st.cfg.Upstream.StreamIdleTimeout, cancel)
 	defer idle.stop()
-	tee := &teeToClient{r: resp.Body, w: c.Writer, idle: idle}
+	events := newEventReader(&idleReader{r: resp.Body, idle: idle}, maxEventSize)
 
 	var (
 		deltas   int64
 		terminal bool
+		invalid  bool
 		usage    ratelimit.Usage
 		readErr  error
 	)
-	for ev, err := range sse.Read(tee, sseReadConfig) {
+	for !terminal {
+		ev, err := events.next()
 		if err != nil {
 			readErr = err
+			break
+		}
+		if ev.malformed || (ev.data != nil && !gjson.ValidBytes(ev.data)) {
+			invalid = true
+			break
+		}
+		if sw.write(ev.raw) != nil {
 			break
 		}
 		if ri.ttfb == 0 {
 			ri.ttfb = time.Since(ri.start)
 		}
-		c.Writer.Flush()
-		typ := ev.Type
+		typ := ev.typ
 		if typ == "" {
-			typ = gjson.Get(ev.Data, "type").Str
+			typ = gjson.GetBytes(ev.data, "type").Str
 		}
 		switch {
 		case isCountedDelta(typ):
 			deltas++
 		case typ == "response.completed" || typ == "response.incomplete" || typ == "response.failed":
 			terminal = true
-			u := gjson.GetMany(ev.Data, "response.usage.input_tokens", "response.usage.output_tokens", "response.usage")
+			u := gjson.GetManyBytes(ev.data, "response.usage.input_tokens", "response.usage.output_tokens", "response.usage")
 			if u[2].IsObject() {
 				usage = ratelimit.Usage{InputTokens: u[0].Int(), OutputTokens: u[1].Int()}
 			} else {
@@ -146,17 +209,25 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 		}
 	}
 	if terminal {
+		// Read the upstream to its end (bounded, and by the idle timer) so its connection
+		// can be reused, then let it go.
+		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+		cancel()
 		return usage
 	}
+	cancel() // failed: nothing more is wanted from the upstream
 	switch {
-	case tee.writeErr != nil || c.Request.Context().Err() != nil:
+	case sw.err != nil || c.Request.Context().Err() != nil:
 		ri.clientGone = true
 	case idle.fired.Load():
 		ri.upstreamErr = "stream_idle"
-		writeResponsesErrorEvent(c, "stream_idle_timeout", "The platform stopped sending events; the stream was closed.")
+		_ = sw.write(responsesErrorEvent("stream_idle_timeout", "The platform stopped sending events; the stream was closed."))
+	case invalid:
+		ri.upstreamErr = "stream_invalid"
+		_ = sw.write(responsesErrorEvent("upstream_stream_invalid", "The platform sent a malformed event; the stream was closed."))
 	default:
 		ri.upstreamErr = streamEndKind(readErr)
-		writeResponsesErrorEvent(c, "upstream_stream_ended", "The platform's stream ended before the response was complete.")
+		_ = sw.write(responsesErrorEvent("upstream_stream_ended", "The platform's stream ended before the response was complete."))
 	}
 	return ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: deltas}
 }
@@ -168,16 +239,16 @@ func streamEndKind(err error) string {
 	if errors.Is(err, context.Canceled) {
 		return "canceled"
 	}
-	if strings.Contains(err.Error(), "too long") || strings.Contains(err.Error(), "token") {
+	if errors.Is(err, errEventTooLarge) || strings.Contains(err.Error(), "too long") || strings.Contains(err.Error(), "token") {
 		return "stream_event_too_large"
 	}
 	return upstreamErrorKind(err)
 }
 
-// writeResponsesErrorEvent ends a Responses stream with an error event. It carries the
+// responsesErrorEvent is the error event that ends a failed Responses stream. It carries the
 // specification's flat fields and the nested error object the live API sends, so clients
 // of either reading raise an error instead of taking a truncated answer as complete.
-func writeResponsesErrorEvent(c *gin.Context, code, msg string) {
+func responsesErrorEvent(code, msg string) []byte {
 	nested := openAIErrorJSON(typeServer, code, "", msg)
 	frame := make([]byte, 0, 2*len(nested)+64)
 	frame = append(frame, "event: error\ndata: {\"type\":\"error\",\"code\":\""...)
@@ -187,6 +258,143 @@ func writeResponsesErrorEvent(c *gin.Context, code, msg string) {
 	frame = append(frame, "\",\"param\":null,"...)
 	frame = append(frame, nested[1:]...) // `"error":{...}}` from {"error":{...}}
 	frame = append(frame, "\n\n"...)
-	_, _ = c.Writer.Write(frame) // the stream is ending either way
-	c.Writer.Flush()
+	return frame
+}
+
+// errEventTooLarge ends a stream whose event grew past maxEventSize without ending.
+var errEventTooLarge = errors.New("upstream event too large")
+
+// rawEvent is one upstream SSE event: its bytes exactly as received, up to and including the
+// blank line that ended it, and the fields modelgate reads.
+type rawEvent struct {
+	raw  []byte // valid until the next call to next
+	typ  string // "event:" field
+	data []byte // "data:" lines joined by \n; nil when there were none
+	// malformed: a line that is neither a comment nor an SSE field (event, data, id,
+	// retry). Per the SSE rules a reader would skip it, but it means the upstream is not
+	// speaking SSE any more, so it must not be passed on.
+	malformed bool
+}
+
+// eventReader splits an upstream SSE stream into whole events without altering a byte, so a
+// passthrough can forward an event only once it is complete and checked. Lines may end in
+// \n, \r\n or \r, as the SSE specification allows.
+type eventReader struct {
+	r       io.Reader
+	max     int
+	buf     []byte // unconsumed bytes; buf[:scan] belong to the current event
+	scan    int
+	eof     error
+	data    []byte
+	started bool
+}
+
+func newEventReader(r io.Reader, maxEvent int) *eventReader {
+	return &eventReader{r: r, max: maxEvent, buf: make([]byte, 0, 8<<10)}
+}
+
+// next returns the next complete event. At the end of the stream it returns the read error,
+// or io.EOF after a clean end on an event boundary, or io.ErrUnexpectedEOF when the stream
+// stopped inside an event.
+func (er *eventReader) next() (rawEvent, error) {
+	// Drop the event returned last time.
+	if er.scan > 0 {
+		n := copy(er.buf, er.buf[er.scan:])
+		er.buf, er.scan = er.buf[:n], 0
+	}
+	ev := rawEvent{}
+	er.data = er.data[:0]
+	hasData := false
+	for {
+		end, next, ok := lineEnd(er.buf, er.scan, er.eof != nil)
+		if !ok {
+			if er.eof != nil {
+				if len(er.buf) > 0 && errors.Is(er.eof, io.EOF) {
+					return rawEvent{}, io.ErrUnexpectedEOF
+				}
+				return rawEvent{}, er.eof
+			}
+			if len(er.buf) > er.max {
+				return rawEvent{}, errEventTooLarge
+			}
+			er.fill()
+			continue
+		}
+		if next > er.max {
+			return rawEvent{}, errEventTooLarge
+		}
+		line := er.buf[er.scan:end]
+		if !er.started {
+			// A byte order mark may open the stream; it stays in raw, out of the field.
+			er.started = true
+			line = bytes.TrimPrefix(line, []byte("\ufeff"))
+		}
+		er.scan = next
+		if len(line) == 0 {
+			ev.raw = er.buf[:er.scan]
+			if hasData {
+				ev.data = er.data
+			}
+			return ev, nil
+		}
+		name, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			name, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		switch string(name) {
+		case "":
+			// a comment
+		case "event":
+			ev.typ = string(value)
+		case "data":
+			if hasData {
+				er.data = append(er.data, '\n')
+			}
+			er.data = append(er.data, value...)
+			hasData = true
+		case "id", "retry":
+		default:
+			ev.malformed = true
+		}
+	}
+}
+
+// fill reads more bytes into buf.
+func (er *eventReader) fill() {
+	if cap(er.buf)-len(er.buf) < 4<<10 {
+		nb := make([]byte, len(er.buf), 2*cap(er.buf)+4<<10)
+		copy(nb, er.buf)
+		er.buf = nb
+	}
+	n, err := er.r.Read(er.buf[len(er.buf):cap(er.buf)])
+	er.buf = er.buf[:len(er.buf)+n]
+	if err != nil {
+		er.eof = err
+	}
+}
+
+// lineEnd finds the line starting at from: its end and where the next line starts. A \r at
+// the very end of buf is only a line end once it is known that no \n follows (or at EOF).
+func lineEnd(buf []byte, from int, atEOF bool) (end, next int, ok bool) {
+	for i := from; i < len(buf); i++ {
+		switch buf[i] {
+		case '\n':
+			return i, i + 1, true
+		case '\r':
+			if i+1 < len(buf) {
+				if buf[i+1] == '\n' {
+					return i, i + 2, true
+				}
+				return i, i + 1, true
+			}
+			if atEOF {
+				return i, i + 1, true
+			}
+			return 0, 0, false
+		}
+	}
+	return 0, 0, false
 }

@@ -1,0 +1,276 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"modelgate/config"
+	"modelgate/platformsim"
+)
+
+// shortTimeouts makes every timeout small enough to hit within a test.
+func shortTimeouts(c *config.Config) {
+	c.Upstream.ResponseHeaderTimeout = 300 * time.Millisecond
+	c.Upstream.StreamIdleTimeout = 300 * time.Millisecond
+	c.Upstream.RequestTimeout = 600 * time.Millisecond
+}
+
+// route is one of the four ways a client talks to modelgate.
+type route struct {
+	name, path, body string
+	stream           bool
+}
+
+var routes = []route{
+	{"responses", "/v1/responses", respBody, false},
+	{"responses_stream", "/v1/responses", respStreamBody, true},
+	{"chat", "/v1/chat/completions", chatBody, false},
+	{"chat_stream", "/v1/chat/completions", chatStreamBody, true},
+	// A non-stream chat call with a stop sequence is served from an upstream stream.
+	{"chat_stop", "/v1/chat/completions", `{"model":"sim-chat","messages":[{"role":"user","content":"hello"}],"stop":["zzz"]}`, false},
+}
+
+// Every injected platform fault, on every route, ends in a well-formed client error: an HTTP
+// error in OpenAI shape before the first byte, an error frame after it. Never a hang, a
+// panic, garbage passed on, or a stream that looks complete.
+func TestFaultsEndInWellFormedErrors(t *testing.T) {
+	faults := []struct {
+		name  string
+		reply platformsim.Reply
+		// okNonStream: the fault cannot hurt a non-stream answer (it is about stream events).
+		wantOK      bool
+		wantStatus  int    // for non-stream routes and failures before the first byte
+		wantCode    string // Responses stream error event code, when it matters
+		beforeBytes bool   // the fault strikes before any byte reaches the client
+	}{
+		{name: "reset_mid_stream", reply: platformsim.Reply{Fault: platformsim.FaultResetMidStream, AfterEvents: 4}, wantStatus: 502},
+		{name: "reset_before_first_event", reply: platformsim.Reply{Fault: platformsim.FaultResetMidStream}, wantStatus: 502},
+		{name: "truncated", reply: platformsim.Reply{Fault: platformsim.FaultTruncate}, wantStatus: 502},
+		{name: "garbage", reply: platformsim.Reply{Fault: platformsim.FaultGarbage, AfterEvents: 5}, wantStatus: 502},
+		{name: "garbage_first", reply: platformsim.Reply{Fault: platformsim.FaultGarbage, AfterEvents: 0}, wantStatus: 502},
+		{name: "invalid_json", reply: platformsim.Reply{Fault: platformsim.FaultInvalidJSON, AfterEvents: 5}, wantStatus: 502},
+		{name: "stall_mid_stream", reply: platformsim.Reply{Fault: platformsim.FaultStallMidStream, AfterEvents: 5}, wantStatus: 504, wantCode: "stream_idle_timeout"},
+		{name: "stall_before_headers", reply: platformsim.Reply{Fault: platformsim.FaultStallBeforeHeaders}, wantStatus: 504, beforeBytes: true},
+		{name: "slow_first_byte_within_timeout", reply: platformsim.Reply{Delay: 150 * time.Millisecond}, wantOK: true},
+		{name: "html_502", reply: platformsim.Reply{Status: 502, Header: map[string]string{"Content-Type": "text/html", "Retry-After": "0"}, Body: []byte("<html>bad gateway</html>")}, wantStatus: 502, beforeBytes: true},
+		{name: "empty_200", reply: platformsim.Reply{Status: 200, Header: map[string]string{"Content-Type": "application/json"}}, wantStatus: 502},
+		{name: "sse_200_without_events", reply: platformsim.Reply{Events: []platformsim.Event{}}, wantStatus: 502},
+	}
+	for _, f := range faults {
+		for _, rt := range routes {
+			t.Run(f.name+"/"+rt.name, func(t *testing.T) {
+				zero := 0
+				env := newResEnv(t, resOptions{mutate: func(c *config.Config) {
+					shortTimeouts(c)
+					c.Upstream.MaxRetries = &zero // a 5xx burst is its own test
+				}})
+				env.sim.Enqueue("/v1/responses", f.reply)
+				start := time.Now()
+				code, hdr, raw := env.call(t, rt.path, keyAlpha1, rt.body)
+				if el := time.Since(start); el > 5*time.Second {
+					t.Errorf("answer took %v", el)
+				}
+				isStream := strings.HasPrefix(hdr.Get("Content-Type"), "text/event-stream")
+				switch {
+				case f.wantOK:
+					if code != 200 {
+						t.Fatalf("status %d: %s", code, raw)
+					}
+				case !isStream:
+					if code < 500 || (!rt.stream && code != f.wantStatus) {
+						t.Fatalf("status %d, want %d: %s", code, f.wantStatus, raw)
+					}
+					assertOpenAIError(t, raw)
+				case f.beforeBytes:
+					t.Fatalf("a failure before the first byte was answered with a stream: %s", raw)
+				case rt.path == "/v1/responses":
+					assertResponsesStreamError(t, raw, f.wantCode)
+				default:
+					assertChatStreamError(t, raw)
+				}
+				if isStream && !rt.stream {
+					t.Errorf("a non-stream request got a stream")
+				}
+				if n := env.attempts(); n != 1 {
+					t.Errorf("platform saw %d attempts, want 1", n)
+				}
+			})
+		}
+	}
+}
+
+// A burst of 5xx answers: retried while retries last, then passed on in OpenAI shape.
+func TestFaultFiveXXBurst(t *testing.T) {
+	for _, rt := range routes {
+		t.Run(rt.name, func(t *testing.T) {
+			env := newResEnv(t, resOptions{mutate: shortTimeouts})
+			for _, code := range []int{502, 503, 504, 503} {
+				env.sim.Enqueue("/v1/responses", status(code, map[string]string{"Retry-After": "0"}))
+			}
+			code, _, raw := env.call(t, rt.path, keyAlpha1, rt.body)
+			if code != 504 {
+				t.Fatalf("status %d, want the third answer (504): %s", code, raw)
+			}
+			assertOpenAIError(t, raw)
+			if n := env.attempts(); n != 3 {
+				t.Errorf("platform saw %d attempts, want 3 (2 retries)", n)
+			}
+		})
+	}
+}
+
+// The timeout matrix: each timeout fires where it should, and only there.
+func TestTimeouts(t *testing.T) {
+	t.Run("response_header_timeout_gives_504", func(t *testing.T) {
+		for _, rt := range routes {
+			t.Run(rt.name, func(t *testing.T) {
+				env := newResEnv(t, resOptions{mutate: func(c *config.Config) {
+					c.Upstream.ResponseHeaderTimeout = 250 * time.Millisecond
+				}})
+				env.sim.Enqueue("/v1/responses", platformsim.Reply{Fault: platformsim.FaultStallBeforeHeaders})
+				start := time.Now()
+				code, _, raw := env.call(t, rt.path, keyAlpha1, rt.body)
+				el := time.Since(start)
+				if code != http.StatusGatewayTimeout {
+					t.Fatalf("status %d, want 504: %s", code, raw)
+				}
+				if e := assertOpenAIError(t, raw); e.Error.Code == nil || *e.Error.Code != "upstream_timeout" {
+					t.Errorf("error code %v, want upstream_timeout", e.Error.Code)
+				}
+				if el < 250*time.Millisecond || el > 2*time.Second {
+					t.Errorf("504 after %v, want about 250ms", el)
+				}
+				if n := env.attempts(); n != 1 {
+					t.Errorf("a timeout after the request was sent was retried: %d attempts", n)
+				}
+			})
+		}
+	})
+
+	t.Run("idle_mid_stream_gives_error_frame", func(t *testing.T) {
+		for _, rt := range routes {
+			if !rt.stream {
+				continue
+			}
+			t.Run(rt.name, func(t *testing.T) {
+				env := newResEnv(t, resOptions{mutate: func(c *config.Config) {
+					c.Upstream.StreamIdleTimeout = 250 * time.Millisecond
+				}})
+				env.sim.Enqueue("/v1/responses", platformsim.Reply{Fault: platformsim.FaultStallMidStream, AfterEvents: 5})
+				start := time.Now()
+				code, _, raw := env.call(t, rt.path, keyAlpha1, rt.body)
+				el := time.Since(start)
+				if code != 200 {
+					t.Fatalf("status %d: %s", code, raw)
+				}
+				if rt.path == "/v1/responses" {
+					evs := assertResponsesStreamError(t, raw, "stream_idle_timeout")
+					if len(evs) != 6 {
+						t.Errorf("%d events, want the 5 sent and an error", len(evs))
+					}
+				} else {
+					assertChatStreamError(t, raw)
+				}
+				if el < 250*time.Millisecond || el > 2*time.Second {
+					t.Errorf("stream cut after %v, want about 250ms", el)
+				}
+				if !waitFor(time.Second, func() bool { return len(env.sim.Cancellations()) == 1 }) {
+					t.Errorf("the stalled upstream request was not closed")
+				}
+			})
+		}
+	})
+
+	t.Run("slow_steady_stream_not_cut", func(t *testing.T) {
+		// One event every 50ms for 1.5s against a 500ms idle timeout and a 300ms request
+		// timeout: only the idle timer may bound a stream, and it must not fire.
+		for _, rt := range routes {
+			if !rt.stream {
+				continue
+			}
+			t.Run(rt.name, func(t *testing.T) {
+				env := newResEnv(t, resOptions{mutate: func(c *config.Config) {
+					c.Upstream.StreamIdleTimeout = 500 * time.Millisecond
+					c.Upstream.RequestTimeout = 300 * time.Millisecond
+				}})
+				env.sim.Enqueue("/v1/responses", platformsim.Reply{Events: steadyEvents(30, 50*time.Millisecond)})
+				start := time.Now()
+				code, _, raw := env.call(t, rt.path, keyAlpha1, rt.body)
+				if code != 200 {
+					t.Fatalf("status %d: %s", code, raw)
+				}
+				if el := time.Since(start); el < 1400*time.Millisecond {
+					t.Errorf("stream over after %v; the scripted one takes 1.5s", el)
+				}
+				evs := dataEvents(parseSSE(t, raw))
+				last := evs[len(evs)-1]
+				if rt.path == "/v1/responses" && last.typ != "response.completed" {
+					t.Errorf("slow stream cut: last event %q", last.typ)
+				}
+				if rt.path != "/v1/responses" && last.data != "[DONE]" {
+					t.Errorf("slow chat stream cut: last %q", last.data)
+				}
+				deltas := 0
+				for _, ev := range evs {
+					if ev.typ == "response.output_text.delta" || (rt.path != "/v1/responses" && strings.Contains(ev.data, "tick")) {
+						deltas++
+					}
+				}
+				if deltas != 30 {
+					t.Errorf("%d deltas arrived, want 30", deltas)
+				}
+			})
+		}
+	})
+
+	t.Run("non_stream_total_deadline_gives_504", func(t *testing.T) {
+		replies := map[string]platformsim.Reply{
+			"headers_late":  {Delay: 2 * time.Second},
+			"body_stalls":   {Fault: platformsim.FaultStallMidStream},
+			"stream_stalls": {Events: steadyEvents(30, 100*time.Millisecond)},
+		}
+		for name, reply := range replies {
+			for _, rt := range routes {
+				if rt.stream || (name == "stream_stalls") != (rt.name == "chat_stop") {
+					continue
+				}
+				t.Run(name+"/"+rt.name, func(t *testing.T) {
+					env := newResEnv(t, resOptions{mutate: func(c *config.Config) {
+						c.Upstream.RequestTimeout = 400 * time.Millisecond
+						c.Upstream.ResponseHeaderTimeout = 5 * time.Second
+						c.Upstream.StreamIdleTimeout = 5 * time.Second
+					}})
+					env.sim.Enqueue("/v1/responses", reply)
+					start := time.Now()
+					code, _, raw := env.call(t, rt.path, keyAlpha1, rt.body)
+					el := time.Since(start)
+					if code != http.StatusGatewayTimeout {
+						t.Fatalf("status %d, want 504: %s", code, raw)
+					}
+					assertOpenAIError(t, raw)
+					if el < 400*time.Millisecond || el > 1500*time.Millisecond {
+						t.Errorf("504 after %v, want about 400ms", el)
+					}
+				})
+			}
+		}
+	})
+}
+
+// steadyEvents is a scripted stream of n text deltas spaced by gap, then completion.
+func steadyEvents(n int, gap time.Duration) []platformsim.Event {
+	evs := []platformsim.Event{
+		{Type: "response.created", Data: `{"type":"response.created","sequence_number":0,"response":{"id":"resp_s","object":"response","status":"in_progress","model":"sim-chat","output":[],"usage":null}}`},
+		{Type: "response.output_item.added", Data: `{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"message","id":"msg_s","status":"in_progress","role":"assistant","content":[]}}`},
+	}
+	for i := range n {
+		evs = append(evs, platformsim.Event{Type: "response.output_text.delta", Delay: gap,
+			Data: fmt.Sprintf(`{"type":"response.output_text.delta","sequence_number":%d,"item_id":"msg_s","output_index":0,"content_index":0,"delta":"tick "}`, i+2)})
+	}
+	text := strings.Repeat("tick ", n)
+	evs = append(evs, platformsim.Event{Type: "response.completed", Data: fmt.Sprintf(`{"type":"response.completed","sequence_number":%d,"response":{"id":"resp_s","object":"response","status":"completed","model":"sim-chat","output":[{"type":"message","id":"msg_s","status":"completed","role":"assistant","content":[{"type":"output_text","text":%q,"annotations":[]}]}],"usage":{"input_tokens":3,"output_tokens":%d,"total_tokens":%d}}}`, n+2, text, n, n+3)})
+	return evs
+}
