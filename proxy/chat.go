@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -30,8 +31,9 @@ type chatCall struct {
 	req      *translate.ChatRequest
 	upBody   []byte
 	meta     translate.Meta
-	estimate int64 // input tokens estimate of one upstream call
-	upStream bool  // the upstream is asked to stream
+	estimate int64         // input tokens estimate of one upstream call
+	upStream bool          // the upstream is asked to stream
+	sw       *streamWriter // the client stream, once started
 }
 
 // chatCompletions serves POST /v1/chat/completions on top of the Responses gateway. Nothing
@@ -163,7 +165,15 @@ func closeAll(resps []*http.Response, cancels []context.CancelFunc) {
 
 // complete serves a non-stream client: one chat.completion with n choices.
 func (cc *chatCall) complete() ratelimit.Usage {
-	resps, cancels, f := cc.openAll(cc.c.Request.Context())
+	ctx := cc.c.Request.Context()
+	if cc.upStream {
+		// Served from an upstream stream to a client waiting for one answer: the whole call
+		// is bounded like any non-stream call, not only by the idle timer.
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeout(ctx, cc.st.cfg.Upstream.RequestTimeout)
+		defer stop()
+	}
+	resps, cancels, f := cc.openAll(ctx)
 	if f != nil {
 		writeFailure(cc.c, f)
 		return ratelimit.Usage{}
@@ -178,7 +188,7 @@ func (cc *chatCall) complete() ratelimit.Usage {
 		meta := cc.meta
 		meta.ChoiceIndex = i
 		work := func() {
-			answers[i], usages[i], errs[i] = cc.completeOne(resps[i], cancels[i], meta)
+			answers[i], usages[i], errs[i] = cc.completeOne(ctx, resps[i], cancels[i], meta)
 		}
 		if n == 1 {
 			work()
@@ -211,7 +221,7 @@ func (cc *chatCall) complete() ratelimit.Usage {
 }
 
 // completeOne turns one upstream answer into one chat.completion.
-func (cc *chatCall) completeOne(resp *http.Response, cancel context.CancelFunc, meta translate.Meta) ([]byte, translate.Usage, error) {
+func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel context.CancelFunc, meta translate.Meta) ([]byte, translate.Usage, error) {
 	estimate := translate.Usage{InputTokens: cc.estimate}
 	if !cc.upStream {
 		var buf bytes.Buffer
@@ -228,16 +238,29 @@ func (cc *chatCall) completeOne(resp *http.Response, cancel context.CancelFunc, 
 	idle := newIdleTimer(cc.st.cfg.Upstream.StreamIdleTimeout, cancel)
 	defer idle.stop()
 	body := &idleReader{r: resp.Body, idle: idle}
+	finished := false
 	for ev, err := range sse.Read(body, sseReadConfig) {
 		if err != nil {
 			break
 		}
 		if agg.Feed(ev.Type, bytesOf(ev.Data)) {
+			finished = true
 			break
 		}
 	}
 	cancel() // a stop sequence may have ended the answer early: stop generating upstream
-	return agg.Result()
+	out, usage, err := agg.Result()
+	if !finished && err != nil {
+		// Cut short by modelgate, not by the platform: say why, so the client gets a 504
+		// for a timeout and nothing at all when it left.
+		switch {
+		case idle.fired.Load():
+			err = fmt.Errorf("upstream stream idle: %w", context.DeadlineExceeded)
+		case ctx.Err() != nil:
+			err = ctx.Err()
+		}
+	}
+	return out, usage, err
 }
 
 var errInvalidUpstream = errors.New("invalid upstream answer")
@@ -290,6 +313,8 @@ func (cc *chatCall) stream() ratelimit.Usage {
 	}
 	defer closeAll(resps, cancels)
 	startStream(c)
+	cc.sw = newStreamWriter(c.Writer, cc.st.cfg.Upstream.KeepAliveInterval)
+	defer cc.sw.stop()
 	if cc.s.hooks.StreamOpened != nil {
 		cc.s.hooks.StreamOpened(cc.ri.route)
 		defer cc.s.hooks.StreamClosed(cc.ri.route)
@@ -325,11 +350,10 @@ func (cc *chatCall) write(out []byte) bool {
 	if cc.ri.ttfb == 0 {
 		cc.ri.ttfb = time.Since(cc.ri.start)
 	}
-	if _, err := cc.c.Writer.Write(out); err != nil {
+	if cc.sw.write(out) != nil {
 		cc.ri.clientGone = true
 		return false
 	}
-	cc.c.Writer.Flush()
 	return true
 }
 
