@@ -102,6 +102,7 @@ type store interface {
 	admit(ctx context.Context, now time.Time, a *admission) (outcome, error)
 	settle(ctx context.Context, now time.Time, t *Ticket, u Usage) error
 	usage(ctx context.Context, now time.Time, scopes []Scope) ([]ScopeUsage, error)
+	views(ctx context.Context, now time.Time, scopes []Scope) ([]view, error)
 	putOwner(ctx context.Context, assetID, team string, expires time.Time) error
 	owner(ctx context.Context, now time.Time, assetID string) (string, bool, error)
 	close() error
@@ -235,6 +236,26 @@ func (l *Limiter) Owner(ctx context.Context, assetID string) (string, bool, erro
 // Usage reports each scope's current minute and UTC day.
 func (l *Limiter) Usage(ctx context.Context, scopes []Scope) ([]ScopeUsage, error) {
 	return l.store.usage(ctx, l.now(), scopes)
+}
+
+// Peek returns the x-ratelimit-* headers req would see now, taking nothing from any budget:
+// answers that are not admitted (model lists, requests refused before admission) carry them
+// too.
+func (l *Limiter) Peek(ctx context.Context, req Request) (Headers, error) {
+	now := l.now()
+	a := &admission{n: 1}
+	a.scopes[0] = req.Key
+	if req.Team != nil {
+		a.scopes[1] = *req.Team
+		a.n = 2
+	}
+	vs, err := l.store.views(ctx, now, a.scopes[:a.n])
+	if err != nil {
+		return Headers{}, err
+	}
+	var views [2]view
+	copy(views[:], vs)
+	return headersFor(now, a, views), nil
 }
 
 // Ticket is an admitted request. Settle (or Release) it exactly once; more calls are ignored.

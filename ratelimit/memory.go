@@ -198,25 +198,38 @@ func (m *memoryStore) settle(_ context.Context, now time.Time, t *Ticket, u Usag
 }
 
 func (m *memoryStore) usage(_ context.Context, now time.Time, scopes []Scope) ([]ScopeUsage, error) {
-	day, minute, nowNs := utcDay(now), minuteOf(now), now.UnixNano()
 	out := make([]ScopeUsage, 0, len(scopes))
 	for _, sc := range scopes {
-		a := &admission{n: 1}
-		a.scopes[0] = sc
-		ss, unlock := m.lockScopes(a, day)
-		s := ss[0]
-		s.roll(day, minute)
-		s.refill(nowNs, sc.Limits)
-		u := ScopeUsage{
-			Scope:          sc.ID,
-			MinuteRequests: s.minReq, MinuteInputTokens: s.minIn, MinuteOutputTokens: s.minOut,
-			DayRequests: s.dayReq, DayInputTokens: s.dayIn, DayOutputTokens: s.dayOut,
-			Remaining: remaining(sc.Limits, s.view()),
-		}
-		unlock()
-		out = append(out, u)
+		m.withScope(now, sc, func(s *memScope) {
+			out = append(out, ScopeUsage{
+				Scope:          sc.ID,
+				MinuteRequests: s.minReq, MinuteInputTokens: s.minIn, MinuteOutputTokens: s.minOut,
+				DayRequests: s.dayReq, DayInputTokens: s.dayIn, DayOutputTokens: s.dayOut,
+				Remaining: remaining(sc.Limits, s.view()),
+			})
+		})
 	}
 	return out, nil
+}
+
+func (m *memoryStore) views(_ context.Context, now time.Time, scopes []Scope) ([]view, error) {
+	out := make([]view, 0, len(scopes))
+	for _, sc := range scopes {
+		m.withScope(now, sc, func(s *memScope) { out = append(out, s.view()) })
+	}
+	return out, nil
+}
+
+// withScope runs f on one scope brought up to now, under its lock.
+func (m *memoryStore) withScope(now time.Time, sc Scope, f func(*memScope)) {
+	day := utcDay(now)
+	a := &admission{n: 1}
+	a.scopes[0] = sc
+	ss, unlock := m.lockScopes(a, day)
+	defer unlock()
+	ss[0].roll(day, minuteOf(now))
+	ss[0].refill(now.UnixNano(), sc.Limits)
+	f(ss[0])
 }
 
 // remaining lists what is left of each limit that is set.

@@ -171,6 +171,43 @@ func (r *redisStore) settle(parent context.Context, now time.Time, t *Ticket, u 
 }
 
 func (r *redisStore) usage(parent context.Context, now time.Time, scopes []Scope) ([]ScopeUsage, error) {
+	rs, err := r.read(parent, now, scopes)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ScopeUsage, len(scopes))
+	for i, sc := range scopes {
+		d, m := rs[i].day, rs[i].minute
+		out[i] = ScopeUsage{
+			Scope:          sc.ID,
+			MinuteRequests: m[0], MinuteInputTokens: m[1], MinuteOutputTokens: m[2],
+			DayRequests: d[1], DayInputTokens: d[2], DayOutputTokens: d[3],
+			Remaining: remaining(sc.Limits, rs[i].view),
+		}
+	}
+	return out, nil
+}
+
+func (r *redisStore) views(parent context.Context, now time.Time, scopes []Scope) ([]view, error) {
+	rs, err := r.read(parent, now, scopes)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]view, len(rs))
+	for i := range rs {
+		out[i] = rs[i].view
+	}
+	return out, nil
+}
+
+// scopeRead is one scope's state as read, without changing anything.
+type scopeRead struct {
+	view        view
+	day, minute []int64 // day: charged, requests, in, out; minute: requests, in, out
+}
+
+// read fetches the scopes' buckets and counters in one pipelined round trip.
+func (r *redisStore) read(parent context.Context, now time.Time, scopes []Scope) ([]scopeRead, error) {
 	day, minute, nowNs := utcDay(now), minuteOf(now), now.UnixNano()
 	ctx, cancel := r.ctx(parent)
 	defer cancel()
@@ -194,20 +231,18 @@ func (r *redisStore) usage(parent context.Context, now time.Time, scopes []Scope
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ScopeUsage, len(scopes))
+	out := make([]scopeRead, len(scopes))
 	for i, sc := range scopes {
-		d, m := ints(cs[i].dayC.Val()), ints(cs[i].minC.Val())
-		v := view{
-			rpmLevel:   storedLevel(cs[i].rpm.Val(), nowNs, sc.Limits.RequestsPerMinute),
-			tpmLevel:   storedLevel(cs[i].tpm.Val(), nowNs, sc.Limits.TokensPerMinute),
-			inflight:   cs[i].conc.Val(),
-			dayCharged: d[0],
-		}
-		out[i] = ScopeUsage{
-			Scope:          sc.ID,
-			MinuteRequests: m[0], MinuteInputTokens: m[1], MinuteOutputTokens: m[2],
-			DayRequests: d[1], DayInputTokens: d[2], DayOutputTokens: d[3],
-			Remaining: remaining(sc.Limits, v),
+		d := ints(cs[i].dayC.Val())
+		out[i] = scopeRead{
+			view: view{
+				rpmLevel:   storedLevel(cs[i].rpm.Val(), nowNs, sc.Limits.RequestsPerMinute),
+				tpmLevel:   storedLevel(cs[i].tpm.Val(), nowNs, sc.Limits.TokensPerMinute),
+				inflight:   cs[i].conc.Val(),
+				dayCharged: d[0],
+			},
+			day:    d,
+			minute: ints(cs[i].minC.Val()),
 		}
 	}
 	return out, nil
