@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+)
+
+// run1 is one wrk run against one process with its CPU accounting around it.
+type run1 struct {
+	res       wrkResult
+	cpuPerReq time.Duration
+}
+
+func (b *bench) wrkOnce(p *proc, path, script string, threads, conns int, d time.Duration) (run1, error) {
+	c0, err := cpuTime(p.pid())
+	if err != nil {
+		return run1{}, err
+	}
+	res, err := runWrk(script, p.url+path, threads, conns, d)
+	if err != nil {
+		return run1{}, err
+	}
+	c1, err := cpuTime(p.pid())
+	if err != nil {
+		return run1{}, err
+	}
+	// A request cut by wrk stopping at the deadline can show as a socket error; more than a
+	// trace of them, or any non-2xx answer, means the run measured failures.
+	if res.non2xx > 0 || res.sockErrs*1000 > res.requests {
+		return run1{}, fmt.Errorf("%s %s: failed requests:\n%s", p.name, path, res.raw)
+	}
+	r := run1{res: res}
+	if res.requests > 0 {
+		r.cpuPerReq = (c1 - c0) / time.Duration(res.requests)
+	}
+	return r, nil
+}
+
+type scenario struct {
+	name            string
+	mgPath          string
+	mgBody, flrBody []byte
+	target          float64
+	mgRPS, flrRPS   []float64
+	ratios          []float64
+	mgCPU, flrCPU   []float64 // µs per request
+	mgP50, flrP50   []float64 // µs, under load
+}
+
+func (b *bench) throughput() error {
+	scs := []*scenario{
+		{name: "/v1/responses", mgPath: "/v1/responses", mgBody: respBody, flrBody: respBody, target: 1.00},
+		{name: "/v1/responses stream", mgPath: "/v1/responses", mgBody: respStreamBody, flrBody: respStreamBody, target: 1.00},
+		{name: "/v1/chat/completions", mgPath: "/v1/chat/completions", mgBody: chatBody, flrBody: upstreamEquivalent(chatBody), target: 0.90},
+		{name: "/v1/chat/completions stream", mgPath: "/v1/chat/completions", mgBody: chatStreamBody, flrBody: upstreamEquivalent(chatStreamBody), target: 0.90},
+	}
+	type scripts struct{ mg, flr string }
+	sc := make([]scripts, len(scs))
+	for i, s := range scs {
+		var err error
+		if sc[i].mg, err = luaScript(b.o.workDir, "tp-mg-"+strconv.Itoa(i), benchKey, s.mgBody); err != nil {
+			return err
+		}
+		if sc[i].flr, err = luaScript(b.o.workDir, "tp-floor-"+strconv.Itoa(i), "caller-key", s.flrBody); err != nil {
+			return err
+		}
+		// Warm both up: connection pools, page cache, the Go heap.
+		if _, err := b.wrkOnce(b.flr, "/v1/responses", sc[i].flr, b.o.threads, b.o.conns, time.Second); err != nil {
+			return err
+		}
+		if _, err := b.wrkOnce(b.mg, s.mgPath, sc[i].mg, b.o.threads, b.o.conns, time.Second); err != nil {
+			return err
+		}
+	}
+	for round := range b.o.rounds {
+		for i, s := range scs {
+			runs := []func() error{
+				func() error {
+					r, err := b.wrkOnce(b.flr, "/v1/responses", sc[i].flr, b.o.threads, b.o.conns, b.o.duration)
+					s.flrRPS = append(s.flrRPS, r.res.rps)
+					s.flrCPU = append(s.flrCPU, us(r.cpuPerReq))
+					s.flrP50 = append(s.flrP50, us(r.res.p50))
+					return err
+				},
+				func() error {
+					r, err := b.wrkOnce(b.mg, s.mgPath, sc[i].mg, b.o.threads, b.o.conns, b.o.duration)
+					s.mgRPS = append(s.mgRPS, r.res.rps)
+					s.mgCPU = append(s.mgCPU, us(r.cpuPerReq))
+					s.mgP50 = append(s.mgP50, us(r.res.p50))
+					return err
+				},
+			}
+			if (round+i)%2 == 1 {
+				runs[0], runs[1] = runs[1], runs[0]
+			}
+			for _, f := range runs {
+				if err := f(); err != nil {
+					return err
+				}
+			}
+			n := len(s.mgRPS) - 1
+			s.ratios = append(s.ratios, s.mgRPS[n]/s.flrRPS[n])
+			fmt.Fprintf(os.Stderr, "round %d %-28s floor %8.0f rps  modelgate %8.0f rps  ratio %.3f\n", round+1, s.name, s.flrRPS[n], s.mgRPS[n], s.ratios[n])
+		}
+	}
+	b.rep.throughput = scs
+	return nil
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+type latencyCase struct {
+	name               string
+	direct, floor, mg  [2][]float64 // p50, p99 in µs per round
+	addedP50, addedP99 []float64
+}
+
+func (b *bench) latency() error {
+	cases := []struct {
+		name           string
+		mgPath         string
+		mgBody, upBody []byte
+	}{
+		{"/v1/responses", "/v1/responses", respBody, respBody},
+		{"/v1/chat/completions", "/v1/chat/completions", chatBody, upstreamEquivalent(chatBody)},
+	}
+	for ci, c := range cases {
+		up, err := luaScript(b.o.workDir, "lat-up-"+strconv.Itoa(ci), platformKey, c.upBody)
+		if err != nil {
+			return err
+		}
+		mg, err := luaScript(b.o.workDir, "lat-mg-"+strconv.Itoa(ci), benchKey, c.mgBody)
+		if err != nil {
+			return err
+		}
+		lc := &latencyCase{name: c.name}
+		targets := []struct {
+			p      *proc
+			path   string
+			script string
+			into   *[2][]float64
+		}{
+			{b.up, "/v1/responses", up, &lc.direct},
+			{b.flr, "/v1/responses", up, &lc.floor},
+			{b.mg, c.mgPath, mg, &lc.mg},
+		}
+		for _, t := range targets {
+			if _, err := b.wrkOnce(t.p, t.path, t.script, 1, 1, time.Second); err != nil {
+				return err
+			}
+		}
+		for round := range b.o.rounds {
+			for k := range targets {
+				t := targets[(k+round)%len(targets)]
+				r, err := b.wrkOnce(t.p, t.path, t.script, 1, 1, b.o.latDuration)
+				if err != nil {
+					return err
+				}
+				t.into[0] = append(t.into[0], us(r.res.p50))
+				t.into[1] = append(t.into[1], us(r.res.p99))
+			}
+			n := len(lc.mg[0]) - 1
+			lc.addedP50 = append(lc.addedP50, lc.mg[0][n]-lc.direct[0][n])
+			lc.addedP99 = append(lc.addedP99, lc.mg[1][n]-lc.direct[1][n])
+			fmt.Fprintf(os.Stderr, "round %d %-22s p50/p99 µs: direct %.0f/%.0f floor %.0f/%.0f modelgate %.0f/%.0f\n", round+1, c.name,
+				lc.direct[0][n], lc.direct[1][n], lc.floor[0][n], lc.floor[1][n], lc.mg[0][n], lc.mg[1][n])
+		}
+		b.rep.latency = append(b.rep.latency, lc)
+	}
+	return nil
+}
+
+type eventCase struct {
+	name     string
+	p50, p99 []float64 // µs per round
+	max      float64
+	events   int
+}
+
+func (b *bench) events() error {
+	targets := []target{
+		{name: "direct (upstream)", url: b.up.url + "/v1/responses", key: platformKey, body: ticksBody},
+		{name: "floor", url: b.flr.url + "/v1/responses", key: "caller-key", body: ticksBody},
+		{name: "modelgate /v1/responses", url: b.mg.url + "/v1/responses", key: benchKey, body: ticksBody},
+		{name: "modelgate /v1/chat/completions", url: b.mg.url + "/v1/chat/completions", key: benchKey, body: ticksChatBody, chat: true},
+	}
+	cases := make([]*eventCase, len(targets))
+	for i, t := range targets {
+		cases[i] = &eventCase{name: t.name}
+	}
+	for round := range b.o.rounds {
+		for k := range targets {
+			i := (k + round) % len(targets)
+			ds, err := eventDelays(targets[i], b.o.tickStreams)
+			if err != nil {
+				return err
+			}
+			c := cases[i]
+			c.p50 = append(c.p50, us(percentile(ds, 50)))
+			c.p99 = append(c.p99, us(percentile(ds, 99)))
+			c.max = max(c.max, us(percentile(ds, 100)))
+			c.events += len(ds)
+		}
+	}
+	b.rep.events = cases
+	return nil
+}
+
+type memoryResult struct {
+	name       string
+	base, peak int64
+	err        error
+}
+
+// memory runs each check on a freshly started process, so earlier load does not blur it.
+func (b *bench) memory() error {
+	fresh := func(name string) (*proc, error) { return b.startModelgate(name, true) }
+	checks := []struct {
+		name string
+		run  func() (int64, int64, error)
+	}{
+		{fmt.Sprintf("modelgate: %d open /v1/responses streams", b.o.streams), func() (int64, int64, error) {
+			p, err := fresh("mg-streams")
+			if err != nil {
+				return 0, 0, err
+			}
+			defer p.stop()
+			return openStreamsRSS(p.pid(), target{name: p.name, url: p.url + "/v1/responses", key: benchKey, body: slowBody}, b.o.streams)
+		}},
+		{fmt.Sprintf("modelgate: %d open chat streams", b.o.streams), func() (int64, int64, error) {
+			p, err := fresh("mg-chat-streams")
+			if err != nil {
+				return 0, 0, err
+			}
+			defer p.stop()
+			return openStreamsRSS(p.pid(), target{name: p.name, url: p.url + "/v1/chat/completions", key: benchKey, body: slowChatBody}, b.o.streams)
+		}},
+		{fmt.Sprintf("floor: %d open streams", b.o.streams), func() (int64, int64, error) {
+			p, err := b.startReporting("floor-streams", "floor", "--upstream", b.up.url, "--key", platformKey)
+			if err != nil {
+				return 0, 0, err
+			}
+			defer p.stop()
+			return openStreamsRSS(p.pid(), target{name: p.name, url: p.url + "/v1/responses", key: "caller-key", body: slowBody}, b.o.streams)
+		}},
+		{fmt.Sprintf("modelgate: %d MB asset upload", b.o.uploadBytes/1_000_000), func() (int64, int64, error) {
+			p, err := fresh("mg-upload")
+			if err != nil {
+				return 0, 0, err
+			}
+			defer p.stop()
+			return uploadRSS(p.pid(), p.url+"/api/open/v2/assets", benchKey, b.o.uploadBytes)
+		}},
+		{fmt.Sprintf("floor: %d MB asset upload", b.o.uploadBytes/1_000_000), func() (int64, int64, error) {
+			p, err := b.startReporting("floor-upload", "floor", "--upstream", b.up.url, "--key", platformKey)
+			if err != nil {
+				return 0, 0, err
+			}
+			defer p.stop()
+			return uploadRSS(p.pid(), p.url+"/api/open/v2/assets", "caller-key", b.o.uploadBytes)
+		}},
+	}
+	for _, c := range checks {
+		base, peak, err := c.run()
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		fmt.Fprintf(os.Stderr, "%-40s base %s peak %s\n", c.name, mb(base), mb(peak))
+		b.rep.memory = append(b.rep.memory, memoryResult{name: c.name, base: base, peak: peak})
+	}
+	return b.overheadHeader()
+}
+
+func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/(1<<20)) }
+
+// overheadHeader samples x-modelgate-overhead-ms from a modelgate with the header on.
+func (b *bench) overheadHeader() error {
+	p, err := b.startModelgate("mg-overhead", true)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	client := &http.Client{}
+	for _, c := range []struct {
+		name, path string
+		body       []byte
+	}{
+		{"/v1/responses", "/v1/responses", respBody},
+		{"/v1/responses stream", "/v1/responses", respStreamBody},
+		{"/v1/chat/completions", "/v1/chat/completions", chatBody},
+		{"/v1/chat/completions stream", "/v1/chat/completions", chatStreamBody},
+	} {
+		var vals []float64
+		for range 500 {
+			resp, err := post(context.Background(), client, target{url: p.url + c.path, key: benchKey, body: c.body})
+			if err != nil {
+				return err
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			v, err := strconv.ParseFloat(resp.Header.Get("X-Modelgate-Overhead-Ms"), 64)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "%s: no usable x-modelgate-overhead-ms header (%q)\n", c.name, resp.Header.Get("X-Modelgate-Overhead-Ms"))
+				break
+			}
+			vals = append(vals, v*1000)
+		}
+		if len(vals) > 0 {
+			b.rep.overhead = append(b.rep.overhead, overheadResult{name: c.name, p50: median(vals), p99: pct(vals, 99)})
+		}
+	}
+	return nil
+}
+
+type overheadResult struct {
+	name     string
+	p50, p99 float64 // µs
+}
+
+func pct(xs []float64, p float64) float64 {
+	ds := make([]time.Duration, len(xs))
+	for i, x := range xs {
+		ds[i] = time.Duration(x * 1000)
+	}
+	return float64(percentile(ds, p)) / 1000
+}

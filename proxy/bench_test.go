@@ -1,0 +1,212 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"modelgate/auth"
+	"modelgate/config"
+	"modelgate/platform"
+	"modelgate/platformsim"
+	"modelgate/ratelimit"
+)
+
+// The benchmarks below run the whole handler chain (routing, auth, admission, body checks,
+// upstream call, relay, access log record) in process. The upstream is a RoundTripper that
+// answers with bytes rendered once by the simulated platform, handing a stream over one event
+// per Read as a network would; the client is a writer that keeps nothing. So the figures are
+// modelgate's own work plus a handful of allocations of the harness (request, bodies).
+
+// cannedUpstream answers every call with a prepared answer chosen by the request's stream flag.
+type cannedUpstream struct {
+	json, stream []byte
+	jsonHdr      http.Header
+	streamHdr    http.Header
+}
+
+func (u *cannedUpstream) RoundTrip(req *http.Request) (*http.Response, error) {
+	var scratch [512]byte
+	stream := false
+	if req.Body != nil {
+		for {
+			n, err := req.Body.Read(scratch[:])
+			if bytes.Contains(scratch[:n], []byte(`"stream":true`)) {
+				stream = true
+			}
+			if err != nil {
+				break
+			}
+		}
+		req.Body.Close()
+	}
+	resp := &http.Response{StatusCode: http.StatusOK, ProtoMajor: 1, ProtoMinor: 1, Request: req}
+	if stream {
+		resp.Header, resp.Body, resp.ContentLength = u.streamHdr, &eventByEvent{b: u.stream}, -1
+	} else {
+		resp.Header, resp.Body, resp.ContentLength = u.jsonHdr, io.NopCloser(bytes.NewReader(u.json)), int64(len(u.json))
+	}
+	return resp, nil
+}
+
+// eventByEvent hands out one SSE event per Read, the way a platform flushing each event
+// arrives over a socket.
+type eventByEvent struct{ b []byte }
+
+func (e *eventByEvent) Read(p []byte) (int, error) {
+	if len(e.b) == 0 {
+		return 0, io.EOF
+	}
+	end := len(e.b)
+	if i := bytes.Index(e.b, []byte("\n\n")); i >= 0 {
+		end = i + 2
+	}
+	n := copy(p, e.b[:end])
+	e.b = e.b[n:]
+	return n, nil
+}
+
+func (e *eventByEvent) Close() error { return nil }
+
+// render asks the simulated platform for its answer to body.
+func render(b *testing.B, sim *platformsim.Sim, body string) ([]byte, http.Header) {
+	b.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/v1/responses", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer sk-platform")
+	w := httptest.NewRecorder()
+	sim.ServeHTTP(w, req)
+	if w.Code != http.StatusOK {
+		b.Fatalf("sim answered %d: %s", w.Code, w.Body.Bytes())
+	}
+	return w.Body.Bytes(), w.Header().Clone()
+}
+
+// discardWriter is a client that reads everything and keeps nothing.
+type discardWriter struct {
+	h      http.Header
+	status int
+	n      int
+}
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) WriteHeader(code int)        { w.status = code }
+func (w *discardWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
+func (w *discardWriter) Flush()                      {}
+
+const benchYAML = `
+listen: 127.0.0.1:0
+upstream:
+  gateway_url: http://upstream.invalid
+  base_url: http://upstream.invalid
+  api_key: sk-platform
+teams:
+  - name: bench
+    keys:
+      - name: bench-1
+        key: mg-bench-key-1
+`
+
+// newBenchServer builds a Server whose platform is up; the access log is discarded.
+func newBenchServer(b *testing.B, up http.RoundTripper) http.Handler {
+	b.Helper()
+	cfg, err := config.Parse([]byte(benchYAML), "bench.yaml", func(string) (string, bool) { return "", false })
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := auth.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	client, err := platform.New(cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL, up)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lim, err := ratelimit.New(ratelimit.Options{Store: "memory", DataPath: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { lim.Close() })
+	s, err := New(Deps{Config: cfg, Auth: a, Limiter: lim, Platform: client, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s.Handler()
+}
+
+// benchRoute drives one route with one body until b.Loop ends.
+func benchRoute(b *testing.B, h http.Handler, path, body string, wantMin int) {
+	b.Helper()
+	w := &discardWriter{h: http.Header{}}
+	payload := []byte(body)
+	req := httptest.NewRequest(http.MethodPost, path, nil)
+	req.Header.Set("Authorization", "Bearer mg-bench-key-1")
+	req.Header.Set("Content-Type", "application/json")
+	rd := bytes.NewReader(payload)
+	b.SetBytes(int64(len(payload)))
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(w.h)
+		w.status, w.n = 0, 0
+		rd.Reset(payload)
+		req.Body, req.ContentLength = io.NopCloser(rd), int64(len(payload))
+		h.ServeHTTP(w, req)
+		if w.status != http.StatusOK || w.n < wantMin {
+			b.Fatalf("status %d, %d bytes", w.status, w.n)
+		}
+	}
+}
+
+// benchUpstream renders the minimal platform's answers, and sim-long's 200-delta stream for
+// the stream_200 cases.
+func benchUpstream(b *testing.B, model string) *cannedUpstream {
+	b.Helper()
+	sim := platformsim.New(platformsim.Options{Minimal: model == ""})
+	if model == "" {
+		model = "bench"
+	}
+	u := &cannedUpstream{}
+	u.json, u.jsonHdr = render(b, sim, `{"model":"`+model+`","input":"Write one short sentence about benchmarks."}`)
+	u.stream, u.streamHdr = render(b, sim, `{"model":"`+model+`","input":"Write one short sentence about benchmarks.","stream":true}`)
+	return u
+}
+
+func BenchmarkPassthrough(b *testing.B) {
+	minimal, long := benchUpstream(b, ""), benchUpstream(b, "sim-long")
+	cases := []struct {
+		name string
+		up   *cannedUpstream
+		body string
+	}{
+		{"nonstream", minimal, `{"model":"bench","input":"Write one short sentence about benchmarks."}`},
+		{"stream", minimal, `{"model":"bench","input":"Write one short sentence about benchmarks.","stream":true}`},
+		{"stream_200", long, `{"model":"sim-long","input":"Write one short sentence about benchmarks.","stream":true}`},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			benchRoute(b, newBenchServer(b, c.up), "/v1/responses", c.body, 100)
+		})
+	}
+}
+
+func BenchmarkChat(b *testing.B) {
+	minimal, long := benchUpstream(b, ""), benchUpstream(b, "sim-long")
+	const msgs = `"messages":[{"role":"user","content":"Write one short sentence about benchmarks."}]`
+	cases := []struct {
+		name string
+		up   *cannedUpstream
+		body string
+	}{
+		{"nonstream", minimal, `{"model":"bench",` + msgs + `}`},
+		{"stream", minimal, `{"model":"bench","stream":true,` + msgs + `}`},
+		{"stream_200", long, `{"model":"sim-long","stream":true,` + msgs + `}`},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			benchRoute(b, newBenchServer(b, c.up), "/v1/chat/completions", c.body, 100)
+		})
+	}
+}
