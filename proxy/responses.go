@@ -113,13 +113,24 @@ func prepareResponsesBody(body []byte, upstreamModel, clientModel string) ([]byt
 			return nil, err
 		}
 	}
-	for _, f := range gjson.GetManyBytes(body, steeringFields...) {
-		if f.Exists() {
-			for _, name := range steeringFields {
-				if body, err = sjson.DeleteBytes(body, name); err != nil {
+	return stripSteeringFields(body)
+}
+
+// stripSteeringFields removes every top-level steering field, duplicates included: a delete
+// takes one occurrence, so it repeats until none is left.
+func stripSteeringFields(body []byte) ([]byte, error) {
+	var err error
+	for range len(body) {
+		found := false
+		for i, f := range gjson.GetManyBytes(body, steeringFields...) {
+			if f.Exists() {
+				found = true
+				if body, err = sjson.DeleteBytes(body, steeringFields[i]); err != nil {
 					return nil, err
 				}
 			}
+		}
+		if !found {
 			break
 		}
 	}
