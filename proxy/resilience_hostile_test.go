@@ -1,0 +1,330 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"modelgate/config"
+)
+
+// Hostile bodies are refused locally with a 4xx in OpenAI shape, and nothing goes upstream.
+func TestHostileBodies(t *testing.T) {
+	env := newResEnv(t, resOptions{mutate: func(c *config.Config) { c.Server.MaxBodyBytes = 4096 }})
+	over := func(prefix string) string { // exactly one byte over the 4096-byte limit
+		s := prefix + `","x":"`
+		return s + strings.Repeat("a", 4096-len(s)-1) + `"}` // 4097 bytes
+	}
+	deep := strings.Repeat("[", 2000) + strings.Repeat("]", 2000)
+	tests := []struct {
+		name, path, body string
+		chunked          bool
+		want             int
+	}{
+		{"responses_truncated_json", "/v1/responses", `{"model":"sim-chat","input":"hi"`, false, 400},
+		{"responses_trailing_garbage", "/v1/responses", `{"model":"sim-chat","input":"hi"} trailing`, false, 400},
+		{"responses_two_objects", "/v1/responses", `{"model":"sim-chat","input":"hi"}{"model":"x"}`, false, 400},
+		{"responses_string_body", "/v1/responses", `"hello"`, false, 400},
+		{"responses_null_body", "/v1/responses", `null`, false, 400},
+		{"responses_input_number", "/v1/responses", `{"model":"sim-chat","input":5}`, false, 400},
+		{"responses_input_object", "/v1/responses", `{"model":"sim-chat","input":{"a":1}}`, false, 400},
+		{"responses_model_array", "/v1/responses", `{"model":["sim-chat"],"input":"hi"}`, false, 400},
+		{"responses_model_empty", "/v1/responses", `{"model":"","input":"hi"}`, false, 400},
+		{"responses_max_output_string", "/v1/responses", `{"model":"sim-chat","input":"hi","max_output_tokens":"10"}`, false, 400},
+		{"responses_max_output_fraction", "/v1/responses", `{"model":"sim-chat","input":"hi","max_output_tokens":1.5}`, false, 400},
+		{"responses_max_output_negative", "/v1/responses", `{"model":"sim-chat","input":"hi","max_output_tokens":-1}`, false, 400},
+		{"responses_stream_number", "/v1/responses", `{"model":"sim-chat","input":"hi","stream":1}`, false, 400},
+		{"responses_model_path_trick_not_allowed", "/v1/responses", `{"model":"../../sim-tools","input":"hi"}`, false, 404},
+		{"responses_over_limit", "/v1/responses", over(`{"model":"sim-chat","input":"hi`), false, 413},
+		{"responses_over_limit_chunked", "/v1/responses", over(`{"model":"sim-chat","input":"hi`), true, 413},
+		{"chat_truncated_json", "/v1/chat/completions", `{"model":"sim-chat","messages":[`, false, 400},
+		{"chat_messages_string", "/v1/chat/completions", `{"model":"sim-chat","messages":"hi"}`, false, 400},
+		{"chat_messages_missing", "/v1/chat/completions", `{"model":"sim-chat"}`, false, 400},
+		{"chat_messages_empty", "/v1/chat/completions", `{"model":"sim-chat","messages":[]}`, false, 400},
+		{"chat_role_number", "/v1/chat/completions", `{"model":"sim-chat","messages":[{"role":7,"content":"hi"}]}`, false, 400},
+		{"chat_role_unknown", "/v1/chat/completions", `{"model":"sim-chat","messages":[{"role":"root","content":"hi"}]}`, false, 400},
+		{"chat_content_number", "/v1/chat/completions", `{"model":"sim-chat","messages":[{"role":"user","content":5}]}`, false, 400},
+		{"chat_model_number", "/v1/chat/completions", `{"model":5,"messages":[{"role":"user","content":"hi"}]}`, false, 400},
+		{"chat_stream_string", "/v1/chat/completions", `{"model":"sim-chat","messages":[{"role":"user","content":"hi"}],"stream":"yes"}`, false, 400},
+		{"chat_n_string", "/v1/chat/completions", `{"model":"sim-chat","messages":[{"role":"user","content":"hi"}],"n":"2"}`, false, 400},
+		{"chat_n_zero", "/v1/chat/completions", `{"model":"sim-chat","messages":[{"role":"user","content":"hi"}],"n":0}`, false, 400},
+		{"chat_temperature_string", "/v1/chat/completions", `{"model":"sim-chat","messages":[{"role":"user","content":"hi"}],"temperature":"hot"}`, false, 400},
+		{"chat_max_tokens_negative", "/v1/chat/completions", `{"model":"sim-chat","messages":[{"role":"user","content":"hi"}],"max_tokens":-5}`, false, 400},
+		{"chat_deep_nesting", "/v1/chat/completions", `{"model":"sim-chat","messages":` + deep + `}`, false, 400},
+		{"chat_over_limit", "/v1/chat/completions", over(`{"model":"sim-chat","messages":[{"role":"user","content":"hi"}],"u":"`), false, 413},
+		{"chat_over_limit_chunked", "/v1/chat/completions", over(`{"model":"sim-chat","messages":[{"role":"user","content":"hi"}],"u":"`), true, 413},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env.sim.Reset()
+			var body io.Reader = strings.NewReader(tt.body)
+			if tt.chunked {
+				body = io.MultiReader(body) // hides the length: sent chunked
+			}
+			req, _ := http.NewRequest(http.MethodPost, env.front.URL+tt.path, body)
+			key := keyAlpha1
+			if tt.want == 404 {
+				key = keyBeta // beta may use sim-chat only
+			}
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := env.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.want, got)
+			}
+			assertOpenAIError(t, got)
+			if n := len(env.sim.Requests()); n != 0 {
+				t.Errorf("platform saw %d requests", n)
+			}
+		})
+	}
+	// The limit itself is accepted: the bound is exact.
+	t.Run("responses_at_limit_accepted", func(t *testing.T) {
+		env.sim.Reset()
+		s := `{"model":"sim-chat","input":"hi","x":"`
+		body := s + strings.Repeat("a", 4096-len(s)-2) + `"}`
+		if code, _, got := env.call(t, "/v1/responses", keyAlpha1, body); code != 200 {
+			t.Fatalf("a body of exactly the limit: status %d: %s", code, got)
+		}
+	})
+}
+
+// Odd Authorization headers get 401 in OpenAI shape and nothing goes upstream. Headers Go's
+// client refuses to send are written on a raw connection.
+func TestHostileAuthHeaders(t *testing.T) {
+	env := newResEnv(t, resOptions{})
+	big := "Bearer " + strings.Repeat("k", 16<<10)
+	tests := []struct {
+		name, auth string
+		raw        bool // sent as raw bytes
+		want       int
+	}{
+		{"missing", "", false, 401},
+		{"bearer_only", "Bearer", false, 401},
+		{"bearer_space", "Bearer ", false, 401},
+		{"basic", "Basic bWctYWxwaGEta2V5LTE6", false, 401},
+		{"token_scheme", "Token " + keyAlpha1, false, 401},
+		{"key_without_scheme", keyAlpha1, false, 401},
+		{"key_prefix", "Bearer mg-alpha-key-", false, 401},
+		{"key_extended", "Bearer " + keyAlpha1 + "x", false, 401},
+		{"two_keys", "Bearer " + keyAlpha1 + ", Bearer " + keyBeta, false, 401},
+		{"sql", "Bearer ' OR '1'='1", false, 401},
+		{"format_verbs", "Bearer %s%n%x%p", false, 401},
+		{"header_16k", big, false, 401},
+		{"unicode", "Bearer mg-alpha-kéy-1", false, 401},
+		{"nul_after_key", "Bearer " + keyAlpha1 + "\x00", true, 400},
+		{"tab_inside_key", "Bearer mg-alpha\tkey-1", true, 401},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env.sim.Reset()
+			var code int
+			var body []byte
+			if tt.raw {
+				code, body = rawHTTP(t, env, "POST", "/v1/responses", "Authorization: "+tt.auth, respBody)
+			} else {
+				req, _ := newPost(env.front.URL+"/v1/responses", respBody)
+				if tt.auth != "" {
+					req.Header["Authorization"] = []string{tt.auth}
+				}
+				resp, err := env.client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ = io.ReadAll(resp.Body)
+				resp.Body.Close()
+				code = resp.StatusCode
+			}
+			if code != tt.want {
+				t.Fatalf("status %d, want %d: %s", code, tt.want, body)
+			}
+			if code == 401 {
+				assertOpenAIError(t, body)
+			}
+			if n := len(env.sim.Requests()); n != 0 {
+				t.Errorf("platform saw %d requests", n)
+			}
+		})
+	}
+}
+
+// Path tricks reach no route: 4xx, nothing upstream.
+func TestHostilePaths(t *testing.T) {
+	env := newResEnv(t, resOptions{})
+	paths := []string{
+		"/v1/responses/",
+		"/v1//responses",
+		"//v1/responses",
+		"/v1/./responses",
+		"/v1/../v1/responses",
+		"/v1/chat/../responses",
+		"/V1/responses",
+		"/v1/Responses",
+		"/v1/responses;x=1",
+		"/v1/responses%2F",
+		"/v1/responses%00",
+		"/v1/responses/..%2F..%2Fadmin%2Fusage",
+		"/v1/responses\\..\\models",
+		"/admin/usage",
+		"/v1/" + strings.Repeat("a", 10<<10),
+	}
+	for _, p := range paths {
+		t.Run(url.PathEscape(p)[:min(len(url.PathEscape(p)), 40)], func(t *testing.T) {
+			env.sim.Reset()
+			code, body := rawHTTP(t, env, "POST", p, "Authorization: Bearer "+keyAlpha1, respBody)
+			if code < 400 || code >= 500 {
+				t.Fatalf("status %d, want 4xx: %s", code, body)
+			}
+			if code != http.StatusBadRequest { // 400s here come from net/http itself
+				assertOpenAIError(t, body)
+			}
+			if n := len(env.sim.Requests()); n != 0 {
+				t.Errorf("platform saw %d requests", n)
+			}
+		})
+	}
+}
+
+// rawHTTP writes one HTTP/1.1 request byte for byte and reads the answer.
+func rawHTTP(t testing.TB, env *resEnv, method, path, header, body string) (int, []byte) {
+	t.Helper()
+	conn, err := net.Dial("tcp", env.front.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	msg := method + " " + path + " HTTP/1.1\r\nHost: modelgate\r\nContent-Type: application/json\r\n" +
+		header + "\r\nContent-Length: " + itoa(int64(len(body))) + "\r\nConnection: close\r\n\r\n" + body
+	if _, err := io.WriteString(conn, msg); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// Nothing the client sends can choose the upstream host, path, credential or extra headers:
+// the platform sees modelgate's own request, built from an allow-list.
+func TestHeaderHygieneAndSteering(t *testing.T) {
+	var mu sync.Mutex
+	var dialed []string
+	env := newResEnv(t, resOptions{wrapDial: func(next dialFunc) dialFunc {
+		return func(ctx context.Context, network, addr string) (net.Conn, error) {
+			mu.Lock()
+			dialed = append(dialed, addr)
+			mu.Unlock()
+			return next(ctx, network, addr)
+		}
+	}})
+	steer := `"api_base":"http://evil.example","api_base":"http://evil2.example","base_url":"http://evil.example","baseURL":"http://evil.example",` +
+		`"api_key":"sk-evil","extra_headers":{"Authorization":"Bearer sk-evil"},"organization":"org-evil","api_version":"1"`
+	bodies := map[string]string{
+		"responses":        `{"model":"sim-chat","input":"hi",` + steer + `}`,
+		"responses_stream": `{"model":"sim-chat","input":"hi","stream":true,` + steer + `}`,
+		"chat":             `{"model":"sim-chat","messages":[{"role":"user","content":"hi"}],` + steer + `}`,
+		"chat_stream":      `{"model":"sim-chat","messages":[{"role":"user","content":"hi"}],"stream":true,` + steer + `}`,
+	}
+	hostile := []string{
+		"Connection", "Authorization, X-Team, Keep-Alive",
+		"Keep-Alive", "timeout=5",
+		"X-Team", "beta",
+		"X-Forwarded-For", "10.0.0.1",
+		"X-Forwarded-Host", "evil.example",
+		"X-Forwarded-Proto", "https",
+		"Forwarded", "for=10.0.0.1;host=evil.example",
+		"Proxy-Authorization", "Basic ZXZpbDpldmls",
+		"X-Api-Key", "sk-evil",
+		"Api-Key", "sk-evil",
+		"OpenAI-Organization", "org-evil",
+		"Cookie", "session=evil",
+		"Te", "trailers",
+		"X-Upstream-Url", "http://evil.example",
+		"X-Request-Id", "../../etc/passwd\r",
+	}
+	allowed := map[string]bool{"Authorization": true, "User-Agent": true, "Content-Type": true, "Accept": true,
+		"X-Request-Id": true, "Content-Length": true, "Accept-Encoding": true}
+	simAddr := env.simSrv.Listener.Addr().String()
+	for name, body := range bodies {
+		t.Run(name, func(t *testing.T) {
+			env.sim.Reset()
+			req, _ := newPost(env.front.URL+pathFor(name), body)
+			req.Header.Set("Authorization", "Bearer "+keyAlpha1)
+			for i := 0; i+1 < len(hostile); i += 2 {
+				req.Header[hostile[i]] = []string{strings.TrimSuffix(hostile[i+1], "\r")}
+			}
+			req.Host = "evil.example"
+			resp, err := env.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, got)
+			}
+			reqs := env.sim.Requests()
+			if len(reqs) != 1 {
+				t.Fatalf("platform saw %d requests, want 1", len(reqs))
+			}
+			up := reqs[0]
+			if up.Path != "/v1/responses" || up.RawQuery != "" {
+				t.Errorf("upstream path %q?%q", up.Path, up.RawQuery)
+			}
+			if v := up.Header.Values("Authorization"); len(v) != 1 || v[0] != "Bearer "+env.canary {
+				t.Errorf("upstream credential is not exactly modelgate's")
+			}
+			for h := range up.Header {
+				if !allowed[h] {
+					t.Errorf("header %s reached the platform", h)
+				}
+			}
+			if id := up.Header.Get("X-Request-Id"); strings.ContainsAny(id, "./\r\n") {
+				t.Errorf("hostile request id reached the platform: %q", id)
+			}
+			var sent map[string]json.RawMessage
+			if err := json.Unmarshal(up.Body, &sent); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"api_base", "base_url", "baseURL", "api_key", "extra_headers", "organization", "api_version"} {
+				if _, ok := sent[f]; ok {
+					t.Errorf("body field %s reached the platform", f)
+				}
+			}
+			if strings.Contains(string(up.Body), "evil") {
+				t.Errorf("client steering text reached the platform: %s", up.Body)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, a := range dialed {
+				if a != simAddr {
+					t.Errorf("modelgate dialled %s, not the configured platform", a)
+				}
+			}
+		})
+	}
+}
+
+func pathFor(name string) string {
+	if strings.HasPrefix(name, "chat") {
+		return "/v1/chat/completions"
+	}
+	return "/v1/responses"
+}
