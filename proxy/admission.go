@@ -33,9 +33,37 @@ func (s *Server) authenticate(c *gin.Context) {
 		return
 	}
 	ri := info(c)
-	ri.team, ri.keyName = p.Team, p.KeyName
+	ri.team, ri.keyName, ri.principal = p.Team, p.KeyName, p
 	c.Set(principalKey, p)
 	c.Set(stateKey, st)
+}
+
+// limitRequest is the limiter's view of one request by p.
+func limitRequest(p *auth.Principal, reserve int64) ratelimit.Request {
+	req := ratelimit.Request{
+		Key:    ratelimit.Scope{ID: p.ScopeID, Limits: p.KeyLimits},
+		Shadow: p.Shadow,
+		Tokens: reserve,
+	}
+	if p.TeamScopeID != "" {
+		req.Team = &ratelimit.Scope{ID: p.TeamScopeID, Limits: p.TeamLimits}
+	}
+	return req
+}
+
+// peekLimitHeaders puts the caller's x-ratelimit-* headers on an answer that did not go
+// through admission (model lists, requests refused before admission), so every /v1 answer to
+// a known caller carries them. Nothing is charged.
+func peekLimitHeaders(c *gin.Context) {
+	ri := info(c)
+	if ri.principal == nil || ri.limitHeadersOK || ri.srv == nil {
+		return
+	}
+	ri.limitHeadersOK = true
+	h, err := ri.srv.limiter.Peek(c.Request.Context(), limitRequest(ri.principal, 0))
+	if err == nil {
+		h.Apply(c.Header)
+	}
 }
 
 func principal(c *gin.Context) *auth.Principal {
@@ -49,17 +77,10 @@ func requestState(c *gin.Context) *state {
 // admit asks the limiter for room for one request that may use up to reserve tokens. It sets
 // the x-ratelimit-* headers either way. On refusal it has answered the client and returns nil.
 func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve int64, openAIShape bool) *ratelimit.Ticket {
-	req := ratelimit.Request{
-		Key:    ratelimit.Scope{ID: p.ScopeID, Limits: p.KeyLimits},
-		Shadow: p.Shadow,
-		Tokens: reserve,
-	}
-	if p.TeamScopeID != "" {
-		req.Team = &ratelimit.Scope{ID: p.TeamScopeID, Limits: p.TeamLimits}
-	}
-	ticket, d, err := s.limiter.Admit(c.Request.Context(), req)
+	ticket, d, err := s.limiter.Admit(c.Request.Context(), limitRequest(p, reserve))
 	d.Headers.Apply(c.Header)
 	ri := info(c)
+	ri.limitHeadersOK = true
 	if d.WouldRefuse != "" {
 		ri.refusal = "shadow_" + string(d.WouldRefuse)
 	}

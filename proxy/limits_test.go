@@ -53,18 +53,23 @@ var rateHeaders = []string{
 func TestRateLimitHeadersOnAnswersAndStreams(t *testing.T) {
 	env := newTestEnv(t, limitsYAML, nil)
 	tests := []struct {
-		name, path, body string
+		name, method, path, body string
+		wantStatus               int
 	}{
-		{"responses_json", "/v1/responses", `{"model":"sim-chat","input":"hi"}`},
-		{"responses_stream", "/v1/responses", `{"model":"sim-chat","input":"hi","stream":true}`},
-		{"chat_json", "/v1/chat/completions", `{"model":"sim-chat","messages":[{"role":"user","content":"hi"}]}`},
-		{"chat_stream", "/v1/chat/completions", `{"model":"sim-chat","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"responses_json", "POST", "/v1/responses", `{"model":"sim-chat","input":"hi"}`, 200},
+		{"responses_stream", "POST", "/v1/responses", `{"model":"sim-chat","input":"hi","stream":true}`, 200},
+		{"chat_json", "POST", "/v1/chat/completions", `{"model":"sim-chat","messages":[{"role":"user","content":"hi"}]}`, 200},
+		{"chat_stream", "POST", "/v1/chat/completions", `{"model":"sim-chat","stream":true,"messages":[{"role":"user","content":"hi"}]}`, 200},
+		{"models", "GET", "/v1/models", ``, 200},
+		{"bad_body_before_admission", "POST", "/v1/chat/completions", `{"model":"sim-chat","messages":[]}`, 400},
+		{"unknown_route", "GET", "/v1/nothing", ``, 404},
+		{"upstream_error", "POST", "/v1/responses", `{"model":"sim-500","input":"hi"}`, 500},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, hdr, body := env.do(t, "POST", tt.path, keyAlpha2, []byte(tt.body))
-			if status != 200 {
-				t.Fatalf("status %d: %s", status, body)
+			status, hdr, body := env.do(t, tt.method, tt.path, keyAlpha2, []byte(tt.body))
+			if status != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %s", status, tt.wantStatus, body)
 			}
 			for _, h := range rateHeaders {
 				if hdr.Get(h) == "" {

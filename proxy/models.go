@@ -61,6 +61,7 @@ func (s *Server) listModels(c *gin.Context) {
 		Object string        `json:"object"`
 		Data   []modelObject `json:"data"`
 	}{"list", data})
+	peekLimitHeaders(c)
 	c.Data(http.StatusOK, "application/json", b)
 }
 
@@ -70,6 +71,7 @@ func (s *Server) getModel(c *gin.Context) {
 	id := c.Param("id")
 	if _, ok := st.models.upstream[id]; ok && p.AllowsModel(id) {
 		b, _ := json.Marshal(modelObject{ID: id, Object: "model", Created: modelsCreated, OwnedBy: "modelgate"})
+		peekLimitHeaders(c)
 		c.Data(http.StatusOK, "application/json", b)
 		return
 	}

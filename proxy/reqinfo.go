@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"modelgate/auth"
 )
 
 // requestInfo collects what the access log and the metrics report about one request. Handlers
@@ -26,6 +28,12 @@ type requestInfo struct {
 	ttfb         time.Duration // time to first byte of a stream, when there was one
 	upstreamErr  string        // kind of upstream failure: dial, timeout, status_5xx, ...
 	clientGone   bool
+
+	// For answers that never reached the limiter: who asked, so their x-ratelimit-* headers
+	// can still be read (see peekLimitHeaders).
+	srv            *Server
+	principal      *auth.Principal
+	limitHeadersOK bool // the limiter's headers are already on the answer
 }
 
 const infoKey = "modelgate.info"

@@ -164,12 +164,17 @@ func (s *Server) noRoute(c *gin.Context) {
 		abortEnvelope(c, http.StatusNotFound, platform.CodeBusiness, "not found")
 		return
 	}
+	// A known caller's 404 carries its rate-limit headers like every other /v1 answer; an
+	// unknown one still gets 404, not 401, so routes cannot be probed for auth.
+	if p, err := s.state().auth.Authenticate(c.GetHeader("Authorization")); err == nil {
+		info(c).principal = p
+	}
 	notFoundOpenAI(c)
 }
 
 // observe assigns the request id, times the request and reports it when done.
 func (s *Server) observe(c *gin.Context) {
-	ri := &requestInfo{start: time.Now()}
+	ri := &requestInfo{start: time.Now(), srv: s}
 	if id := c.GetHeader("X-Request-Id"); saneRequestID(id) {
 		ri.requestID = id
 	} else {
