@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -52,6 +53,9 @@ type Client struct {
 	gateway *url.URL
 	base    *url.URL
 	HTTP    *http.Client
+	// gatewayResponses is {gateway_url}/v1/responses, spelled once: the hot route builds its
+	// requests without joining, escaping and printing a URL each time.
+	gatewayResponses string
 }
 
 // New checks the two base addresses and returns a client using transport t.
@@ -64,9 +68,14 @@ func New(gatewayURL, baseURL string, t http.RoundTripper) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	responses, err := joinURL(g, Call{Path: ResponsesPath})
+	if err != nil {
+		return nil, err
+	}
 	return &Client{
-		gateway: g,
-		base:    b,
+		gateway:          g,
+		base:             b,
+		gatewayResponses: responses,
 		// No Timeout: deadlines come from each request's context. Redirects are not followed,
 		// so the credential is never sent to a host the platform names.
 		HTTP: &http.Client{
@@ -128,19 +137,14 @@ func (c *Client) NewOpenAPIRequest(ctx context.Context, call Call) (*http.Reques
 }
 
 func (c *Client) newRequest(ctx context.Context, base *url.URL, call Call) (*http.Request, error) {
-	if !strings.HasPrefix(call.Path, "/") {
-		return nil, errors.New("platform: path must be absolute")
-	}
-	u := *base
-	// Path holds already-escaped segments; set both forms so nothing is re-encoded or decoded.
-	unescaped, err := url.PathUnescape(call.Path)
-	if err != nil {
-		return nil, fmt.Errorf("platform: bad path: %w", err)
-	}
-	u.Path = base.Path + unescaped
-	u.RawPath = base.EscapedPath() + call.Path
-	if len(call.Query) > 0 {
-		u.RawQuery = call.Query.Encode()
+	var target string
+	if base == c.gateway && call.Path == ResponsesPath && len(call.Query) == 0 {
+		target = c.gatewayResponses
+	} else {
+		var err error
+		if target, err = joinURL(base, call); err != nil {
+			return nil, err
+		}
 	}
 	var body io.Reader
 	switch {
@@ -149,26 +153,78 @@ func (c *Client) newRequest(ctx context.Context, base *url.URL, call Call) (*htt
 	case call.Body != nil:
 		body = bytes.NewReader(call.Body)
 	}
-	req, err := http.NewRequestWithContext(ctx, call.Method, u.String(), body)
+	req, err := http.NewRequestWithContext(ctx, call.Method, target, body)
 	if err != nil {
 		return nil, fmt.Errorf("platform: build request: %w", err)
 	}
 	if call.BodyReader != nil {
 		req.ContentLength = -1
 	}
+	// The header map is filled directly with canonical names; constant values share one
+	// read-only slice instead of a fresh one per request.
 	h := req.Header
-	h.Set("User-Agent", "modelgate/"+Version)
+	h["User-Agent"] = userAgent()
 	if call.ContentType != "" {
-		h.Set("Content-Type", call.ContentType)
+		h["Content-Type"] = constValue(call.ContentType)
 	}
 	if call.Accept != "" {
-		h.Set("Accept", call.Accept)
+		h["Accept"] = constValue(call.Accept)
 	}
 	if call.RequestID != "" {
-		h.Set("X-Request-Id", call.RequestID)
+		h["X-Request-Id"] = []string{call.RequestID}
 	}
 	if call.Key != "" {
-		h.Set("Authorization", "Bearer "+call.Key)
+		h["Authorization"] = []string{"Bearer " + call.Key}
 	}
 	return req, nil
+}
+
+// joinURL is base plus the call's path and query.
+func joinURL(base *url.URL, call Call) (string, error) {
+	if !strings.HasPrefix(call.Path, "/") {
+		return "", errors.New("platform: path must be absolute")
+	}
+	u := *base
+	// Path holds already-escaped segments; set both forms so nothing is re-encoded or decoded.
+	unescaped, err := url.PathUnescape(call.Path)
+	if err != nil {
+		return "", fmt.Errorf("platform: bad path: %w", err)
+	}
+	u.Path = base.Path + unescaped
+	u.RawPath = base.EscapedPath() + call.Path
+	if len(call.Query) > 0 {
+		u.RawQuery = call.Query.Encode()
+	}
+	return u.String(), nil
+}
+
+var (
+	jsonValue  = []string{"application/json"}
+	eventValue = []string{"text/event-stream"}
+	uaValue    atomic.Pointer[userAgentValue]
+)
+
+type userAgentValue struct {
+	version string // the Version it was built for
+	header  []string
+}
+
+func constValue(v string) []string {
+	switch v {
+	case "application/json":
+		return jsonValue
+	case "text/event-stream":
+		return eventValue
+	}
+	return []string{v}
+}
+
+// userAgent is "modelgate/"+Version, rebuilt only when main has set a new Version.
+func userAgent() []string {
+	if p := uaValue.Load(); p != nil && p.version == Version {
+		return p.header
+	}
+	v := &userAgentValue{version: Version, header: []string{"modelgate/" + Version}}
+	uaValue.Store(v)
+	return v.header
 }
