@@ -334,6 +334,9 @@ func (er *eventReader) next() (rawEvent, error) {
 			ev.raw = er.buf[:er.scan]
 			if hasData {
 				ev.data = er.data
+				if ev.data == nil {
+					ev.data = []byte{} // "data" with an empty value is still data
+				}
 			}
 			return ev, nil
 		}
