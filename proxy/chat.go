@@ -348,14 +348,19 @@ func (cc *chatCall) stream() ratelimit.Usage {
 }
 
 // write sends converted bytes to the client and flushes. false means the client is gone.
-func (cc *chatCall) write(out []byte) bool {
+func (cc *chatCall) write(out []byte) bool { return cc.send(out, true) }
+
+// queue is write without the flush, for a relay that flushes before it waits.
+func (cc *chatCall) queue(out []byte) bool { return cc.send(out, false) }
+
+func (cc *chatCall) send(out []byte, flush bool) bool {
 	if len(out) == 0 {
 		return true
 	}
 	if cc.ri.ttfb == 0 {
 		cc.ri.ttfb = time.Since(cc.ri.start)
 	}
-	if cc.sw.write(out) != nil {
+	if cc.sw.send(out, flush) != nil {
 		cc.ri.clientGone = true
 		return false
 	}
@@ -363,18 +368,27 @@ func (cc *chatCall) write(out []byte) bool {
 }
 
 // pumpDirect converts one upstream stream on the handler's goroutine: the common case, with
-// no channel hop between upstream read and client write.
+// no channel hop between upstream read and client write. Converted chunks are queued and
+// flushed whenever the relay is about to wait for the platform (see streamWriter).
 func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, conv *translate.StreamConverter) {
 	idle := newIdleTimer(cc.st.cfg.Upstream.StreamIdleTimeout, cancel)
 	defer idle.stop()
+	events := newEventReader(&idleReader{r: resp.Body, idle: idle}, maxEventSize)
+	defer events.release()
+	events.beforeWait = cc.sw.flush
+	defer cc.sw.flush()
 	var readErr error
-	for ev, err := range sse.Read(&idleReader{r: resp.Body, idle: idle}, sseReadConfig) {
+	for {
+		ev, err := events.next()
 		if err != nil {
-			readErr = err
+			readErr = chatReadErr(err)
 			break
 		}
-		out, done := conv.Feed(ev.Type, bytesOf(ev.Data))
-		if !cc.write(out) {
+		if ev.typ == "" && ev.data == nil {
+			continue // a comment or a stray blank line: nothing to convert
+		}
+		out, done := conv.Feed(ev.typ, ev.data)
+		if !cc.queue(out) {
 			cancel()
 			return
 		}
@@ -390,6 +404,15 @@ func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, c
 	}
 	cc.noteStreamEnd(readErr, idle)
 	cc.write(conv.End(readErr))
+}
+
+// chatReadErr keeps the chat bridge's reading of a stream's end: a stream that simply
+// stopped, on an event boundary or inside one, is a truncation (nil), not a transport error.
+func chatReadErr(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil
+	}
+	return err
 }
 
 func (cc *chatCall) noteStreamEnd(readErr error, idle *idleTimer) {

@@ -24,41 +24,69 @@ const maxEventSize = 64 << 20
 
 var sseReadConfig = &sse.ReadConfig{MaxEventSize: maxEventSize}
 
-// idleTimer ends the upstream call when no bytes arrived for too long.
+// idleTimer ends the upstream call when no bytes arrived for too long. Resetting a timer on
+// every read costs more than the read itself, so a read only notes the time; when the timer
+// fires it re-arms itself for what is left of the window, and only a real silence cancels.
 type idleTimer struct {
-	t     *time.Timer
-	d     time.Duration
-	fired atomic.Bool
+	t       *time.Timer
+	d       time.Duration
+	last    atomic.Int64 // monoNow of the last byte
+	fired   atomic.Bool
+	mu      sync.Mutex // orders expiry against stop, off the read path
+	stopped bool
 }
+
+// monoBase anchors monoNow: time.Since reads the monotonic clock, immune to wall-clock steps.
+var monoBase = time.Now()
+
+func monoNow() int64 { return int64(time.Since(monoBase)) }
 
 func newIdleTimer(d time.Duration, cancel context.CancelFunc) *idleTimer {
 	it := &idleTimer{d: d}
 	if d > 0 {
-		it.t = time.AfterFunc(d, func() {
-			it.fired.Store(true)
-			cancel()
-		})
+		it.last.Store(monoNow())
+		it.t = time.AfterFunc(d, func() { it.expire(cancel) })
 	}
 	return it
 }
 
+func (it *idleTimer) expire(cancel context.CancelFunc) {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if it.stopped {
+		return
+	}
+	if quiet := time.Duration(monoNow() - it.last.Load()); quiet < it.d {
+		it.t.Reset(it.d - quiet)
+		return
+	}
+	it.fired.Store(true)
+	cancel()
+}
+
 func (it *idleTimer) touch() {
 	if it.t != nil {
-		it.t.Reset(it.d)
+		it.last.Store(monoNow())
 	}
 }
 
 func (it *idleTimer) stop() {
 	if it.t != nil {
+		it.mu.Lock()
+		it.stopped = true
 		it.t.Stop()
+		it.mu.Unlock()
 	}
 }
 
-// streamWriter is how bytes reach a streaming client once the stream started: each write is
-// flushed, and with keep-alive on, an SSE comment goes out whenever nothing was written for
-// the interval, so idle-cutting front proxies and clients keep the stream open while the
-// model thinks. The timer's comment and the handler's events share one lock, so a comment
-// never lands inside an event, and nothing is written once stop returned.
+// streamWriter is how bytes reach a streaming client once the stream started. Events are
+// queued as they complete and flushed whenever the relay is about to wait for the upstream,
+// so an event is never held back, and events that arrived together leave in one write. With
+// keep-alive on, an SSE comment goes out whenever nothing was written for the interval, so
+// idle-cutting front proxies and clients keep the stream open while the model thinks. The
+// timer's comment and the handler's events then share one lock, so a comment never lands
+// inside an event, and nothing is written once stop returned; without keep-alive the handler
+// is the only writer and takes no lock.
 type streamWriter struct {
 	mu      sync.Mutex
 	w       gin.ResponseWriter
@@ -66,14 +94,16 @@ type streamWriter struct {
 	timer   *time.Timer
 	last    time.Time
 	stopped bool
+	pending bool  // written but not yet flushed
 	err     error // the first failed write: the client is gone
 }
 
 var keepAliveComment = []byte(": keep-alive\n\n")
 
 func newStreamWriter(w gin.ResponseWriter, every time.Duration) *streamWriter {
-	sw := &streamWriter{w: w, every: every, last: time.Now()}
+	sw := &streamWriter{w: w, every: every}
 	if every > 0 {
+		sw.last = time.Now()
 		sw.timer = time.AfterFunc(every, sw.keepAlive)
 	}
 	return sw
@@ -81,12 +111,24 @@ func newStreamWriter(w gin.ResponseWriter, every time.Duration) *streamWriter {
 
 // write sends p and flushes. An error means the client is gone; later writes are skipped.
 func (sw *streamWriter) write(p []byte) error {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	return sw.writeLocked(p)
+	return sw.send(p, true)
 }
 
-func (sw *streamWriter) writeLocked(p []byte) error {
+// queue sends p without flushing; flush (or the next write) pushes it out.
+func (sw *streamWriter) queue(p []byte) error {
+	return sw.send(p, false)
+}
+
+func (sw *streamWriter) send(p []byte, flush bool) error {
+	if sw.timer == nil {
+		return sw.sendLocked(p, flush)
+	}
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.sendLocked(p, flush)
+}
+
+func (sw *streamWriter) sendLocked(p []byte, flush bool) error {
 	if sw.err != nil || sw.stopped {
 		return sw.err
 	}
@@ -94,9 +136,33 @@ func (sw *streamWriter) writeLocked(p []byte) error {
 		sw.err = err
 		return err
 	}
-	sw.w.Flush()
-	sw.last = time.Now()
+	sw.pending = true
+	if flush {
+		sw.flushLocked()
+	}
 	return nil
+}
+
+// flush pushes queued bytes to the client.
+func (sw *streamWriter) flush() {
+	if sw.timer == nil {
+		sw.flushLocked()
+		return
+	}
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.flushLocked()
+}
+
+func (sw *streamWriter) flushLocked() {
+	if !sw.pending || sw.err != nil {
+		return
+	}
+	sw.w.Flush()
+	sw.pending = false
+	if sw.every > 0 {
+		sw.last = time.Now()
+	}
 }
 
 func (sw *streamWriter) keepAlive() {
@@ -109,7 +175,7 @@ func (sw *streamWriter) keepAlive() {
 		sw.timer.Reset(sw.every - idle)
 		return
 	}
-	if sw.writeLocked(keepAliveComment) == nil {
+	if sw.sendLocked(keepAliveComment, true) == nil {
 		sw.timer.Reset(sw.every)
 	}
 }
@@ -164,6 +230,8 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 	idle := newIdleTimer(st.cfg.Upstream.StreamIdleTimeout, cancel)
 	defer idle.stop()
 	events := newEventReader(&idleReader{r: resp.Body, idle: idle}, maxEventSize)
+	defer events.release()
+	events.beforeWait = sw.flush
 
 	var (
 		deltas   int64
@@ -182,7 +250,7 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 			invalid = true
 			break
 		}
-		if sw.write(ev.raw) != nil {
+		if sw.queue(ev.raw) != nil {
 			break
 		}
 		if ri.ttfb == 0 {
@@ -208,6 +276,7 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 			usage = ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: deltas}
 		}
 	}
+	sw.flush()
 	if terminal {
 		// Read the upstream to its end (bounded, and by the idle timer) so its connection
 		// can be reused, then let it go.
@@ -285,12 +354,32 @@ type eventReader struct {
 	buf     []byte // unconsumed bytes; buf[:scan] belong to the current event
 	scan    int
 	eof     error
-	data    []byte
+	data    []byte // joined data lines, when an event has more than one
 	started bool
+	// beforeWait, when set, runs before each read from the upstream: the relay flushes what
+	// it queued there, so nothing waits in a buffer while modelgate waits for the platform.
+	beforeWait func()
+	pooled     *[]byte
 }
 
+// eventBufs recycles readers' buffers: a stream's 8 KiB would otherwise be a fresh
+// allocation per request. Buffers that grew for a large event are left to the collector.
+var eventBufs = sync.Pool{New: func() any { b := make([]byte, 0, eventBufSize); return &b }}
+
+const eventBufSize = 8 << 10
+
 func newEventReader(r io.Reader, maxEvent int) *eventReader {
-	return &eventReader{r: r, max: maxEvent, buf: make([]byte, 0, 8<<10)}
+	bp := eventBufs.Get().(*[]byte)
+	return &eventReader{r: r, max: maxEvent, buf: (*bp)[:0], pooled: bp}
+}
+
+// release returns the buffer; no event read before may be used afterwards.
+func (er *eventReader) release() {
+	if er.pooled != nil && cap(er.buf) == eventBufSize {
+		*er.pooled = er.buf[:0]
+		eventBufs.Put(er.pooled)
+	}
+	er.pooled, er.buf = nil, nil
 }
 
 // next returns the next complete event. At the end of the stream it returns the read error,
@@ -303,8 +392,9 @@ func (er *eventReader) next() (rawEvent, error) {
 		er.buf, er.scan = er.buf[:n], 0
 	}
 	ev := rawEvent{}
-	er.data = er.data[:0]
-	hasData := false
+	// A single data line is returned in place, as offsets into buf (which fill may move);
+	// only several lines are joined into er.data.
+	dataFrom, dataTo, dataLines := 0, 0, 0
 	for {
 		end, next, ok := lineEnd(er.buf, er.scan, er.eof != nil)
 		if !ok {
@@ -316,6 +406,9 @@ func (er *eventReader) next() (rawEvent, error) {
 			}
 			if len(er.buf) > er.max {
 				return rawEvent{}, errEventTooLarge
+			}
+			if er.beforeWait != nil {
+				er.beforeWait()
 			}
 			er.fill()
 			continue
@@ -332,11 +425,13 @@ func (er *eventReader) next() (rawEvent, error) {
 		er.scan = next
 		if len(line) == 0 {
 			ev.raw = er.buf[:er.scan]
-			if hasData {
+			switch dataLines {
+			case 0:
+			case 1:
+				// Never nil, even when empty: a "data" line with an empty value is still data.
+				ev.data = er.buf[dataFrom:dataTo:dataTo]
+			default:
 				ev.data = er.data
-				if ev.data == nil {
-					ev.data = []byte{} // "data" with an empty value is still data
-				}
 			}
 			return ev, nil
 		}
@@ -351,18 +446,53 @@ func (er *eventReader) next() (rawEvent, error) {
 		case "":
 			// a comment
 		case "event":
-			ev.typ = string(value)
+			ev.typ = eventType(value)
 		case "data":
-			if hasData {
-				er.data = append(er.data, '\n')
+			dataLines++
+			switch dataLines {
+			case 1:
+				// value lies in buf: record where, since buf may move before the event ends.
+				dataTo = end
+				dataFrom = end - len(value)
+			case 2:
+				er.data = append(append(append(er.data[:0], er.buf[dataFrom:dataTo]...), '\n'), value...)
+			default:
+				er.data = append(append(er.data, '\n'), value...)
 			}
-			er.data = append(er.data, value...)
-			hasData = true
 		case "id", "retry":
 		default:
 			ev.malformed = true
 		}
 	}
+}
+
+// knownEventTypes are the Responses stream's event names, so naming an event costs no
+// allocation; an unknown name is copied.
+var knownEventTypes = func() map[string]string {
+	m := map[string]string{}
+	for _, t := range []string{
+		"response.created", "response.in_progress", "response.queued", "response.completed",
+		"response.incomplete", "response.failed", "error",
+		"response.output_item.added", "response.output_item.done",
+		"response.content_part.added", "response.content_part.done",
+		"response.output_text.delta", "response.output_text.done", "response.output_text.annotation.added",
+		"response.refusal.delta", "response.refusal.done",
+		"response.reasoning_summary_part.added", "response.reasoning_summary_part.done",
+		"response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
+		"response.reasoning_text.delta", "response.reasoning_text.done",
+		"response.function_call_arguments.delta", "response.function_call_arguments.done",
+		"response.custom_tool_call_input.delta", "response.custom_tool_call_input.done",
+	} {
+		m[t] = t
+	}
+	return m
+}()
+
+func eventType(b []byte) string {
+	if t, ok := knownEventTypes[string(b)]; ok {
+		return t
+	}
+	return string(b)
 }
 
 // fill reads more bytes into buf.
