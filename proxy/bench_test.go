@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/platform"
@@ -207,6 +209,38 @@ func BenchmarkChat(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			benchRoute(b, newBenchServer(b, c.up), "/v1/chat/completions", c.body, 100)
+		})
+	}
+}
+
+// The one-pass field scan the Responses route uses must read a body exactly as per-field
+// lookups do: first occurrence wins, escapes decoded, types kept.
+func TestScanResponsesFieldsMatchesLookups(t *testing.T) {
+	bodies := []struct{ name, body string }{
+		{"all_fields", `{"model":"a","input":[{"role":"user"}],"stream":true,"max_output_tokens":5,"api_base":"x"}`},
+		{"duplicate_model", `{"model":"a","model":"b","input":"x"}`},
+		{"leading_space_steering", ` {"input":"x","baseURL":1}`},
+		{"escaped_model", `{"model":"a\u0062","input":[]}`},
+		{"nulls", `{"model":null,"input":null,"stream":null,"max_output_tokens":null}`},
+		{"nested_steering_ignored", `{"model":"m","input":"x","metadata":{"api_key":"k"}}`},
+	}
+	for _, tt := range bodies {
+		t.Run(tt.name, func(t *testing.T) {
+			f := scanResponsesFields([]byte(tt.body))
+			g := gjson.GetManyBytes([]byte(tt.body), "model", "input", "stream", "max_output_tokens")
+			got := []gjson.Result{f.model, f.input, f.stream, f.maxOut}
+			for i := range g {
+				if got[i].Type != g[i].Type || got[i].Str != g[i].Str || got[i].Raw != g[i].Raw || got[i].Num != g[i].Num {
+					t.Errorf("field %d: scan %+v, lookup %+v", i, got[i], g[i])
+				}
+			}
+			steering := false
+			for _, r := range gjson.GetManyBytes([]byte(tt.body), steeringFields...) {
+				steering = steering || r.Exists()
+			}
+			if f.steering != steering {
+				t.Errorf("steering = %t, want %t", f.steering, steering)
+			}
 		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"sync"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
@@ -35,8 +37,8 @@ func (s *Server) responses(c *gin.Context) {
 			"We could not parse the JSON body of your request. The body must be a JSON object.")
 		return
 	}
-	f := gjson.GetManyBytes(body, "model", "input", "stream", "max_output_tokens")
-	model, input, stream, maxOut := f[0], f[1], f[2], f[3]
+	f := scanResponsesFields(body)
+	model, input, stream, maxOut := f.model, f.input, f.stream, f.maxOut
 	switch {
 	case model.Type != gjson.String || model.Str == "":
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "model", "Missing required parameter: 'model'.")
@@ -60,7 +62,7 @@ func (s *Server) responses(c *gin.Context) {
 		modelNotFound(c, model.Str)
 		return
 	}
-	body, err := prepareResponsesBody(body, st.models.upstreamName(model.Str), model.Str)
+	body, err := prepareResponsesBody(body, st.models.upstreamName(model.Str), model.Str, f.steering)
 	if err != nil {
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
 		return
@@ -104,14 +106,63 @@ func (s *Server) responses(c *gin.Context) {
 	charged = s.forwardResponsesJSON(c, resp, inputEstimate)
 }
 
+// responsesFields are what modelgate reads of a Responses request, found in one pass over
+// the body's top level (a lookup per field would each scan the body, and the absent ones,
+// like the steering fields, all of it). A duplicated key counts by its first occurrence, as
+// a gjson lookup would.
+type responsesFields struct {
+	model, input, stream, maxOut gjson.Result
+	steering                     bool // a steering field is present
+}
+
+func scanResponsesFields(body []byte) responsesFields {
+	var f responsesFields
+	var seen [4]bool
+	take := func(i int, dst *gjson.Result, v gjson.Result) {
+		if !seen[i] {
+			seen[i], *dst = true, v
+		}
+	}
+	// The results view the body's memory; nothing rewrites a request body in place (sjson
+	// builds a new one), so they stay valid while the request lives.
+	gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body))).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "model":
+			take(0, &f.model, v)
+		case "input":
+			take(1, &f.input, v)
+		case "stream":
+			take(2, &f.stream, v)
+		case "max_output_tokens":
+			take(3, &f.maxOut, v)
+		default:
+			f.steering = f.steering || isSteeringField(k.Str)
+		}
+		return true
+	})
+	return f
+}
+
+func isSteeringField(name string) bool {
+	for _, s := range steeringFields {
+		if name == s {
+			return true
+		}
+	}
+	return false
+}
+
 // prepareResponsesBody applies the model alias and removes client steering fields, touching
 // the bytes only when there is something to change.
-func prepareResponsesBody(body []byte, upstreamModel, clientModel string) ([]byte, error) {
+func prepareResponsesBody(body []byte, upstreamModel, clientModel string, steering bool) ([]byte, error) {
 	var err error
 	if upstreamModel != clientModel {
 		if body, err = sjson.SetBytes(body, "model", upstreamModel); err != nil {
 			return nil, err
 		}
+	}
+	if !steering {
+		return body, nil
 	}
 	return stripSteeringFields(body)
 }
@@ -150,7 +201,8 @@ func isEventStream(resp *http.Response) bool {
 // forwardResponsesJSON relays a non-stream answer unchanged and returns its usage.
 func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, inputEstimate int64) ratelimit.Usage {
 	ri := info(c)
-	var buf bytes.Buffer
+	buf := getAnswerBuf(resp.ContentLength)
+	defer putAnswerBuf(buf)
 	_, err := buf.ReadFrom(io.LimitReader(resp.Body, maxUpstreamJSON+1))
 	switch {
 	case err != nil:
@@ -162,11 +214,32 @@ func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, input
 		return ratelimit.Usage{InputTokens: inputEstimate}
 	}
 	b := buf.Bytes()
-	u := gjson.GetManyBytes(b, "usage.input_tokens", "usage.output_tokens", "usage")
-	usage := ratelimit.Usage{InputTokens: u[0].Int(), OutputTokens: u[1].Int()}
-	if !u[2].Exists() || u[2].Type == gjson.Null {
-		usage = ratelimit.Usage{InputTokens: inputEstimate}
+	usage := ratelimit.Usage{InputTokens: inputEstimate}
+	if u := gjson.GetBytes(b, "usage"); u.Exists() && u.Type != gjson.Null {
+		// One scan of the answer for the usage object, then lookups inside it only.
+		usage = ratelimit.Usage{InputTokens: gjson.Get(u.Raw, "input_tokens").Int(), OutputTokens: gjson.Get(u.Raw, "output_tokens").Int()}
 	}
-	c.Data(resp.StatusCode, "application/json", b)
+	c.Data(resp.StatusCode, "application/json", b) // copied to the connection before the buffer is reused
 	return usage
+}
+
+// answerBufs recycles the buffers non-stream answers are read into. One larger than
+// maxPooledAnswer is left to the collector, so a rare huge answer is not kept alive.
+var answerBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledAnswer = 256 << 10
+
+func getAnswerBuf(contentLength int64) *bytes.Buffer {
+	buf := answerBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	if contentLength > 0 && contentLength <= maxPooledAnswer {
+		buf.Grow(int(contentLength) + 1) // +1: ReadFrom wants room to see EOF
+	}
+	return buf
+}
+
+func putAnswerBuf(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledAnswer {
+		answerBufs.Put(buf)
+	}
 }
