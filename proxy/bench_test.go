@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -240,6 +242,50 @@ func TestScanResponsesFieldsMatchesLookups(t *testing.T) {
 			}
 			if f.steering != steering {
 				t.Errorf("steering = %t, want %t", f.steering, steering)
+			}
+		})
+	}
+}
+
+// x-modelgate-overhead-ms states modelgate's own time: a platform that takes 80ms before it
+// answers must not show up in it, and with the setting off there is no header.
+func TestOverheadHeader(t *testing.T) {
+	const upstreamDelay = 80 * time.Millisecond
+	cases := []struct {
+		name, path, body string
+		on               bool
+	}{
+		{"responses", "/v1/responses", `{"model":"sim-chat","input":"hi"}`, true},
+		{"responses_stream", "/v1/responses", `{"model":"sim-chat","input":"hi","stream":true}`, true},
+		{"chat", "/v1/chat/completions", `{"model":"sim-chat","messages":[{"role":"user","content":"hi"}]}`, true},
+		{"chat_stream", "/v1/chat/completions", `{"model":"sim-chat","stream":true,"messages":[{"role":"user","content":"hi"}]}`, true},
+		{"chat_stop_from_stream", "/v1/chat/completions", `{"model":"sim-chat","stop":["zzz"],"messages":[{"role":"user","content":"hi"}]}`, true},
+		{"off", "/v1/responses", `{"model":"sim-chat","input":"hi"}`, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newTestEnv(t, "", func(c *config.Config) { c.Server.OverheadHeader = tc.on })
+			env.sim.Enqueue("/v1/responses", platformsim.Reply{Delay: upstreamDelay})
+			start := time.Now()
+			status, hdr, body := env.do(t, http.MethodPost, tc.path, keyAlpha1, []byte(tc.body))
+			took := time.Since(start)
+			if status != http.StatusOK {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			v := hdr.Get(overheadHeader)
+			if !tc.on {
+				if v != "" {
+					t.Fatalf("header present with the setting off: %q", v)
+				}
+				return
+			}
+			ms, err := strconv.ParseFloat(v, 64)
+			if err != nil || ms < 0 {
+				t.Fatalf("header %q is not a non-negative number of milliseconds", v)
+			}
+			own := time.Duration(ms * float64(time.Millisecond))
+			if took < upstreamDelay || own > upstreamDelay/2 {
+				t.Errorf("overhead %v for a call that took %v with an upstream delay of %v", own, took, upstreamDelay)
 			}
 		})
 	}

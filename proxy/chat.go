@@ -230,7 +230,7 @@ func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel
 	estimate := translate.Usage{InputTokens: cc.estimate}
 	if !cc.upStream {
 		var buf bytes.Buffer
-		if _, err := buf.ReadFrom(io.LimitReader(resp.Body, maxUpstreamJSON+1)); err != nil {
+		if _, err := timedRead(cc.ri, cc.ri.keepWait, &buf, io.LimitReader(resp.Body, maxUpstreamJSON+1)); err != nil {
 			return nil, estimate, err
 		}
 		if buf.Len() > maxUpstreamJSON || !gjson.ValidBytes(buf.Bytes()) {
@@ -243,6 +243,9 @@ func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel
 	idle := newIdleTimer(cc.st.cfg.Upstream.StreamIdleTimeout, cancel)
 	defer idle.stop()
 	body := &idleReader{r: resp.Body, idle: idle}
+	if cc.ri.keepWait {
+		body.wait = cc.ri // the client waits for the whole answer: reading it is upstream time
+	}
 	finished := false
 	for ev, err := range sse.Read(body, sseReadConfig) {
 		if err != nil {
@@ -290,9 +293,14 @@ func (cc *chatCall) answerError(err error) {
 type idleReader struct {
 	r    io.Reader
 	idle *idleTimer
+	wait *requestInfo // when set, time spent reading counts as upstream wait
 }
 
 func (r *idleReader) Read(p []byte) (int, error) {
+	if r.wait != nil {
+		t0 := monoNow()
+		defer func() { r.wait.upstreamWait.Add(monoNow() - t0) }()
+	}
 	n, err := r.r.Read(p)
 	if n > 0 {
 		r.idle.touch()

@@ -1,8 +1,14 @@
 package proxy
 
 import (
+	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
+	"net/http/httptrace"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -34,7 +40,73 @@ type requestInfo struct {
 	srv            *Server
 	principal      *auth.Principal
 	limitHeadersOK bool // the limiter's headers are already on the answer
+
+	// upstreamWait is the time spent waiting on the platform (nanoseconds): from asking for
+	// a connection to the first byte of each answer, plus reading non-stream answer bodies.
+	// Only kept when server.overhead_header is on; atomic because n>1 chat calls run in
+	// parallel.
+	upstreamWait atomic.Int64
+	keepWait     bool // server.overhead_header is on
 }
+
+// overheadHeader states the time modelgate itself spent on a request, in milliseconds.
+const overheadHeader = "X-Modelgate-Overhead-Ms"
+
+// traceUpstreamWait makes every platform call under ctx add its wait for the first
+// response byte to ri.upstreamWait. Retries each count; a backoff sleep between them counts
+// as modelgate's time, since it is modelgate's choice to wait.
+func traceUpstreamWait(ctx context.Context, ri *requestInfo) context.Context {
+	var began atomic.Int64
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GetConn: func(string) { began.Store(monoNow()) },
+		GotFirstResponseByte: func() {
+			if b := began.Load(); b != 0 {
+				ri.upstreamWait.Add(monoNow() - b)
+			}
+		},
+	})
+}
+
+// timedRead reads into buf from r, adding the time spent to ri's upstream wait when it is kept.
+func timedRead(ri *requestInfo, keep bool, buf *bytes.Buffer, r io.Reader) (int64, error) {
+	if !keep {
+		return buf.ReadFrom(r)
+	}
+	t0 := monoNow()
+	n, err := buf.ReadFrom(r)
+	ri.upstreamWait.Add(monoNow() - t0)
+	return n, err
+}
+
+// overheadWriter puts x-modelgate-overhead-ms on the answer just before its headers go out:
+// the handler's time so far minus the time it waited on the platform. For a non-stream
+// answer that is all of modelgate's work but writing the body; for a stream it is the time
+// until the stream started (the events after that are relayed as they come, see bench/).
+type overheadWriter struct {
+	gin.ResponseWriter
+	ri   *requestInfo
+	done bool
+}
+
+func (w *overheadWriter) stamp() {
+	if w.done || w.ResponseWriter.Written() {
+		return
+	}
+	w.done = true
+	own := max(time.Since(w.ri.start)-time.Duration(w.ri.upstreamWait.Load()), 0)
+	w.Header().Set(overheadHeader, strconv.FormatFloat(float64(own)/float64(time.Millisecond), 'f', 3, 64))
+}
+
+func (w *overheadWriter) WriteHeaderNow() { w.stamp(); w.ResponseWriter.WriteHeaderNow() }
+
+func (w *overheadWriter) Write(p []byte) (int, error) { w.stamp(); return w.ResponseWriter.Write(p) }
+
+func (w *overheadWriter) WriteString(s string) (int, error) {
+	w.stamp()
+	return w.ResponseWriter.WriteString(s)
+}
+
+func (w *overheadWriter) Flush() { w.stamp(); w.ResponseWriter.Flush() }
 
 const infoKey = "modelgate.info"
 

@@ -203,7 +203,7 @@ func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, input
 	ri := info(c)
 	buf := getAnswerBuf(resp.ContentLength)
 	defer putAnswerBuf(buf)
-	_, err := buf.ReadFrom(io.LimitReader(resp.Body, maxUpstreamJSON+1))
+	_, err := timedRead(ri, ri.keepWait, buf, io.LimitReader(resp.Body, maxUpstreamJSON+1))
 	switch {
 	case err != nil:
 		s.upstreamFailed(c, err)

@@ -182,6 +182,11 @@ func (s *Server) observe(c *gin.Context) {
 	}
 	c.Set(infoKey, ri)
 	c.Header("X-Request-Id", ri.requestID)
+	if s.state().cfg.Server.OverheadHeader {
+		ri.keepWait = true
+		c.Request = c.Request.WithContext(traceUpstreamWait(c.Request.Context(), ri))
+		c.Writer = &overheadWriter{ResponseWriter: c.Writer, ri: ri}
+	}
 	if s.hooks.RequestStarted != nil {
 		s.hooks.RequestStarted()
 	}
