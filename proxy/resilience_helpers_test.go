@@ -34,6 +34,11 @@ type resOptions struct {
 	simKeys  []string                     // platform keys the sim accepts besides the canary
 	mutate   func(*config.Config)         // adjusts the parsed config
 	wrapDial func(next dialFunc) dialFunc // interposes on modelgate's upstream dials
+	// upstream, when set, serves the platform instead of the env's own Sim (which then
+	// only provides the canary).
+	upstream http.Handler
+	// limiterNow is the limiter's clock; default time.Now.
+	limiterNow func() time.Time
 }
 
 // resEnv is a testEnv built for failure tests: its own client, modelgate's upstream dials
@@ -80,7 +85,11 @@ func newResEnv(t testing.TB, o resOptions) *resEnv {
 	leakCheck(t)
 	env := &testEnv{canary: randomCanary(t), logs: &syncBuffer{}}
 	env.sim = platformsim.New(platformsim.Options{APIKeys: append([]string{env.canary}, o.simKeys...)})
-	env.simSrv = httptest.NewServer(env.sim)
+	var upstream http.Handler = env.sim
+	if o.upstream != nil {
+		upstream = o.upstream
+	}
+	env.simSrv = httptest.NewServer(upstream)
 	t.Cleanup(env.simSrv.Close)
 	t.Cleanup(env.sim.Close) // runs first: releases stalled handlers so the server can close
 	yamlText := o.yaml
@@ -118,7 +127,7 @@ func newResEnv(t testing.TB, o resOptions) *resEnv {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewJSONHandler(env.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	env.limiter, err = ratelimit.New(ratelimit.Options{Store: "memory", Logger: logger})
+	env.limiter, err = ratelimit.New(ratelimit.Options{Store: "memory", Logger: logger, Now: o.limiterNow})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,523 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"modelgate/config"
+	"modelgate/platformsim"
+	"modelgate/ratelimit"
+)
+
+var soakFull = flag.Bool("soak", false, "run the full one-minute soak (also MODELGATE_SOAK=1)")
+
+// soakYAML: four teams, each with its own platform key so the platform's totals are per
+// team, three of them with limits the load reaches.
+const soakYAML = `
+listen: 127.0.0.1:0
+upstream:
+  gateway_url: ${SIM_URL}
+  base_url: ${SIM_URL}
+  api_key: ${CANARY}
+models:
+  - id: sim-chat
+  - id: sim-long
+teams:
+  - name: t1
+    upstream_api_key: sk-soak-team-1
+    limits: {concurrent_requests: 3}
+    keys: [{name: k1, key: mg-soak-key-1}]
+  - name: t2
+    upstream_api_key: sk-soak-team-2
+    limits: {tokens_per_minute: 150000}
+    keys: [{name: k2, key: mg-soak-key-2}]
+  - name: t3
+    upstream_api_key: sk-soak-team-3
+    limits: {requests_per_minute: 2400}
+    keys: [{name: k3, key: mg-soak-key-3, limits: {concurrent_requests: 2}}]
+  - name: t4
+    upstream_api_key: sk-soak-team-4
+    keys: [{name: k4, key: mg-soak-key-4}]
+`
+
+const soakWorkers = 12
+
+// soakUpstream gives every worker its own simulated platform, chosen by the request id the
+// worker sets and modelgate forwards. A fault a worker scripts is then met by that worker's
+// own next call, never by another's, so each fault lands on the kind of call it was meant for.
+type soakUpstream struct{ sims [soakWorkers]*platformsim.Sim }
+
+func (u *soakUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get("X-Request-Id")
+	n, err := strconv.Atoi(strings.TrimPrefix(strings.SplitN(id, "-", 2)[0], "w"))
+	if err != nil || n < 0 || n >= soakWorkers {
+		http.Error(w, "soak: request without a worker id", http.StatusTeapot)
+		return
+	}
+	u.sims[n].ServeHTTP(w, r)
+}
+
+func (u *soakUpstream) totals(key string) platformsim.Totals {
+	var t platformsim.Totals
+	for _, s := range u.sims {
+		x := s.Totals(key)
+		t.Requests += x.Requests
+		t.InputTokens += x.InputTokens
+		t.OutputTokens += x.OutputTokens
+	}
+	return t
+}
+
+// soakStats are the run's figures.
+type soakStats struct {
+	requests, ok, refused, upstreamErrors, streamErrors, faults, cancels, anomalies atomic.Int64
+}
+
+// TestSoak runs mixed traffic with client cancellations, 5 % injected platform faults and
+// teams at their limits, then checks that nothing panicked, nothing leaked and every team's
+// token total is what the platform charged. 10 s by default; 60 s with -soak or MODELGATE_SOAK=1.
+func TestSoak(t *testing.T) {
+	dur := 10 * time.Second
+	if *soakFull || os.Getenv("MODELGATE_SOAK") == "1" {
+		dur = 60 * time.Second
+	}
+	if testing.Short() {
+		t.Skip("soak skipped in -short mode")
+	}
+	up := &soakUpstream{}
+	for i := range up.sims {
+		up.sims[i] = platformsim.New(platformsim.Options{}) // any bearer key: totals are per key
+	}
+	// The limiter's UTC day must not roll over during the run: its clock sits at noon.
+	now := time.Now().UTC()
+	noon := time.Date(now.Year(), now.Month(), now.Day(), 12, 0, 0, 0, time.UTC)
+	offset := noon.Sub(now)
+	env := newResEnv(t, resOptions{
+		yaml:       soakYAML,
+		upstream:   up,
+		limiterNow: func() time.Time { return time.Now().Add(offset) },
+		mutate: func(c *config.Config) {
+			// Long enough that a healthy call on a loaded machine never meets them: a timeout
+			// on a call that was not stalled on purpose cuts bytes the platform already
+			// charged, and the totals could no longer be compared.
+			c.Upstream.ResponseHeaderTimeout = 1500 * time.Millisecond
+			c.Upstream.StreamIdleTimeout = time.Second
+			c.Upstream.RequestTimeout = 3 * time.Second
+		},
+	})
+	for _, s := range up.sims {
+		t.Cleanup(s.Close)
+	}
+	// The retry waits are real here.
+	st := *env.server.state()
+	st.retry.sleep = nil
+	env.server.st.Store(&st)
+
+	keys := []string{"mg-soak-key-1", "mg-soak-key-2", "mg-soak-key-3", "mg-soak-key-4"}
+	var stats soakStats
+	before := memFigures()
+	var mid memStats
+	var midOnce sync.Once
+	start := time.Now()
+	deadline := start.Add(dur)
+	var wg sync.WaitGroup
+	for w := range soakWorkers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), uint64(start.UnixNano())))
+			for n := 0; time.Now().Before(deadline); n++ {
+				sw := &soakWorker{env: env, sim: up.sims[w], rng: rng, stats: &stats, id: fmt.Sprintf("w%d-%d", w, n)}
+				sw.one(t, keys[rng.IntN(len(keys))])
+				if w == 0 && time.Since(start) > dur/2 {
+					midOnce.Do(func() { mid = memFigures() })
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+
+	// Accounting: the limiter settles after the answer is written, so give it a moment.
+	var report []string
+	accountingOK := waitFor(3*time.Second, func() bool {
+		report = report[:0]
+		ok := true
+		for i, k := range []string{"sk-soak-team-1", "sk-soak-team-2", "sk-soak-team-3", "sk-soak-team-4"} {
+			team := fmt.Sprintf("t%d", i+1)
+			u, err := env.limiter.Usage(context.Background(), []ratelimit.Scope{{ID: "team:" + team}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sim := up.totals(k)
+			report = append(report, fmt.Sprintf("%s: modelgate in=%d out=%d, platform in=%d out=%d (platform requests %d, modelgate requests %d)",
+				team, u[0].DayInputTokens, u[0].DayOutputTokens, sim.InputTokens, sim.OutputTokens, sim.Requests, u[0].DayRequests))
+			if u[0].DayInputTokens != sim.InputTokens || u[0].DayOutputTokens != sim.OutputTokens {
+				ok = false
+			}
+		}
+		return ok
+	})
+	for _, line := range report {
+		t.Log(line)
+	}
+	if !accountingOK {
+		t.Error("token totals differ between modelgate and the platform")
+		logUncharged(t, env.logs.String(), up)
+	}
+
+	// Leaks: once the load stopped and idle connections are closed, goroutines return to
+	// where they were and the heap does not keep what the load used.
+	env.client.Transport.(*http.Transport).CloseIdleConnections()
+	env.server.platform.HTTP.Transport.(*http.Transport).CloseIdleConnections()
+	for _, s := range up.sims {
+		s.Reset() // the simulator's own request records are not modelgate's memory
+	}
+	var after memStats
+	settled := waitFor(5*time.Second, func() bool {
+		after = memFigures()
+		return after.goroutines <= before.goroutines+2
+	})
+	t.Logf("soak %v: %d requests (%.0f/s), %d ok, %d refused by limits (429), %d upstream errors passed on, %d streams ended by an error frame, %d faults injected, %d client cancels, %d anomalies",
+		elapsed.Round(time.Millisecond), stats.requests.Load(), float64(stats.requests.Load())/elapsed.Seconds(), stats.ok.Load(), stats.refused.Load(),
+		stats.upstreamErrors.Load(), stats.streamErrors.Load(), stats.faults.Load(), stats.cancels.Load(), stats.anomalies.Load())
+	t.Logf("goroutines: before %d, mid-run %d, after %d; heap: before %.1f MiB, mid-run %.1f MiB, after %.1f MiB; RSS: before %.1f MiB, mid-run %.1f MiB, after %.1f MiB",
+		before.goroutines, mid.goroutines, after.goroutines, mib(before.heap), mib(mid.heap), mib(after.heap), mib(before.rss), mib(mid.rss), mib(after.rss))
+	t.Logf("upstream failures by kind (from the access log): %v", upstreamErrorKinds(env.logs.String()))
+	if !settled {
+		t.Errorf("goroutines grew: %d before, %d after the load", before.goroutines, after.goroutines)
+	}
+	if after.heap > before.heap+16<<20 {
+		t.Errorf("heap grew from %.1f to %.1f MiB", mib(before.heap), mib(after.heap))
+	}
+	if stats.anomalies.Load() > 0 {
+		t.Errorf("%d answers were not well formed", stats.anomalies.Load())
+	}
+	if stats.faults.Load() == 0 || stats.cancels.Load() == 0 || stats.refused.Load() == 0 || stats.ok.Load() == 0 {
+		t.Errorf("the mix did not exercise every case")
+	}
+}
+
+type memStats struct {
+	goroutines int
+	heap, rss  uint64
+}
+
+func memFigures() memStats {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return memStats{goroutines: runtime.NumGoroutine(), heap: m.HeapAlloc, rss: rssBytes()}
+}
+
+// rssBytes reads the resident set size on Linux; 0 elsewhere.
+func rssBytes() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// soakWorker makes one call of the mix.
+type soakWorker struct {
+	env   *resEnv
+	sim   *platformsim.Sim
+	rng   *rand.Rand
+	stats *soakStats
+	id    string
+}
+
+// Faults that keep the accounting knowable: stream faults (the platform charges what it
+// flushed, modelgate counts what it read, the same events) and failures before an answer
+// (nothing charged). A broken non-stream body is left out: the platform charges its whole
+// answer, which modelgate never gets to see.
+var soakStreamFaults = []func(rng *rand.Rand) []platformsim.Reply{
+	func(rng *rand.Rand) []platformsim.Reply {
+		return []platformsim.Reply{{Fault: platformsim.FaultResetMidStream, AfterEvents: 1 + rng.IntN(10)}}
+	},
+	func(*rand.Rand) []platformsim.Reply { return []platformsim.Reply{{Fault: platformsim.FaultTruncate}} },
+	func(rng *rand.Rand) []platformsim.Reply {
+		return []platformsim.Reply{{Fault: platformsim.FaultGarbage, AfterEvents: 1 + rng.IntN(10)}}
+	},
+	func(rng *rand.Rand) []platformsim.Reply {
+		return []platformsim.Reply{{Fault: platformsim.FaultInvalidJSON, AfterEvents: 1 + rng.IntN(10)}}
+	},
+	func(rng *rand.Rand) []platformsim.Reply {
+		return []platformsim.Reply{{Fault: platformsim.FaultStallMidStream, AfterEvents: 1 + rng.IntN(10)}}
+	},
+}
+
+var soakAnyFaults = []func(rng *rand.Rand) []platformsim.Reply{
+	func(*rand.Rand) []platformsim.Reply {
+		return []platformsim.Reply{{Fault: platformsim.FaultStallBeforeHeaders}}
+	},
+	func(*rand.Rand) []platformsim.Reply {
+		return []platformsim.Reply{status(503, map[string]string{"Retry-After-Ms": "20"}), status(502, nil)}
+	},
+	func(*rand.Rand) []platformsim.Reply {
+		return []platformsim.Reply{status(503, map[string]string{"Retry-After-Ms": "1"}), status(503, map[string]string{"Retry-After-Ms": "1"}), status(503, map[string]string{"Retry-After-Ms": "1"})}
+	},
+	func(rng *rand.Rand) []platformsim.Reply {
+		return []platformsim.Reply{{Delay: time.Duration(rng.IntN(200)) * time.Millisecond}}
+	},
+}
+
+func (sw *soakWorker) one(t *testing.T, key string) {
+	rng := sw.rng
+	route := routes[rng.IntN(4)] // the four plain routes; stop sequences are out (see below)
+	model := "sim-chat"
+	if rng.IntN(4) == 0 {
+		model = "sim-long"
+	}
+	body := strings.Replace(route.body, `"sim-chat"`, `"`+model+`"`, 1)
+	if rng.IntN(3) == 0 {
+		body = strings.Replace(body, `"hello"`, fmt.Sprintf(`"hello %d %s"`, rng.IntN(1000), strings.Repeat("word ", rng.IntN(40))), 1)
+	}
+	var replies []platformsim.Reply
+	cancelKind := 0 // 1: before headers, 2: mid-stream
+	switch r := rng.IntN(100); {
+	case r < 5:
+		sw.stats.faults.Add(1)
+		if route.stream && rng.IntN(3) > 0 {
+			replies = soakStreamFaults[rng.IntN(len(soakStreamFaults))](rng)
+		} else {
+			replies = soakAnyFaults[rng.IntN(len(soakAnyFaults))](rng)
+		}
+	case r < 8:
+		cancelKind = 1
+		replies = []platformsim.Reply{{Delay: 5 * time.Second}}
+	case r < 11 && route.stream:
+		cancelKind = 2
+		replies = []platformsim.Reply{{Fault: platformsim.FaultStallMidStream, AfterEvents: 8}}
+	case r < 20 && strings.HasPrefix(route.name, "chat"):
+		// Two choices are two upstream calls. Not combined with faults or cancels: one
+		// choice failing ends the other mid-stream, where the platform may have flushed
+		// deltas modelgate never read.
+		body = strings.Replace(body, `"messages"`, `"n":2,"messages"`, 1)
+	}
+	seen := len(sw.sim.Requests())
+	for _, rep := range replies {
+		sw.sim.Enqueue("/v1/responses", rep)
+	}
+	sw.stats.requests.Add(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, sw.env.front.URL+route.path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-Id", sw.id)
+	if cancelKind == 1 {
+		go func() {
+			// Leave once the platform holds the call (or soon, if it was refused locally).
+			waitFor(time.Second, func() bool { return len(sw.sim.Requests()) > seen })
+			time.Sleep(10 * time.Millisecond)
+			cancel()
+		}()
+	}
+	resp, err := sw.env.client.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			sw.anomaly(t, "transport error: %v", err)
+		} else {
+			sw.stats.cancels.Add(1)
+		}
+		sw.drain(seen, len(replies))
+		return
+	}
+	raw, err := sw.read(resp, route, cancelKind == 2, cancel)
+	resp.Body.Close()
+	switch {
+	case cancelKind == 2 && resp.StatusCode == 200 && route.stream:
+		sw.stats.cancels.Add(1)
+	case err != nil && ctx.Err() != nil:
+		sw.stats.cancels.Add(1)
+	case err != nil:
+		sw.anomaly(t, "reading the answer: %v", err)
+	default:
+		sw.check(t, resp, route, raw)
+	}
+	sw.drain(seen, len(replies))
+}
+
+// read reads the answer; for a mid-stream cancel it leaves after the events the platform
+// sends before it stalls (8 events: 4 text deltas), so both sides counted the same.
+func (sw *soakWorker) read(resp *http.Response, rt route, cancelMid bool, cancel context.CancelFunc) ([]byte, error) {
+	if !cancelMid || resp.StatusCode != 200 {
+		return io.ReadAll(resp.Body)
+	}
+	br := bufio.NewReader(resp.Body)
+	events, deltas := 0, 0
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case rt.path == "/v1/responses" && line == "\n":
+			events++
+		case rt.path != "/v1/responses" && strings.Contains(line, `"content":"`) && !strings.Contains(line, `"content":""`):
+			deltas++
+		}
+		if events == 8 || deltas == 4 {
+			cancel()
+			return nil, nil
+		}
+	}
+}
+
+// drain takes back scripted replies no call consumed (the call was refused by a limit, or
+// the client left first), so they cannot meet this worker's next, different call. A
+// scripted reply is consumed by exactly one recorded request.
+func (sw *soakWorker) drain(seen, scripted int) {
+	left := scripted - (len(sw.sim.Requests()) - seen)
+	for range left {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://soak.invalid/v1/responses", strings.NewReader(`{"model":"sim-chat","input":"x"}`))
+		req.Header.Set("Authorization", "Bearer sk-soak-drain")
+		func() {
+			defer func() { _ = recover() }() // a reset fault aborts the handler: nothing to reset here
+			sw.sim.ServeHTTP(&soakSink{h: http.Header{}}, req)
+		}()
+		cancel()
+	}
+}
+
+type soakSink struct{ h http.Header }
+
+func (d *soakSink) Header() http.Header         { return d.h }
+func (d *soakSink) Write(p []byte) (int, error) { return len(p), nil }
+func (d *soakSink) WriteHeader(int)             {}
+func (d *soakSink) Flush()                      {}
+
+// check classifies a finished answer; anything not well formed is an anomaly.
+func (sw *soakWorker) check(t *testing.T, resp *http.Response, rt route, raw []byte) {
+	isStream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	switch {
+	case resp.StatusCode == 429:
+		sw.stats.refused.Add(1)
+		sw.wellFormedError(t, raw)
+	case resp.StatusCode != 200:
+		sw.stats.upstreamErrors.Add(1)
+		sw.wellFormedError(t, raw)
+	case !isStream:
+		if rt.stream || !json.Valid(raw) {
+			sw.anomaly(t, "non-stream answer: %q", tail(raw))
+			return
+		}
+		sw.stats.ok.Add(1)
+	default:
+		evs := sseLines(raw)
+		if len(evs) == 0 {
+			sw.anomaly(t, "empty stream")
+			return
+		}
+		last := evs[len(evs)-1]
+		for _, d := range evs[:len(evs)-1] {
+			if !json.Valid([]byte(d)) {
+				sw.anomaly(t, "stream chunk is not JSON: %q", d)
+			}
+		}
+		switch {
+		case last == "[DONE]" || strings.Contains(last, `"type":"response.completed"`) || strings.Contains(last, `"type":"response.incomplete"`):
+			sw.stats.ok.Add(1)
+		case strings.Contains(last, `"error"`) && json.Valid([]byte(last)):
+			sw.stats.streamErrors.Add(1)
+		default:
+			sw.anomaly(t, "stream ends without [DONE], completion or error: %q", tail(raw))
+		}
+	}
+}
+
+func (sw *soakWorker) wellFormedError(t *testing.T, raw []byte) {
+	var e errorBody
+	if json.Unmarshal(raw, &e) != nil || e.Error.Message == "" || e.Error.Type == "" {
+		sw.anomaly(t, "error answer not in OpenAI shape: %q", tail(raw))
+	}
+}
+
+func (sw *soakWorker) anomaly(t *testing.T, format string, args ...any) {
+	if sw.stats.anomalies.Add(1) <= 5 {
+		t.Logf("%s: "+format, append([]any{sw.id}, args...)...)
+	}
+}
+
+// sseLines returns the data of each event of a stream, comments skipped.
+func sseLines(raw []byte) []string {
+	var out []string
+	for line := range bytes.SplitSeq(raw, []byte("\n")) {
+		if d, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+			out = append(out, string(d))
+		}
+	}
+	return out
+}
+
+// upstreamErrorKinds counts the access log's upstream_error values.
+func upstreamErrorKinds(logs string) map[string]int {
+	out := map[string]int{}
+	for line := range strings.SplitSeq(logs, "\n") {
+		var rec struct {
+			Msg         string `json:"msg"`
+			UpstreamErr string `json:"upstream_error"`
+			Status      int    `json:"status"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "request" && rec.UpstreamErr != "" {
+			out[rec.UpstreamErr]++
+		}
+	}
+	return out
+}
+
+// logUncharged lists calls the platform received that modelgate charged nothing for, to
+// tell a real accounting gap from a legitimate one (a client that left before the answer).
+func logUncharged(t *testing.T, logs string, up *soakUpstream) {
+	type rec struct {
+		RequestID   string `json:"request_id"`
+		Status      int    `json:"status"`
+		Input       int64  `json:"input_tokens"`
+		Output      int64  `json:"output_tokens"`
+		UpstreamErr string `json:"upstream_error"`
+		Route       string `json:"route"`
+		Stream      bool   `json:"stream"`
+		Attempts    int    `json:"attempts"`
+	}
+	byID := map[string]rec{}
+	for line := range strings.SplitSeq(logs, "\n") {
+		var r rec
+		if json.Unmarshal([]byte(line), &r) == nil && r.RequestID != "" {
+			byID[r.RequestID] = r
+		}
+	}
+	n := 0
+	for _, s := range up.sims {
+		for _, r := range s.Requests() {
+			id := r.Header.Get("X-Request-Id")
+			if got, ok := byID[id]; ok && got.Input == 0 && n < 20 {
+				n++
+				t.Logf("platform got %s, modelgate charged nothing: %+v", id, got)
+			}
+		}
+	}
+}
