@@ -2,10 +2,12 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -98,14 +100,47 @@ func randomCanary(t testing.TB) string {
 // mutate may adjust the parsed config before the server is built.
 func newTestEnv(t testing.TB, yamlText string, mutate func(*config.Config)) *testEnv {
 	t.Helper()
+	return startEnv(t, envOptions{yaml: yamlText, mutate: mutate})
+}
+
+// dialFunc is what an http.Transport dials with.
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// envOptions shape a test environment.
+type envOptions struct {
+	yaml     string                       // baseYAML when empty; ${SIM_URL} and ${CANARY} are set
+	vars     map[string]string            // more ${VAR}s for yaml
+	simKeys  []string                     // platform keys the sim accepts besides the canary
+	mutate   func(*config.Config)         // adjusts the parsed config
+	wrapDial func(next dialFunc) dialFunc // interposes on modelgate's upstream dials
+	// upstream, when set, serves the platform instead of the env's own Sim (which then
+	// only provides the canary).
+	upstream http.Handler
+	// limiterNow is the limiter's clock; default time.Now.
+	limiterNow func() time.Time
+}
+
+// startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
+// key never reached a log line and that no handler panicked.
+func startEnv(t testing.TB, o envOptions) *testEnv {
+	t.Helper()
 	env := &testEnv{canary: randomCanary(t), logs: &syncBuffer{}}
-	env.sim = platformsim.New(platformsim.Options{APIKeys: []string{env.canary}})
-	env.simSrv = httptest.NewServer(env.sim)
+	env.sim = platformsim.New(platformsim.Options{APIKeys: append([]string{env.canary}, o.simKeys...)})
+	var upstream http.Handler = env.sim
+	if o.upstream != nil {
+		upstream = o.upstream
+	}
+	env.simSrv = httptest.NewServer(upstream)
 	t.Cleanup(env.simSrv.Close)
+	t.Cleanup(env.sim.Close) // runs first: releases stalled handlers so the server can close
+	yamlText := o.yaml
 	if yamlText == "" {
 		yamlText = baseYAML
 	}
 	vars := map[string]string{"SIM_URL": env.simSrv.URL, "CANARY": env.canary}
+	for k, v := range o.vars {
+		vars[k] = v
+	}
 	cfg, err := config.Parse([]byte(yamlText), "test.yaml", func(name string) (string, bool) {
 		v, ok := vars[name]
 		return v, ok
@@ -113,33 +148,43 @@ func newTestEnv(t testing.TB, yamlText string, mutate func(*config.Config)) *tes
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	if mutate != nil {
-		mutate(cfg)
+	if o.mutate != nil {
+		o.mutate(cfg)
 	}
 	env.cfg = cfg
 	a, err := auth.New(cfg)
 	if err != nil {
 		t.Fatalf("auth: %v", err)
 	}
-	client, err := platform.New(cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL, platform.NewTransport(platform.TransportOptions{
+	tr := platform.NewTransport(platform.TransportOptions{
 		DialTimeout: cfg.Upstream.DialTimeout, ResponseHeaderTimeout: cfg.Upstream.ResponseHeaderTimeout,
-	}))
+	})
+	if o.wrapDial != nil {
+		tr.DialContext = o.wrapDial(tr.DialContext)
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	pc, err := platform.New(cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL, tr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewJSONHandler(env.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	env.limiter, err = ratelimit.New(ratelimit.Options{Store: "memory", Logger: logger})
+	env.limiter, err = ratelimit.New(ratelimit.Options{Store: "memory", Logger: logger, Now: o.limiterNow})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { env.limiter.Close() })
-	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: client, Logger: logger})
+	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	env.front = httptest.NewServer(env.server.Handler())
 	t.Cleanup(env.front.Close)
-	t.Cleanup(func() { env.assertNoCanary(t) })
+	t.Cleanup(func() {
+		env.assertNoCanary(t)
+		if strings.Contains(env.logs.String(), "handler panic") {
+			t.Errorf("a handler panicked: %s", env.logs.String())
+		}
+	})
 	return env
 }
 

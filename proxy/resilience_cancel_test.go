@@ -34,7 +34,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 				continue
 			}
 			t.Run(ph.name+"/"+rt.name, func(t *testing.T) {
-				env := newResEnv(t, resOptions{mutate: func(c *config.Config) {
+				env := newResEnv(t, envOptions{mutate: func(c *config.Config) {
 					c.Teams[0].Limits.ConcurrentRequests = 1
 				}})
 				env.sim.Enqueue("/v1/responses", ph.reply)

@@ -63,7 +63,7 @@ func TestFaultsEndInWellFormedErrors(t *testing.T) {
 		for _, rt := range routes {
 			t.Run(f.name+"/"+rt.name, func(t *testing.T) {
 				zero := 0
-				env := newResEnv(t, resOptions{mutate: func(c *config.Config) {
+				env := newResEnv(t, envOptions{mutate: func(c *config.Config) {
 					shortTimeouts(c)
 					c.Upstream.MaxRetries = &zero // a 5xx burst is its own test
 				}})
@@ -106,7 +106,7 @@ func TestFaultsEndInWellFormedErrors(t *testing.T) {
 func TestFaultFiveXXBurst(t *testing.T) {
 	for _, rt := range routes {
 		t.Run(rt.name, func(t *testing.T) {
-			env := newResEnv(t, resOptions{mutate: shortTimeouts})
+			env := newResEnv(t, envOptions{mutate: shortTimeouts})
 			for _, code := range []int{502, 503, 504, 503} {
 				env.sim.Enqueue("/v1/responses", status(code, map[string]string{"Retry-After": "0"}))
 			}
@@ -127,7 +127,7 @@ func TestTimeouts(t *testing.T) {
 	t.Run("response_header_timeout_gives_504", func(t *testing.T) {
 		for _, rt := range routes {
 			t.Run(rt.name, func(t *testing.T) {
-				env := newResEnv(t, resOptions{mutate: func(c *config.Config) {
+				env := newResEnv(t, envOptions{mutate: func(c *config.Config) {
 					c.Upstream.ResponseHeaderTimeout = 250 * time.Millisecond
 				}})
 				env.sim.Enqueue("/v1/responses", platformsim.Reply{Fault: platformsim.FaultStallBeforeHeaders})
@@ -156,7 +156,7 @@ func TestTimeouts(t *testing.T) {
 				continue
 			}
 			t.Run(rt.name, func(t *testing.T) {
-				env := newResEnv(t, resOptions{mutate: func(c *config.Config) {
+				env := newResEnv(t, envOptions{mutate: func(c *config.Config) {
 					c.Upstream.StreamIdleTimeout = 250 * time.Millisecond
 				}})
 				env.sim.Enqueue("/v1/responses", platformsim.Reply{Fault: platformsim.FaultStallMidStream, AfterEvents: 5})
@@ -192,7 +192,7 @@ func TestTimeouts(t *testing.T) {
 				continue
 			}
 			t.Run(rt.name, func(t *testing.T) {
-				env := newResEnv(t, resOptions{mutate: func(c *config.Config) {
+				env := newResEnv(t, envOptions{mutate: func(c *config.Config) {
 					c.Upstream.StreamIdleTimeout = 500 * time.Millisecond
 					c.Upstream.RequestTimeout = 300 * time.Millisecond
 				}})
@@ -238,7 +238,7 @@ func TestTimeouts(t *testing.T) {
 					continue
 				}
 				t.Run(name+"/"+rt.name, func(t *testing.T) {
-					env := newResEnv(t, resOptions{mutate: func(c *config.Config) {
+					env := newResEnv(t, envOptions{mutate: func(c *config.Config) {
 						c.Upstream.RequestTimeout = 400 * time.Millisecond
 						c.Upstream.ResponseHeaderTimeout = 5 * time.Second
 						c.Upstream.StreamIdleTimeout = 5 * time.Second

@@ -6,10 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -17,29 +14,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"modelgate/auth"
-	"modelgate/config"
 	"modelgate/platform"
-	"modelgate/platformsim"
-	"modelgate/ratelimit"
 )
-
-// dialFunc is what an http.Transport dials with.
-type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
-
-// resOptions shape a resilience test environment.
-type resOptions struct {
-	yaml     string                       // baseYAML when empty; ${SIM_URL} and ${CANARY} are set
-	vars     map[string]string            // more ${VAR}s for yaml
-	simKeys  []string                     // platform keys the sim accepts besides the canary
-	mutate   func(*config.Config)         // adjusts the parsed config
-	wrapDial func(next dialFunc) dialFunc // interposes on modelgate's upstream dials
-	// upstream, when set, serves the platform instead of the env's own Sim (which then
-	// only provides the canary).
-	upstream http.Handler
-	// limiterNow is the limiter's clock; default time.Now.
-	limiterNow func() time.Time
-}
 
 // resEnv is a testEnv built for failure tests: its own client, modelgate's upstream dials
 // open to interposition, the retry waits recorded instead of slept, and a goroutine leak
@@ -80,77 +56,16 @@ func leakCheck(t testing.TB) {
 	})
 }
 
-func newResEnv(t testing.TB, o resOptions) *resEnv {
+func newResEnv(t testing.TB, o envOptions) *resEnv {
 	t.Helper()
 	leakCheck(t)
-	env := &testEnv{canary: randomCanary(t), logs: &syncBuffer{}}
-	env.sim = platformsim.New(platformsim.Options{APIKeys: append([]string{env.canary}, o.simKeys...)})
-	var upstream http.Handler = env.sim
-	if o.upstream != nil {
-		upstream = o.upstream
-	}
-	env.simSrv = httptest.NewServer(upstream)
-	t.Cleanup(env.simSrv.Close)
-	t.Cleanup(env.sim.Close) // runs first: releases stalled handlers so the server can close
-	yamlText := o.yaml
-	if yamlText == "" {
-		yamlText = baseYAML
-	}
-	vars := map[string]string{"SIM_URL": env.simSrv.URL, "CANARY": env.canary}
-	for k, v := range o.vars {
-		vars[k] = v
-	}
-	cfg, err := config.Parse([]byte(yamlText), "test.yaml", func(name string) (string, bool) {
-		v, ok := vars[name]
-		return v, ok
-	})
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	if o.mutate != nil {
-		o.mutate(cfg)
-	}
-	env.cfg = cfg
-	a, err := auth.New(cfg)
-	if err != nil {
-		t.Fatalf("auth: %v", err)
-	}
-	tr := platform.NewTransport(platform.TransportOptions{
-		DialTimeout: cfg.Upstream.DialTimeout, ResponseHeaderTimeout: cfg.Upstream.ResponseHeaderTimeout,
-	})
-	if o.wrapDial != nil {
-		tr.DialContext = o.wrapDial(tr.DialContext)
-	}
-	t.Cleanup(tr.CloseIdleConnections)
-	pc, err := platform.New(cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL, tr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := slog.New(slog.NewJSONHandler(env.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	env.limiter, err = ratelimit.New(ratelimit.Options{Store: "memory", Logger: logger, Now: o.limiterNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { env.limiter.Close() })
-	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := startEnv(t, o)
 	waits := &waitLog{}
 	st := *env.server.state()
 	st.retry.sleep = waits.sleep
 	env.server.st.Store(&st)
-
-	env.front = httptest.NewServer(env.server.Handler())
-	t.Cleanup(env.front.Close)
 	ct := &http.Transport{MaxIdleConnsPerHost: 64}
 	t.Cleanup(ct.CloseIdleConnections)
-	t.Cleanup(func() {
-		env.assertNoCanary(t)
-		if strings.Contains(env.logs.String(), "handler panic") {
-			t.Errorf("a handler panicked: %s", env.logs.String())
-		}
-	})
 	return &resEnv{testEnv: env, client: &http.Client{Transport: ct, Timeout: 20 * time.Second}, waits: waits}
 }
 

@@ -18,7 +18,7 @@ import (
 
 // Hostile bodies are refused locally with a 4xx in OpenAI shape, and nothing goes upstream.
 func TestHostileBodies(t *testing.T) {
-	env := newResEnv(t, resOptions{mutate: func(c *config.Config) { c.Server.MaxBodyBytes = 4096 }})
+	env := newResEnv(t, envOptions{mutate: func(c *config.Config) { c.Server.MaxBodyBytes = 4096 }})
 	over := func(prefix string) string { // exactly one byte over the 4096-byte limit
 		s := prefix + `","x":"`
 		return s + strings.Repeat("a", 4096-len(s)-1) + `"}` // 4097 bytes
@@ -105,7 +105,7 @@ func TestHostileBodies(t *testing.T) {
 // Odd Authorization headers get 401 in OpenAI shape and nothing goes upstream. Headers Go's
 // client refuses to send are written on a raw connection.
 func TestHostileAuthHeaders(t *testing.T) {
-	env := newResEnv(t, resOptions{})
+	env := newResEnv(t, envOptions{})
 	big := "Bearer " + strings.Repeat("k", 16<<10)
 	tests := []struct {
 		name, auth string
@@ -163,7 +163,7 @@ func TestHostileAuthHeaders(t *testing.T) {
 
 // Path tricks reach no route: 4xx, nothing upstream.
 func TestHostilePaths(t *testing.T) {
-	env := newResEnv(t, resOptions{})
+	env := newResEnv(t, envOptions{})
 	paths := []string{
 		"/v1/responses/",
 		"/v1//responses",
@@ -226,7 +226,7 @@ func rawHTTP(t testing.TB, env *resEnv, method, path, header, body string) (int,
 func TestHeaderHygieneAndSteering(t *testing.T) {
 	var mu sync.Mutex
 	var dialed []string
-	env := newResEnv(t, resOptions{wrapDial: func(next dialFunc) dialFunc {
+	env := newResEnv(t, envOptions{wrapDial: func(next dialFunc) dialFunc {
 		return func(ctx context.Context, network, addr string) (net.Conn, error) {
 			mu.Lock()
 			dialed = append(dialed, addr)

@@ -99,7 +99,7 @@ func TestRetryRulesNonStream(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := resOptions{mutate: func(c *config.Config) {
+			o := envOptions{mutate: func(c *config.Config) {
 				c.Upstream.MaxRetries = &tt.maxRetries
 				c.Upstream.RequestTimeout = 30 * time.Second
 			}}
@@ -170,7 +170,7 @@ func TestRetryRulesNonStream(t *testing.T) {
 // The real timer path: a Retry-After wait is spent, and a client that leaves during it ends
 // the call without a second attempt.
 func TestRetryWaitIsRealAndCancellable(t *testing.T) {
-	env := newResEnv(t, resOptions{})
+	env := newResEnv(t, envOptions{})
 	st := *env.server.state()
 	st.retry.sleep = nil
 	env.server.st.Store(&st)
@@ -222,7 +222,7 @@ func TestRetryRulesStream(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := newResEnv(t, resOptions{})
+			env := newResEnv(t, envOptions{})
 			env.sim.Enqueue("/v1/responses", tt.reply)
 			body := respStreamBody
 			if tt.route == "/v1/chat/completions" {

@@ -27,7 +27,7 @@ func TestKeepAliveComments(t *testing.T) {
 		}
 		for _, every := range []time.Duration{0, 100 * time.Millisecond} {
 			t.Run(rt.name+"/"+every.String(), func(t *testing.T) {
-				env := newResEnv(t, resOptions{mutate: func(c *config.Config) { c.Upstream.KeepAliveInterval = every }})
+				env := newResEnv(t, envOptions{mutate: func(c *config.Config) { c.Upstream.KeepAliveInterval = every }})
 				env.sim.Enqueue("/v1/responses", platformsim.Reply{Events: pausing()})
 				code, _, raw := env.call(t, rt.path, keyAlpha1, rt.body)
 				if code != 200 {

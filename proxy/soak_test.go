@@ -107,7 +107,7 @@ func TestSoak(t *testing.T) {
 	now := time.Now().UTC()
 	noon := time.Date(now.Year(), now.Month(), now.Day(), 12, 0, 0, 0, time.UTC)
 	offset := noon.Sub(now)
-	env := newResEnv(t, resOptions{
+	env := newResEnv(t, envOptions{
 		yaml:       soakYAML,
 		upstream:   up,
 		limiterNow: func() time.Time { return time.Now().Add(offset) },
