@@ -120,10 +120,12 @@ func upstreamErrorKind(err error) string {
 		return "canceled"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
+	case errors.As(err, &ne) && ne.Timeout():
+		// Before the dial check: a connect that timed out (a blackholed platform) is a
+		// gateway timeout, 504, like a platform that does not answer; a refused one is 502.
+		return "timeout"
 	case isDialError(err):
 		return "dial"
-	case errors.As(err, &ne) && ne.Timeout():
-		return "timeout"
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF):
 		return "reset"
 	}
