@@ -366,7 +366,7 @@ type eventReader struct {
 // allocation per request. Buffers that grew for a large event are left to the collector.
 var eventBufs = sync.Pool{New: func() any { b := make([]byte, 0, eventBufSize); return &b }}
 
-const eventBufSize = 8 << 10
+const eventBufSize = 4 << 10
 
 func newEventReader(r io.Reader, maxEvent int) *eventReader {
 	bp := eventBufs.Get().(*[]byte)
