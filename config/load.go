@@ -150,6 +150,7 @@ const (
 	defaultMaxUploadBytes        = 100 * 1000 * 1000
 	defaultDrainTimeout          = 30 * time.Second
 	defaultReadHeaderTimeout     = 10 * time.Second
+	defaultUploadIdleTimeout     = 2 * time.Minute
 	defaultReasoningField        = "reasoning_content"
 	defaultBalanceCacheTTL       = 5 * time.Second
 	defaultTeamMode              = "enforce"
@@ -194,6 +195,7 @@ func applyDefaults(c *Config) {
 	setDefault(&s.MaxUploadBytes, defaultMaxUploadBytes)
 	setDefault(&s.DrainTimeout, defaultDrainTimeout)
 	setDefault(&s.ReadHeaderTimeout, defaultReadHeaderTimeout)
+	setDefault(&s.UploadIdleTimeout, defaultUploadIdleTimeout)
 	setDefault(&c.Translate.ReasoningField, defaultReasoningField)
 	setDefault(&c.Sidecar.BalanceCacheTTL, defaultBalanceCacheTTL)
 }

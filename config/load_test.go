@@ -117,7 +117,7 @@ func TestDefault(t *testing.T) {
 		Ratelimit: Ratelimit{Store: "memory", OnStoreError: "allow", DataPath: "modelgate-data", DefaultMaxOutputTokens: 4096},
 		Server: Server{
 			MaxBodyBytes: 32 << 20, MaxUploadBytes: 100 * 1000 * 1000,
-			DrainTimeout: 30 * time.Second, ReadHeaderTimeout: 10 * time.Second,
+			DrainTimeout: 30 * time.Second, ReadHeaderTimeout: 10 * time.Second, UploadIdleTimeout: 2 * time.Minute,
 		},
 		Translate: Translate{ReasoningField: "reasoning_content"},
 		Sidecar:   SidecarConf{BalanceCacheTTL: 5 * time.Second},

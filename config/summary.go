@@ -99,8 +99,8 @@ func (c *Config) Summary() string {
 	w("default max output tokens reserved: %d", r.DefaultMaxOutputTokens)
 
 	s := c.Server
-	w("server: max body %d bytes, max upload %d bytes, read header timeout %s, drain %s",
-		s.MaxBodyBytes, s.MaxUploadBytes, s.ReadHeaderTimeout, s.DrainTimeout)
+	w("server: max body %d bytes, max upload %d bytes, read header timeout %s, upload idle timeout %s, drain %s",
+		s.MaxBodyBytes, s.MaxUploadBytes, s.ReadHeaderTimeout, s.UploadIdleTimeout, s.DrainTimeout)
 	w("translate: reasoning field %s, drop extra fields %t", c.Translate.ReasoningField, c.Translate.DropExtraFields)
 	w("sidecar: balance cached %s", c.Sidecar.BalanceCacheTTL)
 	return b.String()

@@ -82,6 +82,7 @@ type Server struct {
 	MaxUploadBytes    int64         `yaml:"max_upload_bytes"`    // asset file part; default 100 MB (100*1000*1000)
 	DrainTimeout      time.Duration `yaml:"drain_timeout"`       // default 30s
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"` // default 10s
+	UploadIdleTimeout time.Duration `yaml:"upload_idle_timeout"` // asset upload with no byte received; default 2m
 	OverheadHeader    bool          `yaml:"overhead_header"`     // x-modelgate-overhead-ms on answers; default off
 }
 

@@ -393,4 +393,5 @@ func (v *validator) server(s *Server) {
 	v.nonNegative("server.max_upload_bytes", s.MaxUploadBytes)
 	v.nonNegativeDuration("server.drain_timeout", s.DrainTimeout)
 	v.nonNegativeDuration("server.read_header_timeout", s.ReadHeaderTimeout)
+	v.nonNegativeDuration("server.upload_idle_timeout", s.UploadIdleTimeout)
 }

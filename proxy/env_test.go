@@ -118,6 +118,8 @@ type envOptions struct {
 	upstream http.Handler
 	// limiterNow is the limiter's clock; default time.Now.
 	limiterNow func() time.Time
+	// now is the server's clock (caches, asset expiry); default time.Now.
+	now func() time.Time
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -173,7 +175,7 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { env.limiter.Close() })
-	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger})
+	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now})
 	if err != nil {
 		t.Fatal(err)
 	}

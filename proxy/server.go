@@ -29,6 +29,8 @@ type Deps struct {
 	Hooks Hooks
 	// MetricsHandler, when set, is served at GET /metrics.
 	MetricsHandler http.Handler
+	// Now is the clock for caches and asset expiry; nil means time.Now. Tests inject one.
+	Now func() time.Time
 }
 
 // Hooks let the operations layer observe requests without the handlers knowing about it.
@@ -76,6 +78,7 @@ type Server struct {
 	platform *platform.Client
 	log      *slog.Logger
 	hooks    Hooks
+	now      func() time.Time
 	engine   *gin.Engine
 	ready    atomic.Bool
 	draining atomic.Bool
@@ -89,7 +92,10 @@ func New(d Deps) (*Server, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now}
 	s.st.Store(newState(d.Config, d.Auth))
 	s.engine = s.routes(d.MetricsHandler)
 	s.ready.Store(true)

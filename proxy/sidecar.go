@@ -27,26 +27,17 @@ const (
 	assetsPath       = "/api/open/v2/assets"
 )
 
-// sidecarClock is read once per Server when its routes are built; tests replace it before
-// building a server to drive the balance cache without sleeping.
-var sidecarClock = time.Now
-
-// uploadIdleTimeout is how long an upload may go without receiving a byte. Read once per
-// Server when its routes are built, like sidecarClock.
-var uploadIdleTimeout = 2 * time.Minute
-
 // sidecar holds what the sidecar routes keep between requests.
 type sidecar struct {
-	s          *Server
-	now        func() time.Time
-	uploadIdle time.Duration
-	balance    *balanceCache
+	s       *Server
+	now     func() time.Time
+	balance *balanceCache
 }
 
 // sidecarRoutes registers the platform REST routes the application beside modelgate may use.
 // They answer in the platform's envelope, never in OpenAI's shape.
 func (s *Server) sidecarRoutes(e *gin.Engine) {
-	sc := &sidecar{s: s, now: sidecarClock, uploadIdle: uploadIdleTimeout}
+	sc := &sidecar{s: s, now: s.now}
 	sc.balance = newBalanceCache(sc.now)
 	g := e.Group("/api/open/v2", sc.refuseWhileDraining, sc.authenticate, sc.admit)
 	g.GET("/model-runs/info", sc.modelRunInfo)

@@ -503,13 +503,14 @@ func (f *fakeClock) Advance(d time.Duration) {
 	f.t = f.t.Add(d)
 }
 
-// useFakeClock makes servers built afterwards in this test read clk.
-func useFakeClock(t *testing.T) *fakeClock {
-	clk := &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	prev := sidecarClock
-	sidecarClock = clk.Now
-	t.Cleanup(func() { sidecarClock = prev })
-	return clk
+func newFakeClock() *fakeClock {
+	return &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+}
+
+// newClockedEnv is a test env whose server reads clk.
+func newClockedEnv(t *testing.T, clk *fakeClock) *testEnv {
+	t.Helper()
+	return startEnv(t, envOptions{now: clk.Now})
 }
 
 func balanceCalls(env *testEnv) int {
@@ -523,8 +524,8 @@ func balanceCalls(env *testEnv) int {
 }
 
 func TestSidecarBalanceCache(t *testing.T) {
-	clk := useFakeClock(t)
-	env := newTestEnv(t, "", nil)
+	clk := newFakeClock()
+	env := newClockedEnv(t, clk)
 	ttl := env.cfg.Sidecar.BalanceCacheTTL
 	if ttl != 5*time.Second {
 		t.Fatalf("default balance TTL %s, want 5s", ttl)
@@ -563,8 +564,7 @@ func TestSidecarBalanceCache(t *testing.T) {
 // TestSidecarBalanceConcurrentPolls: a burst of concurrent polls on a cold cache makes one call.
 func TestSidecarBalanceConcurrentPolls(t *testing.T) {
 	noLeaks(t)
-	useFakeClock(t)
-	env := newTestEnv(t, "", nil)
+	env := newClockedEnv(t, newFakeClock())
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
@@ -590,9 +590,9 @@ func TestSidecarBalanceConcurrentPolls(t *testing.T) {
 // TestSidecarBalanceCacheScope: failures are not cached, and different platform keys never
 // share an entry.
 func TestSidecarBalanceCacheScope(t *testing.T) {
-	useFakeClock(t)
+	clk := newFakeClock()
 	t.Run("failure_not_cached", func(t *testing.T) {
-		env := newTestEnv(t, "", nil)
+		env := newClockedEnv(t, clk)
 		env.sim.Enqueue(balancePath, platformsim.Reply{Status: 200, Body: []byte(`{"code":-2,"msg":"system exception"}`)})
 		status, _, body := env.do(t, "GET", "/api/open/v2/balance/info", keyAlpha1, nil)
 		if *assertEnvelope(t, body).Code != -2 {
@@ -604,7 +604,7 @@ func TestSidecarBalanceCacheScope(t *testing.T) {
 		}
 	})
 	t.Run("per_platform_key", func(t *testing.T) {
-		env := newTestEnv(t, passthroughYAML, nil)
+		env := startEnv(t, envOptions{yaml: passthroughYAML, now: clk.Now})
 		env.do(t, "GET", "/api/open/v2/balance/info", env.canary, nil)
 		status, _, body := env.do(t, "GET", "/api/open/v2/balance/info", "sk-someone-else", nil)
 		if status != http.StatusUnauthorized {
@@ -615,7 +615,7 @@ func TestSidecarBalanceCacheScope(t *testing.T) {
 		}
 	})
 	t.Run("ttl_zero_disables", func(t *testing.T) {
-		env := newTestEnv(t, "", func(c *config.Config) { c.Sidecar.BalanceCacheTTL = 0 })
+		env := startEnv(t, envOptions{now: clk.Now, mutate: func(c *config.Config) { c.Sidecar.BalanceCacheTTL = 0 }})
 		for range 3 {
 			env.do(t, "GET", "/api/open/v2/balance/info", keyAlpha1, nil)
 		}

@@ -95,9 +95,10 @@ func (sc *sidecar) uploadAsset(c *gin.Context) {
 		return
 	}
 	body := io.Reader(http.MaxBytesReader(c.Writer, c.Request.Body, limit+multipartSlack))
-	if sc.uploadIdle > 0 {
+	idle := st.cfg.Server.UploadIdleTimeout
+	if idle > 0 {
 		rc := http.NewResponseController(c.Writer)
-		body = &idleDeadlineReader{r: body, rc: rc, idle: sc.uploadIdle}
+		body = &idleDeadlineReader{r: body, rc: rc, idle: idle}
 		// The connection may carry another request after this one; it must not inherit the deadline.
 		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	}
@@ -157,7 +158,7 @@ func (u *upload) readErr(err error) sidecarReply {
 		return u.tooLarge()
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		// Checked before the context: net/http cancels it on any read error, this one included.
-		return u.fail(http.StatusRequestTimeout, "the upload stalled: no data for "+u.sc.uploadIdle.String())
+		return u.fail(http.StatusRequestTimeout, "the upload stalled: no data for "+u.st.cfg.Server.UploadIdleTimeout.String())
 	case u.c.Request.Context().Err() != nil:
 		return sidecarReply{clientGone: true}
 	case errors.Is(err, io.ErrUnexpectedEOF):

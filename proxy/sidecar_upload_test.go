@@ -641,11 +641,11 @@ func TestSidecarUploadPlatformRejectsKey(t *testing.T) {
 // time with 408, and the upstream upload is aborted rather than left hanging.
 func TestSidecarUploadStalledClient(t *testing.T) {
 	noLeaks(t)
-	prev := uploadIdleTimeout
-	uploadIdleTimeout = 300 * time.Millisecond
-	t.Cleanup(func() { uploadIdleTimeout = prev })
 	cp := newCountingPlatform(t)
-	env := newTestEnv(t, "", withPlatform(cp, 0))
+	env := newTestEnv(t, "", func(c *config.Config) {
+		withPlatform(cp, 0)(c)
+		c.Server.UploadIdleTimeout = 300 * time.Millisecond
+	})
 
 	conn, err := net.Dial("tcp", strings.TrimPrefix(env.front.URL, "http://"))
 	if err != nil {
