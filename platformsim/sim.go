@@ -87,8 +87,15 @@ func (s *Sim) nextID(prefix string) string {
 // proxy would, and are recorded so tests can assert that none were sent.
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.opts.Minimal {
-		stop := context.AfterFunc(r.Context(), s.noteCancellation)
-		defer stop()
+		ctx := r.Context()
+		stop := context.AfterFunc(ctx, s.noteCancellation)
+		defer func() {
+			// A handler that noticed the cancellation itself can return before AfterFunc's
+			// goroutine started; stop then prevents it, so the cancellation is noted here.
+			if stop() && ctx.Err() != nil {
+				s.noteCancellation()
+			}
+		}()
 	}
 	path := r.URL.EscapedPath()
 	switch {
