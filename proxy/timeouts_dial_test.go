@@ -67,7 +67,9 @@ func TestDialTimeoutToBlackholedPlatform(t *testing.T) {
 				t.Fatalf("status %d, want 504: %s", status, body)
 			}
 			assertOpenAIError(t, body)
-			if took < dialTimeout || took > dialTimeout*3/2 {
+			// Well under any other timeout in play (response header 60s, request 10m), with
+			// room for a loaded machine running the race detector.
+			if took < dialTimeout || took > dialTimeout*3 {
 				t.Errorf("answered after %v; want about the dial timeout %v", took, dialTimeout)
 			}
 		})
