@@ -101,11 +101,12 @@ func (c *StreamConverter) Feed(eventType string, data []byte) (out []byte, done 
 	}
 	// Zero-copy view: nothing read from ev outlives this call unless cloned.
 	ev := gjson.Parse(str(data))
-	typ := ev.Get("type").Str
+	f := scanEvent(ev)
+	typ := f.typ.Str
 	if typ == "" {
 		typ = eventType
 	}
-	oi := ev.Get("output_index")
+	oi := f.outputIndex
 	if oi.Exists() {
 		c.markSeen(oi.Int())
 	}
@@ -118,61 +119,61 @@ func (c *StreamConverter) Feed(eventType string, data []byte) (out []byte, done 
 			out = c.close(out, "")
 		}
 	case "response.output_item.added":
-		item := ev.Get("item")
+		item := f.item
 		if t := item.Get("type").Str; t == "function_call" || t == "custom_tool_call" {
 			out = c.announce(out, oi.Int(), item)
 		}
 	case "response.output_text.delta":
 		c.deltas++
-		c.markEmitted(partKey{'t', oi.Int(), ev.Get("content_index").Int()})
-		out = c.text(out, ev.Get("delta").String(), ev.Get("logprobs"))
+		c.markEmitted(partKey{'t', oi.Int(), f.contentIndex.Int()})
+		out = c.text(out, f.delta.String(), f.logprobs)
 	case "response.output_text.done":
-		if k := (partKey{'t', oi.Int(), ev.Get("content_index").Int()}); !c.wasEmitted(k) {
+		if k := (partKey{'t', oi.Int(), f.contentIndex.Int()}); !c.wasEmitted(k) {
 			c.markEmitted(k)
-			out = c.text(out, ev.Get("text").String(), ev.Get("logprobs"))
+			out = c.text(out, f.text.String(), f.logprobs)
 		}
 	case "response.refusal.delta":
 		c.deltas++
-		c.markEmitted(partKey{'f', oi.Int(), ev.Get("content_index").Int()})
-		out = c.refusal(out, ev.Get("delta").String())
+		c.markEmitted(partKey{'f', oi.Int(), f.contentIndex.Int()})
+		out = c.refusal(out, f.delta.String())
 	case "response.refusal.done":
-		if k := (partKey{'f', oi.Int(), ev.Get("content_index").Int()}); !c.wasEmitted(k) {
+		if k := (partKey{'f', oi.Int(), f.contentIndex.Int()}); !c.wasEmitted(k) {
 			c.markEmitted(k)
-			out = c.refusal(out, ev.Get("refusal").String())
+			out = c.refusal(out, f.refusal.String())
 		}
 	case "response.reasoning_summary_text.delta":
 		c.deltas++
-		out = c.reasoning(out, partKey{'s', oi.Int(), ev.Get("summary_index").Int()}, ev.Get("delta").String())
+		out = c.reasoning(out, partKey{'s', oi.Int(), f.summaryIndex.Int()}, f.delta.String())
 	case "response.reasoning_summary_text.done":
-		if k := (partKey{'s', oi.Int(), ev.Get("summary_index").Int()}); !c.wasEmitted(k) {
-			out = c.reasoning(out, k, ev.Get("text").String())
+		if k := (partKey{'s', oi.Int(), f.summaryIndex.Int()}); !c.wasEmitted(k) {
+			out = c.reasoning(out, k, f.text.String())
 		}
 	case "response.reasoning_text.delta":
 		c.deltas++
-		out = c.reasoning(out, partKey{'r', oi.Int(), ev.Get("content_index").Int()}, ev.Get("delta").String())
+		out = c.reasoning(out, partKey{'r', oi.Int(), f.contentIndex.Int()}, f.delta.String())
 	case "response.reasoning_text.done":
-		if k := (partKey{'r', oi.Int(), ev.Get("content_index").Int()}); !c.wasEmitted(k) {
-			out = c.reasoning(out, k, ev.Get("text").String())
+		if k := (partKey{'r', oi.Int(), f.contentIndex.Int()}); !c.wasEmitted(k) {
+			out = c.reasoning(out, k, f.text.String())
 		}
 	case "response.function_call_arguments.delta", "response.custom_tool_call_input.delta":
 		c.deltas++
 		if s := c.slot(oi.Int()); s != nil {
-			out = c.arguments(out, s, ev.Get("delta").String())
+			out = c.arguments(out, s, f.delta.String())
 		}
 	case "response.function_call_arguments.done":
 		if s := c.slot(oi.Int()); s != nil && !s.argsSent {
-			out = c.arguments(out, s, ev.Get("arguments").String())
+			out = c.arguments(out, s, f.arguments.String())
 		}
 	case "response.custom_tool_call_input.done":
 		if s := c.slot(oi.Int()); s != nil && !s.argsSent {
-			out = c.arguments(out, s, ev.Get("input").String())
+			out = c.arguments(out, s, f.input.String())
 		}
 	case "response.output_item.done":
-		out = c.itemDone(out, oi.Int(), ev.Get("item"))
+		out = c.itemDone(out, oi.Int(), f.item)
 	case "response.completed", "response.incomplete":
-		out = c.finish(out, typ, ev.Get("response"))
+		out = c.finish(out, typ, f.response)
 	case "response.failed":
-		resp := ev.Get("response")
+		resp := f.response
 		if u, ok := parseUsage(resp.Get("usage")); ok {
 			c.usage = u
 		}
@@ -182,7 +183,7 @@ func (c *StreamConverter) Feed(eventType string, data []byte) (out []byte, done 
 		}
 		out = c.errorFrame(out, failureError(e))
 	case "error":
-		e := ev.Get("error") // the live API nests it; the spec has it flat
+		e := f.err // the live API nests it; the spec has it flat
 		if !e.IsObject() {
 			e = ev
 		}
@@ -588,4 +589,55 @@ func UsageChunk(meta Meta, u Usage) []byte {
 	b = append(b, `,"choices":[],"usage":`...)
 	b = appendUsage(b, u)
 	return append(b, "}\n\n"...)
+}
+
+// eventFields are the top-level fields of an upstream event that Feed reads.
+type eventFields struct {
+	typ, outputIndex, contentIndex, summaryIndex     gjson.Result
+	delta, text, refusal, arguments, input, logprobs gjson.Result
+	item, response, err                              gjson.Result
+}
+
+// scanEvent finds every field Feed may need in one pass over the event, instead of one
+// scan per lookup. The first occurrence of a duplicated key wins, as with gjson's Get.
+func scanEvent(ev gjson.Result) eventFields {
+	var f eventFields
+	ev.ForEach(func(k, v gjson.Result) bool {
+		var dst *gjson.Result
+		switch k.Str {
+		case "type":
+			dst = &f.typ
+		case "output_index":
+			dst = &f.outputIndex
+		case "content_index":
+			dst = &f.contentIndex
+		case "summary_index":
+			dst = &f.summaryIndex
+		case "delta":
+			dst = &f.delta
+		case "text":
+			dst = &f.text
+		case "refusal":
+			dst = &f.refusal
+		case "arguments":
+			dst = &f.arguments
+		case "input":
+			dst = &f.input
+		case "logprobs":
+			dst = &f.logprobs
+		case "item":
+			dst = &f.item
+		case "response":
+			dst = &f.response
+		case "error":
+			dst = &f.err
+		default:
+			return true
+		}
+		if !dst.Exists() {
+			*dst = v
+		}
+		return true
+	})
+	return f
 }
