@@ -45,6 +45,11 @@ func NewTransport(o TransportOptions) *http.Transport {
 		// Upstream bodies are forwarded byte for byte; transparent decompression would
 		// change them and hide their real size.
 		DisableCompression: true,
+		// Every open stream holds one upstream connection with these two buffers. Bodies
+		// bypass them (reads and writes larger than the buffer go straight to the socket),
+		// so 1 KiB, enough for headers, costs nothing in throughput and saves ~6 KiB a stream.
+		WriteBufferSize: 1 << 10,
+		ReadBufferSize:  1 << 10,
 	}
 }
 
