@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
@@ -43,25 +44,11 @@ func readJSONBody(c *gin.Context, limit int64) ([]byte, bool) {
 func formatBytes(n int64) string {
 	switch {
 	case n%(1<<20) == 0:
-		return itoa(n>>20) + " MiB"
+		return strconv.FormatInt(n>>20, 10) + " MiB"
 	case n%(1<<10) == 0:
-		return itoa(n>>10) + " KiB"
+		return strconv.FormatInt(n>>10, 10) + " KiB"
 	}
-	return itoa(n) + " bytes"
-}
-
-func itoa(n int64) string {
-	var b [20]byte
-	i := len(b)
-	if n == 0 {
-		return "0"
-	}
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
+	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // jsonObject reports whether body is one well-formed JSON object.

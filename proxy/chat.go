@@ -125,6 +125,27 @@ func toUsage(u translate.Usage) ratelimit.Usage {
 	return ratelimit.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
 }
 
+// sumUsage adds up the usage of the n choices of one request.
+func sumUsage(us []translate.Usage) translate.Usage {
+	var total translate.Usage
+	for _, u := range us {
+		total.InputTokens += u.InputTokens
+		total.OutputTokens += u.OutputTokens
+		total.TotalTokens += u.TotalTokens
+		total.CachedTokens += u.CachedTokens
+		total.ReasoningTokens += u.ReasoningTokens
+	}
+	return total
+}
+
+func usagesOf(convs []*translate.StreamConverter) []translate.Usage {
+	us := make([]translate.Usage, len(convs))
+	for i, conv := range convs {
+		us[i] = conv.Usage()
+	}
+	return us
+}
+
 // bytesOf views an event's data as bytes without copying; the converters only read it.
 func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
@@ -202,11 +223,7 @@ func (cc *chatCall) complete() ratelimit.Usage {
 		}
 	}
 	wg.Wait()
-	var total ratelimit.Usage
-	for _, u := range usages {
-		total.InputTokens += u.InputTokens
-		total.OutputTokens += u.OutputTokens
-	}
+	total := toUsage(sumUsage(usages))
 	for _, err := range errs {
 		if err != nil {
 			cc.answerError(err)
@@ -346,13 +363,7 @@ func (cc *chatCall) stream() ratelimit.Usage {
 	} else {
 		cc.pumpMerged(resps, cancels, convs)
 	}
-	var total ratelimit.Usage
-	for _, conv := range convs {
-		u := conv.Usage()
-		total.InputTokens += u.InputTokens
-		total.OutputTokens += u.OutputTokens
-	}
-	return total
+	return toUsage(sumUsage(usagesOf(convs)))
 }
 
 // write sends converted bytes to the client and flushes. false means the client is gone.
@@ -496,17 +507,8 @@ func (cc *chatCall) pumpMerged(resps []*http.Response, cancels []context.CancelF
 	if failed || remaining > 0 {
 		return
 	}
-	var total translate.Usage
-	for _, conv := range convs {
-		u := conv.Usage()
-		total.InputTokens += u.InputTokens
-		total.OutputTokens += u.OutputTokens
-		total.TotalTokens += u.TotalTokens
-		total.CachedTokens += u.CachedTokens
-		total.ReasoningTokens += u.ReasoningTokens
-	}
 	if cc.meta.IncludeUsage {
-		cc.write(translate.UsageChunk(cc.meta, total))
+		cc.write(translate.UsageChunk(cc.meta, sumUsage(usagesOf(convs))))
 	}
 	cc.write(translate.DoneFrame)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -90,7 +91,7 @@ func transportFailure(err error) *upstreamFailure {
 // headers that tell an SDK whether and when to retry.
 func (s *Server) statusFailure(st *state, ri *requestInfo, resp *http.Response) *upstreamFailure {
 	status := resp.StatusCode
-	kind := "status_" + itoa(int64(status/100)) + "xx"
+	kind := "status_" + strconv.Itoa(status/100) + "xx"
 	if (status == http.StatusUnauthorized || status == http.StatusForbidden) && st.auth.Mode() == auth.ModeKeys {
 		// The platform refused modelgate's own credential: not the caller's fault, and the
 		// caller must learn nothing about the credential.

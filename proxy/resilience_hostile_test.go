@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -208,7 +209,7 @@ func rawHTTP(t testing.TB, env *resEnv, method, path, header, body string) (int,
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 	msg := method + " " + path + " HTTP/1.1\r\nHost: modelgate\r\nContent-Type: application/json\r\n" +
-		header + "\r\nContent-Length: " + itoa(int64(len(body))) + "\r\nConnection: close\r\n\r\n" + body
+		header + "\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body
 	if _, err := io.WriteString(conn, msg); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -110,7 +111,7 @@ func TestEventReader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for _, chunk := range []int{1, 3, 1 << 20} {
-			t.Run(tt.name+"/"+itoa(int64(chunk)), func(t *testing.T) {
+			t.Run(tt.name+"/"+strconv.Itoa(chunk), func(t *testing.T) {
 				var r io.Reader = strings.NewReader(tt.in)
 				if chunk == 1 {
 					r = iotest.OneByteReader(r)
