@@ -64,11 +64,6 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		DropExtraFields: st.cfg.Translate.DropExtraFields,
 		ForceStream:     upStream && !req.Stream,
 	})
-	if err == nil {
-		// The translation drops the snake_case steering fields; this catches the rest
-		// (baseURL, ...) the same way the Responses route does.
-		upBody, err = stripSteeringFields(upBody)
-	}
 	if err != nil {
 		writeTranslateError(c, err)
 		return

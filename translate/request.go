@@ -191,7 +191,13 @@ func appendField(fs []field, f field) []field {
 // addresses, credentials and headers (LiteLLM-style api_base, extra_headers, ...) would let a
 // caller steer modelgate's upstream traffic. Responses-only fields that the translation writes
 // itself, or that need server-side state a chat client cannot manage, are dropped too.
+// SDK-style camelCase spellings (baseURL, apiKey, extraHeaders) are judged as their
+// snake_case twins.
 func neverForwarded(key string) bool {
+	return neverForwardedSnake(snakeCase(key))
+}
+
+func neverForwardedSnake(key string) bool {
 	switch key {
 	case "api_base", "base_url", "api_key", "api_version", "api_type", "organization", "project",
 		"extra_headers", "headers", "extra_query", "extra_body", "default_headers", "custom_llm_provider",
@@ -206,6 +212,37 @@ func neverForwarded(key string) bool {
 		}
 	}
 	return false
+}
+
+// snakeCase spells a camelCase key in snake_case, acronyms as one word: baseURL -> base_url,
+// azureADToken -> azure_ad_token. Keys without upper-case letters come back unchanged.
+func snakeCase(key string) string {
+	upper := func(b byte) bool { return b >= 'A' && b <= 'Z' }
+	lower := func(b byte) bool { return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' }
+	hasUpper := false
+	for i := 0; i < len(key); i++ {
+		if upper(key[i]) {
+			hasUpper = true
+			break
+		}
+	}
+	if !hasUpper {
+		return key
+	}
+	out := make([]byte, 0, len(key)+4)
+	for i := 0; i < len(key); i++ {
+		b := key[i]
+		if upper(b) {
+			// A word starts at an upper-case letter after a lower-case one, or at the last
+			// upper-case letter of an acronym that a lower-case letter follows.
+			if i > 0 && (lower(key[i-1]) || upper(key[i-1]) && i+1 < len(key) && lower(key[i+1])) {
+				out = append(out, '_')
+			}
+			b += 'a' - 'A'
+		}
+		out = append(out, b)
+	}
+	return string(out)
 }
 
 func checkModalities(v gjson.Result) *Error {
