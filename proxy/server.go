@@ -197,6 +197,15 @@ func (s *Server) observe(c *gin.Context) {
 		s.hooks.RequestStarted()
 	}
 	c.Next()
+	s.finish(c, ri)
+}
+
+// finish logs and reports a request that has been answered. It is its own call, never
+// inlined, so the summary it builds takes no room in observe's frame, which stays on the
+// stack of every open stream.
+//
+//go:noinline
+func (s *Server) finish(c *gin.Context, ri *requestInfo) {
 	if ri.route == "" {
 		ri.route = c.FullPath()
 	}

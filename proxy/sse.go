@@ -265,12 +265,7 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 			deltas++
 		case typ == "response.completed" || typ == "response.incomplete" || typ == "response.failed":
 			terminal = true
-			u := gjson.GetManyBytes(ev.data, "response.usage.input_tokens", "response.usage.output_tokens", "response.usage")
-			if u[2].IsObject() {
-				usage = ratelimit.Usage{InputTokens: u[0].Int(), OutputTokens: u[1].Int()}
-			} else {
-				usage = ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: deltas}
-			}
+			usage = terminalUsage(ev.data, ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: deltas})
 		case typ == "error":
 			terminal = true
 			usage = ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: deltas}
@@ -299,6 +294,19 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 		_ = sw.write(responsesErrorEvent("upstream_stream_ended", "The platform's stream ended before the response was complete."))
 	}
 	return ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: deltas}
+}
+
+// terminalUsage is the usage a terminal Responses event reports, or estimate when it has
+// none. Not inlined: its lookups would otherwise widen the frame of the loop that holds the
+// stream open.
+//
+//go:noinline
+func terminalUsage(data []byte, estimate ratelimit.Usage) ratelimit.Usage {
+	u := gjson.GetManyBytes(data, "response.usage.input_tokens", "response.usage.output_tokens", "response.usage")
+	if !u[2].IsObject() {
+		return estimate
+	}
+	return ratelimit.Usage{InputTokens: u[0].Int(), OutputTokens: u[1].Int()}
 }
 
 func streamEndKind(err error) string {

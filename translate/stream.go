@@ -43,6 +43,11 @@ type StreamConverter struct {
 	deltas   int64
 	usage    Usage
 	estimate int64
+
+	// ev holds the event being fed. It is a kilobyte of gjson results: as a local it would
+	// widen Feed's frame enough to double the stack of the goroutine that holds a stream
+	// open. Its views into the caller's data are not read once Feed returns.
+	ev eventFields
 }
 
 type toolSlot struct {
@@ -101,7 +106,8 @@ func (c *StreamConverter) Feed(eventType string, data []byte) (out []byte, done 
 	}
 	// Zero-copy view: nothing read from ev outlives this call unless cloned.
 	ev := gjson.Parse(str(data))
-	f := scanEvent(ev)
+	f := &c.ev
+	f.scan(ev)
 	typ := f.typ.Str
 	if typ == "" {
 		typ = eventType
@@ -598,10 +604,10 @@ type eventFields struct {
 	item, response, err                              gjson.Result
 }
 
-// scanEvent finds every field Feed may need in one pass over the event, instead of one
-// scan per lookup. The first occurrence of a duplicated key wins, as with gjson's Get.
-func scanEvent(ev gjson.Result) eventFields {
-	var f eventFields
+// scan finds every field Feed may need in one pass over the event, instead of one scan per
+// lookup. The first occurrence of a duplicated key wins, as with gjson's Get.
+func (f *eventFields) scan(ev gjson.Result) {
+	*f = eventFields{}
 	ev.ForEach(func(k, v gjson.Result) bool {
 		var dst *gjson.Result
 		switch k.Str {
@@ -639,5 +645,4 @@ func scanEvent(ev gjson.Result) eventFields {
 		}
 		return true
 	})
-	return f
 }
