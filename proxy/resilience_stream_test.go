@@ -136,6 +136,67 @@ func TestEventReader(t *testing.T) {
 	}
 }
 
+// Events of every size come out whole, whichever buffer they needed, and a reader waiting
+// between events holds no pooled buffer: a thousand idle streams would otherwise keep a
+// thousand of them.
+func TestEventReaderBuffers(t *testing.T) {
+	sizes := []int{100, smallEventBuf - 20, smallEventBuf + 300, eventBufSize - 100, eventBufSize + 900, 5 * eventBufSize, 40, 3 * smallEventBuf}
+	var in strings.Builder
+	var want []string
+	for i, n := range sizes {
+		ev := "data: " + strings.Repeat(string(rune('a'+i)), n) + "\n\n"
+		in.WriteString(ev)
+		want = append(want, ev)
+	}
+	for _, chunk := range []int{1, 7, 700, 1 << 20} {
+		t.Run(strconv.Itoa(chunk), func(t *testing.T) {
+			w := &watchedReader{r: &chunkReader{s: in.String(), n: chunk}}
+			er := newEventReader(w, 1<<20)
+			w.er = er
+			for i, raw := range want {
+				ev, err := er.next()
+				if err != nil {
+					t.Fatalf("event %d: %v", i, err)
+				}
+				if string(ev.raw) != raw || string(ev.data) != raw[len("data: "):len(raw)-2] {
+					t.Fatalf("event %d (%d bytes) came out as %d bytes", i, len(raw), len(ev.raw))
+				}
+			}
+			if _, err := er.next(); !errors.Is(err, io.EOF) {
+				t.Fatalf("end = %v, want EOF", err)
+			}
+			if w.betweenEvents == 0 {
+				t.Fatal("no read started between events")
+			}
+			if w.heldPooled > 0 {
+				t.Fatalf("%d of %d reads between events held a pooled buffer", w.heldPooled, w.betweenEvents)
+			}
+			er.release()
+			if er.pooled != nil {
+				t.Fatal("release kept the pooled buffer")
+			}
+		})
+	}
+}
+
+// watchedReader notes, at each read that starts with nothing buffered, whether the event
+// reader is still holding a pooled buffer.
+type watchedReader struct {
+	r                         io.Reader
+	er                        *eventReader
+	betweenEvents, heldPooled int
+}
+
+func (w *watchedReader) Read(p []byte) (int, error) {
+	if len(w.er.buf) == 0 {
+		w.betweenEvents++
+		if w.er.pooled != nil || cap(w.er.buf) != smallEventBuf {
+			w.heldPooled++
+		}
+	}
+	return w.r.Read(p)
+}
+
 type chunkReader struct {
 	s string
 	n int

@@ -367,27 +367,41 @@ type eventReader struct {
 	// beforeWait, when set, runs before each read from the upstream: the relay flushes what
 	// it queued there, so nothing waits in a buffer while modelgate waits for the platform.
 	beforeWait func()
-	pooled     *[]byte
+	pooled     *[]byte // the pooled buffer buf lies in, while it holds one
+	// small is where a read starts between events. A stream spends most of its life
+	// waiting there for the platform's next event, and with a thousand streams open the
+	// pooled buffers they would otherwise each hold add up; most events fit in small whole.
+	small [smallEventBuf]byte
 }
 
-// eventBufs recycles readers' buffers: a stream's 8 KiB would otherwise be a fresh
-// allocation per request. Buffers that grew for a large event are left to the collector.
+// eventBufs recycles the buffers an event moves to when it outgrows small. Buffers that
+// grew further for a large event are left to the collector.
 var eventBufs = sync.Pool{New: func() any { b := make([]byte, 0, eventBufSize); return &b }}
 
-const eventBufSize = 4 << 10
+const (
+	smallEventBuf = 1 << 10 // the platform transport's read buffer is the same size
+	eventBufSize  = 4 << 10
+	minRead       = 512 // less room than this left in buf, and it grows before a read
+)
 
 func newEventReader(r io.Reader, maxEvent int) *eventReader {
-	bp := eventBufs.Get().(*[]byte)
-	return &eventReader{r: r, max: maxEvent, buf: (*bp)[:0], pooled: bp}
+	er := &eventReader{r: r, max: maxEvent}
+	er.buf = er.small[:0]
+	return er
 }
 
-// release returns the buffer; no event read before may be used afterwards.
+// release returns a pooled buffer; no event read before may be used afterwards.
 func (er *eventReader) release() {
-	if er.pooled != nil && cap(er.buf) == eventBufSize {
-		*er.pooled = er.buf[:0]
+	er.putPooled()
+	er.buf = nil
+}
+
+func (er *eventReader) putPooled() {
+	if er.pooled != nil {
+		*er.pooled = (*er.pooled)[:0]
 		eventBufs.Put(er.pooled)
+		er.pooled = nil
 	}
-	er.pooled, er.buf = nil, nil
 }
 
 // next returns the next complete event. At the end of the stream it returns the read error,
@@ -503,11 +517,26 @@ func eventType(b []byte) string {
 	return string(b)
 }
 
-// fill reads more bytes into buf.
+// fill reads more bytes into buf. Between events it reads into small and holds no pooled
+// buffer; an event that outgrows small moves to a pooled one, and from there to a larger
+// buffer of its own.
 func (er *eventReader) fill() {
-	if cap(er.buf)-len(er.buf) < 4<<10 {
-		nb := make([]byte, len(er.buf), 2*cap(er.buf)+4<<10)
+	switch {
+	case len(er.buf) == 0:
+		er.putPooled()
+		er.buf = er.small[:0]
+	case cap(er.buf)-len(er.buf) < minRead:
+		var nb []byte
+		if er.pooled == nil && len(er.buf) <= eventBufSize-minRead {
+			er.pooled = eventBufs.Get().(*[]byte)
+			nb = (*er.pooled)[:len(er.buf)]
+		} else {
+			nb = make([]byte, len(er.buf), 2*cap(er.buf)+eventBufSize)
+		}
 		copy(nb, er.buf)
+		if cap(nb) > eventBufSize {
+			er.putPooled() // copied out of it
+		}
 		er.buf = nb
 	}
 	n, err := er.r.Read(er.buf[len(er.buf):cap(er.buf)])
