@@ -55,9 +55,9 @@ func NewTransport(o TransportOptions) *http.Transport {
 
 // Client addresses the platform. It is safe for concurrent use.
 type Client struct {
-	gateway *url.URL
-	base    *url.URL
-	HTTP    *http.Client
+	gateway   *url.URL
+	base      *url.URL
+	transport http.RoundTripper
 	// gatewayResponses is {gateway_url}/v1/responses, spelled once: the hot route builds its
 	// requests without joining, escaping and printing a URL each time.
 	gatewayResponses string
@@ -81,13 +81,24 @@ func New(gatewayURL, baseURL string, t http.RoundTripper) (*Client, error) {
 		gateway:          g,
 		base:             b,
 		gatewayResponses: responses,
-		// No Timeout: deadlines come from each request's context. Redirects are not followed,
-		// so the credential is never sent to a host the platform names.
-		HTTP: &http.Client{
-			Transport:     t,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
+		transport:        t,
 	}, nil
+}
+
+// Do sends one request and returns the platform's answer, whatever its status. It goes
+// straight to the transport: a redirect is returned, never followed, so the credential is
+// never sent to a host the platform names, and deadlines come from each request's context.
+// That leaves http.Client nothing to do but copy every request's headers for redirects it
+// would not follow.
+func (c *Client) Do(req *http.Request) (*http.Response, error) {
+	return c.transport.RoundTrip(req)
+}
+
+// CloseIdleConnections closes the transport's idle connections.
+func (c *Client) CloseIdleConnections() {
+	if t, ok := c.transport.(interface{ CloseIdleConnections() }); ok {
+		t.CloseIdleConnections()
+	}
 }
 
 func parseBase(name, raw string) (*url.URL, error) {

@@ -99,7 +99,7 @@ func TestRedirectsNotFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	req, _ := c.NewOpenAPIRequest(context.Background(), Call{Method: "GET", Path: "/api/open/v2/balance/info", Key: "secret"})
-	resp, err := c.HTTP.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

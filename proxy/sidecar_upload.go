@@ -317,7 +317,7 @@ func (u *upload) start() {
 		var res upstreamResult
 		req, err := u.sc.s.platform.NewOpenAPIRequest(ctx, call)
 		if err == nil {
-			res.resp, res.err = u.sc.s.platform.HTTP.Do(req)
+			res.resp, res.err = u.sc.s.platform.Do(req)
 		} else {
 			res.err = err
 		}

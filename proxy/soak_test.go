@@ -182,7 +182,7 @@ func TestSoak(t *testing.T) {
 	// Leaks: once the load stopped and idle connections are closed, goroutines return to
 	// where they were and the heap does not keep what the load used.
 	env.client.Transport.(*http.Transport).CloseIdleConnections()
-	env.server.platform.HTTP.Transport.(*http.Transport).CloseIdleConnections()
+	env.server.platform.CloseIdleConnections()
 	for _, s := range up.sims {
 		s.Reset() // the simulator's own request records are not modelgate's memory
 	}

@@ -142,7 +142,7 @@ func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadli
 			return nil, err
 		}
 		ri.attempts = done
-		resp, err := s.platform.HTTP.Do(req)
+		resp, err := s.platform.Do(req)
 		wait, again := policy.decide(done, resp, err, time.Until(deadline))
 		if !again || ctx.Err() != nil {
 			return resp, err
