@@ -34,6 +34,10 @@ type chatCall struct {
 	estimate int64         // input tokens estimate of one upstream call
 	upStream bool          // the upstream is asked to stream
 	sw       *streamWriter // the client stream, once started
+	// out is the single-choice relay's chunk buffer, reused from event to event: the
+	// writer has copied the frames by the time queue returns. A field rather than a local,
+	// since the relay loop's frame is part of every open stream's stack.
+	out []byte
 }
 
 // chatCompletions serves POST /v1/chat/completions on top of the Responses gateway. Nothing
@@ -381,6 +385,10 @@ func (cc *chatCall) send(out []byte, flush bool) bool {
 	return true
 }
 
+// maxKeptChunkBuf bounds the chunk buffer pumpDirect keeps between events; typical chunks
+// take a few hundred bytes.
+const maxKeptChunkBuf = 16 << 10
+
 // pumpDirect converts one upstream stream on the handler's goroutine: the common case, with
 // no channel hop between upstream read and client write. Converted chunks are queued and
 // flushed whenever the relay is about to wait for the platform (see streamWriter).
@@ -401,10 +409,14 @@ func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, c
 		if ev.typ == "" && ev.data == nil {
 			continue // a comment or a stray blank line: nothing to convert
 		}
-		out, done := conv.Feed(ev.typ, ev.data)
-		if !cc.queue(out) {
+		var done bool
+		cc.out, done = conv.FeedTo(cc.out[:0], ev.typ, ev.data)
+		if !cc.queue(cc.out) {
 			cancel()
 			return
+		}
+		if cap(cc.out) > maxKeptChunkBuf {
+			cc.out = nil // a rare large chunk is not held for the rest of a long stream
 		}
 		if done {
 			cancel() // stop sequence or terminal event: nothing more is needed upstream

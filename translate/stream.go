@@ -98,11 +98,18 @@ func (c *StreamConverter) Usage() Usage {
 // Feed converts one upstream event. out holds complete SSE frames; done means the chat
 // stream is finished and the caller should stop reading and cancel the upstream.
 func (c *StreamConverter) Feed(eventType string, data []byte) (out []byte, done bool) {
+	return c.FeedTo(nil, eventType, data)
+}
+
+// FeedTo is Feed appending to dst. A caller that is done with the previous frames can pass
+// the same buffer back (dst[:0]), so a stream costs no allocation per chunk.
+func (c *StreamConverter) FeedTo(dst []byte, eventType string, data []byte) (out []byte, done bool) {
+	out = dst
 	if c.done {
-		return nil, true
+		return out, true
 	}
 	if !gjson.ValidBytes(data) {
-		return nil, false // comments, [DONE] from lenient upstreams, garbage: nothing to convert
+		return out, false // comments, [DONE] from lenient upstreams, garbage: nothing to convert
 	}
 	// Zero-copy view: nothing read from ev outlives this call unless cloned.
 	ev := gjson.Parse(str(data))
@@ -567,7 +574,7 @@ func (c *StreamConverter) trailer(out []byte) []byte {
 		return out
 	}
 	if c.meta.IncludeUsage {
-		out = append(out, UsageChunk(c.meta, c.Usage())...)
+		out = appendUsageChunk(out, &c.meta, c.Usage())
 	}
 	return append(out, DoneFrame...)
 }
@@ -585,7 +592,10 @@ func (c *StreamConverter) errorFrame(out []byte, e *Error) []byte {
 // UsageChunk is the chunk with empty choices and the usage that ends a stream whose client
 // set stream_options.include_usage.
 func UsageChunk(meta Meta, u Usage) []byte {
-	b := make([]byte, 0, 256+len(meta.ID)+len(meta.Model))
+	return appendUsageChunk(make([]byte, 0, 256+len(meta.ID)+len(meta.Model)), &meta, u)
+}
+
+func appendUsageChunk(b []byte, meta *Meta, u Usage) []byte {
 	b = append(b, `data: {"id":`...)
 	b = appendString(b, meta.ID)
 	b = append(b, `,"object":"chat.completion.chunk","created":`...)
