@@ -111,10 +111,9 @@ func (c *StreamConverter) FeedTo(dst []byte, eventType string, data []byte) (out
 	if !gjson.ValidBytes(data) {
 		return out, false // comments, [DONE] from lenient upstreams, garbage: nothing to convert
 	}
-	// Zero-copy view: nothing read from ev outlives this call unless cloned.
-	ev := gjson.Parse(str(data))
+	// Zero-copy views: nothing read from the fields outlives this call unless cloned.
 	f := &c.ev
-	f.scan(ev)
+	f.scan(str(data))
 	typ := f.typ.Str
 	if typ == "" {
 		typ = eventType
@@ -198,7 +197,7 @@ func (c *StreamConverter) FeedTo(dst []byte, eventType string, data []byte) (out
 	case "error":
 		e := f.err // the live API nests it; the spec has it flat
 		if !e.IsObject() {
-			e = ev
+			e = gjson.Parse(str(data))
 		}
 		out = c.errorFrame(out, failureError(e))
 	}
@@ -614,45 +613,139 @@ type eventFields struct {
 	item, response, err                              gjson.Result
 }
 
-// scan finds every field Feed may need in one pass over the event, instead of one scan per
-// lookup. The first occurrence of a duplicated key wins, as with gjson's Get.
-func (f *eventFields) scan(ev gjson.Result) {
+// scan finds every field Feed may need in one pass over the event. data has passed
+// gjson.Valid, so the walk only has to find where each value ends, and parses only the values
+// of the keys Feed reads: gjson's ForEach would parse every value, numbers included, and
+// squash every nested object a byte at a time. The results are those ForEach gives, and the
+// first occurrence of a duplicated key wins, as with gjson's Get.
+func (f *eventFields) scan(data string) {
 	*f = eventFields{}
-	ev.ForEach(func(k, v gjson.Result) bool {
-		var dst *gjson.Result
-		switch k.Str {
-		case "type":
-			dst = &f.typ
-		case "output_index":
-			dst = &f.outputIndex
-		case "content_index":
-			dst = &f.contentIndex
-		case "summary_index":
-			dst = &f.summaryIndex
-		case "delta":
-			dst = &f.delta
-		case "text":
-			dst = &f.text
-		case "refusal":
-			dst = &f.refusal
-		case "arguments":
-			dst = &f.arguments
-		case "input":
-			dst = &f.input
-		case "logprobs":
-			dst = &f.logprobs
-		case "item":
-			dst = &f.item
-		case "response":
-			dst = &f.response
-		case "error":
-			dst = &f.err
-		default:
-			return true
+	i := skipSpace(data, 0)
+	if data[i] != '{' {
+		return // a scalar or an array: no fields
+	}
+	i = skipSpace(data, i+1)
+	for data[i] != '}' {
+		end := stringEnd(data, i)
+		key := data[i+1 : end-1]
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = gjson.Parse(data[i:end]).Str
 		}
-		if !dst.Exists() {
-			*dst = v
+		i = skipSpace(data, skipSpace(data, end)+1) // past the colon
+		end = valueEnd(data, i)
+		if dst := f.field(key); dst != nil && !dst.Exists() {
+			setValue(dst, data, i, end)
 		}
-		return true
-	})
+		i = skipSpace(data, end)
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+}
+
+func (f *eventFields) field(key string) *gjson.Result {
+	switch key {
+	case "type":
+		return &f.typ
+	case "output_index":
+		return &f.outputIndex
+	case "content_index":
+		return &f.contentIndex
+	case "summary_index":
+		return &f.summaryIndex
+	case "delta":
+		return &f.delta
+	case "text":
+		return &f.text
+	case "refusal":
+		return &f.refusal
+	case "arguments":
+		return &f.arguments
+	case "input":
+		return &f.input
+	case "logprobs":
+		return &f.logprobs
+	case "item":
+		return &f.item
+	case "response":
+		return &f.response
+	case "error":
+		return &f.err
+	}
+	return nil
+}
+
+// setValue stores the value data[from:to] as ForEach would have given it.
+func setValue(dst *gjson.Result, data string, from, to int) {
+	raw := data[from:to]
+	switch raw[0] {
+	case '{', '[':
+		*dst = gjson.Result{Type: gjson.JSON, Raw: raw}
+	case '"':
+		if strings.IndexByte(raw, '\\') < 0 {
+			*dst = gjson.Result{Type: gjson.String, Raw: raw, Str: raw[1 : len(raw)-1]}
+		} else {
+			*dst = gjson.Parse(raw) // unescaped as ForEach does
+		}
+	default:
+		*dst = gjson.Parse(raw) // numbers, true, false, null
+	}
+	dst.Index = from
+}
+
+// The helpers below walk JSON that is known to be valid, so they need no bounds checks of
+// their own beyond the string's.
+
+func skipSpace(data string, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the string that opens at data[i].
+func stringEnd(data string, i int) int {
+	i++
+	for {
+		i += strings.IndexByte(data[i:], '"')
+		n := 0 // backslashes right before the quote: an odd count escapes it
+		for data[i-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return i + 1
+		}
+		i++
+	}
+}
+
+// valueEnd returns the index just past the value that starts at data[i].
+func valueEnd(data string, i int) int {
+	switch data[i] {
+	case '"':
+		return stringEnd(data, i)
+	case '{', '[':
+		depth := 0
+		for {
+			switch data[i] {
+			case '"':
+				i = stringEnd(data, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+	}
+	for i++; i < len(data); i++ {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r', ',', '}', ']':
+			return i
+		}
+	}
+	return i
 }

@@ -1,0 +1,103 @@
+package translate
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// forEachScan is the field scan through gjson's ForEach that eventFields.scan replaced; the
+// scan must give exactly its results.
+func forEachScan(data string) eventFields {
+	var f eventFields
+	gjson.Parse(data).ForEach(func(k, v gjson.Result) bool {
+		if dst := f.field(k.Str); dst != nil && !dst.Exists() {
+			*dst = v
+		}
+		return true
+	})
+	return f
+}
+
+func checkScan(t *testing.T, data string) {
+	t.Helper()
+	if !gjson.Valid(data) {
+		return // Feed never scans an event that is not JSON
+	}
+	var got eventFields
+	got.scan(data)
+	want := forEachScan(data)
+	g, w := got.all(), want.all()
+	for i := range g {
+		if g[i].Type != w[i].Type || g[i].Raw != w[i].Raw || g[i].Str != w[i].Str || g[i].Num != w[i].Num || g[i].Index != w[i].Index {
+			t.Fatalf("%q: field %d: scan %+v, ForEach %+v", data, i, g[i], w[i])
+		}
+	}
+}
+
+func (f *eventFields) all() []gjson.Result {
+	return []gjson.Result{f.typ, f.outputIndex, f.contentIndex, f.summaryIndex, f.delta, f.text,
+		f.refusal, f.arguments, f.input, f.logprobs, f.item, f.response, f.err}
+}
+
+var scanCases = []string{
+	`{}`, ` { } `, `[]`, `[{"type":"x"}]`, `"type"`, `12`, `true`, `null`,
+	`{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"hi ","logprobs":[],"sequence_number":4}`,
+	"\t\r\n{\n \"type\" :\t\"a\" ,\r\n\"delta\":\"b\"\n}\n",
+	`{"type":"a","type":"b","delta":"x","delta":"y"}`,
+	`{"typ\u0065":"escaped key","d\\elta":"not delta","delta":"a\"b\\\\","text":"\\"}`,
+	`{"delta":"\u00e9\ud83d\ude00\/\b\f\n\r\t","text":"tail\\\\\\\"q"}`,
+	`{"output_index":-1.5e3,"content_index":1E+2,"summary_index":0.0,"type":null}`,
+	`{"output_index":"7","content_index":true,"summary_index":false,"refusal":null}`,
+	`{"output_index":12345678901234567890,"content_index":-0,"summary_index":9007199254740993}`,
+	`{"item":{"type":"message","content":[{"type":"output_text","text":"}]\"{["}]},"response":[1,{"a":[]},"]"],"error":{}}`,
+	`{"x":{"type":"nested, not top level","delta":"no"},"y":["type","delta"],"type":"top"}`,
+	`{"logprobs":[{"token":"a","logprob":-0.1,"bytes":[97],"top_logprobs":[]}],"arguments":"{\"q\":1}","input":""}`,
+	`{"error":{"code":"rate_limit_exceeded","message":"slow down"},"type":"error"}`,
+	`{"a":"\\","type":"after a string ending in a backslash"}`,
+	`{"a":"\\\"","type":"after an escaped quote"}`,
+}
+
+func TestEventScanMatchesForEach(t *testing.T) {
+	for _, c := range scanCases {
+		checkScan(t, c)
+	}
+	for _, in := range globCases(t, "testdata/streams/*.sse") {
+		raw, err := os.ReadFile(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range splitEvents(raw) {
+			checkScan(t, ev[1])
+		}
+	}
+	for _, ev := range stream200() {
+		checkScan(t, ev[1])
+	}
+}
+
+func FuzzEventScan(f *testing.F) {
+	for _, c := range scanCases {
+		f.Add(c)
+	}
+	if files, err := filepath.Glob("testdata/streams/*.sse"); err == nil {
+		for _, in := range files {
+			if raw, err := os.ReadFile(in); err == nil {
+				for _, ev := range splitEvents(raw) {
+					f.Add(ev[1])
+				}
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		checkScan(t, data)
+		// The same event inside whitespace, as an upstream may pad it.
+		checkScan(t, " \n"+data+"\t")
+		if i := strings.IndexByte(data, ':'); i > 0 {
+			checkScan(t, data[:i]+" : "+data[i+1:])
+		}
+	})
+}
