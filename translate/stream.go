@@ -108,12 +108,11 @@ func (c *StreamConverter) FeedTo(dst []byte, eventType string, data []byte) (out
 	if c.done {
 		return out, true
 	}
-	if !gjson.ValidBytes(data) {
-		return out, false // comments, [DONE] from lenient upstreams, garbage: nothing to convert
-	}
 	// Zero-copy views: nothing read from the fields outlives this call unless cloned.
 	f := &c.ev
-	f.scan(str(data))
+	if !f.scan(data) {
+		return out, false // comments, [DONE] from lenient upstreams, garbage: nothing to convert
+	}
 	typ := f.typ.Str
 	if typ == "" {
 		typ = eventType
@@ -613,32 +612,71 @@ type eventFields struct {
 	item, response, err                              gjson.Result
 }
 
-// scan finds every field Feed may need in one pass over the event. data has passed
-// gjson.Valid, so the walk only has to find where each value ends, and parses only the values
-// of the keys Feed reads: gjson's ForEach would parse every value, numbers included, and
-// squash every nested object a byte at a time. The results are those ForEach gives, and the
-// first occurrence of a duplicated key wins, as with gjson's Get.
-func (f *eventFields) scan(data string) {
+// scan reads an event in one pass: it checks that data is JSON, accepting exactly what
+// gjson.Valid accepts, and finds every field Feed may need. A check and then a walk would
+// read each event twice, and gjson's ForEach would parse every value, numbers included;
+// here only the values of the keys Feed reads are parsed. The results are those ForEach
+// gives, and the first occurrence of a duplicated key wins, as with gjson's Get. false means
+// data is not JSON; the fields are then not to be read.
+func (f *eventFields) scan(data []byte) bool {
 	*f = eventFields{}
 	i := skipSpace(data, 0)
-	if data[i] != '{' {
-		return // a scalar or an array: no fields
+	if i == len(data) {
+		return false
 	}
-	i = skipSpace(data, i+1)
-	for data[i] != '}' {
-		end := stringEnd(data, i)
-		key := data[i+1 : end-1]
-		if strings.IndexByte(key, '\\') >= 0 {
-			key = gjson.Parse(data[i:end]).Str
+	ok := false
+	if data[i] == '{' {
+		i, ok = f.object(data, i+1)
+	} else {
+		i, ok = validValue(data, i) // a scalar or an array: no fields
+	}
+	return ok && skipSpace(data, i) == len(data)
+}
+
+// object reads the event's top-level object from just past its opening brace.
+func (f *eventFields) object(data []byte, i int) (int, bool) {
+	var esc, ok bool
+	i = skipSpace(data, i)
+	if i < len(data) && data[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i == len(data) || data[i] != '"' {
+			return i, false
 		}
-		i = skipSpace(data, skipSpace(data, end)+1) // past the colon
-		end = valueEnd(data, i)
+		from := i
+		if i, esc, ok = validString(data, i+1); !ok {
+			return i, false
+		}
+		key := str(data[from+1 : i-1])
+		if esc {
+			key = gjson.Parse(str(data[from:i])).Str
+		}
+		if i = skipSpace(data, i); i == len(data) || data[i] != ':' {
+			return i, false
+		}
+		from, esc = skipSpace(data, i+1), false
+		if from < len(data) && data[from] == '"' {
+			i, esc, ok = validString(data, from+1)
+		} else {
+			i, ok = validValue(data, from)
+		}
+		if !ok {
+			return i, false
+		}
 		if dst := f.field(key); dst != nil && !dst.Exists() {
-			setValue(dst, data, i, end)
+			setValue(dst, str(data), from, i, esc)
 		}
-		i = skipSpace(data, end)
-		if data[i] == ',' {
+		if i = skipSpace(data, i); i == len(data) {
+			return i, false
+		}
+		switch data[i] {
+		case '}':
+			return i + 1, true
+		case ',':
 			i = skipSpace(data, i+1)
+		default:
+			return i, false
 		}
 	}
 }
@@ -675,77 +713,199 @@ func (f *eventFields) field(key string) *gjson.Result {
 	return nil
 }
 
-// setValue stores the value data[from:to] as ForEach would have given it.
-func setValue(dst *gjson.Result, data string, from, to int) {
+// setValue stores the value data[from:to] as ForEach would have given it; esc says whether
+// a string value holds an escape.
+func setValue(dst *gjson.Result, data string, from, to int, esc bool) {
 	raw := data[from:to]
-	switch raw[0] {
-	case '{', '[':
+	switch c := raw[0]; {
+	case c == '{' || c == '[':
 		*dst = gjson.Result{Type: gjson.JSON, Raw: raw}
-	case '"':
-		if strings.IndexByte(raw, '\\') < 0 {
-			*dst = gjson.Result{Type: gjson.String, Raw: raw, Str: raw[1 : len(raw)-1]}
-		} else {
-			*dst = gjson.Parse(raw) // unescaped as ForEach does
+	case c == '"' && !esc:
+		*dst = gjson.Result{Type: gjson.String, Raw: raw, Str: raw[1 : len(raw)-1]}
+	case c >= '0' && c <= '9' && len(raw) <= 15:
+		// Indexes are small integers; up to 15 digits a float64 holds them exactly, as
+		// ParseFloat would give them.
+		n := 0
+		for i := 0; i < len(raw); i++ {
+			if raw[i] < '0' || raw[i] > '9' {
+				*dst = gjson.Parse(raw) // a fraction or an exponent
+				dst.Index = from
+				return
+			}
+			n = n*10 + int(raw[i]-'0')
 		}
+		*dst = gjson.Result{Type: gjson.Number, Raw: raw, Num: float64(n)}
 	default:
-		*dst = gjson.Parse(raw) // numbers, true, false, null
+		*dst = gjson.Parse(raw) // escaped strings, other numbers, true, false, null
 	}
 	dst.Index = from
 }
 
-// The helpers below walk JSON that is known to be valid, so they need no bounds checks of
-// their own beyond the string's.
+// The validators below accept what gjson's do; each returns the index just past what it
+// read. validValue skips leading white space, as gjson's validany does.
 
-func skipSpace(data string, i int) int {
+func skipSpace(data []byte, i int) int {
 	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
 		i++
 	}
 	return i
 }
 
-// stringEnd returns the index just past the string that opens at data[i].
-func stringEnd(data string, i int) int {
-	i++
+func validValue(data []byte, i int) (int, bool) {
+	if i = skipSpace(data, i); i == len(data) {
+		return i, false
+	}
+	switch data[i] {
+	case '{':
+		return validObject(data, i+1)
+	case '[':
+		return validArray(data, i+1)
+	case '"':
+		i, _, ok := validString(data, i+1)
+		return i, ok
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return validNumber(data, i)
+	case 't':
+		return validLiteral(data, i, "true")
+	case 'f':
+		return validLiteral(data, i, "false")
+	case 'n':
+		return validLiteral(data, i, "null")
+	}
+	return i, false
+}
+
+// validObject reads an object from just past its opening brace.
+func validObject(data []byte, i int) (int, bool) {
+	var ok bool
+	if i = skipSpace(data, i); i < len(data) && data[i] == '}' {
+		return i + 1, true
+	}
 	for {
-		i += strings.IndexByte(data[i:], '"')
-		n := 0 // backslashes right before the quote: an odd count escapes it
-		for data[i-1-n] == '\\' {
-			n++
+		if i == len(data) || data[i] != '"' {
+			return i, false
 		}
-		if n%2 == 0 {
-			return i + 1
+		if i, _, ok = validString(data, i+1); !ok {
+			return i, false
 		}
-		i++
+		if i = skipSpace(data, i); i == len(data) || data[i] != ':' {
+			return i, false
+		}
+		if i, ok = validValue(data, i+1); !ok {
+			return i, false
+		}
+		if i = skipSpace(data, i); i == len(data) {
+			return i, false
+		}
+		switch data[i] {
+		case '}':
+			return i + 1, true
+		case ',':
+			i = skipSpace(data, i+1)
+		default:
+			return i, false
+		}
 	}
 }
 
-// valueEnd returns the index just past the value that starts at data[i].
-func valueEnd(data string, i int) int {
-	switch data[i] {
-	case '"':
-		return stringEnd(data, i)
-	case '{', '[':
-		depth := 0
-		for {
-			switch data[i] {
-			case '"':
-				i = stringEnd(data, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
+// validArray reads an array from just past its opening bracket.
+func validArray(data []byte, i int) (int, bool) {
+	var ok bool
+	if i = skipSpace(data, i); i < len(data) && data[i] == ']' {
+		return i + 1, true
+	}
+	for {
+		if i, ok = validValue(data, i); !ok {
+			return i, false
+		}
+		if i = skipSpace(data, i); i == len(data) {
+			return i, false
+		}
+		switch data[i] {
+		case ']':
+			return i + 1, true
+		case ',':
+			i++
+		default:
+			return i, false
+		}
+	}
+}
+
+// validString reads a string from just past its opening quote; esc reports an escape.
+func validString(data []byte, i int) (end int, esc, ok bool) {
+	for ; i < len(data); i++ {
+		c := data[i]
+		if c >= ' ' && c != '"' && c != '\\' {
+			continue
+		}
+		if c == '"' {
+			return i + 1, esc, true
+		}
+		if c < ' ' {
+			return i, esc, false
+		}
+		esc = true
+		if i++; i == len(data) {
+			return i, esc, false
+		}
+		switch data[i] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		case 'u':
+			if len(data)-i < 5 || !isHex(data[i+1]) || !isHex(data[i+2]) || !isHex(data[i+3]) || !isHex(data[i+4]) {
+				return i, esc, false
 			}
+			i += 4
+		default:
+			return i, esc, false
+		}
+	}
+	return i, esc, false
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// validNumber reads a number from its first character, a digit or a minus sign.
+func validNumber(data []byte, i int) (int, bool) {
+	if data[i] == '-' {
+		if i++; i == len(data) || !isDigit(data[i]) {
+			return i, false
+		}
+	}
+	if data[i] == '0' {
+		i++
+	} else {
+		for i < len(data) && isDigit(data[i]) {
 			i++
 		}
 	}
-	for i++; i < len(data); i++ {
-		switch data[i] {
-		case ' ', '\t', '\n', '\r', ',', '}', ']':
-			return i
+	if i < len(data) && data[i] == '.' {
+		if i++; i == len(data) || !isDigit(data[i]) {
+			return i, false
+		}
+		for i < len(data) && isDigit(data[i]) {
+			i++
 		}
 	}
-	return i
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		if i++; i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		if i == len(data) || !isDigit(data[i]) {
+			return i, false
+		}
+		for i < len(data) && isDigit(data[i]) {
+			i++
+		}
+	}
+	return i, true
+}
+
+func validLiteral(data []byte, i int, lit string) (int, bool) {
+	if len(data)-i >= len(lit) && string(data[i:i+len(lit)]) == lit {
+		return i + len(lit), true
+	}
+	return i, false
 }

@@ -9,8 +9,9 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// forEachScan is the field scan through gjson's ForEach that eventFields.scan replaced; the
-// scan must give exactly its results.
+// forEachScan is the field scan through gjson's ForEach that eventFields.scan replaced,
+// after a check with gjson.Valid; the scan must accept the same events and give exactly
+// its results.
 func forEachScan(data string) eventFields {
 	var f eventFields
 	gjson.Parse(data).ForEach(func(k, v gjson.Result) bool {
@@ -24,11 +25,14 @@ func forEachScan(data string) eventFields {
 
 func checkScan(t *testing.T, data string) {
 	t.Helper()
-	if !gjson.Valid(data) {
-		return // Feed never scans an event that is not JSON
-	}
 	var got eventFields
-	got.scan(data)
+	valid := gjson.Valid(data)
+	if got.scan([]byte(data)) != valid {
+		t.Fatalf("%q: scan says valid %v, gjson %v", data, !valid, valid)
+	}
+	if !valid {
+		return
+	}
 	want := forEachScan(data)
 	g, w := got.all(), want.all()
 	for i := range g {
@@ -59,6 +63,17 @@ var scanCases = []string{
 	`{"error":{"code":"rate_limit_exceeded","message":"slow down"},"type":"error"}`,
 	`{"a":"\\","type":"after a string ending in a backslash"}`,
 	`{"a":"\\\"","type":"after an escaped quote"}`,
+	// Not JSON, each just so.
+	``, ` `, `{`, `}`, `{"type":"a"`, `{"type":"a",}`, `{"type" "a"}`, `{"type":"a"}x`, `{"type":"a"}}`,
+	`{type:"a"}`, `{'type':'a'}`, `{"a":[1,]}`, `{"a":[,1]}`, `{"a":01}`, `{"a":-}`, `{"a":1.}`,
+	`{"a":.5}`, `{"a":1e}`, `{"a":1e+}`, `{"a":+1}`, `{"a":tru}`, `{"a":nul}`, `{"a":True}`,
+	`{"a":"\x"}`, `{"a":"\u12G4"}`, `{"a":"\u12"}`, "{\"a\":\"tab\there\"}", "{\"a\":\"\x00\"}",
+	`{"a":"unterminated}`, `{"a":{"b":1}`, `{"a":[1}`, `{"a":1]}`, `[1,2`, `"\`, `-`, `[`,
+	`{"a":1,"b"}`, `{"a":1 "b":2}`, `{,"a":1}`, `{"a":NaN}`, `{"a":Infinity}`, "\ufeff{}",
+	`{"a":1}{"b":2}`, `{"a":"b"},`, `{"\u00zz":1}`,
+	// JSON, each just so.
+	`{"a":-0.0e-0}`, `{"a":0E5}`, `{"a":[[[[[]]]]],"b":{"c":{"d":{}}}}`, "{\"a\":\"\x7f\xff\xfe\"}",
+	`{"a":"\u0000\uFFFF\uD800"}`, `[true,false,null,-1,"x",{},[]]`, ` "just a string" `, `0`,
 }
 
 func TestEventScanMatchesForEach(t *testing.T) {
