@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 
@@ -610,6 +612,9 @@ type eventFields struct {
 	typ, outputIndex, contentIndex, summaryIndex     gjson.Result
 	delta, text, refusal, arguments, input, logprobs gjson.Result
 	item, response, err                              gjson.Result
+	// set has bit k for each field at(k) the last scan stored: an event carries a few of
+	// the thirteen, and clearing only those is most of the cost of clearing.
+	set uint16
 }
 
 // scan reads an event in one pass: it checks that data is JSON, accepting exactly what
@@ -619,7 +624,10 @@ type eventFields struct {
 // gives, and the first occurrence of a duplicated key wins, as with gjson's Get. false means
 // data is not JSON; the fields are then not to be read.
 func (f *eventFields) scan(data []byte) bool {
-	*f = eventFields{}
+	for m := f.set; m != 0; m &= m - 1 {
+		*f.at(bits.TrailingZeros16(m)) = gjson.Result{}
+	}
+	f.set = 0
 	i := skipSpace(data, 0)
 	if i == len(data) {
 		return false
@@ -664,7 +672,8 @@ func (f *eventFields) object(data []byte, i int) (int, bool) {
 		if !ok {
 			return i, false
 		}
-		if dst := f.field(key); dst != nil && !dst.Exists() {
+		if dst, bit := f.field(key); f.set&bit == 0 && dst != nil {
+			f.set |= bit
 			setValue(dst, str(data), from, i, esc)
 		}
 		if i = skipSpace(data, i); i == len(data) {
@@ -681,63 +690,100 @@ func (f *eventFields) object(data []byte, i int) (int, bool) {
 	}
 }
 
-func (f *eventFields) field(key string) *gjson.Result {
+// field is where the field named key is kept and its bit in set; nil for keys Feed does not
+// read. Bit k is the field at(k).
+func (f *eventFields) field(key string) (*gjson.Result, uint16) {
 	switch key {
 	case "type":
-		return &f.typ
+		return &f.typ, 1 << 0
 	case "output_index":
-		return &f.outputIndex
+		return &f.outputIndex, 1 << 1
 	case "content_index":
-		return &f.contentIndex
+		return &f.contentIndex, 1 << 2
 	case "summary_index":
-		return &f.summaryIndex
+		return &f.summaryIndex, 1 << 3
 	case "delta":
-		return &f.delta
+		return &f.delta, 1 << 4
 	case "text":
-		return &f.text
+		return &f.text, 1 << 5
 	case "refusal":
-		return &f.refusal
+		return &f.refusal, 1 << 6
 	case "arguments":
-		return &f.arguments
+		return &f.arguments, 1 << 7
 	case "input":
-		return &f.input
+		return &f.input, 1 << 8
 	case "logprobs":
-		return &f.logprobs
+		return &f.logprobs, 1 << 9
 	case "item":
-		return &f.item
+		return &f.item, 1 << 10
 	case "response":
-		return &f.response
+		return &f.response, 1 << 11
 	case "error":
-		return &f.err
+		return &f.err, 1 << 12
 	}
-	return nil
+	return nil, 0
 }
 
-// setValue stores the value data[from:to] as ForEach would have given it; esc says whether
-// a string value holds an escape.
+func (f *eventFields) at(k int) *gjson.Result {
+	switch k {
+	case 0:
+		return &f.typ
+	case 1:
+		return &f.outputIndex
+	case 2:
+		return &f.contentIndex
+	case 3:
+		return &f.summaryIndex
+	case 4:
+		return &f.delta
+	case 5:
+		return &f.text
+	case 6:
+		return &f.refusal
+	case 7:
+		return &f.arguments
+	case 8:
+		return &f.input
+	case 9:
+		return &f.logprobs
+	case 10:
+		return &f.item
+	case 11:
+		return &f.response
+	}
+	return &f.err
+}
+
+// setValue stores the value data[from:to] in the zero result dst as ForEach would have
+// given it; esc says whether a string value holds an escape. Common values are stored field
+// by field rather than as a whole result, which would be built and then copied.
 func setValue(dst *gjson.Result, data string, from, to int, esc bool) {
 	raw := data[from:to]
+	dst.Raw, dst.Index = raw, from
 	switch c := raw[0]; {
 	case c == '{' || c == '[':
-		*dst = gjson.Result{Type: gjson.JSON, Raw: raw}
+		dst.Type = gjson.JSON
 	case c == '"' && !esc:
-		*dst = gjson.Result{Type: gjson.String, Raw: raw, Str: raw[1 : len(raw)-1]}
+		dst.Type, dst.Str = gjson.String, raw[1:len(raw)-1]
 	case c >= '0' && c <= '9' && len(raw) <= 15:
 		// Indexes are small integers; up to 15 digits a float64 holds them exactly, as
 		// ParseFloat would give them.
 		n := 0
 		for i := 0; i < len(raw); i++ {
 			if raw[i] < '0' || raw[i] > '9' {
-				*dst = gjson.Parse(raw) // a fraction or an exponent
-				dst.Index = from
+				parseValue(dst, raw, from) // a fraction or an exponent
 				return
 			}
 			n = n*10 + int(raw[i]-'0')
 		}
-		*dst = gjson.Result{Type: gjson.Number, Raw: raw, Num: float64(n)}
+		dst.Type, dst.Num = gjson.Number, float64(n)
 	default:
-		*dst = gjson.Parse(raw) // escaped strings, other numbers, true, false, null
+		parseValue(dst, raw, from) // escaped strings, other numbers, true, false, null
 	}
+}
+
+func parseValue(dst *gjson.Result, raw string, from int) {
+	*dst = gjson.Parse(raw)
 	dst.Index = from
 }
 
@@ -834,16 +880,19 @@ func validArray(data []byte, i int) (int, bool) {
 
 // validString reads a string from just past its opening quote; esc reports an escape.
 func validString(data []byte, i int) (end int, esc, ok bool) {
-	for ; i < len(data); i++ {
-		c := data[i]
-		if c >= ' ' && c != '"' && c != '\\' {
-			continue
+	for {
+		// Most of an event's bytes are string contents: skip them eight at a time.
+		for len(data)-i >= 8 && !hasStringStop(binary.LittleEndian.Uint64(data[i:])) {
+			i += 8
 		}
-		if c == '"' {
-			return i + 1, esc, true
+		for i < len(data) && data[i] >= ' ' && data[i] != '"' && data[i] != '\\' {
+			i++
 		}
-		if c < ' ' {
+		if i == len(data) || data[i] < ' ' {
 			return i, esc, false
+		}
+		if data[i] == '"' {
+			return i + 1, esc, true
 		}
 		esc = true
 		if i++; i == len(data) {
@@ -859,8 +908,18 @@ func validString(data []byte, i int) (end int, esc, ok bool) {
 		default:
 			return i, esc, false
 		}
+		i++
 	}
-	return i, esc, false
+}
+
+// hasStringStop reports whether any of the eight bytes in x ends a run of plain string
+// contents: a control character, a quote or a backslash. The tests are the exact ones for
+// "some byte is below n" and "some byte is zero" (Bit Twiddling Hacks, hasless/haszero).
+func hasStringStop(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q := x ^ (ones * '"')
+	b := x ^ (ones * '\\')
+	return ((x-ones*' ')&^x|(q-ones)&^q|(b-ones)&^b)&highs != 0
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }

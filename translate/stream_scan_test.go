@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"math/bits"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,7 @@ import (
 func forEachScan(data string) eventFields {
 	var f eventFields
 	gjson.Parse(data).ForEach(func(k, v gjson.Result) bool {
-		if dst := f.field(k.Str); dst != nil && !dst.Exists() {
+		if dst, _ := f.field(k.Str); dst != nil && !dst.Exists() {
 			*dst = v
 		}
 		return true
@@ -23,9 +24,10 @@ func forEachScan(data string) eventFields {
 	return f
 }
 
-func checkScan(t *testing.T, data string) {
+// checkScan scans data with got, which may hold an earlier event's fields: the converter
+// reuses one.
+func checkScan(t *testing.T, got *eventFields, data string) {
 	t.Helper()
-	var got eventFields
 	valid := gjson.Valid(data)
 	if got.scan([]byte(data)) != valid {
 		t.Fatalf("%q: scan says valid %v, gjson %v", data, !valid, valid)
@@ -39,6 +41,23 @@ func checkScan(t *testing.T, data string) {
 		if g[i].Type != w[i].Type || g[i].Raw != w[i].Raw || g[i].Str != w[i].Str || g[i].Num != w[i].Num || g[i].Index != w[i].Index {
 			t.Fatalf("%q: field %d: scan %+v, ForEach %+v", data, i, g[i], w[i])
 		}
+	}
+}
+
+// The field's bit in set must name the field at clears.
+func TestEventFieldBits(t *testing.T) {
+	var f eventFields
+	names := []string{"type", "output_index", "content_index", "summary_index", "delta", "text",
+		"refusal", "arguments", "input", "logprobs", "item", "response", "error"}
+	for _, name := range names {
+		p, bit := f.field(name)
+		k := bits.TrailingZeros16(bit)
+		if p == nil || bit != 1<<k || f.at(k) != p {
+			t.Errorf("%s: bit %#x, at(%d) is not the field", name, bit, k)
+		}
+	}
+	if p, bit := f.field("sequence_number"); p != nil || bit != 0 {
+		t.Errorf("sequence_number: %v, %#x", p, bit)
 	}
 }
 
@@ -77,8 +96,9 @@ var scanCases = []string{
 }
 
 func TestEventScanMatchesForEach(t *testing.T) {
+	var f eventFields
 	for _, c := range scanCases {
-		checkScan(t, c)
+		checkScan(t, &f, c)
 	}
 	for _, in := range globCases(t, "testdata/streams/*.sse") {
 		raw, err := os.ReadFile(in)
@@ -86,11 +106,11 @@ func TestEventScanMatchesForEach(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, ev := range splitEvents(raw) {
-			checkScan(t, ev[1])
+			checkScan(t, &f, ev[1])
 		}
 	}
 	for _, ev := range stream200() {
-		checkScan(t, ev[1])
+		checkScan(t, &f, ev[1])
 	}
 }
 
@@ -107,12 +127,46 @@ func FuzzEventScan(f *testing.F) {
 			}
 		}
 	}
+	all := `{"type":"t","output_index":1,"content_index":2,"summary_index":3,"delta":"d","text":"x",` +
+		`"refusal":"r","arguments":"a","input":"i","logprobs":[],"item":{},"response":{},"error":{}}`
 	f.Fuzz(func(t *testing.T, data string) {
-		checkScan(t, data)
+		var f eventFields
+		checkScan(t, &f, all) // every field set: none may leak into the next event
+		checkScan(t, &f, data)
 		// The same event inside whitespace, as an upstream may pad it.
-		checkScan(t, " \n"+data+"\t")
+		checkScan(t, &f, " \n"+data+"\t")
 		if i := strings.IndexByte(data, ':'); i > 0 {
-			checkScan(t, data[:i]+" : "+data[i+1:])
+			checkScan(t, &f, data[:i]+" : "+data[i+1:])
 		}
 	})
+}
+
+func TestHasStringStop(t *testing.T) {
+	naive := func(x uint64) bool {
+		for range 8 {
+			if c := byte(x); c < ' ' || c == '"' || c == '\\' {
+				return true
+			}
+			x >>= 8
+		}
+		return false
+	}
+	const plain = 0x6161616161616161 // "aaaaaaaa"
+	for pos := range 8 {
+		for c := range 256 {
+			x := plain&^(0xff<<(8*pos)) | uint64(c)<<(8*pos)
+			if hasStringStop(x) != naive(x) {
+				t.Fatalf("byte %#x at %d: got %v", c, pos, !naive(x))
+			}
+		}
+	}
+	x := uint64(0x9e3779b97f4a7c15)
+	for range 1 << 20 {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		if hasStringStop(x) != naive(x) {
+			t.Fatalf("%#x: got %v", x, !naive(x))
+		}
+	}
 }
