@@ -119,9 +119,9 @@ func (c *StreamConverter) FeedTo(dst []byte, eventType string, data []byte) (out
 	if typ == "" {
 		typ = eventType
 	}
-	oi := f.outputIndex
-	if oi.Exists() {
-		c.markSeen(oi.Int())
+	oi := f.outputIndex.Int()
+	if f.outputIndex.Exists() {
+		c.markSeen(oi)
 	}
 	switch typ {
 	case "response.created":
@@ -132,81 +132,90 @@ func (c *StreamConverter) FeedTo(dst []byte, eventType string, data []byte) (out
 			out = c.close(out, "")
 		}
 	case "response.output_item.added":
-		item := f.item
-		if t := item.Get("type").Str; t == "function_call" || t == "custom_tool_call" {
-			out = c.announce(out, oi.Int(), item)
+		if t := f.item.Get("type").Str; t == "function_call" || t == "custom_tool_call" {
+			out = c.announce(out, oi, f.item)
 		}
 	case "response.output_text.delta":
 		c.deltas++
-		c.markEmitted(partKey{'t', oi.Int(), f.contentIndex.Int()})
+		c.markEmitted(partKey{'t', oi, f.contentIndex.Int()})
 		out = c.text(out, f.delta.String(), f.logprobs)
 	case "response.output_text.done":
-		if k := (partKey{'t', oi.Int(), f.contentIndex.Int()}); !c.wasEmitted(k) {
+		if k := (partKey{'t', oi, f.contentIndex.Int()}); !c.wasEmitted(k) {
 			c.markEmitted(k)
 			out = c.text(out, f.text.String(), f.logprobs)
 		}
 	case "response.refusal.delta":
 		c.deltas++
-		c.markEmitted(partKey{'f', oi.Int(), f.contentIndex.Int()})
+		c.markEmitted(partKey{'f', oi, f.contentIndex.Int()})
 		out = c.refusal(out, f.delta.String())
 	case "response.refusal.done":
-		if k := (partKey{'f', oi.Int(), f.contentIndex.Int()}); !c.wasEmitted(k) {
+		if k := (partKey{'f', oi, f.contentIndex.Int()}); !c.wasEmitted(k) {
 			c.markEmitted(k)
 			out = c.refusal(out, f.refusal.String())
 		}
 	case "response.reasoning_summary_text.delta":
 		c.deltas++
-		out = c.reasoning(out, partKey{'s', oi.Int(), f.summaryIndex.Int()}, f.delta.String())
+		out = c.reasoning(out, partKey{'s', oi, f.summaryIndex.Int()}, f.delta.String())
 	case "response.reasoning_summary_text.done":
-		if k := (partKey{'s', oi.Int(), f.summaryIndex.Int()}); !c.wasEmitted(k) {
+		if k := (partKey{'s', oi, f.summaryIndex.Int()}); !c.wasEmitted(k) {
 			out = c.reasoning(out, k, f.text.String())
 		}
 	case "response.reasoning_text.delta":
 		c.deltas++
-		out = c.reasoning(out, partKey{'r', oi.Int(), f.contentIndex.Int()}, f.delta.String())
+		out = c.reasoning(out, partKey{'r', oi, f.contentIndex.Int()}, f.delta.String())
 	case "response.reasoning_text.done":
-		if k := (partKey{'r', oi.Int(), f.contentIndex.Int()}); !c.wasEmitted(k) {
+		if k := (partKey{'r', oi, f.contentIndex.Int()}); !c.wasEmitted(k) {
 			out = c.reasoning(out, k, f.text.String())
 		}
 	case "response.function_call_arguments.delta", "response.custom_tool_call_input.delta":
 		c.deltas++
-		if s := c.slot(oi.Int()); s != nil {
+		if s := c.slot(oi); s != nil {
 			out = c.arguments(out, s, f.delta.String())
 		}
 	case "response.function_call_arguments.done":
-		if s := c.slot(oi.Int()); s != nil && !s.argsSent {
+		if s := c.slot(oi); s != nil && !s.argsSent {
 			out = c.arguments(out, s, f.arguments.String())
 		}
 	case "response.custom_tool_call_input.done":
-		if s := c.slot(oi.Int()); s != nil && !s.argsSent {
+		if s := c.slot(oi); s != nil && !s.argsSent {
 			out = c.arguments(out, s, f.input.String())
 		}
 	case "response.output_item.done":
-		out = c.itemDone(out, oi.Int(), f.item)
+		out = c.itemDone(out, oi, f.item)
 	case "response.completed", "response.incomplete":
 		out = c.finish(out, typ, f.response)
-	case "response.failed":
-		resp := f.response
-		if u, ok := parseUsage(resp.Get("usage")); ok {
-			c.usage = u
-		}
-		e := resp.Get("error")
-		if !e.IsObject() {
-			e = gjson.Parse(`{"code":"server_error","message":"The upstream response failed."}`)
-		}
-		out = c.errorFrame(out, failureError(e))
-	case "error":
-		e := f.err // the live API nests it; the spec has it flat
-		if !e.IsObject() {
-			e = gjson.Parse(str(data))
-		}
-		out = c.errorFrame(out, failureError(e))
+	case "response.failed", "error":
+		out = c.failed(out, typ, data)
 	}
 	if c.stopHit && !c.done {
 		out = c.close(c.open(out), "stop")
 		out = c.trailer(out)
 	}
 	return out, c.done
+}
+
+// failed ends the stream on response.failed or an error event. Not inlined: the gjson values
+// it works with would otherwise widen FeedTo's frame, which every event passes through.
+//
+//go:noinline
+func (c *StreamConverter) failed(out []byte, typ string, data []byte) []byte {
+	var e gjson.Result
+	if typ == "error" {
+		e = c.ev.err // the live API nests it; the spec has it flat
+		if !e.IsObject() {
+			e = gjson.Parse(str(data))
+		}
+	} else {
+		resp := c.ev.response
+		if u, ok := parseUsage(resp.Get("usage")); ok {
+			c.usage = u
+		}
+		e = resp.Get("error")
+		if !e.IsObject() {
+			e = gjson.Parse(`{"code":"server_error","message":"The upstream response failed."}`)
+		}
+	}
+	return c.errorFrame(out, failureError(e))
 }
 
 // End closes a stream whose upstream ended before a terminal event: held-back text, then
