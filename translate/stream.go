@@ -47,8 +47,8 @@ type StreamConverter struct {
 	estimate int64
 
 	// ev holds the event being fed. It is a kilobyte of gjson results: as a local it would
-	// widen Feed's frame enough to double the stack of the goroutine that holds a stream
-	// open. Its views into the caller's data are not read once Feed returns.
+	// widen FeedTo's frame enough to double the stack of the goroutine that holds a stream
+	// open. Its views into the caller's data are not read once FeedTo returns.
 	ev eventFields
 }
 
