@@ -137,8 +137,8 @@ func TestEventReader(t *testing.T) {
 }
 
 // Events of every size come out whole, whichever buffer they needed, and a reader waiting
-// between events holds no pooled buffer: a thousand idle streams would otherwise keep a
-// thousand of them.
+// between events for an upstream that ran dry holds no pooled buffer: a thousand idle
+// streams would otherwise keep a thousand of them.
 func TestEventReaderBuffers(t *testing.T) {
 	sizes := []int{100, smallEventBuf - 20, smallEventBuf + 300, eventBufSize - 100, eventBufSize + 900, 5 * eventBufSize, 40, 3 * smallEventBuf}
 	var in strings.Builder
@@ -165,11 +165,11 @@ func TestEventReaderBuffers(t *testing.T) {
 			if _, err := er.next(); !errors.Is(err, io.EOF) {
 				t.Fatalf("end = %v, want EOF", err)
 			}
-			if w.betweenEvents == 0 {
-				t.Fatal("no read started between events")
+			if chunk < smallEventBuf && w.waits == 0 {
+				t.Fatal("no read started between events after a short one")
 			}
 			if w.heldPooled > 0 {
-				t.Fatalf("%d of %d reads between events held a pooled buffer", w.heldPooled, w.betweenEvents)
+				t.Fatalf("%d of %d reads between events after the upstream ran dry held a pooled buffer", w.heldPooled, w.waits)
 			}
 			er.release()
 			if er.pooled != nil {
@@ -179,22 +179,48 @@ func TestEventReaderBuffers(t *testing.T) {
 	}
 }
 
-// watchedReader notes, at each read that starts with nothing buffered, whether the event
-// reader is still holding a pooled buffer.
+// While the upstream has plenty at hand, the reader takes it in pooled-buffer pieces, not
+// small ones: the relay flushes to the client before every read, so small reads of a burst
+// would cost a write each.
+func TestEventReaderReadsBurstsLarge(t *testing.T) {
+	var in strings.Builder
+	for i := range 100 {
+		in.WriteString("event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"" + strings.Repeat("x", 200+i) + "\"}\n\n")
+	}
+	w := &watchedReader{r: strings.NewReader(in.String())}
+	er := newEventReader(w, 1<<20)
+	w.er = er
+	for {
+		if _, err := er.next(); err != nil {
+			break
+		}
+	}
+	if limit := in.Len()/(eventBufSize-minRead) + 2; w.reads > limit {
+		t.Fatalf("%d bytes read in %d reads; want at most %d", in.Len(), w.reads, limit)
+	}
+}
+
+// watchedReader counts reads and notes, at each one that starts with nothing buffered after
+// a read that came back short, whether the event reader still holds a pooled buffer.
 type watchedReader struct {
-	r                         io.Reader
-	er                        *eventReader
-	betweenEvents, heldPooled int
+	r                 io.Reader
+	er                *eventReader
+	reads             int
+	lastShort         bool
+	waits, heldPooled int
 }
 
 func (w *watchedReader) Read(p []byte) (int, error) {
-	if len(w.er.buf) == 0 {
-		w.betweenEvents++
+	w.reads++
+	if len(w.er.buf) == 0 && w.lastShort {
+		w.waits++
 		if w.er.pooled != nil || cap(w.er.buf) != smallEventBuf {
 			w.heldPooled++
 		}
 	}
-	return w.r.Read(p)
+	n, err := w.r.Read(p)
+	w.lastShort = n < len(p)
+	return n, err
 }
 
 type chunkReader struct {
@@ -209,4 +235,57 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 	k := copy(p[:min(len(p), c.n)], c.s)
 	c.s = c.s[k:]
 	return k, nil
+}
+
+// lineEnd agrees with the plain byte loop it replaced on every input of up to eight bytes
+// drawn from the three that matter, from every start, at EOF and not.
+func TestLineEndMatchesByteLoop(t *testing.T) {
+	byteLoop := func(buf []byte, from int, atEOF bool) (int, int, bool) {
+		for i := from; i < len(buf); i++ {
+			switch buf[i] {
+			case '\n':
+				return i, i + 1, true
+			case '\r':
+				if i+1 < len(buf) {
+					if buf[i+1] == '\n' {
+						return i, i + 2, true
+					}
+					return i, i + 1, true
+				}
+				if atEOF {
+					return i, i + 1, true
+				}
+				return 0, 0, false
+			}
+		}
+		return 0, 0, false
+	}
+	alphabet := []byte{'a', '\r', '\n'}
+	var buf []byte
+	var walk func(n int)
+	checked := 0
+	walk = func(n int) {
+		for from := 0; from <= len(buf); from++ {
+			for _, atEOF := range []bool{false, true} {
+				e1, n1, ok1 := lineEnd(buf, from, atEOF)
+				e2, n2, ok2 := byteLoop(buf, from, atEOF)
+				if e1 != e2 || n1 != n2 || ok1 != ok2 {
+					t.Fatalf("lineEnd(%q, %d, %t) = %d %d %t, byte loop %d %d %t", buf, from, atEOF, e1, n1, ok1, e2, n2, ok2)
+				}
+				checked++
+			}
+		}
+		if n == 0 {
+			return
+		}
+		for _, c := range alphabet {
+			buf = append(buf, c)
+			walk(n - 1)
+			buf = buf[:len(buf)-1]
+		}
+	}
+	walk(8)
+	if checked < 10000 {
+		t.Fatalf("only %d cases checked", checked)
+	}
 }

@@ -368,10 +368,13 @@ type eventReader struct {
 	// it queued there, so nothing waits in a buffer while modelgate waits for the platform.
 	beforeWait func()
 	pooled     *[]byte // the pooled buffer buf lies in, while it holds one
-	// small is where a read starts between events. A stream spends most of its life
-	// waiting there for the platform's next event, and with a thousand streams open the
-	// pooled buffers they would otherwise each hold add up; most events fit in small whole.
+	// small is where a read starts between events once the upstream has run dry (its last
+	// read came back short). A stream spends most of its life waiting there for the
+	// platform's next event, and with a thousand streams open the pooled buffers they would
+	// otherwise each hold add up; most events fit in small whole. While the upstream keeps
+	// a read's worth at hand, reads stay large: fewer of them, and fewer flushes.
 	small [smallEventBuf]byte
+	dry   bool // the last read returned less than it had room for: the upstream had no more
 }
 
 // eventBufs recycles the buffers an event moves to when it outgrows small. Buffers that
@@ -385,6 +388,7 @@ const (
 )
 
 func newEventReader(r io.Reader, maxEvent int) *eventReader {
+	// Not dry at first: the first events usually follow the headers at once.
 	er := &eventReader{r: r, max: maxEvent}
 	er.buf = er.small[:0]
 	return er
@@ -517,30 +521,31 @@ func eventType(b []byte) string {
 	return string(b)
 }
 
-// fill reads more bytes into buf. Between events it reads into small and holds no pooled
-// buffer; an event that outgrows small moves to a pooled one, and from there to a larger
-// buffer of its own.
+// fill reads more bytes into buf: into small between events once the upstream has run dry,
+// holding no pooled buffer while it waits; into a pooled buffer while the upstream has more
+// at hand or an event outgrows small; into a buffer of its own for an event too large for
+// that. Reading on in large pieces matters: the relay flushes before every read.
 func (er *eventReader) fill() {
+	onSmall := er.pooled == nil && cap(er.buf) == smallEventBuf
 	switch {
-	case len(er.buf) == 0:
+	case len(er.buf) == 0 && er.dry:
 		er.putPooled()
 		er.buf = er.small[:0]
-	case cap(er.buf)-len(er.buf) < minRead:
-		var nb []byte
-		if er.pooled == nil && len(er.buf) <= eventBufSize-minRead {
-			er.pooled = eventBufs.Get().(*[]byte)
-			nb = (*er.pooled)[:len(er.buf)]
-		} else {
-			nb = make([]byte, len(er.buf), 2*cap(er.buf)+eventBufSize)
-		}
+	case onSmall && (!er.dry || cap(er.buf)-len(er.buf) < minRead):
+		er.pooled = eventBufs.Get().(*[]byte)
+		nb := (*er.pooled)[:len(er.buf)]
 		copy(nb, er.buf)
-		if cap(nb) > eventBufSize {
-			er.putPooled() // copied out of it
-		}
+		er.buf = nb
+	case cap(er.buf)-len(er.buf) < minRead:
+		nb := make([]byte, len(er.buf), 2*cap(er.buf)+eventBufSize)
+		copy(nb, er.buf)
+		er.putPooled() // copied out of it
 		er.buf = nb
 	}
+	room := cap(er.buf) - len(er.buf)
 	n, err := er.r.Read(er.buf[len(er.buf):cap(er.buf)])
 	er.buf = er.buf[:len(er.buf)+n]
+	er.dry = n < room
 	if err != nil {
 		er.eof = err
 	}
@@ -548,23 +553,26 @@ func (er *eventReader) fill() {
 
 // lineEnd finds the line starting at from: its end and where the next line starts. A \r at
 // the very end of buf is only a line end once it is known that no \n follows (or at EOF).
+// Two IndexByte scans rather than a byte loop: data lines run to hundreds of bytes.
 func lineEnd(buf []byte, from int, atEOF bool) (end, next int, ok bool) {
-	for i := from; i < len(buf); i++ {
-		switch buf[i] {
-		case '\n':
+	rest := buf[from:]
+	nl := bytes.IndexByte(rest, '\n')
+	before := rest
+	if nl >= 0 {
+		before = rest[:nl]
+	}
+	if cr := bytes.IndexByte(before, '\r'); cr >= 0 {
+		i := from + cr
+		switch {
+		case i+1 < len(buf) && buf[i+1] == '\n':
+			return i, i + 2, true
+		case i+1 < len(buf), atEOF:
 			return i, i + 1, true
-		case '\r':
-			if i+1 < len(buf) {
-				if buf[i+1] == '\n' {
-					return i, i + 2, true
-				}
-				return i, i + 1, true
-			}
-			if atEOF {
-				return i, i + 1, true
-			}
-			return 0, 0, false
 		}
+		return 0, 0, false
+	}
+	if nl >= 0 {
+		return from + nl, from + nl + 1, true
 	}
 	return 0, 0, false
 }
