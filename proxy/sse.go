@@ -191,17 +191,14 @@ func (sw *streamWriter) stop() {
 }
 
 // startStream commits the answer as a 200 event stream. Everything that had to be said in
-// headers (request id, rate-limit headers) has been set before this point. The headers go
-// out with the first event, in the same write, as httputil.ReverseProxy sends them: the
-// platform has answered already and its first event follows at once, so a write of their own
-// would cost a system call on each side for nothing. (With keep-alive comments on, a silent
-// platform still gets them out at the first comment.)
+// headers (request id, rate-limit headers) has been set before this point.
 func startStream(c *gin.Context) {
 	h := c.Writer.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // ask nginx-like front proxies not to buffer
 	c.Writer.WriteHeader(http.StatusOK)
+	c.Writer.Flush()
 }
 
 // isCountedDelta reports whether an upstream event type is a delta the platform bills as
