@@ -164,7 +164,9 @@ func aggregateSSE(r io.Reader, meta Meta) ([]byte, Usage, error) {
 	return agg.Result()
 }
 
-func TestGoldenStreams(t *testing.T) {
+// eachRecordedStream runs f as a subtest for every recorded upstream stream in
+// testdata/streams, with its bytes, its meta and the path it shares with its goldens.
+func eachRecordedStream(t *testing.T, f func(t *testing.T, base string, raw []byte, meta Meta)) {
 	for _, in := range globCases(t, "testdata/streams/*.sse") {
 		base := strings.TrimSuffix(in, ".sse")
 		t.Run(caseName(in, ".sse"), func(t *testing.T) {
@@ -172,36 +174,33 @@ func TestGoldenStreams(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			meta := loadMeta(t, base+".meta.json")
-			checkGolden(t, base+".chunks.golden", convertSSE(bytes.NewReader(raw), meta))
-
-			agg, _, err := aggregateSSE(bytes.NewReader(raw), meta)
-			if err != nil {
-				agg = errorJSON(t, err)
-			}
-			checkGolden(t, base+".aggregate.golden.json", indent(t, agg))
+			f(t, base, raw, loadMeta(t, base+".meta.json"))
 		})
 	}
+}
+
+func TestGoldenStreams(t *testing.T) {
+	eachRecordedStream(t, func(t *testing.T, base string, raw []byte, meta Meta) {
+		checkGolden(t, base+".chunks.golden", convertSSE(bytes.NewReader(raw), meta))
+
+		agg, _, err := aggregateSSE(bytes.NewReader(raw), meta)
+		if err != nil {
+			agg = errorJSON(t, err)
+		}
+		checkGolden(t, base+".aggregate.golden.json", indent(t, agg))
+	})
 }
 
 // TestStreamSplitAtEveryByte feeds each recording split in two at every byte boundary: the
 // output must not depend on how the upstream bytes arrive.
 func TestStreamSplitAtEveryByte(t *testing.T) {
-	for _, in := range globCases(t, "testdata/streams/*.sse") {
-		base := strings.TrimSuffix(in, ".sse")
-		t.Run(caseName(in, ".sse"), func(t *testing.T) {
-			raw, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
+	eachRecordedStream(t, func(t *testing.T, base string, raw []byte, meta Meta) {
+		want := convertSSE(bytes.NewReader(raw), meta)
+		for k := 0; k <= len(raw); k++ {
+			r := io.MultiReader(bytes.NewReader(raw[:k]), bytes.NewReader(raw[k:]))
+			if got := convertSSE(r, meta); !bytes.Equal(got, want) {
+				t.Fatalf("split at byte %d changes the output:\n%s\nwant\n%s", k, got, want)
 			}
-			meta := loadMeta(t, base+".meta.json")
-			want := convertSSE(bytes.NewReader(raw), meta)
-			for k := 0; k <= len(raw); k++ {
-				r := io.MultiReader(bytes.NewReader(raw[:k]), bytes.NewReader(raw[k:]))
-				if got := convertSSE(r, meta); !bytes.Equal(got, want) {
-					t.Fatalf("split at byte %d changes the output:\n%s\nwant\n%s", k, got, want)
-				}
-			}
-		})
-	}
+		}
+	})
 }

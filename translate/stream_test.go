@@ -408,24 +408,16 @@ func TestStopNeverSplitsCharacters(t *testing.T) {
 // FeedTo with one buffer reused across events must give what Feed gives, and must append
 // after what dst holds rather than overwrite it.
 func TestFeedToMatchesFeed(t *testing.T) {
-	for _, in := range globCases(t, "testdata/streams/*.sse") {
-		base := strings.TrimSuffix(in, ".sse")
-		t.Run(caseName(in, ".sse"), func(t *testing.T) {
-			raw, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
+	eachRecordedStream(t, func(t *testing.T, base string, raw []byte, meta Meta) {
+		a, b := NewStreamConverter(meta), NewStreamConverter(meta)
+		var buf []byte
+		for _, ev := range splitEvents(raw) {
+			want, wantDone := a.Feed(ev[0], []byte(ev[1]))
+			var done bool
+			buf, done = b.FeedTo(append(buf[:0], "prefix"...), ev[0], []byte(ev[1]))
+			if got, ok := bytes.CutPrefix(buf, []byte("prefix")); !ok || !bytes.Equal(got, want) || done != wantDone {
+				t.Fatalf("event %s: FeedTo gave %q, %v; Feed gave %q, %v", ev[0], buf, done, want, wantDone)
 			}
-			meta := loadMeta(t, base+".meta.json")
-			a, b := NewStreamConverter(meta), NewStreamConverter(meta)
-			var buf []byte
-			for _, ev := range splitEvents(raw) {
-				want, wantDone := a.Feed(ev[0], []byte(ev[1]))
-				var done bool
-				buf, done = b.FeedTo(append(buf[:0], "prefix"...), ev[0], []byte(ev[1]))
-				if got, ok := bytes.CutPrefix(buf, []byte("prefix")); !ok || !bytes.Equal(got, want) || done != wantDone {
-					t.Fatalf("event %s: FeedTo gave %q, %v; Feed gave %q, %v", ev[0], buf, done, want, wantDone)
-				}
-			}
-		})
-	}
+		}
+	})
 }
