@@ -49,6 +49,27 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// noteSources looks at every Go source and module file of the module. The binary is built
+// by a separate go command, which go test's result cache cannot see; files the test process
+// itself looks at while tests run (not in TestMain, before go test listens) are part of the
+// cache key, so a change anywhere in the product makes the next go test ./tests run again
+// instead of reporting an old pass.
+var notedSources sync.Once
+
+func noteSources(root string) {
+	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return nil
+		case d.IsDir() && (d.Name() == "node_modules" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != root:
+			return filepath.SkipDir
+		case !d.IsDir() && (strings.HasSuffix(path, ".go") || d.Name() == "go.mod" || d.Name() == "go.sum"):
+			_, _ = os.Stat(path)
+		}
+		return nil
+	})
+}
+
 // syncBuffer collects a process's output while tests read it.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -121,6 +142,7 @@ func freePort(t testing.TB) string {
 // startGateway runs the modelgate binary and waits until /healthz answers.
 func startGateway(t testing.TB, o gatewayOptions) *gateway {
 	t.Helper()
+	notedSources.Do(func() { noteSources("..") })
 	addr := freePort(t)
 	g := &gateway{URL: "http://" + addr, Output: &syncBuffer{}, exited: make(chan struct{})}
 	args := []string{"--listen", addr}
