@@ -46,6 +46,13 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+// held is the memory the buffer itself holds.
+func (s *syncBuffer) held() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return uint64(s.b.Cap())
+}
+
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
