@@ -3,6 +3,7 @@ package translate
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -232,22 +233,12 @@ func (c *StreamConverter) End(err error) []byte {
 }
 
 func (c *StreamConverter) markSeen(oi int64) {
-	for _, s := range c.seen {
-		if s == oi {
-			return
-		}
+	if !c.wasSeen(oi) {
+		c.seen = append(c.seen, oi)
 	}
-	c.seen = append(c.seen, oi)
 }
 
-func (c *StreamConverter) wasSeen(oi int64) bool {
-	for _, s := range c.seen {
-		if s == oi {
-			return true
-		}
-	}
-	return false
-}
+func (c *StreamConverter) wasSeen(oi int64) bool { return slices.Contains(c.seen, oi) }
 
 func (c *StreamConverter) markEmitted(k partKey) {
 	if !c.wasEmitted(k) {
@@ -255,14 +246,7 @@ func (c *StreamConverter) markEmitted(k partKey) {
 	}
 }
 
-func (c *StreamConverter) wasEmitted(k partKey) bool {
-	for _, e := range c.emitted {
-		if e == k {
-			return true
-		}
-	}
-	return false
-}
+func (c *StreamConverter) wasEmitted(k partKey) bool { return slices.Contains(c.emitted, k) }
 
 func (c *StreamConverter) slot(oi int64) *toolSlot {
 	for i := range c.tools {
