@@ -12,12 +12,7 @@ import "github.com/tidwall/gjson"
 // BytesPerToken is the rough size of one token of English text.
 const BytesPerToken = 4
 
-// Estimate returns ceil(len(b)/4): the token estimate for a piece of text.
-func Estimate(b []byte) int64 {
-	return (int64(len(b)) + BytesPerToken - 1) / BytesPerToken
-}
-
-// EstimateString is Estimate for a string.
+// EstimateString returns ceil(len(s)/4): the token estimate for a piece of text.
 func EstimateString(s string) int64 {
 	return (int64(len(s)) + BytesPerToken - 1) / BytesPerToken
 }

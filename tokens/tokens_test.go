@@ -19,9 +19,6 @@ func TestEstimate(t *testing.T) {
 			if got := EstimateString(tt.in); got != tt.want {
 				t.Errorf("EstimateString(%q) = %d, want %d", tt.in, got, tt.want)
 			}
-			if got := Estimate([]byte(tt.in)); got != tt.want {
-				t.Errorf("Estimate(%q) = %d, want %d", tt.in, got, tt.want)
-			}
 		})
 	}
 }
