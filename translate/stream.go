@@ -2,7 +2,6 @@ package translate
 
 import (
 	"encoding/binary"
-	"math/bits"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -605,9 +604,10 @@ type eventFields struct {
 	typ, outputIndex, contentIndex, summaryIndex     gjson.Result
 	delta, text, refusal, arguments, input, logprobs gjson.Result
 	item, response, err                              gjson.Result
-	// set has bit k for each field at(k) the last scan stored: an event carries a few of
-	// the thirteen, and clearing only those is most of the cost of clearing.
-	set uint16
+	// stored lists the fields the last scan set: an event carries a few of the thirteen,
+	// and clearing only those is most of the cost of clearing.
+	stored  [13]*gjson.Result
+	nStored int
 }
 
 // scan reads an event in one pass: it checks that data is JSON, accepting exactly what
@@ -617,10 +617,10 @@ type eventFields struct {
 // gives, and the first occurrence of a duplicated key wins, as with gjson's Get. false means
 // data is not JSON; the fields are then not to be read.
 func (f *eventFields) scan(data []byte) bool {
-	for m := f.set; m != 0; m &= m - 1 {
-		*f.at(bits.TrailingZeros16(m)) = gjson.Result{}
+	for _, p := range f.stored[:f.nStored] {
+		*p = gjson.Result{}
 	}
-	f.set = 0
+	f.nStored = 0
 	i := skipSpace(data, 0)
 	if i == len(data) {
 		return false
@@ -665,8 +665,9 @@ func (f *eventFields) object(data []byte, i int) (int, bool) {
 		if !ok {
 			return i, false
 		}
-		if dst, bit := f.field(key); f.set&bit == 0 && dst != nil {
-			f.set |= bit
+		if dst := f.field(key); dst != nil && dst.Raw == "" { // the first occurrence wins
+			f.stored[f.nStored] = dst
+			f.nStored++
 			setValue(dst, str(data), from, i, esc)
 		}
 		if i = skipSpace(data, i); i == len(data) {
@@ -683,68 +684,37 @@ func (f *eventFields) object(data []byte, i int) (int, bool) {
 	}
 }
 
-// field is where the field named key is kept and its bit in set; nil for keys Feed does not
-// read. Bit k is the field at(k).
-func (f *eventFields) field(key string) (*gjson.Result, uint16) {
+// field is where the field named key is kept; nil for keys Feed does not read.
+func (f *eventFields) field(key string) *gjson.Result {
 	switch key {
 	case "type":
-		return &f.typ, 1 << 0
-	case "output_index":
-		return &f.outputIndex, 1 << 1
-	case "content_index":
-		return &f.contentIndex, 1 << 2
-	case "summary_index":
-		return &f.summaryIndex, 1 << 3
-	case "delta":
-		return &f.delta, 1 << 4
-	case "text":
-		return &f.text, 1 << 5
-	case "refusal":
-		return &f.refusal, 1 << 6
-	case "arguments":
-		return &f.arguments, 1 << 7
-	case "input":
-		return &f.input, 1 << 8
-	case "logprobs":
-		return &f.logprobs, 1 << 9
-	case "item":
-		return &f.item, 1 << 10
-	case "response":
-		return &f.response, 1 << 11
-	case "error":
-		return &f.err, 1 << 12
-	}
-	return nil, 0
-}
-
-func (f *eventFields) at(k int) *gjson.Result {
-	switch k {
-	case 0:
 		return &f.typ
-	case 1:
+	case "output_index":
 		return &f.outputIndex
-	case 2:
+	case "content_index":
 		return &f.contentIndex
-	case 3:
+	case "summary_index":
 		return &f.summaryIndex
-	case 4:
+	case "delta":
 		return &f.delta
-	case 5:
+	case "text":
 		return &f.text
-	case 6:
+	case "refusal":
 		return &f.refusal
-	case 7:
+	case "arguments":
 		return &f.arguments
-	case 8:
+	case "input":
 		return &f.input
-	case 9:
+	case "logprobs":
 		return &f.logprobs
-	case 10:
+	case "item":
 		return &f.item
-	case 11:
+	case "response":
 		return &f.response
+	case "error":
+		return &f.err
 	}
-	return &f.err
+	return nil
 }
 
 // setValue stores the value data[from:to] in the zero result dst as ForEach would have

@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"math/bits"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +15,7 @@ import (
 func forEachScan(data string) eventFields {
 	var f eventFields
 	gjson.Parse(data).ForEach(func(k, v gjson.Result) bool {
-		if dst, _ := f.field(k.Str); dst != nil && !dst.Exists() {
+		if dst := f.field(k.Str); dst != nil && !dst.Exists() {
 			*dst = v
 		}
 		return true
@@ -41,23 +40,6 @@ func checkScan(t *testing.T, got *eventFields, data string) {
 		if g[i].Type != w[i].Type || g[i].Raw != w[i].Raw || g[i].Str != w[i].Str || g[i].Num != w[i].Num || g[i].Index != w[i].Index {
 			t.Fatalf("%q: field %d: scan %+v, ForEach %+v", data, i, g[i], w[i])
 		}
-	}
-}
-
-// The field's bit in set must name the field at clears.
-func TestEventFieldBits(t *testing.T) {
-	var f eventFields
-	names := []string{"type", "output_index", "content_index", "summary_index", "delta", "text",
-		"refusal", "arguments", "input", "logprobs", "item", "response", "error"}
-	for _, name := range names {
-		p, bit := f.field(name)
-		k := bits.TrailingZeros16(bit)
-		if p == nil || bit != 1<<k || f.at(k) != p {
-			t.Errorf("%s: bit %#x, at(%d) is not the field", name, bit, k)
-		}
-	}
-	if p, bit := f.field("sequence_number"); p != nil || bit != 0 {
-		t.Errorf("sequence_number: %v, %#x", p, bit)
 	}
 }
 
