@@ -81,10 +81,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 			IncludeUsage:   req.IncludeUsage, Legacy: req.Legacy, Logprobs: req.Logprobs, Stop: req.Stop,
 		},
 	}
-	outCap := req.MaxOutputTokens
-	if outCap <= 0 {
-		outCap = st.cfg.Ratelimit.DefaultMaxOutputTokens
-	}
+	outCap := st.outputReserve(req.MaxOutputTokens)
 	// n choices are n upstream generations: reserve for all of them, count one request.
 	ticket := s.admit(c, p, (call.estimate+outCap)*int64(req.N), true)
 	if ticket == nil {

@@ -121,11 +121,7 @@ func checkResponsesRequest(c *gin.Context, st *state, p *auth.Principal) (checke
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
 		return checkedResponses{}, false
 	}
-	outCap := int64(maxOut.Int())
-	if outCap <= 0 {
-		outCap = st.cfg.Ratelimit.DefaultMaxOutputTokens
-	}
-	return checkedResponses{body: body, inputEstimate: tokens.EstimateResponsesInput(body), outCap: outCap}, true
+	return checkedResponses{body: body, inputEstimate: tokens.EstimateResponsesInput(body), outCap: st.outputReserve(maxOut.Int())}, true
 }
 
 // responsesFields are what modelgate reads of a Responses request, found in one pass over

@@ -71,6 +71,15 @@ type state struct {
 	retry  retryPolicy
 }
 
+// outputReserve is how many output tokens admission reserves for a call that asked for at
+// most asked: the config's default when it named no cap.
+func (st *state) outputReserve(asked int64) int64 {
+	if asked <= 0 {
+		return st.cfg.Ratelimit.DefaultMaxOutputTokens
+	}
+	return asked
+}
+
 // Server serves modelgate's routes. Create it with New.
 type Server struct {
 	st       atomic.Pointer[state]
