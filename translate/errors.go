@@ -47,6 +47,11 @@ const (
 	codeUnsupportedValue = "unsupported_value"
 )
 
+// missing is the error for a required parameter the request lacks; param is its path.
+func missing(param string) *Error {
+	return badRequest(codeMissing, param, "Missing required parameter: '"+param+"'.")
+}
+
 func badRequest(code, param, msg string) *Error {
 	return &Error{Status: 400, Type: typeInvalidRequest, Code: code, Param: param, Message: msg}
 }

@@ -285,7 +285,7 @@ func (f *chatFields) check(r *ChatRequest) *Error {
 	}
 	r.Model = f.model.Str
 	if !f.messages.Exists() || f.messages.Type == gjson.Null {
-		return badRequest(codeMissing, "messages", "Missing required parameter: 'messages'.")
+		return missing("messages")
 	}
 	if !f.messages.IsArray() {
 		return badRequest(codeInvalidType, "messages", "Invalid type for 'messages': expected an array.")

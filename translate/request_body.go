@@ -131,7 +131,7 @@ func (w *reqWriter) text(f *chatFields) *Error {
 			js := rf.Get("json_schema")
 			name := js.Get("name")
 			if name.Type != gjson.String || name.Str == "" {
-				return badRequest(codeMissing, "response_format.json_schema.name", "Missing required parameter: 'response_format.json_schema.name'.")
+				return missing("response_format.json_schema.name")
 			}
 			w.b = append(w.b, `"json_schema","name":`...)
 			w.b = append(w.b, name.Raw...)
@@ -227,7 +227,7 @@ func (w *reqWriter) tool(t gjson.Result, i, start int) *Error {
 		c := t.Get("custom")
 		name := c.Get("name")
 		if name.Type != gjson.String || name.Str == "" {
-			return badRequest(codeMissing, param+".custom.name", "Missing required parameter: '"+param+".custom.name'.")
+			return missing(param + ".custom.name")
 		}
 		w.sep(start)
 		w.b = append(w.b, `{"type":"custom","name":`...)
@@ -248,7 +248,7 @@ func (w *reqWriter) tool(t gjson.Result, i, start int) *Error {
 		w.b = append(w.b, '}')
 		return nil
 	case "":
-		return badRequest(codeMissing, param+".type", "Missing required parameter: '"+param+".type'.")
+		return missing(param + ".type")
 	}
 	// Hosted tools (web_search, file_search, ...) already have their Responses shape.
 	w.sep(start)
@@ -264,7 +264,7 @@ func (w *reqWriter) function(fn gjson.Result, param string, start int) *Error {
 	}
 	name := fn.Get("name")
 	if name.Type != gjson.String || name.Str == "" {
-		return badRequest(codeMissing, param+".name", "Missing required parameter: '"+param+".name'.")
+		return missing(param + ".name")
 	}
 	w.sep(start)
 	w.b = append(w.b, `{"type":"function","name":`...)
@@ -315,7 +315,7 @@ func (w *reqWriter) toolChoice(f *chatFields) *Error {
 		if tc.IsObject() { // legacy {name}
 			name := tc.Get("name")
 			if name.Type != gjson.String || name.Str == "" {
-				return badRequest(codeMissing, "function_call.name", "Missing required parameter: 'function_call.name'.")
+				return missing("function_call.name")
 			}
 			w.b = append(w.b, `,"tool_choice":{"type":"function","name":`...)
 			w.b = append(w.b, name.Raw...)
@@ -352,7 +352,7 @@ func (w *reqWriter) namedChoice(tc gjson.Result, param string) *Error {
 			name = tc.Get("name") // already flat
 		}
 		if name.Type != gjson.String || name.Str == "" {
-			return badRequest(codeMissing, param+"."+typ+".name", "Missing required parameter: '"+param+"."+typ+".name'.")
+			return missing(param + "." + typ + ".name")
 		}
 		w.b = append(w.b, `{"type":"`...)
 		w.b = append(w.b, typ...)
@@ -380,7 +380,7 @@ func (w *reqWriter) namedChoice(tc gjson.Result, param string) *Error {
 		w.b = append(w.b, "]}"...)
 		return err
 	case "":
-		return badRequest(codeMissing, param+".type", "Missing required parameter: '"+param+".type'.")
+		return missing(param + ".type")
 	}
 	w.b = append(w.b, tc.Raw...) // hosted tool choices have no chat wrapper
 	return nil

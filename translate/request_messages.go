@@ -43,7 +43,7 @@ func (w *reqWriter) message(m gjson.Result, i, start int) *Error {
 	}
 	role := m.Get("role")
 	if role.Type != gjson.String {
-		return badRequest(codeMissing, msgParam(i)+".role", "Missing required parameter: '"+msgParam(i)+".role'.")
+		return missing(msgParam(i) + ".role")
 	}
 	switch role.Str {
 	case "system", "developer":
@@ -118,7 +118,7 @@ func (w *reqWriter) inputPart(p gjson.Result, param string, user bool) *Error {
 			url, detail = img.Get("url"), img.Get("detail")
 		}
 		if url.Type != gjson.String || url.Str == "" {
-			return badRequest(codeMissing, param+".image_url.url", "Missing required parameter: '"+param+".image_url.url'.")
+			return missing(param + ".image_url.url")
 		}
 		w.b = append(w.b, `{"type":"input_image","image_url":`...)
 		w.b = append(w.b, url.Raw...)
@@ -147,7 +147,7 @@ func (w *reqWriter) inputPart(p gjson.Result, param string, user bool) *Error {
 		w.b = append(w.b, p.Raw...)
 		return nil
 	case "":
-		return badRequest(codeMissing, param+".type", "Missing required parameter: '"+param+".type'.")
+		return missing(param + ".type")
 	default:
 		return notHere(param, typ)
 	}
@@ -204,7 +204,7 @@ func (w *reqWriter) assistant(m gjson.Result, i, start int) *Error {
 	if fc := m.Get("function_call"); fc.IsObject() {
 		name := fc.Get("name")
 		if name.Type != gjson.String || name.Str == "" {
-			return badRequest(codeMissing, msgParam(i)+".function_call.name", "Missing required parameter: '"+msgParam(i)+".function_call.name'.")
+			return missing(msgParam(i) + ".function_call.name")
 		}
 		// Legacy calls have no id: a deterministic one binds the following function message.
 		id := "call_legacy_" + strconv.Itoa(i)
@@ -296,7 +296,7 @@ func (w *reqWriter) toolCall(tc gjson.Result, i, j, start int) *Error {
 	}
 	id := tc.Get("id")
 	if id.Type != gjson.String || id.Str == "" {
-		return badRequest(codeMissing, param+".id", "Missing required parameter: '"+param+".id'.")
+		return missing(param + ".id")
 	}
 	for _, c := range w.calls {
 		if c.id == id.Str {
@@ -310,7 +310,7 @@ func (w *reqWriter) toolCall(tc gjson.Result, i, j, start int) *Error {
 		cc := tc.Get("custom")
 		name := cc.Get("name")
 		if name.Type != gjson.String || name.Str == "" {
-			return badRequest(codeMissing, param+".custom.name", "Missing required parameter: '"+param+".custom.name'.")
+			return missing(param + ".custom.name")
 		}
 		w.b = append(w.b, `{"type":"custom_tool_call","call_id":`...)
 		w.b = append(w.b, id.Raw...)
@@ -324,7 +324,7 @@ func (w *reqWriter) toolCall(tc gjson.Result, i, j, start int) *Error {
 	fn := tc.Get("function")
 	name := fn.Get("name")
 	if name.Type != gjson.String || name.Str == "" {
-		return badRequest(codeMissing, param+".function.name", "Missing required parameter: '"+param+".function.name'.")
+		return missing(param + ".function.name")
 	}
 	w.b = append(w.b, `{"type":"function_call","call_id":`...)
 	w.b = append(w.b, id.Raw...)
@@ -354,7 +354,7 @@ func (w *reqWriter) arguments(a gjson.Result) {
 func (w *reqWriter) toolResult(m gjson.Result, i, start int) *Error {
 	id := m.Get("tool_call_id")
 	if id.Type != gjson.String || id.Str == "" {
-		return badRequest(codeMissing, msgParam(i)+".tool_call_id", "Missing required parameter: '"+msgParam(i)+".tool_call_id'.")
+		return missing(msgParam(i) + ".tool_call_id")
 	}
 	ref := w.findCall(id.Str, "")
 	if ref == nil {
@@ -380,7 +380,7 @@ func (w *reqWriter) toolResult(m gjson.Result, i, start int) *Error {
 func (w *reqWriter) functionResult(m gjson.Result, i, start int) *Error {
 	name := m.Get("name")
 	if name.Type != gjson.String || name.Str == "" {
-		return badRequest(codeMissing, msgParam(i)+".name", "Missing required parameter: '"+msgParam(i)+".name'.")
+		return missing(msgParam(i) + ".name")
 	}
 	ref := w.findCall("", name.Str)
 	if ref == nil {
