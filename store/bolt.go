@@ -1,0 +1,290 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// sweepEvery bounds how often a write also clears a bucket's expired records: often enough
+// that expired data does not pile up, rarely enough that writes stay cheap.
+const sweepEvery = time.Minute
+
+// Bolt is the embedded store: one bbolt file owned by one process. Every value carries an
+// 8-byte expiry (Unix nanoseconds, 0 = never) in front of the caller's bytes.
+type Bolt struct {
+	db  *bolt.DB
+	now func() time.Time
+
+	mu        sync.Mutex
+	versions  map[string]*atomic.Uint64
+	lastSweep map[string]time.Time
+	closed    atomic.Bool
+}
+
+// BoltOptions tune OpenBolt.
+type BoltOptions struct {
+	// Now is the clock expiry is judged by; nil means time.Now. Tests inject one.
+	Now func() time.Time
+}
+
+// OpenBolt opens (or creates) dir/store.db.
+func OpenBolt(dir string, o BoltOptions) (*Bolt, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: data_path: %w", err)
+	}
+	// The timeout turns a second process on the same directory into a clear error instead
+	// of a hang: bbolt holds an exclusive file lock.
+	db, err := bolt.Open(filepath.Join(dir, "store.db"), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", dir, err)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Bolt{db: db, now: o.Now, versions: map[string]*atomic.Uint64{}, lastSweep: map[string]time.Time{}}, nil
+}
+
+// Close closes the file.
+func (b *Bolt) Close() error {
+	if b.closed.Swap(true) {
+		return nil
+	}
+	return b.db.Close()
+}
+
+func (b *Bolt) version(bucket string) *atomic.Uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	v := b.versions[bucket]
+	if v == nil {
+		v = new(atomic.Uint64)
+		b.versions[bucket] = v
+	}
+	return v
+}
+
+func (b *Bolt) expiry(ttl time.Duration) int64 {
+	if ttl <= 0 {
+		return 0
+	}
+	return b.now().Add(ttl).UnixNano()
+}
+
+func encodeValue(exp int64, value []byte) []byte {
+	v := make([]byte, 8+len(value))
+	binary.BigEndian.PutUint64(v, uint64(exp))
+	copy(v[8:], value)
+	return v
+}
+
+// live returns the caller's bytes of a stored value, or false when it is malformed or expired.
+func (b *Bolt) live(v []byte, nowNanos int64) ([]byte, bool) {
+	if len(v) < 8 {
+		return nil, false
+	}
+	exp := int64(binary.BigEndian.Uint64(v))
+	if exp != 0 && exp <= nowNanos {
+		return nil, false
+	}
+	return v[8:], true
+}
+
+func (b *Bolt) check(bucket string) error {
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	return validName(bucket)
+}
+
+// Get implements Store.
+func (b *Bolt) Get(_ context.Context, bucket, key string) ([]byte, error) {
+	if err := b.check(bucket); err != nil {
+		return nil, err
+	}
+	var out []byte
+	err := b.db.View(func(tx *bolt.Tx) error {
+		bk := tx.Bucket([]byte(bucket))
+		if bk == nil {
+			return ErrNotFound
+		}
+		v, ok := b.live(bk.Get([]byte(key)), b.now().UnixNano())
+		if !ok {
+			return ErrNotFound
+		}
+		out = bytes.Clone(v)
+		return nil
+	})
+	return out, err
+}
+
+// update runs fn in a write transaction on the bucket, sweeps it now and then, and bumps the
+// bucket's version when fn changed something.
+func (b *Bolt) update(bucket string, fn func(bk *bolt.Bucket, nowNanos int64) (changed bool, err error)) error {
+	if err := b.check(bucket); err != nil {
+		return err
+	}
+	now := b.now()
+	var changed bool
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		bk, err := tx.CreateBucketIfNotExists([]byte(bucket))
+		if err != nil {
+			return err
+		}
+		if changed, err = fn(bk, now.UnixNano()); err != nil {
+			return err
+		}
+		return b.maybeSweep(bucket, bk, now)
+	})
+	if err == nil && changed {
+		b.version(bucket).Add(1)
+	}
+	return err
+}
+
+func (b *Bolt) maybeSweep(bucket string, bk *bolt.Bucket, now time.Time) error {
+	b.mu.Lock()
+	due := now.Sub(b.lastSweep[bucket]) >= sweepEvery
+	if due {
+		b.lastSweep[bucket] = now
+	}
+	b.mu.Unlock()
+	if !due {
+		return nil
+	}
+	nanos := now.UnixNano()
+	c := bk.Cursor()
+	for k, v := c.First(); k != nil; {
+		if _, ok := b.live(v, nanos); !ok {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			k, v = c.Seek(k)
+			continue
+		}
+		k, v = c.Next()
+	}
+	return nil
+}
+
+// Put implements Store.
+func (b *Bolt) Put(_ context.Context, bucket, key string, value []byte, ttl time.Duration) error {
+	return b.update(bucket, func(bk *bolt.Bucket, _ int64) (bool, error) {
+		return true, bk.Put([]byte(key), encodeValue(b.expiry(ttl), value))
+	})
+}
+
+// Create implements Store.
+func (b *Bolt) Create(_ context.Context, bucket, key string, value []byte, ttl time.Duration) (bool, error) {
+	var created bool
+	err := b.update(bucket, func(bk *bolt.Bucket, nowNanos int64) (bool, error) {
+		if _, ok := b.live(bk.Get([]byte(key)), nowNanos); ok {
+			return false, nil
+		}
+		created = true
+		return true, bk.Put([]byte(key), encodeValue(b.expiry(ttl), value))
+	})
+	return created, err
+}
+
+// Delete implements Store.
+func (b *Bolt) Delete(_ context.Context, bucket, key string) (bool, error) {
+	var existed bool
+	err := b.update(bucket, func(bk *bolt.Bucket, nowNanos int64) (bool, error) {
+		v := bk.Get([]byte(key))
+		if v == nil {
+			return false, nil
+		}
+		_, existed = b.live(v, nowNanos)
+		return existed, bk.Delete([]byte(key))
+	})
+	return existed, err
+}
+
+// Scan implements Store. Keys come in byte order.
+func (b *Bolt) Scan(ctx context.Context, bucket, prefix string, fn func(key string, value []byte) error) error {
+	return b.scan(ctx, bucket, prefix, func(k string, v []byte) error { return fn(k, bytes.Clone(v)) })
+}
+
+func (b *Bolt) scan(ctx context.Context, bucket, prefix string, fn func(key string, value []byte) error) error {
+	if err := b.check(bucket); err != nil {
+		return err
+	}
+	nanos := b.now().UnixNano()
+	return b.db.View(func(tx *bolt.Tx) error {
+		bk := tx.Bucket([]byte(bucket))
+		if bk == nil {
+			return nil
+		}
+		c := bk.Cursor()
+		p := []byte(prefix)
+		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			val, ok := b.live(v, nanos)
+			if !ok {
+				continue
+			}
+			if err := fn(string(k), val); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Add implements Store. Counters are kept as a JSON object behind the expiry.
+func (b *Bolt) Add(_ context.Context, bucket, key string, deltas map[string]int64, ttl time.Duration) error {
+	return b.update(bucket, func(bk *bolt.Bucket, nowNanos int64) (bool, error) {
+		counters := map[string]int64{}
+		exp := int64(0)
+		if old := bk.Get([]byte(key)); old != nil {
+			if v, ok := b.live(old, nowNanos); ok {
+				if err := json.Unmarshal(v, &counters); err != nil {
+					return false, fmt.Errorf("store: %s/%s is not a counter record", bucket, key)
+				}
+				exp = int64(binary.BigEndian.Uint64(old))
+			}
+		}
+		for name, d := range deltas {
+			counters[name] += d
+		}
+		if ttl > 0 {
+			exp = b.expiry(ttl)
+		}
+		enc, err := json.Marshal(counters)
+		if err != nil {
+			return false, err
+		}
+		return true, bk.Put([]byte(key), encodeValue(exp, enc))
+	})
+}
+
+// ScanCounters implements Store.
+func (b *Bolt) ScanCounters(ctx context.Context, bucket, prefix string, fn func(key string, counters map[string]int64) error) error {
+	return b.scan(ctx, bucket, prefix, func(k string, v []byte) error {
+		counters := map[string]int64{}
+		if err := json.Unmarshal(v, &counters); err != nil {
+			return fmt.Errorf("store: %s/%s is not a counter record", bucket, k)
+		}
+		return fn(k, counters)
+	})
+}
+
+// Version implements Store. One process owns the file, so an in-memory counter is enough.
+func (b *Bolt) Version(_ context.Context, bucket string) (uint64, error) {
+	if err := b.check(bucket); err != nil {
+		return 0, err
+	}
+	return b.version(bucket).Load(), nil
+}

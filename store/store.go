@@ -1,0 +1,69 @@
+// Package store keeps the records that must outlive a process and, with several replicas,
+// be shared by them: issued keys, usage history, stored responses. There is one small
+// interface and two implementations: an embedded bbolt file for a single process and Redis
+// for replicas. Features never open files or Redis keys of their own; they name a bucket.
+//
+// A bucket holds one kind of record. Records are either opaque values (Get, Put, Create,
+// Scan) or sets of named integer counters (Add, ScanCounters); a bucket is used for one or
+// the other, never both.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned by Get for a record that does not exist or has expired.
+var ErrNotFound = errors.New("store: not found")
+
+// Store is what every durable feature is written against.
+//
+// A ttl of zero means the record never expires. Expired records are never returned; when
+// they are physically removed is the implementation's business.
+type Store interface {
+	// Get returns the value kept under key, or ErrNotFound.
+	Get(ctx context.Context, bucket, key string) ([]byte, error)
+	// Put writes value under key, replacing what was there.
+	Put(ctx context.Context, bucket, key string, value []byte, ttl time.Duration) error
+	// Create writes value under key only when no live record is there; it reports whether
+	// it wrote. Two replicas racing on one key: exactly one wins.
+	Create(ctx context.Context, bucket, key string, value []byte, ttl time.Duration) (bool, error)
+	// Delete removes key and reports whether a live record was there.
+	Delete(ctx context.Context, bucket, key string) (bool, error)
+	// Scan calls fn for every live value record whose key starts with prefix. The order is
+	// unspecified (callers that need one sort); fn returning an error stops the scan with it.
+	Scan(ctx context.Context, bucket, prefix string, fn func(key string, value []byte) error) error
+
+	// Add adds each delta to the counter of that name in the record under key, creating the
+	// record and its counters as needed. It is atomic per record, so replicas can add to one
+	// record at once without losing an update. A positive ttl (re)sets the record's expiry.
+	Add(ctx context.Context, bucket, key string, deltas map[string]int64, ttl time.Duration) error
+	// ScanCounters calls fn for every live counter record whose key starts with prefix.
+	ScanCounters(ctx context.Context, bucket, prefix string, fn func(key string, counters map[string]int64) error) error
+
+	// Version returns a number that changes whenever a record of the bucket is written or
+	// deleted through any replica. Caches poll it to know when to reload, instead of reading
+	// the whole bucket on every request.
+	Version(ctx context.Context, bucket string) (uint64, error)
+
+	// Close releases the store. Calls after Close fail.
+	Close() error
+}
+
+// validName keeps bucket names to what both implementations can key on safely.
+func validName(bucket string) error {
+	if bucket == "" {
+		return errors.New("store: empty bucket name")
+	}
+	for i := 0; i < len(bucket); i++ {
+		c := bucket[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return errors.New("store: bucket names are lowercase letters, digits, '_' and '-'")
+		}
+	}
+	return nil
+}
+
+// ErrClosed is returned by calls on a closed store.
+var ErrClosed = errors.New("store: closed")

@@ -1,0 +1,440 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"modelgate/config"
+	"modelgate/internal/redistest"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type impl struct {
+	name string
+	open func(t *testing.T) Store
+}
+
+func boltImpl() impl {
+	return impl{"bolt", func(t *testing.T) Store {
+		s, err := OpenBolt(t.TempDir(), BoltOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}}
+}
+
+func redisImpl() impl {
+	return impl{"redis", func(t *testing.T) Store {
+		s := NewRedis(redis.NewClient(&redis.Options{Addr: redistest.Start(t)}))
+		t.Cleanup(func() { s.Close() })
+		return s
+	}}
+}
+
+func impls() []impl { return []impl{boltImpl(), redisImpl()} }
+
+func TestValues(t *testing.T) {
+	ctx := context.Background()
+	for _, im := range impls() {
+		t.Run(im.name, func(t *testing.T) {
+			s := im.open(t)
+			if _, err := s.Get(ctx, "b", "missing"); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("Get missing: %v, want ErrNotFound", err)
+			}
+			if err := s.Put(ctx, "b", "k1", []byte("one"), 0); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := s.Get(ctx, "b", "k1"); err != nil || string(v) != "one" {
+				t.Fatalf("Get k1 = %q, %v", v, err)
+			}
+			if err := s.Put(ctx, "b", "k1", []byte("uno"), 0); err != nil {
+				t.Fatal(err)
+			}
+			if v, _ := s.Get(ctx, "b", "k1"); string(v) != "uno" {
+				t.Fatalf("Put did not replace: %q", v)
+			}
+			// Buckets are separate namespaces.
+			if _, err := s.Get(ctx, "other", "k1"); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("other bucket sees k1: %v", err)
+			}
+			ok, err := s.Create(ctx, "b", "k1", []byte("x"), 0)
+			if err != nil || ok {
+				t.Fatalf("Create over a live record = %v, %v; want false", ok, err)
+			}
+			ok, err = s.Create(ctx, "b", "k2", []byte("two"), 0)
+			if err != nil || !ok {
+				t.Fatalf("Create new = %v, %v; want true", ok, err)
+			}
+			existed, err := s.Delete(ctx, "b", "k2")
+			if err != nil || !existed {
+				t.Fatalf("Delete k2 = %v, %v", existed, err)
+			}
+			existed, err = s.Delete(ctx, "b", "k2")
+			if err != nil || existed {
+				t.Fatalf("second Delete k2 = %v, %v; want false", existed, err)
+			}
+			if _, err := s.Get(ctx, "b", "k2"); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("deleted record still there: %v", err)
+			}
+		})
+	}
+}
+
+func TestScanPrefix(t *testing.T) {
+	ctx := context.Background()
+	for _, im := range impls() {
+		t.Run(im.name, func(t *testing.T) {
+			s := im.open(t)
+			// Glob characters in keys must match literally on Redis.
+			for _, k := range []string{"team-a/1", "team-a/2", "team-a*/3", "team-b/1", "team-[a]/9"} {
+				if err := s.Put(ctx, "scan", k, []byte("v:"+k), 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cases := []struct {
+				prefix string
+				want   []string
+			}{
+				{"team-a/", []string{"team-a/1", "team-a/2"}},
+				{"team-a*", []string{"team-a*/3"}},
+				{"team-[a]", []string{"team-[a]/9"}},
+				{"", []string{"team-[a]/9", "team-a*/3", "team-a/1", "team-a/2", "team-b/1"}},
+				{"nobody", nil},
+			}
+			for _, c := range cases {
+				var got []string
+				err := s.Scan(ctx, "scan", c.prefix, func(k string, v []byte) error {
+					if string(v) != "v:"+k {
+						t.Errorf("value of %q = %q", k, v)
+					}
+					got = append(got, k)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				slices.Sort(got)
+				if !slices.Equal(got, c.want) {
+					t.Errorf("Scan(%q) = %q, want %q", c.prefix, got, c.want)
+				}
+			}
+			stop := errors.New("stop")
+			n := 0
+			err := s.Scan(ctx, "scan", "", func(string, []byte) error { n++; return stop })
+			if !errors.Is(err, stop) || n != 1 {
+				t.Fatalf("Scan did not stop on fn's error: n=%d err=%v", n, err)
+			}
+		})
+	}
+}
+
+func TestCounters(t *testing.T) {
+	ctx := context.Background()
+	for _, im := range impls() {
+		t.Run(im.name, func(t *testing.T) {
+			s := im.open(t)
+			var wg sync.WaitGroup
+			// Concurrent adds to one record lose nothing.
+			for range 20 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := s.Add(ctx, "usage", "2026-11-26/search", map[string]int64{"requests": 1, "input": 10}, time.Hour); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			if err := s.Add(ctx, "usage", "2026-11-27/search", map[string]int64{"requests": 2}, 0); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]map[string]int64{}
+			err := s.ScanCounters(ctx, "usage", "2026-11-26/", func(k string, c map[string]int64) error {
+				got[k] = c
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]int64{"requests": 20, "input": 200}
+			if len(got) != 1 || fmt.Sprint(got["2026-11-26/search"]) != fmt.Sprint(want) {
+				t.Fatalf("ScanCounters = %v, want one record %v", got, want)
+			}
+		})
+	}
+}
+
+func TestVersionChangesOnWrite(t *testing.T) {
+	ctx := context.Background()
+	for _, im := range impls() {
+		t.Run(im.name, func(t *testing.T) {
+			s := im.open(t)
+			v0, err := s.Version(ctx, "keys")
+			if err != nil {
+				t.Fatal(err)
+			}
+			steps := []struct {
+				name    string
+				op      func() error
+				changes bool
+			}{
+				{"put", func() error { return s.Put(ctx, "keys", "a", []byte("1"), 0) }, true},
+				{"create-existing", func() error { _, err := s.Create(ctx, "keys", "a", []byte("1"), 0); return err }, false},
+				{"create-new", func() error { _, err := s.Create(ctx, "keys", "b", []byte("1"), 0); return err }, true},
+				{"delete", func() error { _, err := s.Delete(ctx, "keys", "a"); return err }, true},
+				{"delete-missing", func() error { _, err := s.Delete(ctx, "keys", "a"); return err }, false},
+				{"other-bucket", func() error { return s.Put(ctx, "other", "a", []byte("1"), 0) }, false},
+			}
+			prev := v0
+			for _, st := range steps {
+				if err := st.op(); err != nil {
+					t.Fatalf("%s: %v", st.name, err)
+				}
+				v, err := s.Version(ctx, "keys")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if (v != prev) != st.changes {
+					t.Errorf("%s: version %d -> %d, want changed=%v", st.name, prev, v, st.changes)
+				}
+				prev = v
+			}
+		})
+	}
+}
+
+func TestBadBucketNames(t *testing.T) {
+	ctx := context.Background()
+	for _, im := range impls() {
+		t.Run(im.name, func(t *testing.T) {
+			s := im.open(t)
+			for _, b := range []string{"", "a:b", "A", "a/b", "a*"} {
+				if err := s.Put(ctx, b, "k", nil, 0); err == nil {
+					t.Errorf("Put to bucket %q accepted", b)
+				}
+			}
+		})
+	}
+}
+
+func TestClosed(t *testing.T) {
+	ctx := context.Background()
+	for _, im := range impls() {
+		t.Run(im.name, func(t *testing.T) {
+			s := im.open(t)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Get(ctx, "b", "k"); !errors.Is(err, ErrClosed) {
+				t.Fatalf("Get after Close: %v", err)
+			}
+		})
+	}
+}
+
+// Expiry on bbolt is judged by the injected clock.
+func TestBoltExpiry(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	s, err := OpenBolt(t.TempDir(), BoltOptions{Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Put(ctx, "r", "short", []byte("x"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "r", "forever", []byte("y"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(ctx, "u", "c", map[string]int64{"n": 1}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(59 * time.Second)
+	if _, err := s.Get(ctx, "r", "short"); err != nil {
+		t.Fatalf("record gone before its ttl: %v", err)
+	}
+	c.Advance(time.Second)
+	if _, err := s.Get(ctx, "r", "short"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("record alive at its ttl: %v", err)
+	}
+	if ok, err := s.Create(ctx, "r", "short", []byte("z"), 0); err != nil || !ok {
+		t.Fatalf("Create over an expired record = %v, %v", ok, err)
+	}
+	var keys []string
+	_ = s.ScanCounters(ctx, "u", "", func(k string, _ map[string]int64) error { keys = append(keys, k); return nil })
+	if len(keys) != 0 {
+		t.Fatalf("expired counters still scanned: %v", keys)
+	}
+	// An expired counter record starts again from zero.
+	if err := s.Add(ctx, "u", "c", map[string]int64{"n": 5}, 0); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.ScanCounters(ctx, "u", "", func(k string, m map[string]int64) error {
+		if m["n"] != 5 {
+			t.Errorf("expired counter carried over: %v", m)
+		}
+		return nil
+	})
+	// The periodic sweep removes what expired; what has no ttl stays.
+	c.Advance(2 * sweepEvery)
+	if err := s.Put(ctx, "r", "trigger", nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "r", "forever"); err != nil {
+		t.Fatalf("record without ttl swept: %v", err)
+	}
+}
+
+// Records written through bbolt survive a reopen.
+func TestBoltReopen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := OpenBolt(dir, BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "keys", "k", []byte("kept"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenBolt(dir, BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, err := s.Get(ctx, "keys", "k"); err != nil || string(v) != "kept" {
+		t.Fatalf("after reopen: %q, %v", v, err)
+	}
+}
+
+// Redis gives records their ttl itself; the store must pass it on.
+func TestRedisTTL(t *testing.T) {
+	ctx := context.Background()
+	addr := redistest.Start(t)
+	s := NewRedis(redis.NewClient(&redis.Options{Addr: addr}))
+	defer s.Close()
+	raw := redis.NewClient(&redis.Options{Addr: addr})
+	defer raw.Close()
+	if err := s.Put(ctx, "r", "k", []byte("x"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(ctx, "u", "k", map[string]int64{"n": 1}, 2*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, "r", "c", []byte("x"), 3*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]time.Duration{"mg:st:r:k": time.Hour, "mg:st:u:k": 2 * time.Hour, "mg:st:r:c": 3 * time.Hour} {
+		ttl := raw.PTTL(ctx, key).Val()
+		if ttl <= want-time.Minute || ttl > want {
+			t.Errorf("%s ttl = %v, want about %v", key, ttl, want)
+		}
+	}
+}
+
+// Two replicas on one Redis see each other's writes, and exactly one wins a Create race.
+func TestRedisReplicasShare(t *testing.T) {
+	ctx := context.Background()
+	addr := redistest.Start(t)
+	a := NewRedis(redis.NewClient(&redis.Options{Addr: addr}))
+	b := NewRedis(redis.NewClient(&redis.Options{Addr: addr}))
+	defer a.Close()
+	defer b.Close()
+	before, _ := b.Version(ctx, "keys")
+	if err := a.Put(ctx, "keys", "k", []byte("from-a"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := b.Get(ctx, "keys", "k"); err != nil || string(v) != "from-a" {
+		t.Fatalf("replica b reads %q, %v", v, err)
+	}
+	if after, _ := b.Version(ctx, "keys"); after == before {
+		t.Fatal("replica b's version did not move after a's write")
+	}
+	var wins sync.WaitGroup
+	results := make([]bool, 10)
+	for i := range results {
+		wins.Add(1)
+		go func() {
+			defer wins.Done()
+			s := a
+			if i%2 == 1 {
+				s = b
+			}
+			results[i], _ = s.Create(ctx, "names", "search/prod", []byte{byte(i)}, 0)
+		}()
+	}
+	wins.Wait()
+	won := 0
+	for _, r := range results {
+		if r {
+			won++
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d Create calls won, want exactly 1", won)
+	}
+}
+
+// FuzzBoltValue feeds arbitrary stored bytes to the decoder a corrupt file would reach.
+func FuzzBoltValue(f *testing.F) {
+	f.Add([]byte{})
+	f.Add(encodeValue(0, []byte("x")))
+	f.Add(encodeValue(1, []byte(`{"n":1}`)))
+	b := &Bolt{now: time.Now}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		out, ok := b.live(v, time.Now().UnixNano())
+		if ok && len(out) != len(v)-8 {
+			t.Fatalf("live returned %d bytes of %d", len(out), len(v))
+		}
+		if len(v) < 8 && ok {
+			t.Fatal("short value accepted")
+		}
+	})
+}
+
+func TestOpenPicksByConfig(t *testing.T) {
+	s, err := Open(config.Ratelimit{Store: "memory", DataPath: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.(*Bolt); !ok {
+		t.Fatalf("memory store opened %T, want *Bolt", s)
+	}
+	s.Close()
+	s, err = Open(config.Ratelimit{Store: "redis://127.0.0.1:1/0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.(*Redis); !ok {
+		t.Fatalf("redis URL opened %T, want *Redis", s)
+	}
+	s.Close()
+	_, err = Open(config.Ratelimit{Store: "redis://user:s3cret@[bad"}, nil)
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("bad URL: %v (must fail without echoing the password)", err)
+	}
+}
