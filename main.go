@@ -26,6 +26,7 @@ import (
 	"modelgate/platformsim"
 	"modelgate/proxy"
 	"modelgate/ratelimit"
+	"modelgate/store"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -257,9 +258,15 @@ func serve(o options, logger *slog.Logger) error {
 		return err
 	}
 	defer limiter.Close()
+	records, err := store.Open(cfg.Ratelimit, nil)
+	if err != nil {
+		return err
+	}
+	// Deferred after the limiter's Close, so it runs before it: handlers are done by then.
+	defer records.Close()
 	obs := metrics.New(cfg)
 	srv, err := proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: client, Logger: logger,
-		Hooks: obs.Hooks(), MetricsHandler: obs.Handler()})
+		Hooks: obs.Hooks(), MetricsHandler: obs.Handler(), Store: records})
 	if err != nil {
 		return err
 	}

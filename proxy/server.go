@@ -16,6 +16,7 @@ import (
 	"modelgate/config"
 	"modelgate/platform"
 	"modelgate/ratelimit"
+	"modelgate/store"
 )
 
 // Deps are what a Server is built from.
@@ -31,6 +32,9 @@ type Deps struct {
 	MetricsHandler http.Handler
 	// Now is the clock for caches and asset expiry; nil means time.Now. Tests inject one.
 	Now func() time.Time
+	// Store keeps the records that outlive the process and are shared by replicas (issued
+	// keys, stored responses, usage history). Nil leaves those features without storage.
+	Store store.Store
 }
 
 // Hooks let the operations layer observe requests without the handlers knowing about it.
@@ -91,6 +95,7 @@ type Server struct {
 	engine   *gin.Engine
 	ready    atomic.Bool
 	draining atomic.Bool
+	records  store.Store // nil: no durable records
 }
 
 // New builds a Server. The config must already be validated.
@@ -104,7 +109,7 @@ func New(d Deps) (*Server, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now}
+	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store}
 	s.st.Store(newState(d.Config, d.Auth))
 	s.engine = s.routes(d.MetricsHandler)
 	s.ready.Store(true)
