@@ -1,0 +1,120 @@
+package tests
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// exampleTimeout bounds one recipe: each makes one or two calls to the simulated platform.
+const exampleTimeout = 90 * time.Second
+
+// simulateAnswer is what the simulated platform answers to the recipes' prompt for the
+// example config's gpt-4o-mini (upstream some-platform-model).
+const simulateAnswer = "Hello from some-platform-model. You said: Say hello to modelgate."
+
+// TestExamples runs every recipe in examples/ against the real binary started the way the
+// README starts it (--simulate with the repository's config.yaml), so a recipe that rots
+// fails the build. Only a missing node or curl skips those recipes, and never in CI.
+func TestExamples(t *testing.T) {
+	cfg, err := os.ReadFile("../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, gatewayOptions{ConfigYAML: string(cfg), Args: []string{"--simulate"}})
+	const key = "sim-SEARCH_APP_KEY" // the placeholder --simulate gives the example's search key
+	openaiEnv := []string{"OPENAI_BASE_URL=" + g.URL + "/v1", "OPENAI_API_KEY=" + key}
+	examples, err := filepath.Abs("../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("openai-go", func(t *testing.T) {
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			t.Fatal(err)
+		}
+		runExample(t, exec.Command(goBin, "run", "./examples/openai-go"), "..", openaiEnv, simulateAnswer, "[stop]")
+	})
+	t.Run("curl", func(t *testing.T) {
+		requireTool(t, "curl")
+		runExample(t, exec.Command("bash", filepath.Join(examples, "curl", "chat.sh")), examples, openaiEnv,
+			`"object":"chat.completion.chunk"`, "data: [DONE]", "event: response.completed")
+	})
+
+	nodeDir := filepath.Join(examples, "node")
+	node := requireTool(t, "node")
+	ensureNodeModules(t, nodeDir)
+	for _, c := range []struct {
+		script string
+		want   []string
+	}{
+		{"openai-chat.mjs", []string{simulateAnswer, "[usage]"}},
+		{"openai-responses.mjs", []string{simulateAnswer, "[completed]"}},
+		{"ai-sdk.mjs", []string{"[responses] " + simulateAnswer, "[chat] " + simulateAnswer}},
+		{"langchain.mjs", []string{simulateAnswer}},
+		{"agents.mjs", []string{"[final] " + simulateAnswer}},
+	} {
+		t.Run(strings.TrimSuffix(c.script, ".mjs"), func(t *testing.T) {
+			runExample(t, exec.Command(node, c.script), nodeDir, openaiEnv, c.want...)
+		})
+	}
+
+	t.Run("codex-cli", func(t *testing.T) {
+		home := t.TempDir()
+		snippet, err := os.ReadFile(filepath.Join(examples, "codex", "config.toml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The recipe names the default address; the test's gateway has a port of its own.
+		toml := strings.Replace(string(snippet), "http://127.0.0.1:8080/v1", g.URL+"/v1", 1)
+		if toml == string(snippet) {
+			t.Fatal("examples/codex/config.toml no longer points at http://127.0.0.1:8080/v1")
+		}
+		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(toml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		codex := filepath.Join(nodeDir, "node_modules", ".bin", "codex")
+		cmd := exec.Command(codex, "exec", "--skip-git-repo-check", "Say hello to modelgate.")
+		runExample(t, cmd, t.TempDir(), []string{"CODEX_HOME=" + home, "MODELGATE_API_KEY=" + key}, simulateAnswer)
+	})
+}
+
+// requireTool finds a command, skipping the test without it locally and failing in CI.
+func requireTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not on PATH and CI is set", name)
+		}
+		t.Skipf("%s is not on PATH: those recipes did not run", name)
+	}
+	return p
+}
+
+// runExample runs one recipe and checks that it succeeded and printed every wanted string.
+func runExample(t *testing.T, cmd *exec.Cmd, dir string, env []string, want ...string) {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), exampleTimeout)
+	defer cancel()
+	run := exec.CommandContext(c, cmd.Path, cmd.Args[1:]...)
+	run.Dir = dir
+	run.Env = append(os.Environ(), env...)
+	out, err := run.CombinedOutput()
+	if c.Err() != nil {
+		t.Fatalf("%s did not finish within %v:\n%s", cmd.Args, exampleTimeout, out)
+	}
+	if err != nil {
+		t.Fatalf("%s failed (%v):\n%s", cmd.Args, err, out)
+	}
+	for _, w := range want {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("%s printed no %q:\n%s", cmd.Args, w, out)
+		}
+	}
+}
