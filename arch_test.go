@@ -1,0 +1,84 @@
+package main
+
+import (
+	"go/build"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// allowedImports is the one-way flow of docs/architecture.md: for each package, the
+// modelgate packages it may import. A package missing here fails the test, so a new one
+// is placed in the flow (and in the guide) on purpose.
+var allowedImports = map[string][]string{
+	"modelgate":                    {"*"},
+	"modelgate/metrics":            {"proxy", "auth", "config"},
+	"modelgate/proxy":              {"translate", "ratelimit", "auth", "platform", "store", "tokens", "config"},
+	"modelgate/translate":          {"tokens"},
+	"modelgate/ratelimit":          {"config"},
+	"modelgate/auth":               {"config"},
+	"modelgate/platform":           {"config"},
+	"modelgate/store":              {"config"},
+	"modelgate/config":             {},
+	"modelgate/tokens":             {},
+	"modelgate/platformsim":        {"tokens"},
+	"modelgate/internal/redistest": {},
+	"modelgate/bench/cmd/benchup":  {"platformsim"},
+	"modelgate/bench/cmd/floor":    {},
+	"modelgate/bench/cmd/mgbench":  {"translate"},
+	"modelgate/deploy":             {},
+	"modelgate/tests":              {},
+	"modelgate/examples/openai-go": {},
+}
+
+// impureForTranslate are the standard packages that would give translate I/O or a clock.
+var impureForTranslate = []string{"net", "net/http", "os", "time", "io/fs", "math/rand", "math/rand/v2", "log", "log/slog"}
+
+func TestImportFlow(t *testing.T) {
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if path != "." && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "node_modules") {
+			return filepath.SkipDir
+		}
+		pkg, err := build.ImportDir(path, 0)
+		if err != nil {
+			if _, ok := err.(*build.NoGoError); ok {
+				return nil
+			}
+			return err
+		}
+		importPath := "modelgate"
+		if path != "." {
+			importPath += "/" + filepath.ToSlash(path)
+		}
+		allowed, known := allowedImports[importPath]
+		if !known {
+			t.Errorf("%s is not placed in the import flow: add it to allowedImports and to docs/architecture.md", importPath)
+			return nil
+		}
+		for _, imp := range pkg.Imports {
+			if importPath == "modelgate/translate" && slices.Contains(impureForTranslate, imp) {
+				t.Errorf("translate imports %s: it must stay pure (no I/O, no clock)", imp)
+			}
+			dep, ok := strings.CutPrefix(imp, "modelgate/")
+			if !ok || slices.Contains(allowed, "*") {
+				continue
+			}
+			if !slices.Contains(allowed, dep) {
+				t.Errorf("%s imports %s, against the flow in docs/architecture.md", importPath, imp)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
