@@ -6,8 +6,12 @@ import (
 	"strings"
 )
 
-// MaxN is the largest translate.max_n accepted: OpenAI's own bound on n.
-const MaxN = 128
+const (
+	// MaxN is the largest translate.max_n accepted: OpenAI's own bound on n.
+	MaxN = 128
+	// DefaultMaxN is translate.max_n when unset: each choice is a whole upstream call.
+	DefaultMaxN = 8
+)
 
 // OriginProblem says why s cannot be an entry of server.cors_origins ("" when it can). An
 // entry is compared byte for byte with the browser's Origin header, which is always the

@@ -163,7 +163,6 @@ const (
 	// defaultKeepAliveInterval stays well under the 60 s idle limit common to nginx, cloud
 	// load balancers and corporate proxies, which would otherwise cut a model that thinks.
 	defaultKeepAliveInterval = 15 * time.Second
-	defaultMaxN              = 8
 )
 
 func setDefault[T comparable](v *T, def T) {
@@ -208,6 +207,6 @@ func applyDefaults(c *Config) {
 	setDefault(&s.ReadHeaderTimeout, defaultReadHeaderTimeout)
 	setDefault(&s.UploadIdleTimeout, defaultUploadIdleTimeout)
 	setDefault(&c.Translate.ReasoningField, defaultReasoningField)
-	setDefault(&c.Translate.MaxN, defaultMaxN)
+	setDefault(&c.Translate.MaxN, DefaultMaxN)
 	setDefault(&c.Sidecar.BalanceCacheTTL, defaultBalanceCacheTTL)
 }
