@@ -51,3 +51,14 @@ func (v *validator) maxN(n int) {
 		v.fail("translate.max_n", "want 1-%d (0 for the default 8), got %d", MaxN, n)
 	}
 }
+
+// corsText is the summary's account of server.cors_origins.
+func corsText(origins []string) string {
+	switch {
+	case len(origins) == 0:
+		return "no CORS (browser pages on other origins cannot call /v1)"
+	case origins[0] == "*":
+		return "CORS for every origin"
+	}
+	return "CORS for " + strings.Join(origins, ", ")
+}

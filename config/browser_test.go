@@ -65,3 +65,18 @@ func TestBrowserKeys(t *testing.T) {
 		t.Fatalf("defaults: max_n %d, cors_origins %v", cfg.Translate.MaxN, cfg.Server.CORSOrigins)
 	}
 }
+
+func TestSummaryNamesCORS(t *testing.T) {
+	for y, want := range map[string]string{
+		"listen: 127.0.0.1:1\n": "browsers: no CORS",
+		"server:\n  cors_origins: [http://localhost:5173]\ntranslate:\n  max_n: 2\n": "browsers: CORS for http://localhost:5173; chat n at most 2",
+	} {
+		cfg, err := Parse([]byte(y), "c.yaml", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := cfg.Summary(); !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+}
