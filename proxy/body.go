@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"compress/gzip"
 	"errors"
 	"io"
@@ -31,28 +30,50 @@ func readJSONBody(c *gin.Context, limit int64) ([]byte, bool) {
 		size = 8 << 10 // unknown or large: grow as it arrives rather than trusting the header
 	}
 	var src io.Reader = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
-	var zr *gzip.Reader
 	if gzipped {
-		var err error
-		if zr, err = gzip.NewReader(src); err != nil {
+		zr, err := gzip.NewReader(src)
+		if err != nil {
 			bodyReadFailed(c, limit, err, true)
 			return nil, false
 		}
-		src = io.LimitReader(zr, limit+1)
+		src = zr
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size+1))
-	if _, err := buf.ReadFrom(src); err != nil {
+	body, err := readUpTo(src, int(size)+1, limit+1)
+	if err != nil {
 		bodyReadFailed(c, limit, err, gzipped)
 		return nil, false
 	}
-	if int64(buf.Len()) > limit {
+	if int64(len(body)) > limit {
 		bodyTooLarge(c, limit) // inflated past the limit: the rest is never read
 		return nil, false
 	}
 	// Read to its end, so closing costs nothing; a closed body spares net/http a drain of
 	// it (through an 8 KB pooled buffer, deep in the header write) when the answer starts.
 	_ = c.Request.Body.Close()
-	return buf.Bytes(), true
+	return body, true
+}
+
+// readUpTo reads r to its end or until it has most bytes, starting with room for first and
+// doubling, but never allocating room for more than most bytes (bytes.Buffer would round a
+// body just under a large limit up to twice the limit).
+func readUpTo(r io.Reader, first int, most int64) ([]byte, error) {
+	buf := make([]byte, 0, min(int64(first), most))
+	for int64(len(buf)) < most {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*int64(cap(buf))+512, most))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 func bodyTooLarge(c *gin.Context, limit int64) {

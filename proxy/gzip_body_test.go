@@ -138,8 +138,8 @@ func FuzzReadJSONBody(f *testing.F) {
 			}
 			return
 		}
-		if len(out) > limit {
-			t.Fatalf("returned %d bytes past the limit %d", len(out), limit)
+		if len(out) > limit || cap(out) > limit+1 {
+			t.Fatalf("returned %d bytes (room for %d) past the limit %d", len(out), cap(out), limit)
 		}
 		if g, _ := requestGzipped(c); !g && !bytes.Equal(out, raw) {
 			t.Fatalf("plain body changed")
