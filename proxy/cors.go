@@ -13,10 +13,11 @@ import (
 // platform keys. Only /v1 paths are ever answered with CORS headers: admin and sidecar
 // routes stay same-origin whatever the config says.
 
-// corsAllowedHeaders are the request headers a preflight may ask for by exact name.
+// corsAllowedHeaders are the request headers a preflight may ask for by exact name. The
+// Anthropic SDK sends anthropic-dangerous-direct-browser-access from a browser page.
 var corsAllowedHeaders = []string{
 	"authorization", "content-type", "content-encoding", "x-api-key",
-	"anthropic-version", "anthropic-beta", "x-request-id",
+	"anthropic-version", "anthropic-beta", "anthropic-dangerous-direct-browser-access", "x-request-id",
 }
 
 // corsAllowedHeaderFamilies are header name prefixes the official SDKs grow over time

@@ -30,7 +30,7 @@ func preflight(t *testing.T, env *testEnv, path, origin, headers string) (int, h
 
 func TestCORSPreflight(t *testing.T) {
 	env := corsEnv(t, pageOrigin)
-	requested := "authorization, content-type, x-stainless-os, x-stainless-retry-count, openai-organization, anthropic-version, x-api-key, x-evil, openai-"
+	requested := "authorization, content-type, x-stainless-os, x-stainless-retry-count, openai-organization, anthropic-version, x-api-key, anthropic-dangerous-direct-browser-access, x-evil, openai-"
 	// Every /v1 path gets its preflight answered before routing and auth, including routes
 	// this test does not know about.
 	for _, path := range []string{"/v1/chat/completions", "/v1/responses", "/v1/models", "/v1/messages"} {
@@ -45,7 +45,7 @@ func TestCORSPreflight(t *testing.T) {
 			t.Errorf("%s: Allow-Methods %q", path, got)
 		}
 		allowed := strings.Split(h.Get("Access-Control-Allow-Headers"), ", ")
-		for _, want := range []string{"authorization", "content-type", "x-stainless-os", "x-stainless-retry-count", "openai-organization", "anthropic-version", "x-api-key"} {
+		for _, want := range []string{"authorization", "content-type", "x-stainless-os", "x-stainless-retry-count", "openai-organization", "anthropic-version", "x-api-key", "anthropic-dangerous-direct-browser-access"} {
 			if !slices.Contains(allowed, want) {
 				t.Errorf("%s: Allow-Headers %v lacks %s", path, allowed, want)
 			}
