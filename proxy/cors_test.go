@@ -62,6 +62,9 @@ func TestCORSPreflight(t *testing.T) {
 	if n := env.upstreamCalls(); n != 0 {
 		t.Fatalf("preflights reached the platform %d times", n)
 	}
+	if !strings.Contains(env.logs.String(), `"route":"/v1 preflight"`) {
+		t.Errorf("preflights are not logged under their route: %s", env.logs.String())
+	}
 }
 
 func TestCORSRefusesOtherOriginsAndRoutes(t *testing.T) {
