@@ -28,8 +28,8 @@ import (
 // limit, which is several keep-alive intervals long.
 const (
 	keepAliveEvery = 250 * time.Millisecond
-	proxyIdle      = 900 * time.Millisecond
-	thinkFor       = 2 * time.Second
+	proxyIdle      = 1200 * time.Millisecond
+	thinkFor       = 2500 * time.Millisecond
 )
 
 // idleCuttingProxy is a TCP proxy in front of target that closes a connection when the side
