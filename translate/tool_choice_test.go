@@ -78,3 +78,27 @@ func TestCheckResponsesToolChoice(t *testing.T) {
 		}
 	}
 }
+
+// FuzzToolChoiceCheck: any tool_choice and tools, in either shape, are checked without a
+// panic, and a refusal's message stays short and printable whatever name it echoes.
+func FuzzToolChoiceCheck(f *testing.F) {
+	f.Add(`"required"`, `[]`)
+	f.Add(`{"type":"function","name":"a"}`, `[{"type":"function","name":"a"}]`)
+	f.Add(`{"type":"function","function":{"name":"x'\n"}}`, `[{"type":"function","function":{"name":"y"}}]`)
+	f.Add(`{"type":"custom","custom":{"name":"b"}}`, `[{"name":"b"}]`)
+	f.Fuzz(func(t *testing.T, choice, tools string) {
+		err := CheckResponsesToolChoice(gjson.Parse(choice), gjson.Parse(tools))
+		if err == nil {
+			return
+		}
+		msg := err.Error()
+		if len(msg) > 300 {
+			t.Fatalf("message of %d bytes", len(msg))
+		}
+		for _, r := range msg {
+			if r < 0x20 || r == 0x7f {
+				t.Fatalf("unprintable message %q", msg)
+			}
+		}
+	})
+}
