@@ -57,7 +57,13 @@ func Parse(data []byte, source string, getenv func(string) (string, bool)) (*Con
 	if errs := validate(cfg, d); len(errs) > 0 {
 		return nil, joinErrors(errs)
 	}
+	keepAlive := cfg.Upstream.KeepAliveInterval
 	applyDefaults(cfg)
+	if _, set := d.lines["upstream.keepalive_interval"]; set {
+		// Written in the file: an explicit 0s turns keep-alives off, so it must survive
+		// applyDefaults, which cannot tell it from an absent key.
+		cfg.Upstream.KeepAliveInterval = keepAlive
+	}
 	return cfg, nil
 }
 
@@ -154,6 +160,9 @@ const (
 	defaultReasoningField        = "reasoning_content"
 	defaultBalanceCacheTTL       = 5 * time.Second
 	defaultTeamMode              = "enforce"
+	// defaultKeepAliveInterval stays well under the 60 s idle limit common to nginx, cloud
+	// load balancers and corporate proxies, which would otherwise cut a model that thinks.
+	defaultKeepAliveInterval = 15 * time.Second
 )
 
 func setDefault[T comparable](v *T, def T) {
@@ -171,6 +180,7 @@ func applyDefaults(c *Config) {
 	setDefault(&u.StreamIdleTimeout, defaultStreamIdleTimeout)
 	setDefault(&u.RequestTimeout, defaultRequestTimeout)
 	setDefault(&u.HealthInterval, defaultHealthInterval)
+	setDefault(&u.KeepAliveInterval, defaultKeepAliveInterval)
 	if u.MaxRetries == nil {
 		n := defaultMaxRetries
 		u.MaxRetries = &n
@@ -197,5 +207,6 @@ func applyDefaults(c *Config) {
 	setDefault(&s.ReadHeaderTimeout, defaultReadHeaderTimeout)
 	setDefault(&s.UploadIdleTimeout, defaultUploadIdleTimeout)
 	setDefault(&c.Translate.ReasoningField, defaultReasoningField)
+	setDefault(&c.Translate.MaxN, DefaultMaxN)
 	setDefault(&c.Sidecar.BalanceCacheTTL, defaultBalanceCacheTTL)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -112,14 +113,14 @@ func TestDefault(t *testing.T) {
 		Upstream: Upstream{
 			DialTimeout: 5 * time.Second, ResponseHeaderTimeout: 60 * time.Second,
 			StreamIdleTimeout: 5 * time.Minute, RequestTimeout: 10 * time.Minute,
-			HealthInterval: 15 * time.Second,
+			HealthInterval: 15 * time.Second, KeepAliveInterval: 15 * time.Second,
 		},
 		Ratelimit: Ratelimit{Store: "memory", OnStoreError: "allow", DataPath: "modelgate-data", DefaultMaxOutputTokens: 4096},
 		Server: Server{
 			MaxBodyBytes: 32 << 20, MaxUploadBytes: 100 * 1000 * 1000,
 			DrainTimeout: 30 * time.Second, ReadHeaderTimeout: 10 * time.Second, UploadIdleTimeout: 2 * time.Minute,
 		},
-		Translate: Translate{ReasoningField: "reasoning_content"},
+		Translate: Translate{ReasoningField: "reasoning_content", MaxN: 8},
 		Sidecar:   SidecarConf{BalanceCacheTTL: 5 * time.Second},
 	}
 	if cfg.Upstream.MaxRetries == nil || *cfg.Upstream.MaxRetries != 2 {
@@ -127,7 +128,7 @@ func TestDefault(t *testing.T) {
 	}
 	cfg.Upstream.MaxRetries = nil
 	if cfg.Listen != want.Listen || cfg.Upstream != want.Upstream || cfg.Ratelimit != want.Ratelimit ||
-		cfg.Server != want.Server || cfg.Translate != want.Translate || cfg.Sidecar != want.Sidecar {
+		!reflect.DeepEqual(cfg.Server, want.Server) || cfg.Translate != want.Translate || cfg.Sidecar != want.Sidecar {
 		t.Errorf("Default() = %+v\nwant %+v", *cfg, want)
 	}
 	if cfg.KeysMode() {

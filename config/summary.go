@@ -103,6 +103,7 @@ func (c *Config) Summary() string {
 		s.MaxBodyBytes, s.MaxUploadBytes, s.ReadHeaderTimeout, s.UploadIdleTimeout, s.DrainTimeout)
 	w("translate: reasoning field %s, drop extra fields %t", c.Translate.ReasoningField, c.Translate.DropExtraFields)
 	w("sidecar: balance cached %s", c.Sidecar.BalanceCacheTTL)
+	w("browsers: %s; chat n at most %d", corsText(s.CORSOrigins), c.Translate.MaxN)
 	return b.String()
 }
 

@@ -27,7 +27,7 @@ type Upstream struct {
 	ResponseHeaderTimeout time.Duration `yaml:"response_header_timeout"` // first byte; default 60s
 	StreamIdleTimeout     time.Duration `yaml:"stream_idle_timeout"`     // max gap between stream events; default 5m
 	RequestTimeout        time.Duration `yaml:"request_timeout"`         // whole non-stream call incl. retries; default 10m
-	KeepAliveInterval     time.Duration `yaml:"keepalive_interval"`      // SSE ": keep-alive" comment on idle client streams; 0 = off
+	KeepAliveInterval     time.Duration `yaml:"keepalive_interval"`      // keep-alive frame on idle client streams; default 15s, an explicit 0s = off
 	MaxRetries            *int          `yaml:"max_retries"`             // default 2
 	HealthInterval        time.Duration `yaml:"health_interval"`         // readiness probe period; default 15s
 }
@@ -84,12 +84,16 @@ type Server struct {
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"` // default 10s
 	UploadIdleTimeout time.Duration `yaml:"upload_idle_timeout"` // asset upload with no byte received; default 2m
 	OverheadHeader    bool          `yaml:"overhead_header"`     // x-modelgate-overhead-ms on answers; default off
+	// CORSOrigins are the browser origins allowed to call /v1 ("scheme://host[:port]", or "*");
+	// empty = no CORS at all, since modelgate holds platform keys.
+	CORSOrigins []string `yaml:"cors_origins"`
 }
 
 // Translate tunes the Chat Completions bridge.
 type Translate struct {
 	ReasoningField  string `yaml:"reasoning_field"`   // "reasoning_content" (default) or "reasoning"
 	DropExtraFields bool   `yaml:"drop_extra_fields"` // drop unknown chat fields instead of forwarding them
+	MaxN            int    `yaml:"max_n"`             // largest chat n fanned out; default 8, at most 128
 }
 
 // SidecarConf tunes the platform REST routes.

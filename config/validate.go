@@ -99,6 +99,8 @@ func validate(c *Config, d *decoder) []*Error {
 		v.fail("translate.reasoning_field", "want reasoning_content or reasoning, got %q", c.Translate.ReasoningField)
 	}
 	v.nonNegativeDuration("sidecar.balance_cache_ttl", c.Sidecar.BalanceCacheTTL)
+	v.corsOrigins(c.Server.CORSOrigins)
+	v.maxN(c.Translate.MaxN)
 	return v.errs
 }
 

@@ -267,6 +267,7 @@ func TestDelays(t *testing.T) {
 		{"reply_delay", Options{}, `{"model":"sim-chat","input":"x"}`, Reply{Delay: 100 * time.Millisecond}, 100 * time.Millisecond},
 		{"event_delay_option", Options{EventDelay: 10 * time.Millisecond}, chatStream, Reply{}, (chatStreamEvents - 1) * 10 * time.Millisecond},
 		{"sim_slow_default", Options{}, `{"model":"sim-slow","input":"x","stream":true}`, Reply{}, 15 * slowEventDelay},
+		{"silence_mid_stream", Options{}, chatStream, Reply{Silence: 150 * time.Millisecond, AfterEvents: 2}, 150 * time.Millisecond},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,6 +18,11 @@ type Reply struct {
 	Fault       Fault
 	AfterEvents int           // where the fault strikes; see Fault
 	Delay       time.Duration // before headers
+
+	// Silence is a pause in a stream before event number AfterEvents (a model thinking
+	// silently), the stream carrying on afterwards: idle timers and keep-alives are tested
+	// with it. It applies to generated and scripted streams alike.
+	Silence time.Duration
 }
 
 // Event is one SSE event: "event: Type" (omitted when empty), Data as data lines, a blank line.

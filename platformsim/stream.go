@@ -123,6 +123,9 @@ func (s *Sim) sendStream(w http.ResponseWriter, r *http.Request, a answer, rep R
 		if i > 0 {
 			d += pause
 		}
+		if rep.Silence > 0 && i == max(rep.AfterEvents, 0) {
+			d += rep.Silence
+		}
 		if !s.wait(ctx, d) {
 			return
 		}

@@ -1,47 +1,119 @@
 package proxy
 
 import (
-	"bytes"
+	"compress/gzip"
 	"errors"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
 )
 
 // readJSONBody reads the whole request body, refusing more than limit bytes whether or not
-// the client declared a Content-Length. On failure it has answered the client.
+// the client declared a Content-Length. A gzip-encoded body is inflated as it is read and the
+// limit applies to the inflated bytes, so a small bomb is refused once limit bytes came out of
+// it: nothing more than limit+1 bytes is ever held. On failure it has answered the client.
 func readJSONBody(c *gin.Context, limit int64) ([]byte, bool) {
+	gzipped, ok := requestGzipped(c)
+	if !ok {
+		return nil, false
+	}
 	if c.Request.ContentLength > limit {
-		abortOpenAI(c, http.StatusRequestEntityTooLarge, typeInvalidRequest, "request_too_large", "",
-			"Request body too large: the limit is "+formatBytes(limit)+".")
+		bodyTooLarge(c, limit)
 		return nil, false
 	}
 	size := c.Request.ContentLength
-	if size < 0 || size > 1<<20 {
+	if gzipped || size < 0 || size > 1<<20 {
 		size = 8 << 10 // unknown or large: grow as it arrives rather than trusting the header
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size+1))
-	_, err := buf.ReadFrom(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			abortOpenAI(c, http.StatusRequestEntityTooLarge, typeInvalidRequest, "request_too_large", "",
-				"Request body too large: the limit is "+formatBytes(limit)+".")
+	var src io.Reader = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
+	if gzipped {
+		zr, err := gzip.NewReader(src)
+		if err != nil {
+			bodyReadFailed(c, limit, err, true)
 			return nil, false
 		}
-		if errors.Is(err, io.ErrUnexpectedEOF) || c.Request.Context().Err() != nil {
-			info(c).clientGone = true
-		}
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_body", "", "The request body could not be read.")
+		src = zr
+	}
+	body, err := readUpTo(src, int(size)+1, limit+1)
+	if err != nil {
+		bodyReadFailed(c, limit, err, gzipped)
+		return nil, false
+	}
+	if int64(len(body)) > limit {
+		bodyTooLarge(c, limit) // inflated past the limit: the rest is never read
 		return nil, false
 	}
 	// Read to its end, so closing costs nothing; a closed body spares net/http a drain of
 	// it (through an 8 KB pooled buffer, deep in the header write) when the answer starts.
 	_ = c.Request.Body.Close()
-	return buf.Bytes(), true
+	return body, true
+}
+
+// readUpTo reads r to its end or until it has most bytes, starting with room for first and
+// doubling, but never allocating room for more than most bytes (bytes.Buffer would round a
+// body just under a large limit up to twice the limit).
+func readUpTo(r io.Reader, first int, most int64) ([]byte, error) {
+	buf := make([]byte, 0, min(int64(first), most))
+	for int64(len(buf)) < most {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*int64(cap(buf))+512, most))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
+}
+
+func bodyTooLarge(c *gin.Context, limit int64) {
+	abortOpenAI(c, http.StatusRequestEntityTooLarge, typeInvalidRequest, "request_too_large", "",
+		"Request body too large: the limit is "+formatBytes(limit)+".")
+}
+
+func bodyReadFailed(c *gin.Context, limit int64, err error, gzipped bool) {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		bodyTooLarge(c, limit)
+		return
+	case c.Request.Context().Err() != nil || (!gzipped && errors.Is(err, io.ErrUnexpectedEOF)):
+		info(c).clientGone = true
+	case gzipped:
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_body", "", "The request body is not valid gzip data.")
+		return
+	}
+	abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_body", "", "The request body could not be read.")
+}
+
+// requestGzipped reads Content-Encoding: none (or identity) and gzip are accepted, anything
+// else is refused with 415 rather than parsed as if it were JSON.
+func requestGzipped(c *gin.Context) (gzipped, ok bool) {
+	for _, v := range c.Request.Header.Values("Content-Encoding") {
+		for coding := range strings.SplitSeq(v, ",") {
+			switch coding = strings.ToLower(strings.TrimSpace(coding)); {
+			case coding == "" || coding == "identity":
+				continue
+			case (coding == "gzip" || coding == "x-gzip") && !gzipped: // gzip twice is refused
+				gzipped = true
+				continue
+			}
+			abortOpenAI(c, http.StatusUnsupportedMediaType, typeInvalidRequest, "unsupported_content_encoding", "",
+				"Unsupported Content-Encoding: only gzip request bodies are accepted.")
+			return false, false
+		}
+	}
+	return gzipped, true
 }
 
 func formatBytes(n int64) string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 	"unsafe"
@@ -16,6 +17,7 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"modelgate/auth"
+	"modelgate/config"
 	"modelgate/ratelimit"
 	"modelgate/tokens"
 	"modelgate/translate"
@@ -57,6 +59,12 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		return
 	}
 	ri.model, ri.stream = req.Model, req.Stream
+	if maxN := maxChoices(st.cfg); req.N > maxN {
+		// Each choice is a whole upstream call: the fan-out is bounded here, not upstream.
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "n",
+			"Invalid value for 'n': this gateway allows at most "+strconv.Itoa(maxN)+" choices per request (translate.max_n).")
+		return
+	}
 	if !p.AllowsModel(req.Model) {
 		modelNotFound(c, req.Model)
 		return
@@ -98,6 +106,14 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	default:
 		charged = call.complete()
 	}
+}
+
+// maxChoices is translate.max_n, or its default for a config built in code without it.
+func maxChoices(cfg *config.Config) int {
+	if cfg.Translate.MaxN > 0 {
+		return cfg.Translate.MaxN
+	}
+	return config.DefaultMaxN
 }
 
 func writeTranslateError(c *gin.Context, err error) {

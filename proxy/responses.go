@@ -14,6 +14,7 @@ import (
 	"modelgate/auth"
 	"modelgate/ratelimit"
 	"modelgate/tokens"
+	"modelgate/translate"
 )
 
 // maxUpstreamJSON caps a non-stream upstream answer held in memory.
@@ -97,10 +98,11 @@ func checkResponsesRequest(c *gin.Context, st *state, p *auth.Principal) (checke
 	case model.Type != gjson.String || model.Str == "":
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "model", "Missing required parameter: 'model'.")
 		return checkedResponses{}, false
-	case !input.Exists():
+	case !present(input) && !f.turnCarried():
+		// previous_response_id, a stored prompt or a conversation may carry the turn alone.
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "input", "Missing required parameter: 'input'.")
 		return checkedResponses{}, false
-	case input.Type != gjson.String && !input.IsArray():
+	case present(input) && input.Type != gjson.String && !input.IsArray():
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "input", "Invalid type for 'input': expected a string or an array.")
 		return checkedResponses{}, false
 	case stream.Exists() && !stream.IsBool() && stream.Type != gjson.Null:
@@ -109,6 +111,14 @@ func checkResponsesRequest(c *gin.Context, st *state, p *auth.Principal) (checke
 	case maxOut.Exists() && maxOut.Type != gjson.Null && (maxOut.Type != gjson.Number || maxOut.Num != float64(int64(maxOut.Num)) || maxOut.Num < 0):
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "max_output_tokens", "Invalid 'max_output_tokens': expected a non-negative integer.")
 		return checkedResponses{}, false
+	}
+	if !f.turnCarried() {
+		// A prompt template or an earlier turn may declare the tools: only a request that
+		// stands alone is checked here.
+		if err := translate.CheckResponsesToolChoice(f.toolChoice, f.tools); err != nil {
+			writeTranslateError(c, err)
+			return checkedResponses{}, false
+		}
 	}
 	ri.model = model.Str
 	ri.stream = stream.Bool()
@@ -130,12 +140,22 @@ func checkResponsesRequest(c *gin.Context, st *state, p *auth.Principal) (checke
 // a gjson lookup would.
 type responsesFields struct {
 	model, input, stream, maxOut gjson.Result
-	steering                     bool // a steering field is present
+	tools, toolChoice            gjson.Result
+	previous, prompt, convo      gjson.Result // what may carry a turn without input
+	steering                     bool         // a steering field is present
 }
+
+// turnCarried reports whether something other than input brings the turn's content.
+func (f *responsesFields) turnCarried() bool {
+	return present(f.previous) || present(f.prompt) || present(f.convo)
+}
+
+// present: set, and not null.
+func present(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null }
 
 func scanResponsesFields(body []byte) responsesFields {
 	var f responsesFields
-	var seen [4]bool
+	var seen [9]bool
 	take := func(i int, dst *gjson.Result, v gjson.Result) {
 		if !seen[i] {
 			seen[i], *dst = true, v
@@ -153,6 +173,16 @@ func scanResponsesFields(body []byte) responsesFields {
 			take(2, &f.stream, v)
 		case "max_output_tokens":
 			take(3, &f.maxOut, v)
+		case "tools":
+			take(4, &f.tools, v)
+		case "tool_choice":
+			take(5, &f.toolChoice, v)
+		case "previous_response_id":
+			take(6, &f.previous, v)
+		case "prompt":
+			take(7, &f.prompt, v)
+		case "conversation":
+			take(8, &f.convo, v)
 		default:
 			f.steering = f.steering || isSteeringField(k.Str)
 		}

@@ -155,7 +155,7 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	e.HandleMethodNotAllowed = false
 	e.ContextWithFallback = true
 
-	e.Use(s.observe, s.recoverer)
+	e.Use(s.observe, s.recoverer, s.cors)
 	e.NoRoute(s.noRoute)
 
 	e.GET("/healthz", s.healthz)

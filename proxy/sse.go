@@ -94,14 +94,25 @@ type streamWriter struct {
 	timer   *time.Timer
 	last    time.Time
 	stopped bool
-	pending bool  // written but not yet flushed
-	err     error // the first failed write: the client is gone
+	pending bool   // written but not yet flushed
+	err     error  // the first failed write: the client is gone
+	frame   []byte // the dialect's keep-alive, whole SSE frame(s)
 }
 
+// keepAliveComment is the OpenAI dialects' keep-alive: an SSE comment, which every SSE
+// parser (the official SDKs included) drops without surfacing an event.
 var keepAliveComment = []byte(": keep-alive\n\n")
 
+// newStreamWriter is a streamWriter whose keep-alive is an SSE comment (chat, Responses).
 func newStreamWriter(w gin.ResponseWriter, every time.Duration) *streamWriter {
-	sw := &streamWriter{w: w, every: every}
+	return newStreamWriterFrame(w, every, keepAliveComment)
+}
+
+// newStreamWriterFrame is a streamWriter whose keep-alive is frame: a dialect whose clients
+// expect a keep-alive event of their own (Anthropic's "event: ping") passes it here. frame
+// must be one or more complete SSE events or comments, ending in a blank line.
+func newStreamWriterFrame(w gin.ResponseWriter, every time.Duration, frame []byte) *streamWriter {
+	sw := &streamWriter{w: w, every: every, frame: frame}
 	if every > 0 {
 		sw.last = time.Now()
 		sw.timer = time.AfterFunc(every, sw.keepAlive)
@@ -175,7 +186,7 @@ func (sw *streamWriter) keepAlive() {
 		sw.timer.Reset(sw.every - idle)
 		return
 	}
-	if sw.sendLocked(keepAliveComment, true) == nil {
+	if sw.sendLocked(sw.frame, true) == nil {
 		sw.timer.Reset(sw.every)
 	}
 }

@@ -370,7 +370,7 @@ func (f *chatFields) check(r *ChatRequest) *Error {
 	hasTools := f.tools.Exists() && f.tools.Type != gjson.Null
 	hasFunctions := f.functions.Exists() && f.functions.Type != gjson.Null
 	r.Legacy = hasFunctions && !hasTools
-	return nil
+	return f.checkToolChoice()
 }
 
 func hasElements(arr gjson.Result) bool {

@@ -1,0 +1,146 @@
+package proxy
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+)
+
+// CORS lets browser apps call the /v1 routes from the origins listed in server.cors_origins.
+// It is off unless configured, because a browser page that can reach modelgate spends its
+// platform keys. Only /v1 paths are ever answered with CORS headers: admin and sidecar
+// routes stay same-origin whatever the config says.
+
+// corsAllowedHeaders are the request headers a preflight may ask for by exact name. The
+// Anthropic SDK sends anthropic-dangerous-direct-browser-access from a browser page.
+var corsAllowedHeaders = []string{
+	"authorization", "content-type", "content-encoding", "x-api-key",
+	"anthropic-version", "anthropic-beta", "anthropic-dangerous-direct-browser-access", "x-request-id",
+}
+
+// corsAllowedHeaderFamilies are header name prefixes the official SDKs grow over time
+// (openai-organization, openai-project, x-stainless-retry-count, ...): any requested name
+// under one of them is allowed.
+var corsAllowedHeaderFamilies = []string{"openai-", "x-stainless-"}
+
+// corsExposedHeaders are the answer headers a browser script may read: the request id and
+// the rate-limit headers of both dialects, and Retry-After. Headers a given answer does not
+// carry are simply absent.
+var corsExposedHeaders = strings.Join([]string{
+	"x-request-id", "retry-after", "x-should-retry", overheadHeader,
+	"x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests",
+	"x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens",
+	"anthropic-ratelimit-requests-limit", "anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-requests-reset",
+	"anthropic-ratelimit-tokens-limit", "anthropic-ratelimit-tokens-remaining", "anthropic-ratelimit-tokens-reset",
+	"anthropic-ratelimit-input-tokens-limit", "anthropic-ratelimit-input-tokens-remaining", "anthropic-ratelimit-input-tokens-reset",
+	"anthropic-ratelimit-output-tokens-limit", "anthropic-ratelimit-output-tokens-remaining", "anthropic-ratelimit-output-tokens-reset",
+	"request-id",
+}, ", ")
+
+const (
+	// corsPreflightRoute is the route logs and metrics give a preflight: one fixed value
+	// whatever the path, kept out of route=~"/v1/.*" queries of real traffic.
+	corsPreflightRoute = "/v1 preflight"
+	corsAllowedMethods = "GET, POST, DELETE, OPTIONS"
+	// corsMaxAge lets a browser reuse a preflight for ten minutes: long enough to spare a
+	// round trip per request, short enough that a config change is seen soon.
+	corsMaxAge = "600"
+)
+
+// isCORSPath reports whether path is one that may get CORS headers: /v1 and below.
+func isCORSPath(path string) bool {
+	return path == "/v1" || strings.HasPrefix(path, "/v1/")
+}
+
+// cors runs before routing and authentication, so a preflight (which never carries
+// credentials) is answered for every /v1 route, including routes added later.
+func (s *Server) cors(c *gin.Context) {
+	origins := s.state().cfg.Server.CORSOrigins
+	if len(origins) == 0 || !isCORSPath(c.Request.URL.Path) {
+		return
+	}
+	h := c.Writer.Header()
+	// The answer depends on the Origin header whenever CORS is on, allowed or not: a shared
+	// cache must not hand one origin's answer to another.
+	h.Add("Vary", "Origin")
+	origin := c.Request.Header.Get("Origin")
+	allowed := origin != "" && corsOriginAllowed(origins, origin)
+	preflight := c.Request.Method == http.MethodOptions && c.Request.Header.Get("Access-Control-Request-Method") != ""
+	if !allowed {
+		if preflight {
+			// No CORS headers: the browser refuses the call and it never reaches a handler.
+			info(c).route = corsPreflightRoute
+			c.AbortWithStatus(http.StatusForbidden)
+		}
+		return
+	}
+	if origins[0] == "*" {
+		h.Set("Access-Control-Allow-Origin", "*")
+	} else {
+		h.Set("Access-Control-Allow-Origin", origin)
+	}
+	if !preflight {
+		h.Set("Access-Control-Expose-Headers", corsExposedHeaders)
+		return
+	}
+	info(c).route = corsPreflightRoute
+	h.Add("Vary", "Access-Control-Request-Method")
+	h.Add("Vary", "Access-Control-Request-Headers")
+	h.Set("Access-Control-Allow-Methods", corsAllowedMethods)
+	if hs := corsAllowHeaders(c.Request.Header.Values("Access-Control-Request-Headers")); hs != "" {
+		h.Set("Access-Control-Allow-Headers", hs)
+	}
+	h.Set("Access-Control-Max-Age", corsMaxAge)
+	c.AbortWithStatus(http.StatusNoContent)
+}
+
+func corsOriginAllowed(origins []string, origin string) bool {
+	return origins[0] == "*" || slices.Contains(origins, origin)
+}
+
+// corsAllowHeaders echoes the requested headers modelgate accepts, lowercased; the browser
+// refuses the call when one it needs is missing from the list.
+func corsAllowHeaders(requested []string) string {
+	var b strings.Builder
+	for _, line := range requested {
+		for name := range strings.SplitSeq(line, ",") {
+			name = strings.ToLower(strings.TrimSpace(name))
+			if !corsHeaderAllowed(name) {
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(name)
+		}
+	}
+	return b.String()
+}
+
+func corsHeaderAllowed(name string) bool {
+	if slices.Contains(corsAllowedHeaders, name) {
+		return true
+	}
+	for _, fam := range corsAllowedHeaderFamilies {
+		if len(name) > len(fam) && strings.HasPrefix(name, fam) && validHeaderName(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// validHeaderName keeps an echoed name to token characters, so nothing a page sends can
+// shape the answer's headers beyond naming a header.
+func validHeaderName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		ch := name[i]
+		switch {
+		case ch >= 'a' && ch <= 'z', ch >= '0' && ch <= '9', ch == '-', ch == '_', ch == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
