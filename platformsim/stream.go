@@ -72,6 +72,8 @@ func (s *Sim) sendBody(w http.ResponseWriter, r *http.Request, a answer, rep Rep
 		a.status = http.StatusOK
 	case FaultGarbage:
 		body = garbage
+	case FaultDeepNesting:
+		body = deepBody(body)
 	case FaultTruncate:
 		w.WriteHeader(a.status)
 		_, _ = w.Write(body[:len(body)/2])
@@ -116,7 +118,11 @@ func (s *Sim) sendStream(w http.ResponseWriter, r *http.Request, a answer, rep R
 	cut := streamCut(rep.Fault, rep.AfterEvents, len(a.events))
 	var buf []byte
 	for i, ev := range a.events {
-		if i == cut {
+		if i == cut && rep.Fault == FaultDeepNesting {
+			if _, err := w.Write(deepEvent()); err != nil || rc.Flush() != nil {
+				return
+			}
+		} else if i == cut {
 			break
 		}
 		d := ev.Delay

@@ -12,7 +12,6 @@ import (
 	"unsafe"
 
 	"github.com/gin-gonic/gin"
-	"github.com/tidwall/gjson"
 	sse "github.com/tmaxmax/go-sse"
 
 	"modelgate/auth"
@@ -246,7 +245,7 @@ func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel
 		if _, err := timedRead(cc.ri, cc.ri.keepWait, &buf, io.LimitReader(resp.Body, maxUpstreamJSON+1)); err != nil {
 			return nil, estimate, err
 		}
-		if buf.Len() > maxUpstreamJSON || !gjson.ValidBytes(buf.Bytes()) {
+		if buf.Len() > maxUpstreamJSON || !translate.ValidJSON(buf.Bytes()) {
 			return nil, estimate, errInvalidUpstream
 		}
 		return translate.ResponseToChat(buf.Bytes(), meta)

@@ -16,6 +16,7 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"modelgate/ratelimit"
+	"modelgate/translate"
 )
 
 // maxEventSize bounds one upstream SSE event. response.completed repeats the whole output, so
@@ -237,6 +238,7 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 		deltas   int64
 		terminal bool
 		invalid  bool
+		check    translate.JSONCheck // of the last event's data
 		usage    ratelimit.Usage
 		readErr  error
 	)
@@ -246,9 +248,15 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 			readErr = err
 			break
 		}
-		if ev.malformed || (ev.data != nil && !gjson.ValidBytes(ev.data)) {
+		if ev.malformed {
 			invalid = true
 			break
+		}
+		if ev.data != nil {
+			if check = translate.CheckJSON(ev.data); check != translate.JSONValid {
+				invalid = true
+				break
+			}
 		}
 		if sw.queue(ev.raw) != nil {
 			break
@@ -286,6 +294,9 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 	case idle.fired.Load():
 		ri.upstreamErr = "stream_idle"
 		_ = sw.write(responsesErrorEvent("stream_idle_timeout", "The platform stopped sending events; the stream was closed."))
+	case invalid && check == translate.JSONTooDeep:
+		ri.upstreamErr = "stream_invalid"
+		_ = sw.write(responsesErrorEvent(translate.CodeEventTooDeep, "The platform sent an event nested too deeply; the stream was closed."))
 	case invalid:
 		ri.upstreamErr = "stream_invalid"
 		_ = sw.write(responsesErrorEvent("upstream_stream_invalid", "The platform sent a malformed event; the stream was closed."))

@@ -74,7 +74,7 @@ func appendUsage(b []byte, u Usage) []byte {
 // ResponseToChat converts a non-stream Responses answer into a chat.completion. A failed
 // or unfinished response is an *Error, never a 200 answer.
 func ResponseToChat(resp []byte, meta Meta) ([]byte, Usage, error) {
-	if !gjson.ValidBytes(resp) {
+	if !ValidJSON(resp) { // bounded nesting: a hostile answer must not exhaust the stack
 		return nil, Usage{}, invalidUpstream()
 	}
 	root := gjson.ParseBytes(resp)

@@ -113,6 +113,9 @@ func (c *StreamConverter) FeedTo(dst []byte, eventType string, data []byte) (out
 	// Zero-copy views: nothing read from the fields outlives this call unless cloned.
 	f := &c.ev
 	if !f.scan(data) {
+		if f.tooDeep {
+			return c.errorFrame(out, errEventTooDeep()), true
+		}
 		return out, false // comments, [DONE] from lenient upstreams, garbage: nothing to convert
 	}
 	typ := f.typ.Str
@@ -217,6 +220,17 @@ func (c *StreamConverter) failed(out []byte, typ string, data []byte) []byte {
 	}
 	return c.errorFrame(out, failureError(e))
 }
+
+// errEventTooDeep ends a stream whose platform sent an event nested past MaxEventDepth: a
+// platform that broken is not trusted with the rest of the answer.
+func errEventTooDeep() *Error {
+	return &Error{Status: 502, Type: typeServer, Code: CodeEventTooDeep,
+		Message: "The platform sent an event nested too deeply; the stream was closed."}
+}
+
+// CodeEventTooDeep is the error code of a stream or answer ended by JSON nested past
+// MaxEventDepth, in every dialect.
+const CodeEventTooDeep = "upstream_event_too_deep"
 
 // End closes a stream whose upstream ended before a terminal event: held-back text, then
 // one error frame. No finish_reason is invented: the answer is incomplete.
@@ -604,6 +618,8 @@ type eventFields struct {
 	typ, outputIndex, contentIndex, summaryIndex     gjson.Result
 	delta, text, refusal, arguments, input, logprobs gjson.Result
 	item, response, err                              gjson.Result
+	// tooDeep: the last scan failed because the event nests deeper than MaxEventDepth.
+	tooDeep bool
 	// stored lists the fields the last scan set: an event carries a few of the thirteen,
 	// and clearing only those is most of the cost of clearing.
 	stored  [13]*gjson.Result
@@ -615,12 +631,13 @@ type eventFields struct {
 // read each event twice, and gjson's ForEach would parse every value, numbers included;
 // here only the values of the keys Feed reads are parsed. The results are those ForEach
 // gives, and the first occurrence of a duplicated key wins, as with gjson's Get. false means
-// data is not JSON; the fields are then not to be read.
+// data is not JSON, or nests deeper than MaxEventDepth (f.tooDeep); the fields are then not
+// to be read.
 func (f *eventFields) scan(data []byte) bool {
 	for _, p := range f.stored[:f.nStored] {
 		*p = gjson.Result{}
 	}
-	f.nStored = 0
+	f.nStored, f.tooDeep = 0, false
 	i := skipSpace(data, 0)
 	if i == len(data) {
 		return false
@@ -629,8 +646,9 @@ func (f *eventFields) scan(data []byte) bool {
 	if data[i] == '{' {
 		i, ok = f.object(data, i+1)
 	} else {
-		i, ok = validValue(data, i) // a scalar or an array: no fields
+		i, ok = validValue(data, i, 0) // a scalar or an array: no fields
 	}
+	f.tooDeep = i == tooDeep
 	return ok && skipSpace(data, i) == len(data)
 }
 
@@ -660,7 +678,7 @@ func (f *eventFields) object(data []byte, i int) (int, bool) {
 		if from < len(data) && data[from] == '"' {
 			i, esc, ok = validString(data, from+1)
 		} else {
-			i, ok = validValue(data, from)
+			i, ok = validValue(data, from, 1)
 		}
 		if !ok {
 			return i, false
@@ -750,8 +768,48 @@ func parseValue(dst *gjson.Result, raw string, from int) {
 	dst.Index = from
 }
 
-// The validators below accept what gjson's do; each returns the index just past what it
-// read. validValue skips leading white space, as gjson's validany does.
+// MaxEventDepth is how deeply the JSON of one upstream event (or answer) may nest: objects
+// and arrays, the outermost counting as 1. gjson's own validator recurses once per level
+// with no bound, so a hostile or broken platform could make a single event of 64 MiB of '['
+// recurse tens of millions of times, past Go's stack limit, which kills the process rather
+// than the stream. Real events nest far less: the deepest are the response objects that
+// echo a request's JSON schemas (structured outputs allow 10 levels of schema, about 25
+// levels of JSON). 128 leaves room for that and for lenient clients' schemas, and bounds the
+// validators' recursion to a few kilobytes of stack. It is also serde_json's default.
+const MaxEventDepth = 128
+
+// tooDeep is the index a validator returns, with false, for JSON nested past MaxEventDepth.
+// Every caller returns a failure's index unchanged, so it reaches the top as it is.
+const tooDeep = -1
+
+// JSONCheck is the verdict of CheckJSON.
+type JSONCheck int
+
+const (
+	JSONValid   JSONCheck = iota
+	JSONInvalid           // not JSON, as gjson.Valid judges it
+	JSONTooDeep           // JSON, or its start, nested deeper than MaxEventDepth
+)
+
+// CheckJSON judges data as gjson.Valid does, with nesting bounded by MaxEventDepth. It is
+// the check for everything the platform sends, streamed or not.
+func CheckJSON(data []byte) JSONCheck {
+	i, ok := validValue(data, 0, 0)
+	switch {
+	case i == tooDeep:
+		return JSONTooDeep
+	case !ok || skipSpace(data, i) != len(data):
+		return JSONInvalid
+	}
+	return JSONValid
+}
+
+// ValidJSON reports whether CheckJSON finds data valid.
+func ValidJSON(data []byte) bool { return CheckJSON(data) == JSONValid }
+
+// The validators below accept what gjson's do, up to MaxEventDepth; each returns the index
+// just past what it read. validValue skips leading white space, as gjson's validany does;
+// depth is the number of objects and arrays open around the value.
 
 func skipSpace(data []byte, i int) int {
 	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
@@ -760,15 +818,19 @@ func skipSpace(data []byte, i int) int {
 	return i
 }
 
-func validValue(data []byte, i int) (int, bool) {
+func validValue(data []byte, i, depth int) (int, bool) {
 	if i = skipSpace(data, i); i == len(data) {
 		return i, false
 	}
 	switch data[i] {
-	case '{':
-		return validObject(data, i+1)
-	case '[':
-		return validArray(data, i+1)
+	case '{', '[':
+		if depth >= MaxEventDepth {
+			return tooDeep, false
+		}
+		if data[i] == '{' {
+			return validObject(data, i+1, depth+1)
+		}
+		return validArray(data, i+1, depth+1)
 	case '"':
 		i, _, ok := validString(data, i+1)
 		return i, ok
@@ -785,7 +847,7 @@ func validValue(data []byte, i int) (int, bool) {
 }
 
 // validObject reads an object from just past its opening brace.
-func validObject(data []byte, i int) (int, bool) {
+func validObject(data []byte, i, depth int) (int, bool) {
 	var ok bool
 	if i = skipSpace(data, i); i < len(data) && data[i] == '}' {
 		return i + 1, true
@@ -800,7 +862,7 @@ func validObject(data []byte, i int) (int, bool) {
 		if i = skipSpace(data, i); i == len(data) || data[i] != ':' {
 			return i, false
 		}
-		if i, ok = validValue(data, i+1); !ok {
+		if i, ok = validValue(data, i+1, depth); !ok {
 			return i, false
 		}
 		if i = skipSpace(data, i); i == len(data) {
@@ -818,13 +880,13 @@ func validObject(data []byte, i int) (int, bool) {
 }
 
 // validArray reads an array from just past its opening bracket.
-func validArray(data []byte, i int) (int, bool) {
+func validArray(data []byte, i, depth int) (int, bool) {
 	var ok bool
 	if i = skipSpace(data, i); i < len(data) && data[i] == ']' {
 		return i + 1, true
 	}
 	for {
-		if i, ok = validValue(data, i); !ok {
+		if i, ok = validValue(data, i, depth); !ok {
 			return i, false
 		}
 		if i = skipSpace(data, i); i == len(data) {
