@@ -40,7 +40,10 @@ type StreamConverter struct {
 
 	maxStop int
 	held    []byte // text held back because it may start a stop sequence
-	heldLP  []byte // rendered logprob entries waiting for their text
+	heldLP  []byte // rendered logprob entries waiting for their text, comma-separated
+	lpMarks []lpMark
+	lpReady int // how many of the held entries the next content chunk carries
+	textPos int // content bytes sent (or cut) before held[0]
 
 	deltas   int64
 	usage    Usage
@@ -60,6 +63,10 @@ type toolSlot struct {
 	ignored  bool // legacy mode answers with a single function_call
 	argsSent bool
 }
+
+// lpMark places one held logprob entry: the content offset its token starts at, and where
+// its rendering ends in heldLP.
+type lpMark struct{ at, end int }
 
 type partKey struct {
 	kind    byte // 't' output text, 'f' refusal, 's' reasoning summary, 'r' reasoning text
@@ -318,11 +325,12 @@ func (c *StreamConverter) closeText(out []byte) []byte {
 
 func (c *StreamConverter) closeChunk(out []byte, finish string, text bool) []byte {
 	out = append(out, '}')
-	if text && c.meta.Logprobs && len(c.heldLP) > 0 {
+	if text && c.meta.Logprobs && c.lpReady > 0 {
+		n := c.lpMarks[c.lpReady-1].end
 		out = append(out, `,"logprobs":{"content":[`...)
-		out = append(out, c.heldLP...)
+		out = append(out, c.heldLP[:n]...)
 		out = append(out, `],"refusal":null}`...)
-		c.heldLP = c.heldLP[:0]
+		c.dropLogprobs(c.lpReady)
 	}
 	out = append(out, `,"finish_reason":`...)
 	if finish == "" {
@@ -339,56 +347,83 @@ func (c *StreamConverter) closeChunk(out []byte, finish string, text bool) []byt
 }
 
 // text sends content, holding back the tail that could be the start of a stop sequence.
-// The hold-back is max(len(stop))-1 bytes, widened to a character boundary. Logprobs wait
-// with the text and leave with the next content chunk; after a stop hit, the entries of the
-// event that hit it are sent whole, so they may cover a few tokens past the cut.
+// The hold-back is max(len(stop))-1 bytes, widened to a character boundary. A logprob entry
+// leaves with the chunk that carries the start of its token, so at a stop cut the entries
+// end where the text ends: those of tokens starting at or past the cut are never sent, the
+// rule the non-stream answer follows.
 func (c *StreamConverter) text(out []byte, s string, lps gjson.Result) []byte {
 	if c.meta.Logprobs {
+		at := c.textPos + len(c.held) // where s starts in the content
 		each(lps, func(_, lp gjson.Result) bool {
 			if len(c.heldLP) > 0 {
 				c.heldLP = append(c.heldLP, ',')
 			}
 			c.heldLP = appendLogprob(c.heldLP, lp, true)
+			c.lpMarks = append(c.lpMarks, lpMark{at: at, end: len(c.heldLP)})
+			at += len(lp.Get("token").String())
 			return true
 		})
 	}
 	if c.maxStop == 0 {
-		if s == "" && len(c.heldLP) == 0 {
+		c.textPos += len(s)
+		if s == "" && len(c.lpMarks) == 0 {
 			return out
 		}
+		c.lpReady = len(c.lpMarks)
 		out = c.field(c.open(out), "content")
 		out = appendString(out, s)
 		return c.closeText(out)
 	}
 	c.held = append(c.held, s...)
-	send := len(c.held) - (c.maxStop - 1)
+	send := max(len(c.held)-(c.maxStop-1), 0)
 	if cut := firstStop(str(c.held), c.meta.Stop); cut >= 0 {
 		c.stopHit = true
 		send = cut
 	}
-	if send <= 0 {
-		return out
-	}
-	for send < len(c.held) && !utf8.RuneStart(c.held[send]) {
+	for send > 0 && send < len(c.held) && !utf8.RuneStart(c.held[send]) {
 		send-- // never split a character between chunks
 	}
-	if send > 0 || len(c.heldLP) > 0 {
+	ready, end := 0, c.textPos+send
+	for ready < len(c.lpMarks) && c.lpMarks[ready].at < end {
+		ready++
+	}
+	if send > 0 || ready > 0 {
+		c.lpReady = ready
 		out = c.field(c.open(out), "content")
 		out = appendString(out, str(c.held[:send]))
 		out = c.closeText(out)
 	}
+	c.textPos = end
 	c.held = c.held[:copy(c.held, c.held[send:])]
 	if c.stopHit {
 		c.held = c.held[:0]
+		c.dropLogprobs(len(c.lpMarks)) // tokens past the cut
 	}
 	return out
 }
 
+// dropLogprobs removes the first n held logprob entries.
+func (c *StreamConverter) dropLogprobs(n int) {
+	c.lpReady = 0
+	if n == len(c.lpMarks) {
+		c.heldLP, c.lpMarks = c.heldLP[:0], c.lpMarks[:0]
+		return
+	}
+	cut := c.lpMarks[n-1].end + 1 // and the comma after it
+	c.heldLP = c.heldLP[:copy(c.heldLP, c.heldLP[cut:])]
+	c.lpMarks = c.lpMarks[:copy(c.lpMarks, c.lpMarks[n:])]
+	for i := range c.lpMarks {
+		c.lpMarks[i].end -= cut
+	}
+}
+
 // flush sends the held-back text when the answer ended without reaching a stop sequence.
 func (c *StreamConverter) flush(out []byte) []byte {
-	if len(c.held) == 0 && len(c.heldLP) == 0 {
+	if len(c.held) == 0 && len(c.lpMarks) == 0 {
 		return out
 	}
+	c.lpReady = len(c.lpMarks)
+	c.textPos += len(c.held)
 	out = c.field(c.open(out), "content")
 	out = appendString(out, str(c.held))
 	c.held = c.held[:0]
