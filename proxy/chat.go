@@ -129,6 +129,8 @@ func sumUsage(us []translate.Usage) translate.Usage {
 		total.TotalTokens += u.TotalTokens
 		total.CachedTokens += u.CachedTokens
 		total.ReasoningTokens += u.ReasoningTokens
+		total.CacheWriteTokens += u.CacheWriteTokens
+		total.HasCacheWrite = total.HasCacheWrite || u.HasCacheWrite
 	}
 	return total
 }
