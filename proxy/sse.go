@@ -393,7 +393,10 @@ type eventReader struct {
 var eventBufs = sync.Pool{New: func() any { b := make([]byte, 0, eventBufSize); return &b }}
 
 const (
-	smallEventBuf = 1 << 10 // the platform transport's read buffer is the same size
+	// smallEventBuf holds a typical text delta (about 200 bytes) whole; larger events move
+	// on to a pooled buffer. It is what every open stream holds while it waits, so it is
+	// kept to that rather than to the platform transport's 1 KiB read buffer.
+	smallEventBuf = 256
 	eventBufSize  = 4 << 10
 	minRead       = 512 // less room than this left in buf, and it grows before a read
 )

@@ -49,11 +49,19 @@ type StreamConverter struct {
 	usage    Usage
 	estimate int64
 
-	// ev holds the event being fed. It is a kilobyte of gjson results: as a local it would
-	// widen FeedTo's frame enough to double the stack of the goroutine that holds a stream
-	// open. Its views into the caller's data are not read once FeedTo returns.
-	ev eventFields
+	// ev is the event being fed, in the Scratch lent to FeedWith; nil between events. It is
+	// a kilobyte of gjson results: as a local it would widen FeedTo's frame enough to double
+	// the stack of the goroutine that holds a stream open, and as a field it would be held
+	// through the long waits between events.
+	ev  *eventFields
+	own *Scratch // FeedTo's, made on first use
 }
+
+// Scratch is the working memory of one FeedWith call: the fields of the event being
+// converted. Between events a converter needs none, so a caller with many open streams can
+// lend one from a pool for each call instead of every converter holding its own. Nothing in
+// it is read once FeedWith returns. The zero value is ready to use.
+type Scratch struct{ ev eventFields }
 
 type toolSlot struct {
 	oi       int64
@@ -113,12 +121,28 @@ func (c *StreamConverter) Feed(eventType string, data []byte) (out []byte, done 
 // FeedTo is Feed appending to dst. A caller that is done with the previous frames can pass
 // the same buffer back (dst[:0]), so a stream costs no allocation per chunk.
 func (c *StreamConverter) FeedTo(dst []byte, eventType string, data []byte) (out []byte, done bool) {
-	out = dst
-	if c.done {
-		return out, true
+	if c.own == nil {
+		c.own = new(Scratch)
 	}
+	return c.FeedWith(c.own, dst, eventType, data)
+}
+
+// FeedWith is FeedTo using s as its working memory; s may serve another converter as soon
+// as the call returns.
+func (c *StreamConverter) FeedWith(s *Scratch, dst []byte, eventType string, data []byte) (out []byte, done bool) {
+	if c.done {
+		return dst, true
+	}
+	c.ev = &s.ev
+	out, done = c.feed(dst, eventType, data)
+	c.ev.clear() // drop the views into data, which the caller may reuse
+	c.ev = nil
+	return out, done
+}
+
+func (c *StreamConverter) feed(out []byte, eventType string, data []byte) ([]byte, bool) {
 	// Zero-copy views: nothing read from the fields outlives this call unless cloned.
-	f := &c.ev
+	f := c.ev
 	if !f.scan(data) {
 		if f.tooDeep {
 			return c.errorFrame(out, errEventTooDeep()), true
@@ -669,10 +693,7 @@ type eventFields struct {
 // data is not JSON, or nests deeper than MaxEventDepth (f.tooDeep); the fields are then not
 // to be read.
 func (f *eventFields) scan(data []byte) bool {
-	for _, p := range f.stored[:f.nStored] {
-		*p = gjson.Result{}
-	}
-	f.nStored, f.tooDeep = 0, false
+	f.clear()
 	i := skipSpace(data, 0)
 	if i == len(data) {
 		return false
@@ -685,6 +706,14 @@ func (f *eventFields) scan(data []byte) bool {
 	}
 	f.tooDeep = i == tooDeep
 	return ok && skipSpace(data, i) == len(data)
+}
+
+// clear forgets the last scan.
+func (f *eventFields) clear() {
+	for _, p := range f.stored[:f.nStored] {
+		*p = gjson.Result{}
+	}
+	f.nStored, f.tooDeep = 0, false
 }
 
 // object reads the event's top-level object from just past its opening brace.
