@@ -31,6 +31,7 @@ var deltaTypes = map[string]bool{
 	"response.reasoning_summary_text.delta":  true,
 	"response.reasoning_text.delta":          true,
 	"response.function_call_arguments.delta": true,
+	"response.custom_tool_call_input.delta":  true,
 }
 
 // send writes a, shaped by the scripted reply rep (its Delay and Fault).
