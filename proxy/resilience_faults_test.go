@@ -314,3 +314,22 @@ func TestDeepNestingEndsEveryRoute(t *testing.T) {
 		})
 	}
 }
+
+// A client body of 16 MiB of '[' is refused with a 400 on both generation routes, and nothing
+// goes upstream. An unbounded JSON check of it overflows the stack: the whole process dies.
+func TestDeepClientBodyRefused(t *testing.T) {
+	env := newResEnv(t, envOptions{})
+	body := strings.Repeat("[", 16<<20)
+	for _, path := range []string{"/v1/responses", "/v1/chat/completions"} {
+		code, _, raw := env.call(t, path, keyAlpha1, body)
+		if code != 400 {
+			t.Fatalf("%s: status %d: %.200s", path, code, raw)
+		}
+		if e := assertOpenAIError(t, raw); e.Error.Code == nil || *e.Error.Code != "invalid_json" {
+			t.Errorf("%s: error %+v", path, e.Error)
+		}
+	}
+	if n := env.attempts(); n != 0 {
+		t.Errorf("the platform saw %d calls", n)
+	}
+}

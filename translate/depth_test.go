@@ -129,3 +129,18 @@ func TestResponseToChatRejectsDeepAnswer(t *testing.T) {
 		t.Fatal("an answer nested too deeply was converted")
 	}
 }
+
+// A client body nested past the bound is a 400, however deep: an unbounded check of 16 MiB
+// of '[' overflows the stack and kills the process, which no recover can catch.
+func TestParseChatRejectsDeepBody(t *testing.T) {
+	for _, body := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"metadata":` + nested(MaxEventDepth, true, "1") + `}`,
+		strings.Repeat("[", 16<<20),
+	} {
+		_, err := ParseChat([]byte(body))
+		e, ok := err.(*Error)
+		if !ok || e.HTTPStatus() != 400 || e.Code != "invalid_json" || !strings.Contains(e.Message, "128 levels") {
+			t.Fatalf("%.40q...: error %v", body, err)
+		}
+	}
+}

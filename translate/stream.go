@@ -856,7 +856,9 @@ const (
 )
 
 // CheckJSON judges data as gjson.Valid does, with nesting bounded by MaxEventDepth. It is
-// the check for everything the platform sends, streamed or not.
+// the check for everything the platform sends, streamed or not, and for client bodies:
+// gjson.Valid on 16 MiB of '[' overflows the goroutine stack, a fatal error that no
+// recover catches.
 func CheckJSON(data []byte) JSONCheck {
 	i, ok := validValue(data, 0, 0)
 	switch {
