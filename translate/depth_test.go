@@ -144,3 +144,13 @@ func TestParseChatRejectsDeepBody(t *testing.T) {
 		}
 	}
 }
+
+// An upstream error body nested past the bound is not parsed as JSON: the client gets the
+// generic error for the status, and the check does not recurse a million levels.
+func TestUpstreamErrorDeepBody(t *testing.T) {
+	body := `{"error":{"message":"deep","code":"x","nested":` + nested(1<<20, false, "") + `}}`
+	out := string(UpstreamErrorToOpenAI(502, []byte(body)))
+	if strings.Contains(out, `"deep"`) || !strings.Contains(out, `"error":{`) {
+		t.Errorf("got %s", out)
+	}
+}

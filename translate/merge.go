@@ -14,7 +14,7 @@ func MergeChoices(completions [][]byte) ([]byte, error) {
 	size := 64
 	roots := make([]gjson.Result, len(completions))
 	for i, c := range completions {
-		if !gjson.ValidBytes(c) {
+		if !ValidJSON(c) {
 			return nil, invalidUpstream()
 		}
 		roots[i] = gjson.ParseBytes(c)
