@@ -132,6 +132,9 @@ func check(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprint(stdout, cfg.Summary())
+	for _, w := range cfg.KeyWarnings() {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
 	return 0
 }
 
@@ -181,8 +184,8 @@ func loadConfig(o options, logger *slog.Logger) (*config.Config, error) {
 			if v, ok := os.LookupEnv(name); ok {
 				return v, true
 			}
-			logger.Warn("simulate: environment variable unset, using placeholder sim-"+name, "variable", name)
-			return "sim-" + name, true
+			logger.Warn("simulate: environment variable unset, using placeholder "+config.SimulatePlaceholder(name), "variable", name)
+			return config.SimulatePlaceholder(name), true
 		}
 		if cfg, err = config.Parse(data, path, getenv); err != nil {
 			return nil, err
@@ -218,6 +221,9 @@ func serve(o options, logger *slog.Logger) error {
 	cfg, err := loadConfig(o, logger)
 	if err != nil {
 		return err
+	}
+	for _, w := range cfg.KeyWarnings() {
+		logger.Warn("weak local key: " + w) // names the key's place in the config, never its value
 	}
 	if o.simulate {
 		sim := platformsim.New(platformsim.Options{})

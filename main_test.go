@@ -25,6 +25,8 @@ func TestCheckCommand(t *testing.T) {
 		env      map[string]string
 		wantCode int
 		wantOut  *regexp.Regexp // stdout for success, stderr for failure
+		// wantWarnings are the lines a successful check writes to stderr.
+		wantWarnings []string
 	}{
 		{
 			name:     "broken_yaml_names_the_line",
@@ -47,6 +49,20 @@ func TestCheckCommand(t *testing.T) {
 				"teams:\n  - name: search\n    limits: { requests_per_minute: 600 }\n    keys:\n      - name: search-prod\n        key: ${MG_TEST_KEY}\n",
 			env:      map[string]string{"MG_TEST_PLATFORM": "sk-platform-secret", "MG_TEST_KEY": "mg-local-secret"},
 			wantCode: 0, wantOut: regexp.MustCompile(`(?s)team search.*600 requests/min.*key search-prod`),
+			wantWarnings: []string{"warning: teams[0].keys[0] (team search, key search-prod) is 15 characters long; use at least 32 random characters (e.g. openssl rand -hex 16)"},
+		},
+		{
+			name: "weak_keys_warned_without_failing",
+			yaml: "upstream:\n  gateway_url: http://gw\n  base_url: http://api\n  api_key: ${MG_TEST_PLATFORM}\n" +
+				"teams:\n  - name: search\n    keys:\n      - name: short\n        key: ${MG_TEST_KEY}\n" +
+				"      - name: reused\n        key: ${MG_TEST_PLATFORM}\nadmin_keys: [${MG_TEST_ADMIN}]\n",
+			env: map[string]string{"MG_TEST_PLATFORM": "sk-platform-secret-0123456789abcdef", "MG_TEST_KEY": "mg-local-secret",
+				"MG_TEST_ADMIN": "0123456789abcdef0123456789abcdef"},
+			wantCode: 0, wantOut: regexp.MustCompile(`(?s)team search`),
+			wantWarnings: []string{
+				"warning: teams[0].keys[0] (team search, key short) is 15 characters long; use at least 32 random characters (e.g. openssl rand -hex 16)",
+				"warning: teams[0].keys[1] (team search, key reused) is the same secret as upstream.api_key: a local key must not be a platform key",
+			},
 		},
 	}
 	for _, tt := range tests {
@@ -66,6 +82,15 @@ func TestCheckCommand(t *testing.T) {
 			}
 			if !tt.wantOut.MatchString(out) {
 				t.Errorf("output %q does not match %s", out, tt.wantOut)
+			}
+			if code == 0 {
+				got := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+				if len(tt.wantWarnings) == 0 && stderr.Len() == 0 {
+					got = nil
+				}
+				if strings.Join(got, "\n") != strings.Join(tt.wantWarnings, "\n") {
+					t.Errorf("warnings:\n%s\nwant:\n%s", stderr.String(), strings.Join(tt.wantWarnings, "\n"))
+				}
 			}
 			for _, v := range tt.env {
 				if strings.Contains(stdout.String()+stderr.String(), v) {

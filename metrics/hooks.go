@@ -24,6 +24,8 @@ const (
 
 func (m *Metrics) requestDone(s proxy.RequestSummary) {
 	m.inFlight.Dec()
+	m.relabel.RLock() // see Metrics.relabel
+	defer m.relabel.RUnlock()
 	lt := m.labels.Load()
 	rt := route(s.Route)
 	team := lt.team(s.Team)

@@ -252,3 +252,55 @@ func TestHandlerServesPrivateRegistry(t *testing.T) {
 		t.Error("two Metrics share series")
 	}
 }
+
+// A reload deletes the series of the teams, keys and models it removed, and only those; a
+// request counted with the old names after the reload cannot bring them back.
+func TestReloadDropsRemovedNames(t *testing.T) {
+	cfg := labelConfig()
+	cfg.Models = append(cfg.Models, configModel("m-kept"), configModel("m-gone"))
+	cfg.Teams = append(cfg.Teams, configTeam("kept", "k-kept", "k-gone"), configTeam("gone", "g-1"))
+	m := New(cfg)
+	h := m.Hooks()
+	const chat = "/v1/chat/completions"
+	for _, s := range []proxy.RequestSummary{
+		{Route: chat, Team: "kept", Key: "k-kept", Model: "m-kept", Status: 200, InputTokens: 3, OutputTokens: 2},
+		{Route: chat, Team: "kept", Key: "k-gone", Model: "m-kept", Status: 200, InputTokens: 3},
+		{Route: chat, Team: "kept", Key: "k-kept", Model: "m-gone", Status: 200, InputTokens: 3},
+		{Route: chat, Team: "gone", Key: "g-1", Model: "m-kept", Status: 200, InputTokens: 3},
+		{Route: chat, Team: "gone", Key: "g-1", Model: "m-kept", Status: 429, Refusal: "requests_per_minute"},
+		{Route: chat, Team: "gone", Key: "g-1", Model: "m-kept", Status: 200, Refusal: "shadow_tokens_per_minute"},
+	} {
+		serve(h, s)
+	}
+
+	next := labelConfig()
+	next.Models = append(next.Models, configModel("m-kept"))
+	next.Teams = append(next.Teams, configTeam("kept", "k-kept"))
+	m.Reload(next)
+	// In flight across the reload: its names are gone, so it is counted without them.
+	serve(h, proxy.RequestSummary{Route: chat, Team: "gone", Key: "g-1", Model: "m-gone", Status: 200, InputTokens: 1})
+
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		for _, s := range f.GetMetric() {
+			for _, lp := range s.GetLabel() {
+				switch v := lp.GetValue(); {
+				case lp.GetName() == "team" && v == "gone",
+					lp.GetName() == "key" && (v == "k-gone" || v == "g-1"),
+					lp.GetName() == "model" && v == "m-gone":
+					t.Errorf("stale series after the reload: %s %v", f.GetName(), s.GetLabel())
+				}
+			}
+		}
+	}
+	kept := map[string]string{"route": chat, "team": "kept", "key": "k-kept", "model": "m-kept", "status": "200"}
+	if got := counterValue(t, m, "modelgate_requests_total", kept); got != 1 {
+		t.Errorf("a kept series lost its count: %v", got)
+	}
+	if got := counterValue(t, m, "modelgate_tokens_total", map[string]string{"team": "kept", "model": "m-kept", "direction": "input"}); got != 6 {
+		t.Errorf("kept tokens = %v, want 6", got)
+	}
+}

@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +20,10 @@ import (
 type Metrics struct {
 	reg    *prometheus.Registry
 	labels atomic.Pointer[labelTable]
+	// relabel orders a reload's swap of labels and removal of stale series against requests
+	// being counted: one that picked its labels from the old table must not recreate a
+	// series the reload has just removed.
+	relabel sync.RWMutex
 
 	requests        *prometheus.CounterVec
 	duration        *prometheus.HistogramVec
@@ -124,10 +129,15 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Reload records an applied config reload and makes its model, team and key names the ones
-// labels may carry. Series of names that disappeared stay until the process restarts: their
-// counters keep their meaning and there are at most as many as configs were applied.
+// labels may carry. Series of teams, keys and models the reload removed are deleted: a
+// dashboard must not go on showing a revoked key or a team that is gone, and the number of
+// series stays bounded by the running config, not by every config applied since the start.
 func (m *Metrics) Reload(cfg *config.Config) {
-	m.labels.Store(newLabelTable(cfg))
+	next := newLabelTable(cfg)
+	m.relabel.Lock()
+	prev := m.labels.Swap(next)
+	m.dropStale(prev, next)
+	m.relabel.Unlock()
 	m.reloads.WithLabelValues("applied").Inc()
 	m.lastReload.Set(float64(time.Now().UnixNano()) / 1e9)
 }
@@ -135,4 +145,32 @@ func (m *Metrics) Reload(cfg *config.Config) {
 // ReloadRejected records a reload whose config failed to load; the old config keeps serving.
 func (m *Metrics) ReloadRejected() {
 	m.reloads.WithLabelValues("rejected").Inc()
+}
+
+// dropStale deletes the series of names prev allowed as label values and next does not.
+func (m *Metrics) dropStale(prev, next *labelTable) {
+	if prev == nil {
+		return
+	}
+	byTeam := []*prometheus.MetricVec{m.requests.MetricVec, m.tokens.MetricVec, m.refusals.MetricVec, m.shadowRefusals.MetricVec}
+	for team, keys := range prev.teams {
+		kept, ok := next.teams[team]
+		if !ok {
+			for _, v := range byTeam {
+				v.DeletePartialMatch(prometheus.Labels{"team": team})
+			}
+			continue
+		}
+		for key := range keys {
+			if !kept[key] {
+				m.requests.DeletePartialMatch(prometheus.Labels{"team": team, "key": key})
+			}
+		}
+	}
+	for model := range prev.models {
+		if !next.models[model] {
+			m.requests.DeletePartialMatch(prometheus.Labels{"model": model})
+			m.tokens.DeletePartialMatch(prometheus.Labels{"model": model})
+		}
+	}
 }

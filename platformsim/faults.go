@@ -27,7 +27,49 @@ const (
 	FaultStallMidStream
 	// FaultStallBeforeHeaders blocks until the client leaves, sending nothing.
 	FaultStallBeforeHeaders
+	// FaultDeepNesting sends, after AfterEvents events (half when 0), one event whose data
+	// is well-formed JSON nested DeepNesting levels deep, then the rest of the stream as if
+	// nothing happened. A plain body gets the same nested value as an extra field.
+	FaultDeepNesting
 )
+
+// DeepNesting is how deeply FaultDeepNesting's value nests: far past any real event, and
+// well within encoding/json's own bound (10,000 levels, the event's envelope included), so
+// the event is JSON to every parser a test may use and only its depth is at fault.
+const DeepNesting = 5_000
+
+// deepValue is an array nested DeepNesting levels deep, innermost empty.
+func deepValue() []byte {
+	b := make([]byte, 0, 2*DeepNesting)
+	for range DeepNesting {
+		b = append(b, '[')
+	}
+	for range DeepNesting {
+		b = append(b, ']')
+	}
+	return b
+}
+
+// deepEvent is the event FaultDeepNesting puts on the wire. Its type is one the platform
+// does not bill and a chat client does not see, so only the nesting can end the stream.
+func deepEvent() []byte {
+	b := []byte("event: response.output_text.annotation.added\ndata: " +
+		`{"type":"response.output_text.annotation.added","output_index":0,"content_index":0,"annotation_index":0,"annotation":{"type":"nested","value":`)
+	b = append(b, deepValue()...)
+	return append(b, "}}\n\n"...)
+}
+
+// deepBody adds the nested value to a JSON object body as its first field.
+func deepBody(body []byte) []byte {
+	if len(body) < 2 || body[0] != '{' {
+		return body
+	}
+	b := append([]byte(`{"nested":`), deepValue()...)
+	if len(body) > 2 {
+		b = append(b, ',')
+	}
+	return append(b, body[1:]...)
+}
 
 // garbage is what FaultGarbage puts on the wire: binary junk, an HTML line, a field-less line
 // and a data line that is not JSON, so both strict and lenient SSE parsers see a broken stream.
@@ -44,7 +86,7 @@ func streamCut(f Fault, after, n int) int {
 			return min(after, n)
 		}
 		return max(n-1, 0)
-	case FaultGarbage, FaultInvalidJSON:
+	case FaultGarbage, FaultInvalidJSON, FaultDeepNesting:
 		if after > 0 {
 			return min(after, n)
 		}

@@ -283,3 +283,37 @@ func TestDelays(t *testing.T) {
 		})
 	}
 }
+
+// FaultDeepNesting puts one deeply nested event into an otherwise complete stream, and the
+// same nested value into a plain body; both stay JSON.
+func TestDeepNestingFault(t *testing.T) {
+	t.Run("stream", func(t *testing.T) {
+		sim, srv := newSim(t, Options{})
+		sim.Enqueue("/v1/responses", Reply{Fault: FaultDeepNesting, AfterEvents: 5})
+		resp := do(t, context.Background(), "POST", srv.URL+"/v1/responses", testKey, []byte(chatStream))
+		defer resp.Body.Close()
+		evs, err := readSSE(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != chatStreamEvents+1 {
+			t.Fatalf("%d events, want the %d of the stream and the nested one", len(evs), chatStreamEvents+1)
+		}
+		deep := evs[5]
+		if deep.JSON == nil || !strings.Contains(deep.Data, strings.Repeat("[", DeepNesting)+"]") {
+			t.Fatalf("event 5 is not the nested one: %.120q", deep.Data)
+		}
+		if evs[len(evs)-1].Type != "response.completed" {
+			t.Errorf("the stream did not go on to its end after the nested event: last %q", evs[len(evs)-1].Type)
+		}
+	})
+	t.Run("body", func(t *testing.T) {
+		sim, srv := newSim(t, Options{})
+		sim.Enqueue("/v1/responses", Reply{Fault: FaultDeepNesting})
+		status, _, b := call(t, "POST", srv.URL+"/v1/responses", testKey, []byte(`{"model":"sim-chat","input":"x"}`))
+		var m map[string]any
+		if status != 200 || json.Unmarshal(b, &m) != nil || m["object"] != "response" || m["nested"] == nil {
+			t.Errorf("status %d body %.200q", status, b)
+		}
+	})
+}

@@ -31,6 +31,7 @@ const (
 	kindMessage itemKind = iota
 	kindFunctionCall
 	kindReasoning
+	kindCustomCall // a custom_tool_call; deltas are its input
 )
 
 type item struct {
@@ -190,6 +191,15 @@ type functionCallJSON struct {
 	Status    string `json:"status"`
 }
 
+type customCallJSON struct {
+	Type   string `json:"type"`
+	ID     string `json:"id"`
+	CallID string `json:"call_id"`
+	Name   string `json:"name"`
+	Input  string `json:"input"`
+	Status string `json:"status"`
+}
+
 type reasoningJSON struct {
 	Type             string        `json:"type"`
 	ID               string        `json:"id"`
@@ -275,6 +285,12 @@ func (p *plan) renderItem(it *item, done bool) any {
 			args = strings.Join(it.deltas, "")
 		}
 		return functionCallJSON{Type: "function_call", ID: it.id, CallID: it.callID, Name: it.name, Arguments: args, Status: status}
+	case kindCustomCall:
+		input := ""
+		if done {
+			input = strings.Join(it.deltas, "")
+		}
+		return customCallJSON{Type: "custom_tool_call", ID: it.id, CallID: it.callID, Name: it.name, Input: input, Status: status}
 	case kindReasoning:
 		r := reasoningJSON{Type: "reasoning", ID: it.id, Summary: []summaryJSON{}}
 		if done {
@@ -369,6 +385,11 @@ func (p *plan) events(input int64) []Event {
 			}
 			add("response.function_call_arguments.done", "item_id", it.id, "output_index", i, "name", it.name,
 				"arguments", strings.Join(it.deltas, ""))
+		case kindCustomCall:
+			for _, d := range it.deltas {
+				add("response.custom_tool_call_input.delta", "item_id", it.id, "output_index", i, "delta", d)
+			}
+			add("response.custom_tool_call_input.done", "item_id", it.id, "output_index", i, "input", strings.Join(it.deltas, ""))
 		case kindReasoning:
 			for j, s := range it.summary {
 				add("response.reasoning_summary_part.added", "item_id", it.id, "output_index", i, "summary_index", j,

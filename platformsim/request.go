@@ -32,6 +32,7 @@ type request struct {
 type tool struct {
 	name   string
 	params gjson.Result
+	custom bool // a custom tool: called with free-form text input, not JSON arguments
 }
 
 // apiError is an OpenAI-shape error answer.
@@ -177,6 +178,12 @@ func (req *request) readTools(v gjson.Result) *apiError {
 		return invalid("invalid_type", "tools", "Invalid type for 'tools': expected an array.")
 	}
 	for i, t := range v.Array() {
+		if t.Get("type").Str == "custom" {
+			if name := t.Get("name"); name.Str != "" {
+				req.tools = append(req.tools, tool{name: name.Str, custom: true})
+			}
+			continue
+		}
 		if t.Get("type").Str != "function" {
 			continue
 		}

@@ -160,6 +160,13 @@ func (s *Sim) planTools(p *plan, greeting string) {
 		calls = append(calls, second)
 	}
 	for _, t := range calls {
+		if t.custom {
+			// A custom tool takes free text: the user's words, as a shell tool would get them.
+			n := s.nextID("ctc")
+			p.items = append(p.items, &item{kind: kindCustomCall, id: n, callID: "call_" + strings.TrimPrefix(n, "ctc_"),
+				name: t.name, deltas: split(req.userText)})
+			continue
+		}
 		args, _ := json.Marshal(valueForSchema(t.params, t.name))
 		n := s.nextID("fc")
 		p.items = append(p.items, &item{kind: kindFunctionCall, id: n, callID: "call_" + strings.TrimPrefix(n, "fc_"),

@@ -494,3 +494,33 @@ func TestSplitKeepsRunes(t *testing.T) {
 		})
 	}
 }
+
+// sim-tools calls a custom tool with the user's text as its input, streamed as
+// custom_tool_call_input deltas and billed one token per delta.
+func TestCustomToolCall(t *testing.T) {
+	sim, srv := newSim(t, Options{})
+	body := []byte(`{"model":"sim-tools","input":"ls -la /tmp","stream":true,"tools":[{"type":"custom","name":"shell"}]}`)
+	resp := do(t, context.Background(), "POST", srv.URL+"/v1/responses", testKey, body)
+	defer resp.Body.Close()
+	evs, err := readSSE(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFraming(t, evs)
+	var input strings.Builder
+	deltas := 0
+	for _, ev := range evs {
+		if ev.Type == "response.custom_tool_call_input.delta" {
+			deltas++
+			input.WriteString(ev.JSON["delta"].(string))
+		}
+	}
+	last := evs[len(evs)-1]
+	item := last.JSON["response"].(map[string]any)["output"].([]any)[0].(map[string]any)
+	if input.String() != "ls -la /tmp" || item["type"] != "custom_tool_call" || item["name"] != "shell" || item["input"] != "ls -la /tmp" {
+		t.Errorf("input %q, final item %v", input.String(), item)
+	}
+	if got := sim.Totals(testKey).OutputTokens; got != int64(deltas) || deltas == 0 {
+		t.Errorf("billed %d output tokens for %d deltas", got, deltas)
+	}
+}

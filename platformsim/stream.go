@@ -31,6 +31,7 @@ var deltaTypes = map[string]bool{
 	"response.reasoning_summary_text.delta":  true,
 	"response.reasoning_text.delta":          true,
 	"response.function_call_arguments.delta": true,
+	"response.custom_tool_call_input.delta":  true,
 }
 
 // send writes a, shaped by the scripted reply rep (its Delay and Fault).
@@ -72,6 +73,8 @@ func (s *Sim) sendBody(w http.ResponseWriter, r *http.Request, a answer, rep Rep
 		a.status = http.StatusOK
 	case FaultGarbage:
 		body = garbage
+	case FaultDeepNesting:
+		body = deepBody(body)
 	case FaultTruncate:
 		w.WriteHeader(a.status)
 		_, _ = w.Write(body[:len(body)/2])
@@ -116,7 +119,11 @@ func (s *Sim) sendStream(w http.ResponseWriter, r *http.Request, a answer, rep R
 	cut := streamCut(rep.Fault, rep.AfterEvents, len(a.events))
 	var buf []byte
 	for i, ev := range a.events {
-		if i == cut {
+		if i == cut && rep.Fault == FaultDeepNesting {
+			if _, err := w.Write(deepEvent()); err != nil || rc.Flush() != nil {
+				return
+			}
+		} else if i == cut {
 			break
 		}
 		d := ev.Delay

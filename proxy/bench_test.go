@@ -77,7 +77,7 @@ func (e *eventByEvent) Read(p []byte) (int, error) {
 func (e *eventByEvent) Close() error { return nil }
 
 // render asks the simulated platform for its answer to body.
-func render(b *testing.B, sim *platformsim.Sim, body string) ([]byte, http.Header) {
+func render(b testing.TB, sim *platformsim.Sim, body string) ([]byte, http.Header) {
 	b.Helper()
 	req := httptest.NewRequest(http.MethodPost, "/v1/responses", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer sk-platform")
@@ -115,7 +115,7 @@ teams:
 `
 
 // newBenchServer builds a Server whose platform is up; the access log is discarded.
-func newBenchServer(b *testing.B, up http.RoundTripper) http.Handler {
+func newBenchServer(b testing.TB, up http.RoundTripper) http.Handler {
 	b.Helper()
 	cfg, err := config.Parse([]byte(benchYAML), "bench.yaml", func(string) (string, bool) { return "", false })
 	if err != nil {
@@ -166,7 +166,7 @@ func benchRoute(b *testing.B, h http.Handler, path, body string, wantMin int) {
 
 // benchUpstream renders the minimal platform's answers, and sim-long's 200-delta stream for
 // the stream_200 cases.
-func benchUpstream(b *testing.B, model string) *cannedUpstream {
+func benchUpstream(b testing.TB, model string) *cannedUpstream {
 	b.Helper()
 	sim := platformsim.New(platformsim.Options{Minimal: model == ""})
 	if model == "" {

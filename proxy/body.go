@@ -9,7 +9,8 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
-	"github.com/tidwall/gjson"
+
+	"modelgate/translate"
 )
 
 // readJSONBody reads the whole request body, refusing more than limit bytes whether or not
@@ -126,9 +127,10 @@ func formatBytes(n int64) string {
 	return strconv.FormatInt(n, 10) + " bytes"
 }
 
-// jsonObject reports whether body is one well-formed JSON object.
+// jsonObject reports whether body is one well-formed JSON object, nested at most
+// translate.MaxEventDepth deep.
 func jsonObject(body []byte) bool {
-	if !gjson.ValidBytes(body) {
+	if !translate.ValidJSON(body) {
 		return false
 	}
 	for _, ch := range body {

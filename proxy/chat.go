@@ -13,7 +13,6 @@ import (
 	"unsafe"
 
 	"github.com/gin-gonic/gin"
-	"github.com/tidwall/gjson"
 	sse "github.com/tmaxmax/go-sse"
 
 	"modelgate/auth"
@@ -36,10 +35,6 @@ type chatCall struct {
 	estimate int64         // input tokens estimate of one upstream call
 	upStream bool          // the upstream is asked to stream
 	sw       *streamWriter // the client stream, once started
-	// out is the single-choice relay's chunk buffer, reused from event to event: the
-	// writer has copied the frames by the time queue returns. A field rather than a local,
-	// since the relay loop's frame is part of every open stream's stack.
-	out []byte
 }
 
 // chatCompletions serves POST /v1/chat/completions on top of the Responses gateway. Nothing
@@ -146,6 +141,8 @@ func sumUsage(us []translate.Usage) translate.Usage {
 		total.TotalTokens += u.TotalTokens
 		total.CachedTokens += u.CachedTokens
 		total.ReasoningTokens += u.ReasoningTokens
+		total.CacheWriteTokens += u.CacheWriteTokens
+		total.HasCacheWrite = total.HasCacheWrite || u.HasCacheWrite
 	}
 	return total
 }
@@ -262,7 +259,7 @@ func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel
 		if _, err := timedRead(cc.ri, cc.ri.keepWait, &buf, io.LimitReader(resp.Body, maxUpstreamJSON+1)); err != nil {
 			return nil, estimate, err
 		}
-		if buf.Len() > maxUpstreamJSON || !gjson.ValidBytes(buf.Bytes()) {
+		if buf.Len() > maxUpstreamJSON || !translate.ValidJSON(buf.Bytes()) {
 			return nil, estimate, errInvalidUpstream
 		}
 		return translate.ResponseToChat(buf.Bytes(), meta)
@@ -340,7 +337,8 @@ func (r *idleReader) Read(p []byte) (int, error) {
 // chunkMsg is converted output of one choice on its way to the client.
 type chunkMsg struct {
 	out  []byte
-	last bool // the choice is finished
+	buf  *[]byte // the pooled buffer out lies in, returned once out is written; may be nil
+	last bool    // the choice is finished
 }
 
 // stream serves a streaming client. Each choice's upstream stream has its own converter;
@@ -354,6 +352,8 @@ func (cc *chatCall) stream() ratelimit.Usage {
 		return ratelimit.Usage{}
 	}
 	defer closeAll(resps, cancels)
+	// The platform has the request: a stream that runs for minutes need not hold it.
+	cc.req, cc.upBody = nil, nil
 	startStream(c)
 	cc.sw = newStreamWriter(c.Writer, cc.st.cfg.Upstream.KeepAliveInterval)
 	defer cc.sw.stop()
@@ -398,10 +398,6 @@ func (cc *chatCall) send(out []byte, flush bool) bool {
 	return true
 }
 
-// maxKeptChunkBuf bounds the chunk buffer pumpDirect keeps between events; typical chunks
-// take a few hundred bytes.
-const maxKeptChunkBuf = 16 << 10
-
 // pumpDirect converts one upstream stream on the handler's goroutine: the common case, with
 // no channel hop between upstream read and client write. Converted chunks are queued and
 // flushed whenever the relay is about to wait for the platform (see streamWriter).
@@ -422,14 +418,12 @@ func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, c
 		if ev.typ == "" && ev.data == nil {
 			continue // a comment or a stray blank line: nothing to convert
 		}
-		var done bool
-		cc.out, done = conv.FeedTo(cc.out[:0], ev.typ, ev.data)
-		if !cc.queue(cc.out) {
+		buf, out, done := feedPooled(conv, ev.typ, ev.data)
+		sent := cc.queue(out) // the writer has copied out when queue returns
+		putChunkBuf(buf, out)
+		if !sent {
 			cancel()
 			return
-		}
-		if cap(cc.out) > maxKeptChunkBuf {
-			cc.out = nil // a rare large chunk is not held for the rest of a long stream
 		}
 		if done {
 			cancel() // stop sequence or terminal event: nothing more is needed upstream
@@ -482,18 +476,30 @@ func (cc *chatCall) pumpMerged(resps []*http.Response, cancels []context.CancelF
 					return false
 				}
 			}
+			// The single-choice relay's reader and pooled buffers: an event costs no allocation.
+			events := newEventReader(&idleReader{r: resps[i].Body, idle: idle}, maxEventSize)
+			defer events.release()
 			var readErr error
-			for ev, err := range sse.Read(&idleReader{r: resps[i].Body, idle: idle}, sseReadConfig) {
+			for {
+				ev, err := events.next()
 				if err != nil {
-					readErr = err
+					readErr = chatReadErr(err)
 					break
 				}
-				out, done := convs[i].Feed(ev.Type, bytesOf(ev.Data))
-				if done {
-					send(chunkMsg{out: out, last: true})
+				if ev.typ == "" && ev.data == nil {
+					continue // a comment or a stray blank line
+				}
+				buf, out, done := feedPooled(convs[i], ev.typ, ev.data)
+				m := chunkMsg{out: out, buf: buf, last: done}
+				if len(out) == 0 && !done {
+					putChunkBuf(buf, out)
+					continue
+				}
+				if !send(m) {
+					putChunkBuf(buf, out)
 					return
 				}
-				if len(out) > 0 && !send(chunkMsg{out: out}) {
+				if done {
 					return
 				}
 			}
@@ -508,16 +514,20 @@ func (cc *chatCall) pumpMerged(resps []*http.Response, cancels []context.CancelF
 	failed := false
 	for m := range msgs {
 		if failed {
+			putChunkBuf(m.buf, m.out)
 			continue // draining after an error frame
 		}
-		if !cc.write(m.out) {
+		written := cc.write(m.out)
+		errFrame := m.last && isErrorFrame(m.out)
+		putChunkBuf(m.buf, m.out)
+		if !written {
 			stopAll()
 			failed = true
 			continue
 		}
 		if m.last {
 			remaining--
-			if isErrorFrame(m.out) {
+			if errFrame {
 				cc.ri.upstreamErr = "stream_error"
 				stopAll()
 				failed = true

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"modelgate/config"
 	"modelgate/platformsim"
+	"modelgate/translate"
 )
 
 // shortTimeouts makes every timeout small enough to hit within a test.
@@ -58,6 +60,7 @@ func TestFaultsEndInWellFormedErrors(t *testing.T) {
 		{name: "html_502", reply: platformsim.Reply{Status: 502, Header: map[string]string{"Content-Type": "text/html", "Retry-After": "0"}, Body: []byte("<html>bad gateway</html>")}, wantStatus: 502, beforeBytes: true},
 		{name: "empty_200", reply: platformsim.Reply{Status: 200, Header: map[string]string{"Content-Type": "application/json"}}, wantStatus: 502},
 		{name: "sse_200_without_events", reply: platformsim.Reply{Events: []platformsim.Event{}}, wantStatus: 502},
+		{name: "deep_nesting", reply: platformsim.Reply{Fault: platformsim.FaultDeepNesting, AfterEvents: 5}, wantStatus: 502, wantCode: translate.CodeEventTooDeep},
 	}
 	for _, f := range faults {
 		for _, rt := range routes {
@@ -273,4 +276,60 @@ func steadyEvents(n int, gap time.Duration) []platformsim.Event {
 	text := strings.Repeat("tick ", n)
 	evs = append(evs, platformsim.Event{Type: "response.completed", Data: fmt.Sprintf(`{"type":"response.completed","sequence_number":%d,"response":{"id":"resp_s","object":"response","status":"completed","model":"sim-chat","output":[{"type":"message","id":"msg_s","status":"completed","role":"assistant","content":[{"type":"output_text","text":%q,"annotations":[]}]}],"usage":{"input_tokens":3,"output_tokens":%d,"total_tokens":%d}}}`, n+2, text, n, n+3)})
 	return evs
+}
+
+// An event nested past translate.MaxEventDepth, in a stream that would otherwise complete,
+// ends every route with an error in that route's shape and says why: an error event on the
+// Responses stream, an error frame on the chat stream, a 502 on the non-stream routes.
+func TestDeepNestingEndsEveryRoute(t *testing.T) {
+	for _, rt := range routes {
+		t.Run(rt.name, func(t *testing.T) {
+			env := newResEnv(t, envOptions{})
+			env.sim.Enqueue("/v1/responses", platformsim.Reply{Fault: platformsim.FaultDeepNesting, AfterEvents: 5})
+			code, _, raw := env.call(t, rt.path, keyAlpha1, rt.body)
+			var e errorBody
+			switch {
+			case rt.path == "/v1/responses" && rt.stream:
+				assertResponsesStreamError(t, raw, translate.CodeEventTooDeep)
+				return
+			case rt.stream:
+				evs := assertChatStreamError(t, raw)
+				e = assertOpenAIError(t, []byte(evs[len(evs)-1].data))
+			default:
+				if code != 502 {
+					t.Fatalf("status %d: %.300s", code, raw)
+				}
+				e = assertOpenAIError(t, raw)
+			}
+			want := translate.CodeEventTooDeep
+			if !rt.stream && rt.name != "chat_stop" {
+				want = "upstream_invalid_response" // a plain answer: its body is what is invalid
+			}
+			if e.Error.Code == nil || *e.Error.Code != want {
+				t.Errorf("error %+v, want code %s", e.Error, want)
+			}
+			if bytes.Contains(raw, []byte("[[[[")) {
+				t.Error("the nested value reached the client")
+			}
+		})
+	}
+}
+
+// A client body of 16 MiB of '[' is refused with a 400 on both generation routes, and nothing
+// goes upstream. An unbounded JSON check of it overflows the stack: the whole process dies.
+func TestDeepClientBodyRefused(t *testing.T) {
+	env := newResEnv(t, envOptions{})
+	body := strings.Repeat("[", 16<<20)
+	for _, path := range []string{"/v1/responses", "/v1/chat/completions"} {
+		code, _, raw := env.call(t, path, keyAlpha1, body)
+		if code != 400 {
+			t.Fatalf("%s: status %d: %.200s", path, code, raw)
+		}
+		if e := assertOpenAIError(t, raw); e.Error.Code == nil || *e.Error.Code != "invalid_json" {
+			t.Errorf("%s: error %+v", path, e.Error)
+		}
+	}
+	if n := env.attempts(); n != 0 {
+		t.Errorf("the platform saw %d calls", n)
+	}
 }

@@ -256,7 +256,7 @@ func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, input
 	case err != nil:
 		s.upstreamFailed(c, err)
 		return ratelimit.Usage{InputTokens: inputEstimate}
-	case buf.Len() > maxUpstreamJSON || !gjson.ValidBytes(buf.Bytes()):
+	case buf.Len() > maxUpstreamJSON || !translate.ValidJSON(buf.Bytes()):
 		ri.upstreamErr = "invalid_body"
 		abortOpenAI(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
 		return ratelimit.Usage{InputTokens: inputEstimate}

@@ -16,6 +16,7 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"modelgate/ratelimit"
+	"modelgate/translate"
 )
 
 // maxEventSize bounds one upstream SSE event. response.completed repeats the whole output, so
@@ -248,6 +249,7 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 		deltas   int64
 		terminal bool
 		invalid  bool
+		check    translate.JSONCheck // of the last event's data
 		usage    ratelimit.Usage
 		readErr  error
 	)
@@ -257,9 +259,15 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 			readErr = err
 			break
 		}
-		if ev.malformed || (ev.data != nil && !gjson.ValidBytes(ev.data)) {
+		if ev.malformed {
 			invalid = true
 			break
+		}
+		if ev.data != nil {
+			if check = translate.CheckJSON(ev.data); check != translate.JSONValid {
+				invalid = true
+				break
+			}
 		}
 		if sw.queue(ev.raw) != nil {
 			break
@@ -297,6 +305,9 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 	case idle.fired.Load():
 		ri.upstreamErr = "stream_idle"
 		_ = sw.write(responsesErrorEvent("stream_idle_timeout", "The platform stopped sending events; the stream was closed."))
+	case invalid && check == translate.JSONTooDeep:
+		ri.upstreamErr = "stream_invalid"
+		_ = sw.write(responsesErrorEvent(translate.CodeEventTooDeep, "The platform sent an event nested too deeply; the stream was closed."))
 	case invalid:
 		ri.upstreamErr = "stream_invalid"
 		_ = sw.write(responsesErrorEvent("upstream_stream_invalid", "The platform sent a malformed event; the stream was closed."))
@@ -393,7 +404,10 @@ type eventReader struct {
 var eventBufs = sync.Pool{New: func() any { b := make([]byte, 0, eventBufSize); return &b }}
 
 const (
-	smallEventBuf = 1 << 10 // the platform transport's read buffer is the same size
+	// smallEventBuf holds a typical text delta (about 200 bytes) whole; larger events move
+	// on to a pooled buffer. It is what every open stream holds while it waits, so it is
+	// kept to that rather than to the platform transport's 1 KiB read buffer.
+	smallEventBuf = 256
 	eventBufSize  = 4 << 10
 	minRead       = 512 // less room than this left in buf, and it grows before a read
 )

@@ -55,8 +55,13 @@ func (a *Aggregator) Feed(eventType string, data []byte) (done bool) {
 	if a.done {
 		return true
 	}
-	if !gjson.ValidBytes(data) {
+	switch CheckJSON(data) {
+	case JSONInvalid:
 		return false
+	case JSONTooDeep:
+		a.err = errEventTooDeep()
+		a.done = true
+		return true
 	}
 	ev := gjson.Parse(str(data)) // zero-copy: whatever is kept is cloned
 	typ := ev.Get("type").Str

@@ -25,6 +25,11 @@ type Meta struct {
 type Usage struct {
 	InputTokens, OutputTokens, TotalTokens, CachedTokens, ReasoningTokens int64
 	Reported                                                              bool // false: estimated
+	// CacheWriteTokens are the input tokens the platform wrote to its prompt cache; chat
+	// usage carries them only when the platform reported them (HasCacheWrite), so an
+	// unknown count is never shown as 0.
+	CacheWriteTokens int64
+	HasCacheWrite    bool
 }
 
 func (m *Meta) reasoningKey() string {
@@ -47,6 +52,9 @@ func parseUsage(u gjson.Result) (Usage, bool) {
 		ReasoningTokens: u.Get("output_tokens_details.reasoning_tokens").Int(),
 		Reported:        true,
 	}
+	if cw := u.Get("input_tokens_details.cache_write_tokens"); cw.Type == gjson.Number {
+		us.CacheWriteTokens, us.HasCacheWrite = cw.Int(), true
+	}
 	if us.TotalTokens == 0 {
 		us.TotalTokens = us.InputTokens + us.OutputTokens
 	}
@@ -66,6 +74,10 @@ func appendUsage(b []byte, u Usage) []byte {
 	b = appendInt(b, total)
 	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
 	b = appendInt(b, u.CachedTokens)
+	if u.HasCacheWrite {
+		b = append(b, `,"cache_write_tokens":`...)
+		b = appendInt(b, u.CacheWriteTokens)
+	}
 	b = append(b, `},"completion_tokens_details":{"reasoning_tokens":`...)
 	b = appendInt(b, u.ReasoningTokens)
 	return append(b, "}}"...)
@@ -74,7 +86,7 @@ func appendUsage(b []byte, u Usage) []byte {
 // ResponseToChat converts a non-stream Responses answer into a chat.completion. A failed
 // or unfinished response is an *Error, never a 200 answer.
 func ResponseToChat(resp []byte, meta Meta) ([]byte, Usage, error) {
-	if !gjson.ValidBytes(resp) {
+	if !ValidJSON(resp) { // bounded nesting: a hostile answer must not exhaust the stack
 		return nil, Usage{}, invalidUpstream()
 	}
 	root := gjson.ParseBytes(resp)

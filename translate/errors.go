@@ -132,7 +132,7 @@ const maxErrorMessage = 2048
 func UpstreamErrorToOpenAI(status int, body []byte) []byte {
 	typ := typeForStatus(status)
 	var msg, param, code string
-	if gjson.ValidBytes(body) {
+	if ValidJSON(body) { // bounded nesting, as for every body the platform sends
 		root := gjson.ParseBytes(body)
 		e := root.Get("error")
 		switch {

@@ -14,7 +14,7 @@ func MergeChoices(completions [][]byte) ([]byte, error) {
 	size := 64
 	roots := make([]gjson.Result, len(completions))
 	for i, c := range completions {
-		if !gjson.ValidBytes(c) {
+		if !ValidJSON(c) {
 			return nil, invalidUpstream()
 		}
 		roots[i] = gjson.ParseBytes(c)
@@ -24,6 +24,10 @@ func MergeChoices(completions [][]byte) ([]byte, error) {
 		sum.TotalTokens += u.Get("total_tokens").Int()
 		sum.CachedTokens += u.Get("prompt_tokens_details.cached_tokens").Int()
 		sum.ReasoningTokens += u.Get("completion_tokens_details.reasoning_tokens").Int()
+		if cw := u.Get("prompt_tokens_details.cache_write_tokens"); cw.Exists() {
+			sum.CacheWriteTokens += cw.Int()
+			sum.HasCacheWrite = true
+		}
 		size += len(c)
 	}
 	first := roots[0]

@@ -40,17 +40,28 @@ type StreamConverter struct {
 
 	maxStop int
 	held    []byte // text held back because it may start a stop sequence
-	heldLP  []byte // rendered logprob entries waiting for their text
+	heldLP  []byte // rendered logprob entries waiting for their text, comma-separated
+	lpMarks []lpMark
+	lpReady int // how many of the held entries the next content chunk carries
+	textPos int // content bytes sent (or cut) before held[0]
 
 	deltas   int64
 	usage    Usage
 	estimate int64
 
-	// ev holds the event being fed. It is a kilobyte of gjson results: as a local it would
-	// widen FeedTo's frame enough to double the stack of the goroutine that holds a stream
-	// open. Its views into the caller's data are not read once FeedTo returns.
-	ev eventFields
+	// ev is the event being fed, in the Scratch lent to FeedWith; nil between events. It is
+	// a kilobyte of gjson results: as a local it would widen FeedTo's frame enough to double
+	// the stack of the goroutine that holds a stream open, and as a field it would be held
+	// through the long waits between events.
+	ev  *eventFields
+	own *Scratch // FeedTo's, made on first use
 }
+
+// Scratch is the working memory of one FeedWith call: the fields of the event being
+// converted. Between events a converter needs none, so a caller with many open streams can
+// lend one from a pool for each call instead of every converter holding its own. Nothing in
+// it is read once FeedWith returns. The zero value is ready to use.
+type Scratch struct{ ev eventFields }
 
 type toolSlot struct {
 	oi       int64
@@ -60,6 +71,10 @@ type toolSlot struct {
 	ignored  bool // legacy mode answers with a single function_call
 	argsSent bool
 }
+
+// lpMark places one held logprob entry: the content offset its token starts at, and where
+// its rendering ends in heldLP.
+type lpMark struct{ at, end int }
 
 type partKey struct {
 	kind    byte // 't' output text, 'f' refusal, 's' reasoning summary, 'r' reasoning text
@@ -106,13 +121,32 @@ func (c *StreamConverter) Feed(eventType string, data []byte) (out []byte, done 
 // FeedTo is Feed appending to dst. A caller that is done with the previous frames can pass
 // the same buffer back (dst[:0]), so a stream costs no allocation per chunk.
 func (c *StreamConverter) FeedTo(dst []byte, eventType string, data []byte) (out []byte, done bool) {
-	out = dst
-	if c.done {
-		return out, true
+	if c.own == nil {
+		c.own = new(Scratch)
 	}
+	return c.FeedWith(c.own, dst, eventType, data)
+}
+
+// FeedWith is FeedTo using s as its working memory; s may serve another converter as soon
+// as the call returns.
+func (c *StreamConverter) FeedWith(s *Scratch, dst []byte, eventType string, data []byte) (out []byte, done bool) {
+	if c.done {
+		return dst, true
+	}
+	c.ev = &s.ev
+	out, done = c.feed(dst, eventType, data)
+	c.ev.clear() // drop the views into data, which the caller may reuse
+	c.ev = nil
+	return out, done
+}
+
+func (c *StreamConverter) feed(out []byte, eventType string, data []byte) ([]byte, bool) {
 	// Zero-copy views: nothing read from the fields outlives this call unless cloned.
-	f := &c.ev
+	f := c.ev
 	if !f.scan(data) {
+		if f.tooDeep {
+			return c.errorFrame(out, errEventTooDeep()), true
+		}
 		return out, false // comments, [DONE] from lenient upstreams, garbage: nothing to convert
 	}
 	typ := f.typ.Str
@@ -218,6 +252,17 @@ func (c *StreamConverter) failed(out []byte, typ string, data []byte) []byte {
 	return c.errorFrame(out, failureError(e))
 }
 
+// errEventTooDeep ends a stream whose platform sent an event nested past MaxEventDepth: a
+// platform that broken is not trusted with the rest of the answer.
+func errEventTooDeep() *Error {
+	return &Error{Status: 502, Type: typeServer, Code: CodeEventTooDeep,
+		Message: "The platform sent an event nested too deeply; the stream was closed."}
+}
+
+// CodeEventTooDeep is the error code of a stream or answer ended by JSON nested past
+// MaxEventDepth, in every dialect.
+const CodeEventTooDeep = "upstream_event_too_deep"
+
 // End closes a stream whose upstream ended before a terminal event: held-back text, then
 // one error frame. No finish_reason is invented: the answer is incomplete.
 func (c *StreamConverter) End(err error) []byte {
@@ -304,11 +349,12 @@ func (c *StreamConverter) closeText(out []byte) []byte {
 
 func (c *StreamConverter) closeChunk(out []byte, finish string, text bool) []byte {
 	out = append(out, '}')
-	if text && c.meta.Logprobs && len(c.heldLP) > 0 {
+	if text && c.meta.Logprobs && c.lpReady > 0 {
+		n := c.lpMarks[c.lpReady-1].end
 		out = append(out, `,"logprobs":{"content":[`...)
-		out = append(out, c.heldLP...)
+		out = append(out, c.heldLP[:n]...)
 		out = append(out, `],"refusal":null}`...)
-		c.heldLP = c.heldLP[:0]
+		c.dropLogprobs(c.lpReady)
 	}
 	out = append(out, `,"finish_reason":`...)
 	if finish == "" {
@@ -325,56 +371,83 @@ func (c *StreamConverter) closeChunk(out []byte, finish string, text bool) []byt
 }
 
 // text sends content, holding back the tail that could be the start of a stop sequence.
-// The hold-back is max(len(stop))-1 bytes, widened to a character boundary. Logprobs wait
-// with the text and leave with the next content chunk; after a stop hit, the entries of the
-// event that hit it are sent whole, so they may cover a few tokens past the cut.
+// The hold-back is max(len(stop))-1 bytes, widened to a character boundary. A logprob entry
+// leaves with the chunk that carries the start of its token, so at a stop cut the entries
+// end where the text ends: those of tokens starting at or past the cut are never sent, the
+// rule the non-stream answer follows.
 func (c *StreamConverter) text(out []byte, s string, lps gjson.Result) []byte {
 	if c.meta.Logprobs {
+		at := c.textPos + len(c.held) // where s starts in the content
 		each(lps, func(_, lp gjson.Result) bool {
 			if len(c.heldLP) > 0 {
 				c.heldLP = append(c.heldLP, ',')
 			}
 			c.heldLP = appendLogprob(c.heldLP, lp, true)
+			c.lpMarks = append(c.lpMarks, lpMark{at: at, end: len(c.heldLP)})
+			at += len(lp.Get("token").String())
 			return true
 		})
 	}
 	if c.maxStop == 0 {
-		if s == "" && len(c.heldLP) == 0 {
+		c.textPos += len(s)
+		if s == "" && len(c.lpMarks) == 0 {
 			return out
 		}
+		c.lpReady = len(c.lpMarks)
 		out = c.field(c.open(out), "content")
 		out = appendString(out, s)
 		return c.closeText(out)
 	}
 	c.held = append(c.held, s...)
-	send := len(c.held) - (c.maxStop - 1)
+	send := max(len(c.held)-(c.maxStop-1), 0)
 	if cut := firstStop(str(c.held), c.meta.Stop); cut >= 0 {
 		c.stopHit = true
 		send = cut
 	}
-	if send <= 0 {
-		return out
-	}
-	for send < len(c.held) && !utf8.RuneStart(c.held[send]) {
+	for send > 0 && send < len(c.held) && !utf8.RuneStart(c.held[send]) {
 		send-- // never split a character between chunks
 	}
-	if send > 0 || len(c.heldLP) > 0 {
+	ready, end := 0, c.textPos+send
+	for ready < len(c.lpMarks) && c.lpMarks[ready].at < end {
+		ready++
+	}
+	if send > 0 || ready > 0 {
+		c.lpReady = ready
 		out = c.field(c.open(out), "content")
 		out = appendString(out, str(c.held[:send]))
 		out = c.closeText(out)
 	}
+	c.textPos = end
 	c.held = c.held[:copy(c.held, c.held[send:])]
 	if c.stopHit {
 		c.held = c.held[:0]
+		c.dropLogprobs(len(c.lpMarks)) // tokens past the cut
 	}
 	return out
 }
 
+// dropLogprobs removes the first n held logprob entries.
+func (c *StreamConverter) dropLogprobs(n int) {
+	c.lpReady = 0
+	if n == len(c.lpMarks) {
+		c.heldLP, c.lpMarks = c.heldLP[:0], c.lpMarks[:0]
+		return
+	}
+	cut := c.lpMarks[n-1].end + 1 // and the comma after it
+	c.heldLP = c.heldLP[:copy(c.heldLP, c.heldLP[cut:])]
+	c.lpMarks = c.lpMarks[:copy(c.lpMarks, c.lpMarks[n:])]
+	for i := range c.lpMarks {
+		c.lpMarks[i].end -= cut
+	}
+}
+
 // flush sends the held-back text when the answer ended without reaching a stop sequence.
 func (c *StreamConverter) flush(out []byte) []byte {
-	if len(c.held) == 0 && len(c.heldLP) == 0 {
+	if len(c.held) == 0 && len(c.lpMarks) == 0 {
 		return out
 	}
+	c.lpReady = len(c.lpMarks)
+	c.textPos += len(c.held)
 	out = c.field(c.open(out), "content")
 	out = appendString(out, str(c.held))
 	c.held = c.held[:0]
@@ -604,6 +677,8 @@ type eventFields struct {
 	typ, outputIndex, contentIndex, summaryIndex     gjson.Result
 	delta, text, refusal, arguments, input, logprobs gjson.Result
 	item, response, err                              gjson.Result
+	// tooDeep: the last scan failed because the event nests deeper than MaxEventDepth.
+	tooDeep bool
 	// stored lists the fields the last scan set: an event carries a few of the thirteen,
 	// and clearing only those is most of the cost of clearing.
 	stored  [13]*gjson.Result
@@ -615,12 +690,10 @@ type eventFields struct {
 // read each event twice, and gjson's ForEach would parse every value, numbers included;
 // here only the values of the keys Feed reads are parsed. The results are those ForEach
 // gives, and the first occurrence of a duplicated key wins, as with gjson's Get. false means
-// data is not JSON; the fields are then not to be read.
+// data is not JSON, or nests deeper than MaxEventDepth (f.tooDeep); the fields are then not
+// to be read.
 func (f *eventFields) scan(data []byte) bool {
-	for _, p := range f.stored[:f.nStored] {
-		*p = gjson.Result{}
-	}
-	f.nStored = 0
+	f.clear()
 	i := skipSpace(data, 0)
 	if i == len(data) {
 		return false
@@ -629,9 +702,18 @@ func (f *eventFields) scan(data []byte) bool {
 	if data[i] == '{' {
 		i, ok = f.object(data, i+1)
 	} else {
-		i, ok = validValue(data, i) // a scalar or an array: no fields
+		i, ok = validValue(data, i, 0) // a scalar or an array: no fields
 	}
+	f.tooDeep = i == tooDeep
 	return ok && skipSpace(data, i) == len(data)
+}
+
+// clear forgets the last scan.
+func (f *eventFields) clear() {
+	for _, p := range f.stored[:f.nStored] {
+		*p = gjson.Result{}
+	}
+	f.nStored, f.tooDeep = 0, false
 }
 
 // object reads the event's top-level object from just past its opening brace.
@@ -660,7 +742,7 @@ func (f *eventFields) object(data []byte, i int) (int, bool) {
 		if from < len(data) && data[from] == '"' {
 			i, esc, ok = validString(data, from+1)
 		} else {
-			i, ok = validValue(data, from)
+			i, ok = validValue(data, from, 1)
 		}
 		if !ok {
 			return i, false
@@ -750,8 +832,50 @@ func parseValue(dst *gjson.Result, raw string, from int) {
 	dst.Index = from
 }
 
-// The validators below accept what gjson's do; each returns the index just past what it
-// read. validValue skips leading white space, as gjson's validany does.
+// MaxEventDepth is how deeply the JSON of one upstream event (or answer) may nest: objects
+// and arrays, the outermost counting as 1. gjson's own validator recurses once per level
+// with no bound, so a hostile or broken platform could make a single event of 64 MiB of '['
+// recurse tens of millions of times, past Go's stack limit, which kills the process rather
+// than the stream. Real events nest far less: the deepest are the response objects that
+// echo a request's JSON schemas (structured outputs allow 10 levels of schema, about 25
+// levels of JSON). 128 leaves room for that and for lenient clients' schemas, and bounds the
+// validators' recursion to a few kilobytes of stack. It is also serde_json's default.
+const MaxEventDepth = 128
+
+// tooDeep is the index a validator returns, with false, for JSON nested past MaxEventDepth.
+// Every caller returns a failure's index unchanged, so it reaches the top as it is.
+const tooDeep = -1
+
+// JSONCheck is the verdict of CheckJSON.
+type JSONCheck int
+
+const (
+	JSONValid   JSONCheck = iota
+	JSONInvalid           // not JSON, as gjson.Valid judges it
+	JSONTooDeep           // JSON, or its start, nested deeper than MaxEventDepth
+)
+
+// CheckJSON judges data as gjson.Valid does, with nesting bounded by MaxEventDepth. It is
+// the check for everything the platform sends, streamed or not, and for client bodies:
+// gjson.Valid on 16 MiB of '[' overflows the goroutine stack, a fatal error that no
+// recover catches.
+func CheckJSON(data []byte) JSONCheck {
+	i, ok := validValue(data, 0, 0)
+	switch {
+	case i == tooDeep:
+		return JSONTooDeep
+	case !ok || skipSpace(data, i) != len(data):
+		return JSONInvalid
+	}
+	return JSONValid
+}
+
+// ValidJSON reports whether CheckJSON finds data valid.
+func ValidJSON(data []byte) bool { return CheckJSON(data) == JSONValid }
+
+// The validators below accept what gjson's do, up to MaxEventDepth; each returns the index
+// just past what it read. validValue skips leading white space, as gjson's validany does;
+// depth is the number of objects and arrays open around the value.
 
 func skipSpace(data []byte, i int) int {
 	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
@@ -760,15 +884,19 @@ func skipSpace(data []byte, i int) int {
 	return i
 }
 
-func validValue(data []byte, i int) (int, bool) {
+func validValue(data []byte, i, depth int) (int, bool) {
 	if i = skipSpace(data, i); i == len(data) {
 		return i, false
 	}
 	switch data[i] {
-	case '{':
-		return validObject(data, i+1)
-	case '[':
-		return validArray(data, i+1)
+	case '{', '[':
+		if depth >= MaxEventDepth {
+			return tooDeep, false
+		}
+		if data[i] == '{' {
+			return validObject(data, i+1, depth+1)
+		}
+		return validArray(data, i+1, depth+1)
 	case '"':
 		i, _, ok := validString(data, i+1)
 		return i, ok
@@ -785,7 +913,7 @@ func validValue(data []byte, i int) (int, bool) {
 }
 
 // validObject reads an object from just past its opening brace.
-func validObject(data []byte, i int) (int, bool) {
+func validObject(data []byte, i, depth int) (int, bool) {
 	var ok bool
 	if i = skipSpace(data, i); i < len(data) && data[i] == '}' {
 		return i + 1, true
@@ -800,7 +928,7 @@ func validObject(data []byte, i int) (int, bool) {
 		if i = skipSpace(data, i); i == len(data) || data[i] != ':' {
 			return i, false
 		}
-		if i, ok = validValue(data, i+1); !ok {
+		if i, ok = validValue(data, i+1, depth); !ok {
 			return i, false
 		}
 		if i = skipSpace(data, i); i == len(data) {
@@ -818,13 +946,13 @@ func validObject(data []byte, i int) (int, bool) {
 }
 
 // validArray reads an array from just past its opening bracket.
-func validArray(data []byte, i int) (int, bool) {
+func validArray(data []byte, i, depth int) (int, bool) {
 	var ok bool
 	if i = skipSpace(data, i); i < len(data) && data[i] == ']' {
 		return i + 1, true
 	}
 	for {
-		if i, ok = validValue(data, i); !ok {
+		if i, ok = validValue(data, i, depth); !ok {
 			return i, false
 		}
 		if i = skipSpace(data, i); i == len(data) {

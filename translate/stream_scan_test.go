@@ -28,8 +28,25 @@ func forEachScan(data string) eventFields {
 func checkScan(t *testing.T, got *eventFields, data string) {
 	t.Helper()
 	valid := gjson.Valid(data)
+	deep := valid && nesting(data) > MaxEventDepth // gjson has no bound; the scan has
+	if deep {
+		valid = false
+	}
 	if got.scan([]byte(data)) != valid {
 		t.Fatalf("%q: scan says valid %v, gjson %v", data, !valid, valid)
+	}
+	if got.tooDeep != deep {
+		t.Fatalf("%.80q: scan says too deep %v, want %v", data, got.tooDeep, deep)
+	}
+	verdict := JSONInvalid
+	switch {
+	case deep:
+		verdict = JSONTooDeep
+	case valid:
+		verdict = JSONValid
+	}
+	if got := CheckJSON([]byte(data)); got != verdict {
+		t.Fatalf("%.80q: CheckJSON %v, want %v", data, got, verdict)
 	}
 	if !valid {
 		return

@@ -270,7 +270,7 @@ func TestStreamUsage(t *testing.T) {
 		name string
 		want Usage
 	}{
-		{"text_include_usage", Usage{InputTokens: 120, OutputTokens: 40, TotalTokens: 160, CachedTokens: 64, ReasoningTokens: 12, Reported: true}},
+		{"text_include_usage", Usage{InputTokens: 120, OutputTokens: 40, TotalTokens: 160, CachedTokens: 64, ReasoningTokens: 12, Reported: true, HasCacheWrite: true}},
 		{"no_terminal", Usage{InputTokens: testInputEstimate, OutputTokens: 2, TotalTokens: testInputEstimate + 2}},
 		{"stop_spanning", Usage{InputTokens: testInputEstimate, OutputTokens: 2, TotalTokens: testInputEstimate + 2}},
 		{"error_flat", Usage{InputTokens: testInputEstimate, TotalTokens: testInputEstimate}},

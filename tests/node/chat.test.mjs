@@ -133,3 +133,37 @@ test('a wrong key rejects with AuthenticationError', async () => {
     },
   );
 });
+
+// A custom tool call has no chunk type in the Chat Completions specification; modelgate sends
+// the shape the live API sends (type "custom", a custom object with name and input). The raw
+// stream parses, and a client rebuilds the call by concatenating custom.input.
+test('chat stream with a custom tool call', async () => {
+  const prompt = 'ls -la /tmp';
+  const stream = await openai.chat.completions.create({
+    model: 'sim-tools',
+    messages: [{ role: 'user', content: prompt }],
+    tools: [{ type: 'custom', custom: { name: 'shell', description: 'Runs a shell command.' } }],
+    stream: true,
+  });
+  const calls = [];
+  const finishes = [];
+  for await (const chunk of stream) {
+    for (const ch of chunk.choices) {
+      if (ch.finish_reason) finishes.push(ch.finish_reason);
+      for (const tc of ch.delta.tool_calls ?? []) {
+        const call = (calls[tc.index] ??= { id: '', type: '', name: '', input: '' });
+        call.id += tc.id ?? '';
+        call.type += tc.type ?? '';
+        assert.equal(tc.function, undefined, 'a custom call has no function object');
+        call.name += tc.custom?.name ?? '';
+        call.input += tc.custom?.input ?? '';
+      }
+    }
+  }
+  assert.equal(calls.length, 1);
+  assert.match(calls[0].id, /^call_/);
+  assert.equal(calls[0].type, 'custom');
+  assert.equal(calls[0].name, 'shell');
+  assert.equal(calls[0].input, prompt);
+  assert.deepEqual(finishes, ['tool_calls']);
+});
