@@ -154,6 +154,9 @@ const (
 	defaultReasoningField        = "reasoning_content"
 	defaultBalanceCacheTTL       = 5 * time.Second
 	defaultTeamMode              = "enforce"
+	defaultResponsesStore        = "local"
+	defaultResponsesStoreTTL     = 720 * time.Hour
+	defaultResponsesMaxPerTeam   = 10000
 )
 
 func setDefault[T comparable](v *T, def T) {
@@ -198,4 +201,7 @@ func applyDefaults(c *Config) {
 	setDefault(&s.UploadIdleTimeout, defaultUploadIdleTimeout)
 	setDefault(&c.Translate.ReasoningField, defaultReasoningField)
 	setDefault(&c.Sidecar.BalanceCacheTTL, defaultBalanceCacheTTL)
+	setDefault(&c.Responses.Store, defaultResponsesStore)
+	setDefault(&c.Responses.StoreTTL, defaultResponsesStoreTTL)
+	setDefault(&c.Responses.StoreMaxPerTeam, defaultResponsesMaxPerTeam)
 }

@@ -103,6 +103,11 @@ func (c *Config) Summary() string {
 		s.MaxBodyBytes, s.MaxUploadBytes, s.ReadHeaderTimeout, s.UploadIdleTimeout, s.DrainTimeout)
 	w("translate: reasoning field %s, drop extra fields %t", c.Translate.ReasoningField, c.Translate.DropExtraFields)
 	w("sidecar: balance cached %s", c.Sidecar.BalanceCacheTTL)
+	if c.Responses.StoreLocal() {
+		w("responses: kept by modelgate for %s, at most %d per team (oldest evicted first)", c.Responses.StoreTTL, c.Responses.StoreMaxPerTeam)
+	} else {
+		w("responses: not kept by modelgate (store: off)")
+	}
 	return b.String()
 }
 

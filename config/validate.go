@@ -99,6 +99,7 @@ func validate(c *Config, d *decoder) []*Error {
 		v.fail("translate.reasoning_field", "want reasoning_content or reasoning, got %q", c.Translate.ReasoningField)
 	}
 	v.nonNegativeDuration("sidecar.balance_cache_ttl", c.Sidecar.BalanceCacheTTL)
+	v.responses(&c.Responses)
 	return v.errs
 }
 
@@ -394,4 +395,14 @@ func (v *validator) server(s *Server) {
 	v.nonNegativeDuration("server.drain_timeout", s.DrainTimeout)
 	v.nonNegativeDuration("server.read_header_timeout", s.ReadHeaderTimeout)
 	v.nonNegativeDuration("server.upload_idle_timeout", s.UploadIdleTimeout)
+}
+
+func (v *validator) responses(r *Responses) {
+	switch r.Store {
+	case "", "local", "off":
+	default:
+		v.fail("responses.store", "want local or off, got %q", r.Store)
+	}
+	v.nonNegativeDuration("responses.store_ttl", r.StoreTTL)
+	v.nonNegative("responses.store_max_per_team", r.StoreMaxPerTeam)
 }

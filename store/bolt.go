@@ -245,7 +245,21 @@ func (b *Bolt) scan(ctx context.Context, bucket, prefix string, fn func(key stri
 
 // Add implements Store. Counters are kept as a JSON object behind the expiry.
 func (b *Bolt) Add(_ context.Context, bucket, key string, deltas map[string]int64, ttl time.Duration) error {
-	return b.update(bucket, func(bk *bolt.Bucket, nowNanos int64) (bool, error) {
+	_, err := b.add(bucket, key, deltas, ttl)
+	return err
+}
+
+// Incr implements Store.
+func (b *Bolt) Incr(_ context.Context, bucket, key, name string, delta int64, ttl time.Duration) (int64, error) {
+	counters, err := b.add(bucket, key, map[string]int64{name: delta}, ttl)
+	return counters[name], err
+}
+
+// add applies deltas to the record under key in one write transaction and returns its
+// counters as written.
+func (b *Bolt) add(bucket, key string, deltas map[string]int64, ttl time.Duration) (map[string]int64, error) {
+	var out map[string]int64
+	err := b.update(bucket, func(bk *bolt.Bucket, nowNanos int64) (bool, error) {
 		counters := map[string]int64{}
 		exp := int64(0)
 		if old := bk.Get([]byte(key)); old != nil {
@@ -266,8 +280,10 @@ func (b *Bolt) Add(_ context.Context, bucket, key string, deltas map[string]int6
 		if err != nil {
 			return false, err
 		}
+		out = counters
 		return true, bk.Put([]byte(key), encodeValue(exp, enc))
 	})
+	return out, err
 }
 
 // ScanCounters implements Store.

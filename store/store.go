@@ -39,6 +39,10 @@ type Store interface {
 	// record and its counters as needed. It is atomic per record, so replicas can add to one
 	// record at once without losing an update. A positive ttl (re)sets the record's expiry.
 	Add(ctx context.Context, bucket, key string, deltas map[string]int64, ttl time.Duration) error
+	// Incr adds delta to the one counter name of the record under key and returns the
+	// counter's new value. Like Add it is atomic per record, and since every caller gets a
+	// value of its own, replicas can use it to hand out sequence numbers.
+	Incr(ctx context.Context, bucket, key, name string, delta int64, ttl time.Duration) (int64, error)
 	// ScanCounters calls fn for every live counter record whose key starts with prefix.
 	ScanCounters(ctx context.Context, bucket, prefix string, fn func(key string, counters map[string]int64) error) error
 

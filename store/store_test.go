@@ -185,6 +185,61 @@ func TestCounters(t *testing.T) {
 	}
 }
 
+// TestIncrHandsOutDistinctValues: concurrent increments each see a value of their own, the
+// property sequence numbers shared by replicas rest on.
+func TestIncrHandsOutDistinctValues(t *testing.T) {
+	ctx := context.Background()
+	for _, im := range impls() {
+		t.Run(im.name, func(t *testing.T) {
+			s := im.open(t)
+			var (
+				wg   sync.WaitGroup
+				mu   sync.Mutex
+				seen = map[int64]bool{}
+			)
+			for range 30 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					n, err := s.Incr(ctx, "seq", "team-a", "n", 1, time.Hour)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					if seen[n] {
+						t.Errorf("value %d handed out twice", n)
+					}
+					seen[n] = true
+				}()
+			}
+			wg.Wait()
+			for n := int64(1); n <= 30; n++ {
+				if !seen[n] {
+					t.Fatalf("value %d never handed out: %v", n, seen)
+				}
+			}
+			if n, err := s.Incr(ctx, "seq", "team-a", "n", -5, 0); err != nil || n != 25 {
+				t.Fatalf("Incr -5 = %d, %v; want 25", n, err)
+			}
+			if n, err := s.Incr(ctx, "seq", "team-b", "n", 1, 0); err != nil || n != 1 {
+				t.Fatalf("another record starts at 1: %d, %v", n, err)
+			}
+			// The record stays a counter record like one Add wrote.
+			err := s.ScanCounters(ctx, "seq", "team-a", func(_ string, c map[string]int64) error {
+				if c["n"] != 25 {
+					t.Errorf("ScanCounters sees %v", c)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 func TestVersionChangesOnWrite(t *testing.T) {
 	ctx := context.Background()
 	for _, im := range impls() {
