@@ -280,6 +280,7 @@ func serve(o options, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	defer srv.Close() // before the store closes: responses still being written get there
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

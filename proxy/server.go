@@ -97,7 +97,8 @@ type Server struct {
 	engine   *gin.Engine
 	ready    atomic.Bool
 	draining atomic.Bool
-	records  store.Store // nil: no durable records
+	records  store.Store    // nil: no durable records
+	keeper   *stored.Keeper // stored responses over records; nil without records
 }
 
 // New builds a Server. The config must already be validated.
@@ -112,6 +113,7 @@ func New(d Deps) (*Server, error) {
 		d.Now = time.Now
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store}
+	s.keeper = s.newKeeper(d.Config)
 	s.st.Store(s.withKeeper(newState(d.Config, d.Auth)))
 	s.engine = s.routes(d.MetricsHandler)
 	s.ready.Store(true)

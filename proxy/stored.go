@@ -12,6 +12,8 @@ import (
 	"github.com/tidwall/sjson"
 
 	"modelgate/auth"
+	"modelgate/config"
+	"modelgate/store"
 	"modelgate/stored"
 )
 
@@ -19,13 +21,40 @@ import (
 // request seconds, not the client's whole patience.
 const storeTimeout = 5 * time.Second
 
-// withKeeper gives a state the stored-responses keeper its config asks for.
+// newKeeper builds the server's stored-responses keeper over its record store. The
+// embedded store belongs to this process alone, so records are written behind the answer,
+// in batches (one sync to disk for many); a shared one (Redis) gets each record before the
+// answer goes out, so a replica asked for the next turn finds it.
+func (s *Server) newKeeper(cfg *config.Config) *stored.Keeper {
+	if s.records == nil {
+		return nil
+	}
+	_, embedded := s.records.(*store.Bolt)
+	return stored.NewKeeper(s.records, stored.Options{
+		TTL: cfg.Responses.StoreTTL, MaxPerOwner: cfg.Responses.StoreMaxPerTeam, Now: s.now,
+		WriteBehind: embedded,
+		OnError: func(err error) {
+			s.log.Error("stored responses: background write failed", slog.String("error", err.Error()))
+		},
+	})
+}
+
+// withKeeper gives a state the keeper when its config keeps responses, with its limits.
 func (s *Server) withKeeper(st *state) *state {
 	r := st.cfg.Responses
-	if s.records != nil && r.StoreLocal() {
-		st.keeper = stored.NewKeeper(s.records, r.StoreTTL, r.StoreMaxPerTeam, s.now)
+	if s.keeper != nil && r.StoreLocal() {
+		s.keeper.SetLimits(r.StoreTTL, r.StoreMaxPerTeam)
+		st.keeper = s.keeper
 	}
 	return st
+}
+
+// Close waits until kept responses still being written are in the store. Call it before
+// closing the store.
+func (s *Server) Close() {
+	if s.keeper != nil {
+		s.keeper.Flush()
+	}
 }
 
 // owner is whose records a caller sees: its team, or in passthrough the caller itself (one
@@ -124,16 +153,10 @@ func deleteAll(body []byte, key string) ([]byte, error) {
 // client's problem: the answer itself is good.
 func (s *Server) keepTurn(c *gin.Context, st *state, turn *storedTurn, response []byte) {
 	ri := info(c)
-	head := gjson.GetManyBytes(response, "id", "status")
-	output, rest, err := stored.SplitResponse(response)
-	if err == nil {
-		r := &stored.Record{ID: head[0].Str, Parent: turn.parent, Status: head[1].Str, Model: turn.model,
-			Input: turn.input, Output: output, Response: rest}
-		// The client may leave once the answer is out; the record is still worth keeping.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), storeTimeout)
-		err = st.keeper.Keep(ctx, turn.owner, r)
-		cancel()
-	}
+	// The client may leave once the answer is out; the record is still worth keeping. (The
+	// keeper bounds its own store calls.)
+	ctx := context.WithoutCancel(c.Request.Context())
+	err := st.keeper.KeepResponse(ctx, turn.owner, stored.Turn{Parent: turn.parent, Model: turn.model, Input: turn.input}, response)
 	if err != nil {
 		level := slog.LevelError
 		if errors.Is(err, stored.ErrExists) {

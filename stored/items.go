@@ -16,10 +16,7 @@ func TurnInput(raw []byte) ([]byte, error) {
 	v := gjson.ParseBytes(raw)
 	switch {
 	case v.Type == gjson.String:
-		text, err := json.Marshal(v.Str)
-		if err != nil {
-			return nil, err
-		}
+		text := bytes.TrimSpace(raw) // already a JSON string, escapes and all
 		b := make([]byte, 0, len(text)+80)
 		b = append(b, `[{"type":"message","role":"user","content":[{"type":"input_text","text":`...)
 		b = append(b, text...)

@@ -97,7 +97,7 @@ func TestInputItemsHaveIDsAndTypes(t *testing.T) {
 // the walk of the chain (one read and decode per turn) and the expanded input built from it.
 func BenchmarkExpandChain100(b *testing.B) {
 	ctx := context.Background()
-	k := NewKeeper(boltStore(b, nil), time.Hour, 0, nil)
+	k := newKeeper(b, boltStore(b, nil), time.Hour, 0, nil, true)
 	parent := ""
 	for i := range 100 {
 		id := fmt.Sprintf("resp_%06d", i)

@@ -44,6 +44,21 @@ func redisStore(t testing.TB, addr string) store.Store {
 	return s
 }
 
+// modes are the keeper's two ways of writing: records written before Keep returns, and
+// written behind by the background writer.
+var modes = []struct {
+	name   string
+	behind bool
+}{{"sync", false}, {"write_behind", true}}
+
+// newKeeper is a keeper for a test; the test waits for its writer before it ends.
+func newKeeper(t testing.TB, st store.Store, ttl time.Duration, max int64, now func() time.Time, behind bool) *Keeper {
+	k := NewKeeper(st, Options{TTL: ttl, MaxPerOwner: max, Now: now, WriteBehind: behind,
+		OnError: func(err error) { t.Errorf("background write: %v", err) }})
+	t.Cleanup(k.Flush)
+	return k
+}
+
 // turnRecord is the record of turn i of a conversation.
 func turnRecord(id, parent string, i int) *Record {
 	return &Record{
@@ -69,126 +84,148 @@ func keepChain(t testing.TB, k *Keeper, owner, prefix string, n int) []string {
 }
 
 func TestKeeperExpiresWithItsClock(t *testing.T) {
-	ctx := context.Background()
-	clk := newClock()
-	k := NewKeeper(boltStore(t, clk.Now), time.Hour, 0, clk.Now)
-	ids := keepChain(t, k, "team:a", "resp", 2)
-	clk.Advance(30 * time.Minute)
-	later := keepChain(t, k, "team:a", "later", 1)
-	clk.Advance(30*time.Minute - time.Nanosecond)
-	if _, err := k.Get(ctx, "team:a", ids[0]); err != nil {
-		t.Fatalf("gone before its ttl: %v", err)
-	}
-	clk.Advance(time.Nanosecond)
-	if _, err := k.Get(ctx, "team:a", ids[0]); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("served at its ttl: %v", err)
-	}
-	if _, err := k.Chain(ctx, "team:a", ids[1]); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("Chain of an expired response: %v", err)
-	}
-	if _, err := k.Get(ctx, "team:a", later[0]); err != nil {
-		t.Fatalf("a younger response expired with the old ones: %v", err)
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			ctx := context.Background()
+			clk := newClock()
+			k := newKeeper(t, boltStore(t, clk.Now), time.Hour, 0, clk.Now, m.behind)
+			ids := keepChain(t, k, "team:a", "resp", 2)
+			clk.Advance(30 * time.Minute)
+			later := keepChain(t, k, "team:a", "later", 1)
+			clk.Advance(30*time.Minute - time.Nanosecond)
+			if _, err := k.Get(ctx, "team:a", ids[0]); err != nil {
+				t.Fatalf("gone before its ttl: %v", err)
+			}
+			clk.Advance(time.Nanosecond)
+			if _, err := k.Get(ctx, "team:a", ids[0]); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("served at its ttl: %v", err)
+			}
+			if _, err := k.Chain(ctx, "team:a", ids[1]); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("Chain of an expired response: %v", err)
+			}
+			if _, err := k.Get(ctx, "team:a", later[0]); err != nil {
+				t.Fatalf("a younger response expired with the old ones: %v", err)
+			}
+		})
 	}
 }
 
 // TestKeeperEvictsOldestAtCap: with a cap of 3 the fourth response evicts the first, and a
 // conversation that lost its first turn cannot be continued.
 func TestKeeperEvictsOldestAtCap(t *testing.T) {
-	ctx := context.Background()
-	k := NewKeeper(boltStore(t, nil), time.Hour, 3, nil)
-	other := keepChain(t, k, "team:b", "resp", 3) // same ids, another owner: counted apart
-	ids := keepChain(t, k, "team:a", "resp", 5)
-	for i, id := range ids {
-		_, err := k.Get(ctx, "team:a", id)
-		if kept := err == nil; kept != (i >= 2) {
-			t.Errorf("response %d kept=%v (%v); want the last 3 kept", i, kept, err)
-		}
-	}
-	for _, id := range other {
-		if _, err := k.Get(ctx, "team:b", id); err != nil {
-			t.Errorf("another team's response was evicted: %v", err)
-		}
-	}
-	if _, err := k.Chain(ctx, "team:a", ids[4]); !errors.Is(err, ErrBrokenChain) {
-		t.Errorf("Chain over an evicted turn: %v, want ErrBrokenChain", err)
-	}
-	// A deleted response still holds its place until the ring comes round to it.
-	if ok, err := k.Delete(ctx, "team:a", ids[4]); !ok || err != nil {
-		t.Fatalf("Delete: %v %v", ok, err)
-	}
-	keepChain(t, k, "team:a", "more", 1)
-	if _, err := k.Get(ctx, "team:a", ids[2]); !errors.Is(err, ErrNotFound) {
-		t.Errorf("oldest not evicted after a delete: %v", err)
-	}
-	if _, err := k.Get(ctx, "team:a", ids[3]); err != nil {
-		t.Errorf("second oldest evicted: %v", err)
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			ctx := context.Background()
+			k := newKeeper(t, boltStore(t, nil), time.Hour, 3, nil, m.behind)
+			other := keepChain(t, k, "team:b", "resp", 3) // same ids, another owner: counted apart
+			ids := keepChain(t, k, "team:a", "resp", 5)
+			k.Flush() // eviction is the background writer's work
+			for i, id := range ids {
+				_, err := k.Get(ctx, "team:a", id)
+				if kept := err == nil; kept != (i >= 2) {
+					t.Errorf("response %d kept=%v (%v); want the last 3 kept", i, kept, err)
+				}
+			}
+			for _, id := range other {
+				if _, err := k.Get(ctx, "team:b", id); err != nil {
+					t.Errorf("another team's response was evicted: %v", err)
+				}
+			}
+			if _, err := k.Chain(ctx, "team:a", ids[4]); !errors.Is(err, ErrBrokenChain) {
+				t.Errorf("Chain over an evicted turn: %v, want ErrBrokenChain", err)
+			}
+			// A deleted response still holds its place until the ring comes round to it.
+			if ok, err := k.Delete(ctx, "team:a", ids[4]); !ok || err != nil {
+				t.Fatalf("Delete: %v %v", ok, err)
+			}
+			keepChain(t, k, "team:a", "more", 1)
+			k.Flush()
+			if _, err := k.Get(ctx, "team:a", ids[2]); !errors.Is(err, ErrNotFound) {
+				t.Errorf("oldest not evicted after a delete: %v", err)
+			}
+			if _, err := k.Get(ctx, "team:a", ids[3]); err != nil {
+				t.Errorf("second oldest evicted: %v", err)
+			}
+		})
 	}
 }
 
 func TestKeeperScopesByOwner(t *testing.T) {
-	ctx := context.Background()
-	k := NewKeeper(boltStore(t, nil), time.Hour, 0, nil)
-	ids := keepChain(t, k, "team:a", "resp", 2)
-	if _, err := k.Get(ctx, "team:b", ids[0]); !errors.Is(err, ErrNotFound) {
-		t.Errorf("another owner sees it: %v", err)
-	}
-	if _, err := k.Chain(ctx, "team:b", ids[1]); !errors.Is(err, ErrNotFound) {
-		t.Errorf("another owner walks it: %v", err)
-	}
-	if ok, _ := k.Delete(ctx, "team:b", ids[0]); ok {
-		t.Error("another owner deleted it")
-	}
-	if _, err := k.Get(ctx, "team:a", ids[0]); err != nil {
-		t.Errorf("the owner lost it: %v", err)
-	}
-	// A repeated id never replaces the first record.
-	if err := k.Keep(ctx, "team:a", turnRecord(ids[0], "", 9)); !errors.Is(err, ErrExists) {
-		t.Errorf("Keep of a kept id: %v", err)
-	}
-	if r, _ := k.Get(ctx, "team:a", ids[0]); string(r.Input) != `[{"role":"user","content":"q0"}]` {
-		t.Errorf("record replaced: %s", r.Input)
-	}
-	for _, bad := range []string{"", "a/b", "resp 1", string(make([]byte, 300))} {
-		if _, err := k.Get(ctx, "team:a", bad); !errors.Is(err, ErrNotFound) {
-			t.Errorf("Get(%q): %v", bad, err)
-		}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			ctx := context.Background()
+			k := newKeeper(t, boltStore(t, nil), time.Hour, 0, nil, m.behind)
+			ids := keepChain(t, k, "team:a", "resp", 2)
+			if _, err := k.Get(ctx, "team:b", ids[0]); !errors.Is(err, ErrNotFound) {
+				t.Errorf("another owner sees it: %v", err)
+			}
+			if _, err := k.Chain(ctx, "team:b", ids[1]); !errors.Is(err, ErrNotFound) {
+				t.Errorf("another owner walks it: %v", err)
+			}
+			if ok, _ := k.Delete(ctx, "team:b", ids[0]); ok {
+				t.Error("another owner deleted it")
+			}
+			if _, err := k.Get(ctx, "team:a", ids[0]); err != nil {
+				t.Errorf("the owner lost it: %v", err)
+			}
+			// A repeated id never replaces the first record.
+			if err := k.Keep(ctx, "team:a", turnRecord(ids[0], "", 9)); !errors.Is(err, ErrExists) {
+				t.Errorf("Keep of a kept id: %v", err)
+			}
+			if r, _ := k.Get(ctx, "team:a", ids[0]); string(r.Input) != `[{"role":"user","content":"q0"}]` {
+				t.Errorf("record replaced: %s", r.Input)
+			}
+			for _, bad := range []string{"", "a/b", "resp 1", string(make([]byte, 300))} {
+				if _, err := k.Get(ctx, "team:a", bad); !errors.Is(err, ErrNotFound) {
+					t.Errorf("Get(%q): %v", bad, err)
+				}
+			}
+		})
 	}
 }
 
 func TestKeeperChainOldestFirst(t *testing.T) {
-	k := NewKeeper(boltStore(t, nil), time.Hour, 0, nil)
-	ids := keepChain(t, k, "team:a", "resp", 4)
-	chain, err := k.Chain(context.Background(), "team:a", ids[3])
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range chain {
-		if r.ID != ids[i] {
-			t.Fatalf("chain[%d] = %s, want %s", i, r.ID, ids[i])
-		}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			k := newKeeper(t, boltStore(t, nil), time.Hour, 0, nil, m.behind)
+			ids := keepChain(t, k, "team:a", "resp", 4)
+			chain, err := k.Chain(context.Background(), "team:a", ids[3])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range chain {
+				if r.ID != ids[i] {
+					t.Fatalf("chain[%d] = %s, want %s", i, r.ID, ids[i])
+				}
+			}
+		})
 	}
 }
 
 func TestKeeperUpdateKeepsPlaceAndExpiry(t *testing.T) {
-	ctx := context.Background()
-	clk := newClock()
-	k := NewKeeper(boltStore(t, clk.Now), time.Hour, 0, clk.Now)
-	r := &Record{ID: "resp_bg", Status: StatusQueued, Model: "m"}
-	if err := k.Keep(ctx, "team:a", r); err != nil {
-		t.Fatal(err)
-	}
-	exp := r.ExpiresAt
-	clk.Advance(10 * time.Minute)
-	done := turnRecord("resp_bg", "", 1)
-	if err := k.Update(ctx, "team:a", done); err != nil {
-		t.Fatal(err)
-	}
-	got, err := k.Get(ctx, "team:a", "resp_bg")
-	if err != nil || got.Status != StatusCompleted || got.ExpiresAt != exp {
-		t.Fatalf("after Update: %+v %v", got, err)
-	}
-	if err := k.Update(ctx, "team:a", &Record{ID: "resp_none"}); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Update of nothing: %v", err)
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			ctx := context.Background()
+			clk := newClock()
+			k := newKeeper(t, boltStore(t, clk.Now), time.Hour, 0, clk.Now, m.behind)
+			r := &Record{ID: "resp_bg", Status: StatusQueued, Model: "m"}
+			if err := k.Keep(ctx, "team:a", r); err != nil {
+				t.Fatal(err)
+			}
+			exp := r.ExpiresAt
+			clk.Advance(10 * time.Minute)
+			done := turnRecord("resp_bg", "", 1)
+			if err := k.Update(ctx, "team:a", done); err != nil {
+				t.Fatal(err)
+			}
+			got, err := k.Get(ctx, "team:a", "resp_bg")
+			if err != nil || got.Status != StatusCompleted || got.ExpiresAt != exp {
+				t.Fatalf("after Update: %+v %v", got, err)
+			}
+			if err := k.Update(ctx, "team:a", &Record{ID: "resp_none"}); !errors.Is(err, ErrNotFound) {
+				t.Errorf("Update of nothing: %v", err)
+			}
+		})
 	}
 }
 
@@ -197,8 +234,8 @@ func TestKeeperUpdateKeepsPlaceAndExpiry(t *testing.T) {
 func TestKeeperRedisReplicas(t *testing.T) {
 	ctx := context.Background()
 	addr := redistest.Start(t)
-	a := NewKeeper(redisStore(t, addr), time.Hour, 4, nil)
-	b := NewKeeper(redisStore(t, addr), time.Hour, 4, nil)
+	a := newKeeper(t, redisStore(t, addr), time.Hour, 4, nil, false)
+	b := newKeeper(t, redisStore(t, addr), time.Hour, 4, nil, false)
 
 	// A turn made on one continues on the other.
 	if err := a.Keep(ctx, "team:x", turnRecord("resp_a1", "", 1)); err != nil {
@@ -227,6 +264,7 @@ func TestKeeperRedisReplicas(t *testing.T) {
 		if err := k.Keep(ctx, "team:x", turnRecord(id, "", i)); err != nil {
 			t.Fatal(err)
 		}
+		k.Flush() // the cap's bookkeeping done before the next response comes
 	}
 	all := append([]string{"resp_a1", "resp_b2"}, ids...)
 	for i, id := range all {
@@ -242,7 +280,7 @@ func TestKeeperRedisReplicas(t *testing.T) {
 func TestKeeperConcurrentKeepsLoseNothing(t *testing.T) {
 	ctx := context.Background()
 	addr := redistest.Start(t)
-	ks := []*Keeper{NewKeeper(redisStore(t, addr), time.Hour, 50, nil), NewKeeper(redisStore(t, addr), time.Hour, 50, nil)}
+	ks := []*Keeper{newKeeper(t, redisStore(t, addr), time.Hour, 50, nil, false), newKeeper(t, redisStore(t, addr), time.Hour, 50, nil, false)}
 	var wg sync.WaitGroup
 	for i := range 40 {
 		wg.Add(1)
@@ -254,6 +292,8 @@ func TestKeeperConcurrentKeepsLoseNothing(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	ks[0].Flush()
+	ks[1].Flush()
 	for i := range 40 {
 		if _, err := ks[0].Get(ctx, "team:c", fmt.Sprintf("resp_c%d", i)); err != nil {
 			t.Errorf("resp_c%d lost: %v", i, err)
