@@ -41,7 +41,7 @@ func TestNodeClient(t *testing.T) {
 	// Files are listed explicitly: node's default discovery differs between versions.
 	cmd := exec.CommandContext(c, node, append([]string{"--test", "--test-reporter=spec"}, files...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "MODELGATE_URL="+g.URL, "MODELGATE_KEY="+alphaKey, "NO_COLOR=1")
+	cmd.Env = append(os.Environ(), "MODELGATE_URL="+g.URL, "MODELGATE_KEY="+alphaKey, "MODELGATE_KEY_ALPHA2="+alpha2Key, "MODELGATE_KEY_BETA="+betaKey, "NO_COLOR=1")
 	out, err := cmd.CombinedOutput()
 	if c.Err() != nil {
 		t.Fatalf("node --test did not finish within %v:\n%s", nodeTestTimeout, out)
