@@ -53,6 +53,9 @@ func TestNodeClient(t *testing.T) {
 	if n := len(upstreamCalls(p, 0)); n == 0 {
 		t.Error("the node tests passed without reaching the platform")
 	}
+	if !sawConversation(p, "sim-chat", "node one", "node two", "node three") {
+		t.Error("stored.test.mjs: the platform never received the third turn with both earlier ones")
+	}
 	g.assertNoSecret(t, p.Key)
 }
 

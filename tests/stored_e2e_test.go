@@ -229,3 +229,26 @@ func TestStoredConversationAcrossReplicas(t *testing.T) {
 		t.Errorf("deleted on b, still served by a: %v", err)
 	}
 }
+
+// sawConversation reports whether the platform received one request whose input held the
+// user turns in this order, each earlier one followed by the simulated answer to it: a
+// conversation continued by previous_response_id, sent whole.
+func sawConversation(p *platform, upstreamModel string, turns ...string) bool {
+	var want []string
+	for i, turn := range turns {
+		want = append(want, "user:"+turn)
+		if i < len(turns)-1 {
+			want = append(want, "assistant:"+simAnswer(upstreamModel, turn))
+		}
+	}
+	for _, r := range upstreamCalls(p, 0) {
+		var got []string
+		for _, it := range gjson.GetBytes(r.Body, "input").Array() {
+			got = append(got, it.Get("role").Str+":"+itemText(it))
+		}
+		if strings.Join(got, "|") == strings.Join(want, "|") {
+			return true
+		}
+	}
+	return false
+}
