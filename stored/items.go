@@ -33,8 +33,10 @@ func TurnInput(raw []byte) ([]byte, error) {
 // produced. The result is one JSON array.
 func ExpandedInput(chain []*Record, turn []byte) []byte {
 	n := len(turn) + 2
-	for _, r := range chain {
-		n += len(r.Input) + len(r.Output)
+	outputs := make([][]byte, len(chain))
+	for i, r := range chain {
+		outputs[i] = r.OutputItems()
+		n += len(r.Input) + len(outputs[i])
 	}
 	b := make([]byte, 0, n)
 	b = append(b, '[')
@@ -48,9 +50,9 @@ func ExpandedInput(chain []*Record, turn []byte) []byte {
 		}
 		b = append(b, inner...)
 	}
-	for _, r := range chain {
+	for i, r := range chain {
 		add(r.Input)
-		add(r.Output)
+		add(outputs[i])
 	}
 	add(turn)
 	return append(b, ']')
@@ -65,21 +67,9 @@ func arrayInner(arr []byte) []byte {
 	return bytes.TrimSpace(arr[1 : len(arr)-1])
 }
 
-// SplitResponse takes a response object apart for a record: its output items, and the
-// object without them (the output is kept once, in Record.Output).
-func SplitResponse(resp []byte) (output, rest []byte, err error) {
-	out := gjson.GetBytes(resp, "output")
-	output = []byte("[]")
-	if out.IsArray() {
-		output = []byte(out.Raw)
-	}
-	rest, err = sjson.DeleteBytes(bytes.Clone(resp), "output")
-	return bytes.Clone(output), rest, err
-}
-
-// ResponseObject is the response object GET /v1/responses/{id} answers: the kept object with
-// its output put back, and the previous_response_id the client sent (the platform saw an
-// expanded input instead, so its own echo says null).
+// ResponseObject is the response object GET /v1/responses/{id} answers: the kept object,
+// with the previous_response_id the client sent (the platform saw an expanded input
+// instead, so its own echo says null).
 func ResponseObject(r *Record) ([]byte, error) {
 	obj := r.Response
 	if len(obj) == 0 {
@@ -97,13 +87,15 @@ func ResponseObject(r *Record) ([]byte, error) {
 		}
 		obj = head
 	}
-	output := r.Output
-	if len(output) == 0 {
-		output = []byte("[]")
-	}
-	b, err := sjson.SetRawBytes(bytes.Clone(obj), "output", output)
-	if err != nil {
-		return nil, err
+	b := bytes.Clone(obj)
+	var err error
+	if output := r.OutputItems(); len(r.Output) > 0 || output == nil {
+		if output == nil {
+			output = []byte("[]")
+		}
+		if b, err = sjson.SetRawBytes(b, "output", output); err != nil {
+			return nil, err
+		}
 	}
 	if r.Parent != "" {
 		if b, err = sjson.SetBytes(b, "previous_response_id", r.Parent); err != nil {

@@ -30,7 +30,7 @@ func TestTurnInput(t *testing.T) {
 func TestExpandedInput(t *testing.T) {
 	chain := []*Record{
 		{Input: []byte(`[{"n":1}]`), Output: []byte(`[{"n":2},{"type":"reasoning","encrypted_content":"e"}]`)},
-		{Input: []byte(`[]`), Output: []byte(` [ {"n":3} ] `)},
+		{Input: []byte(`[]`), Response: []byte(`{"id":"r","output": [ {"n":3} ] }`)},
 		{Input: nil, Output: nil}, // a turn with nothing kept adds nothing
 	}
 	for _, tc := range []struct{ turn, want string }{
@@ -50,19 +50,27 @@ func TestExpandedInput(t *testing.T) {
 	}
 }
 
-func TestResponseObjectPutsBackOutputAndParent(t *testing.T) {
+func TestResponseObjectAndOutputItems(t *testing.T) {
 	resp := `{"id":"resp_2","object":"response","status":"completed","previous_response_id":null,"output":[{"type":"message","id":"m"}],"usage":{"input_tokens":3}}`
-	output, rest, err := SplitResponse([]byte(resp))
-	if err != nil || gjson.GetBytes(rest, "output").Exists() || string(output) != `[{"type":"message","id":"m"}]` {
-		t.Fatalf("SplitResponse: %s | %s | %v", output, rest, err)
+	r := &Record{ID: "resp_2", Parent: "resp_1", Status: StatusCompleted, Response: []byte(resp)}
+	if got := string(r.OutputItems()); got != `[{"type":"message","id":"m"}]` {
+		t.Errorf("OutputItems = %s", got)
 	}
-	obj, err := ResponseObject(&Record{ID: "resp_2", Parent: "resp_1", Status: StatusCompleted, Output: output, Response: rest})
+	obj, err := ResponseObject(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := gjson.ParseBytes(obj)
 	if o.Get("previous_response_id").Str != "resp_1" || o.Get("output.0.id").Str != "m" || o.Get("usage.input_tokens").Int() != 3 {
 		t.Errorf("ResponseObject: %s", obj)
+	}
+	if string(r.Response) != resp {
+		t.Errorf("ResponseObject changed the record: %s", r.Response)
+	}
+	// Output kept apart wins over the object's.
+	r.Output = []byte(`[{"type":"message","id":"apart"}]`)
+	if obj, _ := ResponseObject(r); gjson.GetBytes(obj, "output.0.id").Str != "apart" || string(r.OutputItems()) != string(r.Output) {
+		t.Errorf("Output apart: %s", obj)
 	}
 	// A record with no object yet (queued in the background) still answers a response.
 	obj, err = ResponseObject(&Record{ID: "resp_q", Status: StatusQueued, Model: "m", CreatedAt: 5})
@@ -73,6 +81,9 @@ func TestResponseObjectPutsBackOutputAndParent(t *testing.T) {
 	obj, _ = ResponseObject(&Record{ID: "resp_2", Status: StatusCancelled, Response: []byte(`{"id":"resp_2","status":"in_progress"}`)})
 	if gjson.GetBytes(obj, "status").Str != StatusCancelled {
 		t.Errorf("status: %s", obj)
+	}
+	if (&Record{Response: []byte(`{"output":null}`)}).OutputItems() != nil {
+		t.Error("a null output has items")
 	}
 }
 
@@ -101,16 +112,15 @@ func BenchmarkExpandChain100(b *testing.B) {
 	parent := ""
 	for i := range 100 {
 		id := fmt.Sprintf("resp_%06d", i)
-		r := &Record{
-			ID: id, Parent: parent, Status: StatusCompleted, Model: "m",
-			Input:  []byte(fmt.Sprintf(`[{"type":"message","role":"user","content":[{"type":"input_text","text":%q}]}]`, strings.Repeat("question ", 20))),
-			Output: []byte(fmt.Sprintf(`[{"type":"message","id":"msg_%d","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],"text":%q}]}]`, i, strings.Repeat("answer ", 60))),
-		}
-		if err := k.Keep(ctx, "team:bench", r); err != nil {
+		resp := fmt.Sprintf(`{"id":%q,"object":"response","created_at":1795678887,"status":"completed","model":"m","output":[{"type":"message","id":"msg_%d","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],"text":%q}]}],"usage":{"input_tokens":100,"output_tokens":80,"total_tokens":180}}`,
+			id, i, strings.Repeat("answer ", 60))
+		input := []byte(fmt.Sprintf(`[{"type":"message","role":"user","content":[{"type":"input_text","text":%q}]}]`, strings.Repeat("question ", 20)))
+		if err := k.KeepResponse(ctx, "team:bench", Turn{Parent: parent, Model: "m", Input: input}, []byte(resp)); err != nil {
 			b.Fatal(err)
 		}
 		parent = id
 	}
+	k.Flush()
 	turn := []byte(`[{"type":"message","role":"user","content":"next"}]`)
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -89,13 +89,11 @@ type limits struct {
 }
 
 // job is one kept response for the writer: its record to create (WriteBehind) and its
-// place under the cap to take.
+// place under the cap to take. The record is not changed once queued.
 type job struct {
 	tag, key string
 	create   bool
 	rec      *Record
-	resp     []byte // the response object as received; rec.Output/Response made from it
-	split    sync.Once
 	ttl      time.Duration
 	max      int64
 }
@@ -156,30 +154,22 @@ type Turn struct {
 	Input  []byte // this turn's own input items (TurnInput)
 }
 
-// KeepResponse keeps the platform's response object (copied) as the answer to turn.
-// Under WriteBehind the work of taking the object apart happens in the writer, off the
-// request's path; the record is served from memory until then.
+// KeepResponse keeps the platform's response object (copied, as it came: its output
+// items stay inside it, see Record.OutputItems) as the answer to turn.
 func (k *Keeper) KeepResponse(ctx context.Context, owner string, turn Turn, response []byte) error {
 	head := gjson.GetManyBytes(response, "id", "status")
-	r := &Record{ID: head[0].Str, Parent: turn.Parent, Status: head[1].Str, Model: turn.Model, Input: turn.Input}
-	if !k.behind {
-		output, rest, err := SplitResponse(response)
-		if err != nil {
-			return err
-		}
-		r.Output, r.Response = output, rest
-		return k.Keep(ctx, owner, r)
-	}
-	return k.keep(ctx, owner, r, append([]byte(nil), response...))
+	r := &Record{ID: head[0].Str, Parent: turn.Parent, Status: head[1].Str, Model: turn.Model, Input: turn.Input,
+		Response: append([]byte(nil), response...)}
+	return k.Keep(ctx, owner, r)
 }
 
 // Keep keeps a new record for owner. It never replaces one: a repeated id is ErrExists and
 // the first record stays.
 func (k *Keeper) Keep(ctx context.Context, owner string, r *Record) error {
-	return k.keep(ctx, owner, r, nil)
+	return k.keep(ctx, owner, r)
 }
 
-func (k *Keeper) keep(ctx context.Context, owner string, r *Record, resp []byte) error {
+func (k *Keeper) keep(ctx context.Context, owner string, r *Record) error {
 	if !validID(r.ID) {
 		return fmt.Errorf("stored: response id %q cannot be kept", truncate(r.ID))
 	}
@@ -190,7 +180,7 @@ func (k *Keeper) keep(ctx context.Context, owner string, r *Record, resp []byte)
 	}
 	r.ExpiresAt = now.Add(lim.ttl).UnixNano()
 	tag := ownerTag(owner)
-	j := &job{tag: tag, key: recordKey(tag, r.ID), rec: r, resp: resp, ttl: lim.ttl, max: lim.max}
+	j := &job{tag: tag, key: recordKey(tag, r.ID), rec: r, ttl: lim.ttl, max: lim.max}
 	if !k.behind {
 		ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 		defer cancel()
@@ -259,7 +249,7 @@ func (k *Keeper) write() {
 			var capped []*job
 			for _, j := range jobs {
 				if j.create {
-					created, err := tx.Create(bucketRecords, j.key, Encode(j.record()), j.ttl)
+					created, err := tx.Create(bucketRecords, j.key, Encode(j.rec), j.ttl)
 					if err != nil {
 						return err
 					}
@@ -294,20 +284,6 @@ func (k *Keeper) write() {
 		k.cond.Broadcast()
 		k.mu.Unlock()
 	}
-}
-
-// record is the job's record, completed from the response object the first time it is
-// needed (by the writer, or by a reader that came first).
-func (j *job) record() *Record {
-	j.split.Do(func() {
-		if j.resp != nil {
-			if output, rest, err := SplitResponse(j.resp); err == nil {
-				j.rec.Output, j.rec.Response = output, rest
-			}
-			j.resp = nil
-		}
-	})
-	return j.rec
 }
 
 // evict gives each job's record its place under its owner's cap. An owner's responses are
@@ -402,7 +378,7 @@ func (k *Keeper) get(ctx context.Context, tag, id string) (*Record, error) {
 	if k.behind {
 		k.mu.Lock()
 		if j := k.pending[key]; j != nil {
-			rc := *j.record()
+			rc := *j.rec
 			r = &rc
 		}
 		k.mu.Unlock()

@@ -11,6 +11,8 @@ package stored
 import (
 	"encoding/binary"
 	"errors"
+
+	"github.com/tidwall/gjson"
 )
 
 // Statuses a record can hold. They are the Responses API's own; a response modelgate runs
@@ -34,8 +36,28 @@ type Record struct {
 	// served (Unix nanoseconds, judged by the Keeper's clock, so tests can move time).
 	CreatedAt, ExpiresAt int64
 	Input                []byte // JSON array: this turn's own input items (a string input as one user message)
-	Output               []byte // JSON array: the response's output items, as the platform sent them
-	Response             []byte // the response object without "output"; empty while there is none yet
+	// Response is the response object as the platform sent it, output items included;
+	// empty while there is none yet (a queued background response).
+	Response []byte
+	// Output, when set, holds the output items apart from Response (whose own "output" is
+	// then ignored): for a record whose output modelgate assembled itself.
+	Output []byte
+}
+
+// OutputItems is the JSON array of the response's output items, as the platform sent them
+// (ids, encrypted reasoning and all); nil when there are none.
+func (r *Record) OutputItems() []byte {
+	if len(r.Output) > 0 {
+		return r.Output
+	}
+	out := gjson.GetBytes(r.Response, "output")
+	if !out.IsArray() {
+		return nil
+	}
+	if i := out.Index; i > 0 && i+len(out.Raw) <= len(r.Response) && string(r.Response[i:i+len(out.Raw)]) == out.Raw {
+		return r.Response[i : i+len(out.Raw) : i+len(out.Raw)] // in place: no copy
+	}
+	return []byte(out.Raw)
 }
 
 // recordMagic opens every encoded record; the last byte is the format's version.
