@@ -104,7 +104,7 @@ type Responses struct {
 	Store    string        `yaml:"store"`     // "local" (default): modelgate keeps responses; "off": forwarded untouched
 	StoreTTL time.Duration `yaml:"store_ttl"` // how long a kept response lives; default 720h
 	// StoreMaxPerTeam caps the responses kept per team (per caller in passthrough); the
-	// oldest is evicted first. Default 10000.
+	// oldest is evicted first. 0 means the default, 10000.
 	StoreMaxPerTeam int64 `yaml:"store_max_per_team"`
 }
 
