@@ -55,6 +55,12 @@ func responseNotFound(c *gin.Context, id string) {
 // getResponse answers GET /v1/responses/{id} with the kept response object, whatever its
 // status (a background response is polled here too).
 func (s *Server) getResponse(c *gin.Context) {
+	if v := c.Query("stream"); v != "" && v != "false" {
+		info(c).route = "/v1/responses/{id}"
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "unsupported_parameter", "stream",
+			"Streaming a kept response is not supported; retrieve it without 'stream'.")
+		return
+	}
 	r, ok := s.keptRecord(c, "/v1/responses/{id}")
 	if !ok {
 		return

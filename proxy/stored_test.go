@@ -92,6 +92,9 @@ func TestStoredChainSendsEveryEarlierTurn(t *testing.T) {
 		gjson.GetBytes(b, "status").Str != "completed" || gjson.GetBytes(b, "output.0.content.0.text").Str != "Hello from sim-chat. You said: three" {
 		t.Fatalf("GET %s: %d %s", id3, status, b)
 	}
+	if status, _, b := env.do(t, "GET", "/v1/responses/"+id3+"?stream=true", keyAlpha2, nil); status != 400 {
+		t.Errorf("GET with stream=true: %d %s", status, b)
+	}
 	status, _, b = env.do(t, "GET", "/v1/responses/"+id2+"/input_items", keyAlpha2, nil)
 	if status != 200 || gjson.GetBytes(b, "object").Str != "list" || gjson.GetBytes(b, "data.#").Int() != 1 ||
 		gjson.GetBytes(b, "data.0.content").Str != "two" || gjson.GetBytes(b, "data.0.type").Str != "message" || gjson.GetBytes(b, "has_more").Bool() {
@@ -242,5 +245,73 @@ func TestStoredExpiry(t *testing.T) {
 	if status, _, b := env.do(t, "POST", "/v1/responses", keyAlpha1, []byte(`{"model":"sim-chat","input":"x","previous_response_id":"`+id+`"}`)); status != 400 ||
 		gjson.GetBytes(b, "error.code").Str != "previous_response_not_found" {
 		t.Errorf("continuing an expired response: %d %s", status, b)
+	}
+}
+
+// TestStoredToolCallAndReasoningContinue: the agent loop a Responses application runs. The
+// model calls a tool; the client answers with only the function_call_output and the
+// previous id; the platform must receive the call it made (with its ids) and the reasoning
+// item it handed back, encrypted content included, to continue.
+func TestStoredToolCallAndReasoningContinue(t *testing.T) {
+	env := storedEnv(t, func(c *config.Config) {
+		c.Models = append(c.Models, config.Model{ID: "sim-reasoning", Upstream: "sim-reasoning"})
+	}, nil)
+	tools := `"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]`
+	status, _, b := env.do(t, "POST", "/v1/responses", keyAlpha1, []byte(`{"model":"sim-tools","input":"weather in Paris?",`+tools+`}`))
+	call := gjson.GetBytes(b, `output.#(type=="function_call")`)
+	if status != 200 || !call.Exists() {
+		t.Fatalf("first turn: %d %s", status, b)
+	}
+	id := gjson.GetBytes(b, "id").Str
+	next := `{"model":"sim-tools","stream":true,` + tools + `,"previous_response_id":"` + id + `","input":[{"type":"function_call_output","call_id":"` + call.Get("call_id").Str + `","output":"sunny"}]}`
+	id2 := turn(t, env, keyAlpha1, next)
+	up := lastUpstreamInput(t, env).Get("input")
+	if up.Get("#").Int() != 3 || up.Get("1.type").Str != "function_call" || up.Get("1.id").Str != call.Get("id").Str ||
+		up.Get("1.call_id").Str != call.Get("call_id").Str || up.Get("2.type").Str != "function_call_output" {
+		t.Fatalf("tool turn sent %s", up.Raw)
+	}
+	status, _, b = env.do(t, "GET", "/v1/responses/"+id2, keyAlpha1, nil)
+	if status != 200 || gjson.GetBytes(b, "output.0.content.0.text").Str != "Hello from sim-tools. The tool returned: sunny" {
+		t.Fatalf("tool answer: %d %s", status, b)
+	}
+
+	r1 := turn(t, env, keyAlpha1, `{"model":"sim-reasoning","input":"think","include":["reasoning.encrypted_content"]}`)
+	turn(t, env, keyAlpha1, `{"model":"sim-reasoning","input":"more","include":["reasoning.encrypted_content"],"previous_response_id":"`+r1+`"}`)
+	reasoning := lastUpstreamInput(t, env).Get(`input.#(type=="reasoning")`)
+	if !strings.HasPrefix(reasoning.Get("encrypted_content").Str, "enc_") {
+		t.Errorf("the reasoning item did not go back with its encrypted content: %s", lastUpstreamInput(t, env).Get("input").Raw)
+	}
+}
+
+func TestStoredInputItemsPages(t *testing.T) {
+	env := storedEnv(t, nil, nil)
+	id := turn(t, env, keyAlpha1, `{"model":"sim-chat","input":[{"role":"user","content":"a"},{"role":"user","content":"b"},{"type":"message","id":"msg_c","role":"user","content":"c"}]}`)
+	texts := func(b []byte) string {
+		var out []string
+		for _, it := range gjson.GetBytes(b, "data").Array() {
+			out = append(out, it.Get("content").Str)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct {
+		query, want string
+		more        bool
+	}{
+		{"", "c,b,a", false},
+		{"?order=asc", "a,b,c", false},
+		{"?limit=2", "c,b", true},
+		{"?limit=2&after=msg_" + id + "_1", "a", false},
+		{"?order=asc&after=msg_c", "", false},
+		{"?after=nosuch", "", false},
+	} {
+		status, _, b := env.do(t, "GET", "/v1/responses/"+id+"/input_items"+tc.query, keyAlpha1, nil)
+		if status != 200 || texts(b) != tc.want || gjson.GetBytes(b, "has_more").Bool() != tc.more {
+			t.Errorf("%s: %d %s", tc.query, status, b)
+		}
+	}
+	for _, q := range []string{"?limit=0", "?limit=101", "?limit=x", "?order=up"} {
+		if status, _, b := env.do(t, "GET", "/v1/responses/"+id+"/input_items"+q, keyAlpha1, nil); status != 400 {
+			t.Errorf("%s: %d %s", q, status, b)
+		}
 	}
 }
