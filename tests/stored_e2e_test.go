@@ -252,3 +252,48 @@ func sawConversation(p *platform, upstreamModel string, turns ...string) bool {
 	}
 	return false
 }
+
+// TestStoredSimulateMultiTurn: with --simulate a newcomer can hold a conversation offline,
+// and continue it after a restart: the embedded platform's ids never repeat across runs, so
+// a new answer never collides with one kept before.
+func TestStoredSimulateMultiTurn(t *testing.T) {
+	cfg := "ratelimit:\n  data_path: " + t.TempDir() + "\n"
+	g := startGateway(t, gatewayOptions{ConfigYAML: cfg, Args: []string{"--simulate"}})
+	client := sdkClient(g, "any-key")
+	params := storedParams("first", "")
+	params.Model = "sim-chat"
+	r1, err := client.Responses.New(ctx(t), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params = storedParams("second", r1.ID)
+	params.Model = "sim-chat"
+	r2, err := client.Responses.New(ctx(t), params)
+	if err != nil || r2.OutputText() != simAnswer("sim-chat", "second") {
+		t.Fatalf("second turn: %v", err)
+	}
+	g.Signal(t, syscall.SIGTERM)
+	if code := g.Wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("modelgate exited with %d", code)
+	}
+
+	g = startGateway(t, gatewayOptions{ConfigYAML: cfg, Args: []string{"--simulate"}})
+	client = sdkClient(g, "any-key")
+	params = storedParams("third", r2.ID)
+	params.Model = "sim-chat"
+	r3, err := client.Responses.New(ctx(t), params)
+	if err != nil {
+		t.Fatalf("third turn after the restart: %v", err)
+	}
+	if r3.ID == r1.ID || r3.ID == r2.ID {
+		t.Fatalf("the restarted platform repeated an id: %s", r3.ID)
+	}
+	got, err := client.Responses.Get(ctx(t), r3.ID, responses.ResponseGetParams{})
+	if err != nil || got.OutputText() != simAnswer("sim-chat", "third") || got.PreviousResponseID != r2.ID {
+		t.Fatalf("third turn kept: %v %+v", err, got)
+	}
+	page, err := client.Responses.InputItems.List(ctx(t), r1.ID, responses.InputItemListParams{})
+	if err != nil || len(page.Data) != 1 {
+		t.Fatalf("first turn's input items after the restart: %v", err)
+	}
+}
