@@ -6,13 +6,17 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"modelgate/auth"
 	"modelgate/config"
+	"modelgate/internal/redistest"
 	"modelgate/platform"
 	"modelgate/ratelimit"
 	"modelgate/store"
@@ -83,7 +87,8 @@ func processCPU(b *testing.B) time.Duration {
 }
 
 // BenchmarkResponsesStore is the pair that prices stored responses: the same /v1/responses
-// calls with responses.store off and local (the embedded store, every answer kept). Besides
+// calls with responses.store off and local (the embedded store, every answer kept), and
+// local on a private redis-server for the replicas' case. Besides
 // ns/op (the request's wall time) it reports cpu-ns/op: the CPU the whole process spent per
 // request, the background writer included (it is waited for before the clock stops), which
 // is what the store costs a busy machine and is steadier than wall time on a shared one.
@@ -94,14 +99,21 @@ func BenchmarkResponsesStore(b *testing.B) {
 		{"stream", `{"model":"bench","input":"Write one short sentence about benchmarks.","stream":true}`},
 	}
 	for _, c := range cases {
-		for _, mode := range []string{"off", "local"} {
+		for _, mode := range []string{"off", "local", "local_redis"} {
 			b.Run(c.name+"/store_"+mode, func(b *testing.B) {
-				st, err := store.OpenBolt(b.TempDir(), store.BoltOptions{})
-				if err != nil {
-					b.Fatal(err)
+				var st store.Store
+				if mode == "local_redis" {
+					// The replicas' setup: each record written before its answer goes out.
+					st = store.NewRedis(redis.NewClient(&redis.Options{Addr: redistest.Start(b)}))
+				} else {
+					bolt, err := store.OpenBolt(b.TempDir(), store.BoltOptions{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					st = bolt
 				}
 				b.Cleanup(func() { st.Close() })
-				srv := newStoredBenchServer(b, &freshIDs{up: minimal}, st, mode)
+				srv := newStoredBenchServer(b, &freshIDs{up: minimal}, st, strings.TrimSuffix(mode, "_redis"))
 				cpu0 := processCPU(b)
 				benchRoute(b, srv.Handler(), "/v1/responses", c.body, 100)
 				srv.Close() // the writer's work is part of the price
