@@ -109,9 +109,14 @@ func expandPrevious(c *gin.Context, st *state, p *auth.Principal, body []byte, f
 	who := owner(p)
 	if continued {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), storeTimeout)
-		chain, err := st.keeper.Chain(ctx, who, prev)
+		// The expanded body is held in memory and sent whole: it is bounded like a body.
+		chain, err := st.keeper.Chain(ctx, who, prev, st.cfg.Server.MaxBodyBytes)
 		cancel()
 		switch {
+		case errors.Is(err, stored.ErrTooLarge):
+			abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "context_length_exceeded", "previous_response_id",
+				"The conversation of response '"+sanitizePath(prev)+"' is larger than "+formatBytes(st.cfg.Server.MaxBodyBytes)+" and cannot be sent whole; start a new one.")
+			return nil, nil, false
 		case errors.Is(err, stored.ErrNotFound), errors.Is(err, stored.ErrBrokenChain):
 			msg := "Previous response with id '" + sanitizePath(prev) + "' not found."
 			if errors.Is(err, stored.ErrBrokenChain) {

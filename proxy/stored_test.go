@@ -315,3 +315,29 @@ func TestStoredInputItemsPages(t *testing.T) {
 		}
 	}
 }
+
+// TestStoredConversationTooLargeToSend: a conversation heavier than a request body may be
+// is refused with a clear 400 before anything is read into a body or sent.
+func TestStoredConversationTooLargeToSend(t *testing.T) {
+	env := storedEnv(t, func(c *config.Config) { c.Server.MaxBodyBytes = 4 << 10 }, nil)
+	id := ""
+	for i := range 3 {
+		body := `{"model":"sim-chat","input":"` + strings.Repeat("x", 1500) + `"`
+		if id != "" {
+			body += `,"previous_response_id":"` + id + `"`
+		}
+		status, _, b := env.do(t, "POST", "/v1/responses", keyAlpha1, []byte(body+"}"))
+		if i < 2 && status != 200 {
+			t.Fatalf("turn %d: %d %s", i, status, b)
+		}
+		if i == 2 {
+			if status != 400 || gjson.GetBytes(b, "error.code").Str != "context_length_exceeded" {
+				t.Fatalf("turn %d over the body limit once expanded: %d %s", i, status, b)
+			}
+			if n := env.upstreamCalls(); n != 2 {
+				t.Errorf("%d calls reached the platform, want 2", n)
+			}
+		}
+		id = gjson.GetBytes(b, "id").Str
+	}
+}

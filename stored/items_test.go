@@ -125,7 +125,7 @@ func BenchmarkExpandChain100(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		chain, err := k.Chain(ctx, "team:bench", parent)
+		chain, err := k.Chain(ctx, "team:bench", parent, 0)
 		if err != nil || len(chain) != 100 {
 			b.Fatal(len(chain), err)
 		}

@@ -33,6 +33,8 @@ var (
 	ErrBrokenChain = errors.New("stored: an earlier response of the conversation is gone")
 	// ErrExists: a record of that id is kept already; the new one was not written.
 	ErrExists = errors.New("stored: a response of that id is kept already")
+	// ErrTooLarge: the conversation's records weigh more than the caller allowed.
+	ErrTooLarge = errors.New("stored: the conversation is too large")
 )
 
 const (
@@ -416,12 +418,15 @@ func (k *Keeper) Delete(ctx context.Context, owner, id string) (bool, error) {
 
 // Chain returns the conversation that ends with owner's response id, oldest turn first.
 // The named response missing is ErrNotFound; an earlier turn missing is ErrBrokenChain.
-func (k *Keeper) Chain(ctx context.Context, owner, id string) ([]*Record, error) {
+// With maxBytes > 0, a conversation whose records weigh more is ErrTooLarge, found out
+// before more of it is read.
+func (k *Keeper) Chain(ctx context.Context, owner, id string, maxBytes int64) ([]*Record, error) {
 	if !validID(id) {
 		return nil, ErrNotFound
 	}
 	tag := ownerTag(owner)
 	var chain []*Record
+	var weight int64
 	// A chain never loops (a record names its parent when it is first written, and ids are
 	// never rewritten), but a bound costs nothing and holds whatever the store holds.
 	limit := k.limits.Load().max
@@ -441,6 +446,9 @@ func (k *Keeper) Chain(ctx context.Context, owner, id string) ([]*Record, error)
 		}
 		chain = append(chain, r)
 		next = r.Parent
+		if weight += int64(len(r.Input) + len(r.Output) + len(r.Response)); maxBytes > 0 && weight > maxBytes {
+			return nil, ErrTooLarge
+		}
 	}
 	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
 		chain[i], chain[j] = chain[j], chain[i]

@@ -100,7 +100,7 @@ func TestKeeperExpiresWithItsClock(t *testing.T) {
 			if _, err := k.Get(ctx, "team:a", ids[0]); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("served at its ttl: %v", err)
 			}
-			if _, err := k.Chain(ctx, "team:a", ids[1]); !errors.Is(err, ErrNotFound) {
+			if _, err := k.Chain(ctx, "team:a", ids[1], 0); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("Chain of an expired response: %v", err)
 			}
 			if _, err := k.Get(ctx, "team:a", later[0]); err != nil {
@@ -131,7 +131,7 @@ func TestKeeperEvictsOldestAtCap(t *testing.T) {
 					t.Errorf("another team's response was evicted: %v", err)
 				}
 			}
-			if _, err := k.Chain(ctx, "team:a", ids[4]); !errors.Is(err, ErrBrokenChain) {
+			if _, err := k.Chain(ctx, "team:a", ids[4], 0); !errors.Is(err, ErrBrokenChain) {
 				t.Errorf("Chain over an evicted turn: %v, want ErrBrokenChain", err)
 			}
 			// A deleted response still holds its place until the ring comes round to it.
@@ -159,7 +159,7 @@ func TestKeeperScopesByOwner(t *testing.T) {
 			if _, err := k.Get(ctx, "team:b", ids[0]); !errors.Is(err, ErrNotFound) {
 				t.Errorf("another owner sees it: %v", err)
 			}
-			if _, err := k.Chain(ctx, "team:b", ids[1]); !errors.Is(err, ErrNotFound) {
+			if _, err := k.Chain(ctx, "team:b", ids[1], 0); !errors.Is(err, ErrNotFound) {
 				t.Errorf("another owner walks it: %v", err)
 			}
 			if ok, _ := k.Delete(ctx, "team:b", ids[0]); ok {
@@ -189,7 +189,7 @@ func TestKeeperChainOldestFirst(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			k := newKeeper(t, boltStore(t, nil), time.Hour, 0, nil, m.behind)
 			ids := keepChain(t, k, "team:a", "resp", 4)
-			chain, err := k.Chain(context.Background(), "team:a", ids[3])
+			chain, err := k.Chain(context.Background(), "team:a", ids[3], 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,6 +197,16 @@ func TestKeeperChainOldestFirst(t *testing.T) {
 				if r.ID != ids[i] {
 					t.Fatalf("chain[%d] = %s, want %s", i, r.ID, ids[i])
 				}
+			}
+			var weight int64
+			for _, r := range chain {
+				weight += int64(len(r.Input) + len(r.Output) + len(r.Response))
+			}
+			if _, err := k.Chain(context.Background(), "team:a", ids[3], weight); err != nil {
+				t.Errorf("a chain of exactly the limit: %v", err)
+			}
+			if _, err := k.Chain(context.Background(), "team:a", ids[3], weight-1); !errors.Is(err, ErrTooLarge) {
+				t.Errorf("a chain over the limit: %v", err)
 			}
 		})
 	}
@@ -244,7 +254,7 @@ func TestKeeperRedisReplicas(t *testing.T) {
 	if err := b.Keep(ctx, "team:x", turnRecord("resp_b2", "resp_a1", 2)); err != nil {
 		t.Fatal(err)
 	}
-	chain, err := a.Chain(ctx, "team:x", "resp_b2")
+	chain, err := a.Chain(ctx, "team:x", "resp_b2", 0)
 	if err != nil || len(chain) != 2 || chain[0].ID != "resp_a1" {
 		t.Fatalf("chain across replicas: %v %v", chain, err)
 	}
