@@ -34,6 +34,11 @@ func (s *Server) newKeeper(cfg *config.Config) *stored.Keeper {
 		TTL: cfg.Responses.StoreTTL, MaxPerOwner: cfg.Responses.StoreMaxPerTeam, Now: s.now,
 		WriteBehind: embedded,
 		OnError: func(err error) {
+			if errors.Is(err, stored.ErrExists) {
+				// The platform repeated an id: the first response keeps it.
+				s.log.Warn("stored responses: response not kept", slog.String("error", err.Error()))
+				return
+			}
 			s.log.Error("stored responses: background write failed", slog.String("error", err.Error()))
 		},
 	})
