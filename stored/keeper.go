@@ -124,12 +124,15 @@ func ownerTag(owner string) string {
 	}
 	d := sha256.Sum256([]byte("modelgate/responses\x00" + owner))
 	t := hex.EncodeToString(d[:16])
-	ownerTags.Store(owner, t)
+	if strings.HasPrefix(owner, "team:") {
+		ownerTags.Store(owner, t)
+	}
 	return t
 }
 
-// ownerTags remembers the tags of owners seen: there are as many as teams (or distinct
-// passthrough callers), and a digest per request is work the request path need not do.
+// ownerTags remembers the tags of teams: there are as many as the config names, and a
+// digest per request is work the request path need not do. Passthrough callers are not
+// remembered: any bearer token makes one, so their number has no bound.
 var ownerTags sync.Map
 
 func recordKey(tag, id string) string { return tag + "/" + id }
