@@ -15,7 +15,8 @@ import (
 var allowedImports = map[string][]string{
 	"modelgate":                    {"*"},
 	"modelgate/metrics":            {"proxy", "auth", "config"},
-	"modelgate/proxy":              {"translate", "ratelimit", "auth", "platform", "store", "tokens", "config"},
+	"modelgate/proxy":              {"translate", "ratelimit", "auth", "platform", "store", "stored", "tokens", "config"},
+	"modelgate/stored":             {"store"},
 	"modelgate/translate":          {"tokens"},
 	"modelgate/ratelimit":          {"config"},
 	"modelgate/auth":               {"config"},

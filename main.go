@@ -6,6 +6,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -214,6 +216,13 @@ func loadConfig(o options, logger *slog.Logger) (*config.Config, error) {
 	return cfg, nil
 }
 
+// runTag is eight random hex digits naming one run of the simulated platform.
+func runTag() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
 // simulatedModels are listed when --simulate runs with a config that names no models.
 var simulatedModels = []string{"sim-chat", "sim-tools", "sim-reasoning", "sim-json", "sim-long", "sim-slow", "sim-refusal", "sim-incomplete", "sim-failed"}
 
@@ -226,7 +235,8 @@ func serve(o options, logger *slog.Logger) error {
 		logger.Warn("weak local key: " + w) // names the key's place in the config, never its value
 	}
 	if o.simulate {
-		sim := platformsim.New(platformsim.Options{})
+		// A tag of this run in every id: responses kept before a restart keep their ids.
+		sim := platformsim.New(platformsim.Options{IDTag: runTag()})
 		simURL, stopSim, err := sim.Start("127.0.0.1:0")
 		if err != nil {
 			return fmt.Errorf("start simulated platform: %w", err)
@@ -276,6 +286,7 @@ func serve(o options, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	defer srv.Close() // before the store closes: responses still being written get there
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

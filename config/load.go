@@ -162,7 +162,10 @@ const (
 	defaultTeamMode              = "enforce"
 	// defaultKeepAliveInterval stays well under the 60 s idle limit common to nginx, cloud
 	// load balancers and corporate proxies, which would otherwise cut a model that thinks.
-	defaultKeepAliveInterval = 15 * time.Second
+	defaultKeepAliveInterval   = 15 * time.Second
+	defaultResponsesStore      = "local"
+	defaultResponsesStoreTTL   = 720 * time.Hour
+	defaultResponsesMaxPerTeam = 10000
 )
 
 func setDefault[T comparable](v *T, def T) {
@@ -209,4 +212,7 @@ func applyDefaults(c *Config) {
 	setDefault(&c.Translate.ReasoningField, defaultReasoningField)
 	setDefault(&c.Translate.MaxN, DefaultMaxN)
 	setDefault(&c.Sidecar.BalanceCacheTTL, defaultBalanceCacheTTL)
+	setDefault(&c.Responses.Store, defaultResponsesStore)
+	setDefault(&c.Responses.StoreTTL, defaultResponsesStoreTTL)
+	setDefault(&c.Responses.StoreMaxPerTeam, defaultResponsesMaxPerTeam)
 }

@@ -104,6 +104,11 @@ func (c *Config) Summary() string {
 	w("translate: reasoning field %s, drop extra fields %t", c.Translate.ReasoningField, c.Translate.DropExtraFields)
 	w("sidecar: balance cached %s", c.Sidecar.BalanceCacheTTL)
 	w("browsers: %s; chat n at most %d", corsText(s.CORSOrigins), c.Translate.MaxN)
+	if c.Responses.StoreLocal() {
+		w("responses: kept by modelgate for %s, at most %d per team (oldest evicted first)", c.Responses.StoreTTL, c.Responses.StoreMaxPerTeam)
+	} else {
+		w("responses: not kept by modelgate (store: off)")
+	}
 	return b.String()
 }
 

@@ -15,6 +15,7 @@ type Config struct {
 	Server    Server      `yaml:"server"`
 	Translate Translate   `yaml:"translate"`
 	Sidecar   SidecarConf `yaml:"sidecar"`
+	Responses Responses   `yaml:"responses"`
 }
 
 // Upstream describes the platform: where it lives, the default credential, and how to talk to it.
@@ -100,3 +101,16 @@ type Translate struct {
 type SidecarConf struct {
 	BalanceCacheTTL time.Duration `yaml:"balance_cache_ttl"` // default 5s
 }
+
+// Responses tunes the responses modelgate keeps for previous_response_id and
+// GET/DELETE /v1/responses/{id}.
+type Responses struct {
+	Store    string        `yaml:"store"`     // "local" (default): modelgate keeps responses; "off": forwarded untouched
+	StoreTTL time.Duration `yaml:"store_ttl"` // how long a kept response lives; default 720h
+	// StoreMaxPerTeam caps the responses kept per team (per caller in passthrough); the
+	// oldest is evicted first. 0 means the default, 10000.
+	StoreMaxPerTeam int64 `yaml:"store_max_per_team"`
+}
+
+// StoreLocal reports whether modelgate keeps responses itself.
+func (r Responses) StoreLocal() bool { return r.Store == "" || r.Store == "local" }

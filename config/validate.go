@@ -101,6 +101,7 @@ func validate(c *Config, d *decoder) []*Error {
 	v.nonNegativeDuration("sidecar.balance_cache_ttl", c.Sidecar.BalanceCacheTTL)
 	v.corsOrigins(c.Server.CORSOrigins)
 	v.maxN(c.Translate.MaxN)
+	v.responses(&c.Responses)
 	return v.errs
 }
 
@@ -396,4 +397,14 @@ func (v *validator) server(s *Server) {
 	v.nonNegativeDuration("server.drain_timeout", s.DrainTimeout)
 	v.nonNegativeDuration("server.read_header_timeout", s.ReadHeaderTimeout)
 	v.nonNegativeDuration("server.upload_idle_timeout", s.UploadIdleTimeout)
+}
+
+func (v *validator) responses(r *Responses) {
+	switch r.Store {
+	case "", "local", "off":
+	default:
+		v.fail("responses.store", "want local or off, got %q", r.Store)
+	}
+	v.nonNegativeDuration("responses.store_ttl", r.StoreTTL)
+	v.nonNegative("responses.store_max_per_team", r.StoreMaxPerTeam)
 }

@@ -34,6 +34,9 @@ type Options struct {
 	Minimal    bool          // fastest possible answers for benchmarks: fixed tiny reply, no recording
 	// Now is the clock for timestamps (created_at, asset expiry); default time.Now.
 	Now func() time.Time
+	// IDTag, when set, goes into every id after its prefix (resp_<tag>000001), so ids of
+	// two runs never meet: modelgate --simulate keeps responses across restarts, keyed by id.
+	IDTag string
 }
 
 // Sim is the simulated platform. It is an http.Handler and safe for concurrent use.
@@ -74,13 +77,13 @@ func (s *Sim) Close() {
 	s.once.Do(func() { close(s.closed) })
 }
 
-// nextID returns prefix_000001, prefix_000002, ... per prefix.
+// nextID returns prefix_000001, prefix_000002, ... per prefix (with Options.IDTag after the _).
 func (s *Sim) nextID(prefix string) string {
 	s.mu.Lock()
 	s.counters[prefix]++
 	n := s.counters[prefix]
 	s.mu.Unlock()
-	return fmt.Sprintf("%s_%06d", prefix, n)
+	return fmt.Sprintf("%s_%s%06d", prefix, s.opts.IDTag, n)
 }
 
 // ServeHTTP routes a request. Unknown paths get 404 before any authentication, like a front

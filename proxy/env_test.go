@@ -20,6 +20,7 @@ import (
 	"modelgate/platform"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
+	"modelgate/store"
 )
 
 // testEnv is a modelgate Server in front of a simulated platform, both on loopback.
@@ -127,6 +128,8 @@ type envOptions struct {
 	limiterNow func() time.Time
 	// now is the server's clock (caches, asset expiry); default time.Now.
 	now func() time.Time
+	// store is the server's record store; nil leaves the server without one.
+	store store.Store
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -182,7 +185,7 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { env.limiter.Close() })
-	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now})
+	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store})
 	if err != nil {
 		t.Fatal(err)
 	}

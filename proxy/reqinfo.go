@@ -47,6 +47,11 @@ type requestInfo struct {
 	// parallel.
 	upstreamWait atomic.Int64
 	keepWait     bool // server.overhead_header is on
+
+	// onResponse, when set, is handed the final response object of a /v1/responses call
+	// (the non-stream answer, or a stream's terminal event's response) before the client
+	// gets it: stored responses keep it there.
+	onResponse func(response []byte)
 }
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.

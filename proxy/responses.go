@@ -45,6 +45,9 @@ func (s *Server) responses(c *gin.Context) {
 		ri.inputTokens, ri.outputTokens = charged.InputTokens, charged.OutputTokens
 	}()
 
+	if req.turn != nil {
+		ri.onResponse = func(resp []byte) { s.keepTurn(c, st, req.turn, resp) }
+	}
 	resp, cancel, ok := s.callGateway(c, st, p, body, ri.stream)
 	if !ok {
 		// Nothing was generated; only the input could have been charged, and it was not sent.
@@ -72,6 +75,7 @@ func (s *Server) responses(c *gin.Context) {
 type checkedResponses struct {
 	body                  []byte // as it goes upstream
 	inputEstimate, outCap int64
+	turn                  *storedTurn // to keep once answered; nil when the response is not kept
 }
 
 // checkResponsesRequest reads, checks and prepares a Responses request, answering the
@@ -126,12 +130,19 @@ func checkResponsesRequest(c *gin.Context, st *state, p *auth.Principal) (checke
 		modelNotFound(c, model.Str)
 		return checkedResponses{}, false
 	}
+	var turn *storedTurn
+	if st.keeper != nil {
+		// The expanded input is what the platform charges, so it is what the estimate sees.
+		if body, turn, ok = expandPrevious(c, st, p, body, &f); !ok {
+			return checkedResponses{}, false
+		}
+	}
 	body, err := prepareResponsesBody(body, st.models.upstreamName(model.Str), model.Str, f.steering)
 	if err != nil {
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
 		return checkedResponses{}, false
 	}
-	return checkedResponses{body: body, inputEstimate: tokens.EstimateResponsesInput(body), outCap: st.outputReserve(maxOut.Int())}, true
+	return checkedResponses{body: body, inputEstimate: tokens.EstimateResponsesInput(body), outCap: st.outputReserve(maxOut.Int()), turn: turn}, true
 }
 
 // responsesFields are what modelgate reads of a Responses request, found in one pass over
@@ -142,7 +153,8 @@ type responsesFields struct {
 	model, input, stream, maxOut gjson.Result
 	tools, toolChoice            gjson.Result
 	previous, prompt, convo      gjson.Result // what may carry a turn without input
-	steering                     bool         // a steering field is present
+	store                        gjson.Result
+	steering                     bool // a steering field is present
 }
 
 // turnCarried reports whether something other than input brings the turn's content.
@@ -155,7 +167,7 @@ func present(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null }
 
 func scanResponsesFields(body []byte) responsesFields {
 	var f responsesFields
-	var seen [9]bool
+	var seen [10]bool
 	take := func(i int, dst *gjson.Result, v gjson.Result) {
 		if !seen[i] {
 			seen[i], *dst = true, v
@@ -183,6 +195,8 @@ func scanResponsesFields(body []byte) responsesFields {
 			take(7, &f.prompt, v)
 		case "conversation":
 			take(8, &f.convo, v)
+		case "store":
+			take(9, &f.store, v)
 		default:
 			f.steering = f.steering || isSteeringField(k.Str)
 		}
@@ -266,6 +280,9 @@ func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, input
 	if u := gjson.GetBytes(b, "usage"); u.Exists() && u.Type != gjson.Null {
 		// One scan of the answer for the usage object, then lookups inside it only.
 		usage = ratelimit.Usage{InputTokens: gjson.Get(u.Raw, "input_tokens").Int(), OutputTokens: gjson.Get(u.Raw, "output_tokens").Int()}
+	}
+	if ri.onResponse != nil {
+		ri.onResponse(b) // kept before the client can name it in its next turn
 	}
 	c.Data(resp.StatusCode, "application/json", b) // copied to the connection before the buffer is reused
 	return usage

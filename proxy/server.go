@@ -17,6 +17,7 @@ import (
 	"modelgate/platform"
 	"modelgate/ratelimit"
 	"modelgate/store"
+	"modelgate/stored"
 )
 
 // Deps are what a Server is built from.
@@ -73,6 +74,7 @@ type state struct {
 	auth   *auth.Authenticator
 	models modelTable
 	retry  retryPolicy
+	keeper *stored.Keeper // stored responses; nil when not kept (store: off, or no store)
 }
 
 // outputReserve is how many output tokens admission reserves for a call that asked for at
@@ -95,7 +97,8 @@ type Server struct {
 	engine   *gin.Engine
 	ready    atomic.Bool
 	draining atomic.Bool
-	records  store.Store // nil: no durable records
+	records  store.Store    // nil: no durable records
+	keeper   *stored.Keeper // stored responses over records; nil without records
 }
 
 // New builds a Server. The config must already be validated.
@@ -110,7 +113,8 @@ func New(d Deps) (*Server, error) {
 		d.Now = time.Now
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store}
-	s.st.Store(newState(d.Config, d.Auth))
+	s.keeper = s.newKeeper(d.Config)
+	s.st.Store(s.withKeeper(newState(d.Config, d.Auth)))
 	s.engine = s.routes(d.MetricsHandler)
 	s.ready.Store(true)
 	return s, nil
@@ -130,7 +134,7 @@ func newState(cfg *config.Config, a *auth.Authenticator) *state {
 // Reload swaps in a new, validated config. In-flight requests finish under the old one;
 // limiter counters are keyed by team and key name, so keys that still exist keep their state.
 func (s *Server) Reload(cfg *config.Config, a *auth.Authenticator) {
-	s.st.Store(newState(cfg, a))
+	s.st.Store(s.withKeeper(newState(cfg, a)))
 }
 
 // Handler returns the HTTP handler.
@@ -172,6 +176,9 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	v1.POST("/chat/completions", s.chatCompletions)
 	v1.GET("/models", s.listModels)
 	v1.GET("/models/:id", s.getModel)
+	v1.GET("/responses/:id", s.getResponse)
+	v1.DELETE("/responses/:id", s.deleteResponse)
+	v1.GET("/responses/:id/input_items", s.listInputItems)
 
 	s.sidecarRoutes(e)
 	s.adminRoutes(e)

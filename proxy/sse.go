@@ -269,6 +269,9 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 				break
 			}
 		}
+		if ri.onResponse != nil {
+			observeTerminal(ri, ev) // kept before the client can name it in its next turn
+		}
 		if sw.queue(ev.raw) != nil {
 			break
 		}

@@ -179,35 +179,50 @@ func (b *Bolt) maybeSweep(bucket string, bk *bolt.Bucket, now time.Time) error {
 // Put implements Store.
 func (b *Bolt) Put(_ context.Context, bucket, key string, value []byte, ttl time.Duration) error {
 	return b.update(bucket, func(bk *bolt.Bucket, _ int64) (bool, error) {
-		return true, bk.Put([]byte(key), encodeValue(b.expiry(ttl), value))
+		return true, b.putIn(bk, key, value, ttl)
 	})
+}
+
+func (b *Bolt) putIn(bk *bolt.Bucket, key string, value []byte, ttl time.Duration) error {
+	return bk.Put([]byte(key), encodeValue(b.expiry(ttl), value))
 }
 
 // Create implements Store.
 func (b *Bolt) Create(_ context.Context, bucket, key string, value []byte, ttl time.Duration) (bool, error) {
 	var created bool
 	err := b.update(bucket, func(bk *bolt.Bucket, nowNanos int64) (bool, error) {
-		if _, ok := b.live(bk.Get([]byte(key)), nowNanos); ok {
-			return false, nil
-		}
-		created = true
-		return true, bk.Put([]byte(key), encodeValue(b.expiry(ttl), value))
+		var err error
+		created, err = b.createIn(bk, key, value, ttl, nowNanos)
+		return created, err
 	})
 	return created, err
+}
+
+func (b *Bolt) createIn(bk *bolt.Bucket, key string, value []byte, ttl time.Duration, nowNanos int64) (bool, error) {
+	if _, ok := b.live(bk.Get([]byte(key)), nowNanos); ok {
+		return false, nil
+	}
+	return true, b.putIn(bk, key, value, ttl)
 }
 
 // Delete implements Store.
 func (b *Bolt) Delete(_ context.Context, bucket, key string) (bool, error) {
 	var existed bool
 	err := b.update(bucket, func(bk *bolt.Bucket, nowNanos int64) (bool, error) {
-		v := bk.Get([]byte(key))
-		if v == nil {
-			return false, nil
-		}
-		_, existed = b.live(v, nowNanos)
-		return existed, bk.Delete([]byte(key))
+		var err error
+		existed, err = b.deleteIn(bk, key, nowNanos)
+		return existed, err
 	})
 	return existed, err
+}
+
+func (b *Bolt) deleteIn(bk *bolt.Bucket, key string, nowNanos int64) (bool, error) {
+	v := bk.Get([]byte(key))
+	if v == nil {
+		return false, nil
+	}
+	_, existed := b.live(v, nowNanos)
+	return existed, bk.Delete([]byte(key))
 }
 
 // Scan implements Store. Keys come in byte order.
@@ -245,29 +260,50 @@ func (b *Bolt) scan(ctx context.Context, bucket, prefix string, fn func(key stri
 
 // Add implements Store. Counters are kept as a JSON object behind the expiry.
 func (b *Bolt) Add(_ context.Context, bucket, key string, deltas map[string]int64, ttl time.Duration) error {
-	return b.update(bucket, func(bk *bolt.Bucket, nowNanos int64) (bool, error) {
-		counters := map[string]int64{}
-		exp := int64(0)
-		if old := bk.Get([]byte(key)); old != nil {
-			if v, ok := b.live(old, nowNanos); ok {
-				if err := json.Unmarshal(v, &counters); err != nil {
-					return false, fmt.Errorf("store: %s/%s is not a counter record", bucket, key)
-				}
-				exp = int64(binary.BigEndian.Uint64(old))
-			}
-		}
-		for name, d := range deltas {
-			counters[name] += d
-		}
-		if ttl > 0 {
-			exp = b.expiry(ttl)
-		}
-		enc, err := json.Marshal(counters)
-		if err != nil {
-			return false, err
-		}
-		return true, bk.Put([]byte(key), encodeValue(exp, enc))
+	_, err := b.add(bucket, key, deltas, ttl)
+	return err
+}
+
+// Incr implements Store.
+func (b *Bolt) Incr(_ context.Context, bucket, key, name string, delta int64, ttl time.Duration) (int64, error) {
+	counters, err := b.add(bucket, key, map[string]int64{name: delta}, ttl)
+	return counters[name], err
+}
+
+// add applies deltas to the record under key in one write transaction and returns its
+// counters as written.
+func (b *Bolt) add(bucket, key string, deltas map[string]int64, ttl time.Duration) (map[string]int64, error) {
+	var out map[string]int64
+	err := b.update(bucket, func(bk *bolt.Bucket, nowNanos int64) (bool, error) {
+		var err error
+		out, err = b.addIn(bk, bucket, key, deltas, ttl, nowNanos)
+		return err == nil, err
 	})
+	return out, err
+}
+
+func (b *Bolt) addIn(bk *bolt.Bucket, bucket, key string, deltas map[string]int64, ttl time.Duration, nowNanos int64) (map[string]int64, error) {
+	counters := map[string]int64{}
+	exp := int64(0)
+	if old := bk.Get([]byte(key)); old != nil {
+		if v, ok := b.live(old, nowNanos); ok {
+			if err := json.Unmarshal(v, &counters); err != nil {
+				return nil, fmt.Errorf("store: %s/%s is not a counter record", bucket, key)
+			}
+			exp = int64(binary.BigEndian.Uint64(old))
+		}
+	}
+	for name, d := range deltas {
+		counters[name] += d
+	}
+	if ttl > 0 {
+		exp = b.expiry(ttl)
+	}
+	enc, err := json.Marshal(counters)
+	if err != nil {
+		return nil, err
+	}
+	return counters, bk.Put([]byte(key), encodeValue(exp, enc))
 }
 
 // ScanCounters implements Store.

@@ -120,6 +120,26 @@ func (r *Redis) Add(ctx context.Context, bucket, key string, deltas map[string]i
 	return r.bump(ctx, bucket)
 }
 
+// Incr implements Store.
+func (r *Redis) Incr(ctx context.Context, bucket, key, name string, delta int64, ttl time.Duration) (int64, error) {
+	if err := r.check(bucket); err != nil {
+		return 0, err
+	}
+	k := recordKey(bucket, key)
+	var incr *redis.IntCmd
+	_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		incr = p.HIncrBy(ctx, k, name, delta)
+		if ttl > 0 {
+			p.PExpire(ctx, k, ttl)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return incr.Val(), r.bump(ctx, bucket)
+}
+
 // Version implements Store.
 func (r *Redis) Version(ctx context.Context, bucket string) (uint64, error) {
 	if err := r.check(bucket); err != nil {

@@ -185,6 +185,61 @@ func TestCounters(t *testing.T) {
 	}
 }
 
+// TestIncrHandsOutDistinctValues: concurrent increments each see a value of their own, the
+// property sequence numbers shared by replicas rest on.
+func TestIncrHandsOutDistinctValues(t *testing.T) {
+	ctx := context.Background()
+	for _, im := range impls() {
+		t.Run(im.name, func(t *testing.T) {
+			s := im.open(t)
+			var (
+				wg   sync.WaitGroup
+				mu   sync.Mutex
+				seen = map[int64]bool{}
+			)
+			for range 30 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					n, err := s.Incr(ctx, "seq", "team-a", "n", 1, time.Hour)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					if seen[n] {
+						t.Errorf("value %d handed out twice", n)
+					}
+					seen[n] = true
+				}()
+			}
+			wg.Wait()
+			for n := int64(1); n <= 30; n++ {
+				if !seen[n] {
+					t.Fatalf("value %d never handed out: %v", n, seen)
+				}
+			}
+			if n, err := s.Incr(ctx, "seq", "team-a", "n", -5, 0); err != nil || n != 25 {
+				t.Fatalf("Incr -5 = %d, %v; want 25", n, err)
+			}
+			if n, err := s.Incr(ctx, "seq", "team-b", "n", 1, 0); err != nil || n != 1 {
+				t.Fatalf("another record starts at 1: %d, %v", n, err)
+			}
+			// The record stays a counter record like one Add wrote.
+			err := s.ScanCounters(ctx, "seq", "team-a", func(_ string, c map[string]int64) error {
+				if c["n"] != 25 {
+					t.Errorf("ScanCounters sees %v", c)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 func TestVersionChangesOnWrite(t *testing.T) {
 	ctx := context.Background()
 	for _, im := range impls() {
@@ -436,5 +491,82 @@ func TestOpenPicksByConfig(t *testing.T) {
 	_, err = Open(config.Ratelimit{Store: "redis://user:s3cret@[bad"}, nil)
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("bad URL: %v (must fail without echoing the password)", err)
+	}
+}
+
+// TestBatch: the calls of a Tx mean what the Store's do, and what one wrote is visible to
+// the next call of the same batch and to readers afterwards.
+func TestBatch(t *testing.T) {
+	ctx := context.Background()
+	for _, im := range impls() {
+		t.Run(im.name, func(t *testing.T) {
+			s := im.open(t)
+			if err := s.Put(ctx, "b", "old", []byte("x"), 0); err != nil {
+				t.Fatal(err)
+			}
+			v0, _ := s.Version(ctx, "b")
+			err := s.Batch(ctx, func(tx Tx) error {
+				if ok, err := tx.Create("b", "k1", []byte("one"), time.Hour); !ok || err != nil {
+					return fmt.Errorf("Create k1: %v %v", ok, err)
+				}
+				if ok, err := tx.Create("b", "k1", []byte("again"), time.Hour); ok || err != nil {
+					return fmt.Errorf("second Create k1: %v %v", ok, err)
+				}
+				if v, err := tx.Get("b", "k1"); err != nil || string(v) != "one" {
+					return fmt.Errorf("Get k1 in the batch: %q %v", v, err)
+				}
+				if _, err := tx.Get("b", "none"); !errors.Is(err, ErrNotFound) {
+					return fmt.Errorf("Get none: %v", err)
+				}
+				if err := tx.Put("b", "k2", []byte("two"), 0); err != nil {
+					return err
+				}
+				if ok, err := tx.Delete("b", "old"); !ok || err != nil {
+					return fmt.Errorf("Delete old: %v %v", ok, err)
+				}
+				for want := int64(1); want <= 2; want++ {
+					if n, err := tx.Incr("c", "seq", "n", 1, 0); n != want || err != nil {
+						return fmt.Errorf("Incr = %d %v, want %d", n, err, want)
+					}
+				}
+				if _, err := tx.Get("Bad/Name", "k"); err == nil {
+					return errors.New("a bad bucket name was accepted")
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, want := range map[string]string{"k1": "one", "k2": "two"} {
+				if v, err := s.Get(ctx, "b", k); err != nil || string(v) != want {
+					t.Errorf("after Batch %s = %q %v", k, v, err)
+				}
+			}
+			if _, err := s.Get(ctx, "b", "old"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("deleted in Batch, still there: %v", err)
+			}
+			if v1, _ := s.Version(ctx, "b"); v1 == v0 {
+				t.Error("Batch left the bucket's version unchanged")
+			}
+		})
+	}
+}
+
+// TestBoltBatchRollsBack: on bbolt a batch is one transaction; fn's error undoes it.
+func TestBoltBatchRollsBack(t *testing.T) {
+	ctx := context.Background()
+	s := boltImpl().open(t)
+	boom := errors.New("boom")
+	err := s.Batch(ctx, func(tx Tx) error {
+		if err := tx.Put("b", "k", []byte("v"), 0); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Batch = %v", err)
+	}
+	if _, err := s.Get(ctx, "b", "k"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a failed batch's write stayed: %v", err)
 	}
 }

@@ -252,6 +252,8 @@ teams:
     keys:
       - name: alpha-1
         key: ${ALPHA_KEY}
+      - name: alpha-2
+        key: ${ALPHA2_KEY}
   - name: beta
     models: [sim-chat]
     keys:
@@ -263,13 +265,14 @@ admin_keys: [${ADMIN_KEY}]
 
 // Keys used with keysConfig.
 const (
-	alphaKey = "mg-e2e-alpha"
-	betaKey  = "mg-e2e-beta"
-	adminKey = "mg-e2e-admin"
+	alphaKey  = "mg-e2e-alpha"
+	alpha2Key = "mg-e2e-alpha-2" // a second key of team alpha
+	betaKey   = "mg-e2e-beta"
+	adminKey  = "mg-e2e-admin"
 )
 
 func keysEnv(p *platform) map[string]string {
-	return map[string]string{"PLATFORM_API_KEY": p.Key, "ALPHA_KEY": alphaKey, "BETA_KEY": betaKey, "ADMIN_KEY": adminKey}
+	return map[string]string{"PLATFORM_API_KEY": p.Key, "ALPHA_KEY": alphaKey, "ALPHA2_KEY": alpha2Key, "BETA_KEY": betaKey, "ADMIN_KEY": adminKey}
 }
 
 // ctx returns a context bounded for one test step.

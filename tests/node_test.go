@@ -41,7 +41,7 @@ func TestNodeClient(t *testing.T) {
 	// Files are listed explicitly: node's default discovery differs between versions.
 	cmd := exec.CommandContext(c, node, append([]string{"--test", "--test-reporter=spec"}, files...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "MODELGATE_URL="+g.URL, "MODELGATE_KEY="+alphaKey, "NO_COLOR=1")
+	cmd.Env = append(os.Environ(), "MODELGATE_URL="+g.URL, "MODELGATE_KEY="+alphaKey, "MODELGATE_KEY_ALPHA2="+alpha2Key, "MODELGATE_KEY_BETA="+betaKey, "NO_COLOR=1")
 	out, err := cmd.CombinedOutput()
 	if c.Err() != nil {
 		t.Fatalf("node --test did not finish within %v:\n%s", nodeTestTimeout, out)
@@ -52,6 +52,9 @@ func TestNodeClient(t *testing.T) {
 	t.Logf("node --test:\n%s", out)
 	if n := len(upstreamCalls(p, 0)); n == 0 {
 		t.Error("the node tests passed without reaching the platform")
+	}
+	if !sawConversation(p, "sim-chat", "node one", "node two", "node three") {
+		t.Error("stored.test.mjs: the platform never received the third turn with both earlier ones")
 	}
 	g.assertNoSecret(t, p.Key)
 }

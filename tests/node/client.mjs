@@ -7,6 +7,10 @@ if (!gatewayURL || !gatewayKey) {
   throw new Error('MODELGATE_URL and MODELGATE_KEY must be set; run these tests through the Go test TestNodeClient');
 }
 
+// A second key of the same team, and a key of another team (set by TestNodeClient).
+export const sameTeamKey = process.env.MODELGATE_KEY_ALPHA2;
+export const otherTeamKey = process.env.MODELGATE_KEY_BETA;
+
 export function client(apiKey = gatewayKey) {
   return new OpenAI({ baseURL: `${gatewayURL}/v1`, apiKey, maxRetries: 0, timeout: 20_000 });
 }

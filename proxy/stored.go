@@ -1,0 +1,206 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"modelgate/auth"
+	"modelgate/config"
+	"modelgate/store"
+	"modelgate/stored"
+)
+
+// storeTimeout bounds one request's calls to the record store, so a stalled Redis costs a
+// request seconds, not the client's whole patience.
+const storeTimeout = 5 * time.Second
+
+// newKeeper builds the server's stored-responses keeper over its record store. The
+// embedded store belongs to this process alone, so records are written behind the answer,
+// in batches (one sync to disk for many); a shared one (Redis) gets each record before the
+// answer goes out, so a replica asked for the next turn finds it.
+func (s *Server) newKeeper(cfg *config.Config) *stored.Keeper {
+	if s.records == nil {
+		return nil
+	}
+	_, embedded := s.records.(*store.Bolt)
+	return stored.NewKeeper(s.records, stored.Options{
+		TTL: cfg.Responses.StoreTTL, MaxPerOwner: cfg.Responses.StoreMaxPerTeam, Now: s.now,
+		WriteBehind: embedded,
+		OnError: func(err error) {
+			if errors.Is(err, stored.ErrExists) {
+				// The platform repeated an id: the first response keeps it.
+				s.log.Warn("stored responses: response not kept", slog.String("error", err.Error()))
+				return
+			}
+			s.log.Error("stored responses: background write failed", slog.String("error", err.Error()))
+		},
+	})
+}
+
+// withKeeper gives a state the keeper when its config keeps responses, with its limits.
+func (s *Server) withKeeper(st *state) *state {
+	r := st.cfg.Responses
+	if s.keeper != nil && r.StoreLocal() {
+		s.keeper.SetLimits(r.StoreTTL, r.StoreMaxPerTeam)
+		st.keeper = s.keeper
+	}
+	return st
+}
+
+// Close waits until kept responses still being written are in the store. Call it before
+// closing the store.
+func (s *Server) Close() {
+	if s.keeper != nil {
+		s.keeper.Flush()
+	}
+}
+
+// owner is whose records a caller sees: its team, or in passthrough the caller itself (one
+// platform key's conversations are its own).
+func owner(p *auth.Principal) string {
+	if p.TeamScopeID != "" {
+		return p.TeamScopeID
+	}
+	return p.ScopeID
+}
+
+// storedTurn is what a request brings to the record kept of its answer.
+type storedTurn struct {
+	owner  string
+	parent string // previous_response_id, "" for a first turn
+	model  string // client-facing
+	input  []byte // this turn's own items
+}
+
+// expandPrevious replaces a previous_response_id by the conversation it names: the earlier
+// turns' items, oldest first, then the new input. It returns the body to send and the turn
+// to keep (nil under store: false). A refusal has answered the client; nothing went upstream.
+//
+//go:noinline
+func expandPrevious(c *gin.Context, st *state, p *auth.Principal, body []byte, f *responsesFields) ([]byte, *storedTurn, bool) {
+	keep := true
+	switch {
+	case !f.store.Exists() || f.store.Type == gjson.Null:
+	case f.store.IsBool():
+		keep = f.store.Bool()
+	default:
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "store", "Invalid type for 'store': expected a boolean.")
+		return nil, nil, false
+	}
+	prev, continued := "", false
+	switch {
+	case !f.previous.Exists() || f.previous.Type == gjson.Null:
+	case f.previous.Type == gjson.String:
+		prev, continued = f.previous.Str, true // "" included: it names no response
+	default:
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "previous_response_id", "Invalid type for 'previous_response_id': expected a string.")
+		return nil, nil, false
+	}
+	if !keep && !continued {
+		return body, nil, true // nothing to add and nothing to keep: forwarded as it came
+	}
+	turnInput, err := stored.TurnInput([]byte(f.input.Raw))
+	if err != nil {
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "input", "Invalid type for 'input': expected a string or an array.")
+		return nil, nil, false
+	}
+	who := owner(p)
+	if continued {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), storeTimeout)
+		// The expanded body is held in memory and sent whole: it is bounded like a body.
+		chain, err := st.keeper.Chain(ctx, who, prev, st.cfg.Server.MaxBodyBytes)
+		cancel()
+		switch {
+		case errors.Is(err, stored.ErrTooLarge):
+			abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "context_length_exceeded", "previous_response_id",
+				"The conversation of response '"+sanitizePath(prev)+"' is larger than "+formatBytes(st.cfg.Server.MaxBodyBytes)+" and cannot be sent whole; start a new one.")
+			return nil, nil, false
+		case errors.Is(err, stored.ErrNotFound), errors.Is(err, stored.ErrBrokenChain):
+			msg := "Previous response with id '" + sanitizePath(prev) + "' not found."
+			if errors.Is(err, stored.ErrBrokenChain) {
+				msg = "Previous response with id '" + sanitizePath(prev) + "' cannot be continued: an earlier response of its conversation has expired or was deleted."
+			}
+			abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "previous_response_not_found", "previous_response_id", msg)
+			return nil, nil, false
+		case err != nil:
+			storeUnavailable(c, err)
+			return nil, nil, false
+		}
+		body, err = sjson.SetRawBytes(body, "input", stored.ExpandedInput(chain, turnInput))
+		if err == nil {
+			body, err = deleteAll(body, "previous_response_id")
+		}
+		if err != nil {
+			abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
+			return nil, nil, false
+		}
+	}
+	if !keep {
+		return body, nil, true
+	}
+	return body, &storedTurn{owner: who, parent: prev, model: f.model.Str, input: turnInput}, true
+}
+
+// deleteAll removes every top-level occurrence of key (a duplicated key included).
+func deleteAll(body []byte, key string) ([]byte, error) {
+	var err error
+	for gjson.GetBytes(body, key).Exists() {
+		if body, err = sjson.DeleteBytes(body, key); err != nil {
+			return nil, err
+		}
+	}
+	return body, nil
+}
+
+// keepTurn keeps the response the platform gave to turn. A failure is logged, never the
+// client's problem: the answer itself is good.
+func (s *Server) keepTurn(c *gin.Context, st *state, turn *storedTurn, response []byte) {
+	ri := info(c)
+	// The client may leave once the answer is out; the record is still worth keeping. (The
+	// keeper bounds its own store calls.)
+	ctx := context.WithoutCancel(c.Request.Context())
+	err := st.keeper.KeepResponse(ctx, turn.owner, stored.Turn{Parent: turn.parent, Model: turn.model, Input: turn.input}, response)
+	if err != nil {
+		level := slog.LevelError
+		if errors.Is(err, stored.ErrExists) {
+			level = slog.LevelWarn // the platform repeated an id: the first response keeps it
+		}
+		s.log.LogAttrs(context.Background(), level, "response not kept",
+			slog.String("request_id", ri.requestID), slog.String("team", ri.team), slog.String("error", err.Error()))
+	}
+}
+
+// observeTerminal hands a stream's terminal response to the request's observer. Not
+// inlined: it stays out of the frame of the loop that holds the stream open.
+//
+//go:noinline
+func observeTerminal(ri *requestInfo, ev rawEvent) {
+	if ev.data == nil {
+		return
+	}
+	typ := ev.typ
+	if typ == "" {
+		typ = gjson.GetBytes(ev.data, "type").Str
+	}
+	switch typ {
+	case "response.completed", "response.incomplete", "response.failed":
+		if r := gjson.GetBytes(ev.data, "response"); r.IsObject() {
+			ri.onResponse([]byte(r.Raw))
+		}
+	}
+}
+
+func storeUnavailable(c *gin.Context, err error) {
+	info(c).upstreamErr = "store"
+	if s := info(c).srv; s != nil {
+		s.log.Error("record store failed", slog.String("request_id", info(c).requestID), slog.String("error", err.Error()))
+	}
+	abortOpenAI(c, http.StatusServiceUnavailable, typeServer, "store_unavailable", "", "modelgate cannot reach its response store; try again shortly.")
+}

@@ -1,0 +1,173 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"modelgate/stored"
+)
+
+// The routes over kept responses: GET and DELETE /v1/responses/{id} and
+// GET /v1/responses/{id}/input_items, in OpenAI's shapes. A caller sees its own team's
+// records only; another team's id answers exactly as a missing one does.
+
+const (
+	defaultItemsLimit = 20
+	maxItemsLimit     = 100
+)
+
+// keptRecord finds the caller's record named in the path, answering the client itself when
+// there is none. (Without storage every id is unknown.)
+func (s *Server) keptRecord(c *gin.Context, route string) (*stored.Record, bool) {
+	ri := info(c)
+	ri.route = route
+	st, p := requestState(c), principal(c)
+	id := c.Param("id")
+	if st.keeper == nil {
+		responseNotFound(c, id)
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), storeTimeout)
+	defer cancel()
+	r, err := st.keeper.Get(ctx, owner(p), id)
+	switch {
+	case errors.Is(err, stored.ErrNotFound):
+		responseNotFound(c, id)
+		return nil, false
+	case err != nil:
+		storeUnavailable(c, err)
+		return nil, false
+	}
+	ri.model = r.Model
+	return r, true
+}
+
+func responseNotFound(c *gin.Context, id string) {
+	abortOpenAI(c, http.StatusNotFound, typeInvalidRequest, "response_not_found", "",
+		"Response with id '"+sanitizePath(id)+"' not found.")
+}
+
+// getResponse answers GET /v1/responses/{id} with the kept response object, whatever its
+// status (a background response is polled here too).
+func (s *Server) getResponse(c *gin.Context) {
+	if v := c.Query("stream"); v != "" && v != "false" {
+		info(c).route = "/v1/responses/{id}"
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "unsupported_parameter", "stream",
+			"Streaming a kept response is not supported; retrieve it without 'stream'.")
+		return
+	}
+	r, ok := s.keptRecord(c, "/v1/responses/{id}")
+	if !ok {
+		return
+	}
+	obj, err := stored.ResponseObject(r)
+	if err != nil {
+		storeUnavailable(c, err)
+		return
+	}
+	peekLimitHeaders(c)
+	c.Data(http.StatusOK, "application/json", obj)
+}
+
+// deleteResponse answers DELETE /v1/responses/{id}. Later turns that continued it can no
+// longer be continued themselves: their conversation lost a turn.
+func (s *Server) deleteResponse(c *gin.Context) {
+	r, ok := s.keptRecord(c, "/v1/responses/{id}")
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), storeTimeout)
+	defer cancel()
+	deleted, err := requestState(c).keeper.Delete(ctx, owner(principal(c)), r.ID)
+	switch {
+	case err != nil:
+		storeUnavailable(c, err)
+		return
+	case !deleted: // gone since it was read: another request deleted it, or it expired
+		responseNotFound(c, r.ID)
+		return
+	}
+	b, _ := json.Marshal(struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Deleted bool   `json:"deleted"`
+	}{r.ID, "response", true})
+	peekLimitHeaders(c)
+	c.Data(http.StatusOK, "application/json", b)
+}
+
+// listInputItems answers GET /v1/responses/{id}/input_items: the response's own input items,
+// paged as OpenAI pages them (limit 1-100, default 20; order desc by default or asc; after
+// an item id).
+func (s *Server) listInputItems(c *gin.Context) {
+	info(c).route = "/v1/responses/{id}/input_items"
+	limit := defaultItemsLimit
+	if v, ok := c.GetQuery("limit"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxItemsLimit {
+			abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "limit", "Invalid 'limit': expected an integer between 1 and 100.")
+			return
+		}
+		limit = n
+	}
+	order := c.DefaultQuery("order", "desc")
+	if order != "asc" && order != "desc" {
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "order", "Invalid 'order': expected 'asc' or 'desc'.")
+		return
+	}
+	r, ok := s.keptRecord(c, "/v1/responses/{id}/input_items")
+	if !ok {
+		return
+	}
+	items := stored.InputItems(r)
+	ids := make([]string, len(items))
+	for i, it := range items {
+		var head struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(it, &head)
+		ids[i] = head.ID
+	}
+	if order == "desc" {
+		for i, j := 0, len(items)-1; i < j; i, j = i+1, j-1 {
+			items[i], items[j] = items[j], items[i]
+			ids[i], ids[j] = ids[j], ids[i]
+		}
+	}
+	start := 0
+	if after := c.Query("after"); after != "" {
+		start = len(items) // an unknown cursor: nothing after it
+		for i, id := range ids {
+			if id == after {
+				start = i + 1
+				break
+			}
+		}
+	}
+	end := min(start+limit, len(items))
+	page := struct {
+		Object  string            `json:"object"`
+		Data    []json.RawMessage `json:"data"`
+		FirstID *string           `json:"first_id"`
+		LastID  *string           `json:"last_id"`
+		HasMore bool              `json:"has_more"`
+	}{Object: "list", Data: items[start:end], HasMore: end < len(items)}
+	if page.Data == nil {
+		page.Data = []json.RawMessage{}
+	}
+	if start < end {
+		page.FirstID, page.LastID = &ids[start], &ids[end-1]
+	}
+	b, err := json.Marshal(page)
+	if err != nil {
+		storeUnavailable(c, err)
+		return
+	}
+	peekLimitHeaders(c)
+	c.Data(http.StatusOK, "application/json", b)
+}

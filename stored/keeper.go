@@ -1,0 +1,468 @@
+package stored
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"modelgate/store"
+)
+
+// Buckets of the record store the keeper uses.
+const (
+	bucketRecords = "responses"       // owner tag/response id -> Encode(record)
+	bucketSeq     = "responses_seq"   // owner tag -> counter "n": how many responses it kept
+	bucketSlots   = "responses_slots" // owner tag/slot -> response id kept there
+)
+
+// Errors of the keeper's lookups.
+var (
+	// ErrNotFound: no live record of that id for that owner (never kept, expired,
+	// evicted, deleted, or another owner's: the caller cannot tell which).
+	ErrNotFound = errors.New("stored: response not found")
+	// ErrBrokenChain: the response exists but an earlier turn of its conversation is gone.
+	ErrBrokenChain = errors.New("stored: an earlier response of the conversation is gone")
+	// ErrExists: a record of that id is kept already; the new one was not written.
+	ErrExists = errors.New("stored: a response of that id is kept already")
+	// ErrTooLarge: the conversation's records weigh more than the caller allowed.
+	ErrTooLarge = errors.New("stored: the conversation is too large")
+)
+
+const (
+	// maxIDLen bounds a response id taken from a client; longer ones cannot be kept ones.
+	maxIDLen = 256
+	// maxQueued bounds the records waiting for the background writer; beyond it Keep
+	// waits, so a store that cannot keep up slows requests rather than filling memory.
+	maxQueued = 20000
+	// writeTimeout bounds one batch of the background writer.
+	writeTimeout = 30 * time.Second
+	// syncTimeout bounds the write of a record before its answer goes out.
+	syncTimeout = 5 * time.Second
+)
+
+// Options configure a Keeper.
+type Options struct {
+	TTL         time.Duration    // how long a record lives
+	MaxPerOwner int64            // records kept per owner, the oldest evicted first; 0 = no cap
+	Now         func() time.Time // the clock expiry is judged by; nil = time.Now
+	// WriteBehind hands new records to a background writer that stores them in batches
+	// (one transaction, one sync to disk, for all that arrived meanwhile); until written
+	// they are served from memory. For a store this process owns alone (the embedded
+	// one): its readers all go through this keeper. With a shared store records are
+	// written before Keep returns, so another replica finds them at once.
+	WriteBehind bool
+	// OnError hears about failures of the background writer, which has no caller to
+	// return them to.
+	OnError func(error)
+}
+
+// Keeper keeps, finds and walks records. It is safe for concurrent use, and replicas may
+// share one store: ids are scoped per owner, and the cap's bookkeeping rests on store.Incr,
+// which hands each replica sequence numbers of its own.
+//
+// The cap's bookkeeping, and with WriteBehind the records themselves, are written by a
+// background writer: a goroutine that runs while there is work and exits when there is none.
+type Keeper struct {
+	st     store.Store
+	now    func() time.Time
+	behind bool
+	onErr  func(error)
+	limits atomic.Pointer[limits]
+
+	mu      sync.Mutex
+	cond    *sync.Cond // signalled when the writer finished a batch or stopped
+	jobs    []*job
+	pending map[string]*job // record key -> a record not yet written (WriteBehind only)
+	running bool            // a writer goroutine is at work
+}
+
+type limits struct {
+	ttl time.Duration
+	max int64
+}
+
+// job is one kept response for the writer: its record to create (WriteBehind) and its
+// place under the cap to take. The record is not changed once queued.
+type job struct {
+	tag, key string
+	create   bool
+	rec      *Record
+	ttl      time.Duration
+	max      int64
+}
+
+// NewKeeper returns a keeper over st.
+func NewKeeper(st store.Store, o Options) *Keeper {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	k := &Keeper{st: st, now: o.Now, behind: o.WriteBehind, onErr: o.OnError, pending: map[string]*job{}}
+	k.cond = sync.NewCond(&k.mu)
+	k.SetLimits(o.TTL, o.MaxPerOwner)
+	return k
+}
+
+// SetLimits changes the ttl and cap of records kept from now on (a config reload).
+func (k *Keeper) SetLimits(ttl time.Duration, maxPerOwner int64) {
+	k.limits.Store(&limits{ttl: ttl, max: maxPerOwner})
+}
+
+// ownerTag is how an owner appears in keys: a digest, so team names and passthrough callers'
+// key digests never show in the store, and every owner's keys have one length and alphabet.
+func ownerTag(owner string) string {
+	if t, ok := ownerTags.Load(owner); ok {
+		return t.(string)
+	}
+	d := sha256.Sum256([]byte("modelgate/responses\x00" + owner))
+	t := hex.EncodeToString(d[:16])
+	if strings.HasPrefix(owner, "team:") {
+		ownerTags.Store(owner, t)
+	}
+	return t
+}
+
+// ownerTags remembers the tags of teams: there are as many as the config names, and a
+// digest per request is work the request path need not do. Passthrough callers are not
+// remembered: any bearer token makes one, so their number has no bound.
+var ownerTags sync.Map
+
+func recordKey(tag, id string) string { return tag + "/" + id }
+
+// validID accepts what a platform response id can look like; anything else cannot name a
+// kept record, so it is not looked up at all.
+func validID(id string) bool {
+	if id == "" || len(id) > maxIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// Turn is what a request brings to the record of its response.
+type Turn struct {
+	Parent string // the previous_response_id it continued; "" for a first turn
+	Model  string // the model the client asked for
+	Input  []byte // this turn's own input items (TurnInput)
+}
+
+// KeepResponse keeps the platform's response object (copied, as it came: its output
+// items stay inside it, see Record.OutputItems) as the answer to turn.
+func (k *Keeper) KeepResponse(ctx context.Context, owner string, turn Turn, response []byte) error {
+	head := gjson.GetManyBytes(response, "id", "status")
+	r := &Record{ID: head[0].Str, Parent: turn.Parent, Status: head[1].Str, Model: turn.Model, Input: turn.Input,
+		Response: append([]byte(nil), response...)}
+	return k.Keep(ctx, owner, r)
+}
+
+// Keep keeps a new record for owner. It never replaces one: a repeated id is ErrExists and
+// the first record stays.
+func (k *Keeper) Keep(ctx context.Context, owner string, r *Record) error {
+	return k.keep(ctx, owner, r)
+}
+
+func (k *Keeper) keep(ctx context.Context, owner string, r *Record) error {
+	if !validID(r.ID) {
+		return fmt.Errorf("stored: response id %q cannot be kept", truncate(r.ID))
+	}
+	lim := k.limits.Load()
+	now := k.now()
+	if r.CreatedAt == 0 {
+		r.CreatedAt = now.Unix()
+	}
+	r.ExpiresAt = now.Add(lim.ttl).UnixNano()
+	tag := ownerTag(owner)
+	j := &job{tag: tag, key: recordKey(tag, r.ID), rec: r, ttl: lim.ttl, max: lim.max}
+	if !k.behind {
+		ctx, cancel := context.WithTimeout(ctx, syncTimeout)
+		defer cancel()
+		created, err := k.st.Create(ctx, bucketRecords, j.key, Encode(r), lim.ttl)
+		if err != nil {
+			return err
+		}
+		if !created {
+			return ErrExists
+		}
+		if j.max > 0 {
+			k.enqueue(j) // only the cap's bookkeeping is left, and it need not hold anyone up
+		}
+		return nil
+	}
+	// No read of the store here: that would put the store back on the request's path. A
+	// repeated id that is already written is caught by the writer's Create (and reported
+	// through OnError); one still queued, here.
+	k.mu.Lock()
+	_, queued := k.pending[j.key]
+	k.mu.Unlock()
+	if queued {
+		return ErrExists
+	}
+	j.create = true
+	k.enqueue(j)
+	return nil
+}
+
+func (k *Keeper) enqueue(j *job) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for len(k.jobs) >= maxQueued {
+		k.cond.Wait()
+	}
+	k.jobs = append(k.jobs, j)
+	if j.create {
+		k.pending[j.key] = j
+	}
+	if !k.running {
+		k.running = true
+		go k.write()
+	}
+}
+
+// write stores queued jobs, everything that queued up meanwhile in one batch, until none
+// is left.
+func (k *Keeper) write() {
+	for {
+		k.mu.Lock()
+		jobs := k.jobs
+		k.jobs = nil
+		if len(jobs) == 0 {
+			k.running = false
+			k.cond.Broadcast()
+			k.mu.Unlock()
+			return
+		}
+		k.cond.Broadcast() // room in the queue again
+		k.mu.Unlock()
+
+		var evictErr error
+		var dups []string
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		err := k.st.Batch(ctx, func(tx store.Tx) error {
+			var capped []*job
+			for _, j := range jobs {
+				if j.create {
+					created, err := tx.Create(bucketRecords, j.key, Encode(j.rec), j.ttl)
+					if err != nil {
+						return err
+					}
+					if !created {
+						dups = append(dups, j.rec.ID) // the first record of that id stays
+						continue
+					}
+				}
+				if j.max > 0 {
+					capped = append(capped, j)
+				}
+			}
+			evictErr = evict(tx, capped)
+			return nil
+		})
+		cancel()
+		if err == nil {
+			err = evictErr
+		}
+		if err == nil && len(dups) > 0 {
+			err = fmt.Errorf("%w: %s", ErrExists, truncate(strings.Join(dups, ",")))
+		}
+		if err != nil && k.onErr != nil {
+			k.onErr(err)
+		}
+		k.mu.Lock()
+		for _, j := range jobs {
+			if j.create {
+				delete(k.pending, j.key)
+			}
+		}
+		k.cond.Broadcast()
+		k.mu.Unlock()
+	}
+}
+
+// evict gives each job's record its place under its owner's cap. An owner's responses are
+// numbered as they are kept (store.Incr: unique across replicas; one increment per owner
+// and batch), and response number n takes slot n mod max of a ring of max slots. The
+// slot's previous holder is response n-max: the oldest of the max+1 now kept, which is
+// deleted. Two writers only ever share a slot when their numbers are max apart, which
+// cannot happen while both are in flight for any sensible cap.
+func evict(tx store.Tx, jobs []*job) error {
+	byOwner := map[string][]*job{}
+	var order []string
+	for _, j := range jobs {
+		if byOwner[j.tag] == nil {
+			order = append(order, j.tag)
+		}
+		byOwner[j.tag] = append(byOwner[j.tag], j)
+	}
+	for _, tag := range order {
+		js := byOwner[tag]
+		last, err := tx.Incr(bucketSeq, tag, "n", int64(len(js)), js[len(js)-1].ttl)
+		if err != nil {
+			return err
+		}
+		for i, j := range js {
+			n := last - int64(len(js)-1-i)
+			slot := tag + "/" + strconv.FormatInt(n%j.max, 10)
+			old, err := tx.Get(bucketSlots, slot)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			if err := tx.Put(bucketSlots, slot, []byte(j.rec.ID), j.ttl); err != nil {
+				return err
+			}
+			if len(old) > 0 && string(old) != j.rec.ID {
+				if _, err := tx.Delete(bucketRecords, recordKey(tag, string(old))); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Flush waits until everything queued so far is written.
+func (k *Keeper) Flush() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for k.running || len(k.jobs) > 0 {
+		k.cond.Wait()
+	}
+}
+
+// flushIfPending flushes when key is still waiting for the writer, so a write to it lands
+// after the writer's.
+func (k *Keeper) flushIfPending(key string) {
+	k.mu.Lock()
+	_, queued := k.pending[key]
+	k.mu.Unlock()
+	if queued {
+		k.Flush()
+	}
+}
+
+// Update replaces a kept record of owner (a background response moving on to its next
+// status); it keeps the record's place under the cap and its expiry.
+func (k *Keeper) Update(ctx context.Context, owner string, r *Record) error {
+	old, err := k.Get(ctx, owner, r.ID)
+	if err != nil {
+		return err
+	}
+	r.CreatedAt, r.ExpiresAt = old.CreatedAt, old.ExpiresAt
+	left := time.Duration(r.ExpiresAt - k.now().UnixNano())
+	if left <= 0 {
+		return ErrNotFound
+	}
+	key := recordKey(ownerTag(owner), r.ID)
+	k.flushIfPending(key)
+	return k.st.Put(ctx, bucketRecords, key, Encode(r), left)
+}
+
+// Get returns owner's live record of id, or ErrNotFound.
+func (k *Keeper) Get(ctx context.Context, owner, id string) (*Record, error) {
+	return k.get(ctx, ownerTag(owner), id)
+}
+
+func (k *Keeper) get(ctx context.Context, tag, id string) (*Record, error) {
+	if !validID(id) {
+		return nil, ErrNotFound
+	}
+	key := recordKey(tag, id)
+	var r *Record
+	if k.behind {
+		k.mu.Lock()
+		if j := k.pending[key]; j != nil {
+			rc := *j.rec
+			r = &rc
+		}
+		k.mu.Unlock()
+	}
+	if r == nil {
+		b, err := k.st.Get(ctx, bucketRecords, key)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, ErrNotFound
+		}
+		if err != nil {
+			return nil, err
+		}
+		if r, err = Decode(b); err != nil {
+			return nil, fmt.Errorf("stored: record %s: %w", truncate(id), err)
+		}
+	}
+	if r.ID != id || r.ExpiresAt <= k.now().UnixNano() {
+		return nil, ErrNotFound
+	}
+	return r, nil
+}
+
+// Delete removes owner's record of id and reports whether a live one was there.
+func (k *Keeper) Delete(ctx context.Context, owner, id string) (bool, error) {
+	if _, err := k.Get(ctx, owner, id); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return false, nil
+		}
+		return false, err
+	}
+	key := recordKey(ownerTag(owner), id)
+	k.flushIfPending(key)
+	return k.st.Delete(ctx, bucketRecords, key)
+}
+
+// Chain returns the conversation that ends with owner's response id, oldest turn first.
+// The named response missing is ErrNotFound; an earlier turn missing is ErrBrokenChain.
+// With maxBytes > 0, a conversation whose records weigh more is ErrTooLarge, found out
+// before more of it is read.
+func (k *Keeper) Chain(ctx context.Context, owner, id string, maxBytes int64) ([]*Record, error) {
+	if !validID(id) {
+		return nil, ErrNotFound
+	}
+	tag := ownerTag(owner)
+	var chain []*Record
+	var weight int64
+	// A chain never loops (a record names its parent when it is first written, and ids are
+	// never rewritten), but a bound costs nothing and holds whatever the store holds.
+	limit := k.limits.Load().max
+	if limit <= 0 {
+		limit = 1 << 20
+	}
+	for next := id; next != ""; {
+		if int64(len(chain)) > limit {
+			return nil, ErrBrokenChain
+		}
+		r, err := k.get(ctx, tag, next)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) && len(chain) > 0 {
+				return nil, ErrBrokenChain
+			}
+			return nil, err
+		}
+		chain = append(chain, r)
+		next = r.Parent
+		if weight += int64(len(r.Input) + len(r.Output) + len(r.Response)); maxBytes > 0 && weight > maxBytes {
+			return nil, ErrTooLarge
+		}
+	}
+	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
+		chain[i], chain[j] = chain[j], chain[i]
+	}
+	return chain, nil
+}
+
+// truncate keeps an id in an error message short.
+func truncate(id string) string {
+	if len(id) > 64 {
+		return id[:64] + "..."
+	}
+	return id
+}
