@@ -198,4 +198,6 @@ func applyDefaults(c *Config) {
 	setDefault(&s.UploadIdleTimeout, defaultUploadIdleTimeout)
 	setDefault(&c.Translate.ReasoningField, defaultReasoningField)
 	setDefault(&c.Sidecar.BalanceCacheTTL, defaultBalanceCacheTTL)
+	setDefault(&c.Pricing.Currency, "USD")
+	setDefault(&c.UsageHistory.Retention, 90*24*time.Hour)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/auth"
+	"modelgate/billing"
 )
 
 // requestInfo collects what the access log and the metrics report about one request. Handlers
@@ -47,6 +48,14 @@ type requestInfo struct {
 	// parallel.
 	upstreamWait atomic.Int64
 	keepWait     bool // server.overhead_header is on
+
+	// Billing: the spend reservation of an admitted call and the usage detail its cost and
+	// history row are computed from (see settleBilling).
+	admitted        bool
+	cachedTokens    int64
+	reasoningTokens int64
+	spend           *billing.Hold
+	costMicros      int64
 }
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.

@@ -34,6 +34,9 @@ func (s *Server) responses(c *gin.Context) {
 		return
 	}
 	body, inputEstimate, outCap := req.body, req.inputEstimate, req.outCap
+	if !s.reserveSpend(c, st, p, inputEstimate, outCap, true) {
+		return
+	}
 	ticket := s.admit(c, p, inputEstimate+outCap, true)
 	if ticket == nil {
 		return
@@ -42,6 +45,7 @@ func (s *Server) responses(c *gin.Context) {
 	defer func() {
 		ticket.Settle(charged)
 		ri.inputTokens, ri.outputTokens = charged.InputTokens, charged.OutputTokens
+		ri.cachedTokens, ri.reasoningTokens = charged.CachedInputTokens, charged.ReasoningTokens
 	}()
 
 	resp, cancel, ok := s.callGateway(c, st, p, body, ri.stream)
@@ -235,7 +239,8 @@ func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, input
 	usage := ratelimit.Usage{InputTokens: inputEstimate}
 	if u := gjson.GetBytes(b, "usage"); u.Exists() && u.Type != gjson.Null {
 		// One scan of the answer for the usage object, then lookups inside it only.
-		usage = ratelimit.Usage{InputTokens: gjson.Get(u.Raw, "input_tokens").Int(), OutputTokens: gjson.Get(u.Raw, "output_tokens").Int()}
+		f := gjson.GetMany(u.Raw, "input_tokens", "output_tokens", "input_tokens_details.cached_tokens", "output_tokens_details.reasoning_tokens")
+		usage = ratelimit.Usage{InputTokens: f[0].Int(), OutputTokens: f[1].Int(), CachedInputTokens: f[2].Int(), ReasoningTokens: f[3].Int()}
 	}
 	c.Data(resp.StatusCode, "application/json", b) // copied to the connection before the buffer is reused
 	return usage

@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/auth"
+	"modelgate/billing"
 	"modelgate/config"
 	"modelgate/platform"
 	"modelgate/ratelimit"
@@ -35,6 +36,14 @@ type Deps struct {
 	// Store keeps the records that outlive the process and are shared by replicas (issued
 	// keys, stored responses, usage history). Nil leaves those features without storage.
 	Store store.Store
+
+	// Team self-service (package admin): the handler of /admin/keys, /admin/teams,
+	// /admin/usage/history and /admin/ui/, the issued keys every Authenticator consults, the
+	// spend budgets and the usage history. Each may be nil.
+	Admin   http.Handler
+	Issued  *auth.Issued
+	Ledger  *billing.Ledger
+	History *billing.Recorder
 }
 
 // Hooks let the operations layer observe requests without the handlers knowing about it.
@@ -64,6 +73,7 @@ type RequestSummary struct {
 	ErrorCode    string
 	Refusal      string
 	UpstreamErr  string
+	CostMicros   int64 // what the call cost at the model's price, in micro-units of pricing.currency
 }
 
 // state is everything a config reload replaces. Requests load it once at their start, so a
@@ -73,6 +83,7 @@ type state struct {
 	auth   *auth.Authenticator
 	models modelTable
 	retry  retryPolicy
+	prices billing.Prices
 }
 
 // outputReserve is how many output tokens admission reserves for a call that asked for at
@@ -96,6 +107,10 @@ type Server struct {
 	ready    atomic.Bool
 	draining atomic.Bool
 	records  store.Store // nil: no durable records
+	admin    http.Handler
+	issued   *auth.Issued
+	ledger   *billing.Ledger
+	history  *billing.Recorder
 }
 
 // New builds a Server. The config must already be validated.
@@ -109,8 +124,9 @@ func New(d Deps) (*Server, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store}
-	s.st.Store(newState(d.Config, d.Auth))
+	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
+		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History}
+	s.Reload(d.Config, d.Auth)
 	s.engine = s.routes(d.MetricsHandler)
 	s.ready.Store(true)
 	return s, nil
@@ -124,13 +140,22 @@ func retries(cfg *config.Config) int {
 }
 
 func newState(cfg *config.Config, a *auth.Authenticator) *state {
-	return &state{cfg: cfg, auth: a, models: newModelTable(cfg.Models), retry: defaultRetryPolicy(retries(cfg))}
+	return &state{cfg: cfg, auth: a, models: newModelTable(cfg.Models), retry: defaultRetryPolicy(retries(cfg)), prices: billing.NewPrices(cfg)}
 }
 
 // Reload swaps in a new, validated config. In-flight requests finish under the old one;
 // limiter counters are keyed by team and key name, so keys that still exist keep their state.
 func (s *Server) Reload(cfg *config.Config, a *auth.Authenticator) {
+	if s.issued != nil {
+		a.UseIssued(s.issued) // before the authenticator is published
+	}
 	s.st.Store(newState(cfg, a))
+}
+
+// State returns the config and authenticator serving now, for the admin API.
+func (s *Server) State() (*config.Config, *auth.Authenticator) {
+	st := s.state()
+	return st.cfg, st.auth
 }
 
 // Handler returns the HTTP handler.
@@ -234,6 +259,7 @@ func (s *Server) finish(c *gin.Context, ri *requestInfo) {
 		InputTokens: ri.inputTokens, OutputTokens: ri.outputTokens, Attempts: ri.attempts,
 		ErrorCode: ri.errCode, Refusal: ri.refusal, UpstreamErr: ri.upstreamErr,
 	}
+	sum.CostMicros = s.settleBilling(ri)
 	s.logRequest(sum)
 	if s.hooks.RequestDone != nil {
 		s.hooks.RequestDone(sum)

@@ -1,0 +1,265 @@
+package billing
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"modelgate/store"
+)
+
+// historyBucket holds one counter record per UTC day, team, key and model, keyed
+// "20261126/<team>/<key>/<model>". Team and key names cannot hold '/', so the model, last,
+// may.
+const historyBucket = "usage_days"
+
+// Counter names of a history record.
+const (
+	cRequests  = "requests"
+	cInput     = "input_tokens"
+	cCached    = "cached_input_tokens"
+	cOutput    = "output_tokens"
+	cReasoning = "reasoning_tokens"
+	cCost      = "cost_micros"
+)
+
+// Row is one day's usage of one team, key and model (or a sum over some of them).
+type Row struct {
+	Day               string // YYYY-MM-DD, UTC
+	Team, Key, Model  string
+	Requests          int64
+	InputTokens       int64
+	CachedInputTokens int64
+	OutputTokens      int64
+	ReasoningTokens   int64
+	CostMicros        int64
+}
+
+func (r *Row) add(o *Row) {
+	r.Requests += o.Requests
+	r.InputTokens += o.InputTokens
+	r.CachedInputTokens += o.CachedInputTokens
+	r.OutputTokens += o.OutputTokens
+	r.ReasoningTokens += o.ReasoningTokens
+	r.CostMicros += o.CostMicros
+}
+
+func (r *Row) counters() map[string]int64 {
+	return map[string]int64{cRequests: r.Requests, cInput: r.InputTokens, cCached: r.CachedInputTokens,
+		cOutput: r.OutputTokens, cReasoning: r.ReasoningTokens, cCost: r.CostMicros}
+}
+
+// Recorder keeps the usage history. Record only adds to an in-memory batch; Run writes the
+// batch to the store every interval, off the request path, as one atomic Add per row.
+type Recorder struct {
+	st        store.Store
+	now       func() time.Time
+	log       *slog.Logger
+	retention time.Duration
+
+	// flushMu keeps Query from seeing a row both in the store and in a batch being flushed.
+	flushMu  sync.RWMutex
+	mu       sync.Mutex
+	batch    map[rowID]*Row
+	lastSeen map[string]int64
+}
+
+type rowID struct{ day, team, key, model string }
+
+// NewRecorder returns a recorder writing to st (nil: history is kept in memory until the
+// process ends, which is enough for tests and for a gateway without a store).
+func NewRecorder(st store.Store, retention time.Duration, now func() time.Time, log *slog.Logger) *Recorder {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Recorder{st: st, now: now, log: log, retention: retention,
+		batch: map[rowID]*Row{}, lastSeen: map[string]int64{}}
+}
+
+// Record counts one finished request.
+func (r *Recorder) Record(team, key, model string, u Usage, costMicros int64) {
+	now := r.now()
+	id := rowID{now.UTC().Format("20060102"), team, key, model}
+	r.mu.Lock()
+	row := r.batch[id]
+	if row == nil {
+		row = &Row{}
+		r.batch[id] = row
+	}
+	row.Requests++
+	row.InputTokens += u.InputTokens
+	row.CachedInputTokens += u.CachedInputTokens
+	row.OutputTokens += u.OutputTokens
+	row.ReasoningTokens += u.ReasoningTokens
+	row.CostMicros += costMicros
+	r.lastSeen[team+"/"+key] = now.UnixNano()
+	r.mu.Unlock()
+}
+
+// LastSeen is when this replica last recorded a request of the key (zero: not since start).
+func (r *Recorder) LastSeen(team, key string) time.Time {
+	r.mu.Lock()
+	n := r.lastSeen[team+"/"+key]
+	r.mu.Unlock()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// Run flushes every interval until ctx ends, then flushes what is left.
+func (r *Recorder) Run(ctx context.Context, every time.Duration) {
+	if r.st == nil {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if err := r.Flush(context.Background()); err != nil {
+				r.log.Warn("usage history: final flush failed", "err", err.Error())
+			}
+			return
+		case <-t.C:
+			if err := r.Flush(ctx); err != nil {
+				r.log.Warn("usage history: flush failed; will retry", "err", err.Error())
+			}
+		}
+	}
+}
+
+// Flush writes the batch to the store. Rows that fail stay for the next flush.
+func (r *Recorder) Flush(ctx context.Context) error {
+	if r.st == nil {
+		return nil
+	}
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
+	r.mu.Lock()
+	if len(r.batch) == 0 {
+		r.mu.Unlock()
+		return nil
+	}
+	batch := r.batch
+	r.batch = map[rowID]*Row{}
+	r.mu.Unlock()
+	var firstErr error
+	for id, row := range batch {
+		err := r.st.Add(ctx, historyBucket, id.storeKey(), row.counters(), r.ttl(id.day))
+		if err != nil {
+			r.mu.Lock()
+			if cur := r.batch[id]; cur != nil {
+				cur.add(row)
+			} else {
+				r.batch[id] = row
+			}
+			r.mu.Unlock()
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	return firstErr
+}
+
+// ttl keeps a row for the retention counted from the end of its day.
+func (r *Recorder) ttl(day string) time.Duration {
+	d, err := time.Parse("20060102", day)
+	if err != nil || r.retention <= 0 {
+		return 0
+	}
+	return max(d.Add(24*time.Hour+r.retention).Sub(r.now()), time.Minute)
+}
+
+func (id rowID) storeKey() string { return id.day + "/" + id.team + "/" + id.key + "/" + id.model }
+
+func parseRowKey(k string) (rowID, bool) {
+	parts := strings.SplitN(k, "/", 4)
+	if len(parts) != 4 || len(parts[0]) != 8 {
+		return rowID{}, false
+	}
+	return rowID{parts[0], parts[1], parts[2], parts[3]}, true
+}
+
+// Query returns the rows of the days from..to (YYYYMMDD, inclusive) summed over what
+// groupBy leaves out: groupBy holds any of "team", "key", "model"; the day is always kept.
+// Rows not yet flushed are included; a running flush is waited for, so none counts twice. Rows come sorted by day, team, key, model.
+func (r *Recorder) Query(ctx context.Context, from, to string, groupBy map[string]bool) ([]Row, error) {
+	r.flushMu.RLock()
+	defer r.flushMu.RUnlock()
+	sums := map[rowID]*Row{}
+	take := func(id rowID, row *Row) {
+		if id.day < from || id.day > to {
+			return
+		}
+		g := rowID{day: id.day}
+		if groupBy["team"] || groupBy["key"] {
+			g.team = id.team
+		}
+		if groupBy["key"] {
+			g.key = id.key
+		}
+		if groupBy["model"] {
+			g.model = id.model
+		}
+		s := sums[g]
+		if s == nil {
+			s = &Row{}
+			sums[g] = s
+		}
+		s.add(row)
+	}
+	if r.st != nil {
+		err := r.st.ScanCounters(ctx, historyBucket, commonPrefix(from, to), func(k string, c map[string]int64) error {
+			id, ok := parseRowKey(k)
+			if ok {
+				take(id, &Row{Requests: c[cRequests], InputTokens: c[cInput], CachedInputTokens: c[cCached],
+					OutputTokens: c[cOutput], ReasoningTokens: c[cReasoning], CostMicros: c[cCost]})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	r.mu.Lock()
+	for id, row := range r.batch {
+		take(id, row)
+	}
+	r.mu.Unlock()
+	rows := make([]Row, 0, len(sums))
+	for id, s := range sums {
+		s.Day = id.day[:4] + "-" + id.day[4:6] + "-" + id.day[6:]
+		s.Team, s.Key, s.Model = id.team, id.key, id.model
+		rows = append(rows, *s)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.Day != b.Day {
+			return a.Day < b.Day
+		}
+		if a.Team != b.Team {
+			return a.Team < b.Team
+		}
+		if a.Key != b.Key {
+			return a.Key < b.Key
+		}
+		return a.Model < b.Model
+	})
+	return rows, nil
+}
+
+func commonPrefix(a, b string) string {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return a[:n]
+}
