@@ -60,8 +60,8 @@ func (s *Server) settleBilling(ri *requestInfo) int64 {
 		ri.spend.Cancel() // refused by the limiter after the spend was held
 		return 0
 	}
-	if ri.team == "" {
-		return 0
+	if ri.team == "" || ri.model == "" {
+		return 0 // passthrough callers have no team; calls without a model (sidecar) no tokens
 	}
 	u := billing.Usage{InputTokens: ri.inputTokens, CachedInputTokens: ri.cachedTokens,
 		OutputTokens: ri.outputTokens, ReasoningTokens: ri.reasoningTokens}
