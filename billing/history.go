@@ -64,10 +64,13 @@ type Recorder struct {
 	flushMu  sync.RWMutex
 	mu       sync.Mutex
 	batch    map[rowID]*Row
-	lastSeen map[string]int64
+	lastSeen map[teamKey]int64
+	days     periodNames
 }
 
 type rowID struct{ day, team, key, model string }
+
+type teamKey struct{ team, key string }
 
 // NewRecorder returns a recorder writing to st (nil: history is kept in memory until the
 // process ends, which is enough for tests and for a gateway without a store).
@@ -79,14 +82,15 @@ func NewRecorder(st store.Store, retention time.Duration, now func() time.Time, 
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Recorder{st: st, now: now, log: log, retention: retention,
-		batch: map[rowID]*Row{}, lastSeen: map[string]int64{}}
+		batch: map[rowID]*Row{}, lastSeen: map[teamKey]int64{}}
 }
 
 // Record counts one finished request.
 func (r *Recorder) Record(team, key, model string, u Usage, costMicros int64) {
 	now := r.now()
-	id := rowID{now.UTC().Format("20060102"), team, key, model}
 	r.mu.Lock()
+	day, _ := r.days.at(now)
+	id := rowID{day[1:], team, key, model}
 	row := r.batch[id]
 	if row == nil {
 		row = &Row{}
@@ -98,14 +102,14 @@ func (r *Recorder) Record(team, key, model string, u Usage, costMicros int64) {
 	row.OutputTokens += u.OutputTokens
 	row.ReasoningTokens += u.ReasoningTokens
 	row.CostMicros += costMicros
-	r.lastSeen[team+"/"+key] = now.UnixNano()
+	r.lastSeen[teamKey{team, key}] = now.UnixNano()
 	r.mu.Unlock()
 }
 
 // LastSeen is when this replica last recorded a request of the key (zero: not since start).
 func (r *Recorder) LastSeen(team, key string) time.Time {
 	r.mu.Lock()
-	n := r.lastSeen[team+"/"+key]
+	n := r.lastSeen[teamKey{team, key}]
 	r.mu.Unlock()
 	if n == 0 {
 		return time.Time{}

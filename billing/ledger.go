@@ -46,7 +46,28 @@ type Ledger struct {
 	log *slog.Logger
 
 	mu     sync.Mutex
-	totals map[string]*total
+	totals map[periodScope]*total
+	days   periodNames
+}
+
+// periodScope names one total: a period ("d20261126" or "m202611") and a scope.
+type periodScope struct{ period, scope string }
+
+func (k periodScope) storeKey() string { return k.period + "|" + k.scope }
+
+// periodNames caches the current day's and month's names, so the request path formats no
+// dates: they change once a day.
+type periodNames struct {
+	unixDay    int64
+	day, month string
+}
+
+func (p *periodNames) at(now time.Time) (day, month string) {
+	d := now.Unix() / 86400
+	if p.day == "" || d != p.unixDay {
+		p.unixDay, p.day, p.month = d, dayKey(now), monthKey(now)
+	}
+	return p.day, p.month
 }
 
 // NewLedger loads the current day's and month's spend from st (nil: nothing kept).
@@ -57,7 +78,7 @@ func NewLedger(ctx context.Context, st store.Store, now func() time.Time, log *s
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	l := &Ledger{st: st, now: now, log: log, totals: map[string]*total{}}
+	l := &Ledger{st: st, now: now, log: log, totals: map[periodScope]*total{}}
 	if err := l.sync(ctx); err != nil {
 		return nil, err
 	}
@@ -68,7 +89,7 @@ func dayKey(t time.Time) string   { return "d" + t.UTC().Format("20060102") }
 func monthKey(t time.Time) string { return "m" + t.UTC().Format("200601") }
 
 func (l *Ledger) get(period, scope string) *total {
-	k := period + "|" + scope
+	k := periodScope{period, scope}
 	t := l.totals[k]
 	if t == nil {
 		t = &total{}
@@ -80,7 +101,8 @@ func (l *Ledger) get(period, scope string) *total {
 // Hold is an admitted call's reservation. Settle or Cancel it once; later calls are no-ops.
 type Hold struct {
 	l      *Ledger
-	scopes []string
+	scopes [2]string // a key and its team; "" unused
+	n      int
 	day    string
 	month  string
 	amount int64
@@ -94,9 +116,9 @@ type Hold struct {
 func (l *Ledger) Reserve(budgets []Budget, amount int64) (*Hold, *Refusal) {
 	amount = max(amount, 0)
 	now := l.now()
-	day, month := dayKey(now), monthKey(now)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	day, month := l.days.at(now)
 	for _, b := range budgets {
 		if b.PerDay > 0 {
 			t := l.get(day, b.Scope)
@@ -112,8 +134,9 @@ func (l *Ledger) Reserve(budgets []Budget, amount int64) (*Hold, *Refusal) {
 		}
 	}
 	h := &Hold{l: l, day: day, month: month, amount: amount}
-	for _, b := range budgets {
-		h.scopes = append(h.scopes, b.Scope)
+	for _, b := range budgets[:min(len(budgets), len(h.scopes))] {
+		h.scopes[h.n] = b.Scope
+		h.n++
 		l.get(day, b.Scope).reserved += amount
 		l.get(month, b.Scope).reserved += amount
 	}
@@ -129,7 +152,7 @@ func (h *Hold) Settle(cost int64) {
 	cost = max(cost, 0)
 	l := h.l
 	l.mu.Lock()
-	for _, s := range h.scopes {
+	for _, s := range h.scopes[:h.n] {
 		for _, p := range [2]string{h.day, h.month} {
 			t := l.get(p, s)
 			t.reserved -= h.amount
@@ -147,11 +170,12 @@ func (l *Ledger) Spent(scope string) (day, month float64) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	dk, mk := l.days.at(now)
 	var d, m int64
-	if t := l.totals[dayKey(now)+"|"+scope]; t != nil {
+	if t := l.totals[periodScope{dk, scope}]; t != nil {
 		d = t.charged()
 	}
-	if t := l.totals[monthKey(now)+"|"+scope]; t != nil {
+	if t := l.totals[periodScope{mk, scope}]; t != nil {
 		m = t.charged()
 	}
 	return Amount(d), Amount(m)
@@ -191,7 +215,7 @@ func (l *Ledger) flush(ctx context.Context) error {
 		return nil
 	}
 	l.mu.Lock()
-	out := map[string]int64{}
+	out := map[periodScope]int64{}
 	for k, t := range l.totals {
 		if t.pending != 0 {
 			out[k] = t.pending
@@ -203,10 +227,10 @@ func (l *Ledger) flush(ctx context.Context) error {
 	var firstErr error
 	for k, n := range out {
 		ttl := 40 * 24 * time.Hour
-		if strings.HasPrefix(k, "m") {
+		if strings.HasPrefix(k.period, "m") {
 			ttl = 400 * 24 * time.Hour
 		}
-		err := l.st.Add(ctx, spendBucket, k, map[string]int64{"micros": n}, ttl)
+		err := l.st.Add(ctx, spendBucket, k.storeKey(), map[string]int64{"micros": n}, ttl)
 		l.mu.Lock()
 		t := l.totals[k]
 		t.flushing -= n
@@ -231,10 +255,11 @@ func (l *Ledger) sync(ctx context.Context) error {
 	}
 	now := l.now()
 	day, month := dayKey(now), monthKey(now)
-	stored := map[string]int64{}
+	stored := map[periodScope]int64{}
 	for _, prefix := range []string{day + "|", month + "|"} {
 		err := l.st.ScanCounters(ctx, spendBucket, prefix, func(key string, c map[string]int64) error {
-			stored[key] = c["micros"]
+			p, s, _ := strings.Cut(key, "|")
+			stored[periodScope{p, s}] = c["micros"]
 			return nil
 		})
 		if err != nil {
@@ -252,8 +277,7 @@ func (l *Ledger) sync(ctx context.Context) error {
 		t.base = n
 	}
 	for k, t := range l.totals {
-		p, _, _ := strings.Cut(k, "|")
-		if p != day && p != month && t.pending == 0 && t.flushing == 0 && t.reserved == 0 {
+		if k.period != day && k.period != month && t.pending == 0 && t.flushing == 0 && t.reserved == 0 {
 			delete(l.totals, k)
 		}
 	}

@@ -21,18 +21,18 @@ func (s *Server) reserveSpend(c *gin.Context, st *state, p *auth.Principal, inpu
 		return true
 	}
 	ri := info(c)
-	budgets := []billing.Budget{
+	budgets := [2]billing.Budget{
 		{Scope: p.ScopeID, PerDay: billing.MicrosOf(p.KeyLimits.SpendPerDay), PerMonth: billing.MicrosOf(p.KeyLimits.SpendPerMonth)},
 		{Scope: p.TeamScopeID, PerDay: billing.MicrosOf(p.TeamLimits.SpendPerDay), PerMonth: billing.MicrosOf(p.TeamLimits.SpendPerMonth)},
 	}
 	amount := st.prices.Estimate(ri.model, inputTokens, outputCap)
-	hold, refused := s.ledger.Reserve(budgets, amount)
+	hold, refused := s.ledger.Reserve(budgets[:], amount)
 	if refused != nil && p.Shadow {
 		ri.refusal = "shadow_spend_" + refused.Period
 		for i := range budgets { // charged, not limited: the spend is still counted
 			budgets[i].PerDay, budgets[i].PerMonth = 0, 0
 		}
-		hold, refused = s.ledger.Reserve(budgets, amount)
+		hold, refused = s.ledger.Reserve(budgets[:], amount)
 	}
 	if refused == nil {
 		ri.spend = hold
