@@ -218,3 +218,15 @@ func TestHistoryQuery(t *testing.T) {
 		t.Fatalf("after retention: %+v", rows)
 	}
 }
+
+func TestChargeWithoutReservation(t *testing.T) {
+	c := &clock{time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	l, _ := NewLedger(context.Background(), nil, c.now, nil)
+	l.Charge([]string{"key:t/k", "team:t", ""}, 70)
+	if d, m := l.Spent("team:t"); d != Amount(70) || m != Amount(70) {
+		t.Fatalf("spent %v %v", d, m)
+	}
+	if _, r := l.Reserve([]Budget{{Scope: "key:t/k", PerDay: 100}}, 40); r == nil {
+		t.Fatal("70 charged + 40 fit in 100")
+	}
+}

@@ -162,6 +162,19 @@ func (h *Hold) Settle(cost int64) {
 	l.mu.Unlock()
 }
 
+// Charge adds cost to the scopes' spend without a reservation: for a call whose route
+// reserved nothing.
+func (l *Ledger) Charge(scopes []string, cost int64) {
+	b := make([]Budget, 0, 2)
+	for _, s := range scopes {
+		if s != "" {
+			b = append(b, Budget{Scope: s})
+		}
+	}
+	h, _ := l.Reserve(b, 0) // no limits: never refused
+	h.Settle(cost)
+}
+
 // Cancel drops the reservation of a call that was refused elsewhere or never ran.
 func (h *Hold) Cancel() { h.Settle(0) }
 

@@ -66,7 +66,13 @@ func (s *Server) settleBilling(ri *requestInfo) int64 {
 	u := billing.Usage{InputTokens: ri.inputTokens, CachedInputTokens: ri.cachedTokens,
 		OutputTokens: ri.outputTokens, ReasoningTokens: ri.reasoningTokens}
 	cost := s.state().prices.Cost(ri.model, u)
-	ri.spend.Settle(cost)
+	switch {
+	case ri.spend != nil:
+		ri.spend.Settle(cost)
+	case s.ledger != nil && ri.principal != nil && cost > 0:
+		// A route that reserved nothing (it does not call reserveSpend): still charged.
+		s.ledger.Charge([]string{ri.principal.ScopeID, ri.principal.TeamScopeID}, cost)
+	}
 	if s.history != nil {
 		s.history.Record(ri.team, ri.keyName, ri.model, u, cost)
 	}
