@@ -77,8 +77,10 @@ func New(d Deps) (*API, error) {
 		http.Redirect(w, r, "/admin/ui/", http.StatusMovedPermanently)
 	})
 	if d.Store != nil {
+		// A store that is down at start must not keep the gateway down: config keys work,
+		// and the poller loads the issued ones as soon as the store answers.
 		if err := a.Refresh(context.Background()); err != nil {
-			return nil, err
+			d.Logger.Warn("issued keys: not loaded yet; retrying in the background", "err", err.Error())
 		}
 	}
 	return a, nil

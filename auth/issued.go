@@ -35,7 +35,13 @@ type issuedEntry struct {
 // replaced whole when the store changes (Replace), so lookups never take a lock.
 type Issued struct {
 	now     func() time.Time
-	entries atomic.Pointer[map[digest]*issuedEntry]
+	entries atomic.Pointer[issuedSet]
+}
+
+// issuedSet is one generation of issued keys, indexed for authentication and for listing.
+type issuedSet struct {
+	byDigest map[digest]*issuedEntry
+	byID     map[string]*issuedEntry
 }
 
 // NewIssued returns an empty set; now is the clock expiry is judged by (nil: time.Now).
@@ -44,19 +50,15 @@ func NewIssued(now func() time.Time) *Issued {
 		now = time.Now
 	}
 	is := &Issued{now: now}
-	empty := map[digest]*issuedEntry{}
-	is.entries.Store(&empty)
+	is.entries.Store(&issuedSet{byDigest: map[digest]*issuedEntry{}, byID: map[string]*issuedEntry{}})
 	return is
 }
 
 // Replace swaps in a new set of keys. Last-use times of keys that remain are carried over.
 func (is *Issued) Replace(keys []IssuedKey) error {
-	old := *is.entries.Load()
-	byID := make(map[string]*issuedEntry, len(old))
-	for _, e := range old {
-		byID[e.key.ID] = e
-	}
+	old := is.entries.Load().byID
 	m := make(map[digest]*issuedEntry, len(keys))
+	byID := make(map[string]*issuedEntry, len(keys))
 	for _, k := range keys {
 		var d digest
 		if len(k.SHA256) != 2*sha256.Size {
@@ -69,24 +71,22 @@ func (is *Issued) Replace(keys []IssuedKey) error {
 		if !k.ExpiresAt.IsZero() {
 			e.expires = k.ExpiresAt.UnixNano()
 		}
-		if prev := byID[k.ID]; prev != nil {
+		if prev := old[k.ID]; prev != nil {
 			e.lastUsed.Store(prev.lastUsed.Load())
 		}
 		m[d] = e
+		byID[k.ID] = e
 	}
-	is.entries.Store(&m)
+	is.entries.Store(&issuedSet{byDigest: m, byID: byID})
 	return nil
 }
 
 // LastUsed reports when this replica last authenticated the key with id (zero: not since
 // it started).
 func (is *Issued) LastUsed(id string) time.Time {
-	for _, e := range *is.entries.Load() {
-		if e.key.ID == id {
-			if n := e.lastUsed.Load(); n != 0 {
-				return time.Unix(0, n).UTC()
-			}
-			return time.Time{}
+	if e := is.entries.Load().byID[id]; e != nil {
+		if n := e.lastUsed.Load(); n != 0 {
+			return time.Unix(0, n).UTC()
 		}
 	}
 	return time.Time{}
@@ -94,7 +94,7 @@ func (is *Issued) LastUsed(id string) time.Time {
 
 // lookup finds a live issued key by digest and notes its use.
 func (is *Issued) lookup(d digest) *issuedEntry {
-	e := (*is.entries.Load())[d]
+	e := is.entries.Load().byDigest[d]
 	if e == nil || subtle.ConstantTimeCompare(e.digest[:], d[:]) != 1 {
 		return nil
 	}

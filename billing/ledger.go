@@ -70,7 +70,8 @@ func (p *periodNames) at(now time.Time) (day, month string) {
 	return p.day, p.month
 }
 
-// NewLedger loads the current day's and month's spend from st (nil: nothing kept).
+// NewLedger loads the current day's and month's spend from st (nil: nothing kept). A store
+// that cannot be read is logged, not fatal; the error result is always nil today.
 func NewLedger(ctx context.Context, st store.Store, now func() time.Time, log *slog.Logger) (*Ledger, error) {
 	if now == nil {
 		now = time.Now
@@ -80,7 +81,8 @@ func NewLedger(ctx context.Context, st store.Store, now func() time.Time, log *s
 	}
 	l := &Ledger{st: st, now: now, log: log, totals: map[periodScope]*total{}}
 	if err := l.sync(ctx); err != nil {
-		return nil, err
+		// Serving matters more than a budget's first second: Run syncs again each second.
+		log.Warn("spend: could not read the spend so far; budgets count from what this replica sees until the store answers", "err", err.Error())
 	}
 	return l, nil
 }
