@@ -102,47 +102,47 @@ func (l *Ledger) get(period, scope string) *total {
 
 // Hold is an admitted call's reservation. Settle or Cancel it once; later calls are no-ops.
 type Hold struct {
-	l      *Ledger
-	scopes [2]string // a key and its team; "" unused
+	// totals are the day and month totals of each scope, held here so settling looks
+	// nothing up; a total with a reservation on it is never dropped by sync.
+	totals [4]*total
 	n      int
-	day    string
-	month  string
+	l      *Ledger
 	amount int64
 	done   bool
 }
 
-// Reserve admits a call that may cost up to amount micro-units against every budget, or
-// names the budget it would overrun. Like tokens_per_day, a reservation larger than a whole
-// budget only needs that budget untouched. Every scope is charged, limited or not, so the
-// spend of every team and key can be reported.
+// Reserve admits a call that may cost up to amount micro-units against every budget (at
+// most two: a key and its team), or names the budget it would overrun. Like tokens_per_day,
+// a reservation larger than a whole budget only needs that budget untouched. Every scope is
+// charged, limited or not, so the spend of every team and key can be reported.
 func (l *Ledger) Reserve(budgets []Budget, amount int64) (*Hold, *Refusal) {
 	amount = max(amount, 0)
+	budgets = budgets[:min(len(budgets), 2)]
 	now := l.now()
+	h := &Hold{l: l, amount: amount}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	day, month := l.days.at(now)
 	for _, b := range budgets {
-		if b.PerDay > 0 {
-			t := l.get(day, b.Scope)
-			if t.charged()+t.reserved+min(amount, b.PerDay) > b.PerDay || t.charged() >= b.PerDay {
-				return nil, &Refusal{b.Scope, "day"}
-			}
+		d, m := l.get(day, b.Scope), l.get(month, b.Scope)
+		if over(d, b.PerDay, amount) {
+			return nil, &Refusal{b.Scope, "day"}
 		}
-		if b.PerMonth > 0 {
-			t := l.get(month, b.Scope)
-			if t.charged()+t.reserved+min(amount, b.PerMonth) > b.PerMonth || t.charged() >= b.PerMonth {
-				return nil, &Refusal{b.Scope, "month"}
-			}
+		if over(m, b.PerMonth, amount) {
+			return nil, &Refusal{b.Scope, "month"}
 		}
+		h.totals[h.n], h.totals[h.n+1] = d, m
+		h.n += 2
 	}
-	h := &Hold{l: l, day: day, month: month, amount: amount}
-	for _, b := range budgets[:min(len(budgets), len(h.scopes))] {
-		h.scopes[h.n] = b.Scope
-		h.n++
-		l.get(day, b.Scope).reserved += amount
-		l.get(month, b.Scope).reserved += amount
+	for _, t := range h.totals[:h.n] {
+		t.reserved += amount
 	}
 	return h, nil
+}
+
+// over reports whether reserving amount more would overrun limit (0: none).
+func over(t *total, limit, amount int64) bool {
+	return limit > 0 && (t.charged() >= limit || t.charged()+t.reserved+min(amount, limit) > limit)
 }
 
 // Settle replaces the reservation with what the call really cost.
@@ -152,16 +152,12 @@ func (h *Hold) Settle(cost int64) {
 	}
 	h.done = true
 	cost = max(cost, 0)
-	l := h.l
-	l.mu.Lock()
-	for _, s := range h.scopes[:h.n] {
-		for _, p := range [2]string{h.day, h.month} {
-			t := l.get(p, s)
-			t.reserved -= h.amount
-			t.pending += cost
-		}
+	h.l.mu.Lock()
+	for _, t := range h.totals[:h.n] {
+		t.reserved -= h.amount
+		t.pending += cost
 	}
-	l.mu.Unlock()
+	h.l.mu.Unlock()
 }
 
 // Charge adds cost to the scopes' spend without a reservation: for a call whose route
