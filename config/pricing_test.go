@@ -47,13 +47,13 @@ func TestPricingParsed(t *testing.T) {
 
 func TestPricingRejected(t *testing.T) {
 	for _, c := range []struct{ name, from, to, want string }{
-		{"negative spend", "spend_per_day: 25.00", "spend_per_day: -1", "teams[0].limits.spend_per_day"},
-		{"spend not a number", "spend_per_month: 500", "spend_per_month: lots", "want a number"},
-		{"spend infinite", "spend_per_month: 500", "spend_per_month: .inf", "want a number"},
-		{"negative price", "output: 0.60", "output: -0.6", "models[0].price.output"},
-		{"unknown price key", "output: 0.60", "outptu: 0.6", "outptu"},
-		{"bad currency", "currency: EUR", "currency: E-U-R", "pricing.currency"},
-		{"negative retention", "retention: 720h", "retention: -1h", "usage_history.retention"},
+		{"negative_spend", "spend_per_day: 25.00", "spend_per_day: -1", "teams[0].limits.spend_per_day"},
+		{"spend_not_a_number", "spend_per_month: 500", "spend_per_month: lots", "want a number"},
+		{"spend_infinite", "spend_per_month: 500", "spend_per_month: .inf", "want a number"},
+		{"negative_price", "output: 0.60", "output: -0.6", "models[0].price.output"},
+		{"unknown_price_key", "output: 0.60", "outptu: 0.6", "outptu"},
+		{"bad_currency", "currency: EUR", "currency: E-U-R", "pricing.currency"},
+		{"negative_retention", "retention: 720h", "retention: -1h", "usage_history.retention"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Parse([]byte(strings.Replace(pricedYAML, c.from, c.to, 1)), "p.yaml", nil)
