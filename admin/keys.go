@@ -306,8 +306,8 @@ func issuedView(rec keyRecord, is *auth.Issued) keyView {
 	return v
 }
 
-// describe fills in each key's usage from the limiter and the spend ledger, and the last use
-// of config keys from the usage recorder.
+// describe fills in each key's usage from the limiter and the spend ledger, and its last use
+// from the usage recorder (shared by replicas) or this replica's authenticator, the later.
 func (a *API) describe(ctx context.Context, cfg *config.Config, views []keyView) []keyView {
 	scopes := make([]ratelimit.Scope, len(views))
 	for i, v := range views {
@@ -316,6 +316,10 @@ func (a *API) describe(ctx context.Context, cfg *config.Config, views []keyView)
 	var usage []ratelimit.ScopeUsage
 	if a.d.Limiter != nil && len(scopes) > 0 {
 		usage, _ = a.d.Limiter.Usage(ctx, scopes) // usage is a nicety here; a store hiccup shows nulls
+	}
+	var lastUse map[string]time.Time
+	if a.d.History != nil {
+		lastUse, _ = a.d.History.LastUse(ctx)
 	}
 	for i := range views {
 		u := &keyUsage{}
@@ -327,10 +331,8 @@ func (a *API) describe(ctx context.Context, cfg *config.Config, views []keyView)
 			u.SpendDay, u.SpendMonth = a.d.Ledger.Spent(scopes[i].ID)
 		}
 		views[i].Usage = u
-		if views[i].LastUsedAt == nil && a.d.History != nil {
-			if t := a.d.History.LastSeen(views[i].Team, views[i].Name); !t.IsZero() {
-				views[i].LastUsedAt = &t
-			}
+		if t, ok := lastUse[views[i].Team+"/"+views[i].Name]; ok && (views[i].LastUsedAt == nil || t.After(*views[i].LastUsedAt)) {
+			views[i].LastUsedAt = &t
 		}
 	}
 	return views

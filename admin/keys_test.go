@@ -202,24 +202,30 @@ func TestKeysSurviveRestart(t *testing.T) {
 	r := startReplica(t, envOptions{dataDir: dir, sim: sim})
 	keepID, keep := r.issue(t, "alpha", "keep", nil)
 	dropID, drop := r.issue(t, "beta", "drop", nil)
+	if got := r.chat(t, keep); got != 200 {
+		t.Fatalf("before restart: %d", got)
+	}
 	if status, _, _ := r.do(t, "DELETE", "/admin/keys/"+dropID, adminKey, nil); status != 200 {
 		t.Fatal("revoke")
 	}
 	r.stop()
 
 	r2 := startReplica(t, envOptions{dataDir: dir, sim: sim})
+	ids := ""
+	for _, k := range r2.list(t, "").Keys {
+		ids += k.ID + " "
+		if k.ID == keepID && k.LastUsedAt == nil {
+			t.Error("the kept key's last use was lost in the restart")
+		}
+	}
+	if !strings.Contains(ids, keepID) || strings.Contains(ids, dropID) {
+		t.Fatalf("after restart listed %s", ids)
+	}
 	if got := r2.chat(t, keep); got != 200 {
 		t.Fatalf("kept key after restart: %d", got)
 	}
 	if got := r2.chat(t, drop); got != 401 {
 		t.Fatalf("revoked key after restart: %d", got)
-	}
-	ids := ""
-	for _, k := range r2.list(t, "").Keys {
-		ids += k.ID + " "
-	}
-	if !strings.Contains(ids, keepID) || strings.Contains(ids, dropID) {
-		t.Fatalf("after restart listed %s", ids)
 	}
 }
 

@@ -205,8 +205,16 @@ func TestHistoryQuery(t *testing.T) {
 	if len(perDay) != 1 || perDay[0].Requests != 2 || perDay[0].CostMicros != 73 {
 		t.Fatalf("one day, no grouping: %+v", perDay)
 	}
-	if last := r.LastSeen("alpha", "k1"); !last.Equal(c.t) {
-		t.Fatalf("last seen %v", last)
+	if last, err := r.LastUse(ctx); err != nil || !last["alpha/k1"].Equal(c.t) || !last["alpha/k2"].Equal(c.t.Add(-24*time.Hour)) {
+		t.Fatalf("last use %v %v", last, err)
+	}
+	// Another replica (or this one after a restart) sees the last uses once flushed.
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := NewRecorder(st, 48*time.Hour, c.now, nil).LastUse(ctx)
+	if !other["alpha/k1"].Equal(c.t) || !other["beta/k1"].Equal(c.t) || len(other) != 3 {
+		t.Fatalf("last use seen by another recorder: %v", other)
 	}
 	// Retention: the rows of 1 March are gone two days after that day ended.
 	if err := r.Flush(ctx); err != nil {

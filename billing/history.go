@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,10 @@ import (
 // "20261126/<team>/<key>/<model>". Team and key names cannot hold '/', so the model, last,
 // may.
 const historyBucket = "usage_days"
+
+// lastUseBucket holds, per "<team>/<key>", when any replica last recorded a call of the key
+// (Unix nanoseconds, decimal), so "last used" is shared by replicas and survives restarts.
+const lastUseBucket = "key_last_use"
 
 // Counter names of a history record.
 const (
@@ -65,6 +70,7 @@ type Recorder struct {
 	mu       sync.Mutex
 	batch    map[rowID]*Row
 	lastSeen map[teamKey]int64
+	unsaved  map[teamKey]bool // keys used since the last flush
 	days     periodNames
 }
 
@@ -82,7 +88,7 @@ func NewRecorder(st store.Store, retention time.Duration, now func() time.Time, 
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Recorder{st: st, now: now, log: log, retention: retention,
-		batch: map[rowID]*Row{}, lastSeen: map[teamKey]int64{}}
+		batch: map[rowID]*Row{}, lastSeen: map[teamKey]int64{}, unsaved: map[teamKey]bool{}}
 }
 
 // Record counts one finished request.
@@ -102,19 +108,35 @@ func (r *Recorder) Record(team, key, model string, u Usage, costMicros int64) {
 	row.OutputTokens += u.OutputTokens
 	row.ReasoningTokens += u.ReasoningTokens
 	row.CostMicros += costMicros
-	r.lastSeen[teamKey{team, key}] = now.UnixNano()
+	tk := teamKey{team, key}
+	r.lastSeen[tk] = now.UnixNano()
+	r.unsaved[tk] = true
 	r.mu.Unlock()
 }
 
-// LastSeen is when this replica last recorded a request of the key (zero: not since start).
-func (r *Recorder) LastSeen(team, key string) time.Time {
-	r.mu.Lock()
-	n := r.lastSeen[teamKey{team, key}]
-	r.mu.Unlock()
-	if n == 0 {
-		return time.Time{}
+// LastUse reports when each key ("<team>/<key>") was last used, by any replica that
+// flushed since, or by this one.
+func (r *Recorder) LastUse(ctx context.Context) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	if r.st != nil {
+		err := r.st.Scan(ctx, lastUseBucket, "", func(k string, v []byte) error {
+			if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+				out[k] = time.Unix(0, n).UTC()
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
-	return time.Unix(0, n).UTC()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for tk, n := range r.lastSeen {
+		if t := time.Unix(0, n).UTC(); t.After(out[tk.team+"/"+tk.key]) {
+			out[tk.team+"/"+tk.key] = t
+		}
+	}
+	return out, nil
 }
 
 // Run flushes every interval until ctx ends, then flushes what is left.
@@ -153,7 +175,21 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	}
 	batch := r.batch
 	r.batch = map[rowID]*Row{}
+	used := make(map[teamKey]int64, len(r.unsaved))
+	for tk := range r.unsaved {
+		used[tk] = r.lastSeen[tk]
+	}
+	clear(r.unsaved)
 	r.mu.Unlock()
+	for tk, n := range used {
+		// Replicas overwrite each other here; all of them write "about now", so the last
+		// writer is close enough to the last use.
+		if err := r.st.Put(ctx, lastUseBucket, tk.team+"/"+tk.key, strconv.AppendInt(nil, n, 10), r.retention); err != nil {
+			r.mu.Lock()
+			r.unsaved[tk] = true
+			r.mu.Unlock()
+		}
+	}
 	var firstErr error
 	for id, row := range batch {
 		err := r.st.Add(ctx, historyBucket, id.storeKey(), row.counters(), r.ttl(id.day))
