@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"modelgate/internal/redistest"
 )
 
 // longChat asks sim-long for exactly 50 output tokens, so every call costs the same.
@@ -131,4 +134,37 @@ func TestSpendBudgetExactUnderParallelStreams(t *testing.T) {
 	if day, _ := r.teamSpend(t, "beta"); math.Abs(day-3*cost) > 1e-9 {
 		t.Fatalf("beta spent %v, want exactly %v", day, 3*cost)
 	}
+}
+
+// Replicas sharing Redis see each other's spend, history and last use within about a second
+// (each flushes and reads back every 100ms in these tests, every second in modelgate).
+func TestSpendAndHistorySharedThroughRedis(t *testing.T) {
+	url := "redis://" + redistest.Start(t) + "/0"
+	sim := newSim(t)
+	a := startReplica(t, envOptions{storeURL: url, sim: sim})
+	b := startReplica(t, envOptions{storeURL: url, sim: sim})
+	cost := measureCost(t, a)
+	waitFor(t, 2*time.Second, "replica b to see a's spend", func() bool {
+		day, month := b.teamSpend(t, "alpha")
+		return math.Abs(day-cost) < 1e-9 && math.Abs(month-cost) < 1e-9
+	})
+	waitFor(t, 2*time.Second, "replica b to see a's history", func() bool {
+		_, _, body := b.do(t, "GET", "/admin/usage/history?group_by=team", adminKey, nil)
+		h := decode[historyAnswer](t, body)
+		return len(h.Rows) == 1 && h.Rows[0].Team == "alpha" && h.Rows[0].Requests == 1 && h.Rows[0].Cost == cost
+	})
+	for _, k := range b.list(t, "?team=alpha").Keys {
+		if k.Name == "alpha-cfg" && k.LastUsedAt == nil {
+			t.Error("replica b does not know when a last used alpha-cfg")
+		}
+	}
+	// A budget spent through one replica is spent on the other.
+	_, key := a.issue(t, "beta", "shared-budget", map[string]any{"limits": map[string]any{"spend_per_day": 1.5 * cost}})
+	if status, _, body := a.do(t, "POST", "/v1/chat/completions", key, longChat(false)); status != 200 {
+		t.Fatalf("first call: %d %s", status, body)
+	}
+	waitFor(t, 2*time.Second, "replica b to refuse the spent budget", func() bool {
+		status, _, _ := b.do(t, "POST", "/v1/chat/completions", key, longChat(false))
+		return status == http.StatusTooManyRequests
+	})
 }
