@@ -81,7 +81,7 @@ func FuzzCreateKey(f *testing.F) {
 
 // FuzzHistoryQuery: any query string gets 200 or 400, never a 5xx.
 func FuzzHistoryQuery(f *testing.F) {
-	for _, s := range []string{"", "from=2026-01-01&to=2026-01-31", "group_by=team,key", "group_by=", "from=x", "to=2026-02-30", "group_by=model&group_by=team"} {
+	for _, s := range []string{"", "from=2026-01-01&to=2026-01-31", "group_by=team,key", "group_by=", "from=x", "to=2026-02-30", "group_by=model&group_by=team", "granularity=hour", "granularity=hour&from=2026-01-01&to=2026-01-02"} {
 		f.Add(s)
 	}
 	api, _ := fuzzAPI(f)

@@ -14,9 +14,13 @@ import (
 // maxHistoryDays bounds one history query, so a typo in a year cannot scan a decade.
 const maxHistoryDays = 366
 
+// maxHourlyDays bounds an hourly query the same way.
+const maxHourlyDays = 31
+
 // historyRow is one row of GET /admin/usage/history.
 type historyRow struct {
 	Day               string  `json:"day"`
+	Hour              string  `json:"hour,omitempty"`
 	Team              string  `json:"team,omitempty"`
 	Key               string  `json:"key,omitempty"`
 	Model             string  `json:"model,omitempty"`
@@ -29,8 +33,8 @@ type historyRow struct {
 }
 
 // history answers the persisted usage of from..to (default: the last 30 days up to today)
-// summed per day and per the group_by dimensions (default team,key,model), as JSON or, for
-// Accept: text/csv, as CSV.
+// summed per day (or per hour with granularity=hour) and per the group_by dimensions
+// (default team,key,model), as JSON or, for Accept: text/csv, as CSV.
 func (a *API) history(w http.ResponseWriter, r *http.Request) {
 	if a.d.History == nil {
 		writeError(w, http.StatusServiceUnavailable, "history_disabled", "", "Usage history is not recorded (usage_history.enabled is false).")
@@ -74,20 +78,33 @@ func (a *API) history(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	rows, err := a.d.History.Query(r.Context(), from.Format("20060102"), to.Format("20060102"), groupBy)
+	query := a.d.History.Query
+	switch q.Get("granularity") {
+	case "", "day":
+	case "hour":
+		query = a.d.History.QueryHours
+		if to.Sub(from) > maxHourlyDays*24*time.Hour {
+			writeError(w, http.StatusBadRequest, "invalid_range", "from", "An hourly query covers at most 31 days.")
+			return
+		}
+	default:
+		writeError(w, http.StatusBadRequest, "invalid_granularity", "granularity", "granularity is day or hour.")
+		return
+	}
+	rows, err := query(r.Context(), from.Format("20060102"), to.Format("20060102"), groupBy)
 	if err != nil {
 		a.storeFailed(w, err)
 		return
 	}
 	out := make([]historyRow, len(rows))
 	for i, row := range rows {
-		out[i] = historyRow{Day: row.Day, Team: row.Team, Key: row.Key, Model: row.Model, Requests: row.Requests,
+		out[i] = historyRow{Day: row.Day, Hour: row.Hour, Team: row.Team, Key: row.Key, Model: row.Model, Requests: row.Requests,
 			InputTokens: row.InputTokens, CachedInputTokens: row.CachedInputTokens, OutputTokens: row.OutputTokens,
 			ReasoningTokens: row.ReasoningTokens, Cost: billing.Amount(row.CostMicros)}
 	}
 	cfg, _ := a.d.State()
 	if wantsCSV(r.Header.Get("Accept")) {
-		writeHistoryCSV(w, out, groupBy, cfg.Pricing.Currency)
+		writeHistoryCSV(w, out, groupBy, cfg.Pricing.Currency, q.Get("granularity") == "hour")
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
@@ -105,11 +122,14 @@ func wantsCSV(accept string) bool {
 	return false
 }
 
-func writeHistoryCSV(w http.ResponseWriter, rows []historyRow, groupBy map[string]bool, currency string) {
+func writeHistoryCSV(w http.ResponseWriter, rows []historyRow, groupBy map[string]bool, currency string, hourly bool) {
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	w.Header().Set("Content-Disposition", `attachment; filename="modelgate-usage.csv"`)
 	cw := csv.NewWriter(w)
 	head := []string{"day"}
+	if hourly {
+		head = []string{"hour"}
+	}
 	for _, g := range []string{"team", "key", "model"} {
 		if groupBy[g] {
 			head = append(head, g)
@@ -119,6 +139,9 @@ func writeHistoryCSV(w http.ResponseWriter, rows []historyRow, groupBy map[strin
 	_ = cw.Write(head)
 	for _, r := range rows {
 		rec := []string{r.Day}
+		if hourly {
+			rec = []string{r.Hour}
+		}
 		if groupBy["team"] {
 			rec = append(rec, csvSafe(r.Team))
 		}

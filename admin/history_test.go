@@ -60,6 +60,15 @@ func TestUsageHistory(t *testing.T) {
 		t.Fatalf("csv %q %v", b, err)
 	}
 
+	status, _, b = r.do(t, "GET", "/admin/usage/history?granularity=hour&group_by=team", adminKey, nil)
+	hours := decode[struct {
+		Rows []struct{ Day, Hour, Team string }
+	}](t, b)
+	hour := time.Now().UTC().Format("2006-01-02T15") + ":00:00Z"
+	if status != 200 || len(hours.Rows) != 2 || hours.Rows[0].Hour != hour && hours.Rows[1].Hour != hour {
+		t.Fatalf("hourly: %d %s", status, b)
+	}
+
 	// Flushed to the store, the history survives a restart.
 	r.stop()
 	r2 := startReplica(t, envOptions{dataDir: dir, sim: sim})
@@ -76,7 +85,7 @@ func TestUsageHistoryBadInput(t *testing.T) {
 	r := startReplica(t, envOptions{})
 	for _, q := range []string{
 		"?from=2026-13-01", "?to=yesterday", "?from=2026-05-02&to=2026-05-01", "?from=2020-01-01&to=2026-01-01",
-		"?group_by=team,colour",
+		"?group_by=team,colour", "?granularity=minute", "?granularity=hour&from=2026-01-01&to=2026-03-01",
 	} {
 		status, _, b := r.do(t, "GET", "/admin/usage/history"+q, adminKey, nil)
 		if status != 400 || !strings.Contains(string(b), `"type":"invalid_request_error"`) {

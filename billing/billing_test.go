@@ -201,6 +201,11 @@ func TestHistoryQuery(t *testing.T) {
 	if len(byTeam) != 3 || byTeam[0].Requests != 2 || byTeam[0].CostMicros != 101 || byTeam[0].Key != "" || byTeam[0].Model != "" {
 		t.Fatalf("by team %+v", byTeam)
 	}
+	hours, err := r.QueryHours(ctx, "20260301", "20260302", map[string]bool{"team": true})
+	if err != nil || len(hours) != 3 || hours[0].Hour != "2026-03-01T12:00:00Z" || hours[0].Requests != 2 ||
+		hours[2].Hour != "2026-03-02T12:00:00Z" || hours[2].Team != "beta" || hours[2].CostMicros != 70 {
+		t.Fatalf("hourly rows %+v %v", hours, err)
+	}
 	perDay, _ := r.Query(ctx, "20260302", "20260302", nil)
 	if len(perDay) != 1 || perDay[0].Requests != 2 || perDay[0].CostMicros != 73 {
 		t.Fatalf("one day, no grouping: %+v", perDay)

@@ -17,6 +17,13 @@ import (
 // may.
 const historyBucket = "usage_days"
 
+// hourlyBucket holds the same per UTC hour ("2026112608/<team>/<key>/<model>"), kept for a
+// shorter time: enough to see a day's shape, not a year of hours.
+const hourlyBucket = "usage_hours"
+
+// DefaultHourlyRetention is how long hourly rows are kept unless SetHourlyRetention says.
+const DefaultHourlyRetention = 7 * 24 * time.Hour
+
 // lastUseBucket holds, per "<team>/<key>", when any replica last recorded a call of the key
 // (Unix nanoseconds, decimal), so "last used" is shared by replicas and survives restarts.
 const lastUseBucket = "key_last_use"
@@ -31,9 +38,10 @@ const (
 	cCost      = "cost_micros"
 )
 
-// Row is one day's usage of one team, key and model (or a sum over some of them).
+// Row is one day's (or hour's) usage of one team, key and model (or a sum over some of them).
 type Row struct {
 	Day               string // YYYY-MM-DD, UTC
+	Hour              string // hourly rows: YYYY-MM-DDTHH:00:00Z, UTC; "" for daily rows
 	Team, Key, Model  string
 	Requests          int64
 	InputTokens       int64
@@ -64,6 +72,7 @@ type Recorder struct {
 	now       func() time.Time
 	log       *slog.Logger
 	retention time.Duration
+	hourly    time.Duration // retention of hourly rows
 
 	// flushMu keeps Query from seeing a row both in the store and in a batch being flushed.
 	flushMu  sync.RWMutex
@@ -72,9 +81,28 @@ type Recorder struct {
 	lastSeen map[teamKey]int64
 	unsaved  map[teamKey]bool // keys used since the last flush
 	days     periodNames
+	hours    hourNames
 }
 
+// rowID names a row: period is a day (YYYYMMDD) or an hour (YYYYMMDDHH); its length tells
+// which bucket the row belongs to.
 type rowID struct{ day, team, key, model string }
+
+func (id rowID) hourly() bool { return len(id.day) == 10 }
+
+// hourNames caches the current hour's name, as periodNames does days'.
+type hourNames struct {
+	unixHour int64
+	name     string
+}
+
+func (h *hourNames) at(now time.Time) string {
+	n := now.Unix() / 3600
+	if h.name == "" || n != h.unixHour {
+		h.unixHour, h.name = n, now.UTC().Format("2006010215")
+	}
+	return h.name
+}
 
 type teamKey struct{ team, key string }
 
@@ -87,16 +115,31 @@ func NewRecorder(st store.Store, retention time.Duration, now func() time.Time, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Recorder{st: st, now: now, log: log, retention: retention,
+	return &Recorder{st: st, now: now, log: log, retention: retention, hourly: DefaultHourlyRetention,
 		batch: map[rowID]*Row{}, lastSeen: map[teamKey]int64{}, unsaved: map[teamKey]bool{}}
 }
 
-// Record counts one finished request.
+// SetHourlyRetention sets how long hourly rows are kept; 0 or less records none. Call it
+// before Run.
+func (r *Recorder) SetHourlyRetention(d time.Duration) { r.hourly = d }
+
+// Record counts one finished request, in its day's row and in its hour's.
 func (r *Recorder) Record(team, key, model string, u Usage, costMicros int64) {
 	now := r.now()
 	r.mu.Lock()
 	day, _ := r.days.at(now)
-	id := rowID{day[1:], team, key, model}
+	r.addTo(rowID{day[1:], team, key, model}, u, costMicros)
+	if r.hourly > 0 {
+		r.addTo(rowID{r.hours.at(now), team, key, model}, u, costMicros)
+	}
+	tk := teamKey{team, key}
+	r.lastSeen[tk] = now.UnixNano()
+	r.unsaved[tk] = true
+	r.mu.Unlock()
+}
+
+// addTo adds one request to the batch row id; r.mu is held.
+func (r *Recorder) addTo(id rowID, u Usage, costMicros int64) {
 	row := r.batch[id]
 	if row == nil {
 		row = &Row{}
@@ -108,10 +151,6 @@ func (r *Recorder) Record(team, key, model string, u Usage, costMicros int64) {
 	row.OutputTokens += u.OutputTokens
 	row.ReasoningTokens += u.ReasoningTokens
 	row.CostMicros += costMicros
-	tk := teamKey{team, key}
-	r.lastSeen[tk] = now.UnixNano()
-	r.unsaved[tk] = true
-	r.mu.Unlock()
 }
 
 // LastUse reports when each key ("<team>/<key>") was last used, by any replica that
@@ -192,7 +231,11 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	}
 	var firstErr error
 	for id, row := range batch {
-		err := r.st.Add(ctx, historyBucket, id.storeKey(), row.counters(), r.ttl(id.day))
+		bucket := historyBucket
+		if id.hourly() {
+			bucket = hourlyBucket
+		}
+		err := r.st.Add(ctx, bucket, id.storeKey(), row.counters(), r.ttl(id.day))
 		if err != nil {
 			r.mu.Lock()
 			if cur := r.batch[id]; cur != nil {
@@ -209,34 +252,52 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	return firstErr
 }
 
-// ttl keeps a row for the retention counted from the end of its day.
-func (r *Recorder) ttl(day string) time.Duration {
-	d, err := time.Parse("20060102", day)
-	if err != nil || r.retention <= 0 {
+// ttl keeps a row for the retention counted from the end of its day or hour.
+func (r *Recorder) ttl(period string) time.Duration {
+	layout, length, retention := "20060102", 24*time.Hour, r.retention
+	if len(period) == 10 {
+		layout, length, retention = "2006010215", time.Hour, r.hourly
+	}
+	start, err := time.Parse(layout, period)
+	if err != nil || retention <= 0 {
 		return 0
 	}
-	return max(d.Add(24*time.Hour+r.retention).Sub(r.now()), time.Minute)
+	return max(start.Add(length+retention).Sub(r.now()), time.Minute)
 }
 
 func (id rowID) storeKey() string { return id.day + "/" + id.team + "/" + id.key + "/" + id.model }
 
 func parseRowKey(k string) (rowID, bool) {
 	parts := strings.SplitN(k, "/", 4)
-	if len(parts) != 4 || len(parts[0]) != 8 {
+	if len(parts) != 4 || (len(parts[0]) != 8 && len(parts[0]) != 10) {
 		return rowID{}, false
 	}
 	return rowID{parts[0], parts[1], parts[2], parts[3]}, true
 }
 
-// Query returns the rows of the days from..to (YYYYMMDD, inclusive) summed over what
+// Query returns the daily rows of the days from..to (YYYYMMDD, inclusive) summed over what
 // groupBy leaves out: groupBy holds any of "team", "key", "model"; the day is always kept.
-// Rows not yet flushed are included; a running flush is waited for, so none counts twice. Rows come sorted by day, team, key, model.
+// Rows not yet flushed are included; a running flush is waited for, so none counts twice.
+// Rows come sorted by day, team, key, model.
 func (r *Recorder) Query(ctx context.Context, from, to string, groupBy map[string]bool) ([]Row, error) {
+	return r.query(ctx, false, from, to, groupBy)
+}
+
+// QueryHours is Query for the hourly rows of the days from..to: one row per hour.
+func (r *Recorder) QueryHours(ctx context.Context, from, to string, groupBy map[string]bool) ([]Row, error) {
+	return r.query(ctx, true, from, to, groupBy)
+}
+
+func (r *Recorder) query(ctx context.Context, hourly bool, from, to string, groupBy map[string]bool) ([]Row, error) {
+	bucket := historyBucket
+	if hourly {
+		bucket = hourlyBucket
+	}
 	r.flushMu.RLock()
 	defer r.flushMu.RUnlock()
 	sums := map[rowID]*Row{}
 	take := func(id rowID, row *Row) {
-		if id.day < from || id.day > to {
+		if id.hourly() != hourly || id.day[:8] < from || id.day[:8] > to {
 			return
 		}
 		g := rowID{day: id.day}
@@ -257,7 +318,7 @@ func (r *Recorder) Query(ctx context.Context, from, to string, groupBy map[strin
 		s.add(row)
 	}
 	if r.st != nil {
-		err := r.st.ScanCounters(ctx, historyBucket, commonPrefix(from, to), func(k string, c map[string]int64) error {
+		err := r.st.ScanCounters(ctx, bucket, commonPrefix(from, to), func(k string, c map[string]int64) error {
 			id, ok := parseRowKey(k)
 			if ok {
 				take(id, &Row{Requests: c[cRequests], InputTokens: c[cInput], CachedInputTokens: c[cCached],
@@ -276,14 +337,17 @@ func (r *Recorder) Query(ctx context.Context, from, to string, groupBy map[strin
 	r.mu.Unlock()
 	rows := make([]Row, 0, len(sums))
 	for id, s := range sums {
-		s.Day = id.day[:4] + "-" + id.day[4:6] + "-" + id.day[6:]
+		s.Day = id.day[:4] + "-" + id.day[4:6] + "-" + id.day[6:8]
+		if hourly {
+			s.Hour = s.Day + "T" + id.day[8:] + ":00:00Z"
+		}
 		s.Team, s.Key, s.Model = id.team, id.key, id.model
 		rows = append(rows, *s)
 	}
 	sort.Slice(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
-		if a.Day != b.Day {
-			return a.Day < b.Day
+		if a.Day != b.Day || a.Hour != b.Hour {
+			return a.Day+a.Hour < b.Day+b.Hour
 		}
 		if a.Team != b.Team {
 			return a.Team < b.Team

@@ -200,4 +200,5 @@ func applyDefaults(c *Config) {
 	setDefault(&c.Sidecar.BalanceCacheTTL, defaultBalanceCacheTTL)
 	setDefault(&c.Pricing.Currency, "USD")
 	setDefault(&c.UsageHistory.Retention, 90*24*time.Hour)
+	setDefault(&c.UsageHistory.HourlyRetention, 7*24*time.Hour)
 }

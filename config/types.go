@@ -120,6 +120,8 @@ type Pricing struct {
 type UsageHistory struct {
 	Enabled   *bool         `yaml:"enabled"`   // default true
 	Retention time.Duration `yaml:"retention"` // how long a day's rows are kept; default 2160h (90 days)
+	// HourlyRetention is how long the per-hour rows are kept; default 168h (7 days).
+	HourlyRetention time.Duration `yaml:"hourly_retention"`
 }
 
 // HistoryEnabled reports whether usage history is recorded.

@@ -292,6 +292,7 @@ func (v *validator) pricing(c *Config) {
 		v.fail("pricing.currency", "want 1-8 letters such as USD, got %q", cur)
 	}
 	v.nonNegativeDuration("usage_history.retention", c.UsageHistory.Retention)
+	v.nonNegativeDuration("usage_history.hourly_retention", c.UsageHistory.HourlyRetention)
 }
 
 var currencyRE = regexp.MustCompile(`^[A-Za-z]{1,8}$`)
