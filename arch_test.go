@@ -15,7 +15,9 @@ import (
 var allowedImports = map[string][]string{
 	"modelgate":                    {"*"},
 	"modelgate/metrics":            {"proxy", "auth", "config"},
-	"modelgate/proxy":              {"translate", "ratelimit", "auth", "platform", "store", "stored", "tokens", "config"},
+	"modelgate/proxy":              {"translate", "ratelimit", "auth", "platform", "store", "stored", "billing", "tokens", "config"},
+	"modelgate/admin":              {"auth", "billing", "ratelimit", "store", "config"},
+	"modelgate/billing":            {"store", "config"},
 	"modelgate/stored":             {"store"},
 	"modelgate/translate":          {"tokens"},
 	"modelgate/ratelimit":          {"config"},

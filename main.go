@@ -56,6 +56,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return check(args[1:], stdout, stderr)
 		case "healthcheck":
 			return healthcheck(args[1:], stderr)
+		case "keys":
+			return keysCommand(args[1:], stdout, stderr)
 		}
 	}
 	opts, code, done := parseFlags(args, stderr)
@@ -134,7 +136,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprint(stdout, cfg.Summary())
-	for _, w := range cfg.KeyWarnings() {
+	for _, w := range append(cfg.KeyWarnings(), cfg.SpendWarnings()...) {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 	return 0
@@ -281,11 +283,18 @@ func serve(o options, logger *slog.Logger) error {
 	// Deferred after the limiter's Close, so it runs before it: handlers are done by then.
 	defer records.Close()
 	obs := metrics.New(cfg)
-	srv, err := proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: client, Logger: logger,
-		Hooks: obs.Hooks(), MetricsHandler: obs.Handler(), Store: records})
+	self, err := newSelfService(cfg, records, limiter, logger)
 	if err != nil {
 		return err
 	}
+	srv, err := proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: client, Logger: logger,
+		Hooks: obs.Hooks(), MetricsHandler: obs.Handler(), Store: records,
+		Admin: self.deps.Admin, Issued: self.deps.Issued, Ledger: self.deps.Ledger, History: self.deps.History})
+	if err != nil {
+		return err
+	}
+	self.start(srv)
+	defer self.stop() // before the store closes: the last spend and history are flushed
 	defer srv.Close() // before the store closes: responses still being written get there
 
 	ln, err := net.Listen("tcp", cfg.Listen)

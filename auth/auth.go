@@ -104,6 +104,9 @@ type Authenticator struct {
 	keys        map[digest]*entry
 	admin       map[digest]digest
 	passthrough config.Limits
+	// teams holds each team's principal without a key, for keys issued at run time.
+	teams  map[string]*Principal
+	issued *Issued
 }
 
 // New builds an Authenticator from a validated config. It re-checks what it relies on, so a
@@ -117,6 +120,7 @@ func New(cfg *config.Config) (*Authenticator, error) {
 		keys:        map[digest]*entry{},
 		admin:       map[digest]digest{},
 		passthrough: cfg.Limits,
+		teams:       map[string]*Principal{},
 	}
 	for i, t := range cfg.Teams {
 		platformKey := t.UpstreamAPIKey
@@ -132,6 +136,10 @@ func New(cfg *config.Config) (*Authenticator, error) {
 		var models []string
 		if len(t.Models) > 0 {
 			models = slices.Clone(t.Models)
+		}
+		if len(t.Keys) > 0 {
+			a.teams[t.Name] = &Principal{Team: t.Name, TeamScopeID: "team:" + t.Name, PlatformKey: Secret(platformKey),
+				TeamLimits: t.Limits, Models: models, Shadow: t.Mode == "shadow"}
 		}
 		for j, k := range t.Keys {
 			d, err := keyDigest(k)
@@ -212,6 +220,9 @@ func (a *Authenticator) Authenticate(authorizationHeader string) (*Principal, er
 	// The map finds the candidate by digest; the final equality is constant-time. What the
 	// lookup's own comparison could leak is about the digest, which a caller cannot steer.
 	if !ok || subtle.ConstantTimeCompare(e.digest[:], d[:]) != 1 {
+		if p, ok := a.issuedPrincipal(d); ok {
+			return p, nil
+		}
 		return nil, ErrUnknown
 	}
 	p := e.principal

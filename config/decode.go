@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -166,6 +167,13 @@ func (d *decoder) scalar(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetInt(i)
+	case t.Kind() == reflect.Float64:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			d.fail(n.Line, path, "want a number, got %q", s)
+			return
+		}
+		v.SetFloat(f)
 	case t.Kind() == reflect.Bool:
 		switch strings.ToLower(s) {
 		case "true":

@@ -215,4 +215,7 @@ func applyDefaults(c *Config) {
 	setDefault(&c.Responses.Store, defaultResponsesStore)
 	setDefault(&c.Responses.StoreTTL, defaultResponsesStoreTTL)
 	setDefault(&c.Responses.StoreMaxPerTeam, defaultResponsesMaxPerTeam)
+	setDefault(&c.Pricing.Currency, "USD")
+	setDefault(&c.UsageHistory.Retention, 90*24*time.Hour)
+	setDefault(&c.UsageHistory.HourlyRetention, 7*24*time.Hour)
 }

@@ -109,6 +109,17 @@ func (c *Config) Summary() string {
 	} else {
 		w("responses: not kept by modelgate (store: off)")
 	}
+	priced := 0
+	for _, m := range c.Models {
+		if m.Price != nil {
+			priced++
+		}
+	}
+	history := "off"
+	if c.HistoryEnabled() {
+		history = "kept " + c.UsageHistory.Retention.String()
+	}
+	w("pricing: %d of %d models priced, in %s; usage history %s", priced, len(c.Models), c.Pricing.Currency, history)
 	return b.String()
 }
 
@@ -129,12 +140,19 @@ func limitsText(l Limits) string {
 	if l == (Limits{}) {
 		return "unlimited"
 	}
-	return strings.Join([]string{
+	parts := []string{
 		part(l.RequestsPerMinute, "requests/min"),
 		part(l.TokensPerMinute, "tokens/min"),
 		part(l.ConcurrentRequests, "concurrent"),
 		part(l.TokensPerDay, "tokens/day (UTC)"),
-	}, ", ")
+	}
+	if l.SpendPerDay > 0 {
+		parts = append(parts, fmt.Sprintf("spend %g/day (UTC)", l.SpendPerDay))
+	}
+	if l.SpendPerMonth > 0 {
+		parts = append(parts, fmt.Sprintf("spend %g/month (UTC)", l.SpendPerMonth))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func redactedStore(raw string) string {

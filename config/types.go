@@ -5,17 +5,19 @@ import "time"
 
 // Config is the whole of config.yaml after ${VAR} expansion and validation.
 type Config struct {
-	Listen    string      `yaml:"listen"`
-	Upstream  Upstream    `yaml:"upstream"`
-	Models    []Model     `yaml:"models"`
-	Ratelimit Ratelimit   `yaml:"ratelimit"`
-	Limits    Limits      `yaml:"limits"` // defaults for passthrough callers, per distinct caller key
-	Teams     []Team      `yaml:"teams"`
-	AdminKeys []string    `yaml:"admin_keys"`
-	Server    Server      `yaml:"server"`
-	Translate Translate   `yaml:"translate"`
-	Sidecar   SidecarConf `yaml:"sidecar"`
-	Responses Responses   `yaml:"responses"`
+	Listen       string       `yaml:"listen"`
+	Upstream     Upstream     `yaml:"upstream"`
+	Models       []Model      `yaml:"models"`
+	Ratelimit    Ratelimit    `yaml:"ratelimit"`
+	Limits       Limits       `yaml:"limits"` // defaults for passthrough callers, per distinct caller key
+	Teams        []Team       `yaml:"teams"`
+	AdminKeys    []string     `yaml:"admin_keys"`
+	Server       Server       `yaml:"server"`
+	Translate    Translate    `yaml:"translate"`
+	Sidecar      SidecarConf  `yaml:"sidecar"`
+	Responses    Responses    `yaml:"responses"`
+	Pricing      Pricing      `yaml:"pricing"`
+	UsageHistory UsageHistory `yaml:"usage_history"`
 }
 
 // Upstream describes the platform: where it lives, the default credential, and how to talk to it.
@@ -37,6 +39,7 @@ type Upstream struct {
 type Model struct {
 	ID       string `yaml:"id"`       // name clients send
 	Upstream string `yaml:"upstream"` // name sent upstream; default ID
+	Price    *Price `yaml:"price"`    // per 1M tokens in pricing.currency; nil = unpriced
 }
 
 // Ratelimit selects the limiter's store.
@@ -57,6 +60,9 @@ type Limits struct {
 	TokensPerMinute    int64 `yaml:"tokens_per_minute"`
 	ConcurrentRequests int64 `yaml:"concurrent_requests"`
 	TokensPerDay       int64 `yaml:"tokens_per_day"` // UTC day
+	// Spend budgets in pricing.currency, charged at the models' prices.
+	SpendPerDay   float64 `yaml:"spend_per_day"`   // UTC day
+	SpendPerMonth float64 `yaml:"spend_per_month"` // UTC calendar month
 }
 
 // Team groups local keys that share a platform credential, an allow-list and budgets.
@@ -114,3 +120,28 @@ type Responses struct {
 
 // StoreLocal reports whether modelgate keeps responses itself.
 func (r Responses) StoreLocal() bool { return r.Store == "" || r.Store == "local" }
+
+// Price is what a model costs per 1M tokens, in pricing.currency.
+type Price struct {
+	Input       float64  `yaml:"input"`
+	CachedInput *float64 `yaml:"cached_input"` // input tokens served from the platform's cache; default Input
+	Output      float64  `yaml:"output"`
+}
+
+// Pricing names the currency prices and spend budgets are given in.
+type Pricing struct {
+	Currency string `yaml:"currency"` // default "USD"; a label only, nothing is converted
+}
+
+// UsageHistory is the per-day usage record kept in the store for /admin/usage/history.
+type UsageHistory struct {
+	Enabled   *bool         `yaml:"enabled"`   // default true
+	Retention time.Duration `yaml:"retention"` // how long a day's rows are kept; default 2160h (90 days)
+	// HourlyRetention is how long the per-hour rows are kept; default 168h (7 days).
+	HourlyRetention time.Duration `yaml:"hourly_retention"`
+}
+
+// HistoryEnabled reports whether usage history is recorded.
+func (c *Config) HistoryEnabled() bool {
+	return c.UsageHistory.Enabled == nil || *c.UsageHistory.Enabled
+}

@@ -102,6 +102,7 @@ func validate(c *Config, d *decoder) []*Error {
 	v.corsOrigins(c.Server.CORSOrigins)
 	v.maxN(c.Translate.MaxN)
 	v.responses(&c.Responses)
+	v.pricing(c)
 	return v.errs
 }
 
@@ -265,6 +266,71 @@ func (v *validator) limits(path string, l Limits) {
 	v.nonNegative(path+".tokens_per_minute", l.TokensPerMinute)
 	v.nonNegative(path+".concurrent_requests", l.ConcurrentRequests)
 	v.nonNegative(path+".tokens_per_day", l.TokensPerDay)
+	v.money(path+".spend_per_day", l.SpendPerDay)
+	v.money(path+".spend_per_month", l.SpendPerMonth)
+}
+
+// maxMoney keeps amounts convertible to integer micro-units without overflow.
+const maxMoney = 1e12
+
+func (v *validator) money(path string, f float64) {
+	if f < 0 || f > maxMoney || f != f {
+		v.fail(path, "want an amount from 0 to %g, got %g", float64(maxMoney), f)
+	}
+}
+
+func (v *validator) pricing(c *Config) {
+	for i, m := range c.Models {
+		if m.Price == nil {
+			continue
+		}
+		p := fmt.Sprintf("models[%d].price", i)
+		v.money(p+".input", m.Price.Input)
+		v.money(p+".output", m.Price.Output)
+		if m.Price.CachedInput != nil {
+			v.money(p+".cached_input", *m.Price.CachedInput)
+		}
+	}
+	if cur := c.Pricing.Currency; cur != "" && !currencyRE.MatchString(cur) {
+		v.fail("pricing.currency", "want 1-8 letters such as USD, got %q", cur)
+	}
+	v.nonNegativeDuration("usage_history.retention", c.UsageHistory.Retention)
+	v.nonNegativeDuration("usage_history.hourly_retention", c.UsageHistory.HourlyRetention)
+}
+
+var currencyRE = regexp.MustCompile(`^[A-Za-z]{1,8}$`)
+
+// SpendWarnings lists teams that have a spend budget but may use a model without a price:
+// such calls cost nothing as far as the budget can tell.
+func (c *Config) SpendWarnings() []string {
+	var out []string
+	for _, t := range c.Teams {
+		spend := t.Limits.SpendPerDay > 0 || t.Limits.SpendPerMonth > 0
+		for _, k := range t.Keys {
+			spend = spend || k.Limits.SpendPerDay > 0 || k.Limits.SpendPerMonth > 0
+		}
+		if !spend {
+			continue
+		}
+		if len(c.Models) == 0 {
+			out = append(out, fmt.Sprintf("team %s has a spend limit but no models are listed, so none has a price: its spend is not counted", t.Name))
+			continue
+		}
+		allowed := map[string]bool{}
+		for _, m := range t.Models {
+			allowed[m] = true
+		}
+		var unpriced []string
+		for _, m := range c.Models {
+			if m.Price == nil && (len(t.Models) == 0 || allowed[m.ID]) {
+				unpriced = append(unpriced, m.ID)
+			}
+		}
+		if len(unpriced) > 0 {
+			out = append(out, fmt.Sprintf("team %s has a spend limit but may use models without a price (%s): their calls cost nothing against it", t.Name, strings.Join(unpriced, ", ")))
+		}
+	}
+	return out
 }
 
 // keyDigest is how keys are compared for duplicates: the same digest auth will hold.

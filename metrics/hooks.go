@@ -42,6 +42,9 @@ func (m *Metrics) requestDone(s proxy.RequestSummary) {
 	if s.OutputTokens > 0 {
 		m.tokens.WithLabelValues(team, model, "output").Add(float64(s.OutputTokens))
 	}
+	if s.CostMicros > 0 {
+		m.spend.WithLabelValues(team, model).Add(float64(s.CostMicros) / 1e6)
+	}
 	switch r := s.Refusal; {
 	case r == "":
 	case r == storeAllowedRef:

@@ -38,6 +38,7 @@ type Metrics struct {
 	openStreams     *prometheus.GaugeVec
 	reloads         *prometheus.CounterVec
 	lastReload      prometheus.Gauge
+	spend           *prometheus.CounterVec
 }
 
 // Latency buckets span a health probe (milliseconds) to a long reasoning stream (minutes).
@@ -114,6 +115,11 @@ func New(cfg *config.Config) *Metrics {
 		m.requests, m.duration, m.ttfb, m.tokens, m.refusals, m.shadowRefusals, m.storeFailOpen,
 		m.upstreamErrors, m.upstreamRetries, m.inFlight, m.openStreams, m.reloads, m.lastReload,
 	)
+	m.spend = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "modelgate_spend_total",
+		Help: "What calls cost at the configured model prices, in pricing.currency, by team and client-facing model.",
+	}, []string{"team", "model"})
+	m.reg.MustRegister(m.spend)
 	// Both results exist from the start, so an alert on rejected reloads has a series to read.
 	m.reloads.WithLabelValues("applied")
 	m.reloads.WithLabelValues("rejected")

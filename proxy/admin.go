@@ -13,6 +13,21 @@ import (
 func (s *Server) adminRoutes(e *gin.Engine) {
 	admin := e.Group("/admin", s.authenticateAdmin)
 	admin.GET("/usage", s.adminUsage)
+	if s.admin != nil {
+		h := gin.WrapH(s.admin)
+		admin.GET("/keys", h)
+		admin.POST("/keys", h)
+		admin.DELETE("/keys/:id", h)
+		admin.GET("/teams", h)
+		admin.GET("/usage/history", h)
+		// The page itself holds no data and asks for the admin key: no credential needed.
+		page := func(c *gin.Context) {
+			info(c).route = "/admin/ui/"
+			s.admin.ServeHTTP(c.Writer, c.Request)
+		}
+		e.GET("/admin/ui", page)
+		e.GET("/admin/ui/*file", page)
+	}
 }
 
 // authenticateAdmin lets only admin keys in. A valid team key is told it lacks permission; any

@@ -90,6 +90,7 @@ func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve int64, openAIS
 		ri.refusal = "store_unavailable_allowed"
 	}
 	if d.Allowed {
+		ri.admitted = true
 		return ticket
 	}
 	ri.refusal = string(d.Reason)

@@ -86,6 +86,9 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	}
 	outCap := st.outputReserve(req.MaxOutputTokens)
 	// n choices are n upstream generations: reserve for all of them, count one request.
+	if !s.reserveSpend(c, st, p, call.estimate*int64(req.N), outCap*int64(req.N), true) {
+		return
+	}
 	ticket := s.admit(c, p, (call.estimate+outCap)*int64(req.N), true)
 	if ticket == nil {
 		return
@@ -94,6 +97,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	defer func() {
 		ticket.Settle(charged)
 		ri.inputTokens, ri.outputTokens = charged.InputTokens, charged.OutputTokens
+		ri.cachedTokens, ri.reasoningTokens = charged.CachedInputTokens, charged.ReasoningTokens
 	}()
 	switch {
 	case req.Stream:
@@ -129,7 +133,8 @@ func writeTranslateError(c *gin.Context, err error) {
 }
 
 func toUsage(u translate.Usage) ratelimit.Usage {
-	return ratelimit.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
+	return ratelimit.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CachedInputTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens}
 }
 
 // sumUsage adds up the usage of the n choices of one request.

@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/auth"
+	"modelgate/billing"
 )
 
 // requestInfo collects what the access log and the metrics report about one request. Handlers
@@ -52,6 +53,13 @@ type requestInfo struct {
 	// (the non-stream answer, or a stream's terminal event's response) before the client
 	// gets it: stored responses keep it there.
 	onResponse func(response []byte)
+	// Billing: the spend reservation of an admitted call and the usage detail its cost and
+	// history row are computed from (see settleBilling).
+	admitted        bool
+	cachedTokens    int64
+	reasoningTokens int64
+	spend           *billing.Hold
+	costMicros      int64
 }
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.

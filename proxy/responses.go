@@ -35,6 +35,9 @@ func (s *Server) responses(c *gin.Context) {
 		return
 	}
 	body, inputEstimate, outCap := req.body, req.inputEstimate, req.outCap
+	if !s.reserveSpend(c, st, p, inputEstimate, outCap, true) {
+		return
+	}
 	ticket := s.admit(c, p, inputEstimate+outCap, true)
 	if ticket == nil {
 		return
@@ -43,6 +46,7 @@ func (s *Server) responses(c *gin.Context) {
 	defer func() {
 		ticket.Settle(charged)
 		ri.inputTokens, ri.outputTokens = charged.InputTokens, charged.OutputTokens
+		ri.cachedTokens, ri.reasoningTokens = charged.CachedInputTokens, charged.ReasoningTokens
 	}()
 
 	if req.turn != nil {
@@ -279,7 +283,8 @@ func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, input
 	usage := ratelimit.Usage{InputTokens: inputEstimate}
 	if u := gjson.GetBytes(b, "usage"); u.Exists() && u.Type != gjson.Null {
 		// One scan of the answer for the usage object, then lookups inside it only.
-		usage = ratelimit.Usage{InputTokens: gjson.Get(u.Raw, "input_tokens").Int(), OutputTokens: gjson.Get(u.Raw, "output_tokens").Int()}
+		f := gjson.GetMany(u.Raw, "input_tokens", "output_tokens", "input_tokens_details.cached_tokens", "output_tokens_details.reasoning_tokens")
+		usage = ratelimit.Usage{InputTokens: f[0].Int(), OutputTokens: f[1].Int(), CachedInputTokens: f[2].Int(), ReasoningTokens: f[3].Int()}
 	}
 	if ri.onResponse != nil {
 		ri.onResponse(b) // kept before the client can name it in its next turn

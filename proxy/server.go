@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/auth"
+	"modelgate/billing"
 	"modelgate/config"
 	"modelgate/platform"
 	"modelgate/ratelimit"
@@ -36,6 +37,14 @@ type Deps struct {
 	// Store keeps the records that outlive the process and are shared by replicas (issued
 	// keys, stored responses, usage history). Nil leaves those features without storage.
 	Store store.Store
+
+	// Team self-service (package admin): the handler of /admin/keys, /admin/teams,
+	// /admin/usage/history and /admin/ui/, the issued keys every Authenticator consults, the
+	// spend budgets and the usage history. Each may be nil.
+	Admin   http.Handler
+	Issued  *auth.Issued
+	Ledger  *billing.Ledger
+	History *billing.Recorder
 }
 
 // Hooks let the operations layer observe requests without the handlers knowing about it.
@@ -65,6 +74,7 @@ type RequestSummary struct {
 	ErrorCode    string
 	Refusal      string
 	UpstreamErr  string
+	CostMicros   int64 // what the call cost at the model's price, in micro-units of pricing.currency
 }
 
 // state is everything a config reload replaces. Requests load it once at their start, so a
@@ -75,6 +85,7 @@ type state struct {
 	models modelTable
 	retry  retryPolicy
 	keeper *stored.Keeper // stored responses; nil when not kept (store: off, or no store)
+	prices billing.Prices
 }
 
 // outputReserve is how many output tokens admission reserves for a call that asked for at
@@ -99,6 +110,10 @@ type Server struct {
 	draining atomic.Bool
 	records  store.Store    // nil: no durable records
 	keeper   *stored.Keeper // stored responses over records; nil without records
+	admin    http.Handler
+	issued   *auth.Issued
+	ledger   *billing.Ledger
+	history  *billing.Recorder
 }
 
 // New builds a Server. The config must already be validated.
@@ -112,9 +127,10 @@ func New(d Deps) (*Server, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store}
+	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
+		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History}
 	s.keeper = s.newKeeper(d.Config)
-	s.st.Store(s.withKeeper(newState(d.Config, d.Auth)))
+	s.Reload(d.Config, d.Auth)
 	s.engine = s.routes(d.MetricsHandler)
 	s.ready.Store(true)
 	return s, nil
@@ -128,13 +144,22 @@ func retries(cfg *config.Config) int {
 }
 
 func newState(cfg *config.Config, a *auth.Authenticator) *state {
-	return &state{cfg: cfg, auth: a, models: newModelTable(cfg.Models), retry: defaultRetryPolicy(retries(cfg))}
+	return &state{cfg: cfg, auth: a, models: newModelTable(cfg.Models), retry: defaultRetryPolicy(retries(cfg)), prices: billing.NewPrices(cfg)}
 }
 
 // Reload swaps in a new, validated config. In-flight requests finish under the old one;
 // limiter counters are keyed by team and key name, so keys that still exist keep their state.
 func (s *Server) Reload(cfg *config.Config, a *auth.Authenticator) {
+	if s.issued != nil {
+		a.UseIssued(s.issued) // before the authenticator is published
+	}
 	s.st.Store(s.withKeeper(newState(cfg, a)))
+}
+
+// State returns the config and authenticator serving now, for the admin API.
+func (s *Server) State() (*config.Config, *auth.Authenticator) {
+	st := s.state()
+	return st.cfg, st.auth
 }
 
 // Handler returns the HTTP handler.
@@ -241,6 +266,7 @@ func (s *Server) finish(c *gin.Context, ri *requestInfo) {
 		InputTokens: ri.inputTokens, OutputTokens: ri.outputTokens, Attempts: ri.attempts,
 		ErrorCode: ri.errCode, Refusal: ri.refusal, UpstreamErr: ri.upstreamErr,
 	}
+	sum.CostMicros = s.settleBilling(ri)
 	s.logRequest(sum)
 	if s.hooks.RequestDone != nil {
 		s.hooks.RequestDone(sum)

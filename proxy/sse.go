@@ -327,11 +327,12 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 //
 //go:noinline
 func terminalUsage(data []byte, estimate ratelimit.Usage) ratelimit.Usage {
-	u := gjson.GetManyBytes(data, "response.usage.input_tokens", "response.usage.output_tokens", "response.usage")
+	u := gjson.GetManyBytes(data, "response.usage.input_tokens", "response.usage.output_tokens", "response.usage",
+		"response.usage.input_tokens_details.cached_tokens", "response.usage.output_tokens_details.reasoning_tokens")
 	if !u[2].IsObject() {
 		return estimate
 	}
-	return ratelimit.Usage{InputTokens: u[0].Int(), OutputTokens: u[1].Int()}
+	return ratelimit.Usage{InputTokens: u[0].Int(), OutputTokens: u[1].Int(), CachedInputTokens: u[3].Int(), ReasoningTokens: u[4].Int()}
 }
 
 func streamEndKind(err error) string {

@@ -72,7 +72,11 @@ func (d Decision) RetryAfterSeconds() int64 {
 }
 
 // Usage is what a call really consumed.
-type Usage struct{ InputTokens, OutputTokens int64 }
+type Usage struct {
+	InputTokens, OutputTokens int64
+	// Reported by the platform for billing and history; the limiter counts neither apart.
+	CachedInputTokens, ReasoningTokens int64
+}
 
 // ScopeUsage is one scope's traffic for the current minute and UTC day and what remains of
 // each of its limits (only limits that are set appear in Remaining).

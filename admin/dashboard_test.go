@@ -1,0 +1,266 @@
+package admin_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"modelgate/config"
+)
+
+// chromium is Debian's browser, which .ci/run installs. Without it the test is skipped
+// locally; in CI (CI set) it fails, so a missing install cannot pass as green.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("chromium not found and CI is set")
+	}
+	t.Skip("chromium not installed")
+	return ""
+}
+
+// browserLog collects what the page asked for and what it complained about.
+type browserLog struct {
+	mu       sync.Mutex
+	requests []string
+	errors   []string
+}
+
+func (b *browserLog) listen(ev any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch ev := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		b.requests = append(b.requests, ev.Request.URL)
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
+			var parts []string
+			for _, a := range ev.Args {
+				parts = append(parts, string(a.Value))
+			}
+			b.errors = append(b.errors, "console."+string(ev.Type)+": "+strings.Join(parts, " "))
+		}
+	case *runtime.EventExceptionThrown:
+		b.errors = append(b.errors, "exception: "+ev.ExceptionDetails.Text)
+	case *log.EventEntryAdded:
+		if ev.Entry.Level == log.EntryLevelError || ev.Entry.Level == log.EntryLevelWarning {
+			b.errors = append(b.errors, "log "+string(ev.Entry.Source)+": "+ev.Entry.Text+" "+ev.Entry.URL)
+		}
+	}
+}
+
+func (b *browserLog) snapshot() (requests, errors []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.requests...), append([]string(nil), b.errors...)
+}
+
+// seedHistory writes 29 past days of usage straight into the store, so the chart has a
+// month to draw.
+func seedHistory(t *testing.T, r *replica) {
+	t.Helper()
+	today := time.Now().UTC()
+	for i := 1; i < 30; i++ {
+		d := today.AddDate(0, 0, -i)
+		day := d.Format("20060102")
+		for j, team := range []string{"alpha", "beta"} {
+			// Weekdays busy, weekends quiet, slowly growing, with some wobble.
+			f := 1.0
+			if wd := d.Weekday(); wd == time.Saturday || wd == time.Sunday {
+				f = 0.3
+			}
+			f *= (0.6 + 0.4*float64(30-i)/30) * (0.85 + 0.3*float64((i*37+j*11)%10)/10) * (1 + 0.5*float64(j))
+			scale := int64(100 * f)
+			in, out := 900*scale, 260*scale
+			cost := in*2 + out*8 // sim-long's price, micro-units
+			err := r.st.Add(context.Background(), "usage_days", day+"/"+team+"/"+team+"-cfg/sim-long",
+				map[string]int64{"requests": 40 * scale, "input_tokens": in, "output_tokens": out, "cost_micros": cost}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func TestDashboardInBrowser(t *testing.T) {
+	bin := chromium(t)
+	r := startReplica(t, envOptions{mutate: func(c *config.Config) {
+		c.Teams[0].Limits = config.Limits{RequestsPerMinute: 600, TokensPerDay: 2_000_000, SpendPerDay: 5, SpendPerMonth: 60}
+		c.Teams[1].Limits = config.Limits{ConcurrentRequests: 8, SpendPerMonth: 40}
+		c.Teams[1].Models = []string{"sim-chat", "sim-long"}
+	}})
+	seedHistory(t, r)
+	for range 3 {
+		if got := r.chat(t, alphaKey); got != 200 {
+			t.Fatal(got)
+		}
+	}
+	for range 2 {
+		if status, _, _ := r.do(t, "POST", "/v1/chat/completions", betaKey, longChat(false)); status != 200 {
+			t.Fatal(status)
+		}
+	}
+	r.issue(t, "beta", "nightly-batch", map[string]any{"limits": map[string]any{"spend_per_day": 2}})
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("hide-scrollbars", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 800))
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelTimeout()
+	bl := &browserLog{}
+	if err := chromedp.Listen(ctx, bl.listen); err != nil {
+		t.Fatal(err)
+	}
+	page := r.front.URL + "/admin/ui/"
+	must := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	eval := func(js string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatalf("evaluate %s: %v", js, err)
+		}
+		return v
+	}
+	text := func(sel string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return v
+	}
+
+	must("open the page", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(page), chromedp.WaitVisible(chromedp.ID("admin-key")))
+
+	// A wrong key sees no data and is not kept.
+	must("sign in with a wrong key", chromedp.SendKeys(chromedp.ID("admin-key"), "mg-not-the-admin-key"),
+		chromedp.Click(chromedp.CSS("#signin-form button")))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("signin-error").textContent.length > 0`)); err != nil {
+		t.Fatalf("no error shown for a wrong key: %v", err)
+	}
+	if got := eval(`JSON.stringify([document.getElementById("dash").hidden, document.querySelectorAll("#teams article").length, document.body.innerText.includes("alpha"), sessionStorage.length])`); got != "[true,0,false,0]" {
+		t.Fatalf("after a wrong key: [dash hidden, team cards, alpha on the page, session items] = %s", got)
+	}
+	_, wrongKeyErrors := bl.snapshot() // the refused API calls: expected, left out below
+
+	// The admin key shows every team with its figures.
+	must("sign in", chromedp.SendKeys(chromedp.ID("admin-key"), adminKey), chromedp.Click(chromedp.CSS("#signin-form button")),
+		chromedp.WaitVisible(chromedp.CSS(`article[data-team="alpha"] svg`)), chromedp.WaitVisible(chromedp.CSS(`article[data-team="beta"] svg`)))
+	if got := eval(`sessionStorage.getItem("modelgate.adminKey") === ` + fmt.Sprintf("%q", adminKey) + ` && localStorage.length === 0 && document.cookie === "" ? "session only" : "elsewhere"`); got != "session only" {
+		t.Fatalf("the admin key is kept %s", got)
+	}
+	for sel, want := range map[string]string{
+		`article[data-team="alpha"] [data-meter="day-requests"] .fig`: "3 · no limit",
+		`article[data-team="beta"] [data-meter="day-requests"] .fig`:  "2 · no limit",
+		`article[data-team="alpha"] [data-meter="spend-day"] .fig`:    "of €5.00",
+		`article[data-team="beta"] [data-meter="spend-month"] .fig`:   "of €40.00",
+		`article[data-team="alpha"] .rpm`:                             "3 req/min now of 600",
+		`[data-stat="requests"] .value`:                               "5",
+		`article[data-team="beta"] tr[data-key="nightly-batch"]`:      "api",
+	} {
+		if got := text(sel); !strings.Contains(got, want) {
+			t.Errorf("%s shows %q, want %q", sel, got, want)
+		}
+	}
+	if n := eval(`String(document.querySelectorAll('article[data-team="alpha"] svg rect').length)`); n != "30" {
+		t.Errorf("alpha's chart has %s bars, want 30", n)
+	}
+
+	// A key issued from the page works at once; revoked from the page, it fails.
+	must("issue a key", chromedp.SendKeys(chromedp.CSS(`article[data-team="alpha"] input[name=name]`), "from-the-page"),
+		chromedp.Click(chromedp.CSS(`article[data-team="alpha"] .issue button`)),
+		chromedp.WaitVisible(chromedp.CSS(`article[data-team="alpha"] .secret-value`)),
+		chromedp.WaitVisible(chromedp.CSS(`article[data-team="alpha"] tr[data-key="from-the-page"]`)))
+	secret := text(`article[data-team="alpha"] .secret-value`)
+	if !strings.HasPrefix(secret, "mg-") {
+		t.Fatalf("secret shown: %q", secret)
+	}
+	if got := r.chat(t, secret); got != http.StatusOK {
+		t.Fatalf("chat with the key issued from the page: %d", got)
+	}
+	shot(t, ctx, "dashboard-1280x800.png")
+
+	must("revoke it", chromedp.Click(chromedp.CSS(`tr[data-key="from-the-page"] button.revoke`)),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-key="from-the-page"] button.armed`)),
+		chromedp.Click(chromedp.CSS(`tr[data-key="from-the-page"] button.revoke`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`tr[data-key="from-the-page"]`)))
+	if got := r.chat(t, secret); got != http.StatusUnauthorized {
+		t.Fatalf("chat with the key revoked from the page: %d", got)
+	}
+
+	// Phone width: everything fits the screen's width.
+	must("phone width", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)), chromedp.Sleep(200*time.Millisecond))
+	if got := eval(`String(document.documentElement.scrollWidth <= window.innerWidth)`); got != "true" {
+		t.Errorf("the page is wider than a phone: scrollWidth %s > %s", eval(`String(document.documentElement.scrollWidth)`), eval(`String(window.innerWidth)`))
+	}
+	shot(t, ctx, "dashboard-phone.png")
+
+	requests, errs := bl.snapshot()
+	for _, u := range requests {
+		if !strings.HasPrefix(u, r.front.URL+"/") && !strings.HasPrefix(u, "data:") {
+			t.Errorf("the page loaded %s from outside modelgate", u)
+		}
+	}
+	if len(requests) < 5 {
+		t.Errorf("only %d requests seen: is the listener working?", len(requests))
+	}
+	for _, e := range errs[len(wrongKeyErrors):] {
+		t.Errorf("browser complained: %s", e)
+	}
+	for _, e := range wrongKeyErrors {
+		if !strings.Contains(e, "401") {
+			t.Errorf("browser complained before sign-in: %s", e)
+		}
+	}
+}
+
+// shot saves a full-page screenshot under the test's output folder; with
+// MODELGATE_DOCS_SCREENSHOT=1 the desktop one also replaces docs/img/dashboard.png.
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	path := filepath.Join(t.ArtifactDir(), name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+	if name == "dashboard-1280x800.png" && os.Getenv("MODELGATE_DOCS_SCREENSHOT") == "1" {
+		if err := os.WriteFile(filepath.Join("..", "docs", "img", "dashboard.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

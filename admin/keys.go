@@ -1,0 +1,417 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"modelgate/auth"
+	"modelgate/config"
+	"modelgate/ratelimit"
+	"modelgate/store"
+)
+
+// Buckets of the store this package owns.
+const (
+	keysBucket  = "issued_keys"      // id -> keyRecord
+	namesBucket = "issued_key_names" // "<team>/<name>" -> id: makes a name unique across replicas
+)
+
+// keyRecord is an issued key as stored. The secret itself is never stored.
+type keyRecord struct {
+	ID        string     `json:"id"`
+	Team      string     `json:"team"`
+	Name      string     `json:"name"`
+	SHA256    string     `json:"sha256"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	Limits    limitsJSON `json:"limits"`
+}
+
+// limitsJSON is config.Limits as the admin API reads and writes it.
+type limitsJSON struct {
+	RequestsPerMinute  int64   `json:"requests_per_minute"`
+	TokensPerMinute    int64   `json:"tokens_per_minute"`
+	ConcurrentRequests int64   `json:"concurrent_requests"`
+	TokensPerDay       int64   `json:"tokens_per_day"`
+	SpendPerDay        float64 `json:"spend_per_day"`
+	SpendPerMonth      float64 `json:"spend_per_month"`
+}
+
+func toLimitsJSON(l config.Limits) limitsJSON {
+	return limitsJSON{l.RequestsPerMinute, l.TokensPerMinute, l.ConcurrentRequests, l.TokensPerDay, l.SpendPerDay, l.SpendPerMonth}
+}
+
+func (l limitsJSON) config() config.Limits {
+	return config.Limits{RequestsPerMinute: l.RequestsPerMinute, TokensPerMinute: l.TokensPerMinute,
+		ConcurrentRequests: l.ConcurrentRequests, TokensPerDay: l.TokensPerDay,
+		SpendPerDay: l.SpendPerDay, SpendPerMonth: l.SpendPerMonth}
+}
+
+func (l limitsJSON) problem() string {
+	for _, n := range []int64{l.RequestsPerMinute, l.TokensPerMinute, l.ConcurrentRequests, l.TokensPerDay} {
+		if n < 0 {
+			return "limits must not be negative"
+		}
+	}
+	for _, f := range []float64{l.SpendPerDay, l.SpendPerMonth} {
+		if f < 0 || f > 1e12 {
+			return "spend limits must be from 0 to 1e12"
+		}
+	}
+	return ""
+}
+
+// nameRE is the config's rule for key names: they become parts of limiter scope ids.
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// maxCreateBody bounds POST /admin/keys; a real request is well under 1 KB.
+const maxCreateBody = 16 << 10
+
+type createRequest struct {
+	Team      string      `json:"team"`
+	Name      string      `json:"name"`
+	Limits    *limitsJSON `json:"limits"`
+	ExpiresAt *time.Time  `json:"expires_at"`
+}
+
+// createKey issues a key: 201 with its id and the secret, which is never shown again.
+func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
+	if a.d.Store == nil {
+		writeError(w, http.StatusServiceUnavailable, "store_unavailable", "", "This modelgate has no record store, so it cannot issue keys.")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCreateBody))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", "", "The request body is too large.")
+		return
+	}
+	var req createRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || dec.More() {
+		writeError(w, http.StatusBadRequest, "invalid_json", "", "The body must be a JSON object with team, name and optionally limits and expires_at.")
+		return
+	}
+	cfg, authn := a.d.State()
+	now := a.d.Now().UTC()
+	switch {
+	case req.Team == "":
+		writeError(w, http.StatusBadRequest, "missing_required_parameter", "team", "Missing required parameter: 'team'.")
+		return
+	case teamOf(cfg, req.Team) == nil || !authn.HasTeam(req.Team):
+		writeError(w, http.StatusNotFound, "unknown_team", "team", "No team of that name is configured.")
+		return
+	case req.Name == "":
+		writeError(w, http.StatusBadRequest, "missing_required_parameter", "name", "Missing required parameter: 'name'.")
+		return
+	case !nameRE.MatchString(req.Name):
+		writeError(w, http.StatusBadRequest, "invalid_name", "name", "A key name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit.")
+		return
+	case req.ExpiresAt != nil && !req.ExpiresAt.After(now):
+		writeError(w, http.StatusBadRequest, "invalid_expiry", "expires_at", "expires_at must be in the future.")
+		return
+	}
+	var limits limitsJSON
+	if req.Limits != nil {
+		if p := req.Limits.problem(); p != "" {
+			writeError(w, http.StatusBadRequest, "invalid_limits", "limits", p)
+			return
+		}
+		limits = *req.Limits
+	}
+	for _, k := range teamOf(cfg, req.Team).Keys {
+		if k.Name == req.Name {
+			writeError(w, http.StatusConflict, "duplicate_name", "name", "The team already has a key of that name (in the config).")
+			return
+		}
+	}
+
+	secret, id := newSecret(), newID()
+	sum := sha256.Sum256([]byte(secret))
+	rec := keyRecord{ID: id, Team: req.Team, Name: req.Name, SHA256: hex.EncodeToString(sum[:]), CreatedAt: now, Limits: limits}
+	var ttl time.Duration
+	if req.ExpiresAt != nil {
+		exp := req.ExpiresAt.UTC()
+		rec.ExpiresAt = &exp
+		ttl = exp.Sub(now)
+	}
+	ctx := r.Context()
+	// The name is claimed first: two replicas issuing the same name at once, one wins.
+	won, err := a.d.Store.Create(ctx, namesBucket, req.Team+"/"+req.Name, []byte(id), ttl)
+	if err != nil {
+		a.storeFailed(w, err)
+		return
+	}
+	if !won {
+		writeError(w, http.StatusConflict, "duplicate_name", "name", "The team already has a key of that name.")
+		return
+	}
+	value, _ := json.Marshal(rec)
+	if err := a.d.Store.Put(ctx, keysBucket, id, value, ttl); err != nil {
+		_, _ = a.d.Store.Delete(context.WithoutCancel(ctx), namesBucket, req.Team+"/"+req.Name)
+		a.storeFailed(w, err)
+		return
+	}
+	// This replica knows at once; the others on their next poll.
+	if err := a.Refresh(ctx); err != nil {
+		a.d.Logger.Warn("issued keys: refresh after issue failed", "err", err.Error())
+	}
+	a.d.Logger.Info("key issued", "id", id, "team", rec.Team, "name", rec.Name)
+	out := a.describe(ctx, cfg, []keyView{issuedView(rec, a.d.Issued)})[0]
+	writeJSON(w, http.StatusCreated, struct {
+		keyView
+		Key string `json:"key"`
+	}{out, secret})
+}
+
+// revokeKey deletes an issued key. Config keys live in the config file: 409.
+func (a *API) revokeKey(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	cfg, _ := a.d.State()
+	if team, name, ok := configKeyID(id); ok {
+		if t := teamOf(cfg, team); t != nil {
+			for _, k := range t.Keys {
+				if k.Name == name {
+					writeError(w, http.StatusConflict, "config_key", "id", "This key is defined in the config file; remove it there and reload.")
+					return
+				}
+			}
+		}
+		writeError(w, http.StatusNotFound, "key_not_found", "id", "No key with that id.")
+		return
+	}
+	if a.d.Store == nil {
+		writeError(w, http.StatusNotFound, "key_not_found", "id", "No key with that id.")
+		return
+	}
+	ctx := r.Context()
+	raw, err := a.d.Store.Get(ctx, keysBucket, id)
+	if err != nil {
+		if isNotFound(err) {
+			writeError(w, http.StatusNotFound, "key_not_found", "id", "No key with that id.")
+			return
+		}
+		a.storeFailed(w, err)
+		return
+	}
+	var rec keyRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		a.storeFailed(w, err)
+		return
+	}
+	if _, err := a.d.Store.Delete(ctx, keysBucket, id); err != nil {
+		a.storeFailed(w, err)
+		return
+	}
+	// The name is free again only after the key is gone: never two live keys of one name.
+	_, _ = a.d.Store.Delete(ctx, namesBucket, rec.Team+"/"+rec.Name)
+	if err := a.Refresh(ctx); err != nil {
+		a.d.Logger.Warn("issued keys: refresh after revoke failed", "err", err.Error())
+	}
+	a.d.Logger.Info("key revoked", "id", id, "team", rec.Team, "name", rec.Name)
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "revoked": true})
+}
+
+// keyView is one key as GET /admin/keys lists it: never a secret or its hash.
+type keyView struct {
+	ID         string     `json:"id"`
+	Team       string     `json:"team"`
+	Name       string     `json:"name"`
+	Source     string     `json:"source"` // "config" or "api"
+	CreatedAt  *time.Time `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	Limits     limitsJSON `json:"limits"`
+	Usage      *keyUsage  `json:"usage"`
+}
+
+// keyUsage is a key's traffic now: this minute, today and the spend of the day and month.
+type keyUsage struct {
+	MinuteRequests  int64   `json:"minute_requests"`
+	DayRequests     int64   `json:"day_requests"`
+	DayInputTokens  int64   `json:"day_input_tokens"`
+	DayOutputTokens int64   `json:"day_output_tokens"`
+	SpendDay        float64 `json:"spend_day"`
+	SpendMonth      float64 `json:"spend_month"`
+}
+
+// listKeys lists config and issued keys, of one team with ?team=.
+func (a *API) listKeys(w http.ResponseWriter, r *http.Request) {
+	cfg, _ := a.d.State()
+	team := r.URL.Query().Get("team")
+	if team != "" && teamOf(cfg, team) == nil {
+		writeError(w, http.StatusNotFound, "unknown_team", "team", "No team of that name is configured.")
+		return
+	}
+	views, err := a.keyViews(r.Context(), cfg, team)
+	if err != nil {
+		a.storeFailed(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"keys": a.describe(r.Context(), cfg, views)})
+}
+
+// keyViews lists the keys of team (all teams when ""), config keys first, each group in
+// name order.
+func (a *API) keyViews(ctx context.Context, cfg *config.Config, team string) ([]keyView, error) {
+	var views []keyView
+	for _, t := range cfg.Teams {
+		if team != "" && t.Name != team {
+			continue
+		}
+		for _, k := range t.Keys {
+			views = append(views, keyView{ID: "config:" + t.Name + ":" + k.Name, Team: t.Name, Name: k.Name,
+				Source: "config", Limits: toLimitsJSON(k.Limits)})
+		}
+	}
+	recs, err := a.records(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, rec := range recs {
+		if (team == "" || rec.Team == team) && teamOf(cfg, rec.Team) != nil {
+			views = append(views, issuedView(rec, a.d.Issued))
+		}
+	}
+	sort.SliceStable(views, func(i, j int) bool {
+		if views[i].Team != views[j].Team {
+			return views[i].Team < views[j].Team
+		}
+		if views[i].Source != views[j].Source {
+			return views[i].Source == "config"
+		}
+		return views[i].Name < views[j].Name
+	})
+	return views, nil
+}
+
+func issuedView(rec keyRecord, is *auth.Issued) keyView {
+	created := rec.CreatedAt
+	v := keyView{ID: rec.ID, Team: rec.Team, Name: rec.Name, Source: "api", CreatedAt: &created, ExpiresAt: rec.ExpiresAt, Limits: rec.Limits}
+	if t := is.LastUsed(rec.ID); !t.IsZero() {
+		v.LastUsedAt = &t
+	}
+	return v
+}
+
+// describe fills in each key's usage from the limiter and the spend ledger, and its last use
+// from the usage recorder (shared by replicas) or this replica's authenticator, the later.
+func (a *API) describe(ctx context.Context, cfg *config.Config, views []keyView) []keyView {
+	scopes := make([]ratelimit.Scope, len(views))
+	for i, v := range views {
+		scopes[i] = ratelimit.Scope{ID: "key:" + v.Team + "/" + v.Name, Limits: v.Limits.config()}
+	}
+	var usage []ratelimit.ScopeUsage
+	if a.d.Limiter != nil && len(scopes) > 0 {
+		usage, _ = a.d.Limiter.Usage(ctx, scopes) // usage is a nicety here; a store hiccup shows nulls
+	}
+	var lastUse map[string]time.Time
+	if a.d.History != nil {
+		lastUse, _ = a.d.History.LastUse(ctx)
+	}
+	for i := range views {
+		u := &keyUsage{}
+		if i < len(usage) {
+			u.MinuteRequests, u.DayRequests = usage[i].MinuteRequests, usage[i].DayRequests
+			u.DayInputTokens, u.DayOutputTokens = usage[i].DayInputTokens, usage[i].DayOutputTokens
+		}
+		if a.d.Ledger != nil {
+			u.SpendDay, u.SpendMonth = a.d.Ledger.Spent(scopes[i].ID)
+		}
+		views[i].Usage = u
+		if t, ok := lastUse[views[i].Team+"/"+views[i].Name]; ok && (views[i].LastUsedAt == nil || t.After(*views[i].LastUsedAt)) {
+			views[i].LastUsedAt = &t
+		}
+	}
+	return views
+}
+
+// records reads every live issued key from the store.
+func (a *API) records(ctx context.Context) ([]keyRecord, error) {
+	if a.d.Store == nil {
+		return nil, nil
+	}
+	var recs []keyRecord
+	err := a.d.Store.Scan(ctx, keysBucket, "", func(_ string, v []byte) error {
+		var rec keyRecord
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return nil // a damaged record is skipped, not fatal to every other key
+		}
+		recs = append(recs, rec)
+		return nil
+	})
+	return recs, err
+}
+
+// Refresh reloads the issued keys when the store says they changed.
+func (a *API) Refresh(ctx context.Context) error {
+	a.refreshMu.Lock()
+	defer a.refreshMu.Unlock()
+	v, err := a.d.Store.Version(ctx, keysBucket)
+	if err != nil {
+		return err
+	}
+	if a.loaded && v == a.version {
+		return nil
+	}
+	recs, err := a.records(ctx)
+	if err != nil {
+		return err
+	}
+	keys := make([]auth.IssuedKey, 0, len(recs))
+	for _, rec := range recs {
+		k := auth.IssuedKey{ID: rec.ID, Team: rec.Team, Name: rec.Name, SHA256: rec.SHA256, Limits: rec.Limits.config()}
+		if rec.ExpiresAt != nil {
+			k.ExpiresAt = *rec.ExpiresAt
+		}
+		keys = append(keys, k)
+	}
+	if err := a.d.Issued.Replace(keys); err != nil {
+		return err
+	}
+	a.version, a.loaded = v, true
+	return nil
+}
+
+func (a *API) storeFailed(w http.ResponseWriter, err error) {
+	a.d.Logger.Warn("admin: record store failed", "err", err.Error())
+	writeError(w, http.StatusServiceUnavailable, "store_unavailable", "", "The record store could not be reached; nothing was changed.")
+}
+
+// configKeyID splits "config:<team>:<name>", the id config keys are listed under.
+func configKeyID(id string) (team, name string, ok bool) {
+	rest, ok := strings.CutPrefix(id, "config:")
+	if !ok {
+		return "", "", false
+	}
+	team, name, ok = strings.Cut(rest, ":")
+	return team, name, ok
+}
+
+// newSecret is 32 random bytes behind a recognisable prefix, so leaked keys can be found by
+// secret scanners.
+func newSecret() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return "mg-" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "key_" + hex.EncodeToString(b[:])
+}
+
+func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

@@ -1,0 +1,81 @@
+package admin
+
+import (
+	"net/http"
+	"time"
+
+	"modelgate/ratelimit"
+)
+
+// teamView is one team as GET /admin/teams shows it: its limits and budgets against what it
+// used this minute, today and this month.
+type teamView struct {
+	Name   string     `json:"name"`
+	Mode   string     `json:"mode"`
+	Limits limitsJSON `json:"limits"`
+	Models []string   `json:"models"`
+	Keys   int        `json:"keys"`
+	Now    teamNow    `json:"usage"`
+}
+
+type teamNow struct {
+	MinuteRequests int64   `json:"minute_requests"`
+	DayRequests    int64   `json:"day_requests"`
+	DayTokens      int64   `json:"day_tokens"`
+	MonthRequests  int64   `json:"month_requests"`
+	MonthTokens    int64   `json:"month_tokens"`
+	SpendDay       float64 `json:"spend_day"`
+	SpendMonth     float64 `json:"spend_month"`
+}
+
+// teams reports every configured team with its figures: the dashboard's main table.
+func (a *API) teams(w http.ResponseWriter, r *http.Request) {
+	cfg, _ := a.d.State()
+	ctx := r.Context()
+	scopes := make([]ratelimit.Scope, len(cfg.Teams))
+	for i, t := range cfg.Teams {
+		scopes[i] = ratelimit.Scope{ID: "team:" + t.Name, Limits: t.Limits}
+	}
+	var usage []ratelimit.ScopeUsage
+	if a.d.Limiter != nil && len(scopes) > 0 {
+		usage, _ = a.d.Limiter.Usage(ctx, scopes)
+	}
+	month := map[string][2]int64{} // team -> requests, tokens
+	if a.d.History != nil {
+		now := a.d.Now().UTC()
+		first := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+		rows, err := a.d.History.Query(ctx, first.Format("20060102"), now.Format("20060102"), map[string]bool{"team": true})
+		if err == nil {
+			for _, row := range rows {
+				m := month[row.Team]
+				m[0] += row.Requests
+				m[1] += row.InputTokens + row.OutputTokens
+				month[row.Team] = m
+			}
+		}
+	}
+	recs, _ := a.records(ctx)
+	issued := map[string]int{}
+	for _, rec := range recs {
+		issued[rec.Team]++
+	}
+	out := make([]teamView, len(cfg.Teams))
+	for i, t := range cfg.Teams {
+		v := teamView{Name: t.Name, Mode: t.Mode, Limits: toLimitsJSON(t.Limits), Models: t.Models, Keys: len(t.Keys) + issued[t.Name]}
+		if v.Models == nil {
+			v.Models = []string{}
+		}
+		if i < len(usage) {
+			u := usage[i]
+			v.Now.MinuteRequests, v.Now.DayRequests = u.MinuteRequests, u.DayRequests
+			v.Now.DayTokens = u.DayInputTokens + u.DayOutputTokens
+		}
+		m := month[t.Name]
+		v.Now.MonthRequests, v.Now.MonthTokens = m[0], m[1]
+		if a.d.Ledger != nil {
+			v.Now.SpendDay, v.Now.SpendMonth = a.d.Ledger.Spent("team:" + t.Name)
+		}
+		out[i] = v
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"currency": cfg.Pricing.Currency, "teams": out})
+}

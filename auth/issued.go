@@ -1,0 +1,140 @@
+package auth
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"modelgate/config"
+)
+
+// IssuedKey is a key issued at run time through the admin API. Only its SHA-256 is known
+// here; the secret was shown once to whoever issued it.
+type IssuedKey struct {
+	ID        string
+	Team      string
+	Name      string
+	SHA256    string // lowercase hex
+	Limits    config.Limits
+	ExpiresAt time.Time // zero: never
+}
+
+// issuedEntry is an IssuedKey as the hot path needs it: digest, scope id and expiry ready.
+type issuedEntry struct {
+	digest   digest
+	key      IssuedKey
+	scopeID  string
+	expires  int64 // unix nanoseconds, 0 = never
+	lastUsed atomic.Int64
+}
+
+// Issued holds the issued keys every Authenticator consults after its config keys. It is
+// replaced whole when the store changes (Replace), so lookups never take a lock.
+type Issued struct {
+	now     func() time.Time
+	entries atomic.Pointer[issuedSet]
+}
+
+// issuedSet is one generation of issued keys, indexed for authentication and for listing.
+type issuedSet struct {
+	byDigest map[digest]*issuedEntry
+	byID     map[string]*issuedEntry
+}
+
+// NewIssued returns an empty set; now is the clock expiry is judged by (nil: time.Now).
+func NewIssued(now func() time.Time) *Issued {
+	if now == nil {
+		now = time.Now
+	}
+	is := &Issued{now: now}
+	is.entries.Store(&issuedSet{byDigest: map[digest]*issuedEntry{}, byID: map[string]*issuedEntry{}})
+	return is
+}
+
+// Replace swaps in a new set of keys. Last-use times of keys that remain are carried over.
+func (is *Issued) Replace(keys []IssuedKey) error {
+	old := is.entries.Load().byID
+	m := make(map[digest]*issuedEntry, len(keys))
+	byID := make(map[string]*issuedEntry, len(keys))
+	for _, k := range keys {
+		var d digest
+		if len(k.SHA256) != 2*sha256.Size {
+			return errors.New("auth: issued key " + k.ID + ": bad sha256")
+		}
+		if _, err := hex.Decode(d[:], []byte(k.SHA256)); err != nil {
+			return errors.New("auth: issued key " + k.ID + ": bad sha256")
+		}
+		e := &issuedEntry{digest: d, key: k, scopeID: "key:" + k.Team + "/" + k.Name}
+		if !k.ExpiresAt.IsZero() {
+			e.expires = k.ExpiresAt.UnixNano()
+		}
+		if prev := old[k.ID]; prev != nil {
+			e.lastUsed.Store(prev.lastUsed.Load())
+		}
+		m[d] = e
+		byID[k.ID] = e
+	}
+	is.entries.Store(&issuedSet{byDigest: m, byID: byID})
+	return nil
+}
+
+// LastUsed reports when this replica last authenticated the key with id (zero: not since
+// it started).
+func (is *Issued) LastUsed(id string) time.Time {
+	if e := is.entries.Load().byID[id]; e != nil {
+		if n := e.lastUsed.Load(); n != 0 {
+			return time.Unix(0, n).UTC()
+		}
+	}
+	return time.Time{}
+}
+
+// lookup finds a live issued key by digest and notes its use.
+func (is *Issued) lookup(d digest) *issuedEntry {
+	e := is.entries.Load().byDigest[d]
+	if e == nil || subtle.ConstantTimeCompare(e.digest[:], d[:]) != 1 {
+		return nil
+	}
+	now := is.now().UnixNano()
+	if e.expires != 0 && now >= e.expires {
+		return nil
+	}
+	// Written at most once a second per key, so busy keys do not bounce a cache line
+	// between cores on every request.
+	if now-e.lastUsed.Load() >= int64(time.Second) {
+		e.lastUsed.Store(now)
+	}
+	return e
+}
+
+// UseIssued makes a consult the issued keys after its config keys. The proxy calls it
+// before it publishes an Authenticator, so it is never called concurrently with Authenticate.
+func (a *Authenticator) UseIssued(is *Issued) { a.issued = is }
+
+// HasTeam reports whether the config behind a names a team that can hold keys.
+func (a *Authenticator) HasTeam(name string) bool {
+	_, ok := a.teams[name]
+	return ok
+}
+
+// issuedPrincipal resolves an issued key, if any, to a principal of its team under this
+// config. A key whose team left the config is unknown.
+func (a *Authenticator) issuedPrincipal(d digest) (*Principal, bool) {
+	if a.issued == nil {
+		return nil, false
+	}
+	e := a.issued.lookup(d)
+	if e == nil {
+		return nil, false
+	}
+	tmpl, ok := a.teams[e.key.Team]
+	if !ok {
+		return nil, false
+	}
+	p := *tmpl
+	p.KeyName, p.ScopeID, p.KeyLimits = e.key.Name, e.scopeID, e.key.Limits
+	return &p, true
+}

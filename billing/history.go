@@ -1,0 +1,369 @@
+package billing
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"modelgate/store"
+)
+
+// historyBucket holds one counter record per UTC day, team, key and model, keyed
+// "20261126/<team>/<key>/<model>". Team and key names cannot hold '/', so the model, last,
+// may.
+const historyBucket = "usage_days"
+
+// hourlyBucket holds the same per UTC hour ("2026112608/<team>/<key>/<model>"), kept for a
+// shorter time: enough to see a day's shape, not a year of hours.
+const hourlyBucket = "usage_hours"
+
+// DefaultHourlyRetention is how long hourly rows are kept unless SetHourlyRetention says.
+const DefaultHourlyRetention = 7 * 24 * time.Hour
+
+// lastUseBucket holds, per "<team>/<key>", when any replica last recorded a call of the key
+// (Unix nanoseconds, decimal), so "last used" is shared by replicas and survives restarts.
+const lastUseBucket = "key_last_use"
+
+// Counter names of a history record.
+const (
+	cRequests  = "requests"
+	cInput     = "input_tokens"
+	cCached    = "cached_input_tokens"
+	cOutput    = "output_tokens"
+	cReasoning = "reasoning_tokens"
+	cCost      = "cost_micros"
+)
+
+// Row is one day's (or hour's) usage of one team, key and model (or a sum over some of them).
+type Row struct {
+	Day               string // YYYY-MM-DD, UTC
+	Hour              string // hourly rows: YYYY-MM-DDTHH:00:00Z, UTC; "" for daily rows
+	Team, Key, Model  string
+	Requests          int64
+	InputTokens       int64
+	CachedInputTokens int64
+	OutputTokens      int64
+	ReasoningTokens   int64
+	CostMicros        int64
+}
+
+func (r *Row) add(o *Row) {
+	r.Requests += o.Requests
+	r.InputTokens += o.InputTokens
+	r.CachedInputTokens += o.CachedInputTokens
+	r.OutputTokens += o.OutputTokens
+	r.ReasoningTokens += o.ReasoningTokens
+	r.CostMicros += o.CostMicros
+}
+
+func (r *Row) counters() map[string]int64 {
+	return map[string]int64{cRequests: r.Requests, cInput: r.InputTokens, cCached: r.CachedInputTokens,
+		cOutput: r.OutputTokens, cReasoning: r.ReasoningTokens, cCost: r.CostMicros}
+}
+
+// Recorder keeps the usage history. Record only adds to an in-memory batch; Run writes the
+// batch to the store every interval, off the request path, as one atomic Add per row.
+type Recorder struct {
+	st        store.Store
+	now       func() time.Time
+	log       *slog.Logger
+	retention time.Duration
+	hourly    time.Duration // retention of hourly rows
+
+	// flushMu keeps Query from seeing a row both in the store and in a batch being flushed.
+	flushMu  sync.RWMutex
+	mu       sync.Mutex
+	batch    map[rowID]*Row
+	lastSeen map[teamKey]int64
+	unsaved  map[teamKey]bool // keys used since the last flush
+	days     periodNames
+	hours    hourNames
+}
+
+// rowID names a row: period is a day (YYYYMMDD) or an hour (YYYYMMDDHH); its length tells
+// which bucket the row belongs to.
+type rowID struct{ day, team, key, model string }
+
+func (id rowID) hourly() bool { return len(id.day) == 10 }
+
+// hourNames caches the current hour's name, as periodNames does days'.
+type hourNames struct {
+	unixHour int64
+	name     string
+}
+
+func (h *hourNames) at(now time.Time) string {
+	n := now.Unix() / 3600
+	if h.name == "" || n != h.unixHour {
+		h.unixHour, h.name = n, now.UTC().Format("2006010215")
+	}
+	return h.name
+}
+
+type teamKey struct{ team, key string }
+
+// NewRecorder returns a recorder writing to st (nil: history is kept in memory until the
+// process ends, which is enough for tests and for a gateway without a store).
+func NewRecorder(st store.Store, retention time.Duration, now func() time.Time, log *slog.Logger) *Recorder {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Recorder{st: st, now: now, log: log, retention: retention, hourly: DefaultHourlyRetention,
+		batch: map[rowID]*Row{}, lastSeen: map[teamKey]int64{}, unsaved: map[teamKey]bool{}}
+}
+
+// SetHourlyRetention sets how long hourly rows are kept; 0 or less records none. Call it
+// before Run.
+func (r *Recorder) SetHourlyRetention(d time.Duration) { r.hourly = d }
+
+// Record counts one finished request, in its day's row and in its hour's.
+func (r *Recorder) Record(team, key, model string, u Usage, costMicros int64) {
+	now := r.now()
+	r.mu.Lock()
+	day, _ := r.days.at(now)
+	r.addTo(rowID{day[1:], team, key, model}, u, costMicros)
+	if r.hourly > 0 {
+		r.addTo(rowID{r.hours.at(now), team, key, model}, u, costMicros)
+	}
+	tk := teamKey{team, key}
+	r.lastSeen[tk] = now.UnixNano()
+	r.unsaved[tk] = true
+	r.mu.Unlock()
+}
+
+// addTo adds one request to the batch row id; r.mu is held.
+func (r *Recorder) addTo(id rowID, u Usage, costMicros int64) {
+	row := r.batch[id]
+	if row == nil {
+		row = &Row{}
+		r.batch[id] = row
+	}
+	row.Requests++
+	row.InputTokens += u.InputTokens
+	row.CachedInputTokens += u.CachedInputTokens
+	row.OutputTokens += u.OutputTokens
+	row.ReasoningTokens += u.ReasoningTokens
+	row.CostMicros += costMicros
+}
+
+// LastUse reports when each key ("<team>/<key>") was last used, by any replica that
+// flushed since, or by this one.
+func (r *Recorder) LastUse(ctx context.Context) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	if r.st != nil {
+		err := r.st.Scan(ctx, lastUseBucket, "", func(k string, v []byte) error {
+			if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+				out[k] = time.Unix(0, n).UTC()
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for tk, n := range r.lastSeen {
+		if t := time.Unix(0, n).UTC(); t.After(out[tk.team+"/"+tk.key]) {
+			out[tk.team+"/"+tk.key] = t
+		}
+	}
+	return out, nil
+}
+
+// Run flushes every interval until ctx ends, then flushes what is left.
+func (r *Recorder) Run(ctx context.Context, every time.Duration) {
+	if r.st == nil {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if err := r.Flush(context.Background()); err != nil {
+				r.log.Warn("usage history: final flush failed", "err", err.Error())
+			}
+			return
+		case <-t.C:
+			if err := r.Flush(ctx); err != nil {
+				r.log.Warn("usage history: flush failed; will retry", "err", err.Error())
+			}
+		}
+	}
+}
+
+// Flush writes the batch to the store. Rows that fail stay for the next flush.
+func (r *Recorder) Flush(ctx context.Context) error {
+	if r.st == nil {
+		return nil
+	}
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
+	r.mu.Lock()
+	if len(r.batch) == 0 {
+		r.mu.Unlock()
+		return nil
+	}
+	batch := r.batch
+	r.batch = map[rowID]*Row{}
+	used := make(map[teamKey]int64, len(r.unsaved))
+	for tk := range r.unsaved {
+		used[tk] = r.lastSeen[tk]
+	}
+	clear(r.unsaved)
+	r.mu.Unlock()
+	for tk, n := range used {
+		// Replicas overwrite each other here; all of them write "about now", so the last
+		// writer is close enough to the last use.
+		if err := r.st.Put(ctx, lastUseBucket, tk.team+"/"+tk.key, strconv.AppendInt(nil, n, 10), r.retention); err != nil {
+			r.mu.Lock()
+			r.unsaved[tk] = true
+			r.mu.Unlock()
+		}
+	}
+	var firstErr error
+	for id, row := range batch {
+		bucket := historyBucket
+		if id.hourly() {
+			bucket = hourlyBucket
+		}
+		err := r.st.Add(ctx, bucket, id.storeKey(), row.counters(), r.ttl(id.day))
+		if err != nil {
+			r.mu.Lock()
+			if cur := r.batch[id]; cur != nil {
+				cur.add(row)
+			} else {
+				r.batch[id] = row
+			}
+			r.mu.Unlock()
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	return firstErr
+}
+
+// ttl keeps a row for the retention counted from the end of its day or hour.
+func (r *Recorder) ttl(period string) time.Duration {
+	layout, length, retention := "20060102", 24*time.Hour, r.retention
+	if len(period) == 10 {
+		layout, length, retention = "2006010215", time.Hour, r.hourly
+	}
+	start, err := time.Parse(layout, period)
+	if err != nil || retention <= 0 {
+		return 0
+	}
+	return max(start.Add(length+retention).Sub(r.now()), time.Minute)
+}
+
+func (id rowID) storeKey() string { return id.day + "/" + id.team + "/" + id.key + "/" + id.model }
+
+func parseRowKey(k string) (rowID, bool) {
+	parts := strings.SplitN(k, "/", 4)
+	if len(parts) != 4 || (len(parts[0]) != 8 && len(parts[0]) != 10) {
+		return rowID{}, false
+	}
+	return rowID{parts[0], parts[1], parts[2], parts[3]}, true
+}
+
+// Query returns the daily rows of the days from..to (YYYYMMDD, inclusive) summed over what
+// groupBy leaves out: groupBy holds any of "team", "key", "model"; the day is always kept.
+// Rows not yet flushed are included; a running flush is waited for, so none counts twice.
+// Rows come sorted by day, team, key, model.
+func (r *Recorder) Query(ctx context.Context, from, to string, groupBy map[string]bool) ([]Row, error) {
+	return r.query(ctx, false, from, to, groupBy)
+}
+
+// QueryHours is Query for the hourly rows of the days from..to: one row per hour.
+func (r *Recorder) QueryHours(ctx context.Context, from, to string, groupBy map[string]bool) ([]Row, error) {
+	return r.query(ctx, true, from, to, groupBy)
+}
+
+func (r *Recorder) query(ctx context.Context, hourly bool, from, to string, groupBy map[string]bool) ([]Row, error) {
+	bucket := historyBucket
+	if hourly {
+		bucket = hourlyBucket
+	}
+	r.flushMu.RLock()
+	defer r.flushMu.RUnlock()
+	sums := map[rowID]*Row{}
+	take := func(id rowID, row *Row) {
+		if id.hourly() != hourly || id.day[:8] < from || id.day[:8] > to {
+			return
+		}
+		g := rowID{day: id.day}
+		if groupBy["team"] || groupBy["key"] {
+			g.team = id.team
+		}
+		if groupBy["key"] {
+			g.key = id.key
+		}
+		if groupBy["model"] {
+			g.model = id.model
+		}
+		s := sums[g]
+		if s == nil {
+			s = &Row{}
+			sums[g] = s
+		}
+		s.add(row)
+	}
+	if r.st != nil {
+		err := r.st.ScanCounters(ctx, bucket, commonPrefix(from, to), func(k string, c map[string]int64) error {
+			id, ok := parseRowKey(k)
+			if ok {
+				take(id, &Row{Requests: c[cRequests], InputTokens: c[cInput], CachedInputTokens: c[cCached],
+					OutputTokens: c[cOutput], ReasoningTokens: c[cReasoning], CostMicros: c[cCost]})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	r.mu.Lock()
+	for id, row := range r.batch {
+		take(id, row)
+	}
+	r.mu.Unlock()
+	rows := make([]Row, 0, len(sums))
+	for id, s := range sums {
+		s.Day = id.day[:4] + "-" + id.day[4:6] + "-" + id.day[6:8]
+		if hourly {
+			s.Hour = s.Day + "T" + id.day[8:] + ":00:00Z"
+		}
+		s.Team, s.Key, s.Model = id.team, id.key, id.model
+		rows = append(rows, *s)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.Day != b.Day || a.Hour != b.Hour {
+			return a.Day+a.Hour < b.Day+b.Hour
+		}
+		if a.Team != b.Team {
+			return a.Team < b.Team
+		}
+		if a.Key != b.Key {
+			return a.Key < b.Key
+		}
+		return a.Model < b.Model
+	})
+	return rows, nil
+}
+
+func commonPrefix(a, b string) string {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return a[:n]
+}

@@ -1,0 +1,296 @@
+package billing
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"modelgate/store"
+)
+
+// spendBucket holds one counter record per scope and period: "d20261126|team:search" and
+// "m202611|key:search/prod", each with a "micros" counter.
+const spendBucket = "spend"
+
+// Budget is one scope's spend limits in micro-units; 0 = no limit.
+type Budget struct {
+	Scope            string // limiter scope id: "team:<name>" or "key:<team>/<key>"
+	PerDay, PerMonth int64
+}
+
+// Refusal says which budget refused a reservation.
+type Refusal struct {
+	Scope  string
+	Period string // "day" or "month"
+}
+
+// total is one scope's spend in one period. base is what the store held at the last sync
+// (this replica's flushed spend included), pending what this replica charged since, and
+// reserved what admitted calls may still cost.
+type total struct{ base, pending, flushing, reserved int64 }
+
+// charged counts spend on its way to the store too, so a flush never opens a window in
+// which a budget looks less spent than it is.
+func (t *total) charged() int64 { return t.base + t.pending + t.flushing }
+
+// Ledger enforces spend budgets the way the limiter enforces tokens_per_day: admission
+// reserves what a call may cost at most, settlement charges what it did cost. Decisions
+// are taken in memory under one lock, so a burst of parallel calls is admitted exactly;
+// spend is flushed to the store every second and read back from it, so it survives restarts
+// and replicas sharing a Redis store see each other's spend within about a second.
+type Ledger struct {
+	st  store.Store // nil: in memory only
+	now func() time.Time
+	log *slog.Logger
+
+	mu     sync.Mutex
+	totals map[periodScope]*total
+	days   periodNames
+}
+
+// periodScope names one total: a period ("d20261126" or "m202611") and a scope.
+type periodScope struct{ period, scope string }
+
+func (k periodScope) storeKey() string { return k.period + "|" + k.scope }
+
+// periodNames caches the current day's and month's names, so the request path formats no
+// dates: they change once a day.
+type periodNames struct {
+	unixDay    int64
+	day, month string
+}
+
+func (p *periodNames) at(now time.Time) (day, month string) {
+	d := now.Unix() / 86400
+	if p.day == "" || d != p.unixDay {
+		p.unixDay, p.day, p.month = d, dayKey(now), monthKey(now)
+	}
+	return p.day, p.month
+}
+
+// NewLedger loads the current day's and month's spend from st (nil: nothing kept). A store
+// that cannot be read is logged, not fatal; the error result is always nil today.
+func NewLedger(ctx context.Context, st store.Store, now func() time.Time, log *slog.Logger) (*Ledger, error) {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	l := &Ledger{st: st, now: now, log: log, totals: map[periodScope]*total{}}
+	if err := l.sync(ctx); err != nil {
+		// Serving matters more than a budget's first second: Run syncs again each second.
+		log.Warn("spend: could not read the spend so far; budgets count from what this replica sees until the store answers", "err", err.Error())
+	}
+	return l, nil
+}
+
+func dayKey(t time.Time) string   { return "d" + t.UTC().Format("20060102") }
+func monthKey(t time.Time) string { return "m" + t.UTC().Format("200601") }
+
+func (l *Ledger) get(period, scope string) *total {
+	k := periodScope{period, scope}
+	t := l.totals[k]
+	if t == nil {
+		t = &total{}
+		l.totals[k] = t
+	}
+	return t
+}
+
+// Hold is an admitted call's reservation. Settle or Cancel it once; later calls are no-ops.
+type Hold struct {
+	// totals are the day and month totals of each scope, held here so settling looks
+	// nothing up; a total with a reservation on it is never dropped by sync.
+	totals [4]*total
+	n      int
+	l      *Ledger
+	amount int64
+	done   bool
+}
+
+// Reserve admits a call that may cost up to amount micro-units against every budget (at
+// most two: a key and its team), or names the budget it would overrun. Like tokens_per_day,
+// a reservation larger than a whole budget only needs that budget untouched. Every scope is
+// charged, limited or not, so the spend of every team and key can be reported.
+func (l *Ledger) Reserve(budgets []Budget, amount int64) (*Hold, *Refusal) {
+	amount = max(amount, 0)
+	budgets = budgets[:min(len(budgets), 2)]
+	now := l.now()
+	h := &Hold{l: l, amount: amount}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	day, month := l.days.at(now)
+	for _, b := range budgets {
+		d, m := l.get(day, b.Scope), l.get(month, b.Scope)
+		if over(d, b.PerDay, amount) {
+			return nil, &Refusal{b.Scope, "day"}
+		}
+		if over(m, b.PerMonth, amount) {
+			return nil, &Refusal{b.Scope, "month"}
+		}
+		h.totals[h.n], h.totals[h.n+1] = d, m
+		h.n += 2
+	}
+	for _, t := range h.totals[:h.n] {
+		t.reserved += amount
+	}
+	return h, nil
+}
+
+// over reports whether reserving amount more would overrun limit (0: none).
+func over(t *total, limit, amount int64) bool {
+	return limit > 0 && (t.charged() >= limit || t.charged()+t.reserved+min(amount, limit) > limit)
+}
+
+// Settle replaces the reservation with what the call really cost.
+func (h *Hold) Settle(cost int64) {
+	if h == nil || h.done {
+		return
+	}
+	h.done = true
+	cost = max(cost, 0)
+	h.l.mu.Lock()
+	for _, t := range h.totals[:h.n] {
+		t.reserved -= h.amount
+		t.pending += cost
+	}
+	h.l.mu.Unlock()
+}
+
+// Charge adds cost to the scopes' spend without a reservation: for a call whose route
+// reserved nothing.
+func (l *Ledger) Charge(scopes []string, cost int64) {
+	b := make([]Budget, 0, 2)
+	for _, s := range scopes {
+		if s != "" {
+			b = append(b, Budget{Scope: s})
+		}
+	}
+	h, _ := l.Reserve(b, 0) // no limits: never refused
+	h.Settle(cost)
+}
+
+// Cancel drops the reservation of a call that was refused elsewhere or never ran.
+func (h *Hold) Cancel() { h.Settle(0) }
+
+// Spent reports a scope's spend this UTC day and month, in currency, reservations left out.
+func (l *Ledger) Spent(scope string) (day, month float64) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	dk, mk := l.days.at(now)
+	var d, m int64
+	if t := l.totals[periodScope{dk, scope}]; t != nil {
+		d = t.charged()
+	}
+	if t := l.totals[periodScope{mk, scope}]; t != nil {
+		m = t.charged()
+	}
+	return Amount(d), Amount(m)
+}
+
+// Run flushes and syncs every interval until ctx ends, then flushes a last time.
+func (l *Ledger) Run(ctx context.Context, every time.Duration) {
+	if l.st == nil {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if err := l.flush(context.Background()); err != nil {
+				l.log.Warn("spend: final flush failed", "err", err.Error())
+			}
+			return
+		case <-t.C:
+			if err := l.flush(ctx); err != nil {
+				l.log.Warn("spend: flush failed; will retry", "err", err.Error())
+				continue
+			}
+			if err := l.sync(ctx); err != nil {
+				l.log.Warn("spend: sync failed", "err", err.Error())
+			}
+		}
+	}
+}
+
+// Flush writes what this replica charged since the last flush.
+func (l *Ledger) Flush(ctx context.Context) error { return l.flush(ctx) }
+
+func (l *Ledger) flush(ctx context.Context) error {
+	if l.st == nil {
+		return nil
+	}
+	l.mu.Lock()
+	out := map[periodScope]int64{}
+	for k, t := range l.totals {
+		if t.pending != 0 {
+			out[k] = t.pending
+			t.flushing += t.pending
+			t.pending = 0
+		}
+	}
+	l.mu.Unlock()
+	var firstErr error
+	for k, n := range out {
+		ttl := 40 * 24 * time.Hour
+		if strings.HasPrefix(k.period, "m") {
+			ttl = 400 * 24 * time.Hour
+		}
+		err := l.st.Add(ctx, spendBucket, k.storeKey(), map[string]int64{"micros": n}, ttl)
+		l.mu.Lock()
+		t := l.totals[k]
+		t.flushing -= n
+		if err != nil {
+			t.pending += n // kept for the next flush
+			if firstErr == nil {
+				firstErr = err
+			}
+		} else {
+			t.base += n
+		}
+		l.mu.Unlock()
+	}
+	return firstErr
+}
+
+// sync reads the current day's and month's totals back from the store, so spend charged by
+// other replicas counts here too, and forgets totals of periods that are over.
+func (l *Ledger) sync(ctx context.Context) error {
+	if l.st == nil {
+		return nil
+	}
+	now := l.now()
+	day, month := dayKey(now), monthKey(now)
+	stored := map[periodScope]int64{}
+	for _, prefix := range []string{day + "|", month + "|"} {
+		err := l.st.ScanCounters(ctx, spendBucket, prefix, func(key string, c map[string]int64) error {
+			p, s, _ := strings.Cut(key, "|")
+			stored[periodScope{p, s}] = c["micros"]
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, n := range stored {
+		t := l.totals[k]
+		if t == nil {
+			t = &total{}
+			l.totals[k] = t
+		}
+		t.base = n
+	}
+	for k, t := range l.totals {
+		if k.period != day && k.period != month && t.pending == 0 && t.flushing == 0 && t.reserved == 0 {
+			delete(l.totals, k)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// adminKeyEnv names the environment variable the keys command reads the admin key from: a
+// flag would leave it in shell history and in the process list.
+const adminKeyEnv = "MODELGATE_ADMIN_KEY"
+
+const keysUsage = `usage: modelgate keys create --team T --name N [--expires-at RFC3339] [--limit name=value ...]
+       modelgate keys list [--team T]
+       modelgate keys revoke ID
+every subcommand takes --url (default http://127.0.0.1:8080) and --json; the admin key is
+read from $MODELGATE_ADMIN_KEY`
+
+// keysCommand issues, lists and revokes keys through a running modelgate's admin API.
+func keysCommand(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprintln(stderr, keysUsage)
+		return 2
+	}
+	sub := args[0]
+	fs := pflag.NewFlagSet("modelgate keys "+sub, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	base := fs.String("url", "http://127.0.0.1:8080", "modelgate's base URL")
+	asJSON := fs.Bool("json", false, "print the API's JSON answer")
+	team := fs.String("team", "", "team name")
+	var name, expires *string
+	var limits *[]string
+	if sub == "create" {
+		name = fs.String("name", "", "key name (unique in the team)")
+		expires = fs.String("expires-at", "", "expiry as RFC 3339, e.g. 2026-12-31T00:00:00Z (default: never)")
+		limits = fs.StringArray("limit", nil, "a limit as name=value, e.g. requests_per_minute=60 or spend_per_day=5; repeatable")
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		if err == pflag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	adminKey := os.Getenv(adminKeyEnv)
+	if adminKey == "" {
+		fmt.Fprintf(stderr, "modelgate keys: set %s to an admin key\n", adminKeyEnv)
+		return 2
+	}
+	c := &adminClient{base: strings.TrimRight(*base, "/"), key: adminKey, http: &http.Client{Timeout: 30 * time.Second}}
+
+	var status int
+	var body []byte
+	var err error
+	switch sub {
+	case "create":
+		req := map[string]any{"team": *team, "name": *name}
+		if *expires != "" {
+			t, perr := time.Parse(time.RFC3339, *expires)
+			if perr != nil {
+				fmt.Fprintln(stderr, "modelgate keys create: --expires-at: want RFC 3339, e.g. 2026-12-31T00:00:00Z")
+				return 2
+			}
+			req["expires_at"] = t
+		}
+		if len(*limits) > 0 {
+			lim := map[string]float64{}
+			for _, l := range *limits {
+				k, v, ok := strings.Cut(l, "=")
+				f, perr := strconv.ParseFloat(v, 64)
+				if !ok || perr != nil {
+					fmt.Fprintf(stderr, "modelgate keys create: --limit %q: want name=number\n", l)
+					return 2
+				}
+				lim[k] = f
+			}
+			req["limits"] = lim
+		}
+		status, body, err = c.do("POST", "/admin/keys", req)
+	case "list":
+		path := "/admin/keys"
+		if *team != "" {
+			path += "?team=" + url.QueryEscape(*team)
+		}
+		status, body, err = c.do("GET", path, nil)
+	case "revoke":
+		if fs.NArg() != 1 {
+			fmt.Fprintln(stderr, "modelgate keys revoke: give exactly one key id")
+			return 2
+		}
+		status, body, err = c.do("DELETE", "/admin/keys/"+url.PathEscape(fs.Arg(0)), nil)
+	default:
+		fmt.Fprintln(stderr, keysUsage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "modelgate keys:", err)
+		return 1
+	}
+	if status/100 != 2 {
+		var e struct {
+			Error struct{ Message string } `json:"error"`
+		}
+		_ = json.Unmarshal(body, &e)
+		fmt.Fprintf(stderr, "modelgate keys %s: %d %s\n", sub, status, e.Error.Message)
+		return 1
+	}
+	if *asJSON {
+		_, _ = stdout.Write(body)
+		return 0
+	}
+	return printKeys(sub, body, stdout, stderr)
+}
+
+func printKeys(sub string, body []byte, stdout, stderr io.Writer) int {
+	type key struct {
+		ID, Team, Name, Source string
+		Key                    string     `json:"key"`
+		ExpiresAt              *time.Time `json:"expires_at"`
+		LastUsedAt             *time.Time `json:"last_used_at"`
+	}
+	switch sub {
+	case "create":
+		var k key
+		if err := json.Unmarshal(body, &k); err != nil {
+			fmt.Fprintln(stderr, "modelgate keys: unexpected answer")
+			return 1
+		}
+		fmt.Fprintf(stdout, "id:  %s\nkey: %s\n(the key is shown only once: store it now)\n", k.ID, k.Key)
+	case "list":
+		var l struct{ Keys []key }
+		if err := json.Unmarshal(body, &l); err != nil {
+			fmt.Fprintln(stderr, "modelgate keys: unexpected answer")
+			return 1
+		}
+		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tTEAM\tNAME\tSOURCE\tLAST USED\tEXPIRES")
+		for _, k := range l.Keys {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Team, k.Name, k.Source, timeOrDash(k.LastUsedAt), timeOrDash(k.ExpiresAt))
+		}
+		tw.Flush()
+	case "revoke":
+		fmt.Fprintln(stdout, "revoked")
+	}
+	return 0
+}
+
+func timeOrDash(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+type adminClient struct {
+	base, key string
+	http      *http.Client
+}
+
+func (c *adminClient) do(method, path string, body any) (int, []byte, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.base+path, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	return resp.StatusCode, b, err
+}

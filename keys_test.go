@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// fakeAdmin records the admin API calls the CLI makes and answers like modelgate.
+func fakeAdmin(t *testing.T, calls *[]string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		*calls = append(*calls, r.Method+" "+r.URL.RequestURI()+" "+strings.TrimSpace(string(body)))
+		if r.Header.Get("Authorization") != "Bearer mg-admin-cli" {
+			w.WriteHeader(401)
+			_, _ = w.Write([]byte(`{"error":{"message":"This route needs an admin key."}}`))
+			return
+		}
+		switch {
+		case r.Method == "POST" && r.URL.Path == "/admin/keys":
+			var req map[string]any
+			if json.Unmarshal(body, &req) != nil || req["team"] != "search" {
+				w.WriteHeader(404)
+				_, _ = w.Write([]byte(`{"error":{"message":"No team of that name is configured."}}`))
+				return
+			}
+			w.WriteHeader(201)
+			_, _ = w.Write([]byte(`{"id":"key_1","team":"search","name":"bot","source":"api","key":"mg-secret-once"}`))
+		case r.Method == "GET" && r.URL.Path == "/admin/keys":
+			_, _ = w.Write([]byte(`{"keys":[{"id":"config:search:prod","team":"search","name":"prod","source":"config"},{"id":"key_1","team":"search","name":"bot","source":"api","last_used_at":"2026-11-26T08:00:00Z"}]}`))
+		case r.Method == "DELETE" && r.URL.Path == "/admin/keys/key_1":
+			_, _ = w.Write([]byte(`{"id":"key_1","revoked":true}`))
+		default:
+			w.WriteHeader(404)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestKeysCommand(t *testing.T) {
+	var calls []string
+	srv := fakeAdmin(t, &calls)
+	t.Setenv(adminKeyEnv, "mg-admin-cli")
+	cases := []struct {
+		name     string
+		args     []string
+		code     int
+		call     string // the request the CLI must have sent
+		out, err string
+	}{
+		{"create", []string{"create", "--team", "search", "--name", "bot", "--limit", "spend_per_day=2.5", "--expires-at", "2030-01-02T00:00:00Z"}, 0,
+			`POST /admin/keys {"expires_at":"2030-01-02T00:00:00Z","limits":{"spend_per_day":2.5},"name":"bot","team":"search"}`, "key: mg-secret-once", ""},
+		{"create_unknown_team", []string{"create", "--team", "nope", "--name", "bot"}, 1, `POST /admin/keys`, "", "404 No team of that name"},
+		{"list", []string{"list", "--team", "search"}, 0, "GET /admin/keys?team=search", "search  bot   api     2026-11-26T08:00:00Z", ""},
+		{"list_json", []string{"list", "--json"}, 0, "GET /admin/keys", `"keys":[`, ""},
+		{"revoke", []string{"revoke", "key_1"}, 0, "DELETE /admin/keys/key_1", "revoked", ""},
+		{"revoke_needs_id", []string{"revoke"}, 2, "", "", "exactly one key id"},
+		{"bad_limit", []string{"create", "--team", "search", "--name", "x", "--limit", "rpm"}, 2, "", "", "want name=number"},
+		{"unknown_sub", []string{"rotate"}, 2, "", "", "usage:"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			calls = nil
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"keys"}, append(c.args, "--url", srv.URL)...), &stdout, &stderr)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d; stderr %s", code, c.code, stderr.String())
+			}
+			if c.call == "" && len(calls) != 0 || c.call != "" && (len(calls) != 1 || !strings.HasPrefix(calls[0], c.call)) {
+				t.Errorf("calls %q, want %q", calls, c.call)
+			}
+			if !strings.Contains(stdout.String(), c.out) || !strings.Contains(stderr.String(), c.err) {
+				t.Errorf("stdout %q stderr %q, want %q / %q", stdout.String(), stderr.String(), c.out, c.err)
+			}
+		})
+	}
+
+	t.Setenv(adminKeyEnv, "")
+	var stderr bytes.Buffer
+	if code := run([]string{"keys", "list", "--url", srv.URL}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), adminKeyEnv) {
+		t.Errorf("without the admin key: exit %d, %s", code, stderr.String())
+	}
+}
+
+func TestCheckWarnsSpendWithoutPrice(t *testing.T) {
+	path := writeFile(t, "upstream:\n  gateway_url: http://gw\n  base_url: http://api\n  api_key: sk-x\n"+
+		"models:\n  - id: priced\n    price: {input: 1, output: 2}\n  - id: free\n"+
+		"teams:\n  - name: search\n    limits: { spend_per_day: 5 }\n    keys:\n      - name: k\n        key: mg-k\n"+
+		"  - name: other\n    models: [priced]\n    limits: { spend_per_month: 5 }\n    keys:\n      - name: k\n        key: mg-k2\n")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"check", "--config", path}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if w := stderr.String(); !strings.Contains(w, "warning: team search has a spend limit but may use models without a price (free)") || strings.Contains(w, "team other") {
+		t.Errorf("warnings: %q", w)
+	}
+}

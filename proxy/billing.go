@@ -1,0 +1,80 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"modelgate/auth"
+	"modelgate/billing"
+)
+
+// reserveSpend holds what the call may cost at most (its input estimate and output cap at
+// the model's price) against the key's and the team's spend budgets, before the limiter
+// admits it. A spent budget is refused like a spent daily token budget: 429
+// insufficient_quota, x-should-retry: false. It reports whether the call may go on; the hold
+// is settled with the real cost once the request is done (settleBilling).
+func (s *Server) reserveSpend(c *gin.Context, st *state, p *auth.Principal, inputTokens, outputCap int64, openAIShape bool) bool {
+	if s.ledger == nil || p.Team == "" {
+		return true
+	}
+	ri := info(c)
+	budgets := [2]billing.Budget{
+		{Scope: p.ScopeID, PerDay: billing.MicrosOf(p.KeyLimits.SpendPerDay), PerMonth: billing.MicrosOf(p.KeyLimits.SpendPerMonth)},
+		{Scope: p.TeamScopeID, PerDay: billing.MicrosOf(p.TeamLimits.SpendPerDay), PerMonth: billing.MicrosOf(p.TeamLimits.SpendPerMonth)},
+	}
+	amount := st.prices.Estimate(ri.model, inputTokens, outputCap)
+	hold, refused := s.ledger.Reserve(budgets[:], amount)
+	if refused != nil && p.Shadow {
+		ri.refusal = "shadow_spend_" + refused.Period
+		for i := range budgets { // charged, not limited: the spend is still counted
+			budgets[i].PerDay, budgets[i].PerMonth = 0, 0
+		}
+		hold, refused = s.ledger.Reserve(budgets[:], amount)
+	}
+	if refused == nil {
+		ri.spend = hold
+		return true
+	}
+	now := s.now().UTC()
+	next := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
+	msg := "You exceeded your daily spend budget (%s). It resets at 00:00 UTC."
+	ri.refusal = "daily_spend"
+	if refused.Period == "month" {
+		next = time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC)
+		msg = "You exceeded your monthly spend budget (%s). It resets on the first of the month at 00:00 UTC."
+		ri.refusal = "monthly_spend"
+	}
+	peekLimitHeaders(c)
+	c.Header("X-Should-Retry", "false")
+	s.refuse(c, http.StatusTooManyRequests, typeQuota, "insufficient_quota", fmt.Sprintf(msg, scopeKind(refused.Scope)), next.Sub(now), openAIShape)
+	return false
+}
+
+// settleBilling runs once a request is answered: it settles the spend hold with the real
+// cost and adds the request to the usage history. It returns the cost in micro-units.
+func (s *Server) settleBilling(ri *requestInfo) int64 {
+	if !ri.admitted {
+		ri.spend.Cancel() // refused by the limiter after the spend was held
+		return 0
+	}
+	if ri.team == "" || ri.model == "" {
+		return 0 // passthrough callers have no team; calls without a model (sidecar) no tokens
+	}
+	u := billing.Usage{InputTokens: ri.inputTokens, CachedInputTokens: ri.cachedTokens,
+		OutputTokens: ri.outputTokens, ReasoningTokens: ri.reasoningTokens}
+	cost := s.state().prices.Cost(ri.model, u)
+	switch {
+	case ri.spend != nil:
+		ri.spend.Settle(cost)
+	case s.ledger != nil && ri.principal != nil && cost > 0:
+		// A route that reserved nothing (it does not call reserveSpend): still charged.
+		s.ledger.Charge([]string{ri.principal.ScopeID, ri.principal.TeamScopeID}, cost)
+	}
+	if s.history != nil {
+		s.history.Record(ri.team, ri.keyName, ri.model, u, cost)
+	}
+	return cost
+}

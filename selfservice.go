@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"modelgate/admin"
+	"modelgate/auth"
+	"modelgate/billing"
+	"modelgate/config"
+	"modelgate/proxy"
+	"modelgate/ratelimit"
+	"modelgate/store"
+)
+
+// selfService is team self-service as main wires it: issued keys, spend budgets, usage
+// history and the admin API over them, with the background loops that keep them in step
+// with the store.
+type selfService struct {
+	deps   proxy.Deps // only the self-service fields are set
+	api    *admin.API
+	srv    *proxy.Server
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func newSelfService(cfg *config.Config, records store.Store, limiter *ratelimit.Limiter, logger *slog.Logger) (*selfService, error) {
+	ss := &selfService{}
+	issued := auth.NewIssued(nil)
+	ledger, err := billing.NewLedger(context.Background(), records, nil, logger)
+	if err != nil {
+		return nil, err
+	}
+	var hist *billing.Recorder
+	if cfg.HistoryEnabled() {
+		hist = billing.NewRecorder(records, cfg.UsageHistory.Retention, nil, logger)
+		hist.SetHourlyRetention(cfg.UsageHistory.HourlyRetention)
+	}
+	api, err := admin.New(admin.Deps{Store: records, Issued: issued, Limiter: limiter, Ledger: ledger, History: hist, Logger: logger,
+		// The server is built after the API (it serves it); requests only arrive once it is.
+		State: func() (*config.Config, *auth.Authenticator) { return ss.srv.State() }})
+	if err != nil {
+		return nil, err
+	}
+	ss.api = api
+	ss.deps = proxy.Deps{Admin: api, Issued: issued, Ledger: ledger, History: hist}
+	return ss, nil
+}
+
+// start runs the loops: the issued-key poll, and the spend and history flushes (every second,
+// off the request path).
+func (ss *selfService) start(srv *proxy.Server) {
+	ss.srv = srv
+	ctx, cancel := context.WithCancel(context.Background())
+	ss.cancel = cancel
+	ss.wg.Go(func() { ss.api.Run(ctx) })
+	ss.wg.Go(func() { ss.deps.Ledger.Run(ctx, time.Second) })
+	if ss.deps.History != nil {
+		ss.wg.Go(func() { ss.deps.History.Run(ctx, time.Second) })
+	}
+}
+
+// stop ends the loops after a last flush; the store must still be open.
+func (ss *selfService) stop() {
+	if ss.cancel != nil {
+		ss.cancel()
+	}
+	ss.wg.Wait()
+}
