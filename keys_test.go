@@ -97,7 +97,7 @@ func TestCheckWarnsSpendWithoutPrice(t *testing.T) {
 	if code := run([]string{"check", "--config", path}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	if w := stderr.String(); !strings.Contains(w, "warning: team search has a spend limit but may use models without a price (free)") || strings.Contains(w, "team other") {
+	if w := stderr.String(); !strings.Contains(w, "warning: team search has a spend limit but may use models without a price (free)") || strings.Contains(w, "team other has a spend limit") {
 		t.Errorf("warnings: %q", w)
 	}
 }
