@@ -38,6 +38,8 @@ type chatCall struct {
 	// writer has copied the frames by the time queue returns. A field rather than a local,
 	// since the relay loop's frame is part of every open stream's stack.
 	out []byte
+	// reserve is one choice's reservation: its input estimate and output cap.
+	reserve ratelimit.Usage
 }
 
 // chatCompletions serves POST /v1/chat/completions on top of the Responses gateway. Nothing
@@ -87,16 +89,14 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	if ticket == nil {
 		return
 	}
-	var charged ratelimit.Usage
-	defer func() {
-		ticket.Settle(charged)
-		ri.inputTokens, ri.outputTokens = charged.InputTokens, charged.OutputTokens
-	}()
+	call.reserve = ratelimit.Usage{InputTokens: call.estimate, OutputTokens: outCap}
+	var ch charge
+	defer func() { s.settle(c, ticket, ch) }()
 	switch {
 	case req.Stream:
-		charged = call.stream()
+		ch = call.stream()
 	default:
-		charged = call.complete()
+		ch = call.complete()
 	}
 }
 
@@ -145,33 +145,69 @@ func usagesOf(convs []*translate.StreamConverter) []translate.Usage {
 // bytesOf views an event's data as bytes without copying; the converters only read it.
 func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
-// openAll opens one upstream call per choice, in parallel. If any fails, the others are
-// cancelled and the first failure is returned.
-func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.CancelFunc, *upstreamFailure) {
+// openAll opens one upstream call per choice, in parallel. If any fails, the first failure
+// is returned along with the charge for every choice: the platform may have billed those
+// that it answered, and those whose request it received before the call broke.
+func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.CancelFunc, *upstreamFailure, charge) {
 	n := cc.req.N
 	resps := make([]*http.Response, n)
 	cancels := make([]context.CancelFunc, n)
 	fails := make([]*upstreamFailure, n)
 	if n == 1 {
 		resps[0], cancels[0], fails[0] = cc.s.openGateway(ctx, cc.st, cc.p, cc.ri, cc.upBody, cc.upStream)
-		return resps, cancels, fails[0]
+	} else {
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				ri := &requestInfo{requestID: cc.ri.requestID}
+				resps[i], cancels[i], fails[i] = cc.s.openGateway(ctx, cc.st, cc.p, ri, cc.upBody, cc.upStream)
+			})
+		}
+		wg.Wait()
+		cc.ri.attempts = n
 	}
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			ri := &requestInfo{requestID: cc.ri.requestID}
-			resps[i], cancels[i], fails[i] = cc.s.openGateway(ctx, cc.st, cc.p, ri, cc.upBody, cc.upStream)
-		})
-	}
-	wg.Wait()
-	cc.ri.attempts = n
+	var first *upstreamFailure
 	for _, f := range fails {
 		if f != nil {
-			closeAll(resps, cancels)
-			return nil, nil, f
+			first = f
+			break
 		}
 	}
-	return resps, cancels, nil
+	if first == nil {
+		return resps, cancels, nil, charge{}
+	}
+	var ch charge
+	for i := range n {
+		switch {
+		case fails[i] != nil && fails[i].maybeBilled:
+			ch = ch.plus(upperBound(cc.reserve, ratelimit.Usage{}, estNoAnswer))
+		case fails[i] != nil:
+			// Refused by the platform, or never sent: nothing billed.
+		default:
+			ch = ch.plus(cc.abandon(resps[i], cancels[i]))
+		}
+	}
+	return nil, nil, first, ch
+}
+
+// abandon closes a choice the platform answered while another choice of the request failed,
+// and returns what the platform billed for it. A non-stream answer was produced and billed
+// before its headers came, so it is read for its usage (it is already there, and reading it
+// costs the platform nothing); a stream is ended at once and charged its reservation, since
+// it ran for as long as the slowest sibling took to fail.
+func (cc *chatCall) abandon(resp *http.Response, cancel context.CancelFunc) charge {
+	defer cancel()
+	defer resp.Body.Close()
+	if cc.upStream {
+		return upperBound(cc.reserve, ratelimit.Usage{}, estFanoutCut)
+	}
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, maxUpstreamJSON+1)); err == nil {
+		if u := gjson.GetBytes(buf.Bytes(), "usage"); u.IsObject() {
+			return knownUsage(ratelimit.Usage{InputTokens: u.Get("input_tokens").Int(), OutputTokens: u.Get("output_tokens").Int()})
+		}
+	}
+	return upperBound(cc.reserve, ratelimit.Usage{}, estBody)
 }
 
 func closeAll(resps []*http.Response, cancels []context.CancelFunc) {
@@ -186,7 +222,7 @@ func closeAll(resps []*http.Response, cancels []context.CancelFunc) {
 }
 
 // complete serves a non-stream client: one chat.completion with n choices.
-func (cc *chatCall) complete() ratelimit.Usage {
+func (cc *chatCall) complete() charge {
 	ctx := cc.c.Request.Context()
 	if cc.upStream {
 		// Served from an upstream stream to a client waiting for one answer: the whole call
@@ -195,22 +231,22 @@ func (cc *chatCall) complete() ratelimit.Usage {
 		ctx, stop = context.WithTimeout(ctx, cc.st.cfg.Upstream.RequestTimeout)
 		defer stop()
 	}
-	resps, cancels, f := cc.openAll(ctx)
+	resps, cancels, f, failed := cc.openAll(ctx)
 	if f != nil {
 		writeFailure(cc.c, f)
-		return ratelimit.Usage{}
+		return failed
 	}
 	defer closeAll(resps, cancels)
 	n := len(resps)
 	answers := make([][]byte, n)
-	usages := make([]translate.Usage, n)
+	charges := make([]charge, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		meta := cc.meta
 		meta.ChoiceIndex = i
 		work := func() {
-			answers[i], usages[i], errs[i] = cc.completeOne(ctx, resps[i], cancels[i], meta)
+			answers[i], charges[i], errs[i] = cc.completeOne(ctx, resps[i], cancels[i], meta)
 		}
 		if n == 1 {
 			work()
@@ -219,7 +255,10 @@ func (cc *chatCall) complete() ratelimit.Usage {
 		}
 	}
 	wg.Wait()
-	total := toUsage(sumUsage(usages))
+	var total charge
+	for _, ch := range charges {
+		total = total.plus(ch)
+	}
 	for _, err := range errs {
 		if err != nil {
 			cc.answerError(err)
@@ -238,18 +277,22 @@ func (cc *chatCall) complete() ratelimit.Usage {
 	return total
 }
 
-// completeOne turns one upstream answer into one chat.completion.
-func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel context.CancelFunc, meta translate.Meta) ([]byte, translate.Usage, error) {
-	estimate := translate.Usage{InputTokens: cc.estimate}
+// completeOne turns one upstream answer into one chat.completion, and says what the
+// platform billed for it.
+func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel context.CancelFunc, meta translate.Meta) ([]byte, charge, error) {
 	if !cc.upStream {
 		var buf bytes.Buffer
 		if _, err := timedRead(cc.ri, cc.ri.keepWait, &buf, io.LimitReader(resp.Body, maxUpstreamJSON+1)); err != nil {
-			return nil, estimate, err
+			return nil, upperBound(cc.reserve, ratelimit.Usage{}, estBody), err
 		}
 		if buf.Len() > maxUpstreamJSON || !gjson.ValidBytes(buf.Bytes()) {
-			return nil, estimate, errInvalidUpstream
+			return nil, upperBound(cc.reserve, ratelimit.Usage{}, estBody), errInvalidUpstream
 		}
-		return translate.ResponseToChat(buf.Bytes(), meta)
+		out, usage, err := translate.ResponseToChat(buf.Bytes(), meta)
+		if !usage.Reported {
+			return out, upperBound(cc.reserve, toUsage(usage), estBody), err
+		}
+		return out, knownUsage(toUsage(usage)), err
 	}
 	agg := translate.NewAggregator(meta)
 	agg.SetInputEstimate(cc.estimate)
@@ -271,6 +314,18 @@ func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel
 	}
 	cancel() // a stop sequence may have ended the answer early: stop generating upstream
 	out, usage, err := agg.Result()
+	var ch charge
+	switch {
+	case usage.Reported:
+		ch = knownUsage(toUsage(usage))
+	case finished:
+		// Ended at a stop sequence: modelgate's own cut.
+		ch = earlyCut(cc.reserve, toUsage(usage), estEarlyCut)
+	case cc.c.Request.Context().Err() != nil:
+		ch = earlyCut(cc.reserve, toUsage(usage), estEarlyCut)
+	default:
+		ch = upperBound(cc.reserve, toUsage(usage), estStreamCut)
+	}
 	if !finished && err != nil {
 		// Cut short by modelgate, not by the platform: say why, so the client gets a 504
 		// for a timeout and nothing at all when it left.
@@ -281,7 +336,7 @@ func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel
 			err = ctx.Err()
 		}
 	}
-	return out, usage, err
+	return out, ch, err
 }
 
 var errInvalidUpstream = errors.New("invalid upstream answer")
@@ -314,10 +369,9 @@ func (r *idleReader) Read(p []byte) (int, error) {
 		t0 := monoNow()
 		defer func() { r.wait.upstreamWait.Add(monoNow() - t0) }()
 	}
+	r.idle.beginWait()
 	n, err := r.r.Read(p)
-	if n > 0 {
-		r.idle.touch()
-	}
+	r.idle.endWait()
 	return n, err
 }
 
@@ -330,12 +384,12 @@ type chunkMsg struct {
 // stream serves a streaming client. Each choice's upstream stream has its own converter;
 // their chunks are interleaved as they come, then one usage chunk and one [DONE] close the
 // stream when there are several choices (a single converter writes its own trailer).
-func (cc *chatCall) stream() ratelimit.Usage {
+func (cc *chatCall) stream() charge {
 	c := cc.c
-	resps, cancels, f := cc.openAll(c.Request.Context())
+	resps, cancels, f, failed := cc.openAll(c.Request.Context())
 	if f != nil {
 		writeFailure(c, f)
-		return ratelimit.Usage{}
+		return failed
 	}
 	defer closeAll(resps, cancels)
 	startStream(c)
@@ -354,12 +408,25 @@ func (cc *chatCall) stream() ratelimit.Usage {
 		convs[i] = translate.NewStreamConverter(meta)
 		convs[i].SetInputEstimate(cc.estimate)
 	}
+	ourCut := make([]bool, n)
 	if n == 1 {
-		cc.pumpDirect(resps[0], cancels[0], convs[0])
+		ourCut[0] = cc.pumpDirect(resps[0], cancels[0], convs[0])
 	} else {
-		cc.pumpMerged(resps, cancels, convs)
+		cc.pumpMerged(resps, cancels, convs, ourCut)
 	}
-	return toUsage(sumUsage(usagesOf(convs)))
+	var total charge
+	for i, conv := range convs {
+		u := conv.Usage()
+		switch {
+		case u.Reported:
+			total = total.plus(knownUsage(toUsage(u)))
+		case ourCut[i]:
+			total = total.plus(earlyCut(cc.reserve, toUsage(u), estEarlyCut))
+		default:
+			total = total.plus(upperBound(cc.reserve, toUsage(u), estStreamCut))
+		}
+	}
+	return total
 }
 
 // write sends converted bytes to the client and flushes. false means the client is gone.
@@ -389,7 +456,11 @@ const maxKeptChunkBuf = 16 << 10
 // pumpDirect converts one upstream stream on the handler's goroutine: the common case, with
 // no channel hop between upstream read and client write. Converted chunks are queued and
 // flushed whenever the relay is about to wait for the platform (see streamWriter).
-func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, conv *translate.StreamConverter) {
+//
+// It reports whether modelgate ended the stream itself (the client left, a stop sequence)
+// rather than the platform ending or breaking it. Each event is converted, and so counted,
+// before it is written.
+func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, conv *translate.StreamConverter) (ourCut bool) {
 	idle := newIdleTimer(cc.st.cfg.Upstream.StreamIdleTimeout, cancel)
 	defer idle.stop()
 	events := newEventReader(&idleReader{r: resp.Body, idle: idle}, maxEventSize)
@@ -410,23 +481,24 @@ func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, c
 		cc.out, done = conv.FeedTo(cc.out[:0], ev.typ, ev.data)
 		if !cc.queue(cc.out) {
 			cancel()
-			return
+			return true
 		}
 		if cap(cc.out) > maxKeptChunkBuf {
 			cc.out = nil // a rare large chunk is not held for the rest of a long stream
 		}
 		if done {
 			cancel() // stop sequence or terminal event: nothing more is needed upstream
-			return
+			return true
 		}
 	}
 	cancel()
 	if cc.c.Request.Context().Err() != nil {
 		cc.ri.clientGone = true
-		return
+		return true
 	}
 	cc.noteStreamEnd(readErr, idle)
 	cc.write(conv.End(readErr))
+	return false
 }
 
 // chatReadErr keeps the chat bridge's reading of a stream's end: a stream that simply
@@ -448,7 +520,9 @@ func (cc *chatCall) noteStreamEnd(readErr error, idle *idleTimer) {
 
 // pumpMerged runs one reader per choice and writes their chunks in arrival order. An error
 // in any choice ends the whole stream after its error frame.
-func (cc *chatCall) pumpMerged(resps []*http.Response, cancels []context.CancelFunc, convs []*translate.StreamConverter) {
+// ourCut[i] is set when modelgate ended choice i itself (the client left, a stop sequence,
+// another choice failed).
+func (cc *chatCall) pumpMerged(resps []*http.Response, cancels []context.CancelFunc, convs []*translate.StreamConverter, ourCut []bool) {
 	msgs := make(chan chunkMsg, 16)
 	ctx, stopAll := context.WithCancel(cc.c.Request.Context())
 	defer stopAll()
@@ -474,16 +548,20 @@ func (cc *chatCall) pumpMerged(resps []*http.Response, cancels []context.CancelF
 				}
 				out, done := convs[i].Feed(ev.Type, bytesOf(ev.Data))
 				if done {
+					ourCut[i] = true
 					send(chunkMsg{out: out, last: true})
 					return
 				}
 				if len(out) > 0 && !send(chunkMsg{out: out}) {
+					ourCut[i] = true
 					return
 				}
 			}
-			if ctx.Err() == nil {
-				send(chunkMsg{out: convs[i].End(readErr), last: true})
+			if ctx.Err() != nil {
+				ourCut[i] = true
+				return
 			}
+			send(chunkMsg{out: convs[i].End(readErr), last: true})
 		})
 	}
 	go func() { wg.Wait(); close(msgs) }()

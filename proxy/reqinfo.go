@@ -47,6 +47,10 @@ type requestInfo struct {
 	// parallel.
 	upstreamWait atomic.Int64
 	keepWait     bool // server.overhead_header is on
+
+	// usageEstimated names why the settled usage is an estimate (see charge); "" when it
+	// is the platform's own figure.
+	usageEstimated string
 }
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.

@@ -60,6 +60,9 @@ type RequestSummary struct {
 	ErrorCode    string
 	Refusal      string
 	UpstreamErr  string
+	// UsageEstimated names why the settled usage is an upper bound rather than the
+	// platform's figure; "" when it is the platform's (see docs/accounting.md).
+	UsageEstimated string
 }
 
 // state is everything a config reload replaces. Requests load it once at their start, so a
@@ -228,6 +231,7 @@ func (s *Server) finish(c *gin.Context, ri *requestInfo) {
 		Duration: time.Since(ri.start), TTFB: ri.ttfb,
 		InputTokens: ri.inputTokens, OutputTokens: ri.outputTokens, Attempts: ri.attempts,
 		ErrorCode: ri.errCode, Refusal: ri.refusal, UpstreamErr: ri.upstreamErr,
+		UsageEstimated: ri.usageEstimated,
 	}
 	s.logRequest(sum)
 	if s.hooks.RequestDone != nil {
@@ -258,6 +262,7 @@ func (s *Server) logRequest(r RequestSummary) {
 		slog.String("error_code", r.ErrorCode),
 		slog.String("refusal", r.Refusal),
 		slog.String("upstream_error", r.UpstreamErr),
+		slog.String("usage_estimated", r.UsageEstimated),
 	)
 }
 
