@@ -27,6 +27,11 @@ const (
 	FaultStallMidStream
 	// FaultStallBeforeHeaders blocks until the client leaves, sending nothing.
 	FaultStallBeforeHeaders
+	// FaultStallAfterBilling charges the answer as a real platform would before its headers
+	// go out (a plain body in full, since it is generated before it is sent; a stream its
+	// input), then blocks until the client leaves, sending nothing: the call a gateway sees
+	// time out or abandons, billed all the same.
+	FaultStallAfterBilling
 )
 
 // garbage is what FaultGarbage puts on the wire: binary junk, an HTML line, a field-less line
