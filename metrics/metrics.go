@@ -33,6 +33,7 @@ type Metrics struct {
 	openStreams     *prometheus.GaugeVec
 	reloads         *prometheus.CounterVec
 	lastReload      prometheus.Gauge
+	usageEstimated  *prometheus.CounterVec
 }
 
 // Latency buckets span a health probe (milliseconds) to a long reasoning stream (minutes).
@@ -109,6 +110,11 @@ func New(cfg *config.Config) *Metrics {
 		m.requests, m.duration, m.ttfb, m.tokens, m.refusals, m.shadowRefusals, m.storeFailOpen,
 		m.upstreamErrors, m.upstreamRetries, m.inFlight, m.openStreams, m.reloads, m.lastReload,
 	)
+	m.usageEstimated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "modelgate_usage_estimated_total",
+		Help: "Requests the platform may have billed whose usage it did not report, settled at an upper bound (see docs/accounting.md), by route and reason.",
+	}, []string{"route", "reason"})
+	m.reg.MustRegister(m.usageEstimated)
 	// Both results exist from the start, so an alert on rejected reloads has a series to read.
 	m.reloads.WithLabelValues("applied")
 	m.reloads.WithLabelValues("rejected")
