@@ -1,9 +1,12 @@
 package proxy
 
 import (
+	"context"
 	"log/slog"
+	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/tidwall/gjson"
 
 	"modelgate/ratelimit"
 )
@@ -14,8 +17,10 @@ import (
 //   - the platform may have billed but its figure cannot be known (the request was sent and
 //     no answer came, the answer could not be read, the platform cut its stream): an upper
 //     bound, the reservation unless more was read;
-//   - modelgate ended a stream itself (client gone, stop sequence, a sibling choice failed):
-//     what was read plus inFlightAllowance for what the platform sent before it saw the cut.
+//   - modelgate ended a stream itself: what was read plus inFlightAllowance for what the
+//     platform generated before the cancellation reached it. At a stop sequence modelgate
+//     first reads on briefly (see drainAfterCut) and charges the platform's own figure when
+//     the terminal event comes; a client that leaves cancels the call at once.
 //
 // docs/accounting.md explains each case to operators.
 type charge struct {
@@ -87,4 +92,48 @@ func (s *Server) settle(c *gin.Context, t *ratelimit.Ticket, ch charge) {
 			slog.Int64("output_tokens", ch.usage.OutputTokens),
 		)
 	}
+}
+
+// After modelgate ends a stream at a stop sequence, it reads on for a moment, forwarding
+// nothing, before it cancels the call: what the platform already sent is in flight, billed,
+// and can still be counted. The read stops at the terminal event (whose usage is then the platform's own
+// figure), after cutDrainBytes, or after cutDrainTime, whichever comes first; the platform
+// stops generating when the cancellation reaches it.
+const (
+	cutDrainBytes = 1 << 20
+	cutDrainTime  = 100 * time.Millisecond
+)
+
+// drainAfterCut reads events after a cut and returns read plus the output they carried, and
+// whether a terminal event reported the platform's usage (then that usage is returned).
+// cancel ends the call; it is called when the time runs out and before returning.
+func drainAfterCut(events *eventReader, cancel context.CancelFunc, read ratelimit.Usage) (ratelimit.Usage, bool) {
+	defer cancel()
+	stop := time.AfterFunc(cutDrainTime, cancel)
+	defer stop.Stop()
+	events.beforeWait = nil // nothing goes to the client any more
+	n := 0
+	for n < cutDrainBytes {
+		ev, err := events.next()
+		if err != nil || ev.malformed {
+			break
+		}
+		n += len(ev.raw)
+		typ := ev.typ
+		if typ == "" && ev.data != nil {
+			typ = gjson.GetBytes(ev.data, "type").Str
+		}
+		switch {
+		case isCountedDelta(typ):
+			read.OutputTokens++
+		case typ == "response.completed" || typ == "response.incomplete" || typ == "response.failed":
+			if u, ok := terminalUsage(ev.data); ok {
+				return u, true
+			}
+			return read, false
+		case typ == "error":
+			return read, false
+		}
+	}
+	return read, false
 }

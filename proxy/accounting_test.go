@@ -94,6 +94,12 @@ func TestAccountingNeverBelowThePlatform(t *testing.T) {
 			replies: []platformsim.Reply{{Fault: platformsim.FaultResetMidStream}}, want: estBody, wantOut: reserveOut},
 		{name: "unreadable_body_chat", path: "/v1/chat/completions", body: chatBody,
 			replies: []platformsim.Reply{{Fault: platformsim.FaultGarbage}}, want: estBody, wantOut: reserveOut},
+		// A stop sequence is modelgate's own cut; what was in flight is read before the call
+		// is cancelled, up to the terminal event and its usage.
+		{name: "stop_sequence", path: "/v1/chat/completions", want: "exact",
+			body: `{"model":"sim-long","messages":[{"role":"user","content":"hello"}],"stop":["lazy"]}`},
+		{name: "stop_sequence_stream", path: "/v1/chat/completions", want: "exact",
+			body: `{"model":"sim-long","stream":true,"messages":[{"role":"user","content":"hello"}],"stop":["lazy"]}`},
 		// A platform refusal bills nothing and charges nothing.
 		{name: "refused", path: "/v1/responses", body: respBody, replies: []platformsim.Reply{fail500}, want: "exact"},
 		{name: "plain", path: "/v1/chat/completions", body: chatBody, want: "exact"},

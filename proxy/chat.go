@@ -302,28 +302,44 @@ func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel
 	if cc.ri.keepWait {
 		body.wait = cc.ri // the client waits for the whole answer: reading it is upstream time
 	}
+	events := newEventReader(body, maxEventSize)
+	defer events.release()
 	finished := false
-	for ev, err := range sse.Read(body, sseReadConfig) {
+	for {
+		ev, err := events.next()
 		if err != nil {
 			break
 		}
-		if agg.Feed(ev.Type, bytesOf(ev.Data)) {
+		if ev.typ == "" && ev.data == nil {
+			continue // a comment
+		}
+		// A copy: the reader reuses its buffer, and the aggregator may keep views of an
+		// error event's fields (sse.Read allocated a string per event too).
+		if agg.Feed(ev.typ, bytes.Clone(ev.data)) {
 			finished = true
 			break
 		}
 	}
-	cancel() // a stop sequence may have ended the answer early: stop generating upstream
 	out, usage, err := agg.Result()
 	var ch charge
 	switch {
 	case usage.Reported:
+		cancel()
 		ch = knownUsage(toUsage(usage))
 	case finished:
-		// Ended at a stop sequence: modelgate's own cut.
-		ch = earlyCut(cc.reserve, toUsage(usage), estEarlyCut)
+		// Ended at a stop sequence, modelgate's own cut: count what is in flight, then
+		// stop the platform generating.
+		read, reported := drainAfterCut(events, cancel, toUsage(usage))
+		if reported {
+			ch = knownUsage(read)
+		} else {
+			ch = earlyCut(cc.reserve, read, estEarlyCut)
+		}
 	case cc.c.Request.Context().Err() != nil:
+		cancel()
 		ch = earlyCut(cc.reserve, toUsage(usage), estEarlyCut)
 	default:
+		cancel()
 		ch = upperBound(cc.reserve, toUsage(usage), estStreamCut)
 	}
 	if !finished && err != nil {
@@ -408,23 +424,21 @@ func (cc *chatCall) stream() charge {
 		convs[i] = translate.NewStreamConverter(meta)
 		convs[i].SetInputEstimate(cc.estimate)
 	}
-	ourCut := make([]bool, n)
 	if n == 1 {
-		ourCut[0] = cc.pumpDirect(resps[0], cancels[0], convs[0])
-	} else {
-		cc.pumpMerged(resps, cancels, convs, ourCut)
+		return cc.pumpDirect(resps[0], cancels[0], convs[0])
 	}
+	cc.pumpMerged(resps, cancels, convs)
 	var total charge
-	for i, conv := range convs {
+	for _, conv := range convs {
 		u := conv.Usage()
-		switch {
-		case u.Reported:
+		if u.Reported {
 			total = total.plus(knownUsage(toUsage(u)))
-		case ourCut[i]:
-			total = total.plus(earlyCut(cc.reserve, toUsage(u), estEarlyCut))
-		default:
-			total = total.plus(upperBound(cc.reserve, toUsage(u), estStreamCut))
+			continue
 		}
+		// Cut by the platform, or by modelgate while the choices run side by side (the
+		// client left, a sibling failed, a stop sequence): the reservation. Several
+		// streams are not drained after a cut; n>1 streams with a cut are rare.
+		total = total.plus(upperBound(cc.reserve, toUsage(u), estStreamCut))
 	}
 	return total
 }
@@ -457,10 +471,10 @@ const maxKeptChunkBuf = 16 << 10
 // no channel hop between upstream read and client write. Converted chunks are queued and
 // flushed whenever the relay is about to wait for the platform (see streamWriter).
 //
-// It reports whether modelgate ended the stream itself (the client left, a stop sequence)
-// rather than the platform ending or breaking it. Each event is converted, and so counted,
-// before it is written.
-func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, conv *translate.StreamConverter) (ourCut bool) {
+// It returns what to charge. Each event is converted, and so counted, before it is written;
+// a stream modelgate ends itself (the client left, a stop sequence) is drained of what is in
+// flight first (see drainAfterCut).
+func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, conv *translate.StreamConverter) charge {
 	idle := newIdleTimer(cc.st.cfg.Upstream.StreamIdleTimeout, cancel)
 	defer idle.stop()
 	events := newEventReader(&idleReader{r: resp.Body, idle: idle}, maxEventSize)
@@ -479,26 +493,46 @@ func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, c
 		}
 		var done bool
 		cc.out, done = conv.FeedTo(cc.out[:0], ev.typ, ev.data)
-		if !cc.queue(cc.out) {
-			cancel()
-			return true
+		if !cc.queue(cc.out) || done {
+			// The client left, or a stop sequence or the terminal event ended the answer:
+			// nothing more is needed upstream.
+			cc.sw.flush()
+			return cc.cutCharge(events, cancel, conv)
 		}
 		if cap(cc.out) > maxKeptChunkBuf {
 			cc.out = nil // a rare large chunk is not held for the rest of a long stream
 		}
-		if done {
-			cancel() // stop sequence or terminal event: nothing more is needed upstream
-			return true
-		}
 	}
 	cancel()
+	u := conv.Usage()
 	if cc.c.Request.Context().Err() != nil {
 		cc.ri.clientGone = true
-		return true
+		if u.Reported {
+			return knownUsage(toUsage(u))
+		}
+		return earlyCut(cc.reserve, toUsage(u), estEarlyCut)
 	}
 	cc.noteStreamEnd(readErr, idle)
 	cc.write(conv.End(readErr))
-	return false
+	if u.Reported {
+		return knownUsage(toUsage(u))
+	}
+	return upperBound(cc.reserve, toUsage(u), estStreamCut)
+}
+
+// cutCharge ends a stream modelgate stopped relaying (the client left, a stop sequence, or
+// the terminal event) and returns what to charge for it.
+func (cc *chatCall) cutCharge(events *eventReader, cancel context.CancelFunc, conv *translate.StreamConverter) charge {
+	u := conv.Usage()
+	if u.Reported {
+		cancel()
+		return knownUsage(toUsage(u))
+	}
+	read, reported := drainAfterCut(events, cancel, toUsage(u))
+	if reported {
+		return knownUsage(read)
+	}
+	return earlyCut(cc.reserve, read, estEarlyCut)
 }
 
 // chatReadErr keeps the chat bridge's reading of a stream's end: a stream that simply
@@ -520,9 +554,7 @@ func (cc *chatCall) noteStreamEnd(readErr error, idle *idleTimer) {
 
 // pumpMerged runs one reader per choice and writes their chunks in arrival order. An error
 // in any choice ends the whole stream after its error frame.
-// ourCut[i] is set when modelgate ended choice i itself (the client left, a stop sequence,
-// another choice failed).
-func (cc *chatCall) pumpMerged(resps []*http.Response, cancels []context.CancelFunc, convs []*translate.StreamConverter, ourCut []bool) {
+func (cc *chatCall) pumpMerged(resps []*http.Response, cancels []context.CancelFunc, convs []*translate.StreamConverter) {
 	msgs := make(chan chunkMsg, 16)
 	ctx, stopAll := context.WithCancel(cc.c.Request.Context())
 	defer stopAll()
@@ -548,20 +580,16 @@ func (cc *chatCall) pumpMerged(resps []*http.Response, cancels []context.CancelF
 				}
 				out, done := convs[i].Feed(ev.Type, bytesOf(ev.Data))
 				if done {
-					ourCut[i] = true
 					send(chunkMsg{out: out, last: true})
 					return
 				}
 				if len(out) > 0 && !send(chunkMsg{out: out}) {
-					ourCut[i] = true
 					return
 				}
 			}
-			if ctx.Err() != nil {
-				ourCut[i] = true
-				return
+			if ctx.Err() == nil {
+				send(chunkMsg{out: convs[i].End(readErr), last: true})
 			}
-			send(chunkMsg{out: convs[i].End(readErr), last: true})
 		})
 	}
 	go func() { wg.Wait(); close(msgs) }()

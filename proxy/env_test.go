@@ -127,6 +127,8 @@ type envOptions struct {
 	limiterNow func() time.Time
 	// now is the server's clock (caches, asset expiry); default time.Now.
 	now func() time.Time
+	// store is the limiter's store; default memory.
+	store string
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -177,7 +179,11 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewJSONHandler(env.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	env.limiter, err = ratelimit.New(ratelimit.Options{Store: "memory", Logger: logger, Now: o.limiterNow})
+	store := o.store
+	if store == "" {
+		store = "memory"
+	}
+	env.limiter, err = ratelimit.New(ratelimit.Options{Store: store, Logger: logger, Now: o.limiterNow})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -310,11 +310,21 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 		// what the platform billed for them it did not say.
 		return upperBound(reserve, read, estStreamCut)
 	}
+	if sw.err != nil || c.Request.Context().Err() != nil {
+		ri.clientGone = true
+		if readErr == nil && !invalid {
+			// The platform is still sending: count what is in flight before cancelling.
+			u, reported := drainAfterCut(events, cancel, read)
+			if reported {
+				return knownUsage(u)
+			}
+			read = u
+		}
+		cancel()
+		return earlyCut(reserve, read, estEarlyCut)
+	}
 	cancel() // failed: nothing more is wanted from the upstream
 	switch {
-	case sw.err != nil || c.Request.Context().Err() != nil:
-		ri.clientGone = true
-		return earlyCut(reserve, read, estEarlyCut)
 	case idle.fired.Load():
 		ri.upstreamErr = "stream_idle"
 		_ = sw.write(responsesErrorEvent("stream_idle_timeout", "The platform stopped sending events; the stream was closed."))
