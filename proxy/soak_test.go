@@ -332,9 +332,13 @@ var soakStreamFaults = []func(rng *rand.Rand) []platformsim.Reply{
 // Faults on non-stream answers: a broken body the platform billed in full, which modelgate
 // cannot read and settles at the reservation.
 var soakBodyFaults = []func(rng *rand.Rand) []platformsim.Reply{
-	func(*rand.Rand) []platformsim.Reply { return []platformsim.Reply{{Fault: platformsim.FaultInvalidJSON}} },
+	func(*rand.Rand) []platformsim.Reply {
+		return []platformsim.Reply{{Fault: platformsim.FaultInvalidJSON}}
+	},
 	func(*rand.Rand) []platformsim.Reply { return []platformsim.Reply{{Fault: platformsim.FaultGarbage}} },
-	func(*rand.Rand) []platformsim.Reply { return []platformsim.Reply{{Fault: platformsim.FaultResetMidStream}} },
+	func(*rand.Rand) []platformsim.Reply {
+		return []platformsim.Reply{{Fault: platformsim.FaultResetMidStream}}
+	},
 	func(*rand.Rand) []platformsim.Reply { return []platformsim.Reply{{Fault: platformsim.FaultTruncate}} },
 }
 
