@@ -85,11 +85,11 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	}
 	outCap := st.outputReserve(req.MaxOutputTokens)
 	// n choices are n upstream generations: reserve for all of them, count one request.
-	ticket := s.admit(c, p, (call.estimate+outCap)*int64(req.N), true)
+	call.reserve = ratelimit.Usage{InputTokens: call.estimate, OutputTokens: outCap}
+	ticket := s.admit(c, p, ratelimit.Usage{InputTokens: call.estimate * int64(req.N), OutputTokens: outCap * int64(req.N)}, true)
 	if ticket == nil {
 		return
 	}
-	call.reserve = ratelimit.Usage{InputTokens: call.estimate, OutputTokens: outCap}
 	var ch charge
 	defer func() { s.settle(c, ticket, ch) }()
 	switch {

@@ -34,11 +34,11 @@ func (s *Server) responses(c *gin.Context) {
 		return
 	}
 	body, inputEstimate, outCap := req.body, req.inputEstimate, req.outCap
-	ticket := s.admit(c, p, inputEstimate+outCap, true)
+	reserve := ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: outCap}
+	ticket := s.admit(c, p, reserve, true)
 	if ticket == nil {
 		return
 	}
-	reserve := ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: outCap}
 	var ch charge
 	defer func() { s.settle(c, ticket, ch) }()
 

@@ -77,7 +77,7 @@ func (sc *sidecar) authenticate(c *gin.Context) {
 // admit counts the call against the request and concurrency limits. Sidecar calls use no
 // model tokens, so none are reserved and none are charged.
 func (sc *sidecar) admit(c *gin.Context) {
-	ticket := sc.s.admit(c, principal(c), 0, false)
+	ticket := sc.s.admit(c, principal(c), ratelimit.Usage{}, false)
 	if ticket == nil {
 		return
 	}
