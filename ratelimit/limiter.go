@@ -2,6 +2,8 @@ package ratelimit
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -126,6 +128,9 @@ type admission struct {
 	tokens int64
 	shadow bool
 	lease  string // Redis concurrency lease id
+	// id names the ticket in the shared store, so an admit or settle whose reply was lost
+	// can be sent again without counting twice.
+	id string
 }
 
 // outcome is what a store reports: which limits failed, whether budgets were charged, and the
@@ -221,20 +226,30 @@ func (l *Limiter) Open() int {
 // when the store failed: then Decision.StoreError is set and Allowed follows OnStoreError.
 func (l *Limiter) Admit(ctx context.Context, req Request) (*Ticket, Decision, error) {
 	now := l.now()
-	a := &admission{n: 1, tokens: max(req.Tokens, 0), shadow: req.Shadow}
+	a := &admission{n: 1, tokens: max(req.Tokens, 0), shadow: req.Shadow, id: newTicketID()}
 	a.scopes[0] = req.Key
 	if req.Team != nil {
 		a.scopes[1] = *req.Team
 		a.n = 2
 	}
 	out, err := l.store.admit(ctx, now, a)
+	if err != nil && ctx.Err() == nil {
+		// The reply may have been lost after the store admitted: once more, with the same
+		// ticket, which the store answers from its record instead of counting twice.
+		out, err = l.store.admit(ctx, now, a)
+	}
 	if err != nil {
 		if ctx.Err() == nil { // a caller that went away is not a store outage
 			l.storeFailed("admit", err)
 		}
+		// Whether the store admitted is unknown: the ticket still settles by its id, which
+		// undoes the admission if it landed and does nothing if it did not.
+		t := &Ticket{l: l, a: a, unsure: true, reserve: reservation(req), day: utcDay(now)}
+		l.track(t)
 		if l.failOpen {
-			return &Ticket{}, Decision{Allowed: true, StoreError: true}, err
+			return t, Decision{Allowed: true, StoreError: true}, err
 		}
+		t.Release()
 		return nil, Decision{Reason: ReasonStoreUnavailable, StoreError: true, RetryAfter: time.Second}, err
 	}
 	d := Decision{Allowed: true, Headers: headersFor(now, a, out.views)}
@@ -249,6 +264,12 @@ func (l *Limiter) Admit(ctx context.Context, req Request) (*Ticket, Decision, er
 	t := &Ticket{l: l, a: a, charged: out.charged, counted: out.counted, day: out.day, reserve: reservation(req)}
 	l.track(t)
 	return t, d, nil
+}
+
+func newTicketID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // reservation is what a request reserved, split into input and output.
@@ -327,6 +348,7 @@ type Ticket struct {
 	counted bool
 	day     int64
 	reserve Usage // what was reserved: settled at Close if the ticket is still open
+	unsure  bool  // the store's reply to the admission was lost: it may or may not have landed
 	done    atomic.Bool
 }
 
@@ -347,7 +369,7 @@ func (t *Ticket) Settle(u Usage) {
 	}
 	l.untrack(t)
 	u.InputTokens, u.OutputTokens = max(u.InputTokens, 0), max(u.OutputTokens, 0)
-	if !t.charged && !t.counted {
+	if !t.charged && !t.counted && !t.unsure {
 		return
 	}
 	if err := l.store.settle(context.Background(), l.now(), t, u); err != nil {
