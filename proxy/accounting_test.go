@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -245,4 +247,55 @@ func TestIdleTimerIgnoresTimeSpentWriting(t *testing.T) {
 	}
 	pw.CloseWithError(errors.New("done"))
 	<-done
+}
+
+// deafConn is an upstream connection modelgate never gets to read from: whatever the
+// platform answers stays in the socket until the connection is closed.
+type deafConn struct {
+	net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *deafConn) Read([]byte) (int, error) {
+	<-c.closed
+	return 0, net.ErrClosed
+}
+
+func (c *deafConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+// Issue 17's soak mismatch, replayed: the platform answers a stream at once and bills all of
+// it, but modelgate does not read the headers before its response-header timeout (a loaded
+// machine, a cold connection). The call ends in a 504; modelgate used to settle 0 tokens for
+// it while the platform billed the whole stream. It now settles the reservation.
+func TestHeaderTimeoutAfterThePlatformAnswered(t *testing.T) {
+	env := newResEnv(t, envOptions{
+		mutate: func(c *config.Config) { c.Upstream.ResponseHeaderTimeout = 300 * time.Millisecond },
+		wrapDial: func(next dialFunc) dialFunc {
+			return func(ctx context.Context, network, addr string) (net.Conn, error) {
+				conn, err := next(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return &deafConn{Conn: conn, closed: make(chan struct{})}, nil
+			}
+		},
+	})
+	const id = "header-timeout-1"
+	status, _, _ := env.call(t, "/v1/responses", keyAlpha1, `{"model":"sim-long","input":"hello","stream":true}`, "X-Request-Id", id)
+	if status != http.StatusGatewayTimeout {
+		t.Fatalf("status %d, want 504", status)
+	}
+	got := settledFor(t, env.logs, id)
+	if !waitFor(3*time.Second, func() bool { return env.sim.BilledFor(id).OutputTokens == 200 }) {
+		t.Fatalf("the platform billed %+v, not the whole stream", env.sim.BilledFor(id))
+	}
+	billed := env.sim.BilledFor(id)
+	if got.Input < billed.InputTokens || got.Output < billed.OutputTokens || got.Estimated != estNoAnswer {
+		t.Errorf("modelgate settled in=%d out=%d (estimated %q); the platform billed in=%d out=%d",
+			got.Input, got.Output, got.Estimated, billed.InputTokens, billed.OutputTokens)
+	}
 }
