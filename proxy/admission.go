@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -31,6 +32,9 @@ func (s *Server) authenticate(c *gin.Context) {
 		}
 		abortOpenAI(c, http.StatusUnauthorized, typeInvalidRequest, "invalid_api_key", "", msg)
 		return
+	}
+	if st.auth.Mode() == auth.ModePassthrough {
+		s.limitPassthrough(p, st.cfg.Ratelimit)
 	}
 	ri := info(c)
 	ri.team, ri.keyName, ri.principal = p.Team, p.KeyName, p
@@ -143,8 +147,11 @@ func reasonText(r ratelimit.Reason) string {
 // scopeKind says whether the key or the team ran out, without naming either: the caller
 // knows its own key, and team names are the operator's business.
 func scopeKind(scope string) string {
-	if len(scope) >= 5 && scope[:5] == "team:" {
+	switch {
+	case strings.HasPrefix(scope, "team:"):
 		return "team limit"
+	case scope == passthroughAllScopeID:
+		return "limit shared by all callers"
 	}
 	return "key limit"
 }

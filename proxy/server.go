@@ -97,6 +97,7 @@ type Server struct {
 	// handlers counts requests being handled, so a drain can wait for their settles
 	// before the limiter closes.
 	handlers atomic.Int64
+	callers  *callerScopes // passthrough callers with a limit scope of their own
 }
 
 // New builds a Server. The config must already be validated.
@@ -110,7 +111,7 @@ func New(d Deps) (*Server, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now}
+	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, callers: newCallerScopes()}
 	s.st.Store(newState(d.Config, d.Auth))
 	s.engine = s.routes(d.MetricsHandler)
 	s.ready.Store(true)

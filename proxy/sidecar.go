@@ -68,6 +68,9 @@ func (sc *sidecar) authenticate(c *gin.Context) {
 		abortEnvelope(c, http.StatusUnauthorized, platform.CodeNotLoggedIn, msg)
 		return
 	}
+	if st.auth.Mode() == auth.ModePassthrough {
+		sc.s.limitPassthrough(p, st.cfg.Ratelimit)
+	}
 	ri := info(c)
 	ri.team, ri.keyName = p.Team, p.KeyName
 	c.Set(principalKey, p)
