@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
@@ -297,5 +299,54 @@ func TestHeaderTimeoutAfterThePlatformAnswered(t *testing.T) {
 	if got.Input < billed.InputTokens || got.Output < billed.OutputTokens || got.Estimated != estNoAnswer {
 		t.Errorf("modelgate settled in=%d out=%d (estimated %q); the platform billed in=%d out=%d",
 			got.Input, got.Output, got.Estimated, billed.InputTokens, billed.OutputTokens)
+	}
+}
+
+// A config reload while streams are open changes nothing about their accounting: each still
+// settles exactly what the platform billed, under the limits it was admitted with.
+func TestReloadMidStreamSettlesExactly(t *testing.T) {
+	env := newResEnv(t, envOptions{})
+	bodies := []struct{ path, body string }{
+		{"/v1/responses", `{"model":"sim-slow","input":"reload me","stream":true}`},
+		{"/v1/chat/completions", `{"model":"sim-slow","stream":true,"messages":[{"role":"user","content":"reload me"}]}`},
+		{"/v1/chat/completions", `{"model":"sim-slow","stream":true,"n":2,"messages":[{"role":"user","content":"reload me"}]}`},
+	}
+	var resps []*http.Response
+	for i, b := range bodies {
+		resp := env.send(t, context.Background(), b.path, keyAlpha1, b.body, "X-Request-Id", fmt.Sprintf("reload-%d", i))
+		defer resp.Body.Close()
+		br := bufio.NewReader(resp.Body)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(line, "delta") {
+				break
+			}
+		}
+		resp.Body = io.NopCloser(br)
+		resps = append(resps, resp)
+	}
+	cfg := *env.cfg
+	cfg.Teams = append([]config.Team(nil), cfg.Teams...)
+	cfg.Teams[0].Limits = config.Limits{TokensPerMinute: 1 << 30, ConcurrentRequests: 10}
+	a, err := auth.New(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.server.Reload(&cfg, a)
+	for _, resp := range resps {
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range bodies {
+		id := fmt.Sprintf("reload-%d", i)
+		got := settledFor(t, env.logs, id)
+		billed := env.sim.BilledFor(id)
+		if got.Estimated != "" || got.Input != billed.InputTokens || got.Output != billed.OutputTokens {
+			t.Errorf("%s: settled %+v, the platform billed %+v", id, got, billed)
+		}
 	}
 }

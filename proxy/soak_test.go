@@ -39,6 +39,7 @@ upstream:
 models:
   - id: sim-chat
   - id: sim-long
+  - id: sim-slow
 teams:
   - name: t1
     upstream_api_key: sk-soak-team-1
@@ -211,6 +212,7 @@ func TestSoak(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	drainCut := soakDrainCut(t, env)
 
 	// Accounting: both sides book a moment after the client was answered or left, so read
 	// until they agree or the wait runs out.
@@ -222,7 +224,7 @@ func TestSoak(t *testing.T) {
 	for _, line := range acct.report {
 		t.Log(line)
 	}
-	t.Logf("settled at an estimate (reason: requests): %v", acct.estimated)
+	t.Logf("settled at an estimate (reason: requests): %v; %d streams cut by the final drain", acct.estimated, drainCut)
 	if !accountingOK {
 		for i, p := range acct.problems {
 			if i == 20 {
@@ -589,6 +591,52 @@ func upstreamErrorKinds(logs string) map[string]int {
 		}
 	}
 	return out
+}
+
+// soakDrainCut ends the run the way a SIGTERM whose drain runs out of time does: streams are
+// open, the server stops taking requests, its drain time passes and the remaining connections
+// are closed. The cut streams' handlers must still settle before the books are read. It
+// returns how many streams were cut.
+func soakDrainCut(t *testing.T, env *resEnv) int {
+	bodies := []struct{ path, body string }{
+		{"/v1/responses", `{"model":"sim-slow","input":"cut by the drain","stream":true}`},
+		{"/v1/chat/completions", `{"model":"sim-slow","stream":true,"messages":[{"role":"user","content":"cut by the drain"}]}`},
+	}
+	var resps []*http.Response
+	for i := range 4 {
+		b := bodies[i%len(bodies)]
+		req, _ := http.NewRequest(http.MethodPost, env.front.URL+b.path, strings.NewReader(b.body))
+		req.Header.Set("Authorization", "Bearer mg-soak-key-4") // t4: no limits to refuse it
+		req.Header.Set("X-Request-Id", fmt.Sprintf("w0-drain-%d", i))
+		resp, err := env.client.Do(req)
+		if err != nil {
+			t.Errorf("drain phase: %v", err)
+			continue
+		}
+		defer resp.Body.Close()
+		// Read until the first output so the stream is well under way.
+		br := bufio.NewReader(resp.Body)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil || strings.Contains(line, "delta") {
+				break
+			}
+		}
+		resps = append(resps, resp)
+	}
+	env.server.StartDrain()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if env.front.Config.Shutdown(ctx) == nil {
+		t.Errorf("drain phase: the streams ended before the drain cut them")
+	}
+	env.front.CloseClientConnections()
+	wait, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	if !env.server.WaitHandlers(wait) {
+		t.Errorf("drain phase: handlers still running 5s after their connections were closed")
+	}
+	return len(resps)
 }
 
 // soakAccounting is the reconciliation of modelgate's figures with the platform's bill.
