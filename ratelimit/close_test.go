@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"sync"
 	"testing"
 
 	"modelgate/config"
@@ -49,5 +50,32 @@ func TestCloseSettlesOpenTicketsAtReservation(t *testing.T) {
 					u.DayInputTokens, u.DayOutputTokens, u.DayRequests)
 			}
 		})
+	}
+}
+
+// TestSettlesRacingCloseCountOnce: settles that race Close each count exactly once, either
+// with their own usage (they came first) or at their reservation (Close came first).
+func TestSettlesRacingCloseCountOnce(t *testing.T) {
+	c := newClock(start)
+	dir := t.TempDir()
+	l := newLimiter(t, Options{DataPath: dir, Now: c.Now})
+	team := teamScope("race", config.Limits{})
+	req := Request{Key: keyScope("race", config.Limits{}), Team: team, Tokens: 100, Input: 10}
+	const n = 50
+	tickets := make([]*Ticket, n)
+	for i := range tickets {
+		tickets[i], _ = mustAdmit(t, l, req)
+	}
+	var wg sync.WaitGroup
+	for _, tk := range tickets {
+		wg.Go(func() { tk.Settle(Usage{InputTokens: 1, OutputTokens: 1}) })
+	}
+	wg.Go(func() { _ = l.Close() })
+	wg.Wait()
+	u := usageOf(t, newLimiter(t, Options{DataPath: dir, Now: c.Now}), *team)
+	// a tickets settled themselves, n-a were settled at their reservation by Close.
+	a := (10*n - u.DayInputTokens) / 9
+	if a < 0 || a > n || u.DayInputTokens != a+10*(n-a) || u.DayOutputTokens != a+90*(n-a) || u.DayRequests != n {
+		t.Errorf("day in=%d out=%d requests=%d: not %d tickets each counted once", u.DayInputTokens, u.DayOutputTokens, u.DayRequests, n)
 	}
 }
