@@ -348,10 +348,11 @@ func drain(hs *http.Server, srv *proxy.Server, limiter *ratelimit.Limiter, timeo
 		logger.Warn("drain timeout reached; closing remaining connections")
 		_ = hs.Close()
 	}
-	// Shutdown does not wait for handlers of connections it closed, nor for hijacked ones.
+	// Shutdown does not wait for handlers of connections it closed, nor for hijacked ones:
+	// wait for what they admitted to settle.
 	grace, stop := context.WithTimeout(context.Background(), drainSettleGrace)
 	defer stop()
-	if !srv.WaitHandlers(grace) {
+	if !srv.WaitSettled(grace) {
 		logger.Warn("handlers still running after the drain; settling them at their reservation", "open_tickets", limiter.Open())
 	}
 	if err := limiter.Close(); err != nil {

@@ -504,6 +504,15 @@ func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, c
 		}
 	}
 	cancel()
+	return cc.endCharge(readErr, idle, conv)
+}
+
+// endCharge ends a stream that stopped without modelgate cutting it (the platform ended or
+// broke it, or the client left while modelgate waited for the platform) and returns what to
+// charge for it. A call of its own so the relay loop's frame stays small.
+//
+//go:noinline
+func (cc *chatCall) endCharge(readErr error, idle *idleTimer, conv *translate.StreamConverter) charge {
 	u := conv.Usage()
 	if cc.c.Request.Context().Err() != nil {
 		cc.ri.clientGone = true
@@ -522,6 +531,8 @@ func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, c
 
 // cutCharge ends a stream modelgate stopped relaying (the client left, a stop sequence, or
 // the terminal event) and returns what to charge for it.
+//
+//go:noinline
 func (cc *chatCall) cutCharge(events *eventReader, cancel context.CancelFunc, conv *translate.StreamConverter) charge {
 	u := conv.Usage()
 	if u.Reported {

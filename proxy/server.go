@@ -94,9 +94,6 @@ type Server struct {
 	engine   *gin.Engine
 	ready    atomic.Bool
 	draining atomic.Bool
-	// handlers counts requests being handled, so a drain can wait for their settles
-	// before the limiter closes.
-	handlers atomic.Int64
 	callers  *callerScopes // passthrough callers with a limit scope of their own
 }
 
@@ -144,17 +141,17 @@ func (s *Server) SetReady(ok bool) { s.ready.Store(ok) }
 // StartDrain makes new requests fail with 503 while in-flight ones finish.
 func (s *Server) StartDrain() { s.draining.Store(true) }
 
-// WaitHandlers waits until no handler is running or ctx ends, and reports whether none is.
-// After the HTTP server closed its connections, handlers still running end quickly (their
-// client and upstream calls are cancelled) and settle what they used; the limiter must stay
-// open until they have.
-func (s *Server) WaitHandlers(ctx context.Context) bool {
+// WaitSettled waits until every admitted request has settled or ctx ends, and reports
+// whether all have. After the HTTP server closed its connections, handlers still running end
+// quickly (their client and upstream calls are cancelled) and settle what they used; the
+// limiter must stay open until they have.
+func (s *Server) WaitSettled(ctx context.Context) bool {
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
-	for s.handlers.Load() > 0 {
+	for s.limiter.Open() > 0 {
 		select {
 		case <-ctx.Done():
-			return s.handlers.Load() == 0
+			return s.limiter.Open() == 0
 		case <-t.C:
 		}
 	}
@@ -229,8 +226,6 @@ func (s *Server) observe(c *gin.Context) {
 	if s.hooks.RequestStarted != nil {
 		s.hooks.RequestStarted()
 	}
-	s.handlers.Add(1)
-	defer s.handlers.Add(-1)
 	c.Next()
 	s.finish(c, ri)
 }

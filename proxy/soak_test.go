@@ -633,7 +633,7 @@ func soakDrainCut(t *testing.T, env *resEnv) int {
 	env.front.CloseClientConnections()
 	wait, stop := context.WithTimeout(context.Background(), 5*time.Second)
 	defer stop()
-	if !env.server.WaitHandlers(wait) {
+	if !env.server.WaitSettled(wait) {
 		t.Errorf("drain phase: handlers still running 5s after their connections were closed")
 	}
 	return len(resps)

@@ -254,37 +254,18 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 	defer events.release()
 	events.beforeWait = sw.flush
 
-	var (
-		deltas   int64
-		terminal bool
-		reported bool // the terminal event carried the platform's usage
-		invalid  bool
-		usage    ratelimit.Usage
-		readErr  error
-	)
-	for !terminal {
+	r := &relayed{reserve: reserve}
+	for !r.terminal {
 		ev, err := events.next()
 		if err != nil {
-			readErr = err
+			r.readErr = err
 			break
 		}
 		if ev.malformed || (ev.data != nil && !gjson.ValidBytes(ev.data)) {
-			invalid = true
+			r.invalid = true
 			break
 		}
-		typ := ev.typ
-		if typ == "" {
-			typ = gjson.GetBytes(ev.data, "type").Str
-		}
-		switch {
-		case isCountedDelta(typ):
-			deltas++
-		case typ == "response.completed" || typ == "response.incomplete" || typ == "response.failed":
-			terminal = true
-			usage, reported = terminalUsage(ev.data)
-		case typ == "error":
-			terminal = true
-		}
+		r.count(ev)
 		if sw.queue(ev.raw) != nil {
 			break
 		}
@@ -293,8 +274,50 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 		}
 	}
 	sw.flush()
-	read := ratelimit.Usage{InputTokens: reserve.InputTokens, OutputTokens: deltas}
-	if terminal {
+	return r.end(c, resp, events, sw, idle, cancel)
+}
+
+// relayed is what a Responses relay counted of the events it read. It lives on the heap,
+// and its bookkeeping in calls of their own, so the loop that holds a stream open keeps a
+// small frame (see checkResponsesRequest).
+type relayed struct {
+	reserve  ratelimit.Usage
+	deltas   int64
+	terminal bool
+	reported bool            // the terminal event carried the platform's usage
+	usage    ratelimit.Usage // that usage
+	invalid  bool
+	readErr  error
+}
+
+// count notes one event: a billed delta, or the terminal event and its usage.
+//
+//go:noinline
+func (r *relayed) count(ev rawEvent) {
+	typ := ev.typ
+	if typ == "" {
+		typ = gjson.GetBytes(ev.data, "type").Str
+	}
+	switch {
+	case isCountedDelta(typ):
+		r.deltas++
+	case typ == "response.completed" || typ == "response.incomplete" || typ == "response.failed":
+		r.terminal = true
+		r.usage, r.reported = terminalUsage(ev.data)
+	case typ == "error":
+		r.terminal = true
+	}
+}
+
+// end finishes a relay that stopped reading (the terminal event, a failure, the client
+// gone): it ends the upstream call, tells the client why when it is still there, and returns
+// what to charge.
+//
+//go:noinline
+func (r *relayed) end(c *gin.Context, resp *http.Response, events *eventReader, sw *streamWriter, idle *idleTimer, cancel context.CancelFunc) charge {
+	ri := info(c)
+	read := ratelimit.Usage{InputTokens: r.reserve.InputTokens, OutputTokens: r.deltas}
+	if r.terminal {
 		if sw.err == nil {
 			// Read the upstream to its end (bounded, and by the idle timer) so its
 			// connection can be reused, then let it go.
@@ -303,16 +326,16 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 			ri.clientGone = true
 		}
 		cancel()
-		if reported {
-			return knownUsage(usage)
+		if r.reported {
+			return knownUsage(r.usage)
 		}
 		// A terminal event without usage, or an error event: every event was read, but
 		// what the platform billed for them it did not say.
-		return upperBound(reserve, read, estStreamCut)
+		return upperBound(r.reserve, read, estStreamCut)
 	}
 	if sw.err != nil || c.Request.Context().Err() != nil {
 		ri.clientGone = true
-		if readErr == nil && !invalid {
+		if r.readErr == nil && !r.invalid {
 			// The platform is still sending: count what is in flight before cancelling.
 			u, reported := drainAfterCut(events, cancel, read)
 			if reported {
@@ -321,21 +344,21 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 			read = u
 		}
 		cancel()
-		return earlyCut(reserve, read, estEarlyCut)
+		return earlyCut(r.reserve, read, estEarlyCut)
 	}
 	cancel() // failed: nothing more is wanted from the upstream
 	switch {
 	case idle.fired.Load():
 		ri.upstreamErr = "stream_idle"
 		_ = sw.write(responsesErrorEvent("stream_idle_timeout", "The platform stopped sending events; the stream was closed."))
-	case invalid:
+	case r.invalid:
 		ri.upstreamErr = "stream_invalid"
 		_ = sw.write(responsesErrorEvent("upstream_stream_invalid", "The platform sent a malformed event; the stream was closed."))
 	default:
-		ri.upstreamErr = streamEndKind(readErr)
+		ri.upstreamErr = streamEndKind(r.readErr)
 		_ = sw.write(responsesErrorEvent("upstream_stream_ended", "The platform's stream ended before the response was complete."))
 	}
-	return upperBound(reserve, read, estStreamCut)
+	return upperBound(r.reserve, read, estStreamCut)
 }
 
 // terminalUsage is the usage a terminal Responses event reports, and whether it reports
