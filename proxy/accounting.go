@@ -101,7 +101,7 @@ func (s *Server) settle(c *gin.Context, t *ratelimit.Ticket, ch charge) {
 // stops generating when the cancellation reaches it.
 const (
 	cutDrainBytes = 1 << 20
-	cutDrainTime  = 100 * time.Millisecond
+	cutDrainTime  = 500 * time.Millisecond
 )
 
 // drainAfterCut reads events after a cut and returns read plus the output they carried, and
