@@ -249,6 +249,7 @@ func (l *Limiter) Admit(ctx context.Context, req Request) (*Ticket, Decision, er
 		if l.failOpen {
 			return t, Decision{Allowed: true, StoreError: true}, err
 		}
+		t.refused = true
 		t.Release()
 		return nil, Decision{Reason: ReasonStoreUnavailable, StoreError: true, RetryAfter: time.Second}, err
 	}
@@ -349,6 +350,7 @@ type Ticket struct {
 	day     int64
 	reserve Usage // what was reserved: settled at Close if the ticket is still open
 	unsure  bool  // the store's reply to the admission was lost: it may or may not have landed
+	refused bool  // an unsure admission that was refused (on_store_error: deny)
 	done    atomic.Bool
 }
 

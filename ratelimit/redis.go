@@ -207,6 +207,8 @@ func (r *redisStore) sendSettle(parent context.Context, now time.Time, t *Ticket
 	used := u.InputTokens + u.OutputTokens
 	charged := "0"
 	switch {
+	case t.unsure && t.refused:
+		charged = "!" // undo the admission if it landed; the request itself was refused
 	case t.unsure:
 		charged = "?" // the script reads it from the ticket, if the admission landed at all
 	case t.charged:

@@ -109,3 +109,37 @@ func TestRedisFailedSettleDroppedAfterItsWindow(t *testing.T) {
 		t.Fatalf("%d waiting after the window, want 0", n)
 	}
 }
+
+// With on_store_error: deny, an admission whose reply was lost is refused, and undone if it
+// did land: no reservation or slot is left behind, and a refused request that never reached
+// Redis is not recorded.
+func TestRedisLostAdmitRefusedIsUndone(t *testing.T) {
+	url := redisURL(t)
+	for i, script := range [][]string{{"lose", "lose"}, {"fail", "fail"}} {
+		t.Run(script[0], func(t *testing.T) {
+			l := newLimiter(t, Options{Store: url, Now: newClock(start).Now, OnStoreError: "deny"})
+			rs := l.store.(*redisStore)
+			f := faults{admit: script}
+			rs.intercept = f.intercept
+			team := teamScope("deny"+string(rune('a'+i)), config.Limits{ConcurrentRequests: 1})
+			req := Request{Key: keyScope("deny"+string(rune('a'+i)), config.Limits{}), Team: team, Tokens: 100, Input: 10}
+			if tk, d, _ := l.Admit(t.Context(), req); d.Allowed || tk != nil || d.Reason != ReasonStoreUnavailable {
+				t.Fatalf("admitted: %+v", d)
+			}
+			if n := rs.retryPending(); n != 0 {
+				t.Fatalf("%d settles waiting", n)
+			}
+			u := usageOf(t, l, *team)
+			v, err := rs.views(t.Context(), newClock(start).Now(), []Scope{*team})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.DayInputTokens != 0 || u.DayOutputTokens != 0 || v[0].dayCharged != 0 || v[0].inflight != 0 {
+				t.Errorf("left behind: in=%d out=%d charged=%d slots=%d", u.DayInputTokens, u.DayOutputTokens, v[0].dayCharged, v[0].inflight)
+			}
+			if script[0] == "fail" && u.DayRequests != 0 {
+				t.Errorf("a request that never reached Redis was recorded: %d", u.DayRequests)
+			}
+		})
+	}
+}

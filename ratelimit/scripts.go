@@ -92,23 +92,31 @@ return out
 `)
 
 // settleScript: KEYS per scope: tpm, conc, admission day, current minute; then the ticket
-// key and the ticket's settled marker. ARGV: now µs, scope count, charged (1/0, or "?" when
-// the admission's reply was lost), reserved minus used (refund, may be negative), input,
+// key and the ticket's settled marker. ARGV: now µs, scope count, charged (1/0; "?" or "!" when
+// the admission's reply was lost and the request was let through or refused), reserved minus used (refund, may be negative), input,
 // output, lease id, day key TTL s, used minus reserved as an integer string, then per scope
 // tokens_per_minute; then the marker TTL s.
 //
 // Idempotent by ticket: the marker is set once, and a settle that finds it (a retry after a
 // lost reply) changes nothing. A ticket whose admission reply was lost learns from the ticket
-// key whether the admission landed and was charged; one that did not land (the request was
-// let through without the store) is recorded with what it used.
+// key whether the admission landed and was charged; one that did not land is recorded with
+// what it used when the request was let through without the store ("?"), and left alone
+// when it was refused ("!").
 var settleScript = redis.NewScript(luaBucket + `
 local now = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
 local charged = ARGV[3] == '1'
 local landed = true
-if ARGV[3] == '?' then
+if ARGV[3] == '?' or ARGV[3] == '!' then
   local rep = redis.call('GET', KEYS[n * 4 + 1])
-  if rep then charged = cjson.decode(rep)[1] == '1' else charged = false; landed = false end
+  if rep then
+    charged = cjson.decode(rep)[1] == '1'
+  elseif ARGV[3] == '!' then
+    return 0
+  else
+    charged = false
+    landed = false
+  end
 end
 local used = tonumber(ARGV[5]) + tonumber(ARGV[6])
 if not redis.call('SET', KEYS[n * 4 + 2], '1', 'NX', 'EX', ARGV[9 + n + 1]) then return 0 end
