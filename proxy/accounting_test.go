@@ -350,3 +350,29 @@ func TestReloadMidStreamSettlesExactly(t *testing.T) {
 		}
 	}
 }
+
+func TestChargeRules(t *testing.T) {
+	u := func(in, out int64) ratelimit.Usage { return ratelimit.Usage{InputTokens: in, OutputTokens: out} }
+	reserve := u(10, 100)
+	tests := []struct {
+		name string
+		got  charge
+		want charge
+	}{
+		{"known", knownUsage(u(3, 4)), charge{usage: u(3, 4)}},
+		{"bound_is_the_reservation", upperBound(reserve, u(10, 7), estStreamCut), charge{usage: u(10, 100), unknown: estStreamCut}},
+		{"bound_never_below_what_was_read", upperBound(reserve, u(10, 150), estStreamCut), charge{usage: u(10, 150), unknown: estStreamCut}},
+		{"early_cut_adds_the_allowance", earlyCut(reserve, u(10, 7), estEarlyCut), charge{usage: u(10, 7+inFlightAllowance), unknown: estEarlyCut}},
+		{"early_cut_allowance_capped_by_the_reservation", earlyCut(reserve, u(10, 95), estEarlyCut), charge{usage: u(10, 100), unknown: estEarlyCut}},
+		{"early_cut_past_the_reservation", earlyCut(reserve, u(10, 120), estEarlyCut), charge{usage: u(10, 120), unknown: estEarlyCut}},
+		{"sum_keeps_the_first_reason", knownUsage(u(1, 1)).plus(upperBound(reserve, u(0, 0), estNoAnswer)).plus(earlyCut(reserve, u(0, 0), estEarlyCut)),
+			charge{usage: u(21, 117), unknown: estNoAnswer}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.got != tc.want {
+				t.Errorf("got %+v, want %+v", tc.got, tc.want)
+			}
+		})
+	}
+}
