@@ -333,7 +333,7 @@ func serve(o options, logger *slog.Logger) error {
 				reload(o, logger, srv, obs, authn.Mode())
 				continue
 			}
-			return drain(httpServer, srv, cfg.Server.DrainTimeout, logger)
+			return drain(httpServer, srv, limiter, cfg.Server.DrainTimeout, logger)
 		}
 	}
 }
@@ -364,9 +364,15 @@ func reload(o options, logger *slog.Logger, srv *proxy.Server, obs *metrics.Metr
 	logger.Info("config reloaded", "mode", a.Mode().String())
 }
 
+// drainSettleGrace bounds how long a drain that ran out of time waits, after closing the
+// remaining connections, for their handlers to settle what they used.
+const drainSettleGrace = 5 * time.Second
+
 // drain stops accepting connections and lets in-flight requests and streams finish, up to
-// timeout; after that the remaining connections are closed.
-func drain(hs *http.Server, srv *proxy.Server, timeout time.Duration, logger *slog.Logger) error {
+// timeout; after that the remaining connections are closed. The limiter closes last: once
+// every handler has settled, or, when some are still running after drainSettleGrace, with
+// their tickets settled at their reservation (see ratelimit.Limiter.Close).
+func drain(hs *http.Server, srv *proxy.Server, limiter *ratelimit.Limiter, timeout time.Duration, logger *slog.Logger) error {
 	logger.Info("draining", "timeout", timeout.String())
 	srv.StartDrain()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -374,6 +380,16 @@ func drain(hs *http.Server, srv *proxy.Server, timeout time.Duration, logger *sl
 	if err := hs.Shutdown(ctx); err != nil {
 		logger.Warn("drain timeout reached; closing remaining connections")
 		_ = hs.Close()
+	}
+	// Shutdown does not wait for handlers of connections it closed, nor for hijacked ones:
+	// wait for what they admitted to settle.
+	grace, stop := context.WithTimeout(context.Background(), drainSettleGrace)
+	defer stop()
+	if !srv.WaitSettled(grace) {
+		logger.Warn("handlers still running after the drain; settling them at their reservation", "open_tickets", limiter.Open())
+	}
+	if err := limiter.Close(); err != nil {
+		logger.Warn("closing the limiter", "error", err.Error())
 	}
 	logger.Info("stopped")
 	return nil

@@ -52,6 +52,12 @@ type Ratelimit struct {
 	DataPath string `yaml:"data_path"` // default "modelgate-data"
 	// DefaultMaxOutputTokens is reserved at admission when a request names no output cap.
 	DefaultMaxOutputTokens int64 `yaml:"default_max_output_tokens"` // default 4096
+	// PassthroughCallers caps how many passthrough callers get a limit scope of their own;
+	// past it, new callers share one overflow scope. 0 means the default, 10000.
+	PassthroughCallers int64 `yaml:"passthrough_callers"`
+	// PassthroughLimits are budgets shared by all passthrough callers together, checked
+	// with each caller's own (top-level limits). All 0 (the default): none.
+	PassthroughLimits Limits `yaml:"passthrough_limits"`
 }
 
 // Limits are one scope's budgets. Zero means unlimited; negative values are rejected.

@@ -236,6 +236,8 @@ func (v *validator) ratelimit(r *Ratelimit) {
 		v.fail("ratelimit.on_store_error", "want allow or deny, got %q", r.OnStoreError)
 	}
 	v.nonNegative("ratelimit.default_max_output_tokens", r.DefaultMaxOutputTokens)
+	v.nonNegative("ratelimit.passthrough_callers", r.PassthroughCallers)
+	v.limits("ratelimit.passthrough_limits", r.PassthroughLimits)
 }
 
 // storeProblem checks a redis:// or rediss:// URL without echoing it: it may carry a password.

@@ -60,4 +60,7 @@ func (m *Metrics) requestDone(s proxy.RequestSummary) {
 	if s.Attempts > 1 {
 		m.upstreamRetries.WithLabelValues(rt).Add(float64(s.Attempts - 1))
 	}
+	if s.UsageEstimated != "" {
+		m.usageEstimated.WithLabelValues(rt, word(s.UsageEstimated)).Inc()
+	}
 }

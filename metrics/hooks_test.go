@@ -304,3 +304,23 @@ func TestReloadDropsRemovedNames(t *testing.T) {
 		t.Errorf("kept tokens = %v, want 6", got)
 	}
 }
+
+// Requests settled at an estimate are counted by route and reason; the rest are not.
+func TestUsageEstimated(t *testing.T) {
+	m := New(labelConfig())
+	h := m.Hooks()
+	for _, s := range []proxy.RequestSummary{
+		{Route: "/v1/responses", Team: "alpha", Key: "alpha-1", Status: 504, UsageEstimated: "no_answer"},
+		{Route: "/v1/responses", Team: "alpha", Key: "alpha-1", Status: 504, UsageEstimated: "no_answer"},
+		{Route: "/v1/chat/completions", Team: "alpha", Key: "alpha-1", Status: 200, UsageEstimated: "early_cut"},
+		{Route: "/v1/chat/completions", Team: "alpha", Key: "alpha-1", Status: 200},
+	} {
+		serve(h, s)
+	}
+	if got := counterValue(t, m, "modelgate_usage_estimated_total", map[string]string{"route": "/v1/responses", "reason": "no_answer"}); got != 2 {
+		t.Errorf("no_answer = %v, want 2", got)
+	}
+	if n := seriesCount(t, m, "modelgate_usage_estimated_total"); n != 2 {
+		t.Errorf("%d series, want 2", n)
+	}
+}

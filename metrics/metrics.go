@@ -39,6 +39,7 @@ type Metrics struct {
 	reloads         *prometheus.CounterVec
 	lastReload      prometheus.Gauge
 	spend           *prometheus.CounterVec
+	usageEstimated  *prometheus.CounterVec
 }
 
 // Latency buckets span a health probe (milliseconds) to a long reasoning stream (minutes).
@@ -120,6 +121,11 @@ func New(cfg *config.Config) *Metrics {
 		Help: "What calls cost at the configured model prices, in pricing.currency, by team and client-facing model.",
 	}, []string{"team", "model"})
 	m.reg.MustRegister(m.spend)
+	m.usageEstimated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "modelgate_usage_estimated_total",
+		Help: "Requests the platform may have billed whose usage it did not report, settled at an upper bound (see docs/accounting.md), by route and reason.",
+	}, []string{"route", "reason"})
+	m.reg.MustRegister(m.usageEstimated)
 	// Both results exist from the start, so an alert on rejected reloads has a series to read.
 	m.reloads.WithLabelValues("applied")
 	m.reloads.WithLabelValues("rejected")

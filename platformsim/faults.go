@@ -31,6 +31,11 @@ const (
 	// is well-formed JSON nested DeepNesting levels deep, then the rest of the stream as if
 	// nothing happened. A plain body gets the same nested value as an extra field.
 	FaultDeepNesting
+	// FaultStallAfterBilling charges the answer as a real platform would before its headers
+	// go out (a plain body in full, since it is generated before it is sent; a stream its
+	// input), then blocks until the client leaves, sending nothing: the call a gateway sees
+	// time out or abandons, billed all the same.
+	FaultStallAfterBilling
 )
 
 // DeepNesting is how deeply FaultDeepNesting's value nests: far past any real event, and

@@ -317,3 +317,44 @@ func TestDeepNestingFault(t *testing.T) {
 		}
 	})
 }
+
+// A call stalled after billing is charged like the answer it would have sent (a plain body
+// in full, a stream its input), and the charge is kept per request id.
+func TestStallAfterBilling(t *testing.T) {
+	const plain = `{"model":"sim-chat","input":"x"}`
+	input := tokens.EstimateResponsesInput([]byte(plain))
+	for _, tc := range []struct {
+		name, body string
+		wantOut    int64
+	}{
+		{"plain", plain, 8},
+		{"stream", chatStream, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sim, srv := newSim(t, Options{})
+			sim.Enqueue("/v1/responses", Reply{Fault: FaultStallAfterBilling})
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				waitFor(t, "the charge", func() bool { return sim.BilledFor("req-1").Requests == 1 })
+				cancel()
+			}()
+			req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/responses", strings.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bearer "+testKey)
+			req.Header.Set("X-Request-Id", "req-1")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+				t.Fatal("headers came despite the stall")
+			}
+			want := Totals{Requests: 1, InputTokens: input, OutputTokens: tc.wantOut}
+			if got := sim.BilledFor("req-1"); got != want {
+				t.Errorf("billed %+v, want %+v", got, want)
+			}
+			if got := sim.Totals(testKey); got != want {
+				t.Errorf("key totals %+v, want %+v", got, want)
+			}
+			if got := sim.Billed(); len(got) != 1 {
+				t.Errorf("billed ids %v, want only req-1", got)
+			}
+		})
+	}
+}

@@ -50,6 +50,7 @@ func (s *Sim) Reset() {
 	s.records = nil
 	s.scripts = map[string][]Reply{}
 	s.totals = map[string]Totals{}
+	s.billed = map[string]Totals{}
 	s.cancellations = nil
 }
 

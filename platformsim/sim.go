@@ -49,6 +49,7 @@ type Sim struct {
 	records       []Recorded
 	scripts       map[string][]Reply
 	totals        map[string]Totals
+	billed        map[string]Totals // per X-Request-Id
 	cancellations []time.Time
 	counters      map[string]int
 	assets        map[string]*asset
@@ -66,6 +67,7 @@ func New(opts Options) *Sim {
 		closed:   make(chan struct{}),
 		scripts:  map[string][]Reply{},
 		totals:   map[string]Totals{},
+		billed:   map[string]Totals{},
 		counters: map[string]int{},
 		assets:   map[string]*asset{},
 	}

@@ -1,6 +1,7 @@
 package platformsim
 
 import (
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ type answer struct {
 // a stream is charged input up front and one output token per delta event flushed.
 type bill struct {
 	key           string
+	requestID     string // the call's X-Request-Id, for BilledFor
 	input, output int64
 }
 
@@ -37,10 +39,24 @@ var deltaTypes = map[string]bool{
 // send writes a, shaped by the scripted reply rep (its Delay and Fault).
 func (s *Sim) send(w http.ResponseWriter, r *http.Request, a answer, rep Reply) {
 	ctx := r.Context()
+	if a.bill != nil {
+		a.bill.requestID = r.Header.Get("X-Request-Id")
+	}
 	if !s.wait(ctx, rep.Delay) {
 		return
 	}
-	if rep.Fault == FaultStallBeforeHeaders {
+	switch rep.Fault {
+	case FaultStallBeforeHeaders:
+		s.stall(ctx)
+		return
+	case FaultStallAfterBilling:
+		if a.bill != nil {
+			out := a.bill.output // a plain body is generated whole before its headers
+			if a.events != nil {
+				out = 0 // a stream bills as it goes: only its input so far
+			}
+			s.charge(a.bill, 1, a.bill.input, out)
+		}
 		s.stall(ctx)
 		return
 	}
@@ -60,7 +76,7 @@ func (s *Sim) send(w http.ResponseWriter, r *http.Request, a answer, rep Reply) 
 
 func (s *Sim) sendBody(w http.ResponseWriter, r *http.Request, a answer, rep Reply) {
 	if a.bill != nil {
-		s.charge(a.bill.key, 1, a.bill.input, a.bill.output)
+		s.charge(a.bill, 1, a.bill.input, a.bill.output)
 	}
 	h := w.Header()
 	if h.Get("Content-Type") == "" && len(a.body) > 0 {
@@ -110,7 +126,7 @@ func (s *Sim) sendStream(w http.ResponseWriter, r *http.Request, a answer, rep R
 		return
 	}
 	if a.bill != nil {
-		s.charge(a.bill.key, 1, a.bill.input, 0)
+		s.charge(a.bill, 1, a.bill.input, 0)
 	}
 	pause := a.eventDelay
 	if s.opts.EventDelay > 0 {
@@ -144,7 +160,7 @@ func (s *Sim) sendStream(w http.ResponseWriter, r *http.Request, a answer, rep R
 			return
 		}
 		if a.bill != nil && deltaTypes[ev.Type] {
-			s.charge(a.bill.key, 0, 0, 1)
+			s.charge(a.bill, 0, 0, 1)
 		}
 	}
 	switch rep.Fault {
@@ -182,14 +198,36 @@ type Totals struct {
 	InputTokens, OutputTokens int64
 }
 
-func (s *Sim) charge(key string, requests int, input, output int64) {
+func (s *Sim) charge(b *bill, requests int, input, output int64) {
 	s.mu.Lock()
-	t := s.totals[key]
+	t := s.totals[b.key]
 	t.Requests += requests
 	t.InputTokens += input
 	t.OutputTokens += output
-	s.totals[key] = t
+	s.totals[b.key] = t
+	if b.requestID != "" && !s.opts.Minimal {
+		r := s.billed[b.requestID]
+		r.Requests += requests
+		r.InputTokens += input
+		r.OutputTokens += output
+		s.billed[b.requestID] = r
+	}
 	s.mu.Unlock()
+}
+
+// BilledFor returns what was charged for the calls that carried X-Request-Id id (several when
+// a gateway fans one request out), so a test can reconcile a gateway's figures call by call.
+func (s *Sim) BilledFor(id string) Totals {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.billed[id]
+}
+
+// Billed returns what was charged per X-Request-Id, for calls that carried one.
+func (s *Sim) Billed() map[string]Totals {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.billed)
 }
 
 // Totals returns the usage charged to one platform API key.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -32,18 +33,22 @@ func (s *Server) authenticate(c *gin.Context) {
 		abortOpenAI(c, http.StatusUnauthorized, typeInvalidRequest, "invalid_api_key", "", msg)
 		return
 	}
+	if st.auth.Mode() == auth.ModePassthrough {
+		s.limitPassthrough(p, st.cfg.Ratelimit)
+	}
 	ri := info(c)
 	ri.team, ri.keyName, ri.principal = p.Team, p.KeyName, p
 	c.Set(principalKey, p)
 	c.Set(stateKey, st)
 }
 
-// limitRequest is the limiter's view of one request by p.
-func limitRequest(p *auth.Principal, reserve int64) ratelimit.Request {
+// limitRequest is the limiter's view of one request by p that reserves reserve.
+func limitRequest(p *auth.Principal, reserve ratelimit.Usage) ratelimit.Request {
 	req := ratelimit.Request{
 		Key:    ratelimit.Scope{ID: p.ScopeID, Limits: p.KeyLimits},
 		Shadow: p.Shadow,
-		Tokens: reserve,
+		Tokens: reserve.InputTokens + reserve.OutputTokens,
+		Input:  reserve.InputTokens,
 	}
 	if p.TeamScopeID != "" {
 		req.Team = &ratelimit.Scope{ID: p.TeamScopeID, Limits: p.TeamLimits}
@@ -60,7 +65,7 @@ func peekLimitHeaders(c *gin.Context) {
 		return
 	}
 	ri.limitHeadersOK = true
-	h, err := ri.srv.limiter.Peek(c.Request.Context(), limitRequest(ri.principal, 0))
+	h, err := ri.srv.limiter.Peek(c.Request.Context(), limitRequest(ri.principal, ratelimit.Usage{}))
 	if err == nil {
 		h.Apply(c.Header)
 	}
@@ -74,9 +79,10 @@ func requestState(c *gin.Context) *state {
 	return c.MustGet(stateKey).(*state)
 }
 
-// admit asks the limiter for room for one request that may use up to reserve tokens. It sets
+// admit asks the limiter for room for one request that may use up to reserve (its input
+// estimate and output cap). It sets
 // the x-ratelimit-* headers either way. On refusal it has answered the client and returns nil.
-func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve int64, openAIShape bool) *ratelimit.Ticket {
+func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve ratelimit.Usage, openAIShape bool) *ratelimit.Ticket {
 	ticket, d, err := s.limiter.Admit(c.Request.Context(), limitRequest(p, reserve))
 	d.Headers.Apply(c.Header)
 	ri := info(c)
@@ -142,8 +148,11 @@ func reasonText(r ratelimit.Reason) string {
 // scopeKind says whether the key or the team ran out, without naming either: the caller
 // knows its own key, and team names are the operator's business.
 func scopeKind(scope string) string {
-	if len(scope) >= 5 && scope[:5] == "team:" {
+	switch {
+	case strings.HasPrefix(scope, "team:"):
 		return "team limit"
+	case scope == passthroughAllScopeID:
+		return "limit shared by all callers"
 	}
 	return "key limit"
 }

@@ -13,7 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/gin-gonic/gin"
-	sse "github.com/tmaxmax/go-sse"
+	"github.com/tidwall/gjson"
 
 	"modelgate/auth"
 	"modelgate/config"
@@ -35,6 +35,8 @@ type chatCall struct {
 	estimate int64         // input tokens estimate of one upstream call
 	upStream bool          // the upstream is asked to stream
 	sw       *streamWriter // the client stream, once started
+	// reserve is one choice's reservation: its input estimate and output cap.
+	reserve ratelimit.Usage
 }
 
 // chatCompletions serves POST /v1/chat/completions on top of the Responses gateway. Nothing
@@ -89,21 +91,18 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	if !s.reserveSpend(c, st, p, call.estimate*int64(req.N), outCap*int64(req.N), true) {
 		return
 	}
-	ticket := s.admit(c, p, (call.estimate+outCap)*int64(req.N), true)
+	call.reserve = ratelimit.Usage{InputTokens: call.estimate, OutputTokens: outCap}
+	ticket := s.admit(c, p, ratelimit.Usage{InputTokens: call.estimate * int64(req.N), OutputTokens: outCap * int64(req.N)}, true)
 	if ticket == nil {
 		return
 	}
-	var charged ratelimit.Usage
-	defer func() {
-		ticket.Settle(charged)
-		ri.inputTokens, ri.outputTokens = charged.InputTokens, charged.OutputTokens
-		ri.cachedTokens, ri.reasoningTokens = charged.CachedInputTokens, charged.ReasoningTokens
-	}()
+	var ch charge
+	defer func() { s.settle(c, ticket, ch) }()
 	switch {
 	case req.Stream:
-		charged = call.stream()
+		ch = call.stream()
 	default:
-		charged = call.complete()
+		ch = call.complete()
 	}
 }
 
@@ -163,33 +162,70 @@ func usagesOf(convs []*translate.StreamConverter) []translate.Usage {
 // bytesOf views an event's data as bytes without copying; the converters only read it.
 func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
-// openAll opens one upstream call per choice, in parallel. If any fails, the others are
-// cancelled and the first failure is returned.
-func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.CancelFunc, *upstreamFailure) {
+// openAll opens one upstream call per choice, in parallel. If any fails, the first failure
+// is returned along with the charge for every choice: the platform may have billed those
+// that it answered, and those whose request it received before the call broke.
+func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.CancelFunc, *upstreamFailure, charge) {
 	n := cc.req.N
 	resps := make([]*http.Response, n)
 	cancels := make([]context.CancelFunc, n)
 	fails := make([]*upstreamFailure, n)
 	if n == 1 {
 		resps[0], cancels[0], fails[0] = cc.s.openGateway(ctx, cc.st, cc.p, cc.ri, cc.upBody, cc.upStream)
-		return resps, cancels, fails[0]
+	} else {
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				ri := &requestInfo{requestID: cc.ri.requestID}
+				resps[i], cancels[i], fails[i] = cc.s.openGateway(ctx, cc.st, cc.p, ri, cc.upBody, cc.upStream)
+			})
+		}
+		wg.Wait()
+		cc.ri.attempts = n
 	}
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			ri := &requestInfo{requestID: cc.ri.requestID}
-			resps[i], cancels[i], fails[i] = cc.s.openGateway(ctx, cc.st, cc.p, ri, cc.upBody, cc.upStream)
-		})
-	}
-	wg.Wait()
-	cc.ri.attempts = n
+	var first *upstreamFailure
 	for _, f := range fails {
 		if f != nil {
-			closeAll(resps, cancels)
-			return nil, nil, f
+			first = f
+			break
 		}
 	}
-	return resps, cancels, nil
+	if first == nil {
+		return resps, cancels, nil, charge{}
+	}
+	var ch charge
+	for i := range n {
+		switch {
+		case fails[i] != nil && fails[i].maybeBilled:
+			ch = ch.plus(upperBound(cc.reserve, ratelimit.Usage{}, estNoAnswer))
+		case fails[i] != nil:
+			// Refused by the platform, or never sent: nothing billed.
+		default:
+			ch = ch.plus(cc.abandon(resps[i], cancels[i]))
+		}
+	}
+	return nil, nil, first, ch
+}
+
+// abandon closes a choice the platform answered while another choice of the request failed,
+// and returns what the platform billed for it. A non-stream answer was produced and billed
+// before its headers came, so it is read for its usage (it is already there, and reading it
+// costs the platform nothing); a stream is ended at once and charged its reservation, since
+// it ran for as long as the slowest sibling took to fail.
+func (cc *chatCall) abandon(resp *http.Response, cancel context.CancelFunc) charge {
+	defer cancel()
+	defer resp.Body.Close()
+	if cc.upStream {
+		return upperBound(cc.reserve, ratelimit.Usage{}, estFanoutCut)
+	}
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, maxUpstreamJSON+1)); err == nil {
+		if u := gjson.GetBytes(buf.Bytes(), "usage"); u.IsObject() {
+			f := gjson.GetMany(u.Raw, "input_tokens", "output_tokens", "input_tokens_details.cached_tokens", "output_tokens_details.reasoning_tokens")
+			return knownUsage(ratelimit.Usage{InputTokens: f[0].Int(), OutputTokens: f[1].Int(), CachedInputTokens: f[2].Int(), ReasoningTokens: f[3].Int()})
+		}
+	}
+	return upperBound(cc.reserve, ratelimit.Usage{}, estBody)
 }
 
 func closeAll(resps []*http.Response, cancels []context.CancelFunc) {
@@ -204,7 +240,7 @@ func closeAll(resps []*http.Response, cancels []context.CancelFunc) {
 }
 
 // complete serves a non-stream client: one chat.completion with n choices.
-func (cc *chatCall) complete() ratelimit.Usage {
+func (cc *chatCall) complete() charge {
 	ctx := cc.c.Request.Context()
 	if cc.upStream {
 		// Served from an upstream stream to a client waiting for one answer: the whole call
@@ -213,22 +249,22 @@ func (cc *chatCall) complete() ratelimit.Usage {
 		ctx, stop = context.WithTimeout(ctx, cc.st.cfg.Upstream.RequestTimeout)
 		defer stop()
 	}
-	resps, cancels, f := cc.openAll(ctx)
+	resps, cancels, f, failed := cc.openAll(ctx)
 	if f != nil {
 		writeFailure(cc.c, f)
-		return ratelimit.Usage{}
+		return failed
 	}
 	defer closeAll(resps, cancels)
 	n := len(resps)
 	answers := make([][]byte, n)
-	usages := make([]translate.Usage, n)
+	charges := make([]charge, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		meta := cc.meta
 		meta.ChoiceIndex = i
 		work := func() {
-			answers[i], usages[i], errs[i] = cc.completeOne(ctx, resps[i], cancels[i], meta)
+			answers[i], charges[i], errs[i] = cc.completeOne(ctx, resps[i], cancels[i], meta)
 		}
 		if n == 1 {
 			work()
@@ -237,7 +273,10 @@ func (cc *chatCall) complete() ratelimit.Usage {
 		}
 	}
 	wg.Wait()
-	total := toUsage(sumUsage(usages))
+	var total charge
+	for _, ch := range charges {
+		total = total.plus(ch)
+	}
 	for _, err := range errs {
 		if err != nil {
 			cc.answerError(err)
@@ -256,18 +295,22 @@ func (cc *chatCall) complete() ratelimit.Usage {
 	return total
 }
 
-// completeOne turns one upstream answer into one chat.completion.
-func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel context.CancelFunc, meta translate.Meta) ([]byte, translate.Usage, error) {
-	estimate := translate.Usage{InputTokens: cc.estimate}
+// completeOne turns one upstream answer into one chat.completion, and says what the
+// platform billed for it.
+func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel context.CancelFunc, meta translate.Meta) ([]byte, charge, error) {
 	if !cc.upStream {
 		var buf bytes.Buffer
 		if _, err := timedRead(cc.ri, cc.ri.keepWait, &buf, io.LimitReader(resp.Body, maxUpstreamJSON+1)); err != nil {
-			return nil, estimate, err
+			return nil, upperBound(cc.reserve, ratelimit.Usage{}, estBody), err
 		}
 		if buf.Len() > maxUpstreamJSON || !translate.ValidJSON(buf.Bytes()) {
-			return nil, estimate, errInvalidUpstream
+			return nil, upperBound(cc.reserve, ratelimit.Usage{}, estBody), errInvalidUpstream
 		}
-		return translate.ResponseToChat(buf.Bytes(), meta)
+		out, usage, err := translate.ResponseToChat(buf.Bytes(), meta)
+		if !usage.Reported {
+			return out, upperBound(cc.reserve, toUsage(usage), estBody), err
+		}
+		return out, knownUsage(toUsage(usage)), err
 	}
 	agg := translate.NewAggregator(meta)
 	agg.SetInputEstimate(cc.estimate)
@@ -277,18 +320,46 @@ func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel
 	if cc.ri.keepWait {
 		body.wait = cc.ri // the client waits for the whole answer: reading it is upstream time
 	}
+	events := newEventReader(body, maxEventSize)
+	defer events.release()
 	finished := false
-	for ev, err := range sse.Read(body, sseReadConfig) {
+	for {
+		ev, err := events.next()
 		if err != nil {
 			break
 		}
-		if agg.Feed(ev.Type, bytesOf(ev.Data)) {
+		if ev.typ == "" && ev.data == nil {
+			continue // a comment
+		}
+		// A copy: the reader reuses its buffer, and the aggregator may keep views of an
+		// error event's fields (sse.Read allocated a string per event too).
+		if agg.Feed(ev.typ, bytes.Clone(ev.data)) {
 			finished = true
 			break
 		}
 	}
-	cancel() // a stop sequence may have ended the answer early: stop generating upstream
 	out, usage, err := agg.Result()
+	var ch charge
+	switch {
+	case usage.Reported:
+		cancel()
+		ch = knownUsage(toUsage(usage))
+	case finished:
+		// Ended at a stop sequence, modelgate's own cut: count what is in flight, then
+		// stop the platform generating.
+		read, reported := drainAfterCut(events, cancel, toUsage(usage))
+		if reported {
+			ch = knownUsage(read)
+		} else {
+			ch = earlyCut(cc.reserve, read, estEarlyCut)
+		}
+	case cc.c.Request.Context().Err() != nil:
+		cancel()
+		ch = earlyCut(cc.reserve, toUsage(usage), estEarlyCut)
+	default:
+		cancel()
+		ch = upperBound(cc.reserve, toUsage(usage), estStreamCut)
+	}
 	if !finished && err != nil {
 		// Cut short by modelgate, not by the platform: say why, so the client gets a 504
 		// for a timeout and nothing at all when it left.
@@ -299,7 +370,7 @@ func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel
 			err = ctx.Err()
 		}
 	}
-	return out, usage, err
+	return out, ch, err
 }
 
 var errInvalidUpstream = errors.New("invalid upstream answer")
@@ -332,10 +403,9 @@ func (r *idleReader) Read(p []byte) (int, error) {
 		t0 := monoNow()
 		defer func() { r.wait.upstreamWait.Add(monoNow() - t0) }()
 	}
+	r.idle.beginWait()
 	n, err := r.r.Read(p)
-	if n > 0 {
-		r.idle.touch()
-	}
+	r.idle.endWait()
 	return n, err
 }
 
@@ -349,12 +419,12 @@ type chunkMsg struct {
 // stream serves a streaming client. Each choice's upstream stream has its own converter;
 // their chunks are interleaved as they come, then one usage chunk and one [DONE] close the
 // stream when there are several choices (a single converter writes its own trailer).
-func (cc *chatCall) stream() ratelimit.Usage {
+func (cc *chatCall) stream() charge {
 	c := cc.c
-	resps, cancels, f := cc.openAll(c.Request.Context())
+	resps, cancels, f, failed := cc.openAll(c.Request.Context())
 	if f != nil {
 		writeFailure(c, f)
-		return ratelimit.Usage{}
+		return failed
 	}
 	defer closeAll(resps, cancels)
 	// The platform has the request: a stream that runs for minutes need not hold it.
@@ -376,11 +446,22 @@ func (cc *chatCall) stream() ratelimit.Usage {
 		convs[i].SetInputEstimate(cc.estimate)
 	}
 	if n == 1 {
-		cc.pumpDirect(resps[0], cancels[0], convs[0])
-	} else {
-		cc.pumpMerged(resps, cancels, convs)
+		return cc.pumpDirect(resps[0], cancels[0], convs[0])
 	}
-	return toUsage(sumUsage(usagesOf(convs)))
+	cc.pumpMerged(resps, cancels, convs)
+	var total charge
+	for _, conv := range convs {
+		u := conv.Usage()
+		if u.Reported {
+			total = total.plus(knownUsage(toUsage(u)))
+			continue
+		}
+		// Cut by the platform, or by modelgate while the choices run side by side (the
+		// client left, a sibling failed, a stop sequence): the reservation. Several
+		// streams are not drained after a cut; n>1 streams with a cut are rare.
+		total = total.plus(upperBound(cc.reserve, toUsage(u), estStreamCut))
+	}
+	return total
 }
 
 // write sends converted bytes to the client and flushes. false means the client is gone.
@@ -406,7 +487,11 @@ func (cc *chatCall) send(out []byte, flush bool) bool {
 // pumpDirect converts one upstream stream on the handler's goroutine: the common case, with
 // no channel hop between upstream read and client write. Converted chunks are queued and
 // flushed whenever the relay is about to wait for the platform (see streamWriter).
-func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, conv *translate.StreamConverter) {
+//
+// It returns what to charge. Each event is converted, and so counted, before it is written;
+// a stream modelgate ends itself (the client left, a stop sequence) is drained of what is in
+// flight first (see drainAfterCut).
+func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, conv *translate.StreamConverter) charge {
 	idle := newIdleTimer(cc.st.cfg.Upstream.StreamIdleTimeout, cancel)
 	defer idle.stop()
 	events := newEventReader(&idleReader{r: resp.Body, idle: idle}, maxEventSize)
@@ -426,22 +511,54 @@ func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, c
 		buf, out, done := feedPooled(conv, ev.typ, ev.data)
 		sent := cc.queue(out) // the writer has copied out when queue returns
 		putChunkBuf(buf, out)
-		if !sent {
-			cancel()
-			return
-		}
-		if done {
-			cancel() // stop sequence or terminal event: nothing more is needed upstream
-			return
+		if !sent || done {
+			// The client left, or a stop sequence or the terminal event ended the answer:
+			// nothing more is needed upstream.
+			cc.sw.flush()
+			return cc.cutCharge(events, cancel, conv)
 		}
 	}
 	cancel()
+	return cc.endCharge(readErr, idle, conv)
+}
+
+// endCharge ends a stream that stopped without modelgate cutting it (the platform ended or
+// broke it, or the client left while modelgate waited for the platform) and returns what to
+// charge for it. A call of its own so the relay loop's frame stays small.
+//
+//go:noinline
+func (cc *chatCall) endCharge(readErr error, idle *idleTimer, conv *translate.StreamConverter) charge {
+	u := conv.Usage()
 	if cc.c.Request.Context().Err() != nil {
 		cc.ri.clientGone = true
-		return
+		if u.Reported {
+			return knownUsage(toUsage(u))
+		}
+		return earlyCut(cc.reserve, toUsage(u), estEarlyCut)
 	}
 	cc.noteStreamEnd(readErr, idle)
 	cc.write(conv.End(readErr))
+	if u.Reported {
+		return knownUsage(toUsage(u))
+	}
+	return upperBound(cc.reserve, toUsage(u), estStreamCut)
+}
+
+// cutCharge ends a stream modelgate stopped relaying (the client left, a stop sequence, or
+// the terminal event) and returns what to charge for it.
+//
+//go:noinline
+func (cc *chatCall) cutCharge(events *eventReader, cancel context.CancelFunc, conv *translate.StreamConverter) charge {
+	u := conv.Usage()
+	if u.Reported {
+		cancel()
+		return knownUsage(toUsage(u))
+	}
+	read, reported := drainAfterCut(events, cancel, toUsage(u))
+	if reported {
+		return knownUsage(read)
+	}
+	return earlyCut(cc.reserve, read, estEarlyCut)
 }
 
 // chatReadErr keeps the chat bridge's reading of a stream's end: a stream that simply

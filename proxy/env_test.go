@@ -130,6 +130,8 @@ type envOptions struct {
 	now func() time.Time
 	// store is the server's record store; nil leaves the server without one.
 	store store.Store
+	// limiterStore is the limiter's store; default memory.
+	limiterStore string
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -180,7 +182,11 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewJSONHandler(env.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	env.limiter, err = ratelimit.New(ratelimit.Options{Store: "memory", Logger: logger, Now: o.limiterNow})
+	limiterStore := o.limiterStore
+	if limiterStore == "" {
+		limiterStore = "memory"
+	}
+	env.limiter, err = ratelimit.New(ratelimit.Options{Store: limiterStore, Logger: logger, Now: o.limiterNow})
 	if err != nil {
 		t.Fatal(err)
 	}

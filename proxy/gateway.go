@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -23,6 +25,10 @@ type upstreamFailure struct {
 	header     http.Header
 	kind       string // for logs and metrics
 	clientGone bool
+	// maybeBilled: the last attempt's request reached the platform whole and no answer came
+	// back (a timeout, a reset, the client leaving). A non-stream answer is produced before
+	// its headers are written, so the platform may have billed all of it.
+	maybeBilled bool
 }
 
 // openGateway sends body to the Responses gateway with retries. On success the caller owns
@@ -42,8 +48,17 @@ func (s *Server) openGateway(parent context.Context, st *state, p *auth.Principa
 	if stream {
 		accept = "text/event-stream"
 	}
+	// sent is whether the current attempt's request was written whole; an attempt that
+	// never got that far cannot have been billed.
+	var sent atomic.Bool
+	trace := &httptrace.ClientTrace{WroteRequest: func(w httptrace.WroteRequestInfo) {
+		if w.Err == nil {
+			sent.Store(true)
+		}
+	}}
 	resp, err := s.attempt(ctx, st, ri, deadline, func(ctx context.Context) (*http.Request, error) {
-		return s.platform.NewGatewayRequest(ctx, platform.Call{
+		sent.Store(false)
+		return s.platform.NewGatewayRequest(httptrace.WithClientTrace(ctx, trace), platform.Call{
 			Method: http.MethodPost, Path: platform.ResponsesPath, Body: body,
 			ContentType: "application/json", Accept: accept,
 			Key: p.PlatformKey.Reveal(), RequestID: ri.requestID,
@@ -51,7 +66,9 @@ func (s *Server) openGateway(parent context.Context, st *state, p *auth.Principa
 	})
 	if err != nil {
 		cancel()
-		return nil, nil, transportFailure(err)
+		f := transportFailure(err)
+		f.maybeBilled = sent.Load()
+		return nil, nil, f
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer cancel()
@@ -62,14 +79,13 @@ func (s *Server) openGateway(parent context.Context, st *state, p *auth.Principa
 }
 
 // callGateway is openGateway for a single upstream call whose failure goes straight to the
-// client. ok=false means the client has been answered.
-func (s *Server) callGateway(c *gin.Context, st *state, p *auth.Principal, body []byte, stream bool) (*http.Response, context.CancelFunc, bool) {
+// client. A non-nil failure has been answered; its maybeBilled says what to charge.
+func (s *Server) callGateway(c *gin.Context, st *state, p *auth.Principal, body []byte, stream bool) (*http.Response, context.CancelFunc, *upstreamFailure) {
 	resp, cancel, f := s.openGateway(c.Request.Context(), st, p, info(c), body, stream)
 	if f != nil {
 		writeFailure(c, f)
-		return nil, nil, false
 	}
-	return resp, cancel, true
+	return resp, cancel, f
 }
 
 // transportFailure describes a call that got no answer: the platform could not be reached or

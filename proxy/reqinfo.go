@@ -60,6 +60,9 @@ type requestInfo struct {
 	reasoningTokens int64
 	spend           *billing.Hold
 	costMicros      int64
+	// usageEstimated names why the settled usage is an estimate (see charge); "" when it
+	// is the platform's own figure.
+	usageEstimated string
 }
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.

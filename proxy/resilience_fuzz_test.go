@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"modelgate/config"
+	"modelgate/ratelimit"
 )
 
 // FuzzEventReader: whatever the upstream sends, the splitter returns events whose bytes are
@@ -114,7 +115,7 @@ func FuzzResponsesForward(f *testing.F) {
 		resp := &http.Response{Body: io.NopCloser(bytes.NewReader(in))}
 		_, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		s.forwardResponsesStream(c, st, resp, 1, cancel)
+		s.forwardResponsesStream(c, st, resp, ratelimit.Usage{InputTokens: 1}, cancel)
 		out := w.Body.Bytes()
 		er := newEventReader(bytes.NewReader(out), maxEventSize)
 		ends := 0

@@ -38,23 +38,23 @@ func (s *Server) responses(c *gin.Context) {
 	if !s.reserveSpend(c, st, p, inputEstimate, outCap, true) {
 		return
 	}
-	ticket := s.admit(c, p, inputEstimate+outCap, true)
+	reserve := ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: outCap}
+	ticket := s.admit(c, p, reserve, true)
 	if ticket == nil {
 		return
 	}
-	var charged ratelimit.Usage
-	defer func() {
-		ticket.Settle(charged)
-		ri.inputTokens, ri.outputTokens = charged.InputTokens, charged.OutputTokens
-		ri.cachedTokens, ri.reasoningTokens = charged.CachedInputTokens, charged.ReasoningTokens
-	}()
+	var ch charge
+	defer func() { s.settle(c, ticket, ch) }()
 
 	if req.turn != nil {
 		ri.onResponse = func(resp []byte) { s.keepTurn(c, st, req.turn, resp) }
 	}
-	resp, cancel, ok := s.callGateway(c, st, p, body, ri.stream)
-	if !ok {
-		// Nothing was generated; only the input could have been charged, and it was not sent.
+	resp, cancel, f := s.callGateway(c, st, p, body, ri.stream)
+	if f != nil {
+		if f.maybeBilled {
+			ch = upperBound(reserve, ratelimit.Usage{}, estNoAnswer)
+		}
+		// Otherwise nothing reached the platform, or it refused the call: nothing to bill.
 		return
 	}
 	defer cancel()
@@ -62,17 +62,17 @@ func (s *Server) responses(c *gin.Context) {
 
 	if isEventStream(resp) != ri.stream {
 		// The platform answered in the other form than asked: neither can be relayed as the
-		// client expects it.
+		// client expects it, and what it billed for the answer cannot be read.
 		ri.upstreamErr = "invalid_body"
 		abortOpenAI(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
-		charged = ratelimit.Usage{InputTokens: inputEstimate} // the output, if any, is unknown
+		ch = upperBound(reserve, ratelimit.Usage{}, estBody)
 		return
 	}
 	if ri.stream {
-		charged = s.forwardResponsesStream(c, st, resp, inputEstimate, cancel)
+		ch = s.forwardResponsesStream(c, st, resp, reserve, cancel)
 		return
 	}
-	charged = s.forwardResponsesJSON(c, resp, inputEstimate)
+	ch = s.forwardResponsesJSON(c, resp, reserve)
 }
 
 // checkedResponses is what the handler keeps of a Responses request once it is checked.
@@ -264,8 +264,10 @@ func isEventStream(resp *http.Response) bool {
 	return len(ct) >= 17 && ct[:17] == "text/event-stream"
 }
 
-// forwardResponsesJSON relays a non-stream answer unchanged and returns its usage.
-func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, inputEstimate int64) ratelimit.Usage {
+// forwardResponsesJSON relays a non-stream answer unchanged and returns its usage. The
+// platform billed the whole answer before sending it, so an answer that cannot be read, or
+// reports no usage, is charged the reservation.
+func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, reserve ratelimit.Usage) charge {
 	ri := info(c)
 	buf := getAnswerBuf(resp.ContentLength)
 	defer putAnswerBuf(buf)
@@ -273,24 +275,24 @@ func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, input
 	switch {
 	case err != nil:
 		s.upstreamFailed(c, err)
-		return ratelimit.Usage{InputTokens: inputEstimate}
+		return upperBound(reserve, ratelimit.Usage{}, estBody)
 	case buf.Len() > maxUpstreamJSON || !translate.ValidJSON(buf.Bytes()):
 		ri.upstreamErr = "invalid_body"
 		abortOpenAI(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
-		return ratelimit.Usage{InputTokens: inputEstimate}
+		return upperBound(reserve, ratelimit.Usage{}, estBody)
 	}
 	b := buf.Bytes()
-	usage := ratelimit.Usage{InputTokens: inputEstimate}
-	if u := gjson.GetBytes(b, "usage"); u.Exists() && u.Type != gjson.Null {
+	ch := upperBound(reserve, ratelimit.Usage{}, estBody)
+	if u := gjson.GetBytes(b, "usage"); u.IsObject() {
 		// One scan of the answer for the usage object, then lookups inside it only.
 		f := gjson.GetMany(u.Raw, "input_tokens", "output_tokens", "input_tokens_details.cached_tokens", "output_tokens_details.reasoning_tokens")
-		usage = ratelimit.Usage{InputTokens: f[0].Int(), OutputTokens: f[1].Int(), CachedInputTokens: f[2].Int(), ReasoningTokens: f[3].Int()}
+		ch = knownUsage(ratelimit.Usage{InputTokens: f[0].Int(), OutputTokens: f[1].Int(), CachedInputTokens: f[2].Int(), ReasoningTokens: f[3].Int()})
 	}
 	if ri.onResponse != nil {
 		ri.onResponse(b) // kept before the client can name it in its next turn
 	}
 	c.Data(resp.StatusCode, "application/json", b) // copied to the connection before the buffer is reused
-	return usage
+	return ch
 }
 
 // answerBufs recycles the buffers non-stream answers are read into. One larger than

@@ -75,6 +75,9 @@ type RequestSummary struct {
 	Refusal      string
 	UpstreamErr  string
 	CostMicros   int64 // what the call cost at the model's price, in micro-units of pricing.currency
+	// UsageEstimated names why the settled usage is an upper bound rather than the
+	// platform's figure; "" when it is the platform's (see docs/accounting.md).
+	UsageEstimated string
 }
 
 // state is everything a config reload replaces. Requests load it once at their start, so a
@@ -114,6 +117,7 @@ type Server struct {
 	issued   *auth.Issued
 	ledger   *billing.Ledger
 	history  *billing.Recorder
+	callers  *callerScopes // passthrough callers with a limit scope of their own
 }
 
 // New builds a Server. The config must already be validated.
@@ -128,7 +132,7 @@ func New(d Deps) (*Server, error) {
 		d.Now = time.Now
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
-		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History}
+		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, callers: newCallerScopes()}
 	s.keeper = s.newKeeper(d.Config)
 	s.Reload(d.Config, d.Auth)
 	s.engine = s.routes(d.MetricsHandler)
@@ -170,6 +174,23 @@ func (s *Server) SetReady(ok bool) { s.ready.Store(ok) }
 
 // StartDrain makes new requests fail with 503 while in-flight ones finish.
 func (s *Server) StartDrain() { s.draining.Store(true) }
+
+// WaitSettled waits until every admitted request has settled or ctx ends, and reports
+// whether all have. After the HTTP server closed its connections, handlers still running end
+// quickly (their client and upstream calls are cancelled) and settle what they used; the
+// limiter must stay open until they have.
+func (s *Server) WaitSettled(ctx context.Context) bool {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for s.limiter.Open() > 0 {
+		select {
+		case <-ctx.Done():
+			return s.limiter.Open() == 0
+		case <-t.C:
+		}
+	}
+	return true
+}
 
 func (s *Server) state() *state { return s.st.Load() }
 
@@ -265,6 +286,7 @@ func (s *Server) finish(c *gin.Context, ri *requestInfo) {
 		Duration: time.Since(ri.start), TTFB: ri.ttfb,
 		InputTokens: ri.inputTokens, OutputTokens: ri.outputTokens, Attempts: ri.attempts,
 		ErrorCode: ri.errCode, Refusal: ri.refusal, UpstreamErr: ri.upstreamErr,
+		UsageEstimated: ri.usageEstimated,
 	}
 	sum.CostMicros = s.settleBilling(ri)
 	s.logRequest(sum)
@@ -296,6 +318,7 @@ func (s *Server) logRequest(r RequestSummary) {
 		slog.String("error_code", r.ErrorCode),
 		slog.String("refusal", r.Refusal),
 		slog.String("upstream_error", r.UpstreamErr),
+		slog.String("usage_estimated", r.UsageEstimated),
 	)
 }
 

@@ -68,6 +68,9 @@ func (sc *sidecar) authenticate(c *gin.Context) {
 		abortEnvelope(c, http.StatusUnauthorized, platform.CodeNotLoggedIn, msg)
 		return
 	}
+	if st.auth.Mode() == auth.ModePassthrough {
+		sc.s.limitPassthrough(p, st.cfg.Ratelimit)
+	}
 	ri := info(c)
 	ri.team, ri.keyName = p.Team, p.KeyName
 	c.Set(principalKey, p)
@@ -77,7 +80,7 @@ func (sc *sidecar) authenticate(c *gin.Context) {
 // admit counts the call against the request and concurrency limits. Sidecar calls use no
 // model tokens, so none are reserved and none are charged.
 func (sc *sidecar) admit(c *gin.Context) {
-	ticket := sc.s.admit(c, principal(c), 0, false)
+	ticket := sc.s.admit(c, principal(c), ratelimit.Usage{}, false)
 	if ticket == nil {
 		return
 	}

@@ -25,13 +25,17 @@ const maxEventSize = 64 << 20
 
 var sseReadConfig = &sse.ReadConfig{MaxEventSize: maxEventSize}
 
-// idleTimer ends the upstream call when no bytes arrived for too long. Resetting a timer on
-// every read costs more than the read itself, so a read only notes the time; when the timer
-// fires it re-arms itself for what is left of the window, and only a real silence cancels.
+// idleTimer ends the upstream call when the platform sent nothing for too long while
+// modelgate waited for it. Only time spent waiting in a read counts: a relay blocked writing
+// to a slow client is not a silent platform, and cutting it would drop events the platform
+// already sent and billed. Resetting a timer on every read costs more than the read itself,
+// so a read only notes the time; when the timer fires it re-arms itself for what is left of
+// the window, and only a real silence cancels.
 type idleTimer struct {
 	t       *time.Timer
 	d       time.Duration
-	last    atomic.Int64 // monoNow of the last byte
+	last    atomic.Int64 // monoNow of the start of the current wait (or of the timer)
+	waiting atomic.Bool  // a read from the upstream is under way
 	fired   atomic.Bool
 	mu      sync.Mutex // orders expiry against stop, off the read path
 	stopped bool
@@ -57,6 +61,12 @@ func (it *idleTimer) expire(cancel context.CancelFunc) {
 	if it.stopped {
 		return
 	}
+	if !it.waiting.Load() {
+		// The relay is busy with what it read (writing to the client): the silence, if any,
+		// is counted from its next read.
+		it.t.Reset(it.d)
+		return
+	}
 	if quiet := time.Duration(monoNow() - it.last.Load()); quiet < it.d {
 		it.t.Reset(it.d - quiet)
 		return
@@ -65,9 +75,19 @@ func (it *idleTimer) expire(cancel context.CancelFunc) {
 	cancel()
 }
 
-func (it *idleTimer) touch() {
+// beginWait notes that a read from the upstream starts: the silence is measured from here,
+// since the previous read returned whatever had arrived.
+func (it *idleTimer) beginWait() {
 	if it.t != nil {
 		it.last.Store(monoNow())
+		it.waiting.Store(true)
+	}
+}
+
+// endWait notes that a read returned, with bytes or not.
+func (it *idleTimer) endWait() {
+	if it.t != nil {
+		it.waiting.Store(false)
 	}
 }
 
@@ -229,8 +249,9 @@ func isCountedDelta(typ string) bool {
 // flushed as soon as it is complete, and reads the terminal event's usage on the side. An
 // event is checked before it is passed on: if the upstream stops speaking SSE (garbage,
 // data that is not JSON) or ends without a terminal event, the client gets an error event
-// rather than the garbage or a silent truncation.
-func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Response, inputEstimate int64, cancel context.CancelFunc) ratelimit.Usage {
+// rather than the garbage or a silent truncation. An event is counted before it is written:
+// the platform billed it whether or not the client is still there to take it.
+func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Response, reserve ratelimit.Usage, cancel context.CancelFunc) charge {
 	ri := info(c)
 	startStream(c)
 	if s.hooks.StreamOpened != nil {
@@ -245,30 +266,24 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 	defer events.release()
 	events.beforeWait = sw.flush
 
-	var (
-		deltas   int64
-		terminal bool
-		invalid  bool
-		check    translate.JSONCheck // of the last event's data
-		usage    ratelimit.Usage
-		readErr  error
-	)
-	for !terminal {
+	r := &relayed{reserve: reserve}
+	for !r.terminal {
 		ev, err := events.next()
 		if err != nil {
-			readErr = err
+			r.readErr = err
 			break
 		}
 		if ev.malformed {
-			invalid = true
+			r.invalid = true
 			break
 		}
 		if ev.data != nil {
-			if check = translate.CheckJSON(ev.data); check != translate.JSONValid {
-				invalid = true
+			if r.check = translate.CheckJSON(ev.data); r.check != translate.JSONValid {
+				r.invalid = true
 				break
 			}
 		}
+		r.count(ev)
 		if ri.onResponse != nil {
 			observeTerminal(ri, ev) // kept before the client can name it in its next turn
 		}
@@ -278,61 +293,111 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 		if ri.ttfb == 0 {
 			ri.ttfb = time.Since(ri.start)
 		}
-		typ := ev.typ
-		if typ == "" {
-			typ = gjson.GetBytes(ev.data, "type").Str
-		}
-		switch {
-		case isCountedDelta(typ):
-			deltas++
-		case typ == "response.completed" || typ == "response.incomplete" || typ == "response.failed":
-			terminal = true
-			usage = terminalUsage(ev.data, ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: deltas})
-		case typ == "error":
-			terminal = true
-			usage = ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: deltas}
-		}
 	}
 	sw.flush()
-	if terminal {
-		// Read the upstream to its end (bounded, and by the idle timer) so its connection
-		// can be reused, then let it go.
-		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+	return r.end(c, resp, events, sw, idle, cancel)
+}
+
+// relayed is what a Responses relay counted of the events it read. It lives on the heap,
+// and its bookkeeping in calls of their own, so the loop that holds a stream open keeps a
+// small frame (see checkResponsesRequest).
+type relayed struct {
+	reserve  ratelimit.Usage
+	deltas   int64
+	terminal bool
+	reported bool            // the terminal event carried the platform's usage
+	usage    ratelimit.Usage // that usage
+	invalid  bool
+	check    translate.JSONCheck // of the last event's data
+	readErr  error
+}
+
+// count notes one event: a billed delta, or the terminal event and its usage.
+//
+//go:noinline
+func (r *relayed) count(ev rawEvent) {
+	typ := ev.typ
+	if typ == "" {
+		typ = gjson.GetBytes(ev.data, "type").Str
+	}
+	switch {
+	case isCountedDelta(typ):
+		r.deltas++
+	case typ == "response.completed" || typ == "response.incomplete" || typ == "response.failed":
+		r.terminal = true
+		r.usage, r.reported = terminalUsage(ev.data)
+	case typ == "error":
+		r.terminal = true
+	}
+}
+
+// end finishes a relay that stopped reading (the terminal event, a failure, the client
+// gone): it ends the upstream call, tells the client why when it is still there, and returns
+// what to charge.
+//
+//go:noinline
+func (r *relayed) end(c *gin.Context, resp *http.Response, events *eventReader, sw *streamWriter, idle *idleTimer, cancel context.CancelFunc) charge {
+	ri := info(c)
+	read := ratelimit.Usage{InputTokens: r.reserve.InputTokens, OutputTokens: r.deltas}
+	if r.terminal {
+		if sw.err == nil {
+			// Read the upstream to its end (bounded, and by the idle timer) so its
+			// connection can be reused, then let it go.
+			_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+		} else {
+			ri.clientGone = true
+		}
 		cancel()
-		return usage
+		if r.reported {
+			return knownUsage(r.usage)
+		}
+		// A terminal event without usage, or an error event: every event was read, but
+		// what the platform billed for them it did not say.
+		return upperBound(r.reserve, read, estStreamCut)
+	}
+	if sw.err != nil || c.Request.Context().Err() != nil {
+		ri.clientGone = true
+		if r.readErr == nil && !r.invalid {
+			// The platform is still sending: count what is in flight before cancelling.
+			u, reported := drainAfterCut(events, cancel, read)
+			if reported {
+				return knownUsage(u)
+			}
+			read = u
+		}
+		cancel()
+		return earlyCut(r.reserve, read, estEarlyCut)
 	}
 	cancel() // failed: nothing more is wanted from the upstream
 	switch {
-	case sw.err != nil || c.Request.Context().Err() != nil:
-		ri.clientGone = true
 	case idle.fired.Load():
 		ri.upstreamErr = "stream_idle"
 		_ = sw.write(responsesErrorEvent("stream_idle_timeout", "The platform stopped sending events; the stream was closed."))
-	case invalid && check == translate.JSONTooDeep:
+	case r.invalid && r.check == translate.JSONTooDeep:
 		ri.upstreamErr = "stream_invalid"
 		_ = sw.write(responsesErrorEvent(translate.CodeEventTooDeep, "The platform sent an event nested too deeply; the stream was closed."))
-	case invalid:
+	case r.invalid:
 		ri.upstreamErr = "stream_invalid"
 		_ = sw.write(responsesErrorEvent("upstream_stream_invalid", "The platform sent a malformed event; the stream was closed."))
 	default:
-		ri.upstreamErr = streamEndKind(readErr)
+		ri.upstreamErr = streamEndKind(r.readErr)
 		_ = sw.write(responsesErrorEvent("upstream_stream_ended", "The platform's stream ended before the response was complete."))
 	}
-	return ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: deltas}
+	return upperBound(r.reserve, read, estStreamCut)
 }
 
-// terminalUsage is the usage a terminal Responses event reports, or estimate when it has
-// none. Not inlined: its lookups would otherwise widen the frame of the loop that holds the
+// terminalUsage is the usage a terminal Responses event reports, and whether it reports
+// one. Not inlined: its lookups would otherwise widen the frame of the loop that holds the
 // stream open.
 //
 //go:noinline
-func terminalUsage(data []byte, estimate ratelimit.Usage) ratelimit.Usage {
+func terminalUsage(data []byte) (ratelimit.Usage, bool) {
 	u := gjson.GetManyBytes(data, "response.usage.input_tokens", "response.usage.output_tokens", "response.usage",
 		"response.usage.input_tokens_details.cached_tokens", "response.usage.output_tokens_details.reasoning_tokens")
 	if !u[2].IsObject() {
-		return estimate
+		return ratelimit.Usage{}, false
 	}
-	return ratelimit.Usage{InputTokens: u[0].Int(), OutputTokens: u[1].Int(), CachedInputTokens: u[3].Int(), ReasoningTokens: u[4].Int()}
+	return ratelimit.Usage{InputTokens: u[0].Int(), OutputTokens: u[1].Int(), CachedInputTokens: u[3].Int(), ReasoningTokens: u[4].Int()}, true
 }
 
 func streamEndKind(err error) string {

@@ -2,10 +2,13 @@ package ratelimit
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +44,9 @@ type Request struct {
 	Team   *Scope // nil in passthrough mode
 	Shadow bool   // report what would be refused, refuse nothing
 	Tokens int64  // reservation: input estimate + output cap
+	// Input is the input estimate within Tokens; the rest is output. It splits the
+	// reservation into input and output when a ticket is settled at it (see Close).
+	Input int64
 }
 
 // Reason names the limit that refused a request.
@@ -98,7 +104,14 @@ type Limiter struct {
 	log      *slog.Logger
 	failOpen bool
 	lastLog  atomic.Int64 // unix nanos of the last store-error log line
-	closed   atomic.Bool
+
+	// closeMu orders settles against Close: a settle holds it shared while it talks to the
+	// store, Close holds it exclusively, so no settle runs on a closed store and none is
+	// lost between the two.
+	closeMu sync.RWMutex
+	closed  bool
+	openMu  sync.Mutex
+	open    map[*Ticket]struct{} // admitted, not yet settled
 }
 
 // store is what a Limiter needs from its counters.
@@ -119,6 +132,9 @@ type admission struct {
 	tokens int64
 	shadow bool
 	lease  string // Redis concurrency lease id
+	// id names the ticket in the shared store, so an admit or settle whose reply was lost
+	// can be sent again without counting twice.
+	id string
 }
 
 // outcome is what a store reports: which limits failed, whether budgets were charged, and the
@@ -133,7 +149,7 @@ type outcome struct {
 
 // New opens the configured store.
 func New(opts Options) (*Limiter, error) {
-	l := &Limiter{now: opts.Now, log: opts.Logger}
+	l := &Limiter{now: opts.Now, log: opts.Logger, open: map[*Ticket]struct{}{}}
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -171,12 +187,42 @@ func New(opts Options) (*Limiter, error) {
 	return l, nil
 }
 
-// Close flushes and releases the store. Tickets settled afterwards are ignored.
+// Close settles every ticket still open at its reservation, then flushes and releases the
+// store. A drain that ran out of time leaves handlers running; their calls may have been
+// billed, and the reservation is the bound modelgate reserved for them, so that is what the
+// persisted counters keep. Tickets settled afterwards are ignored: they were settled here.
 func (l *Limiter) Close() error {
-	if l.closed.Swap(true) {
+	l.closeMu.Lock()
+	defer l.closeMu.Unlock()
+	if l.closed {
 		return nil
 	}
+	l.closed = true
+	l.openMu.Lock()
+	open := l.open
+	l.open = map[*Ticket]struct{}{}
+	l.openMu.Unlock()
+	n := 0
+	for t := range open {
+		if t.done.Swap(true) {
+			continue
+		}
+		n++
+		if err := l.store.settle(context.Background(), l.now(), t, t.reserve); err != nil {
+			l.storeFailed("settle", err)
+		}
+	}
+	if n > 0 {
+		l.log.Warn("billed, usage unknown: requests still running at shutdown settled at their reservation", "requests", n)
+	}
 	return l.store.close()
+}
+
+// Open is the number of admitted tickets not yet settled.
+func (l *Limiter) Open() int {
+	l.openMu.Lock()
+	defer l.openMu.Unlock()
+	return len(l.open)
 }
 
 // Admit checks the request against its key and team. When allowed it returns a Ticket that
@@ -184,20 +230,31 @@ func (l *Limiter) Close() error {
 // when the store failed: then Decision.StoreError is set and Allowed follows OnStoreError.
 func (l *Limiter) Admit(ctx context.Context, req Request) (*Ticket, Decision, error) {
 	now := l.now()
-	a := &admission{n: 1, tokens: max(req.Tokens, 0), shadow: req.Shadow}
+	a := &admission{n: 1, tokens: max(req.Tokens, 0), shadow: req.Shadow, id: newTicketID()}
 	a.scopes[0] = req.Key
 	if req.Team != nil {
 		a.scopes[1] = *req.Team
 		a.n = 2
 	}
 	out, err := l.store.admit(ctx, now, a)
+	if err != nil && ctx.Err() == nil {
+		// The reply may have been lost after the store admitted: once more, with the same
+		// ticket, which the store answers from its record instead of counting twice.
+		out, err = l.store.admit(ctx, now, a)
+	}
 	if err != nil {
 		if ctx.Err() == nil { // a caller that went away is not a store outage
 			l.storeFailed("admit", err)
 		}
+		// Whether the store admitted is unknown: the ticket still settles by its id, which
+		// undoes the admission if it landed and does nothing if it did not.
+		t := &Ticket{l: l, a: a, unsure: true, reserve: reservation(req), day: utcDay(now)}
+		l.track(t)
 		if l.failOpen {
-			return &Ticket{}, Decision{Allowed: true, StoreError: true}, err
+			return t, Decision{Allowed: true, StoreError: true}, err
 		}
+		t.refused = true
+		t.Release()
 		return nil, Decision{Reason: ReasonStoreUnavailable, StoreError: true, RetryAfter: time.Second}, err
 	}
 	d := Decision{Allowed: true, Headers: headersFor(now, a, out.views)}
@@ -209,8 +266,34 @@ func (l *Limiter) Admit(ctx context.Context, req Request) (*Ticket, Decision, er
 		}
 		d.WouldRefuse = worst.reason
 	}
-	t := &Ticket{l: l, a: a, charged: out.charged, counted: out.counted, day: out.day}
+	t := &Ticket{l: l, a: a, charged: out.charged, counted: out.counted, day: out.day, reserve: reservation(req)}
+	l.track(t)
 	return t, d, nil
+}
+
+func newTicketID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// reservation is what a request reserved, split into input and output.
+func reservation(req Request) Usage {
+	tokens := max(req.Tokens, 0)
+	in := min(max(req.Input, 0), tokens)
+	return Usage{InputTokens: in, OutputTokens: tokens - in}
+}
+
+func (l *Limiter) track(t *Ticket) {
+	l.openMu.Lock()
+	l.open[t] = struct{}{}
+	l.openMu.Unlock()
+}
+
+func (l *Limiter) untrack(t *Ticket) {
+	l.openMu.Lock()
+	delete(l.open, t)
+	l.openMu.Unlock()
 }
 
 // storeFailed logs a store error, at most once a second so an outage does not flood the log.
@@ -269,6 +352,9 @@ type Ticket struct {
 	charged bool
 	counted bool
 	day     int64
+	reserve Usage // what was reserved: settled at Close if the ticket is still open
+	unsure  bool  // the store's reply to the admission was lost: it may or may not have landed
+	refused bool  // an unsure admission that was refused (on_store_error: deny)
 	done    atomic.Bool
 }
 
@@ -276,15 +362,24 @@ type Ticket struct {
 // concurrency slot. A cancelled or failed call passes what it streamed. Safe to defer, safe on
 // nil, idempotent.
 func (t *Ticket) Settle(u Usage) {
-	if t == nil || t.l == nil || t.done.Swap(true) || t.l.closed.Load() {
+	if t == nil || t.l == nil {
 		return
 	}
+	l := t.l
+	// Under the shared lock: either this settle completes before Close begins, or Close
+	// settled the ticket at its reservation first and this one is ignored.
+	l.closeMu.RLock()
+	defer l.closeMu.RUnlock()
+	if t.done.Swap(true) || l.closed {
+		return
+	}
+	l.untrack(t)
 	u.InputTokens, u.OutputTokens = max(u.InputTokens, 0), max(u.OutputTokens, 0)
-	if !t.charged && !t.counted {
+	if !t.charged && !t.counted && !t.unsure {
 		return
 	}
-	if err := t.l.store.settle(context.Background(), t.l.now(), t, u); err != nil {
-		t.l.storeFailed("settle", err)
+	if err := l.store.settle(context.Background(), l.now(), t, u); err != nil {
+		l.storeFailed("settle", err)
 	}
 }
 

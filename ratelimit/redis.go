@@ -18,6 +18,14 @@ import (
 const (
 	keyPrefix = "mg:rl:"
 	dayKeyTTL = 3 * 24 * time.Hour // a day's counters outlive the day long enough for late settles and reports
+
+	// ticketTTL is how long Redis remembers an admission and its settle, so that either can
+	// be sent again without counting twice. A failed settle is retried for settleRetryWindow,
+	// which ends before the ticket is forgotten; after that it is dropped and logged.
+	ticketTTL         = 15 * time.Minute
+	settleRetryWindow = 10 * time.Minute
+	settleRetryEvery  = time.Second
+	maxPendingSettles = 100000 // beyond it the oldest failed settle is dropped (and logged)
 )
 
 // redisStore shares every counter between replicas through one Redis.
@@ -31,6 +39,21 @@ type redisStore struct {
 	leases sync.Map // lease id -> *admission: this replica's live concurrency slots, renewed
 	stop   chan struct{}
 	done   chan struct{}
+
+	pendingMu sync.Mutex
+	pending   []pendingSettle // failed settles, retried in the background
+
+	// intercept, when set, runs each script call (op "admit" or "settle"); tests use it to
+	// lose a reply or fail a call.
+	intercept func(op string, run func() error) error
+}
+
+// pendingSettle is a settle that failed, kept to be sent again.
+type pendingSettle struct {
+	t     *Ticket
+	u     Usage
+	now   time.Time // when it was first sent: its minute
+	until time.Time // retried until then
 }
 
 func newRedisStore(opts Options, now func() time.Time, log *slog.Logger) (*redisStore, error) {
@@ -65,6 +88,17 @@ func newRedisStore(opts Options, now func() time.Time, log *slog.Logger) (*redis
 	return r, nil
 }
 
+// do runs one script call, through intercept when a test set one.
+func (r *redisStore) do(op string, run func() error) error {
+	if r.intercept != nil {
+		return r.intercept(op, run)
+	}
+	return run()
+}
+
+func ticketKey(id string) string  { return keyPrefix + "tk:" + id }
+func settledKey(id string) string { return keyPrefix + "tk:" + id + ":settled" }
+
 func scopeKey(kind, id string) string         { return keyPrefix + kind + ":" + id }
 func redisDayKey(day int64, id string) string { return keyPrefix + "day:" + dayString(day) + ":" + id }
 func redisMinuteKey(minute int64, id string) string {
@@ -79,7 +113,8 @@ func (r *redisStore) ctx(parent context.Context) (context.Context, context.Cance
 
 func (r *redisStore) admit(parent context.Context, now time.Time, a *admission) (outcome, error) {
 	day, minute := utcDay(now), minuteOf(now)
-	if a.scopes[0].Limits.ConcurrentRequests > 0 || (a.n == 2 && a.scopes[1].Limits.ConcurrentRequests > 0) {
+	if a.lease == "" && (a.scopes[0].Limits.ConcurrentRequests > 0 || (a.n == 2 && a.scopes[1].Limits.ConcurrentRequests > 0)) {
+		// Kept across a retry of the same admission: the slot it took is that lease.
 		a.lease = newLeaseID()
 	}
 	keys := make([]string, 0, 5*a.n)
@@ -96,9 +131,16 @@ func (r *redisStore) admit(parent context.Context, now time.Time, a *admission) 
 			redisDayKey(day, id), redisMinuteKey(minute, id))
 		args = append(args, lim.RequestsPerMinute, lim.TokensPerMinute, lim.ConcurrentRequests, lim.TokensPerDay)
 	}
+	keys = append(keys, ticketKey(a.id))
+	args = append(args, int64(ticketTTL/time.Second))
 	ctx, cancel := r.ctx(parent)
 	defer cancel()
-	res, err := admitScript.Run(ctx, r.rdb, keys, args...).StringSlice()
+	var res []string
+	err := r.do("admit", func() error {
+		var err error
+		res, err = admitScript.Run(ctx, r.rdb, keys, args...).StringSlice()
+		return err
+	})
 	if err != nil {
 		return outcome{}, err
 	}
@@ -146,18 +188,33 @@ func parseView(s []string) (view, error) {
 	return v, nil
 }
 
+// settle sends a ticket's settle; one that fails is kept and sent again in the background
+// (see retryPending) until it lands or its window passes.
 func (r *redisStore) settle(parent context.Context, now time.Time, t *Ticket, u Usage) error {
-	a := t.a
-	if a.lease != "" {
-		r.leases.Delete(a.lease)
+	if t.a.lease != "" {
+		r.leases.Delete(t.a.lease)
 	}
+	err := r.sendSettle(parent, now, t, u)
+	if err != nil {
+		r.keepPending(pendingSettle{t: t, u: u, now: now, until: r.now().Add(settleRetryWindow)})
+	}
+	return err
+}
+
+func (r *redisStore) sendSettle(parent context.Context, now time.Time, t *Ticket, u Usage) error {
+	a := t.a
 	minute := minuteOf(now)
 	used := u.InputTokens + u.OutputTokens
 	charged := "0"
-	if t.charged {
+	switch {
+	case t.unsure && t.refused:
+		charged = "!" // undo the admission if it landed; the request itself was refused
+	case t.unsure:
+		charged = "?" // the script reads it from the ticket, if the admission landed at all
+	case t.charged:
 		charged = "1"
 	}
-	keys := make([]string, 0, 4*a.n)
+	keys := make([]string, 0, 4*a.n+2)
 	args := []any{micros(now), a.n, charged, a.tokens - used, u.InputTokens, u.OutputTokens, a.lease,
 		int64(dayKeyTTL / time.Second), strconv.FormatInt(used-a.tokens, 10)}
 	for i := 0; i < a.n; i++ {
@@ -165,9 +222,46 @@ func (r *redisStore) settle(parent context.Context, now time.Time, t *Ticket, u 
 		keys = append(keys, scopeKey("tpm", id), scopeKey("conc", id), redisDayKey(t.day, id), redisMinuteKey(minute, id))
 		args = append(args, a.scopes[i].Limits.TokensPerMinute)
 	}
+	keys = append(keys, ticketKey(a.id), settledKey(a.id))
+	args = append(args, int64(ticketTTL/time.Second))
 	ctx, cancel := r.ctx(parent)
 	defer cancel()
-	return settleScript.Run(ctx, r.rdb, keys, args...).Err()
+	return r.do("settle", func() error { return settleScript.Run(ctx, r.rdb, keys, args...).Err() })
+}
+
+func (r *redisStore) keepPending(p pendingSettle) {
+	r.pendingMu.Lock()
+	defer r.pendingMu.Unlock()
+	if len(r.pending) >= maxPendingSettles {
+		r.log.Warn("rate limit settle dropped: too many failed settles waiting", "ticket", r.pending[0].t.a.id)
+		r.pending = r.pending[1:]
+	}
+	r.pending = append(r.pending, p)
+}
+
+// retryPending sends every failed settle again, keeps those that fail once more and drops
+// those whose window has passed. It returns how many are still waiting.
+func (r *redisStore) retryPending() int {
+	r.pendingMu.Lock()
+	batch := r.pending
+	r.pending = nil
+	r.pendingMu.Unlock()
+	now := r.now()
+	var again []pendingSettle
+	for _, p := range batch {
+		if now.After(p.until) {
+			r.log.Warn("rate limit settle dropped: its retry window passed", "ticket", p.t.a.id,
+				"input_tokens", p.u.InputTokens, "output_tokens", p.u.OutputTokens)
+			continue
+		}
+		if err := r.sendSettle(context.Background(), p.now, p.t, p.u); err != nil {
+			again = append(again, p)
+		}
+	}
+	r.pendingMu.Lock()
+	defer r.pendingMu.Unlock()
+	r.pending = append(again, r.pending...)
+	return len(r.pending)
 }
 
 func (r *redisStore) usage(parent context.Context, now time.Time, scopes []Scope) ([]ScopeUsage, error) {
@@ -309,10 +403,13 @@ func (r *redisStore) owner(parent context.Context, now time.Time, assetID string
 
 // renewLoop keeps this replica's slots alive. A replica that dies stops renewing, and its
 // slots fall out of every count LeaseTTL later.
+// It also sends failed settles again, every settleRetryEvery while any wait.
 func (r *redisStore) renewLoop() {
 	defer close(r.done)
 	tick := time.NewTicker(r.leaseTTL / 3)
 	defer tick.Stop()
+	retry := time.NewTicker(settleRetryEvery)
+	defer retry.Stop()
 	for {
 		select {
 		case <-r.stop:
@@ -320,6 +417,13 @@ func (r *redisStore) renewLoop() {
 		case <-tick.C:
 			if err := r.renew(); err != nil {
 				r.log.Warn("rate limit lease renewal failed", "err", err.Error())
+			}
+		case <-retry.C:
+			r.pendingMu.Lock()
+			waiting := len(r.pending) > 0
+			r.pendingMu.Unlock()
+			if waiting {
+				r.retryPending()
 			}
 		}
 	}
@@ -351,6 +455,9 @@ func (r *redisStore) renew() error {
 func (r *redisStore) close() error {
 	close(r.stop)
 	<-r.done
+	if n := r.retryPending(); n > 0 {
+		r.log.Warn("rate limit settles lost at shutdown: Redis could not be reached", "settles", n)
+	}
 	return r.rdb.Close()
 }
 

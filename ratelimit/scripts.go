@@ -22,16 +22,24 @@ local function save(key, l, t, cap)
 end
 `
 
-// admitScript: KEYS per scope: rpm, tpm, conc, day, minute. ARGV: now µs, scope count,
-// reserved tokens, shadow (1/0), lease id, lease expiry µs, lease key TTL ms, day key TTL s,
-// then per scope requests_per_minute, tokens_per_minute, concurrent_requests, tokens_per_day.
+// admitScript: KEYS per scope: rpm, tpm, conc, day, minute; then the ticket key. ARGV: now
+// µs, scope count, reserved tokens, shadow (1/0), lease id, lease expiry µs, lease key TTL
+// ms, day key TTL s, then per scope requests_per_minute, tokens_per_minute,
+// concurrent_requests, tokens_per_day; then the ticket key TTL s.
 // Returns charged, counted, then per scope the state before any change: rpm level, tpm level,
 // leases in flight, tokens charged today.
+//
+// Idempotent by ticket: an admission that was counted keeps its reply under the ticket key,
+// and the same ticket admitted again (a retry after a lost reply) gets that reply back and
+// changes nothing. A refusal writes nothing, so it is simply decided again.
 var admitScript = redis.NewScript(luaBucket + `
 local now = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
 local R = tonumber(ARGV[3])
 local shadow = ARGV[4] == '1'
+local ticket = KEYS[n * 5 + 1]
+local prev = redis.call('GET', ticket)
+if prev then return cjson.decode(prev) end
 local st = {}
 local ok = true
 for i = 1, n do
@@ -79,17 +87,39 @@ for i = 1, n do
   out[#out + 1] = string.format('%d', s.cc)
   out[#out + 1] = string.format('%d', s.dc)
 end
+if counted then redis.call('SET', ticket, cjson.encode(out), 'EX', ARGV[8 + 4 * n + 1]) end
 return out
 `)
 
-// settleScript: KEYS per scope: tpm, conc, admission day, current minute. ARGV: now µs, scope
-// count, charged (1/0), reserved minus used (refund, may be negative), input, output, lease
-// id, day key TTL s, used minus reserved as an integer string, then per scope
-// tokens_per_minute.
+// settleScript: KEYS per scope: tpm, conc, admission day, current minute; then the ticket
+// key and the ticket's settled marker. ARGV: now µs, scope count, charged (1/0; "?" or "!" when
+// the admission's reply was lost and the request was let through or refused), reserved minus used (refund, may be negative), input,
+// output, lease id, day key TTL s, used minus reserved as an integer string, then per scope
+// tokens_per_minute; then the marker TTL s.
+//
+// Idempotent by ticket: the marker is set once, and a settle that finds it (a retry after a
+// lost reply) changes nothing. A ticket whose admission reply was lost learns from the ticket
+// key whether the admission landed and was charged; one that did not land is recorded with
+// what it used when the request was let through without the store ("?"), and left alone
+// when it was refused ("!").
 var settleScript = redis.NewScript(luaBucket + `
 local now = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
 local charged = ARGV[3] == '1'
+local landed = true
+if ARGV[3] == '?' or ARGV[3] == '!' then
+  local rep = redis.call('GET', KEYS[n * 4 + 1])
+  if rep then
+    charged = cjson.decode(rep)[1] == '1'
+  elseif ARGV[3] == '!' then
+    return 0
+  else
+    charged = false
+    landed = false
+  end
+end
+local used = tonumber(ARGV[5]) + tonumber(ARGV[6])
+if not redis.call('SET', KEYS[n * 4 + 2], '1', 'NX', 'EX', ARGV[9 + n + 1]) then return 0 end
 local refund = tonumber(ARGV[4])
 for i = 1, n do
   local k = (i - 1) * 4
@@ -102,6 +132,12 @@ for i = 1, n do
     end
     redis.call('ZREM', KEYS[k + 2], ARGV[7])
     redis.call('HINCRBY', KEYS[k + 3], 'c', ARGV[9])
+  end
+  if not landed then
+    -- Let through while the store was unreachable: the request and what it used still count.
+    redis.call('HINCRBY', KEYS[k + 3], 'c', used)
+    redis.call('HINCRBY', KEYS[k + 3], 'r', 1)
+    redis.call('HINCRBY', KEYS[k + 4], 'r', 1)
   end
   redis.call('HINCRBY', KEYS[k + 3], 'i', ARGV[5])
   redis.call('HINCRBY', KEYS[k + 3], 'o', ARGV[6])

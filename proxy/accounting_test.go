@@ -1,0 +1,378 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"modelgate/auth"
+	"modelgate/config"
+	"modelgate/platformsim"
+	"modelgate/ratelimit"
+)
+
+// settledRecord is what the access log says a request settled.
+type settledRecord struct {
+	Input, Output int64
+	Estimated     string
+	Status        int
+}
+
+// settledFor waits for the access log line of request id and returns what it settled.
+func settledFor(t testing.TB, logs *syncBuffer, id string) settledRecord {
+	t.Helper()
+	var got settledRecord
+	found := waitFor(3*time.Second, func() bool {
+		for line := range strings.SplitSeq(logs.String(), "\n") {
+			var rec struct {
+				Msg       string `json:"msg"`
+				RequestID string `json:"request_id"`
+				Input     int64  `json:"input_tokens"`
+				Output    int64  `json:"output_tokens"`
+				Estimated string `json:"usage_estimated"`
+				Status    int    `json:"status"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "request" && rec.RequestID == id {
+				got = settledRecord{rec.Input, rec.Output, rec.Estimated, rec.Status}
+				return true
+			}
+		}
+		return false
+	})
+	if !found {
+		t.Fatalf("no access log line for %s", id)
+	}
+	return got
+}
+
+// Every way an admitted call can end where the platform may have billed: modelgate's charge
+// is exactly the platform's where the platform's usage is known, and never below it where it
+// is not (then the request is logged as "billed, usage unknown").
+func TestAccountingNeverBelowThePlatform(t *testing.T) {
+	fail500 := status(500, nil)
+	fail500.Body = errorJSON("server_error", "server_error", "boom")
+	const reserveOut = 4096 // ratelimit.default_max_output_tokens
+	tests := []struct {
+		name, path, body string
+		replies          []platformsim.Reply
+		cancelOnBill     bool   // the client leaves once the platform has billed
+		want             string // "exact" or the estimate reason expected
+		wantOut          int64  // when not 0: the output modelgate must settle
+	}{
+		// Issue 18: one choice of two fails, the other was billed.
+		{name: "fanout_partial_failure_json", path: "/v1/chat/completions",
+			body:    `{"model":"sim-chat","n":2,"messages":[{"role":"user","content":"hello"}]}`,
+			replies: []platformsim.Reply{fail500, {}}, want: "exact"},
+		{name: "fanout_partial_failure_stream", path: "/v1/chat/completions",
+			body:    `{"model":"sim-chat","n":2,"stream":true,"messages":[{"role":"user","content":"hello"}]}`,
+			replies: []platformsim.Reply{fail500, {}}, want: estFanoutCut, wantOut: reserveOut},
+		// The request was sent and billed, and no headers came: a header timeout...
+		{name: "header_timeout_responses", path: "/v1/responses", body: respBody,
+			replies: []platformsim.Reply{{Fault: platformsim.FaultStallAfterBilling}}, want: estNoAnswer, wantOut: reserveOut},
+		{name: "header_timeout_chat", path: "/v1/chat/completions", body: chatBody,
+			replies: []platformsim.Reply{{Fault: platformsim.FaultStallAfterBilling}}, want: estNoAnswer, wantOut: reserveOut},
+		{name: "header_timeout_stream", path: "/v1/responses", body: respStreamBody,
+			replies: []platformsim.Reply{{Fault: platformsim.FaultStallAfterBilling}}, want: estNoAnswer, wantOut: reserveOut},
+		// ...or the client leaving before the headers.
+		{name: "cancel_before_headers_responses", path: "/v1/responses", body: respBody, cancelOnBill: true,
+			replies: []platformsim.Reply{{Fault: platformsim.FaultStallAfterBilling, Delay: 0}}, want: estNoAnswer, wantOut: reserveOut},
+		{name: "cancel_before_headers_chat_stream", path: "/v1/chat/completions", body: chatStreamBody, cancelOnBill: true,
+			replies: []platformsim.Reply{{Fault: platformsim.FaultStallAfterBilling}}, want: estNoAnswer, wantOut: reserveOut},
+		// A non-stream answer whose body fails to read or parse was billed whole.
+		{name: "unreadable_body_responses", path: "/v1/responses", body: respBody,
+			replies: []platformsim.Reply{{Fault: platformsim.FaultInvalidJSON}}, want: estBody, wantOut: reserveOut},
+		{name: "reset_body_responses", path: "/v1/responses", body: respBody,
+			replies: []platformsim.Reply{{Fault: platformsim.FaultResetMidStream}}, want: estBody, wantOut: reserveOut},
+		{name: "unreadable_body_chat", path: "/v1/chat/completions", body: chatBody,
+			replies: []platformsim.Reply{{Fault: platformsim.FaultGarbage}}, want: estBody, wantOut: reserveOut},
+		// A stop sequence is modelgate's own cut; what was in flight is read before the call
+		// is cancelled, up to the terminal event and its usage.
+		{name: "stop_sequence", path: "/v1/chat/completions", want: "exact",
+			body: `{"model":"sim-long","messages":[{"role":"user","content":"hello"}],"stop":["lazy"]}`},
+		{name: "stop_sequence_stream", path: "/v1/chat/completions", want: "exact",
+			body: `{"model":"sim-long","stream":true,"messages":[{"role":"user","content":"hello"}],"stop":["lazy"]}`},
+		// A platform refusal bills nothing and charges nothing.
+		{name: "refused", path: "/v1/responses", body: respBody, replies: []platformsim.Reply{fail500}, want: "exact"},
+		{name: "plain", path: "/v1/chat/completions", body: chatBody, want: "exact"},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newResEnv(t, envOptions{mutate: func(c *config.Config) {
+				c.Upstream.ResponseHeaderTimeout = 300 * time.Millisecond
+				if tc.cancelOnBill {
+					c.Upstream.ResponseHeaderTimeout = time.Minute
+				}
+			}})
+			for _, r := range tc.replies {
+				env.sim.Enqueue("/v1/responses", r)
+			}
+			id := fmt.Sprintf("acct-%d", i)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancelOnBill {
+				go func() {
+					waitFor(5*time.Second, func() bool { return env.sim.BilledFor(id).Requests > 0 })
+					cancel()
+				}()
+			}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, env.front.URL+tc.path, strings.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bearer "+keyAlpha1)
+			req.Header.Set("X-Request-Id", id)
+			if resp, err := env.client.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			} else if !tc.cancelOnBill {
+				t.Fatal(err)
+			}
+			got := settledFor(t, env.logs, id)
+			billed := env.sim.BilledFor(id)
+			u, err := env.limiter.Usage(context.Background(), []ratelimit.Scope{{ID: "team:alpha"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u[0].DayInputTokens != got.Input || u[0].DayOutputTokens != got.Output {
+				t.Errorf("limiter settled in=%d out=%d, the log says in=%d out=%d", u[0].DayInputTokens, u[0].DayOutputTokens, got.Input, got.Output)
+			}
+			t.Logf("platform billed %+v; modelgate settled %+v", billed, got)
+			if tc.want == "exact" {
+				if got.Input != billed.InputTokens || got.Output != billed.OutputTokens || got.Estimated != "" {
+					t.Errorf("settled in=%d out=%d (estimated %q), the platform billed in=%d out=%d",
+						got.Input, got.Output, got.Estimated, billed.InputTokens, billed.OutputTokens)
+				}
+				return
+			}
+			if billed.Requests == 0 {
+				t.Fatalf("the platform billed nothing: the case was not exercised")
+			}
+			if got.Input < billed.InputTokens || got.Output < billed.OutputTokens {
+				t.Errorf("settled in=%d out=%d, below the platform's in=%d out=%d", got.Input, got.Output, billed.InputTokens, billed.OutputTokens)
+			}
+			if got.Estimated != tc.want {
+				t.Errorf("usage_estimated %q, want %q", got.Estimated, tc.want)
+			}
+			if tc.wantOut != 0 && got.Output != tc.wantOut {
+				t.Errorf("settled out=%d, want the reservation's %d", got.Output, tc.wantOut)
+			}
+			if !strings.Contains(env.logs.String(), `"msg":"billed, usage unknown"`) {
+				t.Errorf("no \"billed, usage unknown\" log line")
+			}
+		})
+	}
+}
+
+// failingWriter is a client connection that breaks on the write carrying marker.
+type failingWriter struct {
+	*httptest.ResponseRecorder
+	marker []byte
+}
+
+func (w failingWriter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, w.marker) {
+		return 0, errors.New("client gone")
+	}
+	return w.ResponseRecorder.Write(p)
+}
+
+// Issue 18: a Responses stream whose client write fails just as the terminal event arrives
+// settles the platform's usage from that event, not the input estimate.
+func TestPassthroughCountsTerminalUsageWhenTheClientLeaves(t *testing.T) {
+	gin.SetMode(gin.ReleaseMode)
+	s := &Server{}
+	st := &state{cfg: &config.Config{}}
+	var in bytes.Buffer
+	for _, ev := range streamEvents(0) {
+		data := strings.Replace(ev.Data, `"usage":{"input_tokens":5,"output_tokens":2,"total_tokens":7}`, `"usage":{"input_tokens":100,"output_tokens":50,"total_tokens":150}`, 1)
+		in.WriteString("event: " + ev.Type + "\ndata: " + data + "\n\n")
+	}
+	w := failingWriter{httptest.NewRecorder(), []byte("response.completed")}
+	c, _ := gin.CreateTestContext(w)
+	c.Request = httptest.NewRequest(http.MethodPost, "/v1/responses", nil)
+	resp := &http.Response{Body: io.NopCloser(&in)}
+	_, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := s.forwardResponsesStream(c, st, resp, ratelimit.Usage{InputTokens: 7, OutputTokens: 4096}, cancel)
+	if ch.usage != (ratelimit.Usage{InputTokens: 100, OutputTokens: 50}) || ch.unknown != "" {
+		t.Errorf("settled %+v (estimated %q), want the terminal event's 100/50", ch.usage, ch.unknown)
+	}
+	if !info(c).clientGone {
+		t.Errorf("the client's departure was not noted")
+	}
+}
+
+// Issue 18: the idle timer measures the platform's silence while modelgate waits for it, not
+// the time modelgate spends blocked writing to a slow client.
+func TestIdleTimerIgnoresTimeSpentWriting(t *testing.T) {
+	cancelled := false
+	cancel := func() { cancelled = true }
+	it := newIdleTimer(time.Hour, cancel) // fired by hand below, never by itself
+	defer it.stop()
+	r := &idleReader{r: strings.NewReader("event bytes"), idle: it}
+	if _, err := r.Read(make([]byte, 64)); err != nil {
+		t.Fatal(err)
+	}
+	// The relay has been writing that read's events to a slow client for two hours.
+	it.last.Store(monoNow() - int64(2*time.Hour))
+	it.expire(cancel)
+	if cancelled || it.fired.Load() {
+		t.Fatal("a relay blocked on its client was cut as idle")
+	}
+
+	// A read that has waited for the platform longer than the window is cut.
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	r = &idleReader{r: pr, idle: it}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = r.Read(make([]byte, 64))
+	}()
+	if !waitFor(5*time.Second, it.waiting.Load) {
+		t.Fatal("the read did not start")
+	}
+	it.last.Store(monoNow() - int64(2*time.Hour))
+	it.expire(cancel)
+	if !cancelled || !it.fired.Load() {
+		t.Error("a platform silent for longer than the window was not cut")
+	}
+	pw.CloseWithError(errors.New("done"))
+	<-done
+}
+
+// deafConn is an upstream connection modelgate never gets to read from: whatever the
+// platform answers stays in the socket until the connection is closed.
+type deafConn struct {
+	net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *deafConn) Read([]byte) (int, error) {
+	<-c.closed
+	return 0, net.ErrClosed
+}
+
+func (c *deafConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+// Issue 17's soak mismatch, replayed: the platform answers a stream at once and bills all of
+// it, but modelgate does not read the headers before its response-header timeout (a loaded
+// machine, a cold connection). The call ends in a 504; modelgate used to settle 0 tokens for
+// it while the platform billed the whole stream. It now settles the reservation.
+func TestHeaderTimeoutAfterThePlatformAnswered(t *testing.T) {
+	env := newResEnv(t, envOptions{
+		mutate: func(c *config.Config) { c.Upstream.ResponseHeaderTimeout = 300 * time.Millisecond },
+		wrapDial: func(next dialFunc) dialFunc {
+			return func(ctx context.Context, network, addr string) (net.Conn, error) {
+				conn, err := next(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return &deafConn{Conn: conn, closed: make(chan struct{})}, nil
+			}
+		},
+	})
+	const id = "header-timeout-1"
+	status, _, _ := env.call(t, "/v1/responses", keyAlpha1, `{"model":"sim-long","input":"hello","stream":true}`, "X-Request-Id", id)
+	if status != http.StatusGatewayTimeout {
+		t.Fatalf("status %d, want 504", status)
+	}
+	got := settledFor(t, env.logs, id)
+	if !waitFor(3*time.Second, func() bool { return env.sim.BilledFor(id).OutputTokens == 200 }) {
+		t.Fatalf("the platform billed %+v, not the whole stream", env.sim.BilledFor(id))
+	}
+	billed := env.sim.BilledFor(id)
+	if got.Input < billed.InputTokens || got.Output < billed.OutputTokens || got.Estimated != estNoAnswer {
+		t.Errorf("modelgate settled in=%d out=%d (estimated %q); the platform billed in=%d out=%d",
+			got.Input, got.Output, got.Estimated, billed.InputTokens, billed.OutputTokens)
+	}
+}
+
+// A config reload while streams are open changes nothing about their accounting: each still
+// settles exactly what the platform billed, under the limits it was admitted with.
+func TestReloadMidStreamSettlesExactly(t *testing.T) {
+	env := newResEnv(t, envOptions{})
+	bodies := []struct{ path, body string }{
+		{"/v1/responses", `{"model":"sim-slow","input":"reload me","stream":true}`},
+		{"/v1/chat/completions", `{"model":"sim-slow","stream":true,"messages":[{"role":"user","content":"reload me"}]}`},
+		{"/v1/chat/completions", `{"model":"sim-slow","stream":true,"n":2,"messages":[{"role":"user","content":"reload me"}]}`},
+	}
+	var resps []*http.Response
+	for i, b := range bodies {
+		resp := env.send(t, context.Background(), b.path, keyAlpha1, b.body, "X-Request-Id", fmt.Sprintf("reload-%d", i))
+		defer resp.Body.Close()
+		br := bufio.NewReader(resp.Body)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(line, "delta") {
+				break
+			}
+		}
+		resp.Body = io.NopCloser(br)
+		resps = append(resps, resp)
+	}
+	cfg := *env.cfg
+	cfg.Teams = append([]config.Team(nil), cfg.Teams...)
+	cfg.Teams[0].Limits = config.Limits{TokensPerMinute: 1 << 30, ConcurrentRequests: 10}
+	a, err := auth.New(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.server.Reload(&cfg, a)
+	for _, resp := range resps {
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range bodies {
+		id := fmt.Sprintf("reload-%d", i)
+		got := settledFor(t, env.logs, id)
+		billed := env.sim.BilledFor(id)
+		if got.Estimated != "" || got.Input != billed.InputTokens || got.Output != billed.OutputTokens {
+			t.Errorf("%s: settled %+v, the platform billed %+v", id, got, billed)
+		}
+	}
+}
+
+func TestChargeRules(t *testing.T) {
+	u := func(in, out int64) ratelimit.Usage { return ratelimit.Usage{InputTokens: in, OutputTokens: out} }
+	reserve := u(10, 100)
+	tests := []struct {
+		name string
+		got  charge
+		want charge
+	}{
+		{"known", knownUsage(u(3, 4)), charge{usage: u(3, 4)}},
+		{"bound_is_the_reservation", upperBound(reserve, u(10, 7), estStreamCut), charge{usage: u(10, 100), unknown: estStreamCut}},
+		{"bound_never_below_what_was_read", upperBound(reserve, u(10, 150), estStreamCut), charge{usage: u(10, 150), unknown: estStreamCut}},
+		{"early_cut_adds_the_allowance", earlyCut(reserve, u(10, 7), estEarlyCut), charge{usage: u(10, 7+inFlightAllowance), unknown: estEarlyCut}},
+		{"early_cut_allowance_capped_by_the_reservation", earlyCut(reserve, u(10, 95), estEarlyCut), charge{usage: u(10, 100), unknown: estEarlyCut}},
+		{"early_cut_past_the_reservation", earlyCut(reserve, u(10, 120), estEarlyCut), charge{usage: u(10, 120), unknown: estEarlyCut}},
+		{"sum_keeps_the_first_reason", knownUsage(u(1, 1)).plus(upperBound(reserve, u(0, 0), estNoAnswer)).plus(earlyCut(reserve, u(0, 0), estEarlyCut)),
+			charge{usage: u(21, 117), unknown: estNoAnswer}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.got != tc.want {
+				t.Errorf("got %+v, want %+v", tc.got, tc.want)
+			}
+		})
+	}
+}
