@@ -263,6 +263,7 @@ func serve(o options, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	obs.WatchPlatformKeys(srv.KeyStates)
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

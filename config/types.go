@@ -30,6 +30,10 @@ type Upstream struct {
 	KeepAliveInterval     time.Duration `yaml:"keepalive_interval"`      // SSE ": keep-alive" comment on idle client streams; 0 = off
 	MaxRetries            *int          `yaml:"max_retries"`             // default 2
 	HealthInterval        time.Duration `yaml:"health_interval"`         // readiness probe period; default 15s
+
+	// UpstreamAPIKeys is a pool of default platform keys, an alternative to APIKey: requests
+	// are spread over them and fail over from a rejected or rate-limited one.
+	UpstreamAPIKeys []string `yaml:"upstream_api_keys"`
 }
 
 // Model is one entry of what /v1/models lists.
@@ -48,6 +52,19 @@ type Ratelimit struct {
 	DataPath string `yaml:"data_path"` // default "modelgate-data"
 	// DefaultMaxOutputTokens is reserved at admission when a request names no output cap.
 	DefaultMaxOutputTokens int64 `yaml:"default_max_output_tokens"` // default 4096
+	// Redis addresses a single server, Sentinel or Cluster when Store is "redis".
+	Redis Redis `yaml:"redis"`
+}
+
+// Redis is the shared store's connection: one server, a Sentinel-managed master or a Cluster.
+type Redis struct {
+	Addrs          []string `yaml:"addrs"`           // host:port; Sentinels' when SentinelMaster is set
+	Cluster        bool     `yaml:"cluster"`         // addrs are Redis Cluster nodes
+	SentinelMaster string   `yaml:"sentinel_master"` // set: addrs are Sentinels serving this master
+	Username       string   `yaml:"username"`
+	Password       string   `yaml:"password"`
+	DB             int      `yaml:"db"` // single server and Sentinel only; Cluster has just 0
+	TLS            bool     `yaml:"tls"`
 }
 
 // Limits are one scope's budgets. Zero means unlimited; negative values are rejected.
@@ -66,6 +83,9 @@ type Team struct {
 	Limits         Limits   `yaml:"limits"`
 	Mode           string   `yaml:"mode"` // "enforce" (default) or "shadow": report refusals without refusing
 	Keys           []Key    `yaml:"keys"`
+	// UpstreamAPIKeys is the team's own pool of platform keys, an alternative to
+	// UpstreamAPIKey; default Upstream's key or keys.
+	UpstreamAPIKeys []string `yaml:"upstream_api_keys"`
 }
 
 // Key is one local key handed to a team. Exactly one of Key and KeySHA256 is set.

@@ -124,9 +124,7 @@ func (v *validator) upstream(u *Upstream) {
 	if u.BaseURL != "" {
 		v.httpURL("upstream.base_url", u.BaseURL)
 	}
-	if u.APIKey != "" {
-		v.secret("upstream.api_key", u.APIKey)
-	}
+	v.keyPool("upstream.api_key", u.APIKey, "upstream.upstream_api_keys", u.UpstreamAPIKeys)
 	v.nonNegativeDuration("upstream.dial_timeout", u.DialTimeout)
 	v.nonNegativeDuration("upstream.response_header_timeout", u.ResponseHeaderTimeout)
 	v.nonNegativeDuration("upstream.stream_idle_timeout", u.StreamIdleTimeout)
@@ -291,9 +289,8 @@ func (v *validator) teams(c *Config, modelIDs map[string]bool) map[[32]byte]stri
 		} else {
 			teamFirst[t.Name] = i
 		}
-		if t.UpstreamAPIKey != "" {
-			v.secret(tp+".upstream_api_key", t.UpstreamAPIKey)
-		} else if c.Upstream.APIKey == "" {
+		own := v.keyPool(tp+".upstream_api_key", t.UpstreamAPIKey, tp+".upstream_api_keys", t.UpstreamAPIKeys)
+		if !own && c.Upstream.APIKey == "" && len(c.Upstream.UpstreamAPIKeys) == 0 {
 			v.fail(tp, "no platform key for this team: set upstream.api_key or %s.upstream_api_key%s",
 				tp, v.emptyHint(tp+".upstream_api_key")+v.emptyHint("upstream.api_key"))
 		}

@@ -42,11 +42,11 @@ func (s *Server) openGateway(parent context.Context, st *state, p *auth.Principa
 	if stream {
 		accept = "text/event-stream"
 	}
-	resp, err := s.attempt(ctx, st, ri, deadline, func(ctx context.Context) (*http.Request, error) {
+	resp, err := s.attempt(ctx, st, ri, deadline, keysFor(st, p), func(ctx context.Context, key string) (*http.Request, error) {
 		return s.platform.NewGatewayRequest(ctx, platform.Call{
 			Method: http.MethodPost, Path: platform.ResponsesPath, Body: body,
 			ContentType: "application/json", Accept: accept,
-			Key: p.PlatformKey.Reveal(), RequestID: ri.requestID,
+			Key: key, RequestID: ri.requestID,
 		})
 	})
 	if err != nil {

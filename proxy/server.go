@@ -69,6 +69,7 @@ type state struct {
 	auth   *auth.Authenticator
 	models modelTable
 	retry  retryPolicy
+	pools  map[string]*keyPool // team name -> its platform keys
 }
 
 // outputReserve is how many output tokens admission reserves for a call that asked for at
@@ -105,7 +106,7 @@ func New(d Deps) (*Server, error) {
 		d.Now = time.Now
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now}
-	s.st.Store(newState(d.Config, d.Auth))
+	s.st.Store(s.withPools(newState(d.Config, d.Auth)))
 	s.engine = s.routes(d.MetricsHandler)
 	s.ready.Store(true)
 	return s, nil
@@ -125,7 +126,7 @@ func newState(cfg *config.Config, a *auth.Authenticator) *state {
 // Reload swaps in a new, validated config. In-flight requests finish under the old one;
 // limiter counters are keyed by team and key name, so keys that still exist keep their state.
 func (s *Server) Reload(cfg *config.Config, a *auth.Authenticator) {
-	s.st.Store(newState(cfg, a))
+	s.st.Store(s.withPools(newState(cfg, a)))
 }
 
 // Handler returns the HTTP handler.
@@ -293,7 +294,7 @@ func (s *Server) healthz(c *gin.Context) {
 
 func (s *Server) readyz(c *gin.Context) {
 	info(c).route = "/readyz"
-	if s.draining.Load() || !s.ready.Load() {
+	if s.draining.Load() || !s.ready.Load() || s.state().teamWithoutKeys() != "" {
 		c.Data(http.StatusServiceUnavailable, "application/json", []byte(`{"status":"unavailable"}`))
 		return
 	}

@@ -282,29 +282,29 @@ func ints(vals []any) []int64 {
 
 func ownerKey(assetID string) string { return keyPrefix + "owner:" + assetID }
 
-func (r *redisStore) putOwner(parent context.Context, assetID, team string, expires time.Time) error {
+func (r *redisStore) putOwner(parent context.Context, assetID string, o AssetOwner, expires time.Time) error {
 	ctx, cancel := r.ctx(parent)
 	defer cancel()
-	val := strconv.FormatInt(expires.UnixNano(), 10) + "|" + team
+	val := strconv.FormatInt(expires.UnixNano(), 10) + "|" + o.encode()
 	return r.rdb.SetArgs(ctx, ownerKey(assetID), val, redis.SetArgs{ExpireAt: expires}).Err()
 }
 
-func (r *redisStore) owner(parent context.Context, now time.Time, assetID string) (string, bool, error) {
+func (r *redisStore) owner(parent context.Context, now time.Time, assetID string) (AssetOwner, bool, error) {
 	ctx, cancel := r.ctx(parent)
 	defer cancel()
 	val, err := r.rdb.Get(ctx, ownerKey(assetID)).Result()
 	if errors.Is(err, redis.Nil) {
-		return "", false, nil
+		return AssetOwner{}, false, nil
 	}
 	if err != nil {
-		return "", false, err
+		return AssetOwner{}, false, err
 	}
-	exp, team, ok := strings.Cut(val, "|")
+	exp, owner, ok := strings.Cut(val, "|")
 	n, perr := strconv.ParseInt(exp, 10, 64)
 	if !ok || perr != nil || n <= now.UnixNano() {
-		return "", false, nil
+		return AssetOwner{}, false, nil
 	}
-	return team, true, nil
+	return decodeOwner(owner), true, nil
 }
 
 // renewLoop keeps this replica's slots alive. A replica that dies stops renewing, and its
