@@ -250,7 +250,7 @@ func serve(o options, logger *slog.Logger) error {
 		return err
 	}
 	limiter, err := ratelimit.New(ratelimit.Options{
-		Store: cfg.Ratelimit.Store, OnStoreError: cfg.Ratelimit.OnStoreError,
+		Store: cfg.Ratelimit.Store, OnStoreError: cfg.Ratelimit.OnStoreError, Redis: cfg.Ratelimit.Redis,
 		DataPath: cfg.Ratelimit.DataPath, Logger: logger,
 	})
 	if err != nil {

@@ -61,3 +61,40 @@ func TestTeamPlatformKeys(t *testing.T) {
 		})
 	}
 }
+
+func TestRedisBlock(t *testing.T) {
+	cases := []struct {
+		name, yaml, want string // want "" = valid
+	}{
+		{"single", "ratelimit:\n  store: redis\n  redis:\n    addrs: [10.0.0.5:6379]\n    password: pw-secret\n", ""},
+		{"cluster", "ratelimit:\n  store: redis\n  redis:\n    addrs: [a:7000, b:7001, c:7002]\n    cluster: true\n", ""},
+		{"sentinel", "ratelimit:\n  store: redis\n  redis:\n    addrs: [a:26379, b:26379]\n    sentinel_master: mymaster\n    db: 2\n", ""},
+		{"url_still_works", "ratelimit:\n  store: redis://127.0.0.1:6379/0\n", ""},
+		{"no_addrs", "ratelimit:\n  store: redis\n", "ratelimit.redis.addrs: store: redis needs at least one host:port"},
+		{"bad_addr", "ratelimit:\n  store: redis\n  redis:\n    addrs: [nohost]\n", `ratelimit.redis.addrs[0]: want host:port, got "nohost"`},
+		{"both_modes", "ratelimit:\n  store: redis\n  redis:\n    addrs: [a:1]\n    cluster: true\n    sentinel_master: m\n", "set cluster or sentinel_master, not both"},
+		{"cluster_db", "ratelimit:\n  store: redis\n  redis:\n    addrs: [a:1]\n    cluster: true\n    db: 1\n", "Redis Cluster has only database 0"},
+		{"several_plain", "ratelimit:\n  store: redis\n  redis:\n    addrs: [a:1, b:2]\n", "several addresses need cluster: true or sentinel_master"},
+		{"block_without_store", "ratelimit:\n  store: redis://u:pw-secret@h:1/0\n  redis:\n    addrs: [a:1]\n", "ratelimit.redis: is used only with store: redis"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(tc.yaml), "c.yaml", nil)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(cfg.Summary(), "pw-secret") {
+					t.Errorf("summary shows the password:\n%s", cfg.Summary())
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "pw-secret") {
+				t.Errorf("error shows the password: %v", err)
+			}
+		})
+	}
+}

@@ -103,6 +103,9 @@ func (c *Config) Summary() string {
 		w("ratelimit store: memory (daily usage kept in %s)", orUnset(r.DataPath, defaultDataPath))
 	} else {
 		w("ratelimit store: %s; on store error: %s", redactedStore(r.Store), orUnset(r.OnStoreError, defaultOnStoreError))
+		if r.Store == "redis" {
+			w("  redis: %s", r.Redis.topology())
+		}
 	}
 	w("default max output tokens reserved: %d", r.DefaultMaxOutputTokens)
 

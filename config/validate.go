@@ -219,11 +219,12 @@ func (v *validator) models(models []Model) map[string]bool {
 }
 
 func (v *validator) ratelimit(r *Ratelimit) {
-	if r.Store != "" && r.Store != "memory" {
+	if r.Store != "" && r.Store != "memory" && r.Store != "redis" {
 		if p := storeProblem(r.Store); p != "" {
 			v.fail("ratelimit.store", "%s", p)
 		}
 	}
+	v.redis(r)
 	switch r.OnStoreError {
 	case "", "allow", "deny":
 	default:
@@ -234,7 +235,7 @@ func (v *validator) ratelimit(r *Ratelimit) {
 
 // storeProblem checks a redis:// or rediss:// URL without echoing it: it may carry a password.
 func storeProblem(raw string) string {
-	const want = "want memory, redis://host:port/db or rediss://host:port/db"
+	const want = "want memory, redis://host:port/db or rediss://host:port/db, or redis with a ratelimit.redis block"
 	u, err := url.Parse(raw)
 	if err != nil {
 		return want

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"modelgate/config"
+	"modelgate/redisconn"
 )
 
 // Options configure a Limiter.
@@ -27,6 +28,8 @@ type Options struct {
 	LeaseTTL time.Duration
 	// StoreTimeout bounds one Redis round trip; default 500ms.
 	StoreTimeout time.Duration
+	// Redis is the connection when Store is "redis": one server, Sentinel or Cluster.
+	Redis config.Redis
 }
 
 // Scope is one set of budgets: "team:<name>", "key:<team>/<key>" or "caller:<sha256 hex>".
@@ -156,10 +159,10 @@ func New(opts Options) (*Limiter, error) {
 	switch {
 	case opts.Store == "" || opts.Store == "memory":
 		l.store, err = newMemoryStore(opts, l.now, l.log)
-	case strings.HasPrefix(opts.Store, "redis://") || strings.HasPrefix(opts.Store, "rediss://"):
+	case redisconn.IsRedis(opts.Store):
 		l.store, err = newRedisStore(opts, l.now, l.log)
 	default:
-		return nil, errors.New("ratelimit: store: want memory, redis:// or rediss://")
+		return nil, errors.New("ratelimit: store: want memory, redis, redis:// or rediss://")
 	}
 	if err != nil {
 		return nil, err

@@ -10,9 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"modelgate/config"
+	"modelgate/redisconn"
 )
 
 const (
@@ -20,9 +24,10 @@ const (
 	dayKeyTTL = 3 * 24 * time.Hour // a day's counters outlive the day long enough for late settles and reports
 )
 
-// redisStore shares every counter between replicas through one Redis.
+// redisStore shares every counter between replicas through Redis: one server, a Sentinel
+// master or a Cluster.
 type redisStore struct {
-	rdb      *redis.Client
+	rdb      *redisconn.Client
 	now      func() time.Time
 	log      *slog.Logger
 	timeout  time.Duration
@@ -31,29 +36,25 @@ type redisStore struct {
 	leases sync.Map // lease id -> *admission: this replica's live concurrency slots, renewed
 	stop   chan struct{}
 	done   chan struct{}
+
+	settleIDs atomic.Uint64 // with idPrefix, names each settlement for idempotent retries
+	idPrefix  string
+	retry     settleQueue
 }
 
 func newRedisStore(opts Options, now func() time.Time, log *slog.Logger) (*redisStore, error) {
-	ro, err := redis.ParseURL(opts.Store)
+	rdb, err := redisconn.New(config.Ratelimit{Store: opts.Store, Redis: opts.Redis}, opts.StoreTimeout)
 	if err != nil {
-		// The URL may hold a password; the parser's message does not echo it, but the URL is
-		// left out all the same.
-		return nil, errors.New("ratelimit: store: not a valid redis:// URL")
+		return nil, err
 	}
-	ro.DialTimeout = opts.StoreTimeout
-	ro.ReadTimeout = opts.StoreTimeout
-	ro.WriteTimeout = opts.StoreTimeout
-	ro.PoolTimeout = opts.StoreTimeout
-	// Scripts are not idempotent: a retry after a lost reply would charge twice.
-	ro.MaxRetries = -1
-	// One dial attempt: during an outage on_store_error should apply at once, not after
-	// several dial timeouts.
-	ro.DialerRetries = 1
 	routeRedisLogs.Do(func() { redis.SetLogger(slogPrintf{log}) })
 	r := &redisStore{
-		rdb: redis.NewClient(ro), now: now, log: log, timeout: opts.StoreTimeout, leaseTTL: opts.LeaseTTL,
-		stop: make(chan struct{}), done: make(chan struct{}),
+		rdb: rdb, now: now, log: log, timeout: opts.StoreTimeout, leaseTTL: opts.LeaseTTL,
+		stop: make(chan struct{}), done: make(chan struct{}), idPrefix: newLeaseID()[:8] + ":",
 	}
+	r.retry.wake = make(chan struct{}, 1)
+	r.retry.done = make(chan struct{})
+	go r.retrySettles()
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StoreTimeout)
 	defer cancel()
 	if err := r.rdb.Ping(ctx).Err(); err != nil {
@@ -65,10 +66,29 @@ func newRedisStore(opts Options, now func() time.Time, log *slog.Logger) (*redis
 	return r, nil
 }
 
-func scopeKey(kind, id string) string         { return keyPrefix + kind + ":" + id }
-func redisDayKey(day int64, id string) string { return keyPrefix + "day:" + dayString(day) + ":" + id }
-func redisMinuteKey(minute int64, id string) string {
-	return keyPrefix + "min:" + strconv.FormatInt(minute, 10) + ":" + id
+// slotTag is the part of a scope's keys that Redis Cluster hashes: the team for a team and
+// its keys, so one admission's scripts touch a single slot; the caller for passthrough.
+func slotTag(id string) string {
+	switch {
+	case strings.HasPrefix(id, "team:"):
+		return id[len("team:"):]
+	case strings.HasPrefix(id, "key:"):
+		if team, _, ok := strings.Cut(id[len("key:"):], "/"); ok {
+			return team
+		}
+	}
+	return id
+}
+
+// Key names: mg:rl:<kind>:<scope>, with a {tag} after the prefix on a Cluster.
+func (r *redisStore) scopeKey(kind, id string) string {
+	return keyPrefix + r.rdb.HashTag(slotTag(id)) + kind + ":" + id
+}
+func (r *redisStore) dayKey(day int64, id string) string {
+	return keyPrefix + r.rdb.HashTag(slotTag(id)) + "day:" + dayString(day) + ":" + id
+}
+func (r *redisStore) minuteKey(minute int64, id string) string {
+	return keyPrefix + r.rdb.HashTag(slotTag(id)) + "min:" + strconv.FormatInt(minute, 10) + ":" + id
 }
 
 func micros(t time.Time) int64 { return t.UnixMicro() }
@@ -92,8 +112,8 @@ func (r *redisStore) admit(parent context.Context, now time.Time, a *admission) 
 		(2 * r.leaseTTL).Milliseconds(), int64(dayKeyTTL/time.Second))
 	for i := 0; i < a.n; i++ {
 		id, lim := a.scopes[i].ID, a.scopes[i].Limits
-		keys = append(keys, scopeKey("rpm", id), scopeKey("tpm", id), scopeKey("conc", id),
-			redisDayKey(day, id), redisMinuteKey(minute, id))
+		keys = append(keys, r.scopeKey("rpm", id), r.scopeKey("tpm", id), r.scopeKey("conc", id),
+			r.dayKey(day, id), r.minuteKey(minute, id))
 		args = append(args, lim.RequestsPerMinute, lim.TokensPerMinute, lim.ConcurrentRequests, lim.TokensPerDay)
 	}
 	ctx, cancel := r.ctx(parent)
@@ -147,22 +167,36 @@ func parseView(s []string) (view, error) {
 }
 
 func (r *redisStore) settle(parent context.Context, now time.Time, t *Ticket, u Usage) error {
-	a := t.a
-	if a.lease != "" {
-		r.leases.Delete(a.lease)
+	if t.a.lease != "" {
+		r.leases.Delete(t.a.lease)
 	}
-	minute := minuteOf(now)
+	p := &pendingSettle{now: now, t: t, u: u, id: r.idPrefix + strconv.FormatUint(r.settleIDs.Add(1), 36)}
+	err := r.runSettle(parent, p)
+	if err != nil {
+		// The request was admitted and its usage is real: a Redis failover or a restarting
+		// cluster node must not lose it. The script is idempotent by id, so a settlement whose
+		// reply was lost is not charged twice.
+		p.first = time.Now()
+		r.retry.add(p)
+	}
+	return err
+}
+
+func (r *redisStore) runSettle(parent context.Context, p *pendingSettle) error {
+	t, u := p.t, p.u
+	a := t.a
+	minute := minuteOf(p.now)
 	used := u.InputTokens + u.OutputTokens
 	charged := "0"
 	if t.charged {
 		charged = "1"
 	}
 	keys := make([]string, 0, 4*a.n)
-	args := []any{micros(now), a.n, charged, a.tokens - used, u.InputTokens, u.OutputTokens, a.lease,
-		int64(dayKeyTTL / time.Second), strconv.FormatInt(used-a.tokens, 10)}
+	args := []any{micros(p.now), a.n, charged, a.tokens - used, u.InputTokens, u.OutputTokens, a.lease,
+		int64(dayKeyTTL / time.Second), strconv.FormatInt(used-a.tokens, 10), p.id}
 	for i := 0; i < a.n; i++ {
 		id := a.scopes[i].ID
-		keys = append(keys, scopeKey("tpm", id), scopeKey("conc", id), redisDayKey(t.day, id), redisMinuteKey(minute, id))
+		keys = append(keys, r.scopeKey("tpm", id), r.scopeKey("conc", id), r.dayKey(t.day, id), r.minuteKey(minute, id))
 		args = append(args, a.scopes[i].Limits.TokensPerMinute)
 	}
 	ctx, cancel := r.ctx(parent)
@@ -219,11 +253,11 @@ func (r *redisStore) read(parent context.Context, now time.Time, scopes []Scope)
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, sc := range scopes {
 			cs[i] = cmds{
-				rpm:  p.HMGet(ctx, scopeKey("rpm", sc.ID), "l", "t"),
-				tpm:  p.HMGet(ctx, scopeKey("tpm", sc.ID), "l", "t"),
-				conc: p.ZCount(ctx, scopeKey("conc", sc.ID), "("+strconv.FormatInt(micros(now), 10), "+inf"),
-				dayC: p.HMGet(ctx, redisDayKey(day, sc.ID), "c", "r", "i", "o"),
-				minC: p.HMGet(ctx, redisMinuteKey(minute, sc.ID), "r", "i", "o"),
+				rpm:  p.HMGet(ctx, r.scopeKey("rpm", sc.ID), "l", "t"),
+				tpm:  p.HMGet(ctx, r.scopeKey("tpm", sc.ID), "l", "t"),
+				conc: p.ZCount(ctx, r.scopeKey("conc", sc.ID), "("+strconv.FormatInt(micros(now), 10), "+inf"),
+				dayC: p.HMGet(ctx, r.dayKey(day, sc.ID), "c", "r", "i", "o"),
+				minC: p.HMGet(ctx, r.minuteKey(minute, sc.ID), "r", "i", "o"),
 			}
 		}
 		return nil
@@ -334,7 +368,7 @@ func (r *redisStore) renew() error {
 		a := v.(*admission)
 		for i := 0; i < a.n; i++ {
 			if a.scopes[i].Limits.ConcurrentRequests > 0 {
-				key := scopeKey("conc", a.scopes[i].ID)
+				key := r.scopeKey("conc", a.scopes[i].ID)
 				p.ZAddXX(ctx, key, redis.Z{Score: exp, Member: a.lease})
 				p.PExpire(ctx, key, 2*r.leaseTTL)
 			}
@@ -351,6 +385,13 @@ func (r *redisStore) renew() error {
 func (r *redisStore) close() error {
 	close(r.stop)
 	<-r.done
+	<-r.retry.done
+	// One last try for settlements still waiting, so a clean shutdown during a short outage
+	// loses as little as it can.
+	r.drainSettles()
+	if n := r.retry.len(); n > 0 {
+		r.log.Warn("rate limit settlements lost at shutdown: the store stayed unreachable", "count", n)
+	}
 	return r.rdb.Close()
 }
 

@@ -84,16 +84,18 @@ return out
 
 // settleScript: KEYS per scope: tpm, conc, admission day, current minute. ARGV: now µs, scope
 // count, charged (1/0), reserved minus used (refund, may be negative), input, output, lease
-// id, day key TTL s, used minus reserved as an integer string, then per scope
-// tokens_per_minute.
+// id, day key TTL s, used minus reserved as an integer string, settlement id, then per scope
+// tokens_per_minute. A settlement id already seen (a retry whose first try ran but lost its
+// reply) changes nothing and returns 0; the id is kept in the first scope's minute hash.
 var settleScript = redis.NewScript(luaBucket + `
+if redis.call('HSETNX', KEYS[4], 's:' .. ARGV[10], 1) == 0 then return 0 end
 local now = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
 local charged = ARGV[3] == '1'
 local refund = tonumber(ARGV[4])
 for i = 1, n do
   local k = (i - 1) * 4
-  local tpm = tonumber(ARGV[9 + i])
+  local tpm = tonumber(ARGV[10 + i])
   if charged then
     if tpm > 0 then
       local l, t = level(KEYS[k + 1], tpm, now)
