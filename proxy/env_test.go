@@ -127,6 +127,9 @@ type envOptions struct {
 	limiterNow func() time.Time
 	// now is the server's clock (caches, asset expiry); default time.Now.
 	now func() time.Time
+	// limiter, when set, is the limiter's store options instead of the memory store
+	// (Logger and Now are filled in).
+	limiter *ratelimit.Options
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -177,7 +180,12 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewJSONHandler(env.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	env.limiter, err = ratelimit.New(ratelimit.Options{Store: "memory", Logger: logger, Now: o.limiterNow})
+	lo := ratelimit.Options{Store: "memory"}
+	if o.limiter != nil {
+		lo = *o.limiter
+	}
+	lo.Logger, lo.Now = logger, o.limiterNow
+	env.limiter, err = ratelimit.New(lo)
 	if err != nil {
 		t.Fatal(err)
 	}
