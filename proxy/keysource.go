@@ -42,7 +42,7 @@ func (ks keySource) next(tried []*poolKey) (*poolKey, bool) {
 
 // keysFor is the key source of a principal's calls.
 func keysFor(st *state, p *auth.Principal) keySource {
-	if pool := st.pools[p.Team]; pool != nil && st.auth.Mode() == auth.ModeKeys {
+	if pool := st.pools[p.Team]; pool != nil && len(pool.keys) > 0 && st.auth.Mode() == auth.ModeKeys {
 		return keySource{pool: pool}
 	}
 	return keySource{plain: p.PlatformKey.Reveal()}

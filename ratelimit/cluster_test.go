@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,6 +83,7 @@ func TestClusterAdmissionsStayInOneSlot(t *testing.T) {
 	defer cc.Close()
 	slots := map[string]int64{} // tag -> slot
 	nodes := map[string]bool{}
+	var mu sync.Mutex // ForEachMaster visits the nodes concurrently
 	err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 		keys, err := m.Keys(ctx, "mg:rl:{*").Result()
 		if err != nil {
@@ -93,11 +95,14 @@ func TestClusterAdmissionsStayInOneSlot(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if prev, seen := slots[tag]; seen && prev != slot {
-				return fmt.Errorf("tag %s spans slots %d and %d", tag, prev, slot)
-			}
+			mu.Lock()
+			prev, seen := slots[tag]
 			slots[tag] = slot
 			nodes[m.Options().Addr] = true
+			mu.Unlock()
+			if seen && prev != slot {
+				return fmt.Errorf("tag %s spans slots %d and %d", tag, prev, slot)
+			}
 		}
 		return nil
 	})
