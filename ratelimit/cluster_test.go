@@ -116,3 +116,43 @@ func TestClusterAdmissionsStayInOneSlot(t *testing.T) {
 		t.Errorf("every team landed on one node (%v): the test proves little", nodes)
 	}
 }
+
+// TestClusterNodeRestartKeepsSettlements: the node holding a team's counters restarts while
+// its requests are in flight; their settlements wait and land once the node is back.
+func TestClusterNodeRestartKeepsSettlements(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, "--appendonly", "yes", "--appendfsync", "always")
+	c := newClock(start)
+	l := newLimiter(t, Options{Store: "redis", Redis: config.Redis{Addrs: cl.Addrs(), Cluster: true}, Now: c.Now,
+		StoreTimeout: 300 * time.Millisecond})
+	ctx := context.Background()
+	lim := config.Limits{TokensPerDay: 10_000, ConcurrentRequests: 10}
+	req := Request{Key: Scope{ID: "key:search/a", Limits: lim}, Team: teamScope("search", lim), Tokens: 500}
+	var tickets []*Ticket
+	for range 3 {
+		tk, d, err := l.Admit(ctx, req)
+		if err != nil || !d.Allowed {
+			t.Fatalf("admit: %+v %v", d, err)
+		}
+		tickets = append(tickets, tk)
+	}
+	node := cl.NodeOf(t, "{search}")
+	node.Kill()
+	for _, tk := range tickets {
+		tk.Settle(Usage{InputTokens: 100, OutputTokens: 20}) // the node is down: queued
+	}
+	node.Restart()
+	cl.WaitOK(t)
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		u, err := l.Usage(ctx, []Scope{req.Key, *req.Team})
+		if err == nil && u[1].DayInputTokens == 300 {
+			if u[1].DayOutputTokens != 60 || u[1].Remaining["tokens_per_day"] != 10_000-360 || u[1].Remaining["concurrent_requests"] != 10 {
+				t.Fatalf("team usage after the restart: %+v", u[1])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("settlements lost across the node restart: %+v %v", u, err)
+		}
+		time.Sleep(20 * time.Millisecond) // waiting for the retry goroutine and the node
+	}
+}

@@ -136,30 +136,63 @@ func (c *Cluster) Addrs() []string {
 	return out
 }
 
-// StartCluster starts n cluster-enabled servers and joins them with
-// redis-cli --cluster create ... --cluster-replicas 0 --cluster-yes.
-func StartCluster(t testing.TB, n int) *Cluster {
+// StartCluster starts n cluster-enabled servers (with extra arguments each) and joins them
+// with redis-cli --cluster create ... --cluster-replicas 0 --cluster-yes.
+func StartCluster(t testing.TB, n int, extra ...string) *Cluster {
 	t.Helper()
 	cli := binary(t, "redis-cli")
 	c := &Cluster{}
 	for range n {
-		c.Nodes = append(c.Nodes, Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "1000"))
+		args := append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "1000"}, extra...)
+		c.Nodes = append(c.Nodes, Start(t, args...))
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
 	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}
+	c.WaitOK(t)
+	return c
+}
+
+// WaitOK waits until every node reports cluster_state:ok (after creation, or a restart).
+func (c *Cluster) WaitOK(t testing.TB) {
+	t.Helper()
 	for _, node := range c.Nodes {
 		cl := redis.NewClient(&redis.Options{Addr: node.Addr, MaxRetries: -1})
-		waitFor(t, 10*time.Second, node.Addr+" to see the cluster ok", func() bool {
+		waitFor(t, 15*time.Second, node.Addr+" to see the cluster ok", func() bool {
 			info, err := cl.ClusterInfo(context.Background()).Result()
 			return err == nil && strings.Contains(info, "cluster_state:ok")
 		})
 		cl.Close()
 	}
-	return c
+}
+
+// NodeOf returns the node that serves key's slot.
+func (c *Cluster) NodeOf(t testing.TB, key string) *Server {
+	t.Helper()
+	cl := redis.NewClient(&redis.Options{Addr: c.Nodes[0].Addr, MaxRetries: -1})
+	defer cl.Close()
+	slot, err := cl.ClusterKeySlot(context.Background(), key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards, err := cl.ClusterSlots(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range shards {
+		if int64(s.Start) <= slot && slot <= int64(s.End) {
+			for _, n := range c.Nodes {
+				if n.Addr == s.Nodes[0].Addr {
+					return n
+				}
+			}
+		}
+	}
+	t.Fatalf("no node serves slot %d", slot)
+	return nil
 }
 
 // Sentinel is a master, one replica and one Sentinel watching them (quorum 1).
