@@ -91,8 +91,9 @@ func (k *poolKey) usable(now time.Time) (ok, probe bool) {
 // pick chooses the key for the next attempt among those not in tried: the healthy key with
 // the fewest calls in flight, ties at random. When every untried key is cooling or out, the
 // one that recovers soonest is returned all the same, so the platform's own answer (a 429 or
-// 401) reaches the client rather than one modelgate made up. nil means every key was tried.
-func (p *keyPool) pick(tried []*poolKey) *poolKey {
+// 401) reaches the client rather than one modelgate made up; ok is false then. nil means
+// every key was tried.
+func (p *keyPool) pick(tried []*poolKey) (k *poolKey, ok bool) {
 	now := p.now()
 	var best []*poolKey
 	var bestLoad int64
@@ -119,9 +120,9 @@ func (p *keyPool) pick(tried []*poolKey) *poolKey {
 		}
 	}
 	if len(best) == 0 {
-		return fallback
+		return fallback, false
 	}
-	k := best[0]
+	k = best[0]
 	if len(best) > 1 {
 		k = best[p.intn(len(best))]
 	}
@@ -130,7 +131,7 @@ func (p *keyPool) pick(tried []*poolKey) *poolKey {
 		k.probing = true
 	}
 	k.mu.Unlock()
-	return k
+	return k, true
 }
 
 // recovery is when k may be used again, for ordering keys that cannot be used now.
@@ -215,7 +216,8 @@ func (p *keyPool) say(msg string, args ...any) {
 	}
 }
 
-// release ends a pick that sent nothing (the request could not be built).
+// release ends a usable pick that sent nothing: the request could not be built, or the
+// caller chose not to use it.
 func (k *poolKey) release() {
 	k.mu.Lock()
 	k.probing = false

@@ -22,22 +22,15 @@ func (ks keySource) next(tried []*poolKey) (*poolKey, bool) {
 		if contains(tried, ks.pin) {
 			return nil, false
 		}
-		ok, _ := ks.pin.usable(ks.pool.now())
-		ks.pin.mu.Lock()
-		if ks.pin.state == keyOut {
+		ok, probe := ks.pin.usable(ks.pool.now())
+		if probe {
+			ks.pin.mu.Lock()
 			ks.pin.probing = true
+			ks.pin.mu.Unlock()
 		}
-		ks.pin.mu.Unlock()
 		return ks.pin, ok
 	}
-	k := ks.pool.pick(tried)
-	if k == nil {
-		return nil, false
-	}
-	k.mu.Lock()
-	ok := k.state == keyHealthy || k.probing
-	k.mu.Unlock()
-	return k, ok
+	return ks.pool.pick(tried)
 }
 
 // keysFor is the key source of a principal's calls.

@@ -150,9 +150,6 @@ func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadli
 			var ok bool
 			if k, ok = keys.next(tried); !ok && len(tried) > 0 {
 				// No untried key is usable: any key may go again, the best first.
-				if k != nil {
-					k.release()
-				}
 				tried = tried[:0]
 				k, _ = keys.next(tried)
 			}
@@ -187,8 +184,6 @@ func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadli
 					discard(resp)
 					next = n
 					continue
-				} else if n != nil {
-					n.release()
 				}
 			}
 		}
