@@ -269,7 +269,7 @@ func serve(o options, logger *slog.Logger) error {
 		return err
 	}
 	limiter, err := ratelimit.New(ratelimit.Options{
-		Store: cfg.Ratelimit.Store, OnStoreError: cfg.Ratelimit.OnStoreError,
+		Store: cfg.Ratelimit.Store, OnStoreError: cfg.Ratelimit.OnStoreError, Redis: cfg.Ratelimit.Redis,
 		DataPath: cfg.Ratelimit.DataPath, Logger: logger,
 	})
 	if err != nil {
@@ -296,6 +296,7 @@ func serve(o options, logger *slog.Logger) error {
 	self.start(srv)
 	defer self.stop() // before the store closes: the last spend and history are flushed
 	defer srv.Close() // before the store closes: responses still being written get there
+	obs.WatchPlatformKeys(srv.KeyStates)
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"modelgate/internal/redistest"
+	"modelgate/redisconn/redistest"
 )
 
 type listed struct {
@@ -230,7 +230,7 @@ func TestKeysSurviveRestart(t *testing.T) {
 }
 
 func TestRevocationSeenBySecondReplica(t *testing.T) {
-	addr := redistest.Start(t)
+	addr := redistest.Start(t).Addr
 	url := fmt.Sprintf("redis://%s/0", addr)
 	sim := newSim(t)
 	a := startReplica(t, envOptions{storeURL: url, sim: sim})

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"modelgate/internal/redistest"
+	"modelgate/redisconn/redistest"
 )
 
 // longChat asks sim-long for exactly 50 output tokens, so every call costs the same.
@@ -139,7 +139,7 @@ func TestSpendBudgetExactUnderParallelStreams(t *testing.T) {
 // Replicas sharing Redis see each other's spend, history and last use within about a second
 // (each flushes and reads back every 100ms in these tests, every second in modelgate).
 func TestSpendAndHistorySharedThroughRedis(t *testing.T) {
-	url := "redis://" + redistest.Start(t) + "/0"
+	url := "redis://" + redistest.Start(t).Addr + "/0"
 	sim := newSim(t)
 	a := startReplica(t, envOptions{storeURL: url, sim: sim})
 	b := startReplica(t, envOptions{storeURL: url, sim: sim})

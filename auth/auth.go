@@ -123,14 +123,22 @@ func New(cfg *config.Config) (*Authenticator, error) {
 		teams:       map[string]*Principal{},
 	}
 	for i, t := range cfg.Teams {
-		platformKey := t.UpstreamAPIKey
-		if platformKey == "" {
-			platformKey = cfg.Upstream.APIKey
+		// A team with a pool of keys calls the platform through proxy's pool; the principal
+		// carries the first key for code that needs one credential per team.
+		pool := cfg.TeamPlatformKeys(&cfg.Teams[i])
+		platformKey := ""
+		if len(pool) > 0 {
+			platformKey = pool[0]
 		}
 		if len(t.Keys) > 0 {
 			a.mode = ModeKeys
-			if p := config.TokenProblem(platformKey); p != "" {
-				return nil, fmt.Errorf("auth: teams[%d] (%s): platform key %s: set upstream.api_key or upstream_api_key", i, t.Name, p)
+			if len(pool) == 0 {
+				pool = []string{""}
+			}
+			for _, k := range pool {
+				if p := config.TokenProblem(k); p != "" {
+					return nil, fmt.Errorf("auth: teams[%d] (%s): platform key %s: set upstream.api_key or upstream_api_key", i, t.Name, p)
+				}
 			}
 		}
 		var models []string

@@ -127,7 +127,7 @@ func TestDefault(t *testing.T) {
 		t.Fatalf("max_retries default: %v", cfg.Upstream.MaxRetries)
 	}
 	cfg.Upstream.MaxRetries = nil
-	if cfg.Listen != want.Listen || cfg.Upstream != want.Upstream || cfg.Ratelimit != want.Ratelimit ||
+	if cfg.Listen != want.Listen || !reflect.DeepEqual(cfg.Upstream, want.Upstream) || !reflect.DeepEqual(cfg.Ratelimit, want.Ratelimit) ||
 		!reflect.DeepEqual(cfg.Server, want.Server) || cfg.Translate != want.Translate || cfg.Sidecar != want.Sidecar {
 		t.Errorf("Default() = %+v\nwant %+v", *cfg, want)
 	}

@@ -28,6 +28,10 @@ func (c *Config) Summary() string {
 	w("  gateway_url: %s", orUnset(u.GatewayURL, "(unset: needs --gateway-url or --simulate)"))
 	w("  base_url: %s", orUnset(u.BaseURL, "(unset: needs --base-url or --simulate)"))
 	switch {
+	case len(u.UpstreamAPIKeys) > 0 && c.KeysMode():
+		w("  upstream_api_keys: %d keys (default platform key pool)", len(u.UpstreamAPIKeys))
+	case len(u.UpstreamAPIKeys) > 0:
+		w("  upstream_api_keys: set but unused in passthrough mode")
 	case u.APIKey != "" && c.KeysMode():
 		w("  api_key: set (default platform key)")
 	case u.APIKey != "":
@@ -69,8 +73,12 @@ func (c *Config) Summary() string {
 			mode = defaultTeamMode
 		}
 		w("team %s (%s):", t.Name, mode)
-		if t.UpstreamAPIKey != "" {
+		if len(t.UpstreamAPIKeys) > 0 {
+			w("  platform keys: team's own upstream_api_keys (%d)", len(t.UpstreamAPIKeys))
+		} else if t.UpstreamAPIKey != "" {
 			w("  platform key: team's own upstream_api_key")
+		} else if len(u.UpstreamAPIKeys) > 0 {
+			w("  platform keys: upstream.upstream_api_keys (%d)", len(u.UpstreamAPIKeys))
 		} else {
 			w("  platform key: upstream.api_key")
 		}
@@ -95,6 +103,9 @@ func (c *Config) Summary() string {
 		w("ratelimit store: memory (daily usage kept in %s)", orUnset(r.DataPath, defaultDataPath))
 	} else {
 		w("ratelimit store: %s; on store error: %s", redactedStore(r.Store), orUnset(r.OnStoreError, defaultOnStoreError))
+		if r.Store == "redis" {
+			w("  redis: %s", r.Redis.topology())
+		}
 	}
 	w("default max output tokens reserved: %d", r.DefaultMaxOutputTokens)
 

@@ -33,6 +33,10 @@ type Upstream struct {
 	KeepAliveInterval     time.Duration `yaml:"keepalive_interval"`      // keep-alive frame on idle client streams; default 15s, an explicit 0s = off
 	MaxRetries            *int          `yaml:"max_retries"`             // default 2
 	HealthInterval        time.Duration `yaml:"health_interval"`         // readiness probe period; default 15s
+
+	// UpstreamAPIKeys is a pool of default platform keys, an alternative to APIKey: requests
+	// are spread over them and fail over from a rejected or rate-limited one.
+	UpstreamAPIKeys []string `yaml:"upstream_api_keys"`
 }
 
 // Model is one entry of what /v1/models lists.
@@ -58,6 +62,19 @@ type Ratelimit struct {
 	// PassthroughLimits are budgets shared by all passthrough callers together, checked
 	// with each caller's own (top-level limits). All 0 (the default): none.
 	PassthroughLimits Limits `yaml:"passthrough_limits"`
+	// Redis addresses a single server, Sentinel or Cluster when Store is "redis".
+	Redis Redis `yaml:"redis"`
+}
+
+// Redis is the shared store's connection: one server, a Sentinel-managed master or a Cluster.
+type Redis struct {
+	Addrs          []string `yaml:"addrs"`           // host:port; Sentinels' when SentinelMaster is set
+	Cluster        bool     `yaml:"cluster"`         // addrs are Redis Cluster nodes
+	SentinelMaster string   `yaml:"sentinel_master"` // set: addrs are Sentinels serving this master
+	Username       string   `yaml:"username"`
+	Password       string   `yaml:"password"`
+	DB             int      `yaml:"db"` // single server and Sentinel only; Cluster has just 0
+	TLS            bool     `yaml:"tls"`
 }
 
 // Limits are one scope's budgets. Zero means unlimited; negative values are rejected.
@@ -79,6 +96,9 @@ type Team struct {
 	Limits         Limits   `yaml:"limits"`
 	Mode           string   `yaml:"mode"` // "enforce" (default) or "shadow": report refusals without refusing
 	Keys           []Key    `yaml:"keys"`
+	// UpstreamAPIKeys is the team's own pool of platform keys, an alternative to
+	// UpstreamAPIKey; default Upstream's key or keys.
+	UpstreamAPIKeys []string `yaml:"upstream_api_keys"`
 }
 
 // Key is one local key handed to a team. Exactly one of Key and KeySHA256 is set.

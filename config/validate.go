@@ -128,9 +128,7 @@ func (v *validator) upstream(u *Upstream) {
 	if u.BaseURL != "" {
 		v.httpURL("upstream.base_url", u.BaseURL)
 	}
-	if u.APIKey != "" {
-		v.secret("upstream.api_key", u.APIKey)
-	}
+	v.keyPool("upstream.api_key", u.APIKey, "upstream.upstream_api_keys", u.UpstreamAPIKeys)
 	v.nonNegativeDuration("upstream.dial_timeout", u.DialTimeout)
 	v.nonNegativeDuration("upstream.response_header_timeout", u.ResponseHeaderTimeout)
 	v.nonNegativeDuration("upstream.stream_idle_timeout", u.StreamIdleTimeout)
@@ -225,11 +223,12 @@ func (v *validator) models(models []Model) map[string]bool {
 }
 
 func (v *validator) ratelimit(r *Ratelimit) {
-	if r.Store != "" && r.Store != "memory" {
+	if r.Store != "" && r.Store != "memory" && r.Store != "redis" {
 		if p := storeProblem(r.Store); p != "" {
 			v.fail("ratelimit.store", "%s", p)
 		}
 	}
+	v.redis(r)
 	switch r.OnStoreError {
 	case "", "allow", "deny":
 	default:
@@ -242,7 +241,7 @@ func (v *validator) ratelimit(r *Ratelimit) {
 
 // storeProblem checks a redis:// or rediss:// URL without echoing it: it may carry a password.
 func storeProblem(raw string) string {
-	const want = "want memory, redis://host:port/db or rediss://host:port/db"
+	const want = "want memory, redis://host:port/db or rediss://host:port/db, or redis with a ratelimit.redis block"
 	u, err := url.Parse(raw)
 	if err != nil {
 		return want
@@ -362,9 +361,8 @@ func (v *validator) teams(c *Config, modelIDs map[string]bool) map[[32]byte]stri
 		} else {
 			teamFirst[t.Name] = i
 		}
-		if t.UpstreamAPIKey != "" {
-			v.secret(tp+".upstream_api_key", t.UpstreamAPIKey)
-		} else if c.Upstream.APIKey == "" {
+		own := v.keyPool(tp+".upstream_api_key", t.UpstreamAPIKey, tp+".upstream_api_keys", t.UpstreamAPIKeys)
+		if !own && c.Upstream.APIKey == "" && len(c.Upstream.UpstreamAPIKeys) == 0 {
 			v.fail(tp, "no platform key for this team: set upstream.api_key or %s.upstream_api_key%s",
 				tp, v.emptyHint(tp+".upstream_api_key")+v.emptyHint("upstream.api_key"))
 		}

@@ -2,6 +2,7 @@ package platformsim
 
 import (
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -42,10 +43,32 @@ func (s *Sim) Enqueue(path string, r Reply) {
 	s.mu.Unlock()
 }
 
+// SetKeyReply makes every request that authenticates with key get r (a rate-limited or
+// failing key) until ClearKeyReply, ahead of any Enqueue'd reply, which it does not consume.
+func (s *Sim) SetKeyReply(key string, r Reply) {
+	s.mu.Lock()
+	s.keyReplies[key] = r
+	s.mu.Unlock()
+}
+
+// ClearKeyReply lets key's requests be answered normally again.
+func (s *Sim) ClearKeyReply(key string) {
+	s.mu.Lock()
+	delete(s.keyReplies, key)
+	s.mu.Unlock()
+}
+
 // dequeue takes the next scripted reply for r, if any.
 func (s *Sim) dequeue(r *http.Request) (Reply, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(s.keyReplies) > 0 {
+		if key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			if rep, ok := s.keyReplies[key]; ok {
+				return rep, true
+			}
+		}
+	}
 	for _, p := range []string{r.URL.Path, r.URL.EscapedPath()} {
 		if q := s.scripts[p]; len(q) > 0 {
 			rep := q[0]

@@ -53,6 +53,7 @@ type Sim struct {
 	cancellations []time.Time
 	counters      map[string]int
 	assets        map[string]*asset
+	keyReplies    map[string]Reply // platform key -> the reply every request with it gets
 
 	minimal sync.Map // minimalKey -> answer, for Options.Minimal
 }
@@ -70,6 +71,8 @@ func New(opts Options) *Sim {
 		billed:   map[string]Totals{},
 		counters: map[string]int{},
 		assets:   map[string]*asset{},
+
+		keyReplies: map[string]Reply{},
 	}
 }
 

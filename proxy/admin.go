@@ -60,6 +60,8 @@ type usageEntry struct {
 	Limits usageLimits           `json:"limits"`
 	Usage  *ratelimit.ScopeUsage `json:"usage"`
 	Keys   []usageEntry          `json:"keys,omitempty"`
+	// PlatformKeys is a team's platform keys by fingerprint and state (healthy, cooling, out).
+	PlatformKeys []KeyState `json:"platform_keys,omitempty"`
 }
 
 func limitsOf(l config.Limits) usageLimits {
@@ -89,6 +91,9 @@ func (s *Server) adminUsage(c *gin.Context) {
 	teams := make([]usageEntry, 0, len(st.cfg.Teams))
 	for _, t := range st.cfg.Teams {
 		te := usageEntry{Name: t.Name, Limits: limitsOf(t.Limits), Usage: byScope["team:"+t.Name]}
+		if pool := st.pools[t.Name]; pool != nil {
+			te.PlatformKeys = pool.states()
+		}
 		for _, k := range t.Keys {
 			te.Keys = append(te.Keys, usageEntry{Name: k.Name, Limits: limitsOf(k.Limits), Usage: byScope["key:"+t.Name+"/"+k.Name]})
 		}

@@ -132,6 +132,9 @@ type envOptions struct {
 	store store.Store
 	// limiterStore is the limiter's store; default memory.
 	limiterStore string
+	// limiter, when set, is the limiter's store options instead of the memory store
+	// (Logger and Now are filled in).
+	limiter *ratelimit.Options
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -182,11 +185,15 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewJSONHandler(env.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	limiterStore := o.limiterStore
-	if limiterStore == "" {
-		limiterStore = "memory"
+	lo := ratelimit.Options{Store: "memory"}
+	if o.limiter != nil {
+		lo = *o.limiter
 	}
-	env.limiter, err = ratelimit.New(ratelimit.Options{Store: limiterStore, Logger: logger, Now: o.limiterNow})
+	if o.limiterStore != "" {
+		lo.Store = o.limiterStore
+	}
+	lo.Logger, lo.Now = logger, o.limiterNow
+	env.limiter, err = ratelimit.New(lo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,12 +56,12 @@ func (s *Server) openGateway(parent context.Context, st *state, p *auth.Principa
 			sent.Store(true)
 		}
 	}}
-	resp, err := s.attempt(ctx, st, ri, deadline, func(ctx context.Context) (*http.Request, error) {
+	resp, err := s.attempt(ctx, st, ri, deadline, keysFor(st, p), func(ctx context.Context, key string) (*http.Request, error) {
 		sent.Store(false)
 		return s.platform.NewGatewayRequest(httptrace.WithClientTrace(ctx, trace), platform.Call{
 			Method: http.MethodPost, Path: platform.ResponsesPath, Body: body,
 			ContentType: "application/json", Accept: accept,
-			Key: p.PlatformKey.Reveal(), RequestID: ri.requestID,
+			Key: key, RequestID: ri.requestID,
 		})
 	})
 	if err != nil {

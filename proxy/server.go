@@ -89,6 +89,7 @@ type state struct {
 	retry  retryPolicy
 	keeper *stored.Keeper // stored responses; nil when not kept (store: off, or no store)
 	prices billing.Prices
+	pools  map[string]*keyPool // team name -> its platform keys
 }
 
 // outputReserve is how many output tokens admission reserves for a call that asked for at
@@ -157,7 +158,7 @@ func (s *Server) Reload(cfg *config.Config, a *auth.Authenticator) {
 	if s.issued != nil {
 		a.UseIssued(s.issued) // before the authenticator is published
 	}
-	s.st.Store(s.withKeeper(newState(cfg, a)))
+	s.st.Store(s.withPools(s.withKeeper(newState(cfg, a))))
 }
 
 // State returns the config and authenticator serving now, for the admin API.
@@ -354,7 +355,7 @@ func (s *Server) healthz(c *gin.Context) {
 
 func (s *Server) readyz(c *gin.Context) {
 	info(c).route = "/readyz"
-	if s.draining.Load() || !s.ready.Load() {
+	if s.draining.Load() || !s.ready.Load() || s.state().teamWithoutKeys() != "" {
 		c.Data(http.StatusServiceUnavailable, "application/json", []byte(`{"status":"unavailable"}`))
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"modelgate/platform"
+	"modelgate/ratelimit"
 )
 
 // ownerStoreTimeout bounds one read or write of the asset ownership record.
@@ -49,18 +50,26 @@ func (sc *sidecar) getAsset(c *gin.Context) {
 			abortEnvelope(c, http.StatusServiceUnavailable, platform.CodeFailure, "asset ownership could not be checked; try again shortly")
 			return
 		}
-		if !ok || owner != p.Team {
+		if !ok || owner.Team != p.Team {
 			assetNotFound(c)
 			return
 		}
+		// The platform may show an asset only to the key that uploaded it: ask with that key
+		// while the team still has it, with the team's pool otherwise.
+		keys := keysFor(st, p)
+		if keys.pool != nil {
+			keys.pin = keys.pool.byFingerprint(owner.KeyFingerprint)
+		}
+		sc.fetchWith(c.Request.Context(), st, p, ri, keys, assetsPath+"/"+url.PathEscape(id), nil).write(c)
+		return
 	}
 	sc.fetchPlatform(c.Request.Context(), st, p, ri, assetsPath+"/"+url.PathEscape(id), nil).write(c)
 }
 
-// recordOwner notes which team uploaded the asset in a successful upload answer, until the
+// recordOwner notes which team (and which of its keys) uploaded the asset in a successful upload answer, until the
 // asset expires. It returns a reply to send instead when that is not possible: an asset the
 // team could not read back would be worse than a failed upload it can retry.
-func (sc *sidecar) recordOwner(ctx context.Context, team string, ri *requestInfo, body []byte, ttl time.Duration) (sidecarReply, bool) {
+func (sc *sidecar) recordOwner(ctx context.Context, team, keyFingerprint string, ri *requestInfo, body []byte, ttl time.Duration) (sidecarReply, bool) {
 	f := gjson.GetManyBytes(body, "data.asset_id", "data.expires_at")
 	id, expires := f[0], f[1]
 	if id.Type != gjson.String || !validID(id.Str) {
@@ -79,7 +88,8 @@ func (sc *sidecar) recordOwner(ctx context.Context, team string, ri *requestInfo
 	until = minTime(until, now.Add(maxOwnershipTTL))
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ownerStoreTimeout)
 	defer cancel()
-	if err := sc.s.limiter.PutOwner(ctx, id.Str, team, until); err != nil {
+	owner := ratelimit.AssetOwner{Team: team, KeyFingerprint: keyFingerprint}
+	if err := sc.s.limiter.PutOwner(ctx, id.Str, owner, until); err != nil {
 		sc.s.log.Error("asset ownership could not be recorded", "request_id", ri.requestID, "error", err)
 		return envelopeReply(http.StatusServiceUnavailable, platform.CodeSystem, "the upload could not be recorded; try again shortly"), false
 	}

@@ -135,6 +135,7 @@ type upload struct {
 	mw     *multipart.Writer
 	cancel context.CancelFunc
 	result chan upstreamResult
+	key    *poolKey // the pool key the upload goes with; nil in passthrough
 }
 
 type upstreamResult struct {
@@ -308,10 +309,19 @@ func (u *upload) start() {
 	u.cancel = cancel
 	p, ri := principal(u.c), info(u.c)
 	ri.attempts = 1
+	// A streamed body cannot be sent twice, so an upload gets no failover: one key, chosen
+	// like any call's, whose answer still updates the key's state.
+	keys := keysFor(u.st, p)
+	secret := keys.plain
+	if keys.pool != nil {
+		u.key, _ = keys.next(nil)
+		secret = u.key.secret
+		u.key.inflight.Add(1)
+	}
 	call := platform.Call{
 		Method: http.MethodPost, Path: assetsPath, BodyReader: pr,
 		ContentType: u.mw.FormDataContentType(), Accept: "application/json",
-		Key: p.PlatformKey.Reveal(), RequestID: ri.requestID,
+		Key: secret, RequestID: ri.requestID,
 	}
 	go func() {
 		var res upstreamResult
@@ -320,6 +330,10 @@ func (u *upload) start() {
 			res.resp, res.err = u.sc.s.platform.Do(req)
 		} else {
 			res.err = err
+		}
+		if u.key != nil {
+			u.key.inflight.Add(-1)
+			keys.pool.observe(u.key, res.resp, res.err)
 		}
 		// Whatever the platform said, it takes no more bytes; unblock the copy.
 		pr.CloseWithError(errUpstreamAnswered)
@@ -357,7 +371,11 @@ func (u *upload) finish(local sidecarReply, writeErr error) sidecarReply {
 	if !r.success || !keysMode(st) {
 		return r
 	}
-	if alt, ok := u.sc.recordOwner(u.c.Request.Context(), p.Team, ri, r.body, u.ttl()); !ok {
+	fingerprint := ""
+	if u.key != nil {
+		fingerprint = u.key.fingerprint
+	}
+	if alt, ok := u.sc.recordOwner(u.c.Request.Context(), p.Team, fingerprint, ri, r.body, u.ttl()); !ok {
 		return alt
 	}
 	return r

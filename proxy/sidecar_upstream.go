@@ -59,13 +59,18 @@ func (r sidecarReply) write(c *gin.Context) {
 // fetchPlatform sends one GET to a constant platform path with a rebuilt query, retrying
 // only where the shared policy allows, and judges the answer.
 func (sc *sidecar) fetchPlatform(ctx context.Context, st *state, p *auth.Principal, ri *requestInfo, path string, q url.Values) sidecarReply {
+	return sc.fetchWith(ctx, st, p, ri, keysFor(st, p), path, q)
+}
+
+// fetchWith is fetchPlatform with the platform key taken from keys.
+func (sc *sidecar) fetchWith(ctx context.Context, st *state, p *auth.Principal, ri *requestInfo, keys keySource, path string, q url.Values) sidecarReply {
 	deadline := time.Now().Add(st.cfg.Upstream.RequestTimeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	resp, err := sc.s.attempt(ctx, st, ri, deadline, func(ctx context.Context) (*http.Request, error) {
+	resp, err := sc.s.attempt(ctx, st, ri, deadline, keys, func(ctx context.Context, key string) (*http.Request, error) {
 		return sc.s.platform.NewOpenAPIRequest(ctx, platform.Call{
 			Method: http.MethodGet, Path: path, Query: q, Accept: "application/json",
-			Key: p.PlatformKey.Reveal(), RequestID: ri.requestID,
+			Key: key, RequestID: ri.requestID,
 		})
 	})
 	if err != nil {
@@ -122,7 +127,7 @@ func (sc *sidecar) judge(st *state, p *auth.Principal, ri *requestInfo, resp *ht
 	if len(body) > maxSidecarAnswer {
 		return invalid()
 	}
-	if key := p.PlatformKey.Reveal(); key != "" && bytes.Contains(body, []byte(key)) {
+	if quotesKey(st, p, body) {
 		// Never relay an answer that quotes the credential, whoever it belongs to.
 		return invalid()
 	}
@@ -191,4 +196,20 @@ func altToEnvelope(code int, msg string, body []byte) []byte {
 	_ = json.Unmarshal(body, &probe) // body was parsed once already
 	b, _ := json.Marshal(platform.Envelope{Code: code, Msg: msg, Data: probe.Data})
 	return b
+}
+
+// quotesKey reports whether body contains the caller's platform key or any key of its
+// team's pool: with failover the answer may come from any of them.
+func quotesKey(st *state, p *auth.Principal, body []byte) bool {
+	if key := p.PlatformKey.Reveal(); key != "" && bytes.Contains(body, []byte(key)) {
+		return true
+	}
+	if ks := keysFor(st, p); ks.pool != nil {
+		for _, k := range ks.pool.keys {
+			if k.secret != "" && bytes.Contains(body, []byte(k.secret)) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -16,9 +16,9 @@ import (
 
 	"modelgate/auth"
 	"modelgate/config"
-	"modelgate/internal/redistest"
 	"modelgate/platform"
 	"modelgate/ratelimit"
+	"modelgate/redisconn/redistest"
 	"modelgate/store"
 )
 
@@ -104,7 +104,7 @@ func BenchmarkResponsesStore(b *testing.B) {
 				var st store.Store
 				if mode == "local_redis" {
 					// The replicas' setup: each record written before its answer goes out.
-					st = store.NewRedis(redis.NewClient(&redis.Options{Addr: redistest.Start(b)}))
+					st = store.NewRedis(redis.NewClient(&redis.Options{Addr: redistest.Start(b).Addr}))
 				} else {
 					bolt, err := store.OpenBolt(b.TempDir(), store.BoltOptions{})
 					if err != nil {

@@ -132,26 +132,67 @@ func upstreamErrorKind(err error) string {
 	return "other"
 }
 
-// attempt sends one upstream call built by build, retrying by policy. It returns the final
-// response (any status) or the final transport error. The context bounds the waits too.
-func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadline time.Time, build func(context.Context) (*http.Request, error)) (*http.Response, error) {
+// attempt sends one upstream call built by build with a key from keys, retrying by policy.
+// It returns the final response (any status) or the final transport error. The context
+// bounds the waits too.
+//
+// With a pool of platform keys, a 401/403 or 429 on one key is retried at once on another
+// usable key, without counting against max_retries: that key's refusal says nothing about
+// the request. Retries the policy allows go to a key not tried yet when there is one.
+func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadline time.Time, keys keySource, build func(ctx context.Context, key string) (*http.Request, error)) (*http.Response, error) {
 	policy := st.retry
+	var tried []*poolKey
+	var next *poolKey
+	judged := 0 // attempts the retry policy has judged
 	for done := 1; ; done++ {
-		req, err := build(ctx)
+		key, k := keys.plain, next
+		if keys.pool != nil && k == nil {
+			var ok bool
+			if k, ok = keys.next(tried); !ok && len(tried) > 0 {
+				// No untried key is usable: any key may go again, the best first.
+				tried = tried[:0]
+				k, _ = keys.next(tried)
+			}
+		}
+		next = nil
+		if k != nil {
+			key = k.secret
+		}
+		req, err := build(ctx, key)
 		if err != nil {
+			if k != nil {
+				k.release()
+			}
 			return nil, err
 		}
 		ri.attempts = done
+		if k != nil {
+			k.inflight.Add(1)
+		}
 		resp, err := s.platform.Do(req)
-		wait, again := policy.decide(done, resp, err, time.Until(deadline))
+		if k != nil {
+			if resp != nil {
+				resp.Body = &inflightBody{ReadCloser: resp.Body, k: k}
+			} else {
+				k.inflight.Add(-1)
+			}
+			if !contains(tried, k) {
+				tried = append(tried, k)
+			}
+			if v := keys.pool.observe(k, resp, err); v != keyFine && ctx.Err() == nil {
+				if n, ok := keys.next(tried); ok {
+					discard(resp)
+					next = n
+					continue
+				}
+			}
+		}
+		judged++
+		wait, again := policy.decide(judged, resp, err, time.Until(deadline))
 		if !again || ctx.Err() != nil {
 			return resp, err
 		}
-		if resp != nil {
-			// Drain a little so the connection can be reused, then let it go.
-			_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
-			resp.Body.Close()
-		}
+		discard(resp)
 		sleep := policy.sleep
 		if sleep == nil {
 			sleep = sleepCtx

@@ -51,8 +51,13 @@
 // Without DataPath nothing is written, and a scope with usage today stays in memory until the
 // day is over.
 // With Redis every counter lives in Redis, and its durability is Redis's configuration.
-// Replicas use their own clocks (keep them in NTP sync); Redis Cluster is not supported, since
-// one admission touches a key's and a team's keys in one script.
+// Replicas use their own clocks (keep them in NTP sync). Redis may be one server, a Sentinel
+// master or a Cluster (package redisconn). On a Cluster every key carries its team as a hash
+// tag ({team}, or the caller for passthrough), so one admission's script, which touches a
+// key's and its team's counters, stays in one hash slot.
+// A settlement that fails (a failover, a restarting node) is retried in the background for
+// up to a minute; the settle script skips an id it has already applied, so a retry after a
+// lost reply charges nothing twice.
 //
 // # Headers
 //

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"modelgate/config"
+	"modelgate/redisconn"
 )
 
 // Options configure a Limiter.
@@ -30,6 +31,8 @@ type Options struct {
 	LeaseTTL time.Duration
 	// StoreTimeout bounds one Redis round trip; default 500ms.
 	StoreTimeout time.Duration
+	// Redis is the connection when Store is "redis": one server, Sentinel or Cluster.
+	Redis config.Redis
 }
 
 // Scope is one set of budgets: "team:<name>", "key:<team>/<key>" or "caller:<sha256 hex>".
@@ -120,8 +123,8 @@ type store interface {
 	settle(ctx context.Context, now time.Time, t *Ticket, u Usage) error
 	usage(ctx context.Context, now time.Time, scopes []Scope) ([]ScopeUsage, error)
 	views(ctx context.Context, now time.Time, scopes []Scope) ([]view, error)
-	putOwner(ctx context.Context, assetID, team string, expires time.Time) error
-	owner(ctx context.Context, now time.Time, assetID string) (string, bool, error)
+	putOwner(ctx context.Context, assetID string, o AssetOwner, expires time.Time) error
+	owner(ctx context.Context, now time.Time, assetID string) (AssetOwner, bool, error)
 	close() error
 }
 
@@ -176,10 +179,10 @@ func New(opts Options) (*Limiter, error) {
 	switch {
 	case opts.Store == "" || opts.Store == "memory":
 		l.store, err = newMemoryStore(opts, l.now, l.log)
-	case strings.HasPrefix(opts.Store, "redis://") || strings.HasPrefix(opts.Store, "rediss://"):
+	case redisconn.IsRedis(opts.Store):
 		l.store, err = newRedisStore(opts, l.now, l.log)
 	default:
-		return nil, errors.New("ratelimit: store: want memory, redis:// or rediss://")
+		return nil, errors.New("ratelimit: store: want memory, redis, redis:// or rediss://")
 	}
 	if err != nil {
 		return nil, err
@@ -310,13 +313,35 @@ func (l *Limiter) storeFailed(op string, err error) {
 	l.log.Warn("rate limit store unavailable", "op", op, "err", err.Error(), "on_store_error", action)
 }
 
-// PutOwner records that team owns assetID until expires.
-func (l *Limiter) PutOwner(ctx context.Context, assetID, team string, expires time.Time) error {
-	return l.store.putOwner(ctx, assetID, team, expires)
+// AssetOwner is who uploaded an asset: the team, and the fingerprint of the platform key the
+// upload went with ("" for records written before key pools), since the platform may show
+// an asset only to that key.
+type AssetOwner struct {
+	Team           string
+	KeyFingerprint string
 }
 
-// Owner returns the team that owns assetID, if a live record exists.
-func (l *Limiter) Owner(ctx context.Context, assetID string) (string, bool, error) {
+// encode is the stored form: the team, then a NUL and the fingerprint when there is one.
+// Team names cannot hold a NUL, and a record without one reads back as the team alone.
+func (o AssetOwner) encode() string {
+	if o.KeyFingerprint == "" {
+		return o.Team
+	}
+	return o.Team + "\x00" + o.KeyFingerprint
+}
+
+func decodeOwner(s string) AssetOwner {
+	team, fp, _ := strings.Cut(s, "\x00")
+	return AssetOwner{Team: team, KeyFingerprint: fp}
+}
+
+// PutOwner records that o owns assetID until expires.
+func (l *Limiter) PutOwner(ctx context.Context, assetID string, o AssetOwner, expires time.Time) error {
+	return l.store.putOwner(ctx, assetID, o, expires)
+}
+
+// Owner returns who owns assetID, if a live record exists.
+func (l *Limiter) Owner(ctx context.Context, assetID string) (AssetOwner, bool, error) {
 	return l.store.owner(ctx, l.now(), assetID)
 }
 

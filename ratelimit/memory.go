@@ -64,7 +64,7 @@ type memoryStore struct {
 }
 
 type ownerRecord struct {
-	team    string
+	owner   AssetOwner
 	expires time.Time
 }
 
@@ -250,28 +250,29 @@ func remaining(lim config.Limits, v view) map[string]int64 {
 	return r
 }
 
-func (m *memoryStore) putOwner(_ context.Context, assetID, team string, expires time.Time) error {
+func (m *memoryStore) putOwner(_ context.Context, assetID string, o AssetOwner, expires time.Time) error {
 	if m.db != nil {
-		return m.db.putOwner(assetID, team, expires)
+		return m.db.putOwner(assetID, o.encode(), expires)
 	}
-	m.owners.Store(assetID, ownerRecord{team, expires})
+	m.owners.Store(assetID, ownerRecord{o, expires})
 	return nil
 }
 
-func (m *memoryStore) owner(_ context.Context, now time.Time, assetID string) (string, bool, error) {
+func (m *memoryStore) owner(_ context.Context, now time.Time, assetID string) (AssetOwner, bool, error) {
 	if m.db != nil {
-		return m.db.owner(assetID, now)
+		v, ok, err := m.db.owner(assetID, now)
+		return decodeOwner(v), ok, err
 	}
 	v, ok := m.owners.Load(assetID)
 	if !ok {
-		return "", false, nil
+		return AssetOwner{}, false, nil
 	}
 	rec := v.(ownerRecord)
 	if !now.Before(rec.expires) {
 		m.owners.CompareAndDelete(assetID, v)
-		return "", false, nil
+		return AssetOwner{}, false, nil
 	}
-	return rec.team, true, nil
+	return rec.owner, true, nil
 }
 
 func (m *memoryStore) close() error {

@@ -63,13 +63,13 @@ func TestRestartKeepsOwners(t *testing.T) {
 	c := newClock(time.Now())
 	ctx := context.Background()
 	l := newLimiter(t, Options{DataPath: dir, Now: c.Now})
-	if err := l.PutOwner(ctx, "asset-9", "vision", c.Now().Add(time.Hour)); err != nil {
+	if err := l.PutOwner(ctx, "asset-9", AssetOwner{Team: "vision", KeyFingerprint: "ffee0011"}, c.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()
 	l = newLimiter(t, Options{DataPath: dir, Now: c.Now})
-	if team, ok, err := l.Owner(ctx, "asset-9"); err != nil || !ok || team != "vision" {
-		t.Fatalf("Owner after restart = %q %v %v", team, ok, err)
+	if o, ok, err := l.Owner(ctx, "asset-9"); err != nil || !ok || o != (AssetOwner{"vision", "ffee0011"}) {
+		t.Fatalf("Owner after restart = %+v %v %v", o, ok, err)
 	}
 }
 

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"modelgate/config"
+	"modelgate/redisconn"
 )
 
 const (
@@ -28,9 +31,10 @@ const (
 	maxPendingSettles = 100000 // beyond it the oldest failed settle is dropped (and logged)
 )
 
-// redisStore shares every counter between replicas through one Redis.
+// redisStore shares every counter between replicas through Redis: one server, a Sentinel
+// master or a Cluster.
 type redisStore struct {
-	rdb      *redis.Client
+	rdb      *redisconn.Client
 	now      func() time.Time
 	log      *slog.Logger
 	timeout  time.Duration
@@ -57,24 +61,13 @@ type pendingSettle struct {
 }
 
 func newRedisStore(opts Options, now func() time.Time, log *slog.Logger) (*redisStore, error) {
-	ro, err := redis.ParseURL(opts.Store)
+	rdb, err := redisconn.New(config.Ratelimit{Store: opts.Store, Redis: opts.Redis}, opts.StoreTimeout)
 	if err != nil {
-		// The URL may hold a password; the parser's message does not echo it, but the URL is
-		// left out all the same.
-		return nil, errors.New("ratelimit: store: not a valid redis:// URL")
+		return nil, err
 	}
-	ro.DialTimeout = opts.StoreTimeout
-	ro.ReadTimeout = opts.StoreTimeout
-	ro.WriteTimeout = opts.StoreTimeout
-	ro.PoolTimeout = opts.StoreTimeout
-	// Scripts are not idempotent: a retry after a lost reply would charge twice.
-	ro.MaxRetries = -1
-	// One dial attempt: during an outage on_store_error should apply at once, not after
-	// several dial timeouts.
-	ro.DialerRetries = 1
 	routeRedisLogs.Do(func() { redis.SetLogger(slogPrintf{log}) })
 	r := &redisStore{
-		rdb: redis.NewClient(ro), now: now, log: log, timeout: opts.StoreTimeout, leaseTTL: opts.LeaseTTL,
+		rdb: rdb, now: now, log: log, timeout: opts.StoreTimeout, leaseTTL: opts.LeaseTTL,
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StoreTimeout)
@@ -96,14 +89,40 @@ func (r *redisStore) do(op string, run func() error) error {
 	return run()
 }
 
-func ticketKey(id string) string  { return keyPrefix + "tk:" + id }
-func settledKey(id string) string { return keyPrefix + "tk:" + id + ":settled" }
-
-func scopeKey(kind, id string) string         { return keyPrefix + kind + ":" + id }
-func redisDayKey(day int64, id string) string { return keyPrefix + "day:" + dayString(day) + ":" + id }
-func redisMinuteKey(minute int64, id string) string {
-	return keyPrefix + "min:" + strconv.FormatInt(minute, 10) + ":" + id
+// slotTag is the part of a scope's keys that Redis Cluster hashes: the team for a team and
+// its keys, so one admission's scripts touch a single slot. Passthrough callers and the
+// limits they share share one tag for the same reason.
+func slotTag(id string) string {
+	switch {
+	case strings.HasPrefix(id, "team:"):
+		return id[len("team:"):]
+	case strings.HasPrefix(id, "key:"):
+		if team, _, ok := strings.Cut(id[len("key:"):], "/"); ok {
+			return team
+		}
+	case strings.HasPrefix(id, "caller:"), strings.HasPrefix(id, "passthrough:"):
+		return "passthrough"
+	}
+	return id
 }
+
+// Key names: mg:rl:<kind>:<scope>, with a {tag} after the prefix on a Cluster.
+func (r *redisStore) scopeKey(kind, id string) string {
+	return keyPrefix + r.rdb.HashTag(slotTag(id)) + kind + ":" + id
+}
+func (r *redisStore) dayKey(day int64, id string) string {
+	return keyPrefix + r.rdb.HashTag(slotTag(id)) + "day:" + dayString(day) + ":" + id
+}
+func (r *redisStore) minuteKey(minute int64, id string) string {
+	return keyPrefix + r.rdb.HashTag(slotTag(id)) + "min:" + strconv.FormatInt(minute, 10) + ":" + id
+}
+
+// An admission's ticket lives in the slot of its first scope, beside the counters its
+// scripts touch.
+func (r *redisStore) ticketKey(a *admission) string {
+	return keyPrefix + r.rdb.HashTag(slotTag(a.scopes[0].ID)) + "tk:" + a.id
+}
+func (r *redisStore) settledKey(a *admission) string { return r.ticketKey(a) + ":settled" }
 
 func micros(t time.Time) int64 { return t.UnixMicro() }
 
@@ -127,11 +146,11 @@ func (r *redisStore) admit(parent context.Context, now time.Time, a *admission) 
 		(2 * r.leaseTTL).Milliseconds(), int64(dayKeyTTL/time.Second))
 	for i := 0; i < a.n; i++ {
 		id, lim := a.scopes[i].ID, a.scopes[i].Limits
-		keys = append(keys, scopeKey("rpm", id), scopeKey("tpm", id), scopeKey("conc", id),
-			redisDayKey(day, id), redisMinuteKey(minute, id))
+		keys = append(keys, r.scopeKey("rpm", id), r.scopeKey("tpm", id), r.scopeKey("conc", id),
+			r.dayKey(day, id), r.minuteKey(minute, id))
 		args = append(args, lim.RequestsPerMinute, lim.TokensPerMinute, lim.ConcurrentRequests, lim.TokensPerDay)
 	}
-	keys = append(keys, ticketKey(a.id))
+	keys = append(keys, r.ticketKey(a))
 	args = append(args, int64(ticketTTL/time.Second))
 	ctx, cancel := r.ctx(parent)
 	defer cancel()
@@ -219,10 +238,10 @@ func (r *redisStore) sendSettle(parent context.Context, now time.Time, t *Ticket
 		int64(dayKeyTTL / time.Second), strconv.FormatInt(used-a.tokens, 10)}
 	for i := 0; i < a.n; i++ {
 		id := a.scopes[i].ID
-		keys = append(keys, scopeKey("tpm", id), scopeKey("conc", id), redisDayKey(t.day, id), redisMinuteKey(minute, id))
+		keys = append(keys, r.scopeKey("tpm", id), r.scopeKey("conc", id), r.dayKey(t.day, id), r.minuteKey(minute, id))
 		args = append(args, a.scopes[i].Limits.TokensPerMinute)
 	}
-	keys = append(keys, ticketKey(a.id), settledKey(a.id))
+	keys = append(keys, r.ticketKey(a), r.settledKey(a))
 	args = append(args, int64(ticketTTL/time.Second))
 	ctx, cancel := r.ctx(parent)
 	defer cancel()
@@ -313,11 +332,11 @@ func (r *redisStore) read(parent context.Context, now time.Time, scopes []Scope)
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, sc := range scopes {
 			cs[i] = cmds{
-				rpm:  p.HMGet(ctx, scopeKey("rpm", sc.ID), "l", "t"),
-				tpm:  p.HMGet(ctx, scopeKey("tpm", sc.ID), "l", "t"),
-				conc: p.ZCount(ctx, scopeKey("conc", sc.ID), "("+strconv.FormatInt(micros(now), 10), "+inf"),
-				dayC: p.HMGet(ctx, redisDayKey(day, sc.ID), "c", "r", "i", "o"),
-				minC: p.HMGet(ctx, redisMinuteKey(minute, sc.ID), "r", "i", "o"),
+				rpm:  p.HMGet(ctx, r.scopeKey("rpm", sc.ID), "l", "t"),
+				tpm:  p.HMGet(ctx, r.scopeKey("tpm", sc.ID), "l", "t"),
+				conc: p.ZCount(ctx, r.scopeKey("conc", sc.ID), "("+strconv.FormatInt(micros(now), 10), "+inf"),
+				dayC: p.HMGet(ctx, r.dayKey(day, sc.ID), "c", "r", "i", "o"),
+				minC: p.HMGet(ctx, r.minuteKey(minute, sc.ID), "r", "i", "o"),
 			}
 		}
 		return nil
@@ -376,29 +395,29 @@ func ints(vals []any) []int64 {
 
 func ownerKey(assetID string) string { return keyPrefix + "owner:" + assetID }
 
-func (r *redisStore) putOwner(parent context.Context, assetID, team string, expires time.Time) error {
+func (r *redisStore) putOwner(parent context.Context, assetID string, o AssetOwner, expires time.Time) error {
 	ctx, cancel := r.ctx(parent)
 	defer cancel()
-	val := strconv.FormatInt(expires.UnixNano(), 10) + "|" + team
+	val := strconv.FormatInt(expires.UnixNano(), 10) + "|" + o.encode()
 	return r.rdb.SetArgs(ctx, ownerKey(assetID), val, redis.SetArgs{ExpireAt: expires}).Err()
 }
 
-func (r *redisStore) owner(parent context.Context, now time.Time, assetID string) (string, bool, error) {
+func (r *redisStore) owner(parent context.Context, now time.Time, assetID string) (AssetOwner, bool, error) {
 	ctx, cancel := r.ctx(parent)
 	defer cancel()
 	val, err := r.rdb.Get(ctx, ownerKey(assetID)).Result()
 	if errors.Is(err, redis.Nil) {
-		return "", false, nil
+		return AssetOwner{}, false, nil
 	}
 	if err != nil {
-		return "", false, err
+		return AssetOwner{}, false, err
 	}
-	exp, team, ok := strings.Cut(val, "|")
+	exp, owner, ok := strings.Cut(val, "|")
 	n, perr := strconv.ParseInt(exp, 10, 64)
 	if !ok || perr != nil || n <= now.UnixNano() {
-		return "", false, nil
+		return AssetOwner{}, false, nil
 	}
-	return team, true, nil
+	return decodeOwner(owner), true, nil
 }
 
 // renewLoop keeps this replica's slots alive. A replica that dies stops renewing, and its
@@ -438,7 +457,7 @@ func (r *redisStore) renew() error {
 		a := v.(*admission)
 		for i := 0; i < a.n; i++ {
 			if a.scopes[i].Limits.ConcurrentRequests > 0 {
-				key := scopeKey("conc", a.scopes[i].ID)
+				key := r.scopeKey("conc", a.scopes[i].ID)
 				p.ZAddXX(ctx, key, redis.Z{Score: exp, Member: a.lease})
 				p.PExpire(ctx, key, 2*r.leaseTTL)
 			}

@@ -1,25 +1,25 @@
 package store
 
 import (
-	"errors"
-	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"modelgate/config"
+	"modelgate/redisconn"
 )
 
-// Open picks the store the config implies: Redis when the rate limiter shares its counters
-// through Redis (replicas must then share these records too), the embedded file otherwise.
+// redisTimeout bounds each store command, as the rate limiter's store timeout does its own.
+const redisTimeout = 2 * time.Second
+
+// Open picks the store the config implies: Redis (single server, Sentinel or Cluster) when
+// the rate limiter shares its counters through Redis, since replicas must then share these
+// records too; the embedded file otherwise.
 func Open(rl config.Ratelimit, now func() time.Time) (Store, error) {
-	if strings.HasPrefix(rl.Store, "redis://") || strings.HasPrefix(rl.Store, "rediss://") {
-		o, err := redis.ParseURL(rl.Store)
+	if redisconn.IsRedis(rl.Store) {
+		c, err := redisconn.New(rl, redisTimeout)
 		if err != nil {
-			// The URL may hold a password: it is left out of the message.
-			return nil, errors.New("store: ratelimit.store: not a valid redis:// URL")
+			return nil, err
 		}
-		return NewRedis(redis.NewClient(o)), nil
+		return NewRedis(c), nil
 	}
 	return OpenBolt(rl.DataPath, BoltOptions{Now: now})
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"modelgate/config"
-	"modelgate/internal/redistest"
+	"modelgate/redisconn/redistest"
 )
 
 type clock struct {
@@ -46,7 +46,7 @@ func boltImpl() impl {
 
 func redisImpl() impl {
 	return impl{"redis", func(t *testing.T) Store {
-		s := NewRedis(redis.NewClient(&redis.Options{Addr: redistest.Start(t)}))
+		s := NewRedis(redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr}))
 		t.Cleanup(func() { s.Close() })
 		return s
 	}}
@@ -389,7 +389,7 @@ func TestBoltReopen(t *testing.T) {
 // Redis gives records their ttl itself; the store must pass it on.
 func TestRedisTTL(t *testing.T) {
 	ctx := context.Background()
-	addr := redistest.Start(t)
+	addr := redistest.Start(t).Addr
 	s := NewRedis(redis.NewClient(&redis.Options{Addr: addr}))
 	defer s.Close()
 	raw := redis.NewClient(&redis.Options{Addr: addr})
@@ -414,7 +414,7 @@ func TestRedisTTL(t *testing.T) {
 // Two replicas on one Redis see each other's writes, and exactly one wins a Create race.
 func TestRedisReplicasShare(t *testing.T) {
 	ctx := context.Background()
-	addr := redistest.Start(t)
+	addr := redistest.Start(t).Addr
 	a := NewRedis(redis.NewClient(&redis.Options{Addr: addr}))
 	b := NewRedis(redis.NewClient(&redis.Options{Addr: addr}))
 	defer a.Close()

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"modelgate/internal/redistest"
+	"modelgate/redisconn/redistest"
 	"modelgate/store"
 )
 
@@ -243,7 +243,7 @@ func TestKeeperUpdateKeepsPlaceAndExpiry(t *testing.T) {
 // conversations and one cap.
 func TestKeeperRedisReplicas(t *testing.T) {
 	ctx := context.Background()
-	addr := redistest.Start(t)
+	addr := redistest.Start(t).Addr
 	a := newKeeper(t, redisStore(t, addr), time.Hour, 4, nil, false)
 	b := newKeeper(t, redisStore(t, addr), time.Hour, 4, nil, false)
 
@@ -289,7 +289,7 @@ func TestKeeperRedisReplicas(t *testing.T) {
 // number never evict a response that is among the newest.
 func TestKeeperConcurrentKeepsLoseNothing(t *testing.T) {
 	ctx := context.Background()
-	addr := redistest.Start(t)
+	addr := redistest.Start(t).Addr
 	ks := []*Keeper{newKeeper(t, redisStore(t, addr), time.Hour, 50, nil, false), newKeeper(t, redisStore(t, addr), time.Hour, 50, nil, false)}
 	var wg sync.WaitGroup
 	for i := range 40 {

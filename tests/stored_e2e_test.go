@@ -12,7 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/tidwall/gjson"
 
-	"modelgate/internal/redistest"
+	"modelgate/redisconn/redistest"
 )
 
 // These tests hold conversations through modelgate with previous_response_id, the way a
@@ -201,7 +201,7 @@ func TestStoredConversationSurvivesRestart(t *testing.T) {
 // TestStoredConversationAcrossReplicas: two modelgate processes sharing one Redis; a turn
 // made on one continues on the other, and either serves the conversation.
 func TestStoredConversationAcrossReplicas(t *testing.T) {
-	addr := redistest.Start(t)
+	addr := redistest.Start(t).Addr
 	p := startPlatform(t)
 	cfg := strings.Replace(keysConfig(p, ""), "ratelimit:\n", "ratelimit:\n  store: redis://"+addr+"/0\n", 1)
 	a := startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: keysEnv(p)})

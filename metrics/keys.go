@@ -1,0 +1,45 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"modelgate/proxy"
+)
+
+var (
+	keyStateDesc = prometheus.NewDesc("modelgate_upstream_key_state",
+		"1 for the state each platform key is in (healthy, cooling or out), by team and key fingerprint; 0 for the others.",
+		[]string{"team", "key_fingerprint", "state"}, nil)
+	keyInFlightDesc = prometheus.NewDesc("modelgate_upstream_key_in_flight",
+		"Upstream calls in flight per platform key, by team and key fingerprint.",
+		[]string{"team", "key_fingerprint"}, nil)
+)
+
+var keyStates = []string{"healthy", "cooling", "out"}
+
+// keyCollector reads the platform key pools at scrape time: their state changes with every
+// answer, and a reload replaces them, so nothing is cached here.
+type keyCollector struct{ states func() []proxy.KeyState }
+
+func (c keyCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- keyStateDesc
+	ch <- keyInFlightDesc
+}
+
+func (c keyCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, k := range c.states() {
+		for _, s := range keyStates {
+			v := 0.0
+			if s == k.State {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(keyStateDesc, prometheus.GaugeValue, v, k.Team, k.Fingerprint, s)
+		}
+		ch <- prometheus.MustNewConstMetric(keyInFlightDesc, prometheus.GaugeValue, float64(k.InFlight), k.Team, k.Fingerprint)
+	}
+}
+
+// WatchPlatformKeys exports the platform key pools that states reports (proxy.Server.KeyStates).
+func (m *Metrics) WatchPlatformKeys(states func() []proxy.KeyState) {
+	m.reg.MustRegister(keyCollector{states})
+}

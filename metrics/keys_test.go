@@ -1,0 +1,64 @@
+package metrics
+
+import (
+	"testing"
+
+	"modelgate/config"
+	"modelgate/proxy"
+)
+
+// keySeries reads the key pool gauges as "team/fingerprint/state" -> value and
+// "team/fingerprint" -> calls in flight.
+func keySeries(t *testing.T, m *Metrics) (states, inflight map[string]float64) {
+	t.Helper()
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	states, inflight = map[string]float64{}, map[string]float64{}
+	for _, mf := range mfs {
+		for _, s := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, p := range s.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			switch mf.GetName() {
+			case "modelgate_upstream_key_state":
+				states[l["team"]+"/"+l["key_fingerprint"]+"/"+l["state"]] = s.GetGauge().GetValue()
+			case "modelgate_upstream_key_in_flight":
+				inflight[l["team"]+"/"+l["key_fingerprint"]] = s.GetGauge().GetValue()
+			}
+		}
+	}
+	return states, inflight
+}
+
+func TestPlatformKeyStates(t *testing.T) {
+	m := New(&config.Config{})
+	states := []proxy.KeyState{
+		{Team: "search", Fingerprint: "0a1b2c3d", State: "healthy", InFlight: 2},
+		{Team: "search", Fingerprint: "ffee0011", State: "out"},
+	}
+	m.WatchPlatformKeys(func() []proxy.KeyState { return states })
+	got, inflight := keySeries(t, m)
+	want := map[string]float64{
+		"search/0a1b2c3d/healthy": 1, "search/0a1b2c3d/cooling": 0, "search/0a1b2c3d/out": 0,
+		"search/ffee0011/healthy": 0, "search/ffee0011/cooling": 0, "search/ffee0011/out": 1,
+	}
+	if len(got) != len(want) {
+		t.Errorf("series = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	if inflight["search/0a1b2c3d"] != 2 || len(inflight) != 2 {
+		t.Errorf("in flight = %v", inflight)
+	}
+	// A reload that changes the keys shows at the next scrape.
+	states = states[:1]
+	if got, _ := keySeries(t, m); len(got) != 3 {
+		t.Errorf("after the pool shrank: %v", got)
+	}
+}

@@ -1,0 +1,285 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Platform key states, as /metrics and /admin/usage show them.
+const (
+	keyHealthy = "healthy"
+	keyCooling = "cooling" // rate-limited by the platform: unused until its Retry-After passed
+	keyOut     = "out"     // rejected by the platform (401/403): unused until a probe after back-off
+)
+
+// Key pool timings. A 429 without Retry-After cools a key for defaultCoolDown; a rejected key
+// is tried again after outBackoff, doubling per failed probe up to maxOutBackoff, so a key
+// revoked for good costs one request every few minutes and a key restored at the platform
+// comes back on its own.
+const (
+	defaultCoolDown = 10 * time.Second
+	maxCoolDown     = 10 * time.Minute
+	outBackoff      = 30 * time.Second
+	maxOutBackoff   = 10 * time.Minute
+)
+
+// poolKey is one platform key and what the pool knows about it.
+type poolKey struct {
+	secret      string
+	fingerprint string // short and safe to show: the first 8 hex digits of sha256(key)
+	inflight    atomic.Int64
+
+	mu      sync.Mutex
+	state   string
+	until   time.Time     // cooling: end of the cool-down; out: when a probe may go
+	backoff time.Duration // out: the wait before the next probe
+	probing bool          // out: one request is testing the key now
+}
+
+// keyFingerprint names a platform key in logs, metrics and owner records without revealing it.
+func keyFingerprint(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:4])
+}
+
+// keyPool spreads one team's calls over its platform keys and takes keys the platform
+// refuses out of the rotation. It lives as long as one loaded config: a reload starts every
+// key healthy again.
+type keyPool struct {
+	team string
+	keys []*poolKey
+	now  func() time.Time
+	log  func(msg string, args ...any) // nil: silent
+	// intn picks among equally loaded keys; replaced in tests.
+	intn func(n int) int
+}
+
+func newKeyPool(team string, secrets []string, now func() time.Time) *keyPool {
+	p := &keyPool{team: team, now: now, intn: rand.IntN}
+	for _, s := range secrets {
+		p.keys = append(p.keys, &poolKey{secret: s, fingerprint: keyFingerprint(s), state: keyHealthy})
+	}
+	return p
+}
+
+// usable reports whether k may take a request now, and whether that request is a probe of a
+// key that was out. A cooling key whose time is up is healthy again.
+func (k *poolKey) usable(now time.Time) (ok, probe bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch k.state {
+	case keyCooling:
+		if now.Before(k.until) {
+			return false, false
+		}
+		k.state = keyHealthy
+	case keyOut:
+		if k.probing || now.Before(k.until) {
+			return false, false
+		}
+		return true, true
+	}
+	return true, false
+}
+
+// pick chooses the key for the next attempt among those not in tried: the healthy key with
+// the fewest calls in flight, ties at random. When every untried key is cooling or out, the
+// one that recovers soonest is returned all the same, so the platform's own answer (a 429 or
+// 401) reaches the client rather than one modelgate made up; ok is false then. nil means
+// every key was tried.
+func (p *keyPool) pick(tried []*poolKey) (k *poolKey, ok bool) {
+	now := p.now()
+	var best []*poolKey
+	var bestLoad int64
+	var fallback *poolKey
+	var fallbackAt time.Time
+	for _, k := range p.keys {
+		if contains(tried, k) {
+			continue
+		}
+		ok, _ := k.usable(now)
+		if !ok {
+			at := k.recovery()
+			if fallback == nil || at.Before(fallbackAt) {
+				fallback, fallbackAt = k, at
+			}
+			continue
+		}
+		load := k.inflight.Load()
+		switch {
+		case len(best) == 0 || load < bestLoad:
+			best, bestLoad = append(best[:0], k), load
+		case load == bestLoad:
+			best = append(best, k)
+		}
+	}
+	if len(best) == 0 {
+		return fallback, false
+	}
+	k = best[0]
+	if len(best) > 1 {
+		k = best[p.intn(len(best))]
+	}
+	k.mu.Lock()
+	if k.state == keyOut {
+		k.probing = true
+	}
+	k.mu.Unlock()
+	return k, true
+}
+
+// recovery is when k may be used again, for ordering keys that cannot be used now.
+func (k *poolKey) recovery() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	// An out key recovers only after a probe: rank it behind every cooling key.
+	if k.state == keyOut {
+		return k.until.Add(maxCoolDown)
+	}
+	return k.until
+}
+
+func contains(keys []*poolKey, k *poolKey) bool {
+	for _, x := range keys {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// keyVerdict is what an answer says about the key it was sent with.
+type keyVerdict int
+
+const (
+	keyFine     keyVerdict = iota // the key works (whatever else went wrong)
+	keyRejected                   // 401/403: the platform refuses the key
+	keyLimited                    // 429: the key is rate-limited
+)
+
+// observe updates k from one attempt's answer and says what it showed about the key.
+// Transport errors say nothing about the key; a probe that ends that way may probe again.
+func (p *keyPool) observe(k *poolKey, resp *http.Response, err error) keyVerdict {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	wasProbe := k.probing
+	k.probing = false
+	if err != nil || resp == nil {
+		return keyFine
+	}
+	now := p.now()
+	switch resp.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		k.backoff = nextBackoff(k.backoff, wasProbe && k.state == keyOut)
+		k.state, k.until = keyOut, now.Add(k.backoff)
+		p.say("platform key taken out of service", "team", p.team, "key_fingerprint", k.fingerprint,
+			"status", resp.StatusCode, "probe_in", k.backoff.String())
+		return keyRejected
+	case http.StatusTooManyRequests:
+		wait, ok := retryAfter(resp.Header)
+		if !ok || wait <= 0 {
+			wait = defaultCoolDown
+		}
+		wait = min(wait, maxCoolDown)
+		if k.state != keyOut {
+			k.state = keyCooling
+		}
+		if end := now.Add(wait); end.After(k.until) || k.state == keyCooling {
+			k.until = end
+		}
+		return keyLimited
+	}
+	if k.state == keyOut {
+		p.say("platform key back in service", "team", p.team, "key_fingerprint", k.fingerprint)
+	}
+	k.state, k.backoff = keyHealthy, 0
+	return keyFine
+}
+
+// nextBackoff doubles the wait after a failed probe and starts it afresh otherwise.
+func nextBackoff(cur time.Duration, failedProbe bool) time.Duration {
+	if !failedProbe || cur <= 0 {
+		return outBackoff
+	}
+	return min(2*cur, maxOutBackoff)
+}
+
+func (p *keyPool) say(msg string, args ...any) {
+	if p.log != nil {
+		p.log(msg, args...)
+	}
+}
+
+// release ends a usable pick that sent nothing: the request could not be built, or the
+// caller chose not to use it.
+func (k *poolKey) release() {
+	k.mu.Lock()
+	k.probing = false
+	k.mu.Unlock()
+}
+
+// byFingerprint returns the key with fingerprint fp, if the pool holds it.
+func (p *keyPool) byFingerprint(fp string) *poolKey {
+	for _, k := range p.keys {
+		if k.fingerprint == fp {
+			return k
+		}
+	}
+	return nil
+}
+
+// KeyState is one platform key's state, for metrics and the usage report.
+type KeyState struct {
+	Team        string `json:"-"`
+	Fingerprint string `json:"fingerprint"`
+	State       string `json:"state"` // healthy, cooling or out
+	InFlight    int64  `json:"in_flight"`
+}
+
+func (p *keyPool) states() []KeyState {
+	now := p.now()
+	out := make([]KeyState, 0, len(p.keys))
+	for _, k := range p.keys {
+		k.mu.Lock()
+		st := k.state
+		if st == keyCooling && !now.Before(k.until) {
+			st = keyHealthy
+		}
+		k.mu.Unlock()
+		out = append(out, KeyState{Team: p.team, Fingerprint: k.fingerprint, State: st, InFlight: k.inflight.Load()})
+	}
+	return out
+}
+
+// hasUsable reports whether any key is not out of service. Cooling keys count: they recover
+// by themselves within their Retry-After.
+func (p *keyPool) hasUsable() bool {
+	for _, k := range p.keys {
+		k.mu.Lock()
+		st := k.state
+		k.mu.Unlock()
+		if st != keyOut {
+			return true
+		}
+	}
+	return false
+}
+
+// inflightBody keeps a key counted as in flight until the answer's body is closed, so a
+// long stream weighs on its key for as long as it runs.
+type inflightBody struct {
+	io.ReadCloser
+	k    *poolKey
+	once sync.Once
+}
+
+func (b *inflightBody) Close() error {
+	b.once.Do(func() { b.k.inflight.Add(-1) })
+	return b.ReadCloser.Close()
+}
