@@ -1,0 +1,797 @@
+package translate
+
+import (
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// The Anthropic Messages dialect (POST /v1/messages) lives in the anthropic_*.go files: the
+// request here, the answer in anthropic_answer.go, the stream in anthropic_stream.go. The
+// files are named after the API's owner rather than "messages" because request_messages.go
+// already holds the chat dialect's messages.
+
+// MessagesRequest is a parsed and validated Anthropic Messages request. The exported fields
+// are what the proxy needs to route, admit and post-process the call; the translated body is
+// kept ready, so ToResponses only frames it.
+type MessagesRequest struct {
+	Model         string
+	Stream        bool
+	MaxTokens     int64 // as the client asked; the upstream gets at least minOutputTokens
+	StopSequences []string
+	Thinking      bool // extended thinking requested: reasoning comes back as thinking blocks
+
+	core   []byte  // translated fields after model/stream, each preceded by a comma
+	extras []field // model-specific fields forwarded unless the upstream is strict
+}
+
+// maxStopSequences bounds the emulated stop sequences: each one is searched in every piece
+// of streamed text.
+const maxStopSequences = 16
+
+// messagesFields holds the known top-level fields; the last occurrence of a key wins.
+type messagesFields struct {
+	model, messages, system, maxTokens, stream, stop  gjson.Result
+	temperature, topP, topK, tools, toolChoice, think gjson.Result
+	metadata                                          gjson.Result
+}
+
+// ParseMessages validates an Anthropic Messages body and translates it for the Responses
+// gateway. Bad input gives a *Error whose Param names the offending field; the proxy renders
+// it in Anthropic's error shape.
+func ParseMessages(body []byte) (*MessagesRequest, error) { return parseMessages(body, false) }
+
+// ParseMessagesCount parses a count_tokens body: a Messages request without max_tokens.
+// Its translation is what a call would send, so the count is the admission estimate.
+func ParseMessagesCount(body []byte) (*MessagesRequest, error) { return parseMessages(body, true) }
+
+func parseMessages(body []byte, count bool) (*MessagesRequest, error) {
+	if !gjson.ValidBytes(body) {
+		return nil, badRequest("invalid_json", "", "The request body is not valid JSON.")
+	}
+	src := string(body) // every result below is a substring of this one copy
+	root := gjson.Parse(src)
+	if !root.IsObject() {
+		return nil, badRequest(codeInvalidType, "", "The request body must be a JSON object.")
+	}
+	var f messagesFields
+	r := &MessagesRequest{}
+	var perr *Error
+	root.ForEach(func(k, v gjson.Result) bool {
+		perr = f.set(r, k, v)
+		return perr == nil
+	})
+	if perr != nil {
+		return nil, perr
+	}
+	if count && !f.maxTokens.Exists() {
+		f.maxTokens = gjson.Result{Type: gjson.Number, Num: 1, Raw: "1"}
+	}
+	if err := f.check(r); err != nil {
+		return nil, err
+	}
+	w := msgWriter{b: make([]byte, 0, len(src)+256)}
+	if err := w.write(&f, r); err != nil {
+		return nil, err
+	}
+	r.core = w.b
+	return r, nil
+}
+
+func (f *messagesFields) set(r *MessagesRequest, k, v gjson.Result) *Error {
+	switch k.Str {
+	case "model":
+		f.model = v
+	case "messages":
+		f.messages = v
+	case "system":
+		f.system = v
+	case "max_tokens":
+		f.maxTokens = v
+	case "stream":
+		f.stream = v
+	case "stop_sequences":
+		f.stop = v
+	case "temperature":
+		f.temperature = v
+	case "top_p":
+		f.topP = v
+	case "top_k":
+		f.topK = v
+	case "tools":
+		f.tools = v
+	case "tool_choice":
+		f.toolChoice = v
+	case "thinking":
+		f.think = v
+	case "metadata":
+		f.metadata = v
+	case "mcp_servers", "container":
+		if v.Type != gjson.Null && !(v.IsArray() && !hasElements(v)) {
+			return badRequest(codeUnsupportedValue, k.Str, "'"+k.Str+"' is not supported by this gateway: the platform cannot run Anthropic's hosted services.")
+		}
+	}
+	// Other Anthropic fields (service_tier, context_management, cache settings) mean nothing
+	// to the platform and are dropped rather than forwarded under a foreign meaning.
+	return nil
+}
+
+// check validates the scalar fields and fills the exported summary.
+func (f *messagesFields) check(r *MessagesRequest) *Error {
+	if f.model.Type != gjson.String || f.model.Str == "" {
+		if !f.model.Exists() || f.model.Type == gjson.Null {
+			return badRequest(codeMissing, "model", "model: Field required")
+		}
+		return badRequest(codeInvalidType, "model", "model: Input should be a non-empty string")
+	}
+	r.Model = f.model.Str
+	if !f.maxTokens.Exists() || f.maxTokens.Type == gjson.Null {
+		return badRequest(codeMissing, "max_tokens", "max_tokens: Field required")
+	}
+	n, ok := intValue(f.maxTokens)
+	if !ok || n < 1 {
+		return badRequest(codeInvalidValue, "max_tokens", "max_tokens: Input should be a positive integer")
+	}
+	r.MaxTokens = n
+	if !f.messages.Exists() || f.messages.Type == gjson.Null {
+		return badRequest(codeMissing, "messages", "messages: Field required")
+	}
+	if !f.messages.IsArray() {
+		return badRequest(codeInvalidType, "messages", "messages: Input should be a valid list")
+	}
+	if !hasElements(f.messages) {
+		return badRequest(codeInvalidValue, "messages", "messages: at least one message is required")
+	}
+	var err *Error
+	if r.Stream, err = optBool(f.stream, "stream"); err != nil {
+		return err
+	}
+	if r.StopSequences, err = parseStopSequences(f.stop); err != nil {
+		return err
+	}
+	for _, num := range [...]struct {
+		v     gjson.Result
+		param string
+	}{{f.temperature, "temperature"}, {f.topP, "top_p"}, {f.topK, "top_k"}} {
+		if num.v.Exists() && num.v.Type != gjson.Null && num.v.Type != gjson.Number {
+			return badRequest(codeInvalidType, num.param, num.param+": Input should be a valid number")
+		}
+	}
+	if m := f.metadata; m.Exists() && m.Type != gjson.Null && !m.IsObject() {
+		return badRequest(codeInvalidType, "metadata", "metadata: Input should be a valid dictionary")
+	}
+	if t := f.think; t.Exists() && t.Type != gjson.Null {
+		if !t.IsObject() {
+			return badRequest(codeInvalidType, "thinking", "thinking: Input should be a valid dictionary")
+		}
+		switch typ := t.Get("type").Str; typ {
+		case "enabled", "adaptive":
+			r.Thinking = true
+			if b := t.Get("budget_tokens"); b.Exists() && b.Type != gjson.Null {
+				if n, ok := intValue(b); !ok || n < 1 {
+					return badRequest(codeInvalidValue, "thinking.budget_tokens", "thinking.budget_tokens: Input should be a positive integer")
+				}
+			} else if typ == "enabled" {
+				return badRequest(codeMissing, "thinking.budget_tokens", "thinking.budget_tokens: Field required")
+			}
+		case "disabled":
+		default:
+			return badRequest(codeInvalidValue, "thinking.type", "thinking.type: Input should be 'enabled', 'adaptive' or 'disabled'")
+		}
+	}
+	return nil
+}
+
+func parseStopSequences(v gjson.Result) ([]string, *Error) {
+	if !v.Exists() || v.Type == gjson.Null {
+		return nil, nil
+	}
+	if !v.IsArray() {
+		return nil, badRequest(codeInvalidType, "stop_sequences", "stop_sequences: Input should be a valid list")
+	}
+	var stops []string
+	var err *Error
+	i := 0
+	v.ForEach(func(_, s gjson.Result) bool {
+		if s.Type != gjson.String {
+			err = badRequest(codeInvalidType, "stop_sequences."+strconv.Itoa(i), "stop_sequences."+strconv.Itoa(i)+": Input should be a valid string")
+			return false
+		}
+		i++
+		if s.Str != "" { // an empty sequence would cut every answer to nothing
+			stops = append(stops, s.Str)
+		}
+		return true
+	})
+	if err == nil && i > maxStopSequences {
+		err = badRequest(codeInvalidValue, "stop_sequences", "stop_sequences: at most "+strconv.Itoa(maxStopSequences)+" sequences are supported")
+	}
+	return stops, err
+}
+
+// ToResponses renders the Responses request body. It does not modify r.
+func (r *MessagesRequest) ToResponses(upstreamModel string, opt RequestOptions) []byte {
+	if upstreamModel == "" {
+		upstreamModel = r.Model
+	}
+	b := make([]byte, 0, len(r.core)+len(upstreamModel)+96)
+	b = append(b, `{"model":`...)
+	b = appendString(b, upstreamModel)
+	if r.Stream {
+		b = append(b, `,"stream":true,"stream_options":{"include_obfuscation":false}`...)
+	} else {
+		b = append(b, `,"stream":false`...)
+	}
+	b = append(b, r.core...)
+	if !opt.DropExtraFields {
+		for _, e := range r.extras {
+			b = append(b, ',')
+			b = append(b, e.key...)
+			b = append(b, ':')
+			b = append(b, e.raw...)
+		}
+	}
+	return append(b, '}')
+}
+
+// msgWriter renders the translated fields of a Messages request.
+type msgWriter struct {
+	b     []byte
+	calls []string // tool_use ids seen so far, for the pairing check
+}
+
+func (w *msgWriter) write(f *messagesFields, r *MessagesRequest) *Error {
+	w.b = append(w.b, `,"input":[`...)
+	start := len(w.b)
+	if err := w.system(f.system, start); err != nil {
+		return err
+	}
+	i := 0
+	var err *Error
+	f.messages.ForEach(func(_, m gjson.Result) bool {
+		err = w.message(m, i, start)
+		i++
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	// Anthropic keeps nothing between calls; the Responses default would store every turn.
+	w.b = append(w.b, `],"store":false,"max_output_tokens":`...)
+	w.b = appendInt(w.b, max(r.MaxTokens, minOutputTokens))
+	w.number("temperature", f.temperature)
+	w.number("top_p", f.topP)
+	if r.Thinking {
+		// The platform's own thinking switch, plus a summary request: without it the upstream
+		// sends no reasoning text at all. The encrypted reasoning travels in the signature.
+		w.b = append(w.b, `,"thinking":`...)
+		w.b = append(w.b, f.think.Raw...)
+		w.b = append(w.b, `,"reasoning":{"summary":"auto"},"include":["reasoning.encrypted_content"]`...)
+	}
+	if err := w.tools(f.tools); err != nil {
+		return err
+	}
+	if err := w.toolChoice(f.toolChoice); err != nil {
+		return err
+	}
+	if uid := f.metadata.Get("user_id"); uid.Type == gjson.String && uid.Str != "" {
+		w.b = append(w.b, `,"safety_identifier":`...)
+		w.b = append(w.b, uid.Raw...)
+	}
+	if f.topK.Type == gjson.Number {
+		r.extras = append(r.extras, field{`"top_k"`, f.topK.Raw})
+	}
+	return nil
+}
+
+func (w *msgWriter) number(key string, v gjson.Result) {
+	if v.Type != gjson.Number {
+		return
+	}
+	w.b = append(w.b, ',', '"')
+	w.b = append(w.b, key...)
+	w.b = append(w.b, '"', ':')
+	w.b = append(w.b, v.Raw...)
+}
+
+func (w *msgWriter) sep(start int) {
+	if len(w.b) > start {
+		w.b = append(w.b, ',')
+	}
+}
+
+// system writes the system prompt as the leading system message of the input (not as
+// instructions), so the input keeps the order the client gave.
+func (w *msgWriter) system(s gjson.Result, start int) *Error {
+	switch {
+	case !s.Exists() || s.Type == gjson.Null:
+		return nil
+	case s.Type == gjson.String:
+		if s.Str == "" {
+			return nil
+		}
+		w.sep(start)
+		w.b = append(w.b, `{"type":"message","role":"system","content":`...)
+		w.b = append(w.b, s.Raw...)
+		w.b = append(w.b, '}')
+		return nil
+	case !s.IsArray():
+		return badRequest(codeInvalidType, "system", "system: Input should be a string or a list of text blocks")
+	}
+	mark := len(w.b)
+	w.sep(start)
+	w.b = append(w.b, `{"type":"message","role":"system","content":[`...)
+	pstart := len(w.b)
+	var err *Error
+	j := 0
+	s.ForEach(func(_, blk gjson.Result) bool {
+		param := "system." + strconv.Itoa(j)
+		j++
+		t := blk.Get("text")
+		if blk.Get("type").Str != "text" || t.Type != gjson.String {
+			err = badRequest(codeInvalidValue, param, param+": system blocks must be text blocks")
+			return false
+		}
+		w.sep(pstart)
+		w.b = append(w.b, `{"type":"input_text","text":`...)
+		w.b = append(w.b, t.Raw...)
+		w.b = append(w.b, '}')
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if len(w.b) == pstart { // an empty list: no system message at all
+		w.b = w.b[:mark]
+		return nil
+	}
+	w.b = append(w.b, "]}"...)
+	return nil
+}
+
+func msgsParam(i int) string { return "messages." + strconv.Itoa(i) }
+
+func (w *msgWriter) message(m gjson.Result, i, start int) *Error {
+	param := msgsParam(i)
+	if !m.IsObject() {
+		return badRequest(codeInvalidType, param, param+": Input should be a valid dictionary")
+	}
+	role := m.Get("role")
+	c := m.Get("content")
+	if !c.Exists() || c.Type == gjson.Null {
+		return badRequest(codeMissing, param+".content", param+".content: Field required")
+	}
+	if c.Type != gjson.String && !c.IsArray() {
+		return badRequest(codeInvalidType, param+".content", param+".content: Input should be a string or a list of content blocks")
+	}
+	switch role.Str {
+	case "user":
+		return w.user(c, param, start)
+	case "assistant":
+		return w.assistant(c, param, start)
+	}
+	if !role.Exists() {
+		return badRequest(codeMissing, param+".role", param+".role: Field required")
+	}
+	return badRequest(codeInvalidValue, param+".role", param+".role: Input should be 'user' or 'assistant'")
+}
+
+// group is an open message item that consecutive blocks of the same kind go into.
+type group struct {
+	open  bool
+	start int // index in w.b just past the opening of its content list
+}
+
+func (w *msgWriter) openGroup(g *group, start int, role string) {
+	if g.open {
+		w.sep(g.start)
+		return
+	}
+	w.sep(start)
+	w.b = append(w.b, `{"type":"message","role":"`...)
+	w.b = append(w.b, role...)
+	w.b = append(w.b, `","content":[`...)
+	g.open, g.start = true, len(w.b)
+}
+
+func (w *msgWriter) closeGroup(g *group) {
+	if g.open {
+		w.b = append(w.b, "]}"...)
+		g.open = false
+	}
+}
+
+// user writes a user turn. Text, images and documents go into user messages; each
+// tool_result becomes a function_call_output item in block order, so a turn that answers
+// calls and then says something keeps that order. Images returned by a tool follow the
+// outputs in a user message of their own: a list output breaks parallel calls upstream.
+func (w *msgWriter) user(c gjson.Result, param string, start int) *Error {
+	if c.Type == gjson.String {
+		w.sep(start)
+		w.b = append(w.b, `{"type":"message","role":"user","content":`...)
+		w.b = append(w.b, c.Raw...)
+		w.b = append(w.b, '}')
+		return nil
+	}
+	var g group
+	var toolImages []gjson.Result
+	var err *Error
+	j := 0
+	c.ForEach(func(_, blk gjson.Result) bool {
+		bp := param + ".content." + strconv.Itoa(j)
+		j++
+		if !blk.IsObject() {
+			err = badRequest(codeInvalidType, bp, bp+": Input should be a valid dictionary")
+			return false
+		}
+		typ := blk.Get("type").Str
+		if typ != "tool_result" && len(toolImages) > 0 {
+			w.closeGroup(&g)
+			w.toolImages(toolImages, start)
+			toolImages = toolImages[:0]
+		}
+		switch typ {
+		case "text", "image", "document":
+			w.openGroup(&g, start, "user")
+			err = w.inputBlock(blk, bp, typ)
+		case "tool_result":
+			w.closeGroup(&g)
+			toolImages, err = w.toolResult(blk, bp, start, toolImages)
+		case "thinking", "redacted_thinking", "tool_use":
+			err = badRequest(codeInvalidValue, bp+".type", bp+".type: '"+typ+"' blocks belong in assistant messages")
+		case "":
+			err = badRequest(codeMissing, bp+".type", bp+".type: Field required")
+		default:
+			err = unsupportedBlock(bp, typ)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	w.closeGroup(&g)
+	if len(toolImages) > 0 {
+		w.toolImages(toolImages, start)
+	}
+	return nil
+}
+
+func unsupportedBlock(param, typ string) *Error {
+	return badRequest(codeUnsupportedValue, param+".type", param+".type: "+strconv.Quote(capString(typ, 64))+" blocks are not supported by this gateway")
+}
+
+// inputBlock writes a text, image or document block as a Responses input part.
+func (w *msgWriter) inputBlock(blk gjson.Result, param, typ string) *Error {
+	if typ == "text" {
+		t := blk.Get("text")
+		if t.Type != gjson.String {
+			return badRequest(codeInvalidType, param+".text", param+".text: Input should be a valid string")
+		}
+		w.b = append(w.b, `{"type":"input_text","text":`...)
+		w.b = append(w.b, t.Raw...)
+		w.b = append(w.b, '}')
+		return nil
+	}
+	src := blk.Get("source")
+	if !src.IsObject() {
+		return badRequest(codeMissing, param+".source", param+".source: Field required")
+	}
+	st := src.Get("type").Str
+	data, mt, url := src.Get("data"), src.Get("media_type"), src.Get("url")
+	if typ == "image" {
+		w.b = append(w.b, `{"type":"input_image","detail":"auto","image_url":`...)
+		switch {
+		case st == "base64" && data.Type == gjson.String && mt.Type == gjson.String:
+			w.b = appendString(w.b, "data:"+mt.Str+";base64,"+data.Str)
+		case st == "url" && url.Type == gjson.String && url.Str != "":
+			w.b = append(w.b, url.Raw...)
+		default:
+			return badRequest(codeInvalidValue, param+".source", param+".source: an image source needs type 'base64' with media_type and data, or type 'url' with url")
+		}
+		w.b = append(w.b, '}')
+		return nil
+	}
+	// A document: PDF or plain text, inline or by URL.
+	name := blk.Get("title").Str
+	w.b = append(w.b, `{"type":"input_file"`...)
+	switch {
+	case st == "base64" && data.Type == gjson.String:
+		m := mt.Str
+		if m == "" {
+			m = "application/pdf"
+		}
+		w.b = append(w.b, `,"file_data":`...)
+		w.b = appendString(w.b, "data:"+m+";base64,"+data.Str)
+		if name == "" {
+			name = "document.pdf"
+		}
+	case st == "text" && data.Type == gjson.String:
+		w.b = append(w.b, `,"file_data":`...)
+		w.b = appendString(w.b, "data:text/plain;base64,"+base64Std(data.Str))
+		if name == "" {
+			name = "document.txt"
+		}
+	case st == "url" && url.Type == gjson.String && url.Str != "":
+		w.b = append(w.b, `,"file_url":`...)
+		w.b = append(w.b, url.Raw...)
+	default:
+		return badRequest(codeInvalidValue, param+".source", param+".source: a document source needs type 'base64', 'text' or 'url'")
+	}
+	if name != "" {
+		w.b = append(w.b, `,"filename":`...)
+		w.b = appendString(w.b, name)
+	}
+	w.b = append(w.b, '}')
+	return nil
+}
+
+// toolResult writes a function_call_output. Its text blocks are joined; an error result
+// says so in the text, which is all the model ever sees of it. Images are returned for a
+// user message after the outputs.
+func (w *msgWriter) toolResult(blk gjson.Result, param string, start int, images []gjson.Result) ([]gjson.Result, *Error) {
+	id := blk.Get("tool_use_id")
+	if id.Type != gjson.String || id.Str == "" {
+		return images, badRequest(codeMissing, param+".tool_use_id", param+".tool_use_id: Field required")
+	}
+	known := false
+	for _, c := range w.calls {
+		known = known || c == id.Str
+	}
+	if !known {
+		return images, badRequest(codeInvalidValue, param+".tool_use_id", param+".tool_use_id: no tool_use block with id "+strconv.Quote(capString(id.Str, 128))+" in an earlier assistant message")
+	}
+	var text []byte
+	if blk.Get("is_error").Type == gjson.True {
+		text = append(text, "Error: "...)
+	}
+	c := blk.Get("content")
+	switch {
+	case c.Type == gjson.String:
+		text = append(text, c.Str...)
+	case c.IsArray():
+		n := 0
+		var err *Error
+		c.ForEach(func(_, p gjson.Result) bool {
+			pp := param + ".content." + strconv.Itoa(n)
+			n++
+			switch p.Get("type").Str {
+			case "text":
+				if len(text) > 0 && text[len(text)-1] != ' ' {
+					text = append(text, '\n')
+				}
+				text = append(text, p.Get("text").String()...)
+			case "image", "document":
+				var probe msgWriter // checked now: the item is written after the outputs
+				if err = probe.inputBlock(p, pp, p.Get("type").Str); err == nil {
+					images = append(images, p)
+				}
+			default:
+				err = unsupportedBlock(pp, p.Get("type").Str)
+			}
+			return err == nil
+		})
+		if err != nil {
+			return images, err
+		}
+	case c.Exists() && c.Type != gjson.Null:
+		return images, badRequest(codeInvalidType, param+".content", param+".content: Input should be a string or a list of blocks")
+	}
+	w.sep(start)
+	w.b = append(w.b, `{"type":"function_call_output","call_id":`...)
+	w.b = append(w.b, id.Raw...)
+	w.b = append(w.b, `,"output":`...)
+	w.b = appendString(w.b, str(text))
+	w.b = append(w.b, '}')
+	return images, nil
+}
+
+func (w *msgWriter) toolImages(images []gjson.Result, start int) {
+	var g group
+	for _, img := range images {
+		w.openGroup(&g, start, "user")
+		_ = w.inputBlock(img, "", img.Get("type").Str) // checked by toolResult
+	}
+	w.closeGroup(&g)
+}
+
+// assistant writes an assistant turn in block order: thinking blocks modelgate handed out
+// become reasoning items again, text becomes output messages, tool_use becomes function
+// calls. Thinking from elsewhere carries nothing the platform could resume and is dropped.
+func (w *msgWriter) assistant(c gjson.Result, param string, start int) *Error {
+	if c.Type == gjson.String {
+		if c.Str == "" {
+			return nil
+		}
+		w.sep(start)
+		w.b = append(w.b, `{"type":"message","role":"assistant","content":[{"type":"output_text","text":`...)
+		w.b = append(w.b, c.Raw...)
+		w.b = append(w.b, `,"annotations":[]}]}`...)
+		return nil
+	}
+	var g group
+	var err *Error
+	j := 0
+	c.ForEach(func(_, blk gjson.Result) bool {
+		bp := param + ".content." + strconv.Itoa(j)
+		j++
+		if !blk.IsObject() {
+			err = badRequest(codeInvalidType, bp, bp+": Input should be a valid dictionary")
+			return false
+		}
+		switch typ := blk.Get("type").Str; typ {
+		case "text":
+			t := blk.Get("text")
+			if t.Type != gjson.String {
+				err = badRequest(codeInvalidType, bp+".text", bp+".text: Input should be a valid string")
+				return false
+			}
+			if t.Str == "" {
+				return true
+			}
+			w.openGroup(&g, start, "assistant")
+			w.b = append(w.b, `{"type":"output_text","text":`...)
+			w.b = append(w.b, t.Raw...)
+			w.b = append(w.b, `,"annotations":[]}`...)
+		case "tool_use":
+			w.closeGroup(&g)
+			err = w.toolUse(blk, bp, start)
+		case "thinking":
+			w.closeGroup(&g)
+			err = w.thinking(blk, bp, start)
+		case "redacted_thinking":
+			// Anthropic's encrypted thinking: nothing this platform can read.
+		case "":
+			err = badRequest(codeMissing, bp+".type", bp+".type: Field required")
+		case "image", "document", "tool_result":
+			err = badRequest(codeInvalidValue, bp+".type", bp+".type: '"+typ+"' blocks belong in user messages")
+		default:
+			err = unsupportedBlock(bp, typ)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	w.closeGroup(&g)
+	return nil
+}
+
+func (w *msgWriter) toolUse(blk gjson.Result, param string, start int) *Error {
+	id, name, input := blk.Get("id"), blk.Get("name"), blk.Get("input")
+	if id.Type != gjson.String || id.Str == "" {
+		return badRequest(codeMissing, param+".id", param+".id: Field required")
+	}
+	if name.Type != gjson.String || name.Str == "" {
+		return badRequest(codeMissing, param+".name", param+".name: Field required")
+	}
+	if input.Exists() && input.Type != gjson.Null && !input.IsObject() {
+		return badRequest(codeInvalidType, param+".input", param+".input: Input should be a valid dictionary")
+	}
+	w.calls = append(w.calls, id.Str)
+	w.sep(start)
+	w.b = append(w.b, `{"type":"function_call","call_id":`...)
+	w.b = append(w.b, id.Raw...)
+	w.b = append(w.b, `,"name":`...)
+	w.b = append(w.b, name.Raw...)
+	w.b = append(w.b, `,"arguments":`...)
+	if input.IsObject() {
+		w.b = appendString(w.b, input.Raw)
+	} else {
+		w.b = append(w.b, `"{}"`...)
+	}
+	w.b = append(w.b, '}')
+	return nil
+}
+
+// thinking turns a thinking block back into the reasoning item it came from, when its
+// signature is one modelgate issued and carries the encrypted reasoning.
+func (w *msgWriter) thinking(blk gjson.Result, param string, start int) *Error {
+	t := blk.Get("thinking")
+	if t.Exists() && t.Type != gjson.String {
+		return badRequest(codeInvalidType, param+".thinking", param+".thinking: Input should be a valid string")
+	}
+	id, enc, ok := parseSignature(blk.Get("signature").String())
+	if !ok || enc == "" {
+		return nil
+	}
+	w.sep(start)
+	w.b = append(w.b, `{"type":"reasoning","id":`...)
+	w.b = appendString(w.b, id)
+	w.b = append(w.b, `,"summary":[`...)
+	if t.Str != "" {
+		w.b = append(w.b, `{"type":"summary_text","text":`...)
+		w.b = append(w.b, t.Raw...)
+		w.b = append(w.b, '}')
+	}
+	w.b = append(w.b, `],"encrypted_content":`...)
+	w.b = appendString(w.b, enc)
+	w.b = append(w.b, '}')
+	return nil
+}
+
+// tools maps client tools to function tools. Anthropic's server tools (web search, bash,
+// the text editor, computer use) would run on Anthropic's side; the platform cannot run
+// them, so they are refused rather than silently ignored.
+func (w *msgWriter) tools(tools gjson.Result) *Error {
+	if !tools.Exists() || tools.Type == gjson.Null {
+		return nil
+	}
+	if !tools.IsArray() {
+		return badRequest(codeInvalidType, "tools", "tools: Input should be a valid list")
+	}
+	if !hasElements(tools) {
+		return nil
+	}
+	w.b = append(w.b, `,"tools":[`...)
+	start := len(w.b)
+	var err *Error
+	i := 0
+	tools.ForEach(func(_, t gjson.Result) bool {
+		param := "tools." + strconv.Itoa(i)
+		i++
+		if !t.IsObject() {
+			err = badRequest(codeInvalidType, param, param+": Input should be a valid dictionary")
+			return false
+		}
+		if typ := t.Get("type"); typ.Exists() && typ.Type != gjson.Null && typ.Str != "custom" {
+			err = badRequest(codeUnsupportedValue, param+".type", param+".type: the server tool "+strconv.Quote(capString(typ.String(), 64))+" is not supported by this gateway; define it as a client tool with an input_schema")
+			return false
+		}
+		name, schema := t.Get("name"), t.Get("input_schema")
+		if name.Type != gjson.String || name.Str == "" {
+			err = badRequest(codeMissing, param+".name", param+".name: Field required")
+			return false
+		}
+		if !schema.IsObject() {
+			err = badRequest(codeMissing, param+".input_schema", param+".input_schema: Field required")
+			return false
+		}
+		w.sep(start)
+		w.b = append(w.b, `{"type":"function","name":`...)
+		w.b = append(w.b, name.Raw...)
+		if d := t.Get("description"); d.Type == gjson.String {
+			w.b = append(w.b, `,"description":`...)
+			w.b = append(w.b, d.Raw...)
+		}
+		w.b = append(w.b, `,"parameters":`...)
+		w.b = append(w.b, schema.Raw...)
+		w.b = append(w.b, `,"strict":false}`...)
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	w.b = append(w.b, ']')
+	return nil
+}
+
+func (w *msgWriter) toolChoice(tc gjson.Result) *Error {
+	if !tc.Exists() || tc.Type == gjson.Null {
+		return nil
+	}
+	if !tc.IsObject() {
+		return badRequest(codeInvalidType, "tool_choice", "tool_choice: Input should be a valid dictionary")
+	}
+	switch tc.Get("type").Str {
+	case "auto":
+		w.b = append(w.b, `,"tool_choice":"auto"`...)
+	case "any":
+		w.b = append(w.b, `,"tool_choice":"required"`...)
+	case "none":
+		w.b = append(w.b, `,"tool_choice":"none"`...)
+	case "tool":
+		name := tc.Get("name")
+		if name.Type != gjson.String || name.Str == "" {
+			return badRequest(codeMissing, "tool_choice.name", "tool_choice.name: Field required")
+		}
+		w.b = append(w.b, `,"tool_choice":{"type":"function","name":`...)
+		w.b = append(w.b, name.Raw...)
+		w.b = append(w.b, '}')
+	default:
+		return badRequest(codeInvalidValue, "tool_choice.type", "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'")
+	}
+	if tc.Get("disable_parallel_tool_use").Type == gjson.True {
+		w.b = append(w.b, `,"parallel_tool_calls":false`...)
+	}
+	return nil
+}
