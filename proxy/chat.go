@@ -382,6 +382,13 @@ func (cc *chatCall) send(out []byte, flush bool) bool {
 	return true
 }
 
+// eventConverter is what pumpDirect feeds: the chat converter, or the Messages one (which
+// borrows this relay so both dialects stream with the same per-event cost).
+type eventConverter interface {
+	FeedTo(dst []byte, eventType string, data []byte) ([]byte, bool)
+	End(err error) []byte
+}
+
 // maxKeptChunkBuf bounds the chunk buffer pumpDirect keeps between events; typical chunks
 // take a few hundred bytes.
 const maxKeptChunkBuf = 16 << 10
@@ -389,7 +396,7 @@ const maxKeptChunkBuf = 16 << 10
 // pumpDirect converts one upstream stream on the handler's goroutine: the common case, with
 // no channel hop between upstream read and client write. Converted chunks are queued and
 // flushed whenever the relay is about to wait for the platform (see streamWriter).
-func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, conv *translate.StreamConverter) {
+func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, conv eventConverter) {
 	idle := newIdleTimer(cc.st.cfg.Upstream.StreamIdleTimeout, cancel)
 	defer idle.stop()
 	events := newEventReader(&idleReader{r: resp.Body, idle: idle}, maxEventSize)

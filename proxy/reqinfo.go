@@ -47,6 +47,10 @@ type requestInfo struct {
 	// parallel.
 	upstreamWait atomic.Int64
 	keepWait     bool // server.overhead_header is on
+
+	// anthropic: the route speaks Anthropic's Messages API, so errors and rate-limit
+	// headers take Anthropic's shape and names (see messages_errors.go).
+	anthropic bool
 }
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.

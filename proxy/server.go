@@ -168,6 +168,11 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	v1.GET("/models", s.listModels)
 	v1.GET("/models/:id", s.getModel)
 
+	// Anthropic's Messages API: the same checks as /v1, answered in Anthropic's shape.
+	msgs := e.Group("/v1/messages", s.markAnthropic, s.refuseWhileDraining, s.authenticate)
+	msgs.POST("", s.messages)
+	msgs.POST("/count_tokens", s.countTokens)
+
 	s.sidecarRoutes(e)
 	s.adminRoutes(e)
 	return e

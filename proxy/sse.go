@@ -94,14 +94,20 @@ type streamWriter struct {
 	timer   *time.Timer
 	last    time.Time
 	stopped bool
-	pending bool  // written but not yet flushed
-	err     error // the first failed write: the client is gone
+	pending bool   // written but not yet flushed
+	err     error  // the first failed write: the client is gone
+	idle    []byte // what keep-alive writes: an SSE comment, or the dialect's ping event
 }
 
 var keepAliveComment = []byte(": keep-alive\n\n")
 
 func newStreamWriter(w gin.ResponseWriter, every time.Duration) *streamWriter {
-	sw := &streamWriter{w: w, every: every}
+	return newStreamWriterIdle(w, every, keepAliveComment)
+}
+
+// newStreamWriterIdle is newStreamWriter writing idle instead of the keep-alive comment.
+func newStreamWriterIdle(w gin.ResponseWriter, every time.Duration, idle []byte) *streamWriter {
+	sw := &streamWriter{w: w, every: every, idle: idle}
 	if every > 0 {
 		sw.last = time.Now()
 		sw.timer = time.AfterFunc(every, sw.keepAlive)
@@ -175,7 +181,7 @@ func (sw *streamWriter) keepAlive() {
 		sw.timer.Reset(sw.every - idle)
 		return
 	}
-	if sw.sendLocked(keepAliveComment, true) == nil {
+	if sw.sendLocked(sw.idle, true) == nil {
 		sw.timer.Reset(sw.every)
 	}
 }
