@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -180,6 +181,9 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 
 func (s *Server) noRoute(c *gin.Context) {
 	info(c).route = "unknown"
+	if strings.HasPrefix(c.Request.URL.Path, "/v1/messages/") {
+		s.markAnthropic(c) // an Anthropic client's 404 in its own shape
+	}
 	if isSidecarPath(c.Request.URL.Path) {
 		abortEnvelope(c, http.StatusNotFound, platform.CodeBusiness, "not found")
 		return
