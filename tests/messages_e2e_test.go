@@ -392,6 +392,18 @@ func TestMessagesGoClient(t *testing.T) {
 		if !strings.Contains(g.Output.String(), `route=/v1/messages`) {
 			t.Error("the request log has no /v1/messages line")
 		}
+		req, _ := http.NewRequest("GET", g.URL+"/admin/usage", nil)
+		req.Header.Set("Authorization", "Bearer "+adminKey)
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		spent := gjson.GetBytes(b, `teams.#(name=="spent").usage`)
+		if spent.Get("day_requests").Int() != 1 || spent.Get("day_input_tokens").Int() <= 0 || spent.Get("day_output_tokens").Int() <= 0 {
+			t.Errorf("/admin/usage for the spent team: %s", spent.Raw)
+		}
 	})
 	g.assertNoSecret(t, p.Key)
 	g.assertNoSecret(t, alphaKey)
