@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -33,7 +35,7 @@ const maxStopSequences = 16
 type messagesFields struct {
 	model, messages, system, maxTokens, stream, stop  gjson.Result
 	temperature, topP, topK, tools, toolChoice, think gjson.Result
-	metadata                                          gjson.Result
+	metadata, outputConfig, outputFormat              gjson.Result
 }
 
 // ParseMessages validates an Anthropic Messages body and translates it for the Responses
@@ -106,6 +108,10 @@ func (f *messagesFields) set(r *MessagesRequest, k, v gjson.Result) *Error {
 		f.think = v
 	case "metadata":
 		f.metadata = v
+	case "output_config":
+		f.outputConfig = v
+	case "output_format": // the structured-outputs beta's spelling of output_config.format
+		f.outputFormat = v
 	case "mcp_servers", "container":
 		if v.Type != gjson.Null && !(v.IsArray() && !hasElements(v)) {
 			return badRequest(codeUnsupportedValue, k.Str, "'"+k.Str+"' is not supported by this gateway: the platform cannot run Anthropic's hosted services.")
@@ -157,8 +163,13 @@ func (f *messagesFields) check(r *MessagesRequest) *Error {
 			return badRequest(codeInvalidType, num.param, num.param+": Input should be a valid number")
 		}
 	}
-	if m := f.metadata; m.Exists() && m.Type != gjson.Null && !m.IsObject() {
-		return badRequest(codeInvalidType, "metadata", "metadata: Input should be a valid dictionary")
+	for _, o := range [...]struct {
+		v     gjson.Result
+		param string
+	}{{f.metadata, "metadata"}, {f.outputConfig, "output_config"}, {f.outputFormat, "output_format"}} {
+		if o.v.Exists() && o.v.Type != gjson.Null && !o.v.IsObject() {
+			return badRequest(codeInvalidType, o.param, o.param+": Input should be a valid dictionary")
+		}
 	}
 	if t := f.think; t.Exists() && t.Type != gjson.Null {
 		if !t.IsObject() {
@@ -261,12 +272,9 @@ func (w *msgWriter) write(f *messagesFields, r *MessagesRequest) *Error {
 	w.b = appendInt(w.b, max(r.MaxTokens, minOutputTokens))
 	w.number("temperature", f.temperature)
 	w.number("top_p", f.topP)
-	if r.Thinking {
-		// The platform's own thinking switch, plus a summary request: without it the upstream
-		// sends no reasoning text at all. The encrypted reasoning travels in the signature.
-		w.b = append(w.b, `,"thinking":`...)
-		w.b = append(w.b, f.think.Raw...)
-		w.b = append(w.b, `,"reasoning":{"summary":"auto"},"include":["reasoning.encrypted_content"]`...)
+	w.reasoning(f, r)
+	if err := w.format(f); err != nil {
+		return err
 	}
 	if err := w.tools(f.tools); err != nil {
 		return err
@@ -276,12 +284,85 @@ func (w *msgWriter) write(f *messagesFields, r *MessagesRequest) *Error {
 	}
 	if uid := f.metadata.Get("user_id"); uid.Type == gjson.String && uid.Str != "" {
 		w.b = append(w.b, `,"safety_identifier":`...)
-		w.b = append(w.b, uid.Raw...)
+		w.b = appendString(w.b, safetyIdentifier(uid.Str))
 	}
 	if f.topK.Type == gjson.Number {
 		r.extras = append(r.extras, field{`"top_k"`, f.topK.Raw})
 	}
 	return nil
+}
+
+// reasoning writes the thinking request and Anthropic's effort. Thinking turns on the
+// platform's own switch (normalised to {type: enabled}, with the budget when one was given)
+// and asks for a reasoning summary, without which the upstream sends no reasoning text at all,
+// unless the client asked for the thinking to be omitted. The encrypted reasoning is always
+// asked for: it travels back in the signature.
+func (w *msgWriter) reasoning(f *messagesFields, r *MessagesRequest) {
+	effort := f.outputConfig.Get("effort").Str
+	switch effort {
+	case "low", "medium", "high":
+	case "max", "xhigh":
+		effort = "high" // the highest the platform knows
+	default:
+		effort = ""
+	}
+	summary := r.Thinking && f.think.Get("display").Str != "omitted"
+	if r.Thinking {
+		w.b = append(w.b, `,"thinking":{"type":"enabled"`...)
+		if b := f.think.Get("budget_tokens"); b.Type == gjson.Number {
+			w.b = append(w.b, `,"budget_tokens":`...)
+			w.b = append(w.b, b.Raw...)
+		}
+		w.b = append(w.b, '}')
+	}
+	if effort != "" || summary {
+		w.b = append(w.b, `,"reasoning":{`...)
+		if effort != "" {
+			w.b = append(w.b, `"effort":"`...)
+			w.b = append(w.b, effort...)
+			w.b = append(w.b, '"')
+		}
+		if summary {
+			if effort != "" {
+				w.b = append(w.b, ',')
+			}
+			w.b = append(w.b, `"summary":"auto"`...)
+		}
+		w.b = append(w.b, '}')
+	}
+	if r.Thinking {
+		w.b = append(w.b, `,"include":["reasoning.encrypted_content"]`...)
+	}
+}
+
+// format maps structured outputs (output_config.format, or the beta's output_format) to the
+// Responses text format. Not strict: Anthropic accepts schemas that strict mode refuses.
+func (w *msgWriter) format(f *messagesFields) *Error {
+	fm, param := f.outputConfig.Get("format"), "output_config.format"
+	if !fm.Exists() || fm.Type == gjson.Null {
+		fm, param = f.outputFormat, "output_format"
+	}
+	if !fm.Exists() || fm.Type == gjson.Null {
+		return nil
+	}
+	schema := fm.Get("schema")
+	if fm.Get("type").Str != "json_schema" || !schema.IsObject() {
+		return badRequest(codeInvalidValue, param, param+": only {type: json_schema, schema} is supported")
+	}
+	w.b = append(w.b, `,"text":{"format":{"type":"json_schema","name":"output","schema":`...)
+	w.b = append(w.b, schema.Raw...)
+	w.b = append(w.b, `,"strict":false}}`...)
+	return nil
+}
+
+// safetyIdentifier is metadata.user_id as the platform takes it: at most 64 characters.
+// Longer ids (agents send JSON there) are replaced by their SHA-256, which keeps them distinct.
+func safetyIdentifier(id string) string {
+	if len(id) <= 64 {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
 }
 
 func (w *msgWriter) number(key string, v gjson.Result) {
@@ -302,7 +383,11 @@ func (w *msgWriter) sep(start int) {
 
 // system writes the system prompt as the leading system message of the input (not as
 // instructions), so the input keeps the order the client gave.
-func (w *msgWriter) system(s gjson.Result, start int) *Error {
+func (w *msgWriter) system(s gjson.Result, start int) *Error { return w.systemAt(s, "system", start) }
+
+// systemAt writes a system prompt found at param: the top-level one, or a system message
+// inside the conversation, which recent Anthropic clients send (it stays where it is).
+func (w *msgWriter) systemAt(s gjson.Result, param string, start int) *Error {
 	switch {
 	case !s.Exists() || s.Type == gjson.Null:
 		return nil
@@ -316,7 +401,7 @@ func (w *msgWriter) system(s gjson.Result, start int) *Error {
 		w.b = append(w.b, '}')
 		return nil
 	case !s.IsArray():
-		return badRequest(codeInvalidType, "system", "system: Input should be a string or a list of text blocks")
+		return badRequest(codeInvalidType, param, param+": Input should be a string or a list of text blocks")
 	}
 	mark := len(w.b)
 	w.sep(start)
@@ -325,11 +410,11 @@ func (w *msgWriter) system(s gjson.Result, start int) *Error {
 	var err *Error
 	j := 0
 	s.ForEach(func(_, blk gjson.Result) bool {
-		param := "system." + strconv.Itoa(j)
+		bp := param + "." + strconv.Itoa(j)
 		j++
 		t := blk.Get("text")
 		if blk.Get("type").Str != "text" || t.Type != gjson.String {
-			err = badRequest(codeInvalidValue, param, param+": system blocks must be text blocks")
+			err = badRequest(codeInvalidValue, bp, bp+": system blocks must be text blocks")
 			return false
 		}
 		w.sep(pstart)
@@ -367,13 +452,15 @@ func (w *msgWriter) message(m gjson.Result, i, start int) *Error {
 	switch role.Str {
 	case "user":
 		return w.user(c, param, start)
+	case "system":
+		return w.systemAt(c, param+".content", start)
 	case "assistant":
 		return w.assistant(c, param, start)
 	}
 	if !role.Exists() {
 		return badRequest(codeMissing, param+".role", param+".role: Field required")
 	}
-	return badRequest(codeInvalidValue, param+".role", param+".role: Input should be 'user' or 'assistant'")
+	return badRequest(codeInvalidValue, param+".role", param+".role: Input should be 'user', 'assistant' or 'system'")
 }
 
 // group is an open message item that consecutive blocks of the same kind go into.
