@@ -156,3 +156,23 @@ func TestMessagesStreamChargesPlatformUsage(t *testing.T) {
 		t.Errorf("message_delta output_tokens %d, platform charged %d", out, tot.OutputTokens)
 	}
 }
+
+// In passthrough mode the x-api-key an Anthropic client sends is the caller's platform key:
+// the platform sees it as a bearer token, and its 401 reaches the client as
+// authentication_error.
+func TestMessagesPassthroughXAPIKey(t *testing.T) {
+	env := newTestEnv(t, passthroughYAML, nil)
+	status, _, b := env.do(t, "POST", "/v1/messages", "", messagesBody("sim-chat"), "X-Api-Key", env.canary)
+	if status != 200 || gjson.GetBytes(b, "content.0.type").Str != "text" {
+		t.Fatalf("status %d: %s", status, b)
+	}
+	reqs := env.sim.Requests()
+	if got := reqs[len(reqs)-1].Header.Get("Authorization"); got != "Bearer "+env.canary {
+		t.Errorf("upstream Authorization is not the caller's key (len %d)", len(got))
+	}
+	status, _, b = env.do(t, "POST", "/v1/messages", "", messagesBody("sim-chat"), "X-Api-Key", "sk-not-known-to-the-platform")
+	if status != 401 {
+		t.Fatalf("status %d: %s", status, b)
+	}
+	assertAnthropicError(t, b, "authentication_error")
+}
