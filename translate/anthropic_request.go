@@ -636,24 +636,29 @@ func (w *msgWriter) toolResult(blk gjson.Result, param string, start int, images
 	case c.Type == gjson.String:
 		text = append(text, c.Str...)
 	case c.IsArray():
-		n := 0
+		n, texts := 0, 0
 		var err *Error
 		c.ForEach(func(_, p gjson.Result) bool {
 			pp := param + ".content." + strconv.Itoa(n)
 			n++
 			switch p.Get("type").Str {
 			case "text":
-				if len(text) > 0 && text[len(text)-1] != ' ' {
+				if texts > 0 {
 					text = append(text, '\n')
 				}
+				texts++
 				text = append(text, p.Get("text").String()...)
 			case "image", "document":
 				var probe msgWriter // checked now: the item is written after the outputs
 				if err = probe.inputBlock(p, pp, p.Get("type").Str); err == nil {
 					images = append(images, p)
 				}
+			case "":
+				err = badRequest(codeMissing, pp+".type", pp+".type: Field required")
 			default:
-				err = unsupportedBlock(pp, p.Get("type").Str)
+				// Blocks only Anthropic's side understands (tool references, search results)
+				// carry nothing the platform could use; agents send them, so they are left out
+				// rather than refused.
 			}
 			return err == nil
 		})
