@@ -176,3 +176,30 @@ func TestMessagesPassthroughXAPIKey(t *testing.T) {
 	}
 	assertAnthropicError(t, b, "authentication_error")
 }
+
+// An Anthropic SDK listing models (anthropic-version set, key in x-api-key) gets Anthropic's
+// model objects, filtered by the allow-list; OpenAI clients keep theirs.
+func TestModelsForAnthropicClients(t *testing.T) {
+	env := newTestEnv(t, "", nil)
+	status, _, b := env.do(t, "GET", "/v1/models", "", nil, "X-Api-Key", keyBeta, "Anthropic-Version", "2023-06-01")
+	if status != 200 || gjson.GetBytes(b, "data.#").Int() != 1 || gjson.GetBytes(b, "data.0.type").Str != "model" ||
+		gjson.GetBytes(b, "data.0.id").Str != "sim-chat" || gjson.GetBytes(b, "last_id").Str != "sim-chat" || gjson.GetBytes(b, "has_more").Type != gjson.False {
+		t.Errorf("list: %d %s", status, b)
+	}
+	if _, err := time.Parse(time.RFC3339, gjson.GetBytes(b, "data.0.created_at").Str); err != nil {
+		t.Errorf("created_at: %v", err)
+	}
+	status, _, b = env.do(t, "GET", "/v1/models/sim-chat", "", nil, "X-Api-Key", keyBeta, "Anthropic-Version", "2023-06-01")
+	if status != 200 || gjson.GetBytes(b, "type").Str != "model" || gjson.GetBytes(b, "display_name").Str != "sim-chat" {
+		t.Errorf("get: %d %s", status, b)
+	}
+	status, _, b = env.do(t, "GET", "/v1/models/sim-tools", "", nil, "X-Api-Key", keyBeta, "Anthropic-Version", "2023-06-01")
+	if status != 404 {
+		t.Fatalf("outside the allow-list: %d %s", status, b)
+	}
+	assertAnthropicError(t, b, "not_found_error")
+	status, _, b = env.do(t, "GET", "/v1/models", keyBeta, nil)
+	if status != 200 || gjson.GetBytes(b, "object").Str != "list" {
+		t.Errorf("OpenAI list: %d %s", status, b)
+	}
+}

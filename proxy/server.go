@@ -163,7 +163,7 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 		})
 	}
 
-	v1 := e.Group("/v1", s.refuseWhileDraining, s.authenticate)
+	v1 := e.Group("/v1", s.markAnthropicModels, s.refuseWhileDraining, s.authenticate)
 	v1.POST("/responses", s.responses)
 	v1.POST("/chat/completions", s.chatCompletions)
 	v1.GET("/models", s.listModels)

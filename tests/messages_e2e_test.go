@@ -379,6 +379,21 @@ func TestMessagesGoClient(t *testing.T) {
 		}
 	})
 
+	t.Run("models", func(t *testing.T) {
+		var ids []string
+		pager := client.Models.ListAutoPaging(ctx(t), anthropic.ModelListParams{})
+		for pager.Next() {
+			ids = append(ids, pager.Current().ID)
+		}
+		if err := pager.Err(); err != nil || strings.Join(ids, ",") != "claude-test,sim-chat,sim-tools,sim-reasoning" {
+			t.Fatalf("models %v (%v)", ids, err)
+		}
+		m, err := client.Models.Get(ctx(t), "claude-test", anthropic.ModelGetParams{})
+		if err != nil || m.ID != "claude-test" || m.Type != "model" {
+			t.Errorf("model %+v (%v)", m, err)
+		}
+	})
+
 	t.Run("metrics and logs", func(t *testing.T) {
 		resp, err := http.Get(g.URL + "/metrics")
 		if err != nil {
