@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
+	sse "github.com/tmaxmax/go-sse"
 
 	"modelgate/ratelimit"
 	"modelgate/tokens"
@@ -47,8 +50,12 @@ func (s *Server) messages(c *gin.Context) {
 		modelNotFound(c, req.Model)
 		return
 	}
+	// A non-stream client with stop sequences is served from an upstream stream, so the
+	// platform can be stopped as soon as a sequence appears.
+	upStream := req.Stream || len(req.StopSequences) > 0
 	upBody := req.ToResponses(st.models.upstreamName(req.Model), translate.RequestOptions{
 		DropExtraFields: st.cfg.Translate.DropExtraFields,
+		ForceStream:     upStream && !req.Stream,
 	})
 	estimate := tokens.EstimateResponsesInput(upBody)
 	meta := translate.MessagesMeta{ID: "msg_" + newRequestID()[4:], Model: req.Model, StopSequences: req.StopSequences}
@@ -61,17 +68,77 @@ func (s *Server) messages(c *gin.Context) {
 		ticket.Settle(charged)
 		ri.inputTokens, ri.outputTokens = charged.InputTokens, charged.OutputTokens
 	}()
-	resp, cancel, ok := s.callGateway(c, st, p, upBody, req.Stream)
-	if !ok {
+	ctx := c.Request.Context()
+	if upStream && !req.Stream {
+		// The client waits for one answer: the whole call is bounded like any non-stream
+		// call, not only by the idle timer.
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeout(ctx, st.cfg.Upstream.RequestTimeout)
+		defer stop()
+	}
+	resp, cancel, f := s.openGateway(ctx, st, p, ri, upBody, upStream)
+	if f != nil {
+		writeFailure(c, f)
 		return
 	}
 	defer resp.Body.Close()
 	defer cancel()
-	if req.Stream {
+	switch {
+	case req.Stream:
 		charged = s.messagesStream(c, st, resp, cancel, meta, estimate)
-		return
+	case upStream:
+		charged = s.messagesAggregate(ctx, c, st, resp, cancel, meta, estimate)
+	default:
+		charged = s.messagesComplete(c, ri, resp, meta, estimate)
 	}
-	charged = s.messagesComplete(c, ri, resp, meta, estimate)
+}
+
+// messagesAggregate serves a non-stream client with stop sequences from an upstream stream,
+// cancelling the platform once the answer is complete.
+func (s *Server) messagesAggregate(ctx context.Context, c *gin.Context, st *state, resp *http.Response, cancel context.CancelFunc, meta translate.MessagesMeta, estimate int64) ratelimit.Usage {
+	ri := info(c)
+	agg := translate.NewMessagesAggregator(meta)
+	agg.SetInputEstimate(estimate)
+	idle := newIdleTimer(st.cfg.Upstream.StreamIdleTimeout, cancel)
+	defer idle.stop()
+	body := &idleReader{r: resp.Body, idle: idle}
+	if ri.keepWait {
+		body.wait = ri // the client waits for the whole answer: reading it is upstream time
+	}
+	finished := false
+	var readErr error
+	for ev, err := range sse.Read(body, sseReadConfig) {
+		if err != nil {
+			readErr = err
+			break
+		}
+		if agg.Feed(ev.Type, bytesOf(ev.Data)) {
+			finished = true
+			break
+		}
+	}
+	cancel() // a stop sequence may have ended the answer early: stop generating upstream
+	if !finished {
+		// Cut short by modelgate, not by the platform: say why, so the client gets a 504
+		// for a timeout and nothing at all when it left.
+		switch {
+		case idle.fired.Load():
+			ri.upstreamErr = "stream_idle"
+			s.upstreamFailed(c, fmt.Errorf("upstream stream idle: %w", context.DeadlineExceeded))
+			return toUsage(agg.Usage())
+		case ctx.Err() != nil:
+			s.upstreamFailed(c, ctx.Err())
+			return toUsage(agg.Usage())
+		}
+		agg.End(chatReadErr(readErr))
+	}
+	out, usage, err := agg.Result()
+	if err != nil {
+		writeTranslateError(c, err)
+		return toUsage(usage)
+	}
+	c.Data(http.StatusOK, "application/json", out)
+	return toUsage(usage)
 }
 
 // messagesComplete serves a non-stream client. Stop sequences are applied to the finished

@@ -203,3 +203,28 @@ func TestModelsForAnthropicClients(t *testing.T) {
 		t.Errorf("OpenAI list: %d %s", status, b)
 	}
 }
+
+// A non-stream call with stop sequences stops the platform at the sequence: the answer ends
+// before it, and the platform's paced stream is cancelled instead of running to its end.
+func TestMessagesStopSequenceEndsUpstreamEarly(t *testing.T) {
+	env := newTestEnv(t, "", nil)
+	status, _, b := env.do(t, "POST", "/v1/messages", keyAlpha1,
+		[]byte(`{"model":"sim-slow","max_tokens":4000,"stop_sequences":["from"],"messages":[{"role":"user","content":"a long request to be cut short"}]}`))
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, b)
+	}
+	if got := gjson.GetBytes(b, "content.0.text").Str; got != "Hello " {
+		t.Errorf("text %q", got)
+	}
+	if gjson.GetBytes(b, "stop_reason").Str != "stop_sequence" || gjson.GetBytes(b, "stop_sequence").Str != "from" {
+		t.Errorf("answer %s", b)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for len(env.sim.Cancellations()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A stream the platform finished is not a cancellation: only stopping it early counts.
+	if got := len(env.sim.Cancellations()); got != 1 {
+		t.Fatalf("the platform saw %d cancellations, want 1", got)
+	}
+}

@@ -270,9 +270,14 @@ func TestMessagesGoClient(t *testing.T) {
 			Model: "claude-test", MaxTokens: 256, StopSequences: []string{"beta"}, Messages: userText("alpha beta gamma"),
 		}
 		want := "Hello from sim-chat. You said: alpha "
+		mark := len(p.Sim.Requests())
 		msg, err := client.Messages.New(ctx(t), params)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// Served from an upstream stream, so the platform can be stopped at the sequence.
+		if up := oneUpstreamCall(t, p, mark); up.Get("stream").Type != gjson.True {
+			t.Errorf("a non-stream call with stop sequences was not streamed upstream: %s", up.Raw)
 		}
 		if msg.Content[0].Text != want || msg.StopReason != anthropic.StopReasonStopSequence || msg.StopSequence != "beta" {
 			t.Errorf("non-stream %s", msg.RawJSON())

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
 	sse "github.com/tmaxmax/go-sse"
 )
 
@@ -132,6 +133,55 @@ func eachMessagesStream(t *testing.T, f func(t *testing.T, golden string, raw []
 func TestMessagesGoldenStreams(t *testing.T) {
 	eachMessagesStream(t, func(t *testing.T, golden string, raw []byte, meta MessagesMeta) {
 		checkGolden(t, golden, convertMessagesSSE(bytes.NewReader(raw), meta))
+
+		got, _, err := aggregateMessagesSSE(bytes.NewReader(raw), meta)
+		if err != nil {
+			got = anthropicErrorJSON(t, err)
+		}
+		checkGolden(t, strings.TrimSuffix(golden, ".events.golden")+".aggregate.golden.json", indent(t, got))
+	})
+}
+
+// aggregateMessagesSSE runs a recorded stream through a MessagesAggregator the way the proxy
+// serves a non-stream client with stop sequences.
+func aggregateMessagesSSE(r io.Reader, meta MessagesMeta) ([]byte, Usage, error) {
+	agg := NewMessagesAggregator(meta)
+	agg.SetInputEstimate(testInputEstimate)
+	var readErr error
+	for ev, err := range sse.Read(r, &sse.ReadConfig{MaxEventSize: 64 << 20}) {
+		if err != nil {
+			readErr = err
+			break
+		}
+		if agg.Feed(ev.Type, []byte(ev.Data)) {
+			return agg.Result()
+		}
+	}
+	agg.End(readErr)
+	return agg.Result()
+}
+
+// A completed stream aggregates to the answer ResponseToMessage gives for its final response,
+// when that response lists its output: the two paths of a non-stream answer agree.
+func TestMessagesAggregateMatchesAnswer(t *testing.T) {
+	eachMessagesStream(t, func(t *testing.T, _ string, raw []byte, meta MessagesMeta) {
+		var final []byte
+		for ev, err := range sse.Read(bytes.NewReader(raw), &sse.ReadConfig{MaxEventSize: 64 << 20}) {
+			if err == nil && (ev.Type == "response.completed" || ev.Type == "response.incomplete") {
+				final = []byte(gjson.Get(ev.Data, "response").Raw)
+			}
+		}
+		if len(meta.StopSequences) > 0 || final == nil || !hasElements(gjson.GetBytes(final, "output")) {
+			t.Skip("no terminal response with its output")
+		}
+		agg, _, aerr := aggregateMessagesSSE(bytes.NewReader(raw), meta)
+		want, _, werr := ResponseToMessage(final, meta)
+		if aerr != nil || werr != nil {
+			t.Fatalf("aggregate error %v, answer error %v", aerr, werr)
+		}
+		if !bytes.Equal(agg, want) {
+			t.Errorf("aggregate\n%s\nanswer\n%s", agg, want)
+		}
 	})
 }
 

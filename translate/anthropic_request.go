@@ -220,7 +220,8 @@ func parseStopSequences(v gjson.Result) ([]string, *Error) {
 	return stops, err
 }
 
-// ToResponses renders the Responses request body. It does not modify r.
+// ToResponses renders the Responses request body. It does not modify r. opt.ForceStream
+// streams the upstream answer of a non-stream client (stop sequences, see MessagesAggregator).
 func (r *MessagesRequest) ToResponses(upstreamModel string, opt RequestOptions) []byte {
 	if upstreamModel == "" {
 		upstreamModel = r.Model
@@ -228,7 +229,7 @@ func (r *MessagesRequest) ToResponses(upstreamModel string, opt RequestOptions) 
 	b := make([]byte, 0, len(r.core)+len(upstreamModel)+96)
 	b = append(b, `{"model":`...)
 	b = appendString(b, upstreamModel)
-	if r.Stream {
+	if r.Stream || opt.ForceStream {
 		b = append(b, `,"stream":true,"stream_options":{"include_obfuscation":false}`...)
 	} else {
 		b = append(b, `,"stream":false`...)

@@ -37,6 +37,7 @@ type MessagesStream struct {
 	deltas   int64
 	usage    Usage
 	estimate int64
+	failure  *Error // what ended the stream with an error event
 
 	// ev holds the event being fed, as in StreamConverter: kept off FeedTo's frame.
 	ev eventFields
@@ -445,8 +446,7 @@ func (c *MessagesStream) failed(out []byte, typ string, data []byte) []byte {
 			e = gjson.Parse(`{"code":"server_error","message":"The upstream response failed."}`)
 		}
 	}
-	fe := failureError(e)
-	return c.errorEvent(out, fe.HTTPStatus(), fe.Message)
+	return c.errorEvent(out, failureError(e))
 }
 
 // End closes a stream whose upstream ended before a terminal event: the text held back, then
@@ -460,17 +460,18 @@ func (c *MessagesStream) End(err error) []byte {
 	if err != nil {
 		msg = "upstream stream failed before it finished"
 	}
-	return c.errorEvent(nil, 502, msg)
+	return c.errorEvent(nil, &Error{Status: 502, Type: typeServer, Code: "upstream_stream_incomplete", Message: msg})
 }
 
-func (c *MessagesStream) errorEvent(out []byte, status int, msg string) []byte {
+func (c *MessagesStream) errorEvent(out []byte, e *Error) []byte {
 	if c.open >= 0 && len(c.held) > 0 {
 		out = c.delta(out, c.open, "text_delta", "text", str(c.held))
 		c.held = c.held[:0]
 	}
 	c.done = true
-	_, typ := AnthropicStatus(status)
+	c.failure = e
+	_, typ := AnthropicStatus(e.HTTPStatus())
 	out = append(out, "event: error\ndata: "...)
-	out = AppendAnthropicError(out, typ, msg)
+	out = AppendAnthropicError(out, typ, e.Message)
 	return append(out, "\n\n"...)
 }
