@@ -181,6 +181,15 @@ func FuzzMessagesStream(f *testing.F) {
 			meta.StopSequences = []string{"STOP", "\n\n"}
 		}
 		checkMessagesEvents(t, convertMessagesSSE(bytes.NewReader(stream), meta))
+		res, _, err := aggregateMessagesSSE(bytes.NewReader(stream), meta)
+		if err != nil {
+			var te *Error
+			if !errors.As(err, &te) || te.Message == "" {
+				t.Fatalf("aggregator error %T %v", err, err)
+			}
+		} else if r := gjson.ParseBytes(res); !gjson.ValidBytes(res) || r.Get("stop_reason").Str == "" || !r.Get("content").IsArray() {
+			t.Fatalf("aggregate %s", res)
+		}
 	})
 }
 
