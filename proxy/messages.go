@@ -175,7 +175,7 @@ func (s *Server) messagesComplete(c *gin.Context, ri *requestInfo, resp *http.Re
 
 // messagesStream relays the upstream stream as Anthropic events through the chat bridge's
 // relay loop, with Anthropic's ping for keep-alive.
-func (s *Server) messagesStream(c *gin.Context, st *state, resp *http.Response, cancel func(), meta translate.MessagesMeta, estimate int64) ratelimit.Usage {
+func (s *Server) messagesStream(c *gin.Context, st *state, resp *http.Response, cancel context.CancelFunc, meta translate.MessagesMeta, estimate int64) ratelimit.Usage {
 	ri := info(c)
 	startStream(c)
 	every := st.cfg.Upstream.KeepAliveInterval

@@ -58,7 +58,7 @@ func parseMessages(body []byte, count bool) (*MessagesRequest, error) {
 	if !root.IsObject() {
 		return nil, badRequest(codeInvalidType, "", "The request body must be a JSON object.")
 	}
-	var f messagesFields
+	f := newMessagesFields()
 	r := &MessagesRequest{}
 	var perr *Error
 	root.ForEach(func(k, v gjson.Result) bool {
@@ -75,12 +75,18 @@ func parseMessages(body []byte, count bool) (*MessagesRequest, error) {
 		return nil, err
 	}
 	w := msgWriter{b: make([]byte, 0, len(src)+256)}
-	if err := w.write(&f, r); err != nil {
+	if err := w.write(f, r); err != nil {
 		return nil, err
 	}
 	r.core = w.b
 	return r, nil
 }
+
+// newMessagesFields puts a request's fields on the heap, as newChatFields does: a kilobyte of
+// gjson results on the stack would grow the goroutine that then holds the stream open.
+//
+//go:noinline
+func newMessagesFields() *messagesFields { return new(messagesFields) }
 
 func (f *messagesFields) set(r *MessagesRequest, k, v gjson.Result) *Error {
 	switch k.Str {

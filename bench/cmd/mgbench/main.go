@@ -191,6 +191,7 @@ var (
 	slowChatBody   = []byte(`{"model":"bench-slow","stream":true,"messages":[{"role":"user","content":"hold this stream open"}]}`)
 	msgsBody       = []byte(`{"model":"bench-fast","max_tokens":256,"messages":[{"role":"user","content":"Write one short sentence about benchmarks."}]}`)
 	msgsStreamBody = []byte(`{"model":"bench-fast","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"Write one short sentence about benchmarks."}]}`)
+	slowMsgsBody   = []byte(`{"model":"bench-slow","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"hold this stream open"}]}`)
 	ticksMsgsBody  = []byte(`{"model":"bench-ticks","max_tokens":4096,"stream":true,"messages":[{"role":"user","content":"tick"}]}`)
 )
 

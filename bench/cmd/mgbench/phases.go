@@ -261,6 +261,14 @@ func (b *bench) memory() error {
 			defer p.stop()
 			return openStreamsRSS(p.pid(), target{name: p.name, url: p.url + "/v1/chat/completions", key: benchKey, body: slowChatBody}, b.o.streams)
 		}},
+		{fmt.Sprintf("modelgate: %d open /v1/messages streams", b.o.streams), func() (int64, int64, error) {
+			p, err := fresh("mg-messages-streams")
+			if err != nil {
+				return 0, 0, err
+			}
+			defer p.stop()
+			return openStreamsRSS(p.pid(), target{name: p.name, url: p.url + "/v1/messages", key: benchKey, body: slowMsgsBody}, b.o.streams)
+		}},
 		{fmt.Sprintf("floor: %d open streams", b.o.streams), func() (int64, int64, error) {
 			p, err := b.startReporting("floor-streams", "floor", "--upstream", b.up.url, "--key", platformKey)
 			if err != nil {
@@ -287,6 +295,9 @@ func (b *bench) memory() error {
 		}},
 	}
 	for _, c := range checks {
+		if strings.HasPrefix(c.name, "modelgate") && !b.o.wanted(c.name) {
+			continue
+		}
 		base, peak, err := c.run()
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
