@@ -436,7 +436,12 @@ func (w *msgWriter) tools(tools gjson.Result) *Error {
 		}
 		w.b = append(w.b, `,"parameters":`...)
 		w.b = append(w.b, schema.Raw...)
-		w.b = append(w.b, `,"strict":false}`...)
+		// strict: true asks for calls that always fit the schema, as on Anthropic's side.
+		if t.Get("strict").Type == gjson.True {
+			w.b = append(w.b, `,"strict":true}`...)
+		} else {
+			w.b = append(w.b, `,"strict":false}`...)
+		}
 		return true
 	})
 	if err != nil {
