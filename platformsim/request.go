@@ -27,6 +27,7 @@ type request struct {
 	logprobs    bool
 	topLogprobs int
 	encrypted   bool // include reasoning.encrypted_content
+	thinking    bool // the platform's thinking switch is on (thinking.type enabled or adaptive)
 }
 
 type tool struct {
@@ -107,6 +108,9 @@ func parseRequest(body []byte) (*request, *apiError) {
 		return nil, e
 	}
 	req.toolChoice = root.Get("tool_choice")
+	if t := root.Get("thinking.type").Str; t == "enabled" || t == "adaptive" {
+		req.thinking = true
+	}
 	req.format = root.Get("text.format")
 	if v := root.Get("include"); v.Exists() && v.Type != gjson.Null {
 		if !v.IsArray() {

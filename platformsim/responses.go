@@ -103,6 +103,12 @@ func (s *Sim) generate(req *request, key string) answer {
 	default:
 		p.items = append(p.items, s.textItem(greeting+"You said: "+req.userText))
 	}
+	if req.thinking && p.status != "failed" && len(p.items) > 0 && p.reasoningCount() == 0 {
+		// Any model thinks when asked to: a reasoning summary leads its answer.
+		p.items = append([]*item{{kind: kindReasoning, id: s.nextID("rs"), summary: [][]string{
+			split("Thinking about: " + req.userText),
+		}}}, p.items...)
+	}
 	if req.maxOutput > 0 && p.status != "failed" {
 		p.truncate(int(req.maxOutput), "max_output_tokens")
 	}

@@ -11,7 +11,9 @@
 // "parallel") and answers with the tool output once it is given; sim-reasoning adds a reasoning
 // summary; sim-refusal refuses; sim-incomplete and sim-filtered stop early; sim-failed fails;
 // sim-error-event streams an error event; sim-slow paces events; sim-429, sim-500 and sim-503
-// answer HTTP errors; sim-json fits text.format; sim-long streams 200 deltas.
+// answer HTTP errors; sim-json fits text.format; sim-long streams 200 deltas. Any model whose
+// request turns the platform's thinking switch on (thinking.type enabled) leads its answer
+// with a reasoning summary.
 //
 // Usage follows package tokens: input = tokens.EstimateResponsesInput(body), one output token
 // per delta event, so a cut stream's charge can be checked against what was streamed.

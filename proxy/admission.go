@@ -24,11 +24,15 @@ const (
 // else happens: no body is read and nothing goes upstream.
 func (s *Server) authenticate(c *gin.Context) {
 	st := s.state()
-	p, err := st.auth.Authenticate(c.GetHeader("Authorization"))
+	ri := info(c)
+	p, err := st.auth.Authenticate(authorization(c, ri.anthropic))
 	if err != nil {
 		msg := "Incorrect API key provided."
 		if errors.Is(err, auth.ErrMissing) {
 			msg = "You didn't provide an API key. Send it in the Authorization header as 'Bearer <key>'."
+		}
+		if ri.anthropic {
+			msg = anthropicAuthMessage(err)
 		}
 		abortOpenAI(c, http.StatusUnauthorized, typeInvalidRequest, "invalid_api_key", "", msg)
 		return
@@ -36,7 +40,6 @@ func (s *Server) authenticate(c *gin.Context) {
 	if st.auth.Mode() == auth.ModePassthrough {
 		s.limitPassthrough(p, st.cfg.Ratelimit)
 	}
-	ri := info(c)
 	ri.team, ri.keyName, ri.principal = p.Team, p.KeyName, p
 	c.Set(principalKey, p)
 	c.Set(stateKey, st)
@@ -67,7 +70,7 @@ func peekLimitHeaders(c *gin.Context) {
 	ri.limitHeadersOK = true
 	h, err := ri.srv.limiter.Peek(c.Request.Context(), limitRequest(ri.principal, ratelimit.Usage{}))
 	if err == nil {
-		h.Apply(c.Header)
+		applyLimitHeaders(c, ri, h)
 	}
 }
 
@@ -84,8 +87,8 @@ func requestState(c *gin.Context) *state {
 // the x-ratelimit-* headers either way. On refusal it has answered the client and returns nil.
 func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve ratelimit.Usage, openAIShape bool) *ratelimit.Ticket {
 	ticket, d, err := s.limiter.Admit(c.Request.Context(), limitRequest(p, reserve))
-	d.Headers.Apply(c.Header)
 	ri := info(c)
+	applyLimitHeaders(c, ri, d.Headers)
 	ri.limitHeadersOK = true
 	if d.WouldRefuse != "" {
 		ri.refusal = "shadow_" + string(d.WouldRefuse)

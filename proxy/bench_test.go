@@ -215,6 +215,26 @@ func BenchmarkChat(b *testing.B) {
 	}
 }
 
+// BenchmarkMessages is BenchmarkChat for the Anthropic Messages route.
+func BenchmarkMessages(b *testing.B) {
+	minimal, long := benchUpstream(b, ""), benchUpstream(b, "sim-long")
+	const msgs = `"max_tokens":256,"messages":[{"role":"user","content":"Write one short sentence about benchmarks."}]`
+	cases := []struct {
+		name string
+		up   *cannedUpstream
+		body string
+	}{
+		{"nonstream", minimal, `{"model":"bench",` + msgs + `}`},
+		{"stream", minimal, `{"model":"bench","stream":true,` + msgs + `}`},
+		{"stream_200", long, `{"model":"sim-long","stream":true,` + msgs + `}`},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			benchRoute(b, newBenchServer(b, c.up), "/v1/messages", c.body, 100)
+		})
+	}
+}
+
 // The one-pass field scan the Responses route uses must read a body exactly as per-field
 // lookups do: first occurrence wins, escapes decoded, types kept.
 func TestScanResponsesFieldsMatchesLookups(t *testing.T) {

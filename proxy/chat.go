@@ -484,6 +484,14 @@ func (cc *chatCall) send(out []byte, flush bool) bool {
 	return true
 }
 
+// eventConverter is what the single-choice relay feeds: the chat converter, or the Messages
+// one, which borrows this relay so both dialects stream and settle the same way.
+type eventConverter interface {
+	FeedWith(s *translate.Scratch, dst []byte, eventType string, data []byte) ([]byte, bool)
+	End(err error) []byte
+	Usage() translate.Usage
+}
+
 // pumpDirect converts one upstream stream on the handler's goroutine: the common case, with
 // no channel hop between upstream read and client write. Converted chunks are queued and
 // flushed whenever the relay is about to wait for the platform (see streamWriter).
@@ -491,7 +499,7 @@ func (cc *chatCall) send(out []byte, flush bool) bool {
 // It returns what to charge. Each event is converted, and so counted, before it is written;
 // a stream modelgate ends itself (the client left, a stop sequence) is drained of what is in
 // flight first (see drainAfterCut).
-func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, conv *translate.StreamConverter) charge {
+func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, conv eventConverter) charge {
 	idle := newIdleTimer(cc.st.cfg.Upstream.StreamIdleTimeout, cancel)
 	defer idle.stop()
 	events := newEventReader(&idleReader{r: resp.Body, idle: idle}, maxEventSize)
@@ -527,7 +535,7 @@ func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, c
 // charge for it. A call of its own so the relay loop's frame stays small.
 //
 //go:noinline
-func (cc *chatCall) endCharge(readErr error, idle *idleTimer, conv *translate.StreamConverter) charge {
+func (cc *chatCall) endCharge(readErr error, idle *idleTimer, conv eventConverter) charge {
 	u := conv.Usage()
 	if cc.c.Request.Context().Err() != nil {
 		cc.ri.clientGone = true
@@ -548,7 +556,7 @@ func (cc *chatCall) endCharge(readErr error, idle *idleTimer, conv *translate.St
 // the terminal event) and returns what to charge for it.
 //
 //go:noinline
-func (cc *chatCall) cutCharge(events *eventReader, cancel context.CancelFunc, conv *translate.StreamConverter) charge {
+func (cc *chatCall) cutCharge(events *eventReader, cancel context.CancelFunc, conv eventConverter) charge {
 	u := conv.Usage()
 	if u.Reported {
 		cancel()

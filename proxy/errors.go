@@ -45,6 +45,10 @@ func openAIErrorJSON(typ, code, param, msg string) []byte {
 
 // abortOpenAI answers a /v1 route with an OpenAI-shaped error and stops the handler chain.
 func abortOpenAI(c *gin.Context, status int, typ, code, param, msg string) {
+	if info(c).anthropic {
+		abortAnthropic(c, status, code, msg) // the same refusal in the Messages clients' shape
+		return
+	}
 	peekLimitHeaders(c)
 	info(c).errCode = code
 	c.Data(status, "application/json", openAIErrorJSON(typ, code, param, msg))

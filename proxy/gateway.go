@@ -139,6 +139,12 @@ func writeFailure(c *gin.Context, f *upstreamFailure) {
 		}
 	}
 	ri.errCode = gjson.GetBytes(f.body, "error.code").String()
+	if ri.anthropic {
+		status, typ := translate.AnthropicStatus(f.status)
+		c.Data(status, "application/json", translate.AnthropicErrorJSON(typ, gjson.GetBytes(f.body, "error.message").String()))
+		c.Abort()
+		return
+	}
 	c.Data(f.status, "application/json", f.body)
 	c.Abort()
 }

@@ -57,6 +57,10 @@ func (s *Server) listModels(c *gin.Context) {
 			data = append(data, modelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "modelgate"})
 		}
 	}
+	if info(c).anthropic {
+		writeAnthropicModels(c, data)
+		return
+	}
 	b, _ := json.Marshal(struct {
 		Object string        `json:"object"`
 		Data   []modelObject `json:"data"`
@@ -70,6 +74,10 @@ func (s *Server) getModel(c *gin.Context) {
 	p, st := principal(c), requestState(c)
 	id := c.Param("id")
 	if _, ok := st.models.upstream[id]; ok && p.AllowsModel(id) {
+		if info(c).anthropic {
+			writeAnthropicModel(c, id)
+			return
+		}
 		b, _ := json.Marshal(modelObject{ID: id, Object: "model", Created: modelsCreated, OwnedBy: "modelgate"})
 		peekLimitHeaders(c)
 		c.Data(http.StatusOK, "application/json", b)

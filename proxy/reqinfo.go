@@ -63,6 +63,9 @@ type requestInfo struct {
 	// usageEstimated names why the settled usage is an estimate (see charge); "" when it
 	// is the platform's own figure.
 	usageEstimated string
+	// anthropic: the route speaks Anthropic's Messages API, so errors and rate-limit
+	// headers take Anthropic's shape and names (see messages_errors.go).
+	anthropic bool
 }
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.

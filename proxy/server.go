@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -218,7 +219,7 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 		})
 	}
 
-	v1 := e.Group("/v1", s.refuseWhileDraining, s.authenticate)
+	v1 := e.Group("/v1", s.markAnthropicModels, s.refuseWhileDraining, s.authenticate)
 	v1.POST("/responses", s.responses)
 	v1.POST("/chat/completions", s.chatCompletions)
 	v1.GET("/models", s.listModels)
@@ -227,6 +228,11 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	v1.DELETE("/responses/:id", s.deleteResponse)
 	v1.GET("/responses/:id/input_items", s.listInputItems)
 
+	// Anthropic's Messages API: the same checks as /v1, answered in Anthropic's shape.
+	msgs := e.Group("/v1/messages", s.markAnthropic, s.refuseWhileDraining, s.authenticate)
+	msgs.POST("", s.messages)
+	msgs.POST("/count_tokens", s.countTokens)
+
 	s.sidecarRoutes(e)
 	s.adminRoutes(e)
 	return e
@@ -234,6 +240,9 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 
 func (s *Server) noRoute(c *gin.Context) {
 	info(c).route = "unknown"
+	if strings.HasPrefix(c.Request.URL.Path, "/v1/messages/") {
+		s.markAnthropic(c) // an Anthropic client's 404 in its own shape
+	}
 	if isSidecarPath(c.Request.URL.Path) {
 		abortEnvelope(c, http.StatusNotFound, platform.CodeBusiness, "not found")
 		return

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -34,14 +35,23 @@ func TestNodeClient(t *testing.T) {
 	}
 
 	p := startPlatform(t)
-	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, ""), Env: keysEnv(p)})
+	// keysConfig plus a team whose small daily budget one answer spends (messages.test.mjs).
+	cfg := strings.Replace(keysConfig(p, ""), "admin_keys:", `  - name: spent
+    limits: { tokens_per_day: 100 }
+    keys:
+      - name: spent-1
+        key: ${SPENT_KEY}
+admin_keys:`, 1)
+	env := keysEnv(p)
+	env["SPENT_KEY"] = spentKey
+	g := startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: env})
 
 	c, cancel := context.WithTimeout(context.Background(), nodeTestTimeout)
 	defer cancel()
 	// Files are listed explicitly: node's default discovery differs between versions.
 	cmd := exec.CommandContext(c, node, append([]string{"--test", "--test-reporter=spec"}, files...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "MODELGATE_URL="+g.URL, "MODELGATE_KEY="+alphaKey, "MODELGATE_KEY_ALPHA2="+alpha2Key, "MODELGATE_KEY_BETA="+betaKey, "NO_COLOR=1")
+	cmd.Env = append(os.Environ(), "MODELGATE_URL="+g.URL, "MODELGATE_KEY="+alphaKey, "MODELGATE_KEY_ALPHA2="+alpha2Key, "MODELGATE_KEY_BETA="+betaKey, "MODELGATE_SPENT_KEY="+spentKey, "NO_COLOR=1")
 	out, err := cmd.CombinedOutput()
 	if c.Err() != nil {
 		t.Fatalf("node --test did not finish within %v:\n%s", nodeTestTimeout, out)
@@ -59,14 +69,21 @@ func TestNodeClient(t *testing.T) {
 	g.assertNoSecret(t, p.Key)
 }
 
-// ensureNodeModules installs the locked openai package when it is missing, so `go test ./...`
-// works on a fresh clone.
+// ensureNodeModules installs the locked packages when one is missing, so `go test ./...`
+// works on a fresh clone (and on a checkout installed before a package was added).
 func ensureNodeModules(t *testing.T, dir string) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err == nil {
+	missing := false
+	for _, pkg := range []string{"openai", "@anthropic-ai/sdk"} {
+		_, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json"))
+		if errors.Is(err, os.ErrNotExist) {
+			missing = true
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !missing {
 		return
-	} else if !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {

@@ -672,7 +672,8 @@ func appendUsageChunk(b []byte, meta *Meta, u Usage) []byte {
 	return append(b, "}\n\n"...)
 }
 
-// eventFields are the top-level fields of an upstream event that Feed reads.
+// eventFields are the top-level fields of an upstream event that the stream converters read:
+// the chat one here and the Messages one (anthropic_stream.go) share this scanner.
 type eventFields struct {
 	typ, outputIndex, contentIndex, summaryIndex     gjson.Result
 	delta, text, refusal, arguments, input, logprobs gjson.Result

@@ -30,6 +30,7 @@ type options struct {
 	uploadBytes int64
 	tickStreams int
 	phases      map[string]bool
+	routes      []string // only comparisons whose name contains one of these; nil: all
 }
 
 const (
@@ -68,7 +69,14 @@ func main() {
 	flag.Int64Var(&o.uploadBytes, "upload-bytes", 100_000_000, "asset upload size for the RSS check")
 	flag.IntVar(&o.tickStreams, "tick-streams", 4, "concurrent timestamped streams per delay measurement")
 	flag.StringVar(&phases, "phases", "throughput,latency,events,memory", "comma-separated phases to run")
+	var routes string
+	flag.StringVar(&routes, "routes", "", "comma-separated route filter for throughput, latency and events, e.g. messages (default: all)")
 	flag.Parse()
+	for r := range strings.SplitSeq(routes, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			o.routes = append(o.routes, r)
+		}
+	}
 	o.phases = map[string]bool{}
 	for p := range strings.SplitSeq(phases, ",") {
 		o.phases[strings.TrimSpace(p)] = true
@@ -181,7 +189,33 @@ var (
 	ticksChatBody  = []byte(`{"model":"bench-ticks","stream":true,"messages":[{"role":"user","content":"tick"}]}`)
 	slowBody       = []byte(`{"model":"bench-slow","input":"hold this stream open","stream":true}`)
 	slowChatBody   = []byte(`{"model":"bench-slow","stream":true,"messages":[{"role":"user","content":"hold this stream open"}]}`)
+	msgsBody       = []byte(`{"model":"bench-fast","max_tokens":256,"messages":[{"role":"user","content":"Write one short sentence about benchmarks."}]}`)
+	msgsStreamBody = []byte(`{"model":"bench-fast","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"Write one short sentence about benchmarks."}]}`)
+	slowMsgsBody   = []byte(`{"model":"bench-slow","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"hold this stream open"}]}`)
+	ticksMsgsBody  = []byte(`{"model":"bench-ticks","max_tokens":4096,"stream":true,"messages":[{"role":"user","content":"tick"}]}`)
 )
+
+// upstreamEquivalentMessages is the Responses body modelgate sends for a Messages body.
+func upstreamEquivalentMessages(body []byte) []byte {
+	req, err := translate.ParseMessages(body)
+	if err != nil {
+		panic(err)
+	}
+	return req.ToResponses(req.Model, translate.RequestOptions{})
+}
+
+// wanted reports whether a comparison named name is selected by --routes.
+func (o *options) wanted(name string) bool {
+	if len(o.routes) == 0 {
+		return true
+	}
+	for _, r := range o.routes {
+		if strings.Contains(name, r) {
+			return true
+		}
+	}
+	return false
+}
 
 // upstreamEquivalent is the Responses body modelgate sends for a chat body.
 func upstreamEquivalent(chat []byte) []byte {

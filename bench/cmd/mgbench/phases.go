@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -67,7 +69,10 @@ func (b *bench) throughput() error {
 		{name: "/v1/responses stream", mgPath: "/v1/responses", mgBody: respStreamBody, flrBody: respStreamBody, target: 1.00},
 		{name: "/v1/chat/completions", mgPath: "/v1/chat/completions", mgBody: chatBody, flrBody: upstreamEquivalent(chatBody), target: 0.90},
 		{name: "/v1/chat/completions stream", mgPath: "/v1/chat/completions", mgBody: chatStreamBody, flrBody: upstreamEquivalent(chatStreamBody), target: 0.90},
+		{name: "/v1/messages", mgPath: "/v1/messages", mgBody: msgsBody, flrBody: upstreamEquivalentMessages(msgsBody), target: 0.90},
+		{name: "/v1/messages stream", mgPath: "/v1/messages", mgBody: msgsStreamBody, flrBody: upstreamEquivalentMessages(msgsStreamBody), target: 0.90},
 	}
+	scs = slices.DeleteFunc(scs, func(s *scenario) bool { return !b.o.wanted(s.name) })
 	type scripts struct{ mg, flr string }
 	sc := make([]scripts, len(scs))
 	for i, s := range scs {
@@ -137,8 +142,12 @@ func (b *bench) latency() error {
 	}{
 		{"/v1/responses", "/v1/responses", respBody, respBody},
 		{"/v1/chat/completions", "/v1/chat/completions", chatBody, upstreamEquivalent(chatBody)},
+		{"/v1/messages", "/v1/messages", msgsBody, upstreamEquivalentMessages(msgsBody)},
 	}
 	for ci, c := range cases {
+		if !b.o.wanted(c.name) {
+			continue
+		}
 		up, err := luaScript(b.o.workDir, "lat-up-"+strconv.Itoa(ci), platformKey, c.upBody)
 		if err != nil {
 			return err
@@ -197,7 +206,10 @@ func (b *bench) events() error {
 		{name: "floor", url: b.flr.url + "/v1/responses", key: "caller-key", body: ticksBody},
 		{name: "modelgate /v1/responses", url: b.mg.url + "/v1/responses", key: benchKey, body: ticksBody},
 		{name: "modelgate /v1/chat/completions", url: b.mg.url + "/v1/chat/completions", key: benchKey, body: ticksChatBody, chat: true},
+		{name: "modelgate /v1/messages", url: b.mg.url + "/v1/messages", key: benchKey, body: ticksMsgsBody, messages: true},
 	}
+	// direct and floor are the references: they stay whatever --routes selects.
+	targets = slices.DeleteFunc(targets, func(t target) bool { return strings.HasPrefix(t.name, "modelgate") && !b.o.wanted(t.name) })
 	cases := make([]*eventCase, len(targets))
 	for i, t := range targets {
 		cases[i] = &eventCase{name: t.name}
@@ -249,6 +261,14 @@ func (b *bench) memory() error {
 			defer p.stop()
 			return openStreamsRSS(p.pid(), target{name: p.name, url: p.url + "/v1/chat/completions", key: benchKey, body: slowChatBody}, b.o.streams)
 		}},
+		{fmt.Sprintf("modelgate: %d open /v1/messages streams", b.o.streams), func() (int64, int64, error) {
+			p, err := fresh("mg-messages-streams")
+			if err != nil {
+				return 0, 0, err
+			}
+			defer p.stop()
+			return openStreamsRSS(p.pid(), target{name: p.name, url: p.url + "/v1/messages", key: benchKey, body: slowMsgsBody}, b.o.streams)
+		}},
 		{fmt.Sprintf("floor: %d open streams", b.o.streams), func() (int64, int64, error) {
 			p, err := b.startReporting("floor-streams", "floor", "--upstream", b.up.url, "--key", platformKey)
 			if err != nil {
@@ -275,6 +295,9 @@ func (b *bench) memory() error {
 		}},
 	}
 	for _, c := range checks {
+		if strings.HasPrefix(c.name, "modelgate") && !b.o.wanted(c.name) {
+			continue
+		}
 		base, peak, err := c.run()
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
@@ -303,6 +326,8 @@ func (b *bench) overheadHeader() error {
 		{"/v1/responses stream", "/v1/responses", respStreamBody},
 		{"/v1/chat/completions", "/v1/chat/completions", chatBody},
 		{"/v1/chat/completions stream", "/v1/chat/completions", chatStreamBody},
+		{"/v1/messages", "/v1/messages", msgsBody},
+		{"/v1/messages stream", "/v1/messages", msgsStreamBody},
 	} {
 		var vals []float64
 		for range 500 {

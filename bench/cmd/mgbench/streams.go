@@ -18,6 +18,7 @@ type target struct {
 	name, url, key string
 	body           []byte
 	chat           bool // the answer is a Chat Completions stream
+	messages       bool // the answer is an Anthropic Messages stream
 }
 
 func post(ctx context.Context, client *http.Client, t target) (*http.Response, error) {
@@ -137,7 +138,7 @@ func eventDelays(t target, k int) ([]time.Duration, error) {
 				if err != nil {
 					break
 				}
-				if stamp, ok := tickStamp(ev, t.chat); ok {
+				if stamp, ok := tickStamp(ev, t); ok {
 					mine = append(mine, now.Sub(time.Unix(0, stamp)))
 				}
 			}
@@ -159,11 +160,14 @@ func eventDelays(t target, k int) ([]time.Duration, error) {
 
 // tickStamp finds the "T<nanos>;" stamp of a delta event. Only deltas count: the Responses
 // stream's closing events repeat the text.
-func tickStamp(ev []byte, chat bool) (int64, bool) {
+func tickStamp(ev []byte, t target) (int64, bool) {
 	marker := []byte(`"delta":"T`)
-	if chat {
+	switch {
+	case t.chat:
 		marker = []byte(`"content":"T`)
-	} else if !bytes.Contains(ev, []byte("response.output_text.delta")) {
+	case t.messages:
+		marker = []byte(`"text_delta","text":"T`)
+	case !bytes.Contains(ev, []byte("response.output_text.delta")):
 		return 0, false
 	}
 	i := bytes.Index(ev, marker)

@@ -1,0 +1,251 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"modelgate/ratelimit"
+	"modelgate/tokens"
+	"modelgate/translate"
+)
+
+// messagesRoute is the route label of POST /v1/messages in logs and metrics.
+const messagesRoute = "/v1/messages"
+
+// pingEvent is what an idle Messages stream sends: Anthropic's own keep-alive, which its
+// clients read and ignore.
+var pingEvent = []byte("event: ping\ndata: {\"type\":\"ping\"}\n\n")
+
+// defaultPingInterval paces pings when upstream.keepalive_interval is 0: Anthropic's API
+// pings its streams, and clients of it may count on that.
+const defaultPingInterval = 15 * time.Second
+
+// messages serves POST /v1/messages on top of the Responses gateway. Nothing is written to
+// the client before the platform accepted the request, so its refusals keep their status.
+func (s *Server) messages(c *gin.Context) {
+	ri := info(c)
+	ri.route = messagesRoute
+	p, st := principal(c), requestState(c)
+	body, ok := readJSONBody(c, st.cfg.Server.MaxBodyBytes)
+	if !ok {
+		return
+	}
+	req, err := translate.ParseMessages(body)
+	if err != nil {
+		writeTranslateError(c, err)
+		return
+	}
+	ri.model, ri.stream = req.Model, req.Stream
+	if !p.AllowsModel(req.Model) {
+		modelNotFound(c, req.Model)
+		return
+	}
+	// A non-stream client with stop sequences is served from an upstream stream, so the
+	// platform can be stopped as soon as a sequence appears.
+	upStream := req.Stream || len(req.StopSequences) > 0
+	upBody := req.ToResponses(st.models.upstreamName(req.Model), translate.RequestOptions{
+		DropExtraFields: st.cfg.Translate.DropExtraFields,
+		ForceStream:     upStream && !req.Stream,
+	})
+	estimate := tokens.EstimateResponsesInput(upBody)
+	meta := translate.MessagesMeta{ID: "msg_" + newRequestID()[4:], Model: req.Model, StopSequences: req.StopSequences}
+	outCap := st.outputReserve(max(req.MaxTokens, 16))
+	if !s.reserveSpend(c, st, p, estimate, outCap, true) {
+		return
+	}
+	reserve := ratelimit.Usage{InputTokens: estimate, OutputTokens: outCap}
+	ticket := s.admit(c, p, reserve, true)
+	if ticket == nil {
+		return
+	}
+	var ch charge
+	defer func() { s.settle(c, ticket, ch) }()
+	ctx := c.Request.Context()
+	if upStream && !req.Stream {
+		// The client waits for one answer: the whole call is bounded like any non-stream
+		// call, not only by the idle timer.
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeout(ctx, st.cfg.Upstream.RequestTimeout)
+		defer stop()
+	}
+	resp, cancel, f := s.openGateway(ctx, st, p, ri, upBody, upStream)
+	if f != nil {
+		writeFailure(c, f)
+		if f.maybeBilled {
+			ch = upperBound(reserve, ratelimit.Usage{}, estNoAnswer)
+		}
+		return
+	}
+	defer resp.Body.Close()
+	defer cancel()
+	switch {
+	case req.Stream:
+		ch = s.messagesStream(c, st, resp, cancel, meta, reserve)
+	case upStream:
+		ch = s.messagesAggregate(ctx, c, st, resp, cancel, meta, reserve)
+	default:
+		ch = s.messagesComplete(c, ri, resp, meta, reserve)
+	}
+}
+
+// messagesAggregate serves a non-stream client with stop sequences from an upstream stream,
+// cancelling the platform once the answer is complete. It charges as the chat bridge's
+// aggregate does (see chatCall.completeOne).
+func (s *Server) messagesAggregate(ctx context.Context, c *gin.Context, st *state, resp *http.Response, cancel context.CancelFunc, meta translate.MessagesMeta, reserve ratelimit.Usage) charge {
+	ri := info(c)
+	agg := translate.NewMessagesAggregator(meta)
+	agg.SetInputEstimate(reserve.InputTokens)
+	idle := newIdleTimer(st.cfg.Upstream.StreamIdleTimeout, cancel)
+	defer idle.stop()
+	body := &idleReader{r: resp.Body, idle: idle}
+	if ri.keepWait {
+		body.wait = ri // the client waits for the whole answer: reading it is upstream time
+	}
+	events := newEventReader(body, maxEventSize)
+	defer events.release()
+	finished := false
+	var readErr error
+	for {
+		ev, err := events.next()
+		if err != nil {
+			readErr = err
+			break
+		}
+		if ev.typ == "" && ev.data == nil {
+			continue // a comment
+		}
+		// A copy: the reader reuses its buffer, and the aggregator may keep views of it.
+		if agg.Feed(ev.typ, bytes.Clone(ev.data)) {
+			finished = true
+			break
+		}
+	}
+	var ch charge
+	switch usage := agg.Usage(); {
+	case usage.Reported:
+		cancel()
+		ch = knownUsage(toUsage(usage))
+	case finished:
+		// Ended at a stop sequence, modelgate's own cut: count what is in flight, then stop
+		// the platform generating.
+		read, reported := drainAfterCut(events, cancel, toUsage(usage))
+		if reported {
+			ch = knownUsage(read)
+		} else {
+			ch = earlyCut(reserve, read, estEarlyCut)
+		}
+	case c.Request.Context().Err() != nil:
+		cancel()
+		ch = earlyCut(reserve, toUsage(usage), estEarlyCut)
+	default:
+		cancel()
+		ch = upperBound(reserve, toUsage(usage), estStreamCut)
+	}
+	if !finished {
+		// Cut short by modelgate, not by the platform: say why, so the client gets a 504
+		// for a timeout and nothing at all when it left.
+		switch {
+		case idle.fired.Load():
+			ri.upstreamErr = "stream_idle"
+			s.upstreamFailed(c, fmt.Errorf("upstream stream idle: %w", context.DeadlineExceeded))
+			return ch
+		case ctx.Err() != nil:
+			s.upstreamFailed(c, ctx.Err())
+			return ch
+		}
+		agg.End(chatReadErr(readErr))
+	}
+	out, _, err := agg.Result()
+	if err != nil {
+		writeTranslateError(c, err)
+		return ch
+	}
+	c.Data(http.StatusOK, "application/json", out)
+	return ch
+}
+
+// messagesComplete serves a non-stream client. The platform billed the whole answer before
+// sending it: its figures are charged as reported, and an answer that cannot be read, or
+// reports no usage, is charged the reservation.
+func (s *Server) messagesComplete(c *gin.Context, ri *requestInfo, resp *http.Response, meta translate.MessagesMeta, reserve ratelimit.Usage) charge {
+	var buf bytes.Buffer
+	if _, err := timedRead(ri, ri.keepWait, &buf, io.LimitReader(resp.Body, maxUpstreamJSON+1)); err != nil {
+		s.upstreamFailed(c, err)
+		return upperBound(reserve, ratelimit.Usage{}, estBody)
+	}
+	if buf.Len() > maxUpstreamJSON || !translate.ValidJSON(buf.Bytes()) {
+		ri.upstreamErr = "invalid_body"
+		abortAnthropic(c, http.StatusBadGateway, "upstream_invalid_response", "The platform returned an invalid response.")
+		return upperBound(reserve, ratelimit.Usage{}, estBody)
+	}
+	out, usage, err := translate.ResponseToMessage(buf.Bytes(), meta)
+	ch := knownUsage(toUsage(usage))
+	if !usage.Reported {
+		ch = upperBound(reserve, toUsage(usage), estBody)
+	}
+	if err != nil {
+		var te *translate.Error
+		if errors.As(err, &te) {
+			writeTranslateError(c, err)
+		} else {
+			s.upstreamFailed(c, err)
+		}
+		return ch
+	}
+	c.Data(http.StatusOK, "application/json", out)
+	return ch
+}
+
+// messagesStream relays the upstream stream as Anthropic events through the chat bridge's
+// relay loop, with Anthropic's ping for keep-alive, and settles the same way.
+func (s *Server) messagesStream(c *gin.Context, st *state, resp *http.Response, cancel context.CancelFunc, meta translate.MessagesMeta, reserve ratelimit.Usage) charge {
+	ri := info(c)
+	startStream(c)
+	every := st.cfg.Upstream.KeepAliveInterval
+	if every <= 0 {
+		every = defaultPingInterval
+	}
+	cc := &chatCall{s: s, c: c, st: st, ri: ri, reserve: reserve, sw: newStreamWriterFrame(c.Writer, every, pingEvent)}
+	defer cc.sw.stop()
+	if s.hooks.StreamOpened != nil {
+		s.hooks.StreamOpened(ri.route)
+		defer s.hooks.StreamClosed(ri.route)
+	}
+	conv := translate.NewMessagesStream(meta)
+	conv.SetInputEstimate(reserve.InputTokens)
+	return cc.pumpDirect(resp, cancel, conv)
+}
+
+// countTokens serves POST /v1/messages/count_tokens: the estimate admission would reserve
+// for the request's input, computed locally (the platform has no counting endpoint). It
+// charges nothing and sends nothing upstream.
+func (s *Server) countTokens(c *gin.Context) {
+	ri := info(c)
+	ri.route = messagesRoute + "/count_tokens"
+	p, st := principal(c), requestState(c)
+	body, ok := readJSONBody(c, st.cfg.Server.MaxBodyBytes)
+	if !ok {
+		return
+	}
+	req, err := translate.ParseMessagesCount(body)
+	if err != nil {
+		writeTranslateError(c, err)
+		return
+	}
+	ri.model = req.Model
+	if !p.AllowsModel(req.Model) {
+		modelNotFound(c, req.Model)
+		return
+	}
+	peekLimitHeaders(c)
+	n := tokens.EstimateResponsesInput(req.ToResponses(st.models.upstreamName(req.Model), translate.RequestOptions{}))
+	c.Data(http.StatusOK, "application/json", []byte(`{"input_tokens":`+strconv.FormatInt(n, 10)+`}`))
+}

@@ -1,0 +1,91 @@
+package proxy
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"modelgate/auth"
+	"modelgate/ratelimit"
+	"modelgate/translate"
+)
+
+// The Messages routes share every check of the /v1 routes (drain, auth, body limits,
+// admission, allow-lists, upstream failures); only the shape of what a client is told
+// differs. markAnthropic flags the request first, and the shared answer paths (abortOpenAI,
+// writeFailure, the limit headers) speak Anthropic for it.
+
+// markAnthropic runs before the /v1/messages middleware chain.
+func (s *Server) markAnthropic(c *gin.Context) {
+	ri := info(c)
+	ri.anthropic = true
+	// Anthropic's SDKs read request-id; X-Request-Id stays for everything else.
+	c.Header("request-id", ri.requestID)
+}
+
+// authorization is the credential of a request in Authorization-header form. Anthropic
+// clients send their key as x-api-key (or as a bearer token when configured with one); an
+// x-api-key wins, since it is what the SDKs send by default.
+func authorization(c *gin.Context, anthropic bool) string {
+	if anthropic {
+		if k := c.GetHeader("X-Api-Key"); k != "" {
+			return "Bearer " + k
+		}
+	}
+	return c.GetHeader("Authorization")
+}
+
+func anthropicAuthMessage(err error) string {
+	if errors.Is(err, auth.ErrMissing) {
+		return "x-api-key header is required (or Authorization: Bearer <key>)"
+	}
+	return "invalid x-api-key"
+}
+
+// abortAnthropic answers with {"type":"error","error":{"type","message"}} and Anthropic's
+// status for the kind of failure; code is what logs and metrics record, as on the other routes.
+func abortAnthropic(c *gin.Context, status int, code, msg string) {
+	peekLimitHeaders(c)
+	info(c).errCode = code
+	st, typ := translate.AnthropicStatus(status)
+	c.Data(st, "application/json", translate.AnthropicErrorJSON(typ, msg))
+	c.Abort()
+}
+
+// applyLimitHeaders writes the x-ratelimit-* headers every /v1 answer carries and, on the
+// Messages routes, the same figures under Anthropic's names.
+func applyLimitHeaders(c *gin.Context, ri *requestInfo, h ratelimit.Headers) {
+	h.Apply(c.Header)
+	if !ri.anthropic {
+		return
+	}
+	now := time.Now
+	if ri.srv != nil {
+		now = ri.srv.now
+	}
+	anthropicLimitHeaders(h, now(), c.Header)
+}
+
+// anthropicLimitHeaders writes the anthropic-ratelimit-* trios; Anthropic states the reset
+// as an RFC 3339 time rather than a duration.
+func anthropicLimitHeaders(h ratelimit.Headers, now time.Time, set func(name, value string)) {
+	reset := func(d time.Duration) string {
+		t := now.Add(max(d, 0)).UTC()
+		if t.Nanosecond() != 0 {
+			t = t.Truncate(time.Second).Add(time.Second) // never earlier than the real reset
+		}
+		return t.Format(time.RFC3339)
+	}
+	if h.HasRequests {
+		set("anthropic-ratelimit-requests-limit", strconv.FormatInt(h.LimitRequests, 10))
+		set("anthropic-ratelimit-requests-remaining", strconv.FormatInt(h.RemainingRequests, 10))
+		set("anthropic-ratelimit-requests-reset", reset(h.ResetRequests))
+	}
+	if h.HasTokens {
+		set("anthropic-ratelimit-tokens-limit", strconv.FormatInt(h.LimitTokens, 10))
+		set("anthropic-ratelimit-tokens-remaining", strconv.FormatInt(h.RemainingTokens, 10))
+		set("anthropic-ratelimit-tokens-reset", reset(h.ResetTokens))
+	}
+}

@@ -1,0 +1,45 @@
+package translate
+
+// AnthropicStatus maps an HTTP status to the status and error type an Anthropic client
+// expects: Anthropic's SDKs pick their exception classes by status, and retry 429, 5xx and
+// 529. A platform that is overloaded or unavailable is 529 overloaded_error; other server
+// faults are 500 api_error, except a timeout.
+func AnthropicStatus(status int) (int, string) {
+	switch {
+	case status == 400:
+		return 400, "invalid_request_error"
+	case status == 401:
+		return 401, "authentication_error"
+	case status == 402:
+		return 402, "billing_error"
+	case status == 403:
+		return 403, "permission_error"
+	case status == 404:
+		return 404, "not_found_error"
+	case status == 413:
+		return 413, "request_too_large"
+	case status == 429:
+		return 429, "rate_limit_error"
+	case status == 503 || status == 529:
+		return 529, "overloaded_error"
+	case status == 504:
+		return 504, "timeout_error"
+	case status >= 400 && status < 500:
+		return status, "invalid_request_error"
+	}
+	return 500, "api_error"
+}
+
+// AnthropicErrorJSON renders {"type":"error","error":{"type":typ,"message":msg}}.
+func AnthropicErrorJSON(typ, msg string) []byte {
+	return AppendAnthropicError(make([]byte, 0, 64+len(msg)), typ, msg)
+}
+
+// AppendAnthropicError appends the Anthropic error object to b.
+func AppendAnthropicError(b []byte, typ, msg string) []byte {
+	b = append(b, `{"type":"error","error":{"type":`...)
+	b = appendString(b, typ)
+	b = append(b, `,"message":`...)
+	b = appendString(b, msg)
+	return append(b, "}}"...)
+}

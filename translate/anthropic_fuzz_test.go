@@ -1,0 +1,230 @@
+package translate
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// messagesBlock is a content block rebuilt from events the way Anthropic's SDKs do it.
+type messagesBlock struct {
+	typ, text, json, signature string
+	stopped                    bool
+}
+
+// checkMessagesEvents checks converter output against the event rules Anthropic's clients
+// rely on, and returns the blocks and the stop reason ("" when the stream ended in an error).
+func checkMessagesEvents(t *testing.T, out []byte) ([]messagesBlock, string) {
+	t.Helper()
+	if !bytes.HasSuffix(out, []byte("\n\n")) {
+		t.Fatalf("output does not end with a blank line: %q", out)
+	}
+	var blocks []messagesBlock
+	var names []string
+	stop, open := "", -1
+	for _, f := range strings.Split(strings.TrimSuffix(string(out), "\n\n"), "\n\n") {
+		name, data, ok := strings.Cut(f, "\n")
+		name, ok1 := strings.CutPrefix(name, "event: ")
+		data, ok2 := strings.CutPrefix(data, "data: ")
+		if !ok || !ok1 || !ok2 || strings.Contains(data, "\n") || !gjson.Valid(data) {
+			t.Fatalf("malformed frame %q", f)
+		}
+		ev := gjson.Parse(data)
+		if ev.Get("type").Str != name {
+			t.Fatalf("event %q carries type %q", name, ev.Get("type").Str)
+		}
+		if len(names) > 0 && (names[len(names)-1] == "message_stop" || names[len(names)-1] == "error") {
+			t.Fatalf("%s after the end of the stream", name)
+		}
+		if len(names) == 0 && name != "message_start" && name != "error" {
+			t.Fatalf("the stream starts with %s", name)
+		}
+		names = append(names, name)
+		idx := int(ev.Get("index").Int())
+		switch name {
+		case "content_block_start":
+			if idx != len(blocks) || open >= 0 {
+				t.Fatalf("block %d starts with %d blocks and block %d open", idx, len(blocks), open)
+			}
+			blocks = append(blocks, messagesBlock{typ: ev.Get("content_block.type").Str})
+			open = idx
+		case "content_block_delta":
+			if idx != open {
+				t.Fatalf("delta for block %d while %d is open", idx, open)
+			}
+			b := &blocks[idx]
+			d := ev.Get("delta")
+			switch want := map[string]string{"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "thinking", "input_json_delta": "tool_use"}[d.Get("type").Str]; {
+			case want != b.typ:
+				t.Fatalf("%s in a %s block", d.Get("type").Str, b.typ)
+			case d.Get("type").Str == "signature_delta" && b.signature != "":
+				t.Fatal("two signatures in one block")
+			}
+			b.text += d.Get("text").Str + d.Get("thinking").Str
+			b.json += d.Get("partial_json").Str
+			b.signature += d.Get("signature").Str
+		case "content_block_stop":
+			if idx != open {
+				t.Fatalf("stop for block %d while %d is open", idx, open)
+			}
+			blocks[idx].stopped, open = true, -1
+		case "message_delta":
+			stop = ev.Get("delta.stop_reason").Str
+			if stop == "" || open >= 0 {
+				t.Fatalf("message_delta %s with block %d open", data, open)
+			}
+		case "message_stop":
+			if names[len(names)-2] != "message_delta" {
+				t.Fatal("message_stop without message_delta before it")
+			}
+		case "error":
+			if ev.Get("error.type").Str == "" || ev.Get("error.message").Str == "" {
+				t.Fatalf("error event %s", data)
+			}
+		case "message_start":
+			if len(names) != 1 {
+				t.Fatal("message_start twice")
+			}
+		default:
+			t.Fatalf("unknown event %q", name)
+		}
+	}
+	if last := names[len(names)-1]; last != "message_stop" && last != "error" {
+		t.Fatalf("the stream ends with %s", last)
+	}
+	return blocks, stop
+}
+
+// TestMessagesStreamInvariants checks every recorded stream against the event rules, and
+// that tool input rebuilt from the deltas is a JSON object.
+func TestMessagesStreamInvariants(t *testing.T) {
+	eachMessagesStream(t, func(t *testing.T, _ string, raw []byte, meta MessagesMeta) {
+		blocks, stop := checkMessagesEvents(t, convertMessagesSSE(bytes.NewReader(raw), meta))
+		for _, b := range blocks {
+			if b.typ == "tool_use" && !gjson.Parse(b.json).IsObject() {
+				t.Errorf("tool input %q is not a JSON object", b.json)
+			}
+			if b.typ == "thinking" && !strings.HasPrefix(b.signature, signaturePrefix) {
+				t.Errorf("thinking block without modelgate's signature: %+v", b)
+			}
+		}
+		if stop == stopToolUse && !slicesContainsFunc(blocks, func(b messagesBlock) bool { return b.typ == "tool_use" }) {
+			t.Error("stop_reason tool_use without a tool_use block")
+		}
+	})
+}
+
+func slicesContainsFunc[T any](s []T, f func(T) bool) bool {
+	for _, v := range s {
+		if f(v) {
+			return true
+		}
+	}
+	return false
+}
+
+func FuzzParseMessages(f *testing.F) {
+	f.Add([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`), false)
+	f.Fuzz(func(t *testing.T, body []byte, count bool) {
+		orig := bytes.Clone(body)
+		var r *MessagesRequest
+		var err error
+		if count {
+			r, err = ParseMessagesCount(body)
+		} else {
+			r, err = ParseMessages(body)
+		}
+		if !bytes.Equal(body, orig) {
+			t.Fatal("the parser modified its input")
+		}
+		if err != nil {
+			var te *Error
+			if !errors.As(err, &te) || te.HTTPStatus() != 400 || te.Message == "" {
+				t.Fatalf("error %T %v is not a 400 *Error", err, err)
+			}
+			return
+		}
+		if r.Model == "" || r.MaxTokens < 1 {
+			t.Fatalf("accepted a request with model %q and max_tokens %d", r.Model, r.MaxTokens)
+		}
+		a := r.ToResponses("up", RequestOptions{})
+		if !gjson.ValidBytes(a) {
+			t.Fatalf("invalid JSON for %s:\n%s", body, a)
+		}
+		if b := r.ToResponses("up", RequestOptions{}); !bytes.Equal(a, b) {
+			t.Fatal("translation is not deterministic")
+		}
+		seen := map[string]bool{}
+		gjson.ParseBytes(a).ForEach(func(k, _ gjson.Result) bool {
+			if seen[k.Str] {
+				t.Fatalf("duplicate key %q in %s", k.Str, a)
+			}
+			seen[k.Str] = true
+			return true
+		})
+	})
+}
+
+func FuzzMessagesStream(f *testing.F) {
+	f.Add([]byte("data: {\"type\":\"response.output_text.delta\",\"delta\":\"hi\"}\n\n"), false)
+	f.Fuzz(func(t *testing.T, stream []byte, stops bool) {
+		meta := baseMessagesMeta()
+		if stops {
+			meta.StopSequences = []string{"STOP", "\n\n"}
+		}
+		checkMessagesEvents(t, convertMessagesSSE(bytes.NewReader(stream), meta))
+		res, _, err := aggregateMessagesSSE(bytes.NewReader(stream), meta)
+		if err != nil {
+			var te *Error
+			if !errors.As(err, &te) || te.Message == "" {
+				t.Fatalf("aggregator error %T %v", err, err)
+			}
+		} else if r := gjson.ParseBytes(res); !gjson.ValidBytes(res) || r.Get("stop_reason").Str == "" || !r.Get("content").IsArray() {
+			t.Fatalf("aggregate %s", res)
+		}
+	})
+}
+
+// TestWriteMessagesFuzzSeeds regenerates the Messages seed corpora from the golden inputs
+// (with -update); otherwise it checks that they exist.
+func TestWriteMessagesFuzzSeeds(t *testing.T) {
+	lit := func(b []byte) string { return "[]byte(" + strconv.Quote(string(b)) + ")" }
+	if !*update {
+		for _, target := range []string{"FuzzParseMessages", "FuzzMessagesStream"} {
+			if files, _ := filepath.Glob(filepath.Join("testdata", "fuzz", target, "*")); len(files) < 5 {
+				t.Errorf("seed corpus for %s missing (run with -update)", target)
+			}
+		}
+		return
+	}
+	write := func(target string, values ...string) {
+		t.Helper()
+		body := "go test fuzz v1\n" + strings.Join(values, "\n") + "\n"
+		dir := filepath.Join("testdata", "fuzz", target)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256([]byte(body))
+		name := "seed-" + hex.EncodeToString(sum[:6])
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, in := range globCases(t, "testdata/anthropic/requests/*.messages.json") {
+		b, _ := os.ReadFile(in)
+		write("FuzzParseMessages", lit(b), "bool(false)")
+	}
+	streams := append(globCases(t, "testdata/streams/*.sse"), globCases(t, "testdata/anthropic/streams/*.sse")...)
+	for _, in := range streams {
+		b, _ := os.ReadFile(in)
+		write("FuzzMessagesStream", lit(b), "bool("+strconv.FormatBool(strings.Contains(in, "stop") || strings.Contains(in, "held"))+")")
+	}
+}

@@ -1,0 +1,200 @@
+package translate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+	sse "github.com/tmaxmax/go-sse"
+)
+
+// The Messages dialect is tested against the same recorded upstream answers and streams as
+// chat (testdata/answers, testdata/streams) plus its own (testdata/anthropic); its goldens
+// live under testdata/anthropic.
+
+func baseMessagesMeta() MessagesMeta { return MessagesMeta{ID: "msg_test", Model: "client-model"} }
+
+// loadMessagesMeta reads a case's meta: a chat meta's Stop becomes the stop sequences, so the
+// chat recordings exercise the same emulation; a messages meta is read as is.
+func loadMessagesMeta(t *testing.T, path string) MessagesMeta {
+	t.Helper()
+	m := baseMessagesMeta()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return m
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Stop          []string
+		StopSequences []string
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	m.StopSequences = append(raw.StopSequences, raw.Stop...)
+	return m
+}
+
+// anthropicErrorJSON renders an error result the way the proxy would answer it.
+func anthropicErrorJSON(t *testing.T, err error) []byte {
+	t.Helper()
+	var te *Error
+	if !errors.As(err, &te) {
+		t.Fatalf("error %v (%T) is not a *Error", err, err)
+	}
+	status, typ := AnthropicStatus(te.HTTPStatus())
+	return []byte(`{"status":` + itoa(status) + `,"body":` + string(AnthropicErrorJSON(typ, te.Message)) + `}`)
+}
+
+func TestMessagesGoldenRequests(t *testing.T) {
+	for _, in := range globCases(t, "testdata/anthropic/requests/*.messages.json") {
+		name := caseName(in, ".messages.json")
+		t.Run(name, func(t *testing.T) {
+			body, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []byte
+			if r, err := ParseMessages(body); err != nil {
+				got = anthropicErrorJSON(t, err)
+			} else {
+				got = r.ToResponses("upstream-model", RequestOptions{})
+			}
+			checkGolden(t, strings.TrimSuffix(in, ".messages.json")+".responses.golden.json", indent(t, got))
+		})
+	}
+}
+
+func TestMessagesGoldenAnswers(t *testing.T) {
+	cases := append(globCases(t, "testdata/answers/*.response.json"), globCases(t, "testdata/anthropic/answers/*.response.json")...)
+	for _, in := range cases {
+		base := strings.TrimSuffix(in, ".response.json")
+		name := caseName(in, ".response.json")
+		t.Run(name, func(t *testing.T) {
+			body, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := ResponseToMessage(body, loadMessagesMeta(t, base+".meta.json"))
+			if err != nil {
+				got = anthropicErrorJSON(t, err)
+			}
+			checkGolden(t, filepath.Join("testdata/anthropic/answers", name+".messages.golden.json"), indent(t, got))
+		})
+	}
+}
+
+// convertMessagesSSE runs a recorded upstream stream through a Messages converter the way
+// the proxy does.
+func convertMessagesSSE(r io.Reader, meta MessagesMeta) []byte {
+	conv := NewMessagesStream(meta)
+	conv.SetInputEstimate(testInputEstimate)
+	var out []byte
+	var readErr error
+	for ev, err := range sse.Read(r, &sse.ReadConfig{MaxEventSize: 64 << 20}) {
+		if err != nil {
+			readErr = err
+			break
+		}
+		o, done := conv.Feed(ev.Type, []byte(ev.Data))
+		out = append(out, o...)
+		if done {
+			return out
+		}
+	}
+	return append(out, conv.End(readErr)...)
+}
+
+// eachMessagesStream runs f for every recorded stream, chat's and the dialect's own, with the
+// path of its Messages golden.
+func eachMessagesStream(t *testing.T, f func(t *testing.T, golden string, raw []byte, meta MessagesMeta)) {
+	cases := append(globCases(t, "testdata/streams/*.sse"), globCases(t, "testdata/anthropic/streams/*.sse")...)
+	for _, in := range cases {
+		base := strings.TrimSuffix(in, ".sse")
+		name := caseName(in, ".sse")
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f(t, filepath.Join("testdata/anthropic/streams", name+".events.golden"), raw, loadMessagesMeta(t, base+".meta.json"))
+		})
+	}
+}
+
+func TestMessagesGoldenStreams(t *testing.T) {
+	eachMessagesStream(t, func(t *testing.T, golden string, raw []byte, meta MessagesMeta) {
+		checkGolden(t, golden, convertMessagesSSE(bytes.NewReader(raw), meta))
+
+		got, _, err := aggregateMessagesSSE(bytes.NewReader(raw), meta)
+		if err != nil {
+			got = anthropicErrorJSON(t, err)
+		}
+		checkGolden(t, strings.TrimSuffix(golden, ".events.golden")+".aggregate.golden.json", indent(t, got))
+	})
+}
+
+// aggregateMessagesSSE runs a recorded stream through a MessagesAggregator the way the proxy
+// serves a non-stream client with stop sequences.
+func aggregateMessagesSSE(r io.Reader, meta MessagesMeta) ([]byte, Usage, error) {
+	agg := NewMessagesAggregator(meta)
+	agg.SetInputEstimate(testInputEstimate)
+	var readErr error
+	for ev, err := range sse.Read(r, &sse.ReadConfig{MaxEventSize: 64 << 20}) {
+		if err != nil {
+			readErr = err
+			break
+		}
+		if agg.Feed(ev.Type, []byte(ev.Data)) {
+			return agg.Result()
+		}
+	}
+	agg.End(readErr)
+	return agg.Result()
+}
+
+// A completed stream aggregates to the answer ResponseToMessage gives for its final response,
+// when that response lists its output: the two paths of a non-stream answer agree.
+func TestMessagesAggregateMatchesAnswer(t *testing.T) {
+	eachMessagesStream(t, func(t *testing.T, _ string, raw []byte, meta MessagesMeta) {
+		var final []byte
+		for ev, err := range sse.Read(bytes.NewReader(raw), &sse.ReadConfig{MaxEventSize: 64 << 20}) {
+			if err == nil && (ev.Type == "response.completed" || ev.Type == "response.incomplete") {
+				final = []byte(gjson.Get(ev.Data, "response").Raw)
+			}
+		}
+		if len(meta.StopSequences) > 0 || final == nil || !hasElements(gjson.GetBytes(final, "output")) {
+			t.Skip("no terminal response with its output")
+		}
+		agg, _, aerr := aggregateMessagesSSE(bytes.NewReader(raw), meta)
+		want, _, werr := ResponseToMessage(final, meta)
+		if aerr != nil || werr != nil {
+			t.Fatalf("aggregate error %v, answer error %v", aerr, werr)
+		}
+		if !bytes.Equal(agg, want) {
+			t.Errorf("aggregate\n%s\nanswer\n%s", agg, want)
+		}
+	})
+}
+
+// TestMessagesStreamSplitAtEveryByte: the output must not depend on how the upstream bytes
+// arrive.
+func TestMessagesStreamSplitAtEveryByte(t *testing.T) {
+	eachMessagesStream(t, func(t *testing.T, _ string, raw []byte, meta MessagesMeta) {
+		want := convertMessagesSSE(bytes.NewReader(raw), meta)
+		for k := 0; k <= len(raw); k++ {
+			r := io.MultiReader(bytes.NewReader(raw[:k]), bytes.NewReader(raw[k:]))
+			if got := convertMessagesSSE(r, meta); !bytes.Equal(got, want) {
+				t.Fatalf("split at byte %d changes the output:\n%s\nwant\n%s", k, got, want)
+			}
+		}
+	})
+}

@@ -1,0 +1,483 @@
+package translate
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// The Anthropic Messages dialect (POST /v1/messages) lives in the anthropic_*.go files: the
+// request here and its conversation in anthropic_request_content.go, the answer in
+// anthropic_answer.go, the stream in anthropic_stream.go (and its non-stream assembly in
+// anthropic_aggregate.go), thinking signatures in anthropic_signature.go, error shapes in
+// anthropic_errors.go. The files are named after the API's owner rather than "messages"
+// because request_messages.go already holds the chat dialect's messages.
+
+// MessagesRequest is a parsed and validated Anthropic Messages request. The exported fields
+// are what the proxy needs to route, admit and post-process the call; the translated body is
+// kept ready, so ToResponses only frames it.
+type MessagesRequest struct {
+	Model         string
+	Stream        bool
+	MaxTokens     int64 // as the client asked; the upstream gets at least minOutputTokens
+	StopSequences []string
+	Thinking      bool // extended thinking requested: reasoning comes back as thinking blocks
+
+	core   []byte  // translated fields after model/stream, each preceded by a comma
+	extras []field // model-specific fields forwarded unless the upstream is strict
+}
+
+// maxStopSequences bounds the emulated stop sequences: each one is searched in every piece
+// of streamed text.
+const maxStopSequences = 16
+
+// messagesFields holds the known top-level fields; the last occurrence of a key wins.
+type messagesFields struct {
+	model, messages, system, maxTokens, stream, stop  gjson.Result
+	temperature, topP, topK, tools, toolChoice, think gjson.Result
+	metadata, outputConfig, outputFormat              gjson.Result
+}
+
+// ParseMessages validates an Anthropic Messages body and translates it for the Responses
+// gateway. Bad input gives a *Error whose Param names the offending field; the proxy renders
+// it in Anthropic's error shape.
+func ParseMessages(body []byte) (*MessagesRequest, error) { return parseMessages(body, false) }
+
+// ParseMessagesCount parses a count_tokens body: a Messages request without max_tokens.
+// Its translation is what a call would send, so the count is the admission estimate.
+func ParseMessagesCount(body []byte) (*MessagesRequest, error) { return parseMessages(body, true) }
+
+func parseMessages(body []byte, count bool) (*MessagesRequest, error) {
+	if !gjson.ValidBytes(body) {
+		return nil, badRequest("invalid_json", "", "The request body is not valid JSON.")
+	}
+	src := string(body) // every result below is a substring of this one copy
+	root := gjson.Parse(src)
+	if !root.IsObject() {
+		return nil, badRequest(codeInvalidType, "", "The request body must be a JSON object.")
+	}
+	f := newMessagesFields()
+	r := &MessagesRequest{}
+	var perr *Error
+	root.ForEach(func(k, v gjson.Result) bool {
+		perr = f.set(r, k, v)
+		return perr == nil
+	})
+	if perr != nil {
+		return nil, perr
+	}
+	if count && !f.maxTokens.Exists() {
+		f.maxTokens = gjson.Result{Type: gjson.Number, Num: 1, Raw: "1"}
+	}
+	if err := f.check(r); err != nil {
+		return nil, err
+	}
+	w := msgWriter{b: make([]byte, 0, len(src)+256)}
+	if err := w.write(f, r); err != nil {
+		return nil, err
+	}
+	r.core = w.b
+	return r, nil
+}
+
+// newMessagesFields puts a request's fields on the heap, as newChatFields does: a kilobyte of
+// gjson results on the stack would grow the goroutine that then holds the stream open.
+//
+//go:noinline
+func newMessagesFields() *messagesFields { return new(messagesFields) }
+
+func (f *messagesFields) set(r *MessagesRequest, k, v gjson.Result) *Error {
+	switch k.Str {
+	case "model":
+		f.model = v
+	case "messages":
+		f.messages = v
+	case "system":
+		f.system = v
+	case "max_tokens":
+		f.maxTokens = v
+	case "stream":
+		f.stream = v
+	case "stop_sequences":
+		f.stop = v
+	case "temperature":
+		f.temperature = v
+	case "top_p":
+		f.topP = v
+	case "top_k":
+		f.topK = v
+	case "tools":
+		f.tools = v
+	case "tool_choice":
+		f.toolChoice = v
+	case "thinking":
+		f.think = v
+	case "metadata":
+		f.metadata = v
+	case "output_config":
+		f.outputConfig = v
+	case "output_format": // the structured-outputs beta's spelling of output_config.format
+		f.outputFormat = v
+	case "mcp_servers", "container":
+		if v.Type != gjson.Null && !(v.IsArray() && !hasElements(v)) {
+			return badRequest(codeUnsupportedValue, k.Str, "'"+k.Str+"' is not supported by this gateway: the platform cannot run Anthropic's hosted services.")
+		}
+	}
+	// Other Anthropic fields (service_tier, context_management, cache settings) mean nothing
+	// to the platform and are dropped rather than forwarded under a foreign meaning.
+	return nil
+}
+
+// check validates the scalar fields and fills the exported summary.
+func (f *messagesFields) check(r *MessagesRequest) *Error {
+	if f.model.Type != gjson.String || f.model.Str == "" {
+		if !f.model.Exists() || f.model.Type == gjson.Null {
+			return badRequest(codeMissing, "model", "model: Field required")
+		}
+		return badRequest(codeInvalidType, "model", "model: Input should be a non-empty string")
+	}
+	r.Model = f.model.Str
+	if !f.maxTokens.Exists() || f.maxTokens.Type == gjson.Null {
+		return badRequest(codeMissing, "max_tokens", "max_tokens: Field required")
+	}
+	n, ok := intValue(f.maxTokens)
+	if !ok || n < 1 {
+		return badRequest(codeInvalidValue, "max_tokens", "max_tokens: Input should be a positive integer")
+	}
+	r.MaxTokens = n
+	if !f.messages.Exists() || f.messages.Type == gjson.Null {
+		return badRequest(codeMissing, "messages", "messages: Field required")
+	}
+	if !f.messages.IsArray() {
+		return badRequest(codeInvalidType, "messages", "messages: Input should be a valid list")
+	}
+	if !hasElements(f.messages) {
+		return badRequest(codeInvalidValue, "messages", "messages: at least one message is required")
+	}
+	var err *Error
+	if r.Stream, err = optBool(f.stream, "stream"); err != nil {
+		return err
+	}
+	if r.StopSequences, err = parseStopSequences(f.stop); err != nil {
+		return err
+	}
+	for _, num := range [...]struct {
+		v     gjson.Result
+		param string
+	}{{f.temperature, "temperature"}, {f.topP, "top_p"}, {f.topK, "top_k"}} {
+		if num.v.Exists() && num.v.Type != gjson.Null && num.v.Type != gjson.Number {
+			return badRequest(codeInvalidType, num.param, num.param+": Input should be a valid number")
+		}
+	}
+	for _, o := range [...]struct {
+		v     gjson.Result
+		param string
+	}{{f.metadata, "metadata"}, {f.outputConfig, "output_config"}, {f.outputFormat, "output_format"}} {
+		if o.v.Exists() && o.v.Type != gjson.Null && !o.v.IsObject() {
+			return badRequest(codeInvalidType, o.param, o.param+": Input should be a valid dictionary")
+		}
+	}
+	if t := f.think; t.Exists() && t.Type != gjson.Null {
+		if !t.IsObject() {
+			return badRequest(codeInvalidType, "thinking", "thinking: Input should be a valid dictionary")
+		}
+		switch typ := t.Get("type").Str; typ {
+		case "enabled", "adaptive":
+			r.Thinking = true
+			if b := t.Get("budget_tokens"); b.Exists() && b.Type != gjson.Null {
+				if n, ok := intValue(b); !ok || n < 1 {
+					return badRequest(codeInvalidValue, "thinking.budget_tokens", "thinking.budget_tokens: Input should be a positive integer")
+				}
+			} else if typ == "enabled" {
+				return badRequest(codeMissing, "thinking.budget_tokens", "thinking.budget_tokens: Field required")
+			}
+		case "disabled":
+		default:
+			return badRequest(codeInvalidValue, "thinking.type", "thinking.type: Input should be 'enabled', 'adaptive' or 'disabled'")
+		}
+	}
+	return nil
+}
+
+func parseStopSequences(v gjson.Result) ([]string, *Error) {
+	if !v.Exists() || v.Type == gjson.Null {
+		return nil, nil
+	}
+	if !v.IsArray() {
+		return nil, badRequest(codeInvalidType, "stop_sequences", "stop_sequences: Input should be a valid list")
+	}
+	var stops []string
+	var err *Error
+	i := 0
+	v.ForEach(func(_, s gjson.Result) bool {
+		if s.Type != gjson.String {
+			err = badRequest(codeInvalidType, "stop_sequences."+strconv.Itoa(i), "stop_sequences."+strconv.Itoa(i)+": Input should be a valid string")
+			return false
+		}
+		i++
+		if s.Str != "" { // an empty sequence would cut every answer to nothing
+			stops = append(stops, s.Str)
+		}
+		return true
+	})
+	if err == nil && i > maxStopSequences {
+		err = badRequest(codeInvalidValue, "stop_sequences", "stop_sequences: at most "+strconv.Itoa(maxStopSequences)+" sequences are supported")
+	}
+	return stops, err
+}
+
+// ToResponses renders the Responses request body. It does not modify r. opt.ForceStream
+// streams the upstream answer of a non-stream client (stop sequences, see MessagesAggregator).
+func (r *MessagesRequest) ToResponses(upstreamModel string, opt RequestOptions) []byte {
+	if upstreamModel == "" {
+		upstreamModel = r.Model
+	}
+	b := make([]byte, 0, len(r.core)+len(upstreamModel)+96)
+	b = append(b, `{"model":`...)
+	b = appendString(b, upstreamModel)
+	if r.Stream || opt.ForceStream {
+		b = append(b, `,"stream":true,"stream_options":{"include_obfuscation":false}`...)
+	} else {
+		b = append(b, `,"stream":false`...)
+	}
+	b = append(b, r.core...)
+	if !opt.DropExtraFields {
+		for _, e := range r.extras {
+			b = append(b, ',')
+			b = append(b, e.key...)
+			b = append(b, ':')
+			b = append(b, e.raw...)
+		}
+	}
+	return append(b, '}')
+}
+
+// msgWriter renders the translated fields of a Messages request.
+type msgWriter struct {
+	b     []byte
+	calls []string // tool_use ids seen so far, for the pairing check
+}
+
+func (w *msgWriter) write(f *messagesFields, r *MessagesRequest) *Error {
+	w.b = append(w.b, `,"input":[`...)
+	start := len(w.b)
+	if err := w.system(f.system, start); err != nil {
+		return err
+	}
+	i := 0
+	var err *Error
+	f.messages.ForEach(func(_, m gjson.Result) bool {
+		err = w.message(m, i, start)
+		i++
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	// Anthropic keeps nothing between calls; the Responses default would store every turn.
+	w.b = append(w.b, `],"store":false,"max_output_tokens":`...)
+	w.b = appendInt(w.b, max(r.MaxTokens, minOutputTokens))
+	w.number("temperature", f.temperature)
+	w.number("top_p", f.topP)
+	w.reasoning(f, r)
+	if err := w.format(f); err != nil {
+		return err
+	}
+	if err := w.tools(f.tools); err != nil {
+		return err
+	}
+	if err := w.toolChoice(f.toolChoice); err != nil {
+		return err
+	}
+	if uid := f.metadata.Get("user_id"); uid.Type == gjson.String && uid.Str != "" {
+		w.b = append(w.b, `,"safety_identifier":`...)
+		w.b = appendString(w.b, safetyIdentifier(uid.Str))
+	}
+	if f.topK.Type == gjson.Number {
+		r.extras = append(r.extras, field{`"top_k"`, f.topK.Raw})
+	}
+	return nil
+}
+
+// reasoning writes the thinking request and Anthropic's effort. Thinking turns on the
+// platform's own switch (normalised to {type: enabled}, with the budget when one was given)
+// and asks for a reasoning summary, without which the upstream sends no reasoning text at all,
+// unless the client asked for the thinking to be omitted. The encrypted reasoning is always
+// asked for: it travels back in the signature.
+func (w *msgWriter) reasoning(f *messagesFields, r *MessagesRequest) {
+	effort := f.outputConfig.Get("effort").Str
+	switch effort {
+	case "low", "medium", "high":
+	case "max", "xhigh":
+		effort = "high" // the highest the platform knows
+	default:
+		effort = ""
+	}
+	summary := r.Thinking && f.think.Get("display").Str != "omitted"
+	if r.Thinking {
+		w.b = append(w.b, `,"thinking":{"type":"enabled"`...)
+		if b := f.think.Get("budget_tokens"); b.Type == gjson.Number {
+			w.b = append(w.b, `,"budget_tokens":`...)
+			w.b = append(w.b, b.Raw...)
+		}
+		w.b = append(w.b, '}')
+	}
+	if effort != "" || summary {
+		w.b = append(w.b, `,"reasoning":{`...)
+		if effort != "" {
+			w.b = append(w.b, `"effort":"`...)
+			w.b = append(w.b, effort...)
+			w.b = append(w.b, '"')
+		}
+		if summary {
+			if effort != "" {
+				w.b = append(w.b, ',')
+			}
+			w.b = append(w.b, `"summary":"auto"`...)
+		}
+		w.b = append(w.b, '}')
+	}
+	if r.Thinking {
+		w.b = append(w.b, `,"include":["reasoning.encrypted_content"]`...)
+	}
+}
+
+// format maps structured outputs (output_config.format, or the beta's output_format) to the
+// Responses text format. Not strict: Anthropic accepts schemas that strict mode refuses.
+func (w *msgWriter) format(f *messagesFields) *Error {
+	fm, param := f.outputConfig.Get("format"), "output_config.format"
+	if !fm.Exists() || fm.Type == gjson.Null {
+		fm, param = f.outputFormat, "output_format"
+	}
+	if !fm.Exists() || fm.Type == gjson.Null {
+		return nil
+	}
+	schema := fm.Get("schema")
+	if fm.Get("type").Str != "json_schema" || !schema.IsObject() {
+		return badRequest(codeInvalidValue, param, param+": only {type: json_schema, schema} is supported")
+	}
+	w.b = append(w.b, `,"text":{"format":{"type":"json_schema","name":"output","schema":`...)
+	w.b = append(w.b, schema.Raw...)
+	w.b = append(w.b, `,"strict":false}}`...)
+	return nil
+}
+
+// safetyIdentifier is metadata.user_id as the platform takes it: at most 64 characters.
+// Longer ids (agents send JSON there) are replaced by their SHA-256, which keeps them distinct.
+func safetyIdentifier(id string) string {
+	if len(id) <= 64 {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+func (w *msgWriter) number(key string, v gjson.Result) {
+	if v.Type != gjson.Number {
+		return
+	}
+	w.b = append(w.b, ',', '"')
+	w.b = append(w.b, key...)
+	w.b = append(w.b, '"', ':')
+	w.b = append(w.b, v.Raw...)
+}
+
+func (w *msgWriter) sep(start int) {
+	if len(w.b) > start {
+		w.b = append(w.b, ',')
+	}
+}
+
+// tools maps client tools to function tools. Anthropic's server tools (web search, bash,
+// the text editor, computer use) would run on Anthropic's side; the platform cannot run
+// them, so they are refused rather than silently ignored.
+func (w *msgWriter) tools(tools gjson.Result) *Error {
+	if !tools.Exists() || tools.Type == gjson.Null {
+		return nil
+	}
+	if !tools.IsArray() {
+		return badRequest(codeInvalidType, "tools", "tools: Input should be a valid list")
+	}
+	if !hasElements(tools) {
+		return nil
+	}
+	w.b = append(w.b, `,"tools":[`...)
+	start := len(w.b)
+	var err *Error
+	i := 0
+	tools.ForEach(func(_, t gjson.Result) bool {
+		param := "tools." + strconv.Itoa(i)
+		i++
+		if !t.IsObject() {
+			err = badRequest(codeInvalidType, param, param+": Input should be a valid dictionary")
+			return false
+		}
+		if typ := t.Get("type"); typ.Exists() && typ.Type != gjson.Null && typ.Str != "custom" {
+			err = badRequest(codeUnsupportedValue, param+".type", param+".type: the server tool "+strconv.Quote(capString(typ.String(), 64))+" is not supported by this gateway; define it as a client tool with an input_schema")
+			return false
+		}
+		name, schema := t.Get("name"), t.Get("input_schema")
+		if name.Type != gjson.String || name.Str == "" {
+			err = badRequest(codeMissing, param+".name", param+".name: Field required")
+			return false
+		}
+		if !schema.IsObject() {
+			err = badRequest(codeMissing, param+".input_schema", param+".input_schema: Field required")
+			return false
+		}
+		w.sep(start)
+		w.b = append(w.b, `{"type":"function","name":`...)
+		w.b = append(w.b, name.Raw...)
+		if d := t.Get("description"); d.Type == gjson.String {
+			w.b = append(w.b, `,"description":`...)
+			w.b = append(w.b, d.Raw...)
+		}
+		w.b = append(w.b, `,"parameters":`...)
+		w.b = append(w.b, schema.Raw...)
+		// strict: true asks for calls that always fit the schema, as on Anthropic's side.
+		if t.Get("strict").Type == gjson.True {
+			w.b = append(w.b, `,"strict":true}`...)
+		} else {
+			w.b = append(w.b, `,"strict":false}`...)
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	w.b = append(w.b, ']')
+	return nil
+}
+
+func (w *msgWriter) toolChoice(tc gjson.Result) *Error {
+	if !tc.Exists() || tc.Type == gjson.Null {
+		return nil
+	}
+	if !tc.IsObject() {
+		return badRequest(codeInvalidType, "tool_choice", "tool_choice: Input should be a valid dictionary")
+	}
+	switch tc.Get("type").Str {
+	case "auto":
+		w.b = append(w.b, `,"tool_choice":"auto"`...)
+	case "any":
+		w.b = append(w.b, `,"tool_choice":"required"`...)
+	case "none":
+		w.b = append(w.b, `,"tool_choice":"none"`...)
+	case "tool":
+		name := tc.Get("name")
+		if name.Type != gjson.String || name.Str == "" {
+			return badRequest(codeMissing, "tool_choice.name", "tool_choice.name: Field required")
+		}
+		w.b = append(w.b, `,"tool_choice":{"type":"function","name":`...)
+		w.b = append(w.b, name.Raw...)
+		w.b = append(w.b, '}')
+	default:
+		return badRequest(codeInvalidValue, "tool_choice.type", "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'")
+	}
+	if tc.Get("disable_parallel_tool_use").Type == gjson.True {
+		w.b = append(w.b, `,"parallel_tool_calls":false`...)
+	}
+	return nil
+}

@@ -1,0 +1,497 @@
+package translate
+
+import (
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+
+	"modelgate/tokens"
+)
+
+// MessagesStream turns a Responses event stream into Anthropic's Messages events, one
+// upstream event at a time. It reads events with the same scanner as the chat converter
+// (eventFields) and is not safe for concurrent use.
+//
+// Anthropic's clients build the message from content_block_start events in order, so block
+// indexes are dense and given when a block starts; blocks follow one another, the previous
+// one is stopped before the next starts. Upstream reasoning becomes a thinking block, output
+// text and refusals text blocks, function calls tool_use blocks. A reasoning item that shows
+// no text and carries no encrypted content gives no block at all.
+type MessagesStream struct {
+	meta    MessagesMeta
+	started bool // message_start sent
+	done    bool
+
+	blocks  []msgBlock
+	open    int       // index in blocks of the open block, -1 when none
+	emitted []partKey // upstream parts whose text has been sent, as on chat
+	seen    []int64   // output indexes that had any event
+
+	sawCall, sawRefusal bool
+
+	maxStop int
+	held    []byte // text of the open text block held back: it may start a stop sequence
+
+	deltas   int64
+	usage    Usage
+	estimate int64
+	failure  *Error // what ended the stream with an error event
+
+	// ev holds the event being fed, as in StreamConverter: borrowed for one event from the
+	// Scratch the caller passes, so an open stream does not keep the field table between
+	// events.
+	ev  *eventFields
+	own *Scratch // FeedTo's, made on first use
+}
+
+// msgBlock is one content block and the upstream part it shows.
+type msgBlock struct {
+	kind     byte // 't' text, 'h' thinking, 'c' tool_use
+	oi       int64
+	callID   string
+	argsSent bool
+	last     partKey // thinking: the part last shown, for "\n\n" between parts
+	hasText  bool
+}
+
+// NewMessagesStream prepares a converter for one upstream stream.
+func NewMessagesStream(meta MessagesMeta) *MessagesStream {
+	c := &MessagesStream{meta: meta, open: -1}
+	for _, s := range meta.StopSequences {
+		c.maxStop = max(c.maxStop, len(s))
+	}
+	return c
+}
+
+// SetInputEstimate sets the input tokens reported before (and unless) the upstream reports.
+func (c *MessagesStream) SetInputEstimate(n int64) { c.estimate = n }
+
+// Usage is the usage of the terminal event, or an estimate when none arrived.
+func (c *MessagesStream) Usage() Usage {
+	if c.usage.Reported {
+		return c.usage
+	}
+	out := c.deltas * tokens.DeltaEventTokens
+	return Usage{InputTokens: c.estimate, OutputTokens: out, TotalTokens: c.estimate + out}
+}
+
+// Feed converts one upstream event; see FeedTo.
+func (c *MessagesStream) Feed(eventType string, data []byte) (out []byte, done bool) {
+	return c.FeedTo(nil, eventType, data)
+}
+
+// FeedTo converts one upstream event, appending complete SSE frames to dst. done means the
+// Messages stream is finished and the caller should stop reading and cancel the upstream.
+func (c *MessagesStream) FeedTo(dst []byte, eventType string, data []byte) (out []byte, done bool) {
+	if c.own == nil {
+		c.own = new(Scratch)
+	}
+	return c.FeedWith(c.own, dst, eventType, data)
+}
+
+// FeedWith is FeedTo using s as its working memory; s may serve another converter as soon
+// as the call returns.
+func (c *MessagesStream) FeedWith(s *Scratch, dst []byte, eventType string, data []byte) (out []byte, done bool) {
+	if c.done {
+		return dst, true
+	}
+	c.ev = &s.ev
+	out, done = c.feed(dst, eventType, data)
+	c.ev.clear() // drop the views into data, which the caller may reuse
+	c.ev = nil
+	return out, done
+}
+
+func (c *MessagesStream) feed(dst []byte, eventType string, data []byte) (out []byte, done bool) {
+	out = dst
+	f := c.ev
+	if !f.scan(data) {
+		return out, false
+	}
+	typ := f.typ.Str
+	if typ == "" {
+		typ = eventType
+	}
+	out = c.start(out)
+	oi := f.outputIndex.Int()
+	if f.outputIndex.Exists() && !slices.Contains(c.seen, oi) {
+		c.seen = append(c.seen, oi)
+	}
+	switch typ {
+	case "response.output_item.added":
+		if f.item.Get("type").Str == "function_call" {
+			out = c.announce(out, oi, f.item)
+		}
+	case "response.output_text.delta":
+		c.deltas++
+		out = c.text(out, partKey{'t', oi, f.contentIndex.Int()}, f.delta.String())
+	case "response.output_text.done":
+		out = c.textOnce(out, partKey{'t', oi, f.contentIndex.Int()}, f.text.String())
+	case "response.refusal.delta":
+		c.deltas++
+		c.sawRefusal = true
+		out = c.text(out, partKey{'f', oi, f.contentIndex.Int()}, f.delta.String())
+	case "response.refusal.done":
+		c.sawRefusal = true
+		out = c.textOnce(out, partKey{'f', oi, f.contentIndex.Int()}, f.refusal.String())
+	case "response.reasoning_summary_text.delta":
+		c.deltas++
+		out = c.thinking(out, partKey{'s', oi, f.summaryIndex.Int()}, f.delta.String())
+	case "response.reasoning_summary_text.done":
+		if k := (partKey{'s', oi, f.summaryIndex.Int()}); !slices.Contains(c.emitted, k) {
+			out = c.thinking(out, k, f.text.String())
+		}
+	case "response.reasoning_text.delta":
+		c.deltas++
+		out = c.thinking(out, partKey{'r', oi, f.contentIndex.Int()}, f.delta.String())
+	case "response.reasoning_text.done":
+		if k := (partKey{'r', oi, f.contentIndex.Int()}); !slices.Contains(c.emitted, k) {
+			out = c.thinking(out, k, f.text.String())
+		}
+	case "response.function_call_arguments.delta":
+		c.deltas++
+		if b := c.block('c', oi); b >= 0 {
+			out = c.arguments(out, b, f.delta.String())
+		}
+	case "response.function_call_arguments.done":
+		if b := c.block('c', oi); b >= 0 && !c.blocks[b].argsSent {
+			out = c.arguments(out, b, f.arguments.String())
+		}
+	case "response.output_item.done":
+		out = c.itemDone(out, oi, f.item)
+	case "response.completed", "response.incomplete":
+		out = c.finish(out, typ, f.response)
+	case "response.failed", "error":
+		out = c.failed(out, typ, data)
+	}
+	return out, c.done
+}
+
+// start sends message_start before anything else. Its usage holds the input estimate; the
+// platform's figures come in message_delta.
+func (c *MessagesStream) start(out []byte) []byte {
+	if c.started {
+		return out
+	}
+	c.started = true
+	if out == nil {
+		out = make([]byte, 0, 512)
+	}
+	out = append(out, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":"...)
+	out = appendString(out, c.meta.ID)
+	out = append(out, `,"type":"message","role":"assistant","model":`...)
+	out = appendString(out, c.meta.Model)
+	out = append(out, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":`...)
+	out = appendMessagesUsage(out, Usage{InputTokens: c.estimate})
+	return append(out, "}}\n\n"...)
+}
+
+// block returns the index of the block showing the given upstream item, or -1.
+func (c *MessagesStream) block(kind byte, oi int64) int {
+	for i := len(c.blocks) - 1; i >= 0; i-- {
+		if c.blocks[i].kind == kind && c.blocks[i].oi == oi {
+			return i
+		}
+	}
+	return -1
+}
+
+// openBlock starts a block, stopping the open one first.
+func (c *MessagesStream) openBlock(out []byte, b msgBlock, item gjson.Result) []byte {
+	out = c.closeOpen(out)
+	c.blocks = append(c.blocks, b)
+	c.open = len(c.blocks) - 1
+	out = append(out, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":"...)
+	out = appendInt(out, int64(c.open))
+	switch b.kind {
+	case 't':
+		out = append(out, `,"content_block":{"type":"text","text":""}}`...)
+	case 'h':
+		out = append(out, `,"content_block":{"type":"thinking","thinking":"","signature":""}}`...)
+	case 'c':
+		out = append(out, `,"content_block":{"type":"tool_use","id":`...)
+		out = appendString(out, b.callID)
+		out = append(out, `,"name":`...)
+		out = appendString(out, item.Get("name").String())
+		out = append(out, `,"input":{}}}`...)
+	}
+	return append(out, "\n\n"...)
+}
+
+// closeOpen stops the open block, sending the text it held back first.
+func (c *MessagesStream) closeOpen(out []byte) []byte {
+	if c.open < 0 {
+		return out
+	}
+	if len(c.held) > 0 {
+		out = c.delta(out, c.open, "text_delta", "text", str(c.held))
+		c.held = c.held[:0]
+	}
+	out = append(out, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":"...)
+	out = appendInt(out, int64(c.open))
+	c.open = -1
+	return append(out, "}\n\n"...)
+}
+
+func (c *MessagesStream) delta(out []byte, index int, typ, key, s string) []byte {
+	out = append(out, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
+	out = appendInt(out, int64(index))
+	out = append(out, `,"delta":{"type":"`...)
+	out = append(out, typ...)
+	out = append(out, `","`...)
+	out = append(out, key...)
+	out = append(out, `":`...)
+	out = appendString(out, s)
+	return append(out, "}}\n\n"...)
+}
+
+// textOnce sends a part's full text from a done event when no delta carried it.
+func (c *MessagesStream) textOnce(out []byte, k partKey, s string) []byte {
+	if slices.Contains(c.emitted, k) {
+		return out
+	}
+	return c.text(out, k, s)
+}
+
+// text sends output text (or a refusal) into the text block of its message item. With stop
+// sequences, the tail that could start one is held back, max(len(stop))-1 bytes widened to a
+// character boundary, as on chat.
+func (c *MessagesStream) text(out []byte, k partKey, s string) []byte {
+	if !slices.Contains(c.emitted, k) {
+		c.emitted = append(c.emitted, k)
+	}
+	if s == "" {
+		return out
+	}
+	if c.open < 0 || c.blocks[c.open].kind != 't' || c.blocks[c.open].oi != k.oi {
+		out = c.openBlock(out, msgBlock{kind: 't', oi: k.oi}, gjson.Result{})
+	}
+	if c.maxStop == 0 {
+		return c.delta(out, c.open, "text_delta", "text", s)
+	}
+	c.held = append(c.held, s...)
+	send := len(c.held) - (c.maxStop - 1)
+	cut, seq := matchStop(str(c.held), c.meta.StopSequences)
+	if cut >= 0 {
+		send = cut
+	}
+	if send <= 0 && cut < 0 {
+		return out
+	}
+	for send > 0 && send < len(c.held) && !utf8.RuneStart(c.held[send]) {
+		send--
+	}
+	if send > 0 {
+		out = c.delta(out, c.open, "text_delta", "text", str(c.held[:send]))
+	}
+	if cut >= 0 {
+		c.held = c.held[:0]
+		return c.end(out, stopSequence, seq)
+	}
+	c.held = c.held[:copy(c.held, c.held[send:])]
+	return out
+}
+
+// thinking sends reasoning text into the thinking block of its reasoning item; distinct
+// parts are separated by a blank line, as in the non-stream answer.
+func (c *MessagesStream) thinking(out []byte, k partKey, s string) []byte {
+	if !slices.Contains(c.emitted, k) {
+		c.emitted = append(c.emitted, k)
+	}
+	if s == "" {
+		return out
+	}
+	if c.open < 0 || c.blocks[c.open].kind != 'h' || c.blocks[c.open].oi != k.oi {
+		out = c.openBlock(out, msgBlock{kind: 'h', oi: k.oi}, gjson.Result{})
+	}
+	b := &c.blocks[c.open]
+	if b.hasText && b.last != k {
+		out = c.delta(out, c.open, "thinking_delta", "thinking", "\n\n")
+	}
+	b.hasText, b.last = true, k
+	return c.delta(out, c.open, "thinking_delta", "thinking", s)
+}
+
+// announce starts a tool_use block for a function call; arguments follow as
+// input_json_delta. A call id seen before is not announced twice: the client would run it
+// twice.
+func (c *MessagesStream) announce(out []byte, oi int64, item gjson.Result) []byte {
+	if c.block('c', oi) >= 0 {
+		return out
+	}
+	id := item.Get("call_id").String()
+	for _, b := range c.blocks {
+		if b.kind == 'c' && id != "" && b.callID == id {
+			return out
+		}
+	}
+	c.sawCall = true
+	out = c.openBlock(out, msgBlock{kind: 'c', oi: oi, callID: strings.Clone(id)}, item)
+	if args := item.Get("arguments").String(); args != "" {
+		out = c.arguments(out, c.open, args)
+	}
+	return out
+}
+
+func (c *MessagesStream) arguments(out []byte, b int, s string) []byte {
+	if s == "" || b != c.open {
+		return out // blocks follow one another: a late delta for a stopped block has no place
+	}
+	c.blocks[b].argsSent = true
+	return c.delta(out, b, "input_json_delta", "partial_json", s)
+}
+
+// itemDone sends what of a finished item no delta carried, and stops its block.
+func (c *MessagesStream) itemDone(out []byte, oi int64, item gjson.Result) []byte {
+	switch item.Get("type").Str {
+	case "message":
+		ci := int64(0)
+		each(item.Get("content"), func(_, p gjson.Result) bool {
+			switch p.Get("type").Str {
+			case "output_text":
+				out = c.textOnce(out, partKey{'t', oi, ci}, p.Get("text").String())
+			case "refusal":
+				c.sawRefusal = true
+				out = c.textOnce(out, partKey{'f', oi, ci}, p.Get("refusal").String())
+			}
+			ci++
+			return !c.done
+		})
+		if !c.done && c.open >= 0 && c.blocks[c.open].kind == 't' && c.blocks[c.open].oi == oi {
+			out = c.closeOpen(out)
+		}
+	case "reasoning":
+		for _, kind := range [...]byte{'s', 'r'} {
+			path := "summary"
+			if kind == 'r' {
+				path = "content"
+			}
+			idx := int64(0)
+			each(item.Get(path), func(_, p gjson.Result) bool {
+				if k := (partKey{kind, oi, idx}); !slices.Contains(c.emitted, k) {
+					out = c.thinking(out, k, p.Get("text").String())
+				}
+				idx++
+				return true
+			})
+		}
+		enc := item.Get("encrypted_content").String()
+		open := c.open >= 0 && c.blocks[c.open].kind == 'h' && c.blocks[c.open].oi == oi
+		if !open && enc == "" {
+			return out // nothing shown and nothing to resume: no block
+		}
+		if !open {
+			out = c.openBlock(out, msgBlock{kind: 'h', oi: oi}, gjson.Result{})
+		}
+		out = c.delta(out, c.open, "signature_delta", "signature", makeSignature(item.Get("id").String(), enc))
+		out = c.closeOpen(out)
+	case "function_call":
+		b := c.block('c', oi)
+		if b < 0 {
+			out = c.announce(out, oi, item)
+			b = c.block('c', oi)
+		}
+		if b >= 0 && !c.blocks[b].argsSent {
+			out = c.arguments(out, b, item.Get("arguments").String())
+		}
+		if b >= 0 && b == c.open {
+			out = c.closeOpen(out)
+		}
+	}
+	return out
+}
+
+// finish handles response.completed and response.incomplete: items the stream never showed
+// are sent from the final output, then message_delta and message_stop.
+func (c *MessagesStream) finish(out []byte, typ string, resp gjson.Result) []byte {
+	if u, ok := parseUsage(resp.Get("usage")); ok {
+		c.usage = u
+	}
+	i := int64(0)
+	each(resp.Get("output"), func(_, item gjson.Result) bool {
+		if !slices.Contains(c.seen, i) {
+			c.seen = append(c.seen, i)
+			out = c.itemDone(out, i, item)
+		}
+		i++
+		return !c.done
+	})
+	if c.done {
+		return out // a stop sequence in the final output ended the message
+	}
+	status := resp.Get("status").Str
+	if status == "" {
+		status = typ[len("response."):]
+	}
+	return c.end(out, messagesStopReason(status, resp.Get("incomplete_details.reason").Str, c.sawCall, c.sawRefusal), "")
+}
+
+// end stops the open block and closes the message.
+func (c *MessagesStream) end(out []byte, reason, seq string) []byte {
+	out = c.closeOpen(out)
+	c.done = true
+	out = append(out, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"...)
+	out = appendString(out, reason)
+	out = append(out, `,"stop_sequence":`...)
+	if seq == "" {
+		out = append(out, "null"...)
+	} else {
+		out = appendString(out, seq)
+	}
+	out = append(out, `},"usage":`...)
+	out = appendMessagesUsage(out, c.Usage())
+	out = append(out, "}\n\n"...)
+	return append(out, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
+}
+
+// failed ends the stream on response.failed or an error event.
+//
+//go:noinline
+func (c *MessagesStream) failed(out []byte, typ string, data []byte) []byte {
+	var e gjson.Result
+	if typ == "error" {
+		e = c.ev.err
+		if !e.IsObject() {
+			e = gjson.Parse(str(data))
+		}
+	} else {
+		resp := c.ev.response
+		if u, ok := parseUsage(resp.Get("usage")); ok {
+			c.usage = u
+		}
+		e = resp.Get("error")
+		if !e.IsObject() {
+			e = gjson.Parse(`{"code":"server_error","message":"The upstream response failed."}`)
+		}
+	}
+	return c.errorEvent(out, failureError(e))
+}
+
+// End closes a stream whose upstream ended before a terminal event: the text held back, then
+// one error event. No message_stop: the message is incomplete, and the SDKs raise on the
+// error event instead of returning a truncated message as complete.
+func (c *MessagesStream) End(err error) []byte {
+	if c.done {
+		return nil
+	}
+	msg := "upstream stream terminated unexpectedly"
+	if err != nil {
+		msg = "upstream stream failed before it finished"
+	}
+	return c.errorEvent(nil, &Error{Status: 502, Type: typeServer, Code: "upstream_stream_incomplete", Message: msg})
+}
+
+func (c *MessagesStream) errorEvent(out []byte, e *Error) []byte {
+	if c.open >= 0 && len(c.held) > 0 {
+		out = c.delta(out, c.open, "text_delta", "text", str(c.held))
+		c.held = c.held[:0]
+	}
+	c.done = true
+	c.failure = e
+	_, typ := AnthropicStatus(e.HTTPStatus())
+	out = append(out, "event: error\ndata: "...)
+	out = AppendAnthropicError(out, typ, e.Message)
+	return append(out, "\n\n"...)
+}
