@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,8 @@ func TestExamples(t *testing.T) {
 	}
 	g := startGateway(t, gatewayOptions{ConfigYAML: string(cfg), Args: []string{"--simulate"}})
 	const key = "sim-SEARCH_APP_KEY" // the placeholder --simulate gives the example's search key
-	openaiEnv := []string{"OPENAI_BASE_URL=" + g.URL + "/v1", "OPENAI_API_KEY=" + key}
+	openaiEnv := []string{"OPENAI_BASE_URL=" + g.URL + "/v1", "OPENAI_API_KEY=" + key,
+		"ANTHROPIC_BASE_URL=" + g.URL, "ANTHROPIC_API_KEY=" + key}
 	examples, err := filepath.Abs("../examples")
 	if err != nil {
 		t.Fatal(err)
@@ -58,12 +60,22 @@ func TestExamples(t *testing.T) {
 		{"ai-sdk.mjs", []string{"[responses] " + simulateAnswer, "[chat] " + simulateAnswer}},
 		{"langchain.mjs", []string{simulateAnswer}},
 		{"agents.mjs", []string{"[final] " + simulateAnswer}},
+		{"anthropic.mjs", []string{simulateAnswer, "[end_turn]"}},
 	} {
 		t.Run(strings.TrimSuffix(c.script, ".mjs"), func(t *testing.T) {
 			runExample(t, exec.Command(node, c.script), nodeDir, openaiEnv, c.want...)
 		})
 	}
 
+	t.Run("claude-code", func(t *testing.T) {
+		env := recipeEnv(t, filepath.Join(examples, "claude-code", "env.sh"), "http://127.0.0.1:8080", g.URL)
+		home := t.TempDir()
+		env = append(env, "HOME="+home, "TERM=dumb",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1")
+		cmd := exec.Command(claudeCLI(t), "-p", "Say hello to modelgate.", "--output-format", "json")
+		// The agent adds its own reminders to the prompt, which the simulated model echoes.
+		runExample(t, cmd, home, env, `"is_error":false`, "Hello from some-platform-model. You said:", "Say hello to modelgate.")
+	})
 	t.Run("codex-cli", func(t *testing.T) {
 		home := t.TempDir()
 		snippet, err := os.ReadFile(filepath.Join(examples, "codex", "config.toml"))
@@ -82,6 +94,29 @@ func TestExamples(t *testing.T) {
 		cmd := exec.Command(codex, "exec", "--skip-git-repo-check", "Say hello to modelgate.")
 		runExample(t, cmd, t.TempDir(), []string{"CODEX_HOME=" + home, "MODELGATE_API_KEY=" + key}, simulateAnswer)
 	})
+}
+
+// recipeEnv reads the `export NAME=value` lines of a shell recipe, with the default address
+// from replaced by to.
+func recipeEnv(t *testing.T, path, from, to string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	for _, line := range strings.Split(string(b), "\n") {
+		assign, ok := strings.CutPrefix(strings.TrimSpace(line), "export ")
+		if !ok {
+			continue
+		}
+		assign, _, _ = strings.Cut(assign, "#")
+		env = append(env, strings.ReplaceAll(strings.TrimSpace(assign), from, to))
+	}
+	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "ANTHROPIC_BASE_URL="+to) }) {
+		t.Fatalf("%s sets no ANTHROPIC_BASE_URL=%s", path, from)
+	}
+	return env
 }
 
 // requireTool finds a command, skipping the test without it locally and failing in CI.
