@@ -366,6 +366,9 @@ func drain(hs *http.Server, srv *proxy.Server, timeout time.Duration, logger *sl
 		logger.Warn("drain timeout reached; closing remaining connections")
 		_ = hs.Close()
 	}
+	// Background responses get what is left of the same deadline, then are cancelled and
+	// recorded failed.
+	srv.DrainBackground(ctx)
 	logger.Info("stopped")
 	return nil
 }

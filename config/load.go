@@ -166,6 +166,7 @@ const (
 	defaultResponsesStore      = "local"
 	defaultResponsesStoreTTL   = 720 * time.Hour
 	defaultResponsesMaxPerTeam = 10000
+	defaultBackgroundMaxQueued = 16
 )
 
 func setDefault[T comparable](v *T, def T) {
@@ -215,4 +216,5 @@ func applyDefaults(c *Config) {
 	setDefault(&c.Responses.Store, defaultResponsesStore)
 	setDefault(&c.Responses.StoreTTL, defaultResponsesStoreTTL)
 	setDefault(&c.Responses.StoreMaxPerTeam, defaultResponsesMaxPerTeam)
+	setDefault(&c.Responses.BackgroundMaxQueuedPerTeam, defaultBackgroundMaxQueued)
 }

@@ -97,8 +97,9 @@ type Server struct {
 	engine   *gin.Engine
 	ready    atomic.Bool
 	draining atomic.Bool
-	records  store.Store    // nil: no durable records
-	keeper   *stored.Keeper // stored responses over records; nil without records
+	records  store.Store     // nil: no durable records
+	keeper   *stored.Keeper  // stored responses over records; nil without records
+	bg       *backgroundJobs // background responses this instance runs
 }
 
 // New builds a Server. The config must already be validated.
@@ -114,6 +115,8 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store}
 	s.keeper = s.newKeeper(d.Config)
+	s.bg = newBackgroundJobs(exclusiveStore(d.Store))
+	s.reapOrphans()
 	s.st.Store(s.withKeeper(newState(d.Config, d.Auth)))
 	s.engine = s.routes(d.MetricsHandler)
 	s.ready.Store(true)
@@ -179,6 +182,7 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	v1.GET("/responses/:id", s.getResponse)
 	v1.DELETE("/responses/:id", s.deleteResponse)
 	v1.GET("/responses/:id/input_items", s.listInputItems)
+	v1.POST("/responses/:id/cancel", s.cancelResponse)
 
 	s.sidecarRoutes(e)
 	s.adminRoutes(e)

@@ -43,6 +43,7 @@ func (s *Server) keptRecord(c *gin.Context, route string) (*stored.Record, bool)
 		storeUnavailable(c, err)
 		return nil, false
 	}
+	r = s.checkOrphan(ctx, st, owner(p), r)
 	ri.model = r.Model
 	return r, true
 }
