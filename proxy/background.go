@@ -75,6 +75,16 @@ func newBackgroundJobs(exclusive bool) *backgroundJobs {
 		jobs: map[string]*bgJob{}, perOwner: map[string]int64{}}
 }
 
+// claimTTL is how long a claim lives unrenewed. On the embedded store it never expires: the
+// next start of this process finds every claim its previous life left, however long it was
+// down, and fails their records (reapOrphans).
+func (b *backgroundJobs) claimTTL() time.Duration {
+	if b.exclusive {
+		return 0
+	}
+	return b.lease
+}
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
@@ -268,7 +278,7 @@ func (s *Server) submitBackground(c *gin.Context, st *state, p *auth.Principal, 
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	// The claim first: a reader on another replica must never find the record without it.
-	err := st.keeper.Claim(ctx, turn.owner, id, s.bg.instance, s.bg.lease)
+	err := st.keeper.Claim(ctx, turn.owner, id, s.bg.instance, s.bg.claimTTL())
 	if err == nil {
 		if err = st.keeper.Keep(ctx, turn.owner, rec); err != nil {
 			_ = st.keeper.Release(ctx, turn.owner, id)
@@ -363,7 +373,7 @@ func (r *bgRun) heartbeat() (stop func()) {
 			case <-t.C:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-			if err := r.st.keeper.Claim(ctx, r.job.owner, r.job.id, r.s.bg.instance, r.s.bg.lease); err != nil {
+			if err := r.st.keeper.Claim(ctx, r.job.owner, r.job.id, r.s.bg.instance, r.s.bg.claimTTL()); err != nil {
 				r.s.log.Warn("background response: claim not renewed", slog.String("request_id", r.requestID), slog.String("error", err.Error()))
 			}
 			if cur, err := r.st.keeper.Get(ctx, r.job.owner, r.job.id); err == nil && cur.Status == stored.StatusCancelled {
