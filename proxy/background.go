@@ -330,6 +330,7 @@ type bgRun struct {
 	team, key     string
 	started       time.Time
 	upstreamErr   string
+	failStatus    int // the platform's HTTP status when it refused the call
 }
 
 func (r *bgRun) run() {
@@ -343,16 +344,47 @@ func (r *bgRun) run() {
 	}()
 	stopBeat := r.heartbeat()
 	defer stopBeat()
+	if r.s.hooks.RequestStarted != nil {
+		r.s.hooks.RequestStarted()
+	}
 
 	status, final, rerr, output, usage := r.call()
 	r.ticket.Settle(usage) // before the record says it ended: a client that saw the end sees the budgets settled
 	r.finish(status, final, rerr, output)
+	if r.s.hooks.RequestDone != nil {
+		// The job's end is reported like a request of its own, so its tokens, duration and
+		// upstream errors reach the metrics.
+		r.s.hooks.RequestDone(RequestSummary{RequestID: r.requestID, Route: backgroundRoute, Method: http.MethodPost,
+			Team: r.team, Key: r.key, Model: printable(r.rec.Model, maxLoggedModel), Status: r.httpStatus(status),
+			Duration: time.Since(r.started), InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens,
+			ErrorCode: rerr.code, UpstreamErr: r.upstreamErr})
+	}
 	r.s.log.LogAttrs(context.Background(), slog.LevelInfo, "background response",
 		slog.String("request_id", r.requestID), slog.String("team", r.team), slog.String("key", r.key),
 		slog.String("model", printable(r.rec.Model, maxLoggedModel)), slog.String("status", status),
 		slog.Duration("duration", time.Since(r.started)),
 		slog.Int64("input_tokens", usage.InputTokens), slog.Int64("output_tokens", usage.OutputTokens),
 		slog.String("upstream_error", r.upstreamErr))
+}
+
+// backgroundRoute names background jobs in metrics and logs.
+const backgroundRoute = "/v1/responses (background)"
+
+// httpStatus is how a job's end shows in request metrics: 200 for an answer (complete or
+// not), 499 for a client's cancel, 503 for a shutdown, and the platform's status (502 when
+// it gave none) for a failure.
+func (r *bgRun) httpStatus(status string) int {
+	switch {
+	case status == stored.StatusCancelled:
+		return statusClientClosedRequest
+	case status != stored.StatusFailed:
+		return http.StatusOK
+	case errors.Is(context.Cause(r.job.ctx), errShutdown):
+		return http.StatusServiceUnavailable
+	case r.failStatus != 0:
+		return r.failStatus
+	}
+	return http.StatusBadGateway
 }
 
 // heartbeat renews the job's claim while it runs, and stops the job when its record was
@@ -399,6 +431,7 @@ func (r *bgRun) call() (status string, final []byte, rerr responseError, output 
 		if f.clientGone {
 			return r.cutShort(), nil, r.cutError(), nil, ratelimit.Usage{}
 		}
+		r.failStatus = f.status
 		e := gjson.GetManyBytes(f.body, "error.code", "error.message")
 		return stored.StatusFailed, nil, responseError{e[0].Str, e[1].Str}, nil, ratelimit.Usage{}
 	}

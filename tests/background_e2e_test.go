@@ -81,6 +81,15 @@ func TestBackgroundResponsesGoClient(t *testing.T) {
 		t.Errorf("alpha's tokens today %d/%d, the response used %d/%d", in, out, done.Usage.InputTokens, done.Usage.OutputTokens)
 	}
 
+	// The job's end reaches the metrics like a request of its own, tokens included.
+	fams := scrape(t, g)
+	if got := counterSum(fams, "modelgate_requests_total", map[string]string{"route": "/v1/responses (background)", "status": "200"}); got != 1 {
+		t.Errorf("background jobs in modelgate_requests_total: %v", got)
+	}
+	if got := counterSum(fams, "modelgate_tokens_total", map[string]string{"team": "alpha", "direction": "output"}); got != float64(done.Usage.OutputTokens) {
+		t.Errorf("alpha's output tokens in metrics: %v, want %d", got, done.Usage.OutputTokens)
+	}
+
 	// Cancel a slow one: the platform call ends and the response says cancelled.
 	p.Sim.Enqueue("/v1/responses", platformsim.Reply{AfterEvents: 2, Silence: time.Hour})
 	slow, err := alpha.Responses.New(ctx(t), backgroundParams("sim-slow", "think for a long time"))
