@@ -495,7 +495,7 @@ func (r *bgRun) call() (status string, final []byte, rerr responseError, output 
 			}
 			return status, final, responseError{}, nil, terminalUsage(ev.data, cutUsage())
 		case typ == "error":
-			r.upstreamErr = "stream_error_event"
+			r.upstreamErr = "stream_error"
 			e := gjson.GetManyBytes(ev.data, "code", "message", "error.code", "error.message")
 			code, msg := firstNonEmpty(e[0].Str, e[2].Str, "server_error"), firstNonEmpty(e[1].Str, e[3].Str, "The platform failed to complete the response.")
 			return stored.StatusFailed, nil, responseError{code, msg}, joinItems(items), cutUsage()
