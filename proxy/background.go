@@ -344,21 +344,23 @@ func (r *bgRun) run() {
 	}()
 	stopBeat := r.heartbeat()
 	defer stopBeat()
+	status, rerr, usage := stored.StatusFailed, responseError{}, ratelimit.Usage{}
 	if r.s.hooks.RequestStarted != nil {
 		r.s.hooks.RequestStarted()
+		defer func() {
+			// The job's end is reported like a request of its own, so its tokens, duration
+			// and upstream errors reach the metrics.
+			r.s.hooks.RequestDone(RequestSummary{RequestID: r.requestID, Route: backgroundRoute, Method: http.MethodPost,
+				Team: r.team, Key: r.key, Model: printable(r.rec.Model, maxLoggedModel), Status: r.httpStatus(status),
+				Duration: time.Since(r.started), InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens,
+				ErrorCode: rerr.code, UpstreamErr: r.upstreamErr})
+		}()
 	}
 
-	status, final, rerr, output, usage := r.call()
+	var final, output []byte
+	status, final, rerr, output, usage = r.call()
 	r.ticket.Settle(usage) // before the record says it ended: a client that saw the end sees the budgets settled
 	r.finish(status, final, rerr, output)
-	if r.s.hooks.RequestDone != nil {
-		// The job's end is reported like a request of its own, so its tokens, duration and
-		// upstream errors reach the metrics.
-		r.s.hooks.RequestDone(RequestSummary{RequestID: r.requestID, Route: backgroundRoute, Method: http.MethodPost,
-			Team: r.team, Key: r.key, Model: printable(r.rec.Model, maxLoggedModel), Status: r.httpStatus(status),
-			Duration: time.Since(r.started), InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens,
-			ErrorCode: rerr.code, UpstreamErr: r.upstreamErr})
-	}
 	r.s.log.LogAttrs(context.Background(), slog.LevelInfo, "background response",
 		slog.String("request_id", r.requestID), slog.String("team", r.team), slog.String("key", r.key),
 		slog.String("model", printable(r.rec.Model, maxLoggedModel)), slog.String("status", status),
@@ -408,7 +410,8 @@ func (r *bgRun) heartbeat() (stop func()) {
 			if err := r.st.keeper.Claim(ctx, r.job.owner, r.job.id, r.s.bg.instance, r.s.bg.claimTTL()); err != nil {
 				r.s.log.Warn("background response: claim not renewed", slog.String("request_id", r.requestID), slog.String("error", err.Error()))
 			}
-			if cur, err := r.st.keeper.Get(ctx, r.job.owner, r.job.id); err == nil && cur.Status == stored.StatusCancelled {
+			// Cancelled or deleted through another replica: the platform call is not wanted.
+			if cur, err := r.st.keeper.Get(ctx, r.job.owner, r.job.id); errors.Is(err, stored.ErrNotFound) || err == nil && cur.Status == stored.StatusCancelled {
 				r.job.cancel(errCancelledByClient)
 			}
 			cancel()

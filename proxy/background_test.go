@@ -404,3 +404,24 @@ func TestBackgroundCancelThroughAnotherReplica(t *testing.T) {
 		t.Errorf("final: %s", got.Raw)
 	}
 }
+
+func TestBackgroundDeleteEndsTheJob(t *testing.T) {
+	env := bgEnv(t, nil)
+	silentReply(env)
+	id := submit(t, env, keyAlpha1, `{"model":"sim-chat","input":"long","background":true}`).Get("id").Str
+	pollUntil(t, env, keyAlpha1, id, "in_progress")
+	before := len(env.sim.Cancellations())
+	if status, _, b := env.do(t, "DELETE", "/v1/responses/"+id, keyAlpha1, nil); status != 200 {
+		t.Fatalf("delete: %d %s", status, b)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for (len(env.sim.Cancellations()) == before || teamUsage(t, env, "alpha").Remaining["concurrent_requests"] != 1) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if len(env.sim.Cancellations()) == before || teamUsage(t, env, "alpha").Remaining["concurrent_requests"] != 1 {
+		t.Error("the deleted job's platform call still runs")
+	}
+	if status, _, b := env.do(t, "GET", "/v1/responses/"+id, keyAlpha1, nil); status != 404 {
+		t.Errorf("deleted job came back: %d %s", status, b)
+	}
+}

@@ -93,6 +93,11 @@ func (s *Server) deleteResponse(c *gin.Context) {
 		responseNotFound(c, r.ID)
 		return
 	}
+	if j := s.bg.lookup(owner(principal(c)), r.ID); j != nil {
+		// A background response deleted while it runs is not wanted any more: its platform
+		// call ends (settled as a cancel). Another replica's runner notices at its heartbeat.
+		j.cancel(errCancelledByClient)
+	}
 	b, _ := json.Marshal(struct {
 		ID      string `json:"id"`
 		Object  string `json:"object"`
