@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/tidwall/gjson"
 
 	"modelgate/config"
+	"modelgate/internal/redistest"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
 	"modelgate/store"
@@ -423,5 +425,44 @@ func TestBackgroundDeleteEndsTheJob(t *testing.T) {
 	}
 	if status, _, b := env.do(t, "GET", "/v1/responses/"+id, keyAlpha1, nil); status != 404 {
 		t.Errorf("deleted job came back: %d %s", status, b)
+	}
+}
+
+// TestBackgroundTwoReplicasOnRedis: a job runs on the replica that accepted it; another
+// replica sharing the Redis store polls it (live claim: left in progress) and cancels it
+// (the runner stops at its next heartbeat).
+func TestBackgroundTwoReplicasOnRedis(t *testing.T) {
+	addr := redistest.Start(t)
+	replica := func() *testEnv {
+		st := store.NewRedis(redis.NewClient(&redis.Options{Addr: addr}))
+		t.Cleanup(func() { st.Close() })
+		env := startEnv(t, envOptions{yaml: bgYAML, store: st})
+		t.Cleanup(env.server.Close)
+		env.server.bg.lease = 90 * time.Millisecond // heartbeats every 30ms
+		return env
+	}
+	a, b := replica(), replica()
+	silentReply(a)
+	id := submit(t, a, keyAlpha1, `{"model":"sim-chat","input":"long","background":true}`).Get("id").Str
+	pollUntil(t, a, keyAlpha1, id, "in_progress")
+	// Longer than the lease: the runner's renewals keep it alive for the other replica.
+	time.Sleep(3 * a.server.bg.lease)
+	if got := pollUntil(t, b, keyAlpha1, id, "in_progress", "failed"); got.Get("status").Str != "in_progress" {
+		t.Fatalf("the other replica's poll: %s", got.Raw)
+	}
+	before := len(a.sim.Cancellations())
+	status, _, body := b.do(t, "POST", "/v1/responses/"+id+"/cancel", keyAlpha1, nil)
+	if status != 200 || gjson.GetBytes(body, "status").Str != "cancelled" {
+		t.Fatalf("cancel through the other replica: %d %s", status, body)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for (len(a.sim.Cancellations()) == before || teamUsage(t, a, "alpha").Remaining["concurrent_requests"] != 1) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if len(a.sim.Cancellations()) == before || teamUsage(t, a, "alpha").Remaining["concurrent_requests"] != 1 {
+		t.Error("the runner did not stop its platform call")
+	}
+	if got := pollUntil(t, a, keyAlpha1, id, "cancelled", "completed", "failed"); got.Get("status").Str != "cancelled" {
+		t.Errorf("final: %s", got.Raw)
 	}
 }
