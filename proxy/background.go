@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -451,22 +452,65 @@ func (r *bgRun) call() (status string, final []byte, rerr responseError, output 
 	defer idle.stop()
 	events := newEventReader(&idleReader{r: resp.Body, idle: idle}, maxEventSize)
 	defer events.release()
-	var (
-		deltas  int64
-		items   [][]byte
-		readErr error
-		invalid bool
-	)
-	cutUsage := func() ratelimit.Usage { return ratelimit.Usage{InputTokens: r.inputEstimate, OutputTokens: deltas} }
+	sc := scanBackgroundStream(events, r.inputEstimate)
+	if sc.done {
+		if sc.final == nil {
+			r.upstreamErr = "stream_error"
+		}
+		// Read the upstream to its end (bounded) so its connection can be reused.
+		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+		return sc.status, sc.final, sc.rerr, sc.output, sc.usage
+	}
+	cancel()
+	switch {
+	case r.job.ctx.Err() != nil:
+		r.upstreamErr = "canceled"
+		return r.cutShort(), nil, r.cutError(), sc.output, sc.usage
+	case idle.fired.Load():
+		r.upstreamErr = "stream_idle"
+		return stored.StatusFailed, nil, responseError{"server_error", "The platform stopped sending events; the response was abandoned."}, sc.output, sc.usage
+	case sc.invalid:
+		r.upstreamErr = "stream_invalid"
+		return stored.StatusFailed, nil, responseError{"server_error", "The platform sent a malformed event; the response was abandoned."}, sc.output, sc.usage
+	}
+	r.upstreamErr = streamEndKind(sc.readErr)
+	return stored.StatusFailed, nil, responseError{"server_error", "The platform's stream ended before the response was complete."}, sc.output, sc.usage
+}
+
+// backgroundStream is what a job read of the platform's event stream.
+type backgroundStream struct {
+	done    bool // a terminal or error event ended it: status, final and rerr say how
+	status  string
+	final   []byte // the terminal event's response object
+	rerr    responseError
+	output  []byte          // output items finished so far (JSON array), nil when none
+	usage   ratelimit.Usage // the terminal event's, or the input estimate and the deltas seen
+	invalid bool            // the platform stopped speaking SSE or sent data that is not JSON
+	readErr error           // why reading stopped, when no event ended the stream
+}
+
+// scanBackgroundStream reads a Responses event stream to its end and says how it ended. It
+// holds nothing of the events but the output items and the terminal response.
+func scanBackgroundStream(events *eventReader, inputEstimate int64) (sc backgroundStream) {
+	var deltas int64
+	var items [][]byte
+	defer func() {
+		if sc.output == nil {
+			sc.output = joinItems(items)
+		}
+		if sc.final == nil { // no terminal usage: a cut stream is charged what it streamed
+			sc.usage = ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: deltas}
+		}
+	}()
 	for {
 		ev, err := events.next()
 		if err != nil {
-			readErr = err
-			break
+			sc.readErr = err
+			return sc
 		}
 		if ev.malformed || (ev.data != nil && translate.CheckJSON(ev.data) != translate.JSONValid) {
-			invalid = true
-			break
+			sc.invalid = true
+			return sc
 		}
 		if ev.data == nil {
 			continue
@@ -485,42 +529,32 @@ func (r *bgRun) call() (status string, final []byte, rerr responseError, output 
 		case typ == "response.completed" || typ == "response.incomplete" || typ == "response.failed":
 			obj := gjson.GetBytes(ev.data, "response")
 			if !obj.IsObject() {
-				invalid = true
-				break
+				sc.invalid = true
+				return sc
 			}
-			final = []byte(obj.Raw)
-			status = gjson.Get(obj.Raw, "status").Str
-			if !knownFinal(status) {
-				status = map[string]string{"response.completed": stored.StatusCompleted, "response.incomplete": stored.StatusIncomplete}[typ]
-				if status == "" {
-					status = stored.StatusFailed
+			sc.done, sc.final = true, []byte(obj.Raw)
+			sc.status = gjson.Get(obj.Raw, "status").Str
+			if !knownFinal(sc.status) || sc.status == stored.StatusCancelled {
+				switch typ {
+				case "response.completed":
+					sc.status = stored.StatusCompleted
+				case "response.incomplete":
+					sc.status = stored.StatusIncomplete
+				default:
+					sc.status = stored.StatusFailed
 				}
 			}
-			return status, final, responseError{}, nil, terminalUsage(ev.data, cutUsage())
+			sc.output = []byte{} // the response object carries its own output
+			sc.usage = terminalUsage(ev.data, ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: deltas})
+			return sc
 		case typ == "error":
-			r.upstreamErr = "stream_error"
 			e := gjson.GetManyBytes(ev.data, "code", "message", "error.code", "error.message")
-			code, msg := firstNonEmpty(e[0].Str, e[2].Str, "server_error"), firstNonEmpty(e[1].Str, e[3].Str, "The platform failed to complete the response.")
-			return stored.StatusFailed, nil, responseError{code, msg}, joinItems(items), cutUsage()
-		}
-		if invalid {
-			break
+			sc.done, sc.status = true, stored.StatusFailed
+			sc.rerr = responseError{firstNonEmpty(e[0].Str, e[2].Str, "server_error"),
+				firstNonEmpty(e[1].Str, e[3].Str, "The platform failed to complete the response.")}
+			return sc
 		}
 	}
-	cancel()
-	switch {
-	case r.job.ctx.Err() != nil:
-		r.upstreamErr = "canceled"
-		return r.cutShort(), nil, r.cutError(), joinItems(items), cutUsage()
-	case idle.fired.Load():
-		r.upstreamErr = "stream_idle"
-		return stored.StatusFailed, nil, responseError{"server_error", "The platform stopped sending events; the response was abandoned."}, joinItems(items), cutUsage()
-	case invalid:
-		r.upstreamErr = "stream_invalid"
-		return stored.StatusFailed, nil, responseError{"server_error", "The platform sent a malformed event; the response was abandoned."}, joinItems(items), cutUsage()
-	}
-	r.upstreamErr = streamEndKind(readErr)
-	return stored.StatusFailed, nil, responseError{"server_error", "The platform's stream ended before the response was complete."}, joinItems(items), cutUsage()
 }
 
 // cutShort is the status of a job its context ended: cancelled by the client, or failed by
