@@ -360,6 +360,7 @@ func (r *bgRun) run() {
 
 	var final, output []byte
 	status, final, rerr, output, usage = r.call()
+	stopBeat() // no renewal may land after finish drops the claim
 	r.ticket.Settle(usage) // before the record says it ended: a client that saw the end sees the budgets settled
 	r.finish(status, final, rerr, output)
 	r.s.log.LogAttrs(context.Background(), slog.LevelInfo, "background response",
@@ -418,7 +419,8 @@ func (r *bgRun) heartbeat() (stop func()) {
 			cancel()
 		}
 	}()
-	return func() { close(quit); wg.Wait() }
+	var once sync.Once
+	return func() { once.Do(func() { close(quit); wg.Wait() }) }
 }
 
 // call runs the platform call and says how it ended: the final status, the platform's
