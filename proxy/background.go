@@ -651,10 +651,14 @@ func (r *bgRun) finish(status string, final []byte, rerr responseError, output [
 	rec := &stored.Record{ID: id, Parent: cur.Parent, Status: status, Model: cur.Model, Input: cur.Input}
 	now := r.s.now().Unix()
 	if final != nil {
-		// The platform's own object, under modelgate's id and the client's model name.
+		// The platform's own object, under modelgate's id, the client's model name and the
+		// time of the submission.
 		obj, _ := sjson.SetBytes(final, "id", id)
 		obj, _ = sjson.SetBytes(obj, "background", true)
 		obj, _ = sjson.SetBytes(obj, "model", cur.Model)
+		if at := gjson.GetBytes(cur.Response, "created_at"); at.Exists() {
+			obj, _ = sjson.SetRawBytes(obj, "created_at", []byte(at.Raw)) // when the client submitted it
+		}
 		if cur.Parent != "" {
 			obj, _ = sjson.SetBytes(obj, "previous_response_id", cur.Parent)
 		}

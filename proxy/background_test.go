@@ -120,7 +120,7 @@ func TestBackgroundSubmitPollCompleted(t *testing.T) {
 	}
 	done := pollUntil(t, env, keyAlpha1, id, "completed", "failed")
 	if done.Get("status").Str != "completed" || done.Get("id").Str != id || !done.Get("background").Bool() ||
-		done.Get("output.0.content.0.text").Str != "Hello from sim-chat. You said: hello" {
+		done.Get("output.0.content.0.text").Str != "Hello from sim-chat. You said: hello" || done.Get("created_at").Int() != q.Get("created_at").Int() {
 		t.Fatalf("completed object: %s", done.Raw)
 	}
 	// The platform got a plain streamed call.
