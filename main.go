@@ -382,6 +382,9 @@ func drain(hs *http.Server, srv *proxy.Server, limiter *ratelimit.Limiter, timeo
 		logger.Warn("drain timeout reached; closing remaining connections")
 		_ = hs.Close()
 	}
+	// Background responses get what is left of the same deadline, then are cancelled and
+	// recorded failed.
+	srv.DrainBackground(ctx)
 	// Shutdown does not wait for handlers of connections it closed, nor for hijacked ones:
 	// wait for what they admitted to settle.
 	grace, stop := context.WithTimeout(context.Background(), drainSettleGrace)

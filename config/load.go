@@ -166,6 +166,7 @@ const (
 	defaultResponsesStore      = "local"
 	defaultResponsesStoreTTL   = 720 * time.Hour
 	defaultResponsesMaxPerTeam = 10000
+	defaultBackgroundMaxQueued = 16
 )
 
 func setDefault[T comparable](v *T, def T) {
@@ -218,4 +219,5 @@ func applyDefaults(c *Config) {
 	setDefault(&c.Pricing.Currency, "USD")
 	setDefault(&c.UsageHistory.Retention, 90*24*time.Hour)
 	setDefault(&c.UsageHistory.HourlyRetention, 7*24*time.Hour)
+	setDefault(&c.Responses.BackgroundMaxQueuedPerTeam, defaultBackgroundMaxQueued)
 }

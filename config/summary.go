@@ -117,6 +117,7 @@ func (c *Config) Summary() string {
 	w("browsers: %s; chat n at most %d", corsText(s.CORSOrigins), c.Translate.MaxN)
 	if c.Responses.StoreLocal() {
 		w("responses: kept by modelgate for %s, at most %d per team (oldest evicted first)", c.Responses.StoreTTL, c.Responses.StoreMaxPerTeam)
+		w("background responses: run by modelgate, at most %d unfinished per team", c.Responses.BackgroundMaxQueuedPerTeam)
 	} else {
 		w("responses: not kept by modelgate (store: off)")
 	}

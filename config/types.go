@@ -142,6 +142,10 @@ type Responses struct {
 	// StoreMaxPerTeam caps the responses kept per team (per caller in passthrough); the
 	// oldest is evicted first. 0 means the default, 10000.
 	StoreMaxPerTeam int64 `yaml:"store_max_per_team"`
+	// BackgroundMaxQueuedPerTeam caps a team's background responses not yet finished
+	// (queued or in progress) on one modelgate instance; one more is a 429. 0 means the
+	// default, 16.
+	BackgroundMaxQueuedPerTeam int64 `yaml:"background_max_queued_per_team"`
 }
 
 // StoreLocal reports whether modelgate keeps responses itself.

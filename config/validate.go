@@ -473,4 +473,5 @@ func (v *validator) responses(r *Responses) {
 	}
 	v.nonNegativeDuration("responses.store_ttl", r.StoreTTL)
 	v.nonNegative("responses.store_max_per_team", r.StoreMaxPerTeam)
+	v.nonNegative("responses.background_max_queued_per_team", r.BackgroundMaxQueuedPerTeam)
 }

@@ -68,6 +68,8 @@ func earlyCut(reserve, read ratelimit.Usage, why string) charge {
 func (ch charge) plus(o charge) charge {
 	ch.usage.InputTokens += o.usage.InputTokens
 	ch.usage.OutputTokens += o.usage.OutputTokens
+	ch.usage.CachedInputTokens += o.usage.CachedInputTokens
+	ch.usage.ReasoningTokens += o.usage.ReasoningTokens
 	if ch.unknown == "" {
 		ch.unknown = o.unknown
 	}
@@ -78,8 +80,12 @@ func (ch charge) plus(o charge) charge {
 // and, when the usage is estimated, the "billed, usage unknown" warning an operator
 // reconciles against the platform's bill.
 func (s *Server) settle(c *gin.Context, t *ratelimit.Ticket, ch charge) {
+	s.settleInfo(info(c), t, ch)
+}
+
+// settleInfo is settle for a request known by its requestInfo alone (a background job).
+func (s *Server) settleInfo(ri *requestInfo, t *ratelimit.Ticket, ch charge) {
 	t.Settle(ch.usage)
-	ri := info(c)
 	ri.inputTokens, ri.outputTokens = ch.usage.InputTokens, ch.usage.OutputTokens
 	ri.cachedTokens, ri.reasoningTokens = ch.usage.CachedInputTokens, ch.usage.ReasoningTokens
 	ri.usageEstimated = ch.unknown

@@ -60,6 +60,9 @@ func (s *Server) settleBilling(ri *requestInfo) int64 {
 		ri.spend.Cancel() // refused by the limiter after the spend was held
 		return 0
 	}
+	if ri.billedLater {
+		return 0 // a background submission: its job settles and records the call when it ends
+	}
 	if ri.team == "" || ri.model == "" {
 		return 0 // passthrough callers have no team; calls without a model (sidecar) no tokens
 	}

@@ -60,6 +60,9 @@ type requestInfo struct {
 	reasoningTokens int64
 	spend           *billing.Hold
 	costMicros      int64
+	// billedLater: the call's cost and history row belong to a background job that outlives
+	// this request (see submitBackground), which takes the spend hold with it.
+	billedLater bool
 	// usageEstimated names why the settled usage is an estimate (see charge); "" when it
 	// is the platform's own figure.
 	usageEstimated string

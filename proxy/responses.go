@@ -34,6 +34,10 @@ func (s *Server) responses(c *gin.Context) {
 	if !ok {
 		return
 	}
+	if req.background {
+		s.submitBackground(c, st, p, req)
+		return
+	}
 	body, inputEstimate, outCap := req.body, req.inputEstimate, req.outCap
 	if !s.reserveSpend(c, st, p, inputEstimate, outCap, true) {
 		return
@@ -80,6 +84,7 @@ type checkedResponses struct {
 	body                  []byte // as it goes upstream
 	inputEstimate, outCap int64
 	turn                  *storedTurn // to keep once answered; nil when the response is not kept
+	background            bool        // run by modelgate in the background (turn is set)
 }
 
 // checkResponsesRequest reads, checks and prepares a Responses request, answering the
@@ -134,6 +139,26 @@ func checkResponsesRequest(c *gin.Context, st *state, p *auth.Principal) (checke
 		modelNotFound(c, model.Str)
 		return checkedResponses{}, false
 	}
+	background := false
+	switch {
+	case !present(f.background):
+	case !f.background.IsBool():
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "background", "Invalid type for 'background': expected a boolean.")
+		return checkedResponses{}, false
+	case st.keeper == nil:
+		// Responses are not kept here (responses.store: off): background is the platform's
+		// business, and goes to it untouched.
+	case f.background.Bool() && f.store.Type == gjson.False:
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "store",
+			"Background responses require 'store' to be true: they are kept so they can be polled.")
+		return checkedResponses{}, false
+	case f.background.Bool() && stream.Bool():
+		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "unsupported_parameter", "stream",
+			"Streaming a background response is not supported; poll GET /v1/responses/{id} instead.")
+		return checkedResponses{}, false
+	default:
+		background = f.background.Bool()
+	}
 	var turn *storedTurn
 	if st.keeper != nil {
 		// The expanded input is what the platform charges, so it is what the estimate sees.
@@ -146,7 +171,8 @@ func checkResponsesRequest(c *gin.Context, st *state, p *auth.Principal) (checke
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
 		return checkedResponses{}, false
 	}
-	return checkedResponses{body: body, inputEstimate: tokens.EstimateResponsesInput(body), outCap: st.outputReserve(maxOut.Int()), turn: turn}, true
+	return checkedResponses{body: body, inputEstimate: tokens.EstimateResponsesInput(body), outCap: st.outputReserve(maxOut.Int()), turn: turn,
+		background: background && turn != nil}, true
 }
 
 // responsesFields are what modelgate reads of a Responses request, found in one pass over
@@ -158,6 +184,7 @@ type responsesFields struct {
 	tools, toolChoice            gjson.Result
 	previous, prompt, convo      gjson.Result // what may carry a turn without input
 	store                        gjson.Result
+	background                   gjson.Result
 	steering                     bool // a steering field is present
 }
 
@@ -171,7 +198,7 @@ func present(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null }
 
 func scanResponsesFields(body []byte) responsesFields {
 	var f responsesFields
-	var seen [10]bool
+	var seen [11]bool
 	take := func(i int, dst *gjson.Result, v gjson.Result) {
 		if !seen[i] {
 			seen[i], *dst = true, v
@@ -201,6 +228,8 @@ func scanResponsesFields(body []byte) responsesFields {
 			take(8, &f.convo, v)
 		case "store":
 			take(9, &f.store, v)
+		case "background":
+			take(10, &f.background, v)
 		default:
 			f.steering = f.steering || isSteeringField(k.Str)
 		}

@@ -119,7 +119,8 @@ type Server struct {
 	issued   *auth.Issued
 	ledger   *billing.Ledger
 	history  *billing.Recorder
-	callers  *callerScopes // passthrough callers with a limit scope of their own
+	callers  *callerScopes   // passthrough callers with a limit scope of their own
+	bg       *backgroundJobs // background responses this instance runs
 }
 
 // New builds a Server. The config must already be validated.
@@ -136,6 +137,8 @@ func New(d Deps) (*Server, error) {
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
 		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, callers: newCallerScopes()}
 	s.keeper = s.newKeeper(d.Config)
+	s.bg = newBackgroundJobs(exclusiveStore(d.Store))
+	s.reapOrphans()
 	s.Reload(d.Config, d.Auth)
 	s.engine = s.routes(d.MetricsHandler)
 	s.ready.Store(true)
@@ -227,6 +230,7 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	v1.GET("/responses/:id", s.getResponse)
 	v1.DELETE("/responses/:id", s.deleteResponse)
 	v1.GET("/responses/:id/input_items", s.listInputItems)
+	v1.POST("/responses/:id/cancel", s.cancelResponse)
 
 	// Anthropic's Messages API: the same checks as /v1, answered in Anthropic's shape.
 	msgs := e.Group("/v1/messages", s.markAnthropic, s.refuseWhileDraining, s.authenticate)

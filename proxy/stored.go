@@ -57,6 +57,10 @@ func (s *Server) withKeeper(st *state) *state {
 // Close waits until kept responses still being written are in the store. Call it before
 // closing the store.
 func (s *Server) Close() {
+	// Background responses still running are cancelled and record their end (failed) first.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.bg.stop(ctx, s.log)
 	if s.keeper != nil {
 		s.keeper.Flush()
 	}
@@ -132,6 +136,10 @@ func expandPrevious(c *gin.Context, st *state, p *auth.Principal, body []byte, f
 		case err != nil:
 			storeUnavailable(c, err)
 			return nil, nil, false
+		case stored.Unfinished(chain[len(chain)-1].Status) && stillRunning(c, st, who, chain[len(chain)-1]):
+			abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_request", "previous_response_id",
+				"Previous response with id '"+sanitizePath(prev)+"' is not finished yet; wait until it is completed.")
+			return nil, nil, false
 		}
 		body, err = sjson.SetRawBytes(body, "input", stored.ExpandedInput(chain, turnInput))
 		if err == nil {
@@ -146,6 +154,18 @@ func expandPrevious(c *gin.Context, st *state, p *auth.Principal, body []byte, f
 		return body, nil, true
 	}
 	return body, &storedTurn{owner: who, parent: prev, model: f.model.Str, input: turnInput}, true
+}
+
+// stillRunning reports whether an unfinished background response is still being run (one
+// whose runner is gone is marked failed here, and can be continued).
+func stillRunning(c *gin.Context, st *state, who string, r *stored.Record) bool {
+	s := info(c).srv
+	if s == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), storeTimeout)
+	defer cancel()
+	return stored.Unfinished(s.checkOrphan(ctx, st, who, r).Status)
 }
 
 // deleteAll removes every top-level occurrence of key (a duplicated key included).

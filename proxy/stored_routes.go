@@ -43,6 +43,7 @@ func (s *Server) keptRecord(c *gin.Context, route string) (*stored.Record, bool)
 		storeUnavailable(c, err)
 		return nil, false
 	}
+	r = s.checkOrphan(ctx, st, owner(p), r)
 	ri.model = r.Model
 	return r, true
 }
@@ -91,6 +92,11 @@ func (s *Server) deleteResponse(c *gin.Context) {
 	case !deleted: // gone since it was read: another request deleted it, or it expired
 		responseNotFound(c, r.ID)
 		return
+	}
+	if j := s.bg.lookup(owner(principal(c)), r.ID); j != nil {
+		// A background response deleted while it runs is not wanted any more: its platform
+		// call ends (settled as a cancel). Another replica's runner notices at its heartbeat.
+		j.cancel(errCancelledByClient)
 	}
 	b, _ := json.Marshal(struct {
 		ID      string `json:"id"`

@@ -355,7 +355,11 @@ func (k *Keeper) flushIfPending(key string) {
 // Update replaces a kept record of owner (a background response moving on to its next
 // status); it keeps the record's place under the cap and its expiry.
 func (k *Keeper) Update(ctx context.Context, owner string, r *Record) error {
-	old, err := k.Get(ctx, owner, r.ID)
+	return k.updateTag(ctx, ownerTag(owner), r)
+}
+
+func (k *Keeper) updateTag(ctx context.Context, tag string, r *Record) error {
+	old, err := k.get(ctx, tag, r.ID)
 	if err != nil {
 		return err
 	}
@@ -364,7 +368,7 @@ func (k *Keeper) Update(ctx context.Context, owner string, r *Record) error {
 	if left <= 0 {
 		return ErrNotFound
 	}
-	key := recordKey(ownerTag(owner), r.ID)
+	key := recordKey(tag, r.ID)
 	k.flushIfPending(key)
 	return k.st.Put(ctx, bucketRecords, key, Encode(r), left)
 }
