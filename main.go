@@ -26,6 +26,7 @@ import (
 	"modelgate/platformsim"
 	"modelgate/proxy"
 	"modelgate/ratelimit"
+	"modelgate/tracing"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -258,8 +259,14 @@ func serve(o options, logger *slog.Logger) error {
 	}
 	defer limiter.Close()
 	obs := metrics.New(cfg)
+	tracer, err := startTracing(cfg, logger)
+	if err != nil {
+		return err
+	}
+	// On a drain the spans are flushed within its timeout; this is for the other ways out.
+	defer func() { _ = tracer.Shutdown(context.Background()) }()
 	srv, err := proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: client, Logger: logger,
-		Hooks: obs.Hooks(), MetricsHandler: obs.Handler()})
+		Hooks: obs.Hooks(), MetricsHandler: obs.Handler(), Tracer: tracer})
 	if err != nil {
 		return err
 	}
@@ -300,7 +307,7 @@ func serve(o options, logger *slog.Logger) error {
 				reload(o, logger, srv, obs, authn.Mode())
 				continue
 			}
-			return drain(httpServer, srv, cfg.Server.DrainTimeout, logger)
+			return drain(httpServer, srv, cfg.Server.DrainTimeout, logger, tracer)
 		}
 	}
 }
@@ -333,17 +340,48 @@ func reload(o options, logger *slog.Logger, srv *proxy.Server, obs *metrics.Metr
 
 // drain stops accepting connections and lets in-flight requests and streams finish, up to
 // timeout; after that the remaining connections are closed.
-func drain(hs *http.Server, srv *proxy.Server, timeout time.Duration, logger *slog.Logger) error {
+func drain(hs *http.Server, srv *proxy.Server, timeout time.Duration, logger *slog.Logger, tracer *tracing.Tracer) error {
 	logger.Info("draining", "timeout", timeout.String())
 	srv.StartDrain()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := hs.Shutdown(ctx); err != nil {
+	serving := ctx
+	if tracer != nil {
+		// The last part of the drain is kept for exporting the spans of the requests that
+		// finished, so the whole stop still fits in the timeout.
+		var stop context.CancelFunc
+		serving, stop = context.WithTimeout(ctx, timeout-flushReserve(timeout))
+		defer stop()
+	}
+	if err := hs.Shutdown(serving); err != nil {
 		logger.Warn("drain timeout reached; closing remaining connections")
 		_ = hs.Close()
 	}
+	if err := tracer.Shutdown(ctx); err != nil {
+		logger.Warn("tracing: spans not all exported before the drain timeout", "error", err.Error())
+	}
 	logger.Info("stopped")
 	return nil
+}
+
+// flushReserve is the part of a drain kept for the last span export: a tenth, at most 2s.
+func flushReserve(timeout time.Duration) time.Duration {
+	return min(timeout/10, 2*time.Second)
+}
+
+// startTracing starts OpenTelemetry tracing when the OTEL_* environment asks for it, and
+// returns nil (tracing off) when it does not.
+func startTracing(cfg *config.Config, logger *slog.Logger) (*tracing.Tracer, error) {
+	tracer, err := tracing.New(context.Background(), tracing.Options{
+		Version:        version,
+		CaptureContent: cfg.Tracing.CaptureContent, ContentMaxBytes: cfg.Tracing.ContentMaxBytes,
+		Logger: logger,
+	})
+	if err != nil || tracer == nil {
+		return nil, err
+	}
+	logger.Info("tracing on", "capture_content", tracer.ContentMax() > 0)
+	return tracer, nil
 }
 
 // probeReadiness dials the platform now and then; /readyz reports the result. A TCP connect

@@ -15,6 +15,7 @@ type Config struct {
 	Server    Server      `yaml:"server"`
 	Translate Translate   `yaml:"translate"`
 	Sidecar   SidecarConf `yaml:"sidecar"`
+	Tracing   Tracing     `yaml:"tracing"`
 }
 
 // Upstream describes the platform: where it lives, the default credential, and how to talk to it.
@@ -95,4 +96,15 @@ type Translate struct {
 // SidecarConf tunes the platform REST routes.
 type SidecarConf struct {
 	BalanceCacheTTL time.Duration `yaml:"balance_cache_ttl"` // default 5s
+}
+
+// Tracing holds what the OTEL_* environment variables do not say. Whether traces are exported,
+// where, and how they are sampled and batched come from the standard variables alone.
+type Tracing struct {
+	// CaptureContent records prompts and completions as span events (default false; the
+	// environment variable OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true also
+	// turns it on).
+	CaptureContent bool `yaml:"capture_content"`
+	// ContentMaxBytes caps each recorded prompt or completion; 0 means 4096.
+	ContentMaxBytes int `yaml:"content_max_bytes"`
 }

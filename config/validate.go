@@ -99,6 +99,9 @@ func validate(c *Config, d *decoder) []*Error {
 		v.fail("translate.reasoning_field", "want reasoning_content or reasoning, got %q", c.Translate.ReasoningField)
 	}
 	v.nonNegativeDuration("sidecar.balance_cache_ttl", c.Sidecar.BalanceCacheTTL)
+	if c.Tracing.ContentMaxBytes < 0 || c.Tracing.ContentMaxBytes > 1<<20 {
+		v.fail("tracing.content_max_bytes", "want 0 (the default, 4096) to 1048576, got %d", c.Tracing.ContentMaxBytes)
+	}
 	return v.errs
 }
 

@@ -89,6 +89,12 @@ func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve int64, openAIS
 		// has logged it.
 		ri.refusal = "store_unavailable_allowed"
 	}
+	if ri.trace != nil {
+		ri.trace.limitDecision = "refused"
+		if d.Allowed {
+			ri.trace.limitDecision = "allowed"
+		}
+	}
 	if d.Allowed {
 		return ticket
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -57,6 +58,9 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		return
 	}
 	ri.model, ri.stream = req.Model, req.Stream
+	if ri.trace != nil {
+		ri.traceRequest(req.Model, req.MaxOutputTokens, body, chatPromptFields)
+	}
 	if !p.AllowsModel(req.Model) {
 		modelNotFound(c, req.Model)
 		return
@@ -159,7 +163,7 @@ func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.Ca
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			ri := &requestInfo{requestID: cc.ri.requestID}
+			ri := &requestInfo{requestID: cc.ri.requestID, trace: cc.ri.trace}
 			resps[i], cancels[i], fails[i] = cc.s.openGateway(ctx, cc.st, cc.p, ri, cc.upBody, cc.upStream)
 		})
 	}
@@ -249,6 +253,9 @@ func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel
 		if buf.Len() > maxUpstreamJSON || !gjson.ValidBytes(buf.Bytes()) {
 			return nil, estimate, errInvalidUpstream
 		}
+		if cc.ri.trace != nil {
+			cc.ri.traceAnswer(buf.Bytes())
+		}
 		return translate.ResponseToChat(buf.Bytes(), meta)
 	}
 	agg := translate.NewAggregator(meta)
@@ -263,6 +270,9 @@ func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel
 	for ev, err := range sse.Read(body, sseReadConfig) {
 		if err != nil {
 			break
+		}
+		if cc.ri.trace != nil {
+			cc.ri.traceEvent(ev.Type, bytesOf(ev.Data))
 		}
 		if agg.Feed(ev.Type, bytesOf(ev.Data)) {
 			finished = true
@@ -379,6 +389,9 @@ func (cc *chatCall) send(out []byte, flush bool) bool {
 		cc.ri.clientGone = true
 		return false
 	}
+	if cc.ri.trace != nil {
+		cc.ri.trace.eventsSent++
+	}
 	return true
 }
 
@@ -405,6 +418,10 @@ func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, c
 		}
 		if ev.typ == "" && ev.data == nil {
 			continue // a comment or a stray blank line: nothing to convert
+		}
+		if cc.ri.trace != nil {
+			cc.ri.trace.eventsReceived++
+			cc.ri.traceEvent(ev.typ, ev.data)
 		}
 		var done bool
 		cc.out, done = conv.FeedTo(cc.out[:0], ev.typ, ev.data)
@@ -452,6 +469,10 @@ func (cc *chatCall) pumpMerged(resps []*http.Response, cancels []context.CancelF
 	msgs := make(chan chunkMsg, 16)
 	ctx, stopAll := context.WithCancel(cc.c.Request.Context())
 	defer stopAll()
+	var received atomic.Int64 // the readers' events, added to the request's count at the end
+	if cc.ri.trace != nil {
+		defer func() { cc.ri.trace.eventsReceived += received.Load() }()
+	}
 	var wg sync.WaitGroup
 	for i := range resps {
 		wg.Go(func() {
@@ -471,6 +492,10 @@ func (cc *chatCall) pumpMerged(resps []*http.Response, cancels []context.CancelF
 				if err != nil {
 					readErr = err
 					break
+				}
+				if cc.ri.trace != nil {
+					received.Add(1)
+					cc.ri.traceEvent(ev.Type, bytesOf(ev.Data))
 				}
 				out, done := convs[i].Feed(ev.Type, bytesOf(ev.Data))
 				if done {

@@ -40,13 +40,15 @@ type requestInfo struct {
 	srv            *Server
 	principal      *auth.Principal
 	limitHeadersOK bool // the limiter's headers are already on the answer
+	keepWait       bool // server.overhead_header is on (beside the other flag: one word for both)
 
 	// upstreamWait is the time spent waiting on the platform (nanoseconds): from asking for
 	// a connection to the first byte of each answer, plus reading non-stream answer bodies.
 	// Only kept when server.overhead_header is on; atomic because n>1 chat calls run in
 	// parallel.
 	upstreamWait atomic.Int64
-	keepWait     bool // server.overhead_header is on
+
+	trace *traceState // nil: the request is not traced
 }
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.

@@ -16,6 +16,7 @@ import (
 	"modelgate/config"
 	"modelgate/platform"
 	"modelgate/ratelimit"
+	"modelgate/tracing"
 )
 
 // Deps are what a Server is built from.
@@ -31,6 +32,8 @@ type Deps struct {
 	MetricsHandler http.Handler
 	// Now is the clock for caches and asset expiry; nil means time.Now. Tests inject one.
 	Now func() time.Time
+	// Tracer, when set, traces requests (see package tracing); nil is tracing off.
+	Tracer *tracing.Tracer
 }
 
 // Hooks let the operations layer observe requests without the handlers knowing about it.
@@ -60,6 +63,7 @@ type RequestSummary struct {
 	ErrorCode    string
 	Refusal      string
 	UpstreamErr  string
+	TraceID      string // set when the request was traced
 }
 
 // state is everything a config reload replaces. Requests load it once at their start, so a
@@ -91,6 +95,7 @@ type Server struct {
 	engine   *gin.Engine
 	ready    atomic.Bool
 	draining atomic.Bool
+	tracer   *tracing.Tracer // nil: tracing off
 }
 
 // New builds a Server. The config must already be validated.
@@ -104,7 +109,7 @@ func New(d Deps) (*Server, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now}
+	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, tracer: d.Tracer}
 	s.st.Store(newState(d.Config, d.Auth))
 	s.engine = s.routes(d.MetricsHandler)
 	s.ready.Store(true)
@@ -202,6 +207,9 @@ func (s *Server) observe(c *gin.Context) {
 		c.Request = c.Request.WithContext(traceUpstreamWait(c.Request.Context(), ri))
 		c.Writer = &overheadWriter{ResponseWriter: c.Writer, ri: ri}
 	}
+	if s.tracer != nil {
+		s.startTrace(c, ri)
+	}
 	if s.hooks.RequestStarted != nil {
 		s.hooks.RequestStarted()
 	}
@@ -229,6 +237,9 @@ func (s *Server) finish(c *gin.Context, ri *requestInfo) {
 		InputTokens: ri.inputTokens, OutputTokens: ri.outputTokens, Attempts: ri.attempts,
 		ErrorCode: ri.errCode, Refusal: ri.refusal, UpstreamErr: ri.upstreamErr,
 	}
+	if ri.trace != nil {
+		s.endTrace(ri, &sum)
+	}
 	s.logRequest(sum)
 	if s.hooks.RequestDone != nil {
 		s.hooks.RequestDone(sum)
@@ -241,7 +252,7 @@ func (s *Server) logRequest(r RequestSummary) {
 		level = slog.LevelWarn
 	}
 	// Only these fields are ever logged: never headers, keys, prompts or bodies.
-	s.log.LogAttrs(context.Background(), level, "request",
+	attrs := [...]slog.Attr{
 		slog.String("request_id", r.RequestID),
 		slog.String("method", r.Method),
 		slog.String("route", r.Route),
@@ -258,7 +269,13 @@ func (s *Server) logRequest(r RequestSummary) {
 		slog.String("error_code", r.ErrorCode),
 		slog.String("refusal", r.Refusal),
 		slog.String("upstream_error", r.UpstreamErr),
-	)
+		slog.String("trace_id", r.TraceID),
+	}
+	n := len(attrs)
+	if r.TraceID == "" {
+		n-- // tracing off or a request it skips: the line is as it always was
+	}
+	s.log.LogAttrs(context.Background(), level, "request", attrs[:n]...)
 }
 
 // recoverer turns a handler panic into a 500 (if nothing was written yet) and a log line,

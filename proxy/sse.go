@@ -253,6 +253,10 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 		if sw.queue(ev.raw) != nil {
 			break
 		}
+		if ri.trace != nil {
+			ri.trace.eventsReceived++
+			ri.trace.eventsSent++
+		}
 		if ri.ttfb == 0 {
 			ri.ttfb = time.Since(ri.start)
 		}
@@ -266,6 +270,9 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 		case typ == "response.completed" || typ == "response.incomplete" || typ == "response.failed":
 			terminal = true
 			usage = terminalUsage(ev.data, ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: deltas})
+			if ri.trace != nil {
+				ri.traceEvent(typ, ev.data)
+			}
 		case typ == "error":
 			terminal = true
 			usage = ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: deltas}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // retryPolicy is modelgate's one rule for trying an upstream call again.
@@ -137,15 +139,31 @@ func upstreamErrorKind(err error) string {
 func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadline time.Time, build func(context.Context) (*http.Request, error)) (*http.Response, error) {
 	policy := st.retry
 	for done := 1; ; done++ {
-		req, err := build(ctx)
+		actx, span := ctx, trace.Span(nil)
+		if s.tracer != nil && ri.trace != nil {
+			actx, span = s.startAttempt(ctx, done)
+		}
+		req, err := build(actx)
 		if err != nil {
+			if span != nil {
+				endAttempt(span, nil, err)
+			}
 			return nil, err
+		}
+		if span != nil {
+			s.sendAttempt(actx, span, req)
 		}
 		ri.attempts = done
 		resp, err := s.platform.Do(req)
 		wait, again := policy.decide(done, resp, err, time.Until(deadline))
 		if !again || ctx.Err() != nil {
+			if span != nil {
+				finalAttempt(span, resp, err)
+			}
 			return resp, err
+		}
+		if span != nil {
+			endAttempt(span, resp, err)
 		}
 		if resp != nil {
 			// Drain a little so the connection can be reused, then let it go.

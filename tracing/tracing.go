@@ -1,0 +1,229 @@
+// Package tracing exports modelgate's OpenTelemetry traces over OTLP/HTTP, configured by the
+// standard OTEL_* environment variables, and names the attributes modelgate records (the
+// GenAI semantic conventions and modelgate's own).
+//
+// Tracing is off unless an OTLP endpoint is named. Off means New returns a nil *Tracer: no
+// exporter, no provider, and the proxy's hot path tests one pointer and creates nothing.
+package tracing
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Options are what modelgate itself decides; everything else comes from the environment,
+// read by the SDK and the exporter as the OpenTelemetry specification describes.
+type Options struct {
+	// Version is the service.version resource attribute.
+	Version string
+	// CaptureContent records prompts and completions as span events. Off by default:
+	// prompts are the callers' data.
+	CaptureContent bool
+	// ContentMaxBytes caps each recorded prompt or completion; 0 means DefaultContentMaxBytes.
+	ContentMaxBytes int
+	// Logger receives the SDK's errors (failed exports); nil leaves OpenTelemetry's default.
+	Logger *slog.Logger
+	// Getenv reads the environment; nil means os.Getenv. The SDK and the exporter read
+	// os.Getenv themselves, so this only decides whether tracing is on and the capture opt-in.
+	Getenv func(string) string
+}
+
+// DefaultContentMaxBytes caps a captured prompt or completion when nothing else is set.
+const DefaultContentMaxBytes = 4096
+
+// CaptureContentEnv turns on content capture, as OpenTelemetry's GenAI instrumentations do.
+const CaptureContentEnv = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+// Tracer is modelgate's tracing, on. A nil *Tracer is tracing off; its methods are safe to
+// call and do nothing.
+type Tracer struct {
+	provider   *sdktrace.TracerProvider
+	tracer     trace.Tracer
+	prop       propagation.TraceContext
+	contentMax int // 0: content is not captured
+}
+
+// Enabled reports whether the environment asks for traces: an OTLP endpoint is named and
+// neither OTEL_SDK_DISABLED nor OTEL_TRACES_EXPORTER=none turns them off.
+func Enabled(getenv func(string) string) bool {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+		return false
+	}
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return false
+	}
+	return strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")) != "none"
+}
+
+// New starts tracing when the environment asks for it, and returns nil, nil when it does
+// not. A configuration modelgate cannot honour (a gRPC protocol, another exporter) is an
+// error rather than traces silently sent nowhere.
+func New(ctx context.Context, o Options) (*Tracer, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if !Enabled(getenv) {
+		return nil, nil
+	}
+	if exp := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")); exp != "" && exp != "otlp" {
+		return nil, fmt.Errorf("tracing: OTEL_TRACES_EXPORTER=%q is not supported; modelgate exports OTLP (otlp) or nothing (none)", exp)
+	}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if p := strings.TrimSpace(getenv(name)); p != "" {
+			if p != "http/protobuf" && p != "http/json" {
+				return nil, fmt.Errorf("tracing: %s=%q is not supported; modelgate exports OTLP over HTTP (http/protobuf or http/json)", name, p)
+			}
+			break // the per-signal variable, when set, decides
+		}
+	}
+	exporter, err := otlptracehttp.New(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
+	return NewWithExporter(ctx, exporter, o)
+}
+
+// NewWithExporter is New with the exporter given, for tests and benchmarks; the sampler,
+// batching and resource still come from the environment.
+func NewWithExporter(ctx context.Context, exporter sdktrace.SpanExporter, o Options) (*Tracer, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	// service.name defaults to modelgate; OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME,
+	// applied after, override it.
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", "modelgate"), attribute.String("service.version", o.Version)),
+		resource.WithTelemetrySDK(),
+		resource.WithFromEnv(),
+	)
+	if err != nil && res == nil {
+		return nil, fmt.Errorf("tracing: resource: %w", err)
+	}
+	// The sampler (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG; parent-based always-on by
+	// default) and the batch settings (OTEL_BSP_*) are read by the SDK.
+	provider := sdktrace.NewTracerProvider(
+		sdktrace.WithBatcher(exporter),
+		sdktrace.WithResource(res),
+	)
+	if o.Logger != nil {
+		// One process, one tracing setup: the handler is OpenTelemetry's global.
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+			o.Logger.Warn("tracing: " + err.Error())
+		}))
+	}
+	t := &Tracer{provider: provider, tracer: provider.Tracer("modelgate")}
+	if o.CaptureContent || strings.EqualFold(strings.TrimSpace(getenv(CaptureContentEnv)), "true") {
+		t.contentMax = o.ContentMaxBytes
+		if t.contentMax <= 0 {
+			t.contentMax = DefaultContentMaxBytes
+		}
+	}
+	return t, nil
+}
+
+// Shutdown exports what is buffered and stops the exporter, giving up when ctx ends.
+func (t *Tracer) Shutdown(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	return t.provider.Shutdown(ctx)
+}
+
+// ForceFlush exports what is buffered now.
+func (t *Tracer) ForceFlush(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	return t.provider.ForceFlush(ctx)
+}
+
+// ContentMax is the cap on a captured prompt or completion, 0 when content is not captured.
+func (t *Tracer) ContentMax() int {
+	if t == nil {
+		return 0
+	}
+	return t.contentMax
+}
+
+// StartServer starts the span of one incoming request, continuing the caller's trace when
+// its traceparent (and tracestate) headers name one. The span is named "{method} {route}";
+// route is the route pattern, never the raw path.
+func (t *Tracer) StartServer(ctx context.Context, r *http.Request, route string) (context.Context, trace.Span) {
+	ctx = t.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	return t.tracer.Start(ctx, r.Method+" "+route,
+		trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(
+			attribute.String("http.request.method", r.Method),
+			attribute.String("http.route", route),
+		))
+}
+
+// StartAttempt starts the client span of one attempt at an upstream call; DescribeAttempt
+// names it once the request is built, and Inject puts its context on that request.
+func (t *Tracer) StartAttempt(ctx context.Context, attempt int) (context.Context, trace.Span) {
+	attrs := make([]attribute.KeyValue, 1, 2)
+	attrs[0] = attribute.Int(AttrAttempt, attempt)
+	if attempt > 1 {
+		attrs = append(attrs, attribute.Int("http.request.resend_count", attempt-1))
+	}
+	return t.tracer.Start(ctx, "upstream", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+}
+
+// DescribeAttempt names an attempt's span after the request it sends: method, path and the
+// platform's address. Never the query or the headers, which hold the platform credential.
+func DescribeAttempt(span trace.Span, req *http.Request) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetName(req.Method + " " + req.URL.Path)
+	attrs := []attribute.KeyValue{
+		attribute.String("http.request.method", req.Method),
+		attribute.String("url.path", req.URL.Path),
+		attribute.String("server.address", req.URL.Hostname()),
+	}
+	if p, err := strconv.Atoi(req.URL.Port()); err == nil {
+		attrs = append(attrs, attribute.Int("server.port", p))
+	}
+	span.SetAttributes(attrs...)
+}
+
+// Inject puts ctx's span context on h as traceparent (and tracestate, when the trace has one).
+func (t *Tracer) Inject(ctx context.Context, h http.Header) {
+	t.prop.Inject(ctx, propagation.HeaderCarrier(h))
+}
+
+// EndAttempt ends an attempt's span with what the platform answered: its status, or the
+// transport error kind when there was no answer.
+func EndAttempt(span trace.Span, status int, errKind string) {
+	if status > 0 {
+		span.SetAttributes(attribute.Int("http.response.status_code", status))
+	}
+	switch {
+	case errKind != "":
+		span.SetAttributes(attribute.String("error.type", errKind))
+		span.SetStatus(codes.Error, "upstream "+errKind)
+	case status >= 400:
+		span.SetAttributes(attribute.String("error.type", strconv.Itoa(status)))
+		span.SetStatus(codes.Error, "")
+	}
+	span.End()
+}
