@@ -20,6 +20,7 @@ import (
 	"modelgate/platform"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
+	"modelgate/tracing"
 )
 
 // testEnv is a modelgate Server in front of a simulated platform, both on loopback.
@@ -127,6 +128,8 @@ type envOptions struct {
 	limiterNow func() time.Time
 	// now is the server's clock (caches, asset expiry); default time.Now.
 	now func() time.Time
+	// tracer traces the server's requests; nil is tracing off.
+	tracer *tracing.Tracer
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -182,7 +185,7 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { env.limiter.Close() })
-	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now})
+	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Tracer: o.tracer})
 	if err != nil {
 		t.Fatal(err)
 	}
