@@ -186,13 +186,11 @@ func (s *Server) endTrace(ri *requestInfo, sum *RequestSummary) {
 	if sc := ts.span.SpanContext(); sc.HasTraceID() {
 		sum.TraceID = sc.TraceID().String()
 	}
-	if ts.span.IsRecording() {
-		ts.mu.Lock()
-		if g := ts.genai; g != nil {
-			g.InputTokens, g.OutputTokens = sum.InputTokens, sum.OutputTokens
-			tracing.RecordGenAI(ts.span, g)
-		}
-		ts.mu.Unlock()
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	g := ts.genai
+	if g != nil {
+		g.InputTokens, g.OutputTokens = sum.InputTokens, sum.OutputTokens
 	}
 	tracing.EndServer(ts.span, tracing.Outcome{
 		RequestID: sum.RequestID, Status: sum.Status, Team: sum.Team, KeyName: sum.Key,
@@ -200,71 +198,63 @@ func (s *Server) endTrace(ri *requestInfo, sum *RequestSummary) {
 		Stream: sum.Stream, TTFB: sum.TTFB,
 		EventsReceived: ts.eventsReceived, EventsSent: ts.eventsSent,
 		ErrorCode: sum.ErrorCode, UpstreamError: sum.UpstreamErr, ClientGone: ri.clientGone,
-	})
+	}, g)
 }
 
 // startAttempt opens the client span of one upstream attempt.
 //
 //go:noinline
-func (s *Server) startAttempt(ctx context.Context, attempt int) (context.Context, trace.Span) {
-	return s.tracer.StartAttempt(ctx, attempt)
+func (s *Server) startAttempt(ctx context.Context) (context.Context, trace.Span) {
+	return s.tracer.StartAttempt(ctx)
 }
 
-// sendAttempt describes the attempt's span by its request and puts the span's context on it
-// (traceparent, and the caller's tracestate).
+// sendAttempt puts the attempt span's context on its request (traceparent, and the caller's
+// tracestate).
 //
 //go:noinline
-func (s *Server) sendAttempt(ctx context.Context, span trace.Span, req *http.Request) {
-	tracing.DescribeAttempt(span, req)
+func (s *Server) sendAttempt(ctx context.Context, req *http.Request) {
 	s.tracer.Inject(ctx, req.Header)
-}
-
-// finalAttempt ends the span of an attempt that failed for good, or hands it to the answer
-// the caller will read.
-//
-//go:noinline
-func finalAttempt(span trace.Span, resp *http.Response, err error) {
-	if err != nil || resp == nil {
-		endAttempt(span, resp, err)
-		return
-	}
-	keepAttemptOpen(span, resp)
 }
 
 // endAttempt closes an attempt that will not be relayed: retried, or failed without an answer.
 //
 //go:noinline
-func endAttempt(span trace.Span, resp *http.Response, err error) {
-	status, kind := 0, ""
+func endAttempt(span trace.Span, req *http.Request, n int, resp *http.Response, err error) {
+	a := tracing.Attempt{Request: req, N: n}
 	if resp != nil {
-		status = resp.StatusCode
+		a.Status = resp.StatusCode
 	}
 	if err != nil {
-		kind = upstreamErrorKind(err)
+		a.ErrKind = upstreamErrorKind(err)
 	}
-	tracing.EndAttempt(span, status, kind)
+	tracing.EndAttempt(span, a)
 }
 
-// spanBody ends an attempt's span when the answer it carries has been read and closed, so a
-// stream's client span lasts as long as the stream.
+// finalAttempt ends the span of an attempt that failed for good, or hands it to the answer
+// the caller will read: it ends when that answer is closed, so a stream's attempt span lasts
+// as long as the stream.
+//
+//go:noinline
+func finalAttempt(span trace.Span, req *http.Request, n int, resp *http.Response, err error) {
+	if err != nil || resp == nil {
+		endAttempt(span, req, n, resp, err)
+		return
+	}
+	resp.Body = &spanBody{ReadCloser: resp.Body, span: span, attempt: tracing.Attempt{Request: req, N: n, Status: resp.StatusCode}}
+}
+
+// spanBody ends an attempt's span when the answer it carries is closed.
 type spanBody struct {
 	io.ReadCloser
-	span   trace.Span
-	status int
-	once   atomic.Bool
+	span    trace.Span
+	attempt tracing.Attempt
+	once    atomic.Bool
 }
 
 func (b *spanBody) Close() error {
 	err := b.ReadCloser.Close()
 	if b.once.CompareAndSwap(false, true) {
-		tracing.EndAttempt(b.span, b.status, "")
+		tracing.EndAttempt(b.span, b.attempt)
 	}
 	return err
-}
-
-// keepAttemptOpen hands the attempt's span to the answer's body.
-//
-//go:noinline
-func keepAttemptOpen(span trace.Span, resp *http.Response) {
-	resp.Body = &spanBody{ReadCloser: resp.Body, span: span, status: resp.StatusCode}
 }

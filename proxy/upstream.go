@@ -140,30 +140,30 @@ func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadli
 	policy := st.retry
 	for done := 1; ; done++ {
 		actx, span := ctx, trace.Span(nil)
-		if s.tracer != nil && ri.trace != nil {
-			actx, span = s.startAttempt(ctx, done)
+		if ri.trace != nil {
+			actx, span = s.startAttempt(ctx)
 		}
 		req, err := build(actx)
 		if err != nil {
 			if span != nil {
-				endAttempt(span, nil, err)
+				endAttempt(span, nil, done, nil, err)
 			}
 			return nil, err
 		}
 		if span != nil {
-			s.sendAttempt(actx, span, req)
+			s.sendAttempt(actx, req)
 		}
 		ri.attempts = done
 		resp, err := s.platform.Do(req)
 		wait, again := policy.decide(done, resp, err, time.Until(deadline))
 		if !again || ctx.Err() != nil {
 			if span != nil {
-				finalAttempt(span, resp, err)
+				finalAttempt(span, req, done, resp, err)
 			}
 			return resp, err
 		}
 		if span != nil {
-			endAttempt(span, resp, err)
+			endAttempt(span, req, done, resp, err)
 		}
 		if resp != nil {
 			// Drain a little so the connection can be reused, then let it go.

@@ -177,33 +177,10 @@ func (t *Tracer) StartServer(ctx context.Context, r *http.Request, route string)
 		))
 }
 
-// StartAttempt starts the client span of one attempt at an upstream call; DescribeAttempt
-// names it once the request is built, and Inject puts its context on that request.
-func (t *Tracer) StartAttempt(ctx context.Context, attempt int) (context.Context, trace.Span) {
-	attrs := make([]attribute.KeyValue, 1, 2)
-	attrs[0] = attribute.Int(AttrAttempt, attempt)
-	if attempt > 1 {
-		attrs = append(attrs, attribute.Int("http.request.resend_count", attempt-1))
-	}
-	return t.tracer.Start(ctx, "upstream", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-}
-
-// DescribeAttempt names an attempt's span after the request it sends: method, path and the
-// platform's address. Never the query or the headers, which hold the platform credential.
-func DescribeAttempt(span trace.Span, req *http.Request) {
-	if !span.IsRecording() {
-		return
-	}
-	span.SetName(req.Method + " " + req.URL.Path)
-	attrs := []attribute.KeyValue{
-		attribute.String("http.request.method", req.Method),
-		attribute.String("url.path", req.URL.Path),
-		attribute.String("server.address", req.URL.Hostname()),
-	}
-	if p, err := strconv.Atoi(req.URL.Port()); err == nil {
-		attrs = append(attrs, attribute.Int("server.port", p))
-	}
-	span.SetAttributes(attrs...)
+// StartAttempt starts the client span of one attempt at an upstream call; Inject puts its
+// context on the request, and EndAttempt names and ends it once the attempt is over.
+func (t *Tracer) StartAttempt(ctx context.Context) (context.Context, trace.Span) {
+	return t.tracer.Start(ctx, "upstream", trace.WithSpanKind(trace.SpanKindClient))
 }
 
 // Inject puts ctx's span context on h as traceparent (and tracestate, when the trace has one).
@@ -211,19 +188,46 @@ func (t *Tracer) Inject(ctx context.Context, h http.Header) {
 	t.prop.Inject(ctx, propagation.HeaderCarrier(h))
 }
 
-// EndAttempt ends an attempt's span with what the platform answered: its status, or the
-// transport error kind when there was no answer.
-func EndAttempt(span trace.Span, status int, errKind string) {
-	if status > 0 {
-		span.SetAttributes(attribute.Int("http.response.status_code", status))
+// Attempt is one attempt at an upstream call, as its span reports it.
+type Attempt struct {
+	Request *http.Request // as sent; never its query or headers, which hold the credential
+	N       int           // 1 for the first attempt
+	Status  int           // the platform's answer, 0 when there was none
+	ErrKind string        // the transport failure when there was no answer
+}
+
+// EndAttempt names an attempt's span after its request, records how it went and ends it.
+func EndAttempt(span trace.Span, a Attempt) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	attrs := make([]attribute.KeyValue, 0, 9)
+	attrs = append(attrs, attribute.Int(AttrAttempt, a.N))
+	if a.N > 1 {
+		attrs = append(attrs, attribute.Int("http.request.resend_count", a.N-1))
+	}
+	if r := a.Request; r != nil {
+		span.SetName(r.Method + " " + r.URL.Path)
+		attrs = append(attrs,
+			attribute.String("http.request.method", r.Method),
+			attribute.String("url.path", r.URL.Path),
+			attribute.String("server.address", r.URL.Hostname()))
+		if p, err := strconv.Atoi(r.URL.Port()); err == nil {
+			attrs = append(attrs, attribute.Int("server.port", p))
+		}
+	}
+	if a.Status > 0 {
+		attrs = append(attrs, attribute.Int("http.response.status_code", a.Status))
 	}
 	switch {
-	case errKind != "":
-		span.SetAttributes(attribute.String("error.type", errKind))
-		span.SetStatus(codes.Error, "upstream "+errKind)
-	case status >= 400:
-		span.SetAttributes(attribute.String("error.type", strconv.Itoa(status)))
+	case a.ErrKind != "":
+		attrs = append(attrs, attribute.String("error.type", a.ErrKind))
+		span.SetStatus(codes.Error, "upstream "+a.ErrKind)
+	case a.Status >= 400:
+		attrs = append(attrs, attribute.String("error.type", strconv.Itoa(a.Status)))
 		span.SetStatus(codes.Error, "")
 	}
+	span.SetAttributes(attrs...)
 	span.End()
 }
