@@ -263,8 +263,13 @@ func serve(o options, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	// On a drain the spans are flushed within its timeout; this is for the other ways out.
-	defer func() { _ = tracer.Shutdown(context.Background()) }()
+	// On a drain the spans are flushed within its timeout; this is for the other ways out,
+	// bounded so that an unreachable collector cannot hold the process.
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tracer.Shutdown(ctx)
+	}()
 	srv, err := proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: client, Logger: logger,
 		Hooks: obs.Hooks(), MetricsHandler: obs.Handler(), Tracer: tracer})
 	if err != nil {
