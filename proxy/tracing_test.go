@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"modelgate/platform"
 	"modelgate/platformsim"
 	"modelgate/tracing"
@@ -423,5 +426,120 @@ func assertLogTraceID(t *testing.T, env *resEnv, traceID string) {
 	t.Helper()
 	if !waitFor(time.Second, func() bool { return strings.Contains(env.logs.String(), `"trace_id":"`+traceID+`"`) }) {
 		t.Errorf("no request log line with trace_id %s: %s", traceID, env.logs.String())
+	}
+}
+
+// The answers and stream events a traced request reads for its span come from the platform:
+// whatever they hold, reading them must not panic, and what they name is kept as given.
+func FuzzTraceAnswer(f *testing.F) {
+	f.Add([]byte(`{"id":"resp_1","model":"m","status":"completed","output":[{"type":"function_call"}]}`), "response.completed")
+	f.Add([]byte(`{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}}`), "")
+	f.Add([]byte(`{"response":[1,2]}`), "response.failed")
+	f.Add([]byte(`not json`), "response.completed")
+	tp := sdktrace.NewTracerProvider()
+	defer tp.Shutdown(context.Background())
+	f.Fuzz(func(t *testing.T, data []byte, typ string) {
+		_, span := tp.Tracer("fuzz").Start(context.Background(), "s")
+		defer span.End()
+		ri := &requestInfo{trace: &traceState{span: span, contentMax: 64, genai: &tracing.GenAI{}}}
+		ri.traceAnswer(data)
+		ri.traceEvent(typ, data)
+		g := ri.trace.genai
+		if len(g.FinishReasons) > 2 {
+			t.Fatalf("%d finish reasons from one answer and one event", len(g.FinishReasons))
+		}
+	})
+}
+
+// finishReason maps how a Responses answer ended to the chat vocabulary.
+func TestFinishReason(t *testing.T) {
+	cases := []struct {
+		status, incomplete, output, want string
+	}{
+		{"completed", "", `[{"type":"message"}]`, "stop"},
+		{"completed", "", `[{"type":"reasoning"},{"type":"function_call"}]`, "tool_calls"},
+		{"completed", "", `[{"type":"custom_tool_call"}]`, "tool_calls"},
+		{"incomplete", "max_output_tokens", `[]`, "length"},
+		{"incomplete", "content_filter", `[]`, "content_filter"},
+		{"incomplete", "", `[]`, "incomplete"},
+		{"failed", "", `[]`, "error"},
+		{"cancelled", "", `[]`, "cancelled"},
+		{"", "", ``, ""},
+	}
+	for _, tc := range cases {
+		if got := finishReason(tc.status, tc.incomplete, gjson.Parse(tc.output)); got != tc.want {
+			t.Errorf("finishReason(%q, %q, %s) = %q, want %q", tc.status, tc.incomplete, tc.output, got, tc.want)
+		}
+	}
+}
+
+// Sampling is the SDK's, from OTEL_TRACES_SAMPLER: a request it drops exports nothing and
+// records nothing, yet the platform still gets the trace context, marked not sampled, and
+// a caller's "not sampled" is respected by the default parent-based sampler.
+func TestTracingSampling(t *testing.T) {
+	cases := []struct {
+		name, sampler, arg, traceparent string
+		exported                        bool
+	}{
+		{"ratio_zero", "traceidratio", "0", "", false},
+		{"default_follows_unsampled_caller", "", "", "00-" + callerTrace + "-" + callerParent + "-00", false},
+		{"default_follows_sampled_caller", "", "", "00-" + callerTrace + "-" + callerParent + "-01", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("OTEL_TRACES_SAMPLER", tc.sampler)
+			t.Setenv("OTEL_TRACES_SAMPLER_ARG", tc.arg)
+			env := newTracedEnv(t, 0)
+			var hdr []string
+			if tc.traceparent != "" {
+				hdr = []string{"traceparent", tc.traceparent}
+			}
+			if code, _, body := env.call(t, "/v1/responses", keyAlpha1, respStreamBody, hdr...); code != http.StatusOK {
+				t.Fatalf("status %d: %s", code, body)
+			}
+			if tc.exported {
+				oneServerSpan(t, env.spans(t, 1), "POST /v1/responses")
+				return
+			}
+			// The access log line is written after the span ended: once it is there, a flush
+			// would have exported a sampled span.
+			if !waitFor(2*time.Second, func() bool { return strings.Contains(env.logs.String(), `"trace_id"`) }) {
+				t.Fatal("no request log line with a trace_id")
+			}
+			_ = env.tracer.ForceFlush(context.Background())
+			if spans := env.recv.Spans(); len(spans) != 0 {
+				t.Errorf("%d spans exported for an unsampled request: %+v", len(spans), spans)
+			}
+			reqs := env.sim.Requests()
+			if len(reqs) != 1 {
+				t.Fatalf("%d platform calls", len(reqs))
+			}
+			tp := reqs[0].Header.Get("traceparent")
+			if len(tp) != 55 || !strings.HasSuffix(tp, "-00") || (tc.traceparent != "" && !strings.Contains(tp, callerTrace)) {
+				t.Errorf("platform got traceparent %q, want the trace marked not sampled", tp)
+			}
+		})
+	}
+}
+
+// A chat call with n choices makes n platform calls: each is an attempt span of its own,
+// and the server span reports every choice's finish reason.
+func TestTracingChatChoices(t *testing.T) {
+	env := newTracedEnv(t, 0)
+	code, _, body := env.call(t, "/v1/chat/completions", keyAlpha1, `{"model":"sim-chat","n":2,"messages":[{"role":"user","content":"hi"}]}`)
+	if code != http.StatusOK {
+		t.Fatalf("status %d: %s", code, body)
+	}
+	spans := env.spans(t, 1)
+	srv := oneServerSpan(t, spans, "POST /v1/chat/completions")
+	assertAttrs(t, srv.Attrs, map[string]any{"gen_ai.response.finish_reasons": []any{"stop", "stop"}, "modelgate.attempts": int64(2)})
+	clients := tracingtest.Find(spans, tracingtest.Client, "")
+	if len(clients) != 2 {
+		t.Fatalf("%d client spans, want one per choice", len(clients))
+	}
+	for _, c := range clients {
+		if c.ParentSpanID != srv.SpanID {
+			t.Errorf("choice call span under %s, want the server span %s", c.ParentSpanID, srv.SpanID)
+		}
 	}
 }
