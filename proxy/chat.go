@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -58,9 +57,6 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		return
 	}
 	ri.model, ri.stream = req.Model, req.Stream
-	if ri.trace != nil {
-		ri.traceRequest(req.Model, req.MaxOutputTokens, body, chatPromptFields)
-	}
 	if !p.AllowsModel(req.Model) {
 		modelNotFound(c, req.Model)
 		return
@@ -85,6 +81,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 			IncludeUsage:   req.IncludeUsage, Legacy: req.Legacy, Logprobs: req.Logprobs, Stop: req.Stop,
 		},
 	}
+	call.traceRequest()
 	outCap := st.outputReserve(req.MaxOutputTokens)
 	// n choices are n upstream generations: reserve for all of them, count one request.
 	ticket := s.admit(c, p, (call.estimate+outCap)*int64(req.N), true)
@@ -253,9 +250,7 @@ func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel
 		if buf.Len() > maxUpstreamJSON || !gjson.ValidBytes(buf.Bytes()) {
 			return nil, estimate, errInvalidUpstream
 		}
-		if cc.ri.trace != nil {
-			cc.ri.traceAnswer(buf.Bytes())
-		}
+		cc.ri.traceAnswer(buf.Bytes())
 		return translate.ResponseToChat(buf.Bytes(), meta)
 	}
 	agg := translate.NewAggregator(meta)
@@ -266,17 +261,18 @@ func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel
 	if cc.ri.keepWait {
 		body.wait = cc.ri // the client waits for the whole answer: reading it is upstream time
 	}
-	finished := false
-	for ev, err := range sse.Read(body, sseReadConfig) {
-		if err != nil {
-			break
-		}
-		if cc.ri.trace != nil {
-			cc.ri.traceEvent(ev.Type, bytesOf(ev.Data))
-		}
-		if agg.Feed(ev.Type, bytesOf(ev.Data)) {
-			finished = true
-			break
+	var finished bool
+	if cc.ri.trace != nil {
+		finished = aggregateTraced(cc.ri, agg, body)
+	} else {
+		for ev, err := range sse.Read(body, sseReadConfig) {
+			if err != nil {
+				break
+			}
+			if agg.Feed(ev.Type, bytesOf(ev.Data)) {
+				finished = true
+				break
+			}
 		}
 	}
 	cancel() // a stop sequence may have ended the answer early: stop generating upstream
@@ -389,9 +385,7 @@ func (cc *chatCall) send(out []byte, flush bool) bool {
 		cc.ri.clientGone = true
 		return false
 	}
-	if cc.ri.trace != nil {
-		cc.ri.trace.eventsSent++
-	}
+	cc.ri.traceSent()
 	return true
 }
 
@@ -419,10 +413,7 @@ func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, c
 		if ev.typ == "" && ev.data == nil {
 			continue // a comment or a stray blank line: nothing to convert
 		}
-		if cc.ri.trace != nil {
-			cc.ri.trace.eventsReceived++
-			cc.ri.traceEvent(ev.typ, ev.data)
-		}
+		cc.ri.traceEvent(ev.typ, ev.data)
 		var done bool
 		cc.out, done = conv.FeedTo(cc.out[:0], ev.typ, ev.data)
 		if !cc.queue(cc.out) {
@@ -469,10 +460,6 @@ func (cc *chatCall) pumpMerged(resps []*http.Response, cancels []context.CancelF
 	msgs := make(chan chunkMsg, 16)
 	ctx, stopAll := context.WithCancel(cc.c.Request.Context())
 	defer stopAll()
-	var received atomic.Int64 // the readers' events, added to the request's count at the end
-	if cc.ri.trace != nil {
-		defer func() { cc.ri.trace.eventsReceived += received.Load() }()
-	}
 	var wg sync.WaitGroup
 	for i := range resps {
 		wg.Go(func() {
@@ -493,10 +480,7 @@ func (cc *chatCall) pumpMerged(resps []*http.Response, cancels []context.CancelF
 					readErr = err
 					break
 				}
-				if cc.ri.trace != nil {
-					received.Add(1)
-					cc.ri.traceEvent(ev.Type, bytesOf(ev.Data))
-				}
+				cc.ri.traceEvent(ev.Type, bytesOf(ev.Data))
 				out, done := convs[i].Feed(ev.Type, bytesOf(ev.Data))
 				if done {
 					send(chunkMsg{out: out, last: true})

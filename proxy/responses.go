@@ -112,9 +112,7 @@ func checkResponsesRequest(c *gin.Context, st *state, p *auth.Principal) (checke
 	}
 	ri.model = model.Str
 	ri.stream = stream.Bool()
-	if ri.trace != nil {
-		ri.traceRequest(model.Str, maxOut.Int(), body, responsesPromptFields)
-	}
+	ri.traceRequest(model.Str, maxOut.Int(), body, responsesPromptFields)
 	if !p.AllowsModel(model.Str) {
 		modelNotFound(c, model.Str)
 		return checkedResponses{}, false
@@ -235,9 +233,7 @@ func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, input
 		return ratelimit.Usage{InputTokens: inputEstimate}
 	}
 	b := buf.Bytes()
-	if ri.trace != nil {
-		ri.traceAnswer(b)
-	}
+	ri.traceAnswer(b)
 	usage := ratelimit.Usage{InputTokens: inputEstimate}
 	if u := gjson.GetBytes(b, "usage"); u.Exists() && u.Type != gjson.Null {
 		// One scan of the answer for the usage object, then lookups inside it only.

@@ -253,10 +253,7 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 		if sw.queue(ev.raw) != nil {
 			break
 		}
-		if ri.trace != nil {
-			ri.trace.eventsReceived++
-			ri.trace.eventsSent++
-		}
+		ri.traceRelayed()
 		if ri.ttfb == 0 {
 			ri.ttfb = time.Since(ri.start)
 		}
@@ -269,10 +266,7 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 			deltas++
 		case typ == "response.completed" || typ == "response.incomplete" || typ == "response.failed":
 			terminal = true
-			usage = terminalUsage(ev.data, ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: deltas})
-			if ri.trace != nil {
-				ri.traceEvent(typ, ev.data)
-			}
+			usage = terminalUsage(ri, ev.data, ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: deltas})
 		case typ == "error":
 			terminal = true
 			usage = ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: deltas}
@@ -304,11 +298,14 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 }
 
 // terminalUsage is the usage a terminal Responses event reports, or estimate when it has
-// none. Not inlined: its lookups would otherwise widen the frame of the loop that holds the
-// stream open.
+// none; a traced request's span takes the response too. Not inlined: its lookups would
+// otherwise widen the frame of the loop that holds the stream open.
 //
 //go:noinline
-func terminalUsage(data []byte, estimate ratelimit.Usage) ratelimit.Usage {
+func terminalUsage(ri *requestInfo, data []byte, estimate ratelimit.Usage) ratelimit.Usage {
+	if ri.trace != nil {
+		ri.traceTerminal(data)
+	}
 	u := gjson.GetManyBytes(data, "response.usage.input_tokens", "response.usage.output_tokens", "response.usage")
 	if !u[2].IsObject() {
 		return estimate

@@ -9,9 +9,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
+	sse "github.com/tmaxmax/go-sse"
 	"go.opentelemetry.io/otel/trace"
 
 	"modelgate/tracing"
+	"modelgate/translate"
 )
 
 // Tracing, when Deps.Tracer is set. Every hook below sits behind a nil check of the Server's
@@ -27,9 +29,9 @@ type traceState struct {
 	mu         sync.Mutex // n>1 chat calls report their answers in parallel
 	genai      *tracing.GenAI
 
-	// Counted by the handler's goroutine only: the upstream events a stream read and the
-	// writes of events to the client.
-	eventsReceived, eventsSent int64
+	// The upstream events a stream read (n>1 chat streams read in parallel) and the writes
+	// of events to the client.
+	eventsReceived, eventsSent atomic.Int64
 	limitDecision              string // "allowed" or "refused" once the limiter was asked
 }
 
@@ -38,10 +40,7 @@ type promptField struct{ json, attr string }
 
 // The prompt fields of each route.
 var (
-	chatPromptFields      = []promptField{{"messages", tracing.AttrInputMessages}}
 	responsesPromptFields = []promptField{{"instructions", tracing.AttrSystemInstructions}, {"input", tracing.AttrInputMessages}}
-	// messagesPromptFields is for the Messages route: its system prompt and messages.
-	messagesPromptFields = []promptField{{"system", tracing.AttrSystemInstructions}, {"messages", tracing.AttrInputMessages}}
 )
 
 // untracedRoutes are probes and scrapes: a span each would drown the traces that matter.
@@ -74,13 +73,42 @@ func (ri *requestInfo) recording() *traceState {
 	return ri.trace
 }
 
+// The GenAI hooks below are what a route calls as it learns things; each is a nil check
+// inlined at the call site, and the work, out of line, happens only for a traced request.
+// A GenAI route (chat, Responses, Messages) calls:
+//   - traceRequest once the request is checked;
+//   - traceAnswer with the platform's Responses object of a non-stream answer;
+//   - traceEvent with every upstream stream event (type and data), and traceSent for every
+//     write of events to the client.
+// The usage, status, attempts and limit decision are taken from the request's info when it
+// ends.
+
 // traceRequest notes a GenAI request for the span: the model the client named, the output
 // cap it asked for (0 if none), and, read from body, its temperature and (when content
-// capture is on) its prompt fields. The chat, Responses and Messages handlers call it once
-// the request is checked; it does nothing when the request is not traced.
-//
-//go:noinline
+// capture is on) its prompt fields.
 func (ri *requestInfo) traceRequest(model string, maxTokens int64, body []byte, prompt []promptField) {
+	if ri.trace != nil {
+		ri.traceRequestOn(model, maxTokens, body, prompt)
+	}
+}
+
+// traceRequest notes a chat request for its trace, from the body that goes upstream: its
+// temperature is the client's, and its input and instructions are the prompt as the model
+// gets it. Reading the translated body, not the client's, keeps the client's body out of
+// the chat handler's frame, which stays on the stack of every chat stream.
+func (cc *chatCall) traceRequest() {
+	if cc.ri.trace != nil {
+		cc.traceRequestOn()
+	}
+}
+
+//go:noinline
+func (cc *chatCall) traceRequestOn() {
+	cc.ri.traceRequestOn(cc.req.Model, cc.req.MaxOutputTokens, cc.upBody, responsesPromptFields)
+}
+
+//go:noinline
+func (ri *requestInfo) traceRequestOn(model string, maxTokens int64, body []byte, prompt []promptField) {
 	ts := ri.recording()
 	if ts == nil {
 		return
@@ -103,9 +131,14 @@ func (ri *requestInfo) traceRequest(model string, maxTokens int64, body []byte, 
 
 // traceAnswer notes the platform's answer: a Responses object, from a non-stream body or a
 // stream's terminal event. Each choice of an n>1 chat call reports its own.
-//
-//go:noinline
 func (ri *requestInfo) traceAnswer(obj []byte) {
+	if ri.trace != nil {
+		ri.traceAnswerOn(obj)
+	}
+}
+
+//go:noinline
+func (ri *requestInfo) traceAnswerOn(obj []byte) {
 	ts := ri.recording()
 	if ts == nil {
 		return
@@ -130,19 +163,62 @@ func (ri *requestInfo) traceAnswer(obj []byte) {
 	}
 }
 
-// traceEvent looks at one upstream stream event for the span: a terminal event carries the
+// traceEvent counts one upstream stream event and reads a terminal one, which carries the
 // whole response.
+func (ri *requestInfo) traceEvent(typ string, data []byte) {
+	if ri.trace != nil {
+		ri.traceEventOn(typ, data)
+	}
+}
+
+// aggregateTraced is completeOne's loop over an upstream stream, for a traced request: each
+// event is seen by the trace too. A loop of its own keeps the untraced loop's frame as it was.
 //
 //go:noinline
-func (ri *requestInfo) traceEvent(typ string, data []byte) {
+func aggregateTraced(ri *requestInfo, agg *translate.Aggregator, body io.Reader) bool {
+	for ev, err := range sse.Read(body, sseReadConfig) {
+		if err != nil {
+			return false
+		}
+		ri.traceEventOn(ev.Type, bytesOf(ev.Data))
+		if agg.Feed(ev.Type, bytesOf(ev.Data)) {
+			return true
+		}
+	}
+	return false
+}
+
+// traceSent counts one write of events to the client.
+func (ri *requestInfo) traceSent() {
+	if ri.trace != nil {
+		ri.trace.eventsSent.Add(1)
+	}
+}
+
+// traceRelayed counts an event the Responses passthrough read and passed on.
+func (ri *requestInfo) traceRelayed() {
+	if ri.trace != nil {
+		ri.trace.eventsReceived.Add(1)
+		ri.trace.eventsSent.Add(1)
+	}
+}
+
+//go:noinline
+func (ri *requestInfo) traceEventOn(typ string, data []byte) {
+	ri.trace.eventsReceived.Add(1)
 	if typ == "" {
 		typ = gjson.GetBytes(data, "type").Str
 	}
 	switch typ {
 	case "response.completed", "response.incomplete", "response.failed":
-		if r := gjson.GetBytes(data, "response"); r.IsObject() {
-			ri.traceAnswer([]byte(r.Raw))
-		}
+		ri.traceTerminal(data)
+	}
+}
+
+// traceTerminal reads the response a terminal stream event carries.
+func (ri *requestInfo) traceTerminal(data []byte) {
+	if r := gjson.GetBytes(data, "response"); r.IsObject() {
+		ri.traceAnswerOn([]byte(r.Raw))
 	}
 }
 
@@ -196,7 +272,7 @@ func (s *Server) endTrace(ri *requestInfo, sum *RequestSummary) {
 		RequestID: sum.RequestID, Status: sum.Status, Team: sum.Team, KeyName: sum.Key,
 		Attempts: sum.Attempts, LimitDecision: ts.limitDecision, LimitReason: sum.Refusal,
 		Stream: sum.Stream, TTFB: sum.TTFB,
-		EventsReceived: ts.eventsReceived, EventsSent: ts.eventsSent,
+		EventsReceived: ts.eventsReceived.Load(), EventsSent: ts.eventsSent.Load(),
 		ErrorCode: sum.ErrorCode, UpstreamError: sum.UpstreamErr, ClientGone: ri.clientGone,
 	}, g)
 }

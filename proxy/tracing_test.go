@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -207,55 +208,61 @@ func TestTracingClientLeavesStream(t *testing.T) {
 	}
 }
 
-// Content capture is off by default; on, prompts and completions are span events capped at
-// the configured size.
+// Content capture is off by default; on, prompts (as they go to the platform) and
+// completions are span events capped at the configured size, on a character boundary.
 func TestTracingContentCapture(t *testing.T) {
 	long := strings.Repeat("é", 100) // 200 bytes: the cap must not split a character
-	const before = `[{"role":"system","content":"be brief"},{"role":"user","content":"`
-	body := `{"model":"sim-chat","messages":` + before + long + `"}]}`
-	t.Run("off", func(t *testing.T) {
-		env := newTracedEnv(t, 0)
-		if code, _, b := env.call(t, "/v1/chat/completions", keyAlpha1, body); code != http.StatusOK {
-			t.Fatalf("status %d: %s", code, b)
-		}
-		srv := oneServerSpan(t, env.spans(t, 1), "POST /v1/chat/completions")
-		if len(srv.Events) != 0 {
-			t.Errorf("content recorded without the opt-in: %+v", srv.Events)
-		}
-	})
-	t.Run("on", func(t *testing.T) {
-		// After the messages' first bytes come 2-byte characters: the cap falls inside one.
-		const capBytes = len(before) + 15
-		env := newTracedEnv(t, capBytes)
-		if code, _, b := env.call(t, "/v1/chat/completions", keyAlpha1, body); code != http.StatusOK {
-			t.Fatalf("status %d: %s", code, b)
-		}
-		spans := env.spans(t, 1)
-		srv := oneServerSpan(t, spans, "POST /v1/chat/completions")
-		events := map[string]tracingtest.Event{}
-		for _, e := range srv.Events {
-			events[e.Name] = e
-		}
-		prompt, ok := events[tracing.EventPrompt]
-		if !ok {
-			t.Fatalf("no prompt event: %+v", srv.Events)
-		}
-		in, _ := prompt.Attrs[tracing.AttrInputMessages].(string)
-		if len(in) != capBytes-1 || !strings.Contains(in, "be brief") || !strings.HasSuffix(in, "é") || prompt.Attrs[tracing.AttrTruncated] != true {
-			t.Errorf("prompt %q (%d bytes), truncated=%v; want the messages cut at %d bytes on a character boundary", in, len(in), prompt.Attrs[tracing.AttrTruncated], capBytes)
-		}
-		completion, ok := events[tracing.EventCompletion]
-		if !ok {
-			t.Fatalf("no completion event: %+v", srv.Events)
-		}
-		if out, _ := completion.Attrs[tracing.AttrOutputMessages].(string); !strings.HasPrefix(out, `[{"type":"message"`) || len(out) > capBytes {
-			t.Errorf("completion %q, want the platform's output items, capped", out)
-		}
-		if n, _ := completion.Attrs[tracing.AttrContentBytes].(int64); n <= int64(capBytes) {
-			t.Errorf("completion size %v, want the uncut size", completion.Attrs[tracing.AttrContentBytes])
-		}
-		assertNoKeys(t, env.resEnv, spans)
-	})
+	cases := []struct{ name, path, body string }{
+		{"responses", "/v1/responses", `{"model":"sim-chat","instructions":"be brief","input":"` + long + `"}`},
+		{"chat", "/v1/chat/completions", `{"model":"sim-chat","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"` + long + `"}]}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name+"/off", func(t *testing.T) {
+			env := newTracedEnv(t, 0)
+			if code, _, b := env.call(t, tc.path, keyAlpha1, tc.body); code != http.StatusOK {
+				t.Fatalf("status %d: %s", code, b)
+			}
+			srv := oneServerSpan(t, env.spans(t, 1), "POST "+tc.path)
+			if len(srv.Events) != 0 {
+				t.Errorf("content recorded without the opt-in: %+v", srv.Events)
+			}
+		})
+		t.Run(tc.name+"/on", func(t *testing.T) {
+			const capBytes = 100
+			env := newTracedEnv(t, capBytes)
+			if code, _, b := env.call(t, tc.path, keyAlpha1, tc.body); code != http.StatusOK {
+				t.Fatalf("status %d: %s", code, b)
+			}
+			spans := env.spans(t, 1)
+			srv := oneServerSpan(t, spans, "POST "+tc.path)
+			got := map[string]tracingtest.Event{} // by attribute
+			for _, e := range srv.Events {
+				for _, k := range []string{tracing.AttrInputMessages, tracing.AttrSystemInstructions, tracing.AttrOutputMessages} {
+					if _, ok := e.Attrs[k]; ok {
+						got[k] = e
+					}
+				}
+			}
+			in, _ := got[tracing.AttrInputMessages].Attrs[tracing.AttrInputMessages].(string)
+			if len(in) > capBytes || len(in) < capBytes-1 || !utf8.ValidString(in) || got[tracing.AttrInputMessages].Attrs[tracing.AttrTruncated] != true {
+				t.Errorf("prompt %q (%d bytes), want the input cut at %d bytes on a character boundary", in, len(in), capBytes)
+			}
+			if n, _ := got[tracing.AttrInputMessages].Attrs[tracing.AttrContentBytes].(int64); n <= capBytes {
+				t.Errorf("prompt size %v, want the uncut size", got[tracing.AttrInputMessages].Attrs[tracing.AttrContentBytes])
+			}
+			if sys, _ := got[tracing.AttrSystemInstructions].Attrs[tracing.AttrSystemInstructions].(string); !strings.Contains(sys, "be brief") && !strings.Contains(in, "be brief") {
+				t.Errorf("the system prompt is in neither event: %q, %q", sys, in)
+			}
+			completion := got[tracing.AttrOutputMessages]
+			if completion.Name != tracing.EventCompletion {
+				t.Fatalf("no completion event: %+v", srv.Events)
+			}
+			if out, _ := completion.Attrs[tracing.AttrOutputMessages].(string); !strings.HasPrefix(out, `[{"type":"message"`) || len(out) > capBytes {
+				t.Errorf("completion %q, want the platform's output items, capped", out)
+			}
+			assertNoKeys(t, env.resEnv, spans)
+		})
+	}
 }
 
 // With tracing off nothing is exported, the platform gets no trace context (not even the
