@@ -4,8 +4,10 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
@@ -139,19 +141,32 @@ func (ri *requestInfo) traceAnswer(obj []byte) {
 
 //go:noinline
 func (ri *requestInfo) traceAnswerOn(obj []byte) {
+	ri.noteAnswer(unsafe.String(unsafe.SliceData(obj), len(obj)), answerPaths)
+}
+
+// The fields of a Responses object the span takes, at the top level of a non-stream answer
+// and under "response" in a terminal stream event.
+var (
+	answerPaths   = []string{"id", "model", "status", "incomplete_details.reason", "output"}
+	terminalPaths = []string{"response.id", "response.model", "response.status", "response.incomplete_details.reason", "response.output"}
+)
+
+// noteAnswer reads a Responses answer in view, which may be a view of a buffer that is reused
+// once the call returns: what the span keeps of it is copied.
+func (ri *requestInfo) noteAnswer(view string, paths []string) {
 	ts := ri.recording()
 	if ts == nil {
 		return
 	}
-	f := gjson.GetManyBytes(obj, "id", "model", "status", "incomplete_details.reason", "output")
+	f := gjson.GetMany(view, paths...)
 	reason := finishReason(f[2].Str, f[3].Str, f[4])
 	ts.mu.Lock()
 	if g := ts.genai; g != nil {
 		if g.ResponseID == "" {
-			g.ResponseID = f[0].Str
+			g.ResponseID = strings.Clone(f[0].Str)
 		}
 		if g.ResponseModel == "" {
-			g.ResponseModel = f[1].Str
+			g.ResponseModel = strings.Clone(f[1].Str)
 		}
 		if reason != "" {
 			g.FinishReasons = append(g.FinishReasons, reason)
@@ -217,9 +232,7 @@ func (ri *requestInfo) traceEventOn(typ string, data []byte) {
 
 // traceTerminal reads the response a terminal stream event carries.
 func (ri *requestInfo) traceTerminal(data []byte) {
-	if r := gjson.GetBytes(data, "response"); r.IsObject() {
-		ri.traceAnswerOn([]byte(r.Raw))
-	}
+	ri.noteAnswer(unsafe.String(unsafe.SliceData(data), len(data)), terminalPaths)
 }
 
 // finishReason names how a Responses answer ended in the chat vocabulary the conventions'

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -192,12 +193,14 @@ func errorType(o Outcome) string {
 }
 
 // RecordContent adds a captured prompt or completion to span as the event name, holding at
-// most max bytes of raw (cut on a character boundary) and saying when it was cut.
+// most max bytes of raw (cut on a character boundary) and saying when it was cut. The kept
+// part is copied: raw may be a view of a buffer that is reused.
 func RecordContent(span trace.Span, event, key, raw string, max int) {
 	if max <= 0 || raw == "" {
 		return
 	}
 	kept, cut := capUTF8(raw, max)
+	kept = strings.Clone(kept)
 	span.AddEvent(event, trace.WithAttributes(
 		attribute.String(key, kept),
 		attribute.Int(AttrContentBytes, len(raw)),

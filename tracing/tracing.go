@@ -169,8 +169,7 @@ func (t *Tracer) ContentMax() int {
 // route is the route pattern, never the raw path.
 func (t *Tracer) StartServer(ctx context.Context, r *http.Request, route string) (context.Context, trace.Span) {
 	ctx = t.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
-	return t.tracer.Start(ctx, r.Method+" "+route,
-		trace.WithSpanKind(trace.SpanKindServer),
+	return t.tracer.Start(ctx, r.Method+" "+route, serverKind,
 		trace.WithAttributes(
 			attribute.String("http.request.method", r.Method),
 			attribute.String("http.route", route),
@@ -180,8 +179,14 @@ func (t *Tracer) StartServer(ctx context.Context, r *http.Request, route string)
 // StartAttempt starts the client span of one attempt at an upstream call; Inject puts its
 // context on the request, and EndAttempt names and ends it once the attempt is over.
 func (t *Tracer) StartAttempt(ctx context.Context) (context.Context, trace.Span) {
-	return t.tracer.Start(ctx, "upstream", trace.WithSpanKind(trace.SpanKindClient))
+	return t.tracer.Start(ctx, "upstream", clientKind)
 }
+
+// The span kinds as start options, made once: an option is an allocation.
+var (
+	serverKind = trace.WithSpanKind(trace.SpanKindServer)
+	clientKind = trace.WithSpanKind(trace.SpanKindClient)
+)
 
 // Inject puts ctx's span context on h as traceparent (and tracestate, when the trace has one).
 func (t *Tracer) Inject(ctx context.Context, h http.Header) {
