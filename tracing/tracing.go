@@ -108,6 +108,13 @@ func NewWithExporter(ctx context.Context, exporter sdktrace.SpanExporter, o Opti
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	if o.Logger != nil {
+		// One process, one tracing setup: the handler is OpenTelemetry's global. Set first,
+		// so a bad OTEL_TRACES_SAMPLER is reported in modelgate's log too.
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+			o.Logger.Warn("tracing: " + err.Error())
+		}))
+	}
 	// service.name defaults to modelgate; OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME,
 	// applied after, override it.
 	res, err := resource.New(ctx,
@@ -118,18 +125,14 @@ func NewWithExporter(ctx context.Context, exporter sdktrace.SpanExporter, o Opti
 	if err != nil && res == nil {
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
+	// Otherwise a malformed OTEL_RESOURCE_ATTRIBUTES, which the SDK reports: the rest of the
+	// resource still applies.
 	// The sampler (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG; parent-based always-on by
 	// default) and the batch settings (OTEL_BSP_*) are read by the SDK.
 	provider := sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exporter),
 		sdktrace.WithResource(res),
 	)
-	if o.Logger != nil {
-		// One process, one tracing setup: the handler is OpenTelemetry's global.
-		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-			o.Logger.Warn("tracing: " + err.Error())
-		}))
-	}
 	t := &Tracer{provider: provider, tracer: provider.Tracer("modelgate")}
 	if o.CaptureContent || strings.EqualFold(strings.TrimSpace(getenv(CaptureContentEnv)), "true") {
 		t.contentMax = o.ContentMaxBytes
