@@ -141,40 +141,51 @@ func (ri *requestInfo) traceAnswer(obj []byte) {
 
 //go:noinline
 func (ri *requestInfo) traceAnswerOn(obj []byte) {
-	ri.noteAnswer(unsafe.String(unsafe.SliceData(obj), len(obj)), answerPaths)
+	ri.noteAnswer(unsafe.String(unsafe.SliceData(obj), len(obj)))
 }
 
-// The fields of a Responses object the span takes, at the top level of a non-stream answer
-// and under "response" in a terminal stream event.
-var (
-	answerPaths   = []string{"id", "model", "status", "incomplete_details.reason", "output"}
-	terminalPaths = []string{"response.id", "response.model", "response.status", "response.incomplete_details.reason", "response.output"}
-)
-
-// noteAnswer reads a Responses answer in view, which may be a view of a buffer that is reused
-// once the call returns: what the span keeps of it is copied.
-func (ri *requestInfo) noteAnswer(view string, paths []string) {
+// noteAnswer reads a Responses object in view, which may be a view of a buffer that is
+// reused once the call returns: what the span keeps of it is copied. One pass over the
+// object's top level: an answer holds the whole output, and a lookup per field would scan
+// it each time.
+func (ri *requestInfo) noteAnswer(view string) {
 	ts := ri.recording()
 	if ts == nil {
 		return
 	}
-	f := gjson.GetMany(view, paths...)
-	reason := finishReason(f[2].Str, f[3].Str, f[4])
+	var id, model, status, incomplete string
+	var output gjson.Result
+	gjson.Parse(view).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "id":
+			id = v.Str
+		case "model":
+			model = v.Str
+		case "status":
+			status = v.Str
+		case "incomplete_details":
+			incomplete = v.Get("reason").Str
+		case "output":
+			output = v
+		}
+		return true
+	})
+	reason := finishReason(status, incomplete, output)
 	ts.mu.Lock()
 	if g := ts.genai; g != nil {
 		if g.ResponseID == "" {
-			g.ResponseID = strings.Clone(f[0].Str)
+			g.ResponseID = strings.Clone(id)
 		}
 		if g.ResponseModel == "" {
-			g.ResponseModel = strings.Clone(f[1].Str)
+			g.ResponseModel = strings.Clone(model)
 		}
 		if reason != "" {
 			g.FinishReasons = append(g.FinishReasons, reason)
 		}
 	}
 	ts.mu.Unlock()
-	if ts.contentMax > 0 && f[4].Exists() {
-		tracing.RecordContent(ts.span, tracing.EventCompletion, tracing.AttrOutputMessages, f[4].Raw, ts.contentMax)
+	if ts.contentMax > 0 && output.Exists() {
+		tracing.RecordContent(ts.span, tracing.EventCompletion, tracing.AttrOutputMessages, output.Raw, ts.contentMax)
 	}
 }
 
@@ -232,7 +243,9 @@ func (ri *requestInfo) traceEventOn(typ string, data []byte) {
 
 // traceTerminal reads the response a terminal stream event carries.
 func (ri *requestInfo) traceTerminal(data []byte) {
-	ri.noteAnswer(unsafe.String(unsafe.SliceData(data), len(data)), terminalPaths)
+	if r := gjson.Get(unsafe.String(unsafe.SliceData(data), len(data)), "response"); r.IsObject() {
+		ri.noteAnswer(r.Raw)
+	}
 }
 
 // finishReason names how a Responses answer ended in the chat vocabulary the conventions'
