@@ -12,7 +12,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"modelgate/platform"
 	"modelgate/platformsim"
@@ -287,6 +289,12 @@ func TestTracingOff(t *testing.T) {
 			t.Fatalf("environment %v: tracing.New = %v, %v; want nil, nil (off)", env, tr, err)
 		}
 	}
+	// Nothing may fall back to OpenTelemetry's global provider either: one that records is
+	// installed for the test, and must see no span.
+	spy := tracetest.NewSpanRecorder()
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spy)))
+	t.Cleanup(func() { otel.SetTracerProvider(prev) })
 	e := newResEnv(t, envOptions{tracer: nil})
 	for _, rt := range routes {
 		code, _, body := e.call(t, rt.path, keyAlpha1, rt.body, "traceparent", "00-"+callerTrace+"-"+callerParent+"-01")
@@ -304,6 +312,9 @@ func TestTracingOff(t *testing.T) {
 	}
 	if n := recv.Requests(); n != 0 {
 		t.Errorf("the receiver got %d exports with tracing off", n)
+	}
+	if n := len(spy.Started()); n != 0 {
+		t.Errorf("%d spans started with tracing off", n)
 	}
 }
 
