@@ -18,7 +18,6 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -37,8 +36,9 @@ type Options struct {
 	ContentMaxBytes int
 	// Logger receives the SDK's errors (failed exports); nil leaves OpenTelemetry's default.
 	Logger *slog.Logger
-	// Getenv reads the environment; nil means os.Getenv. The SDK and the exporter read
-	// os.Getenv themselves, so this only decides whether tracing is on and the capture opt-in.
+	// Getenv reads the environment; nil means os.Getenv. It decides whether tracing is on,
+	// the exporter's settings and the capture opt-in; the SDK reads the sampler, batch and
+	// resource variables from the process environment itself.
 	Getenv func(string) string
 }
 
@@ -86,15 +86,7 @@ func New(ctx context.Context, o Options) (*Tracer, error) {
 	if exp := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")); exp != "" && exp != "otlp" {
 		return nil, fmt.Errorf("tracing: OTEL_TRACES_EXPORTER=%q is not supported; modelgate exports OTLP (otlp) or nothing (none)", exp)
 	}
-	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
-		if p := strings.TrimSpace(getenv(name)); p != "" {
-			if p != "http/protobuf" && p != "http/json" {
-				return nil, fmt.Errorf("tracing: %s=%q is not supported; modelgate exports OTLP over HTTP (http/protobuf or http/json)", name, p)
-			}
-			break // the per-signal variable, when set, decides
-		}
-	}
-	exporter, err := otlptracehttp.New(ctx)
+	exporter, err := newExporter(getenv, o.Version)
 	if err != nil {
 		return nil, fmt.Errorf("tracing: %w", err)
 	}
