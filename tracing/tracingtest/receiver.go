@@ -47,7 +47,8 @@ type Receiver struct {
 	mu       sync.Mutex
 	spans    []Span
 	requests int
-	bad      []string // why an export could not be decoded
+	bad      []string    // why an export could not be decoded
+	header   http.Header // of the last export
 }
 
 // NewReceiver starts a receiver that stops when the test ends.
@@ -103,6 +104,7 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.requests++
 	r.spans = append(r.spans, got...)
+	r.header = req.Header.Clone()
 	r.mu.Unlock()
 	out, _ := proto.Marshal(&collector.ExportTraceServiceResponse{})
 	w.Header().Set("Content-Type", "application/x-protobuf")
@@ -127,6 +129,13 @@ func (r *Receiver) Requests() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.requests + len(r.bad)
+}
+
+// Header is the header of the last export received.
+func (r *Receiver) Header() http.Header {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.header.Clone()
 }
 
 // Errors lists the exports that could not be decoded.
