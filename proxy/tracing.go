@@ -40,12 +40,11 @@ type traceState struct {
 // promptField is one request field content capture records, and the attribute it goes in.
 type promptField struct{ json, attr string }
 
-// The prompt fields of each route.
-var (
-	responsesPromptFields = []promptField{{"instructions", tracing.AttrSystemInstructions}, {"input", tracing.AttrInputMessages}}
-)
+// responsesPromptFields are the prompt of a Responses body: every GenAI route captures the
+// prompt as it goes upstream, which is a Responses body for all of them.
+var responsesPromptFields = []promptField{{"instructions", tracing.AttrSystemInstructions}, {"input", tracing.AttrInputMessages}}
 
-// untracedRoutes are probes and scrapes: a span each would drown the traces that matter.
+// untracedRoute: probes and scrapes: a span each would drown the traces that matter.
 func untracedRoute(route string) bool {
 	return route == "/healthz" || route == "/readyz" || route == "/metrics"
 }

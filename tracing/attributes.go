@@ -63,7 +63,7 @@ const Provider = "openai"
 
 // GenAI is what one GenAI route learned of a call: the request's fields as the client sent
 // them, the platform's answer, and the usage charged. A route fills it in as it goes;
-// RecordGenAI puts it on the span when the request ends.
+// EndServer puts it on the span when the request ends.
 type GenAI struct {
 	Operation      string // OperationChat
 	RequestModel   string // the model the client asked for
