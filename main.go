@@ -361,12 +361,24 @@ func drain(hs *http.Server, srv *proxy.Server, timeout time.Duration, logger *sl
 	if err := hs.Shutdown(serving); err != nil {
 		logger.Warn("drain timeout reached; closing remaining connections")
 		_ = hs.Close()
+		if tracer != nil {
+			// The handlers of the connections just closed end their spans as they notice;
+			// half of what is left is theirs, the rest the export's.
+			wctx, cancel := context.WithTimeout(ctx, time.Until(deadlineOf(ctx))/2)
+			srv.WaitTraced(wctx)
+			cancel()
+		}
 	}
 	if err := tracer.Shutdown(ctx); err != nil {
 		logger.Warn("tracing: spans not all exported before the drain timeout", "error", err.Error())
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
 }
 
 // flushReserve is the part of a drain kept for the last span export: a tenth, at most 2s.

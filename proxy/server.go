@@ -96,6 +96,7 @@ type Server struct {
 	ready    atomic.Bool
 	draining atomic.Bool
 	tracer   *tracing.Tracer // nil: tracing off
+	traced   atomic.Int64    // traced requests whose span has not ended yet
 }
 
 // New builds a Server. The config must already be validated.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/gin-gonic/gin"
@@ -63,6 +64,22 @@ func (s *Server) startTrace(c *gin.Context, ri *requestInfo) {
 	ctx, span := s.tracer.StartServer(c.Request.Context(), c.Request, route)
 	c.Request = c.Request.WithContext(ctx)
 	ri.trace = &traceState{span: span, contentMax: s.tracer.ContentMax()}
+	s.traced.Add(1)
+}
+
+// WaitTraced waits until every traced request has ended its span, or ctx ends. After a drain
+// that timed out and closed the remaining connections, their handlers still have to notice
+// and end their spans before the last export.
+func (s *Server) WaitTraced(ctx context.Context) {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for s.traced.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // recording returns the trace state of a request whose span is sampled, or nil: attribute
@@ -293,12 +310,15 @@ func (s *Server) endTrace(ri *requestInfo, sum *RequestSummary) {
 	if g != nil {
 		g.InputTokens, g.OutputTokens = sum.InputTokens, sum.OutputTokens
 	}
+	defer s.traced.Add(-1)
 	tracing.EndServer(ts.span, tracing.Outcome{
 		RequestID: sum.RequestID, Status: sum.Status, Team: sum.Team, KeyName: sum.Key,
 		Attempts: sum.Attempts, LimitDecision: ts.limitDecision, LimitReason: sum.Refusal,
 		Stream: sum.Stream, TTFB: sum.TTFB,
 		EventsReceived: ts.eventsReceived.Load(), EventsSent: ts.eventsSent.Load(),
 		ErrorCode: sum.ErrorCode, UpstreamError: sum.UpstreamErr, ClientGone: ri.clientGone,
+		// A connection lost while draining was most likely closed by the drain's timeout.
+		CutByShutdown: ri.clientGone && s.draining.Load(),
 	}, g)
 }
 

@@ -96,3 +96,30 @@ func TestTracingRefusesGRPC(t *testing.T) {
 		t.Errorf("the refusal does not name the variable and what is supported:\n%s", out)
 	}
 }
+
+// A stream still open when the drain times out is cut, and its span is exported all the same,
+// saying that the shutdown cut it.
+func TestTracingDrainCutStreamExported(t *testing.T) {
+	recv := tracingtest.NewReceiver(t)
+	p := startPlatform(t)
+	env := keysEnv(p)
+	env["OTEL_EXPORTER_OTLP_ENDPOINT"] = recv.URL()
+	env["OTEL_BSP_SCHEDULE_DELAY"] = "600000"
+	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, "server:\n  drain_timeout: 1s\n"), Env: env})
+	stream := startStream(t, g.URL+"/v1/chat/completions", alphaKey, chatBody("sim-slow", slowPrompt, true))
+	stream.waitStarted(t)
+	g.Signal(t, syscall.SIGTERM)
+	if exit := g.Wait(t, 20*time.Second); exit != 0 {
+		t.Fatalf("exit status %d", exit)
+	}
+	if got := stream.wait(t); strings.Contains(got, "data: [DONE]") {
+		t.Fatal("the stream finished within the drain; it should have been cut")
+	}
+	servers := tracingtest.Find(recv.Spans(), tracingtest.Server, "POST /v1/chat/completions")
+	if len(servers) != 1 {
+		t.Fatalf("%d spans of the cut stream exported, want 1 (log:\n%s)", len(servers), g.Output.String())
+	}
+	if s := servers[0]; s.StatusCode != tracingtest.StatusError || s.Attrs["error.type"] != "shutdown" {
+		t.Errorf("the cut stream's span: status %v %q, error.type %v; want an error naming the shutdown", s.StatusCode, s.StatusMessage, s.Attrs["error.type"])
+	}
+}

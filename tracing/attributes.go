@@ -122,6 +122,9 @@ type Outcome struct {
 	EventsReceived, EventsSent int64
 	ErrorCode, UpstreamError   string
 	ClientGone                 bool
+	// CutByShutdown: the connection was lost during a shutdown, most likely closed by the
+	// drain's timeout rather than by the client.
+	CutByShutdown bool
 }
 
 // EndServer records the outcome on a server span, with g's GenAI attributes when g is set
@@ -166,6 +169,9 @@ func EndServer(span trace.Span, o Outcome, g *GenAI) {
 		attrs = append(attrs, attribute.String(AttrUpstreamError, o.UpstreamError))
 	}
 	switch {
+	case o.ClientGone && o.CutByShutdown:
+		attrs = append(attrs, attribute.String("error.type", "shutdown"))
+		span.SetStatus(codes.Error, "the connection was closed while modelgate shut down, before the answer was complete")
 	case o.ClientGone:
 		attrs = append(attrs, attribute.String("error.type", "client_closed_request"))
 		span.SetStatus(codes.Error, "the client closed the connection before the answer was complete")
