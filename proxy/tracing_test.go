@@ -80,6 +80,9 @@ func TestTracingGenAIAttributes(t *testing.T) {
 		{"chat_stop_from_stream", "/v1/chat/completions", `{"model":"gpt-4o-mini","temperature":0.25,"max_tokens":50,"stop":["zzz"],"messages":[{"role":"user","content":"hello"}]}`, false},
 		{"responses", "/v1/responses", `{"model":"gpt-4o-mini","temperature":0.25,"max_output_tokens":50,"input":"hello"}`, false},
 		{"responses_stream", "/v1/responses", `{"model":"gpt-4o-mini","temperature":0.25,"max_output_tokens":50,"stream":true,"input":"hello"}`, true},
+		// The Messages route is built beside tracing; these cases run once it exists.
+		{"messages", "/v1/messages", `{"model":"gpt-4o-mini","temperature":0.25,"max_tokens":50,"messages":[{"role":"user","content":"hello"}]}`, false},
+		{"messages_stream", "/v1/messages", `{"model":"gpt-4o-mini","temperature":0.25,"max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hello"}]}`, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,6 +92,9 @@ func TestTracingGenAIAttributes(t *testing.T) {
 			}
 			code, hdr, body := env.call(t, tc.path, keyAlpha1, tc.body,
 				"traceparent", "00-"+callerTrace+"-"+callerParent+"-01", "tracestate", "vendor=opaque")
+			if code == http.StatusNotFound && tc.path == "/v1/messages" {
+				t.Skip("this build has no /v1/messages route yet")
+			}
 			if code != http.StatusOK {
 				t.Fatalf("status %d: %s", code, body)
 			}
