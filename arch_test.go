@@ -14,8 +14,10 @@ import (
 // is placed in the flow (and in the guide) on purpose.
 var allowedImports = map[string][]string{
 	"modelgate":                     {"*"},
+	"modelgate/tracing":             {},
+	"modelgate/tracing/tracingtest": {},
 	"modelgate/metrics":             {"proxy", "auth", "config"},
-	"modelgate/proxy":               {"translate", "ratelimit", "auth", "platform", "store", "stored", "billing", "tokens", "config"},
+	"modelgate/proxy":               {"translate", "ratelimit", "auth", "platform", "store", "stored", "billing", "tracing", "tokens", "config"},
 	"modelgate/admin":               {"auth", "billing", "ratelimit", "store", "config"},
 	"modelgate/billing":             {"store", "config"},
 	"modelgate/stored":              {"store"},

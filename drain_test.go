@@ -84,7 +84,7 @@ teams: [{name: d, keys: [{name: k, key: mg-drain-key-1}]}]
 		}
 	}
 	// The stream is under way; the drain has 50ms, far less than the stream needs.
-	if err := drain(hs, srv, limiter, 50*time.Millisecond, logger); err != nil {
+	if err := drain(hs, srv, limiter, 50*time.Millisecond, logger, nil); err != nil {
 		t.Fatal(err)
 	}
 	reopened, err := ratelimit.New(ratelimit.Options{DataPath: dir})

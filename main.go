@@ -29,6 +29,7 @@ import (
 	"modelgate/proxy"
 	"modelgate/ratelimit"
 	"modelgate/store"
+	"modelgate/tracing"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -276,6 +277,17 @@ func serve(o options, logger *slog.Logger) error {
 		return err
 	}
 	defer limiter.Close()
+	tracer, err := startTracing(cfg, logger)
+	if err != nil {
+		return err
+	}
+	// On a drain the spans are flushed within its timeout; this is for the other ways out,
+	// bounded so that an unreachable collector cannot hold the process.
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tracer.Shutdown(ctx)
+	}()
 	records, err := store.Open(cfg.Ratelimit, nil)
 	if err != nil {
 		return err
@@ -288,7 +300,7 @@ func serve(o options, logger *slog.Logger) error {
 		return err
 	}
 	srv, err := proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: client, Logger: logger,
-		Hooks: obs.Hooks(), MetricsHandler: obs.Handler(), Store: records,
+		Hooks: obs.Hooks(), MetricsHandler: obs.Handler(), Store: records, Tracer: tracer,
 		Admin: self.deps.Admin, Issued: self.deps.Issued, Ledger: self.deps.Ledger, History: self.deps.History})
 	if err != nil {
 		return err
@@ -334,7 +346,7 @@ func serve(o options, logger *slog.Logger) error {
 				reload(o, logger, srv, obs, authn.Mode())
 				continue
 			}
-			return drain(httpServer, srv, limiter, cfg.Server.DrainTimeout, logger)
+			return drain(httpServer, srv, limiter, cfg.Server.DrainTimeout, logger, tracer)
 		}
 	}
 }
@@ -373,18 +385,33 @@ const drainSettleGrace = 5 * time.Second
 // timeout; after that the remaining connections are closed. The limiter closes last: once
 // every handler has settled, or, when some are still running after drainSettleGrace, with
 // their tickets settled at their reservation (see ratelimit.Limiter.Close).
-func drain(hs *http.Server, srv *proxy.Server, limiter *ratelimit.Limiter, timeout time.Duration, logger *slog.Logger) error {
+func drain(hs *http.Server, srv *proxy.Server, limiter *ratelimit.Limiter, timeout time.Duration, logger *slog.Logger, tracer *tracing.Tracer) error {
 	logger.Info("draining", "timeout", timeout.String())
 	srv.StartDrain()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := hs.Shutdown(ctx); err != nil {
+	serving := ctx
+	if tracer != nil {
+		// The last part of the drain is kept for exporting the spans of the requests that
+		// finished, so the whole stop still fits in the timeout.
+		var stop context.CancelFunc
+		serving, stop = context.WithTimeout(ctx, timeout-flushReserve(timeout))
+		defer stop()
+	}
+	if err := hs.Shutdown(serving); err != nil {
 		logger.Warn("drain timeout reached; closing remaining connections")
 		_ = hs.Close()
+		if tracer != nil {
+			// The handlers of the connections just closed end their spans as they notice;
+			// half of what is left is theirs, the rest the export's.
+			wctx, cancel := context.WithTimeout(ctx, time.Until(deadlineOf(ctx))/2)
+			srv.WaitTraced(wctx)
+			cancel()
+		}
 	}
-	// Background responses get what is left of the same deadline, then are cancelled and
+	// Background responses get what is left of the serving time, then are cancelled and
 	// recorded failed.
-	srv.DrainBackground(ctx)
+	srv.DrainBackground(serving)
 	// Shutdown does not wait for handlers of connections it closed, nor for hijacked ones:
 	// wait for what they admitted to settle.
 	grace, stop := context.WithTimeout(context.Background(), drainSettleGrace)
@@ -395,8 +422,37 @@ func drain(hs *http.Server, srv *proxy.Server, limiter *ratelimit.Limiter, timeo
 	if err := limiter.Close(); err != nil {
 		logger.Warn("closing the limiter", "error", err.Error())
 	}
+	// Last, in the part of the drain kept for it: the spans of everything that ended above.
+	if err := tracer.Shutdown(ctx); err != nil {
+		logger.Warn("tracing: spans not all exported before the drain timeout", "error", err.Error())
+	}
 	logger.Info("stopped")
 	return nil
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
+
+// flushReserve is the part of a drain kept for the last span export: a tenth, at most 2s.
+func flushReserve(timeout time.Duration) time.Duration {
+	return min(timeout/10, 2*time.Second)
+}
+
+// startTracing starts OpenTelemetry tracing when the OTEL_* environment asks for it, and
+// returns nil (tracing off) when it does not.
+func startTracing(cfg *config.Config, logger *slog.Logger) (*tracing.Tracer, error) {
+	tracer, err := tracing.New(context.Background(), tracing.Options{
+		Version:        version,
+		CaptureContent: cfg.Tracing.CaptureContent, ContentMaxBytes: cfg.Tracing.ContentMaxBytes,
+		Logger: logger,
+	})
+	if err != nil || tracer == nil {
+		return nil, err
+	}
+	logger.Info("tracing on", "capture_content", tracer.ContentMax() > 0)
+	return tracer, nil
 }
 
 // probeReadiness dials the platform now and then; /readyz reports the result. A TCP connect

@@ -18,6 +18,7 @@ type Config struct {
 	Responses    Responses    `yaml:"responses"`
 	Pricing      Pricing      `yaml:"pricing"`
 	UsageHistory UsageHistory `yaml:"usage_history"`
+	Tracing      Tracing      `yaml:"tracing"`
 }
 
 // Upstream describes the platform: where it lives, the default credential, and how to talk to it.
@@ -174,4 +175,15 @@ type UsageHistory struct {
 // HistoryEnabled reports whether usage history is recorded.
 func (c *Config) HistoryEnabled() bool {
 	return c.UsageHistory.Enabled == nil || *c.UsageHistory.Enabled
+}
+
+// Tracing holds what the OTEL_* environment variables do not say. Whether traces are exported,
+// where, and how they are sampled and batched come from the standard variables alone.
+type Tracing struct {
+	// CaptureContent records prompts and completions as span events (default false; the
+	// environment variable OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true also
+	// turns it on).
+	CaptureContent bool `yaml:"capture_content"`
+	// ContentMaxBytes caps each recorded prompt or completion; 0 means 4096.
+	ContentMaxBytes int `yaml:"content_max_bytes"`
 }

@@ -103,6 +103,9 @@ func validate(c *Config, d *decoder) []*Error {
 	v.maxN(c.Translate.MaxN)
 	v.responses(&c.Responses)
 	v.pricing(c)
+	if c.Tracing.ContentMaxBytes < 0 || c.Tracing.ContentMaxBytes > 1<<20 {
+		v.fail("tracing.content_max_bytes", "want 0 (the default, 4096) to 1048576, got %d", c.Tracing.ContentMaxBytes)
+	}
 	return v.errs
 }
 

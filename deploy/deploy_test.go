@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -455,4 +456,45 @@ func first(s []string) string {
 		return ""
 	}
 	return s[0]
+}
+
+// The local tracing example: modelgate exports to the Jaeger service of the same file, and
+// the UI is published on loopback only.
+func TestTracingCompose(t *testing.T) {
+	var cf struct {
+		Services map[string]struct {
+			Image       string            `yaml:"image"`
+			Command     []string          `yaml:"command"`
+			Environment map[string]string `yaml:"environment"`
+			Ports       []string          `yaml:"ports"`
+			DependsOn   []string          `yaml:"depends_on"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(readFile(t, "tracing/docker-compose.yaml"), &cf); err != nil {
+		t.Fatalf("tracing/docker-compose.yaml: %v", err)
+	}
+	jaeger, ok := cf.Services["jaeger"]
+	if !ok || !strings.HasPrefix(jaeger.Image, "jaegertracing/jaeger:2.") {
+		t.Fatalf("want a jaeger service on a pinned Jaeger 2 image, got %q", jaeger.Image)
+	}
+	mg, ok := cf.Services["modelgate"]
+	if !ok {
+		t.Fatal("no modelgate service")
+	}
+	if got := mg.Environment["OTEL_EXPORTER_OTLP_ENDPOINT"]; got != "http://jaeger:4318" {
+		t.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT = %q, want Jaeger's OTLP/HTTP port http://jaeger:4318", got)
+	}
+	if mg.Environment["OTEL_SERVICE_NAME"] == "" || !slices.Contains(mg.DependsOn, "jaeger") {
+		t.Error("modelgate should name its service and start after jaeger")
+	}
+	if !slices.Contains(mg.Command, "--simulate") {
+		t.Error("the example runs on the simulated platform, so it needs no keys")
+	}
+	for name, s := range map[string][]string{"jaeger": jaeger.Ports, "modelgate": mg.Ports} {
+		for _, p := range s {
+			if !strings.HasPrefix(p, "127.0.0.1:") {
+				t.Errorf("%s publishes %q beyond loopback", name, p)
+			}
+		}
+	}
 }

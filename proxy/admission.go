@@ -98,6 +98,12 @@ func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve ratelimit.Usag
 		// has logged it.
 		ri.refusal = "store_unavailable_allowed"
 	}
+	if ri.trace != nil {
+		ri.trace.limitDecision = "refused"
+		if d.Allowed {
+			ri.trace.limitDecision = "allowed"
+		}
+	}
 	if d.Allowed {
 		ri.admitted = true
 		return ticket

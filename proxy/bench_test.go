@@ -18,6 +18,7 @@ import (
 	"modelgate/platform"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
+	"modelgate/tracing"
 )
 
 // The benchmarks below run the whole handler chain (routing, auth, admission, body checks,
@@ -117,6 +118,12 @@ teams:
 // newBenchServer builds a Server whose platform is up; the access log is discarded.
 func newBenchServer(b testing.TB, up http.RoundTripper) http.Handler {
 	b.Helper()
+	return newTracedBenchServer(b, up, nil)
+}
+
+// newTracedBenchServer is newBenchServer with tracing by tracer (nil: off).
+func newTracedBenchServer(b testing.TB, up http.RoundTripper, tracer *tracing.Tracer) http.Handler {
+	b.Helper()
 	cfg, err := config.Parse([]byte(benchYAML), "bench.yaml", func(string) (string, bool) { return "", false })
 	if err != nil {
 		b.Fatal(err)
@@ -134,7 +141,7 @@ func newBenchServer(b testing.TB, up http.RoundTripper) http.Handler {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { lim.Close() })
-	s, err := New(Deps{Config: cfg, Auth: a, Limiter: lim, Platform: client, Logger: slog.New(slog.DiscardHandler)})
+	s, err := New(Deps{Config: cfg, Auth: a, Limiter: lim, Platform: client, Logger: slog.New(slog.DiscardHandler), Tracer: tracer})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -86,6 +86,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 			IncludeUsage:   req.IncludeUsage, Legacy: req.Legacy, Logprobs: req.Logprobs, Stop: req.Stop,
 		},
 	}
+	call.traceRequest()
 	outCap := st.outputReserve(req.MaxOutputTokens)
 	// n choices are n upstream generations: reserve for all of them, count one request.
 	if !s.reserveSpend(c, st, p, call.estimate*int64(req.N), outCap*int64(req.N), true) {
@@ -176,7 +177,7 @@ func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.Ca
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				ri := &requestInfo{requestID: cc.ri.requestID}
+				ri := &requestInfo{requestID: cc.ri.requestID, trace: cc.ri.trace}
 				resps[i], cancels[i], fails[i] = cc.s.openGateway(ctx, cc.st, cc.p, ri, cc.upBody, cc.upStream)
 			})
 		}
@@ -306,6 +307,7 @@ func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel
 		if buf.Len() > maxUpstreamJSON || !translate.ValidJSON(buf.Bytes()) {
 			return nil, upperBound(cc.reserve, ratelimit.Usage{}, estBody), errInvalidUpstream
 		}
+		cc.ri.traceAnswer(buf.Bytes())
 		out, usage, err := translate.ResponseToChat(buf.Bytes(), meta)
 		if !usage.Reported {
 			return out, upperBound(cc.reserve, toUsage(usage), estBody), err
@@ -331,6 +333,7 @@ func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel
 		if ev.typ == "" && ev.data == nil {
 			continue // a comment
 		}
+		cc.ri.traceEvent(ev.typ, ev.data)
 		// A copy: the reader reuses its buffer, and the aggregator may keep views of an
 		// error event's fields (sse.Read allocated a string per event too).
 		if agg.Feed(ev.typ, bytes.Clone(ev.data)) {
@@ -481,6 +484,7 @@ func (cc *chatCall) send(out []byte, flush bool) bool {
 		cc.ri.clientGone = true
 		return false
 	}
+	cc.ri.traceSent()
 	return true
 }
 
@@ -516,6 +520,7 @@ func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, c
 		if ev.typ == "" && ev.data == nil {
 			continue // a comment or a stray blank line: nothing to convert
 		}
+		cc.ri.traceEvent(ev.typ, ev.data)
 		buf, out, done := feedPooled(conv, ev.typ, ev.data)
 		sent := cc.queue(out) // the writer has copied out when queue returns
 		putChunkBuf(buf, out)
@@ -619,6 +624,7 @@ func (cc *chatCall) pumpMerged(resps []*http.Response, cancels []context.CancelF
 				if ev.typ == "" && ev.data == nil {
 					continue // a comment or a stray blank line
 				}
+				cc.ri.traceEvent(ev.typ, ev.data)
 				buf, out, done := feedPooled(convs[i], ev.typ, ev.data)
 				m := chunkMsg{out: out, buf: buf, last: done}
 				if len(out) == 0 && !done {

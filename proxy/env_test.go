@@ -21,6 +21,7 @@ import (
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
 	"modelgate/store"
+	"modelgate/tracing"
 )
 
 // testEnv is a modelgate Server in front of a simulated platform, both on loopback.
@@ -135,6 +136,8 @@ type envOptions struct {
 	// limiter, when set, is the limiter's store options instead of the memory store
 	// (Logger and Now are filled in).
 	limiter *ratelimit.Options
+	// tracer traces the server's requests; nil is tracing off.
+	tracer *tracing.Tracer
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -198,7 +201,7 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { env.limiter.Close() })
-	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store})
+	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer})
 	if err != nil {
 		t.Fatal(err)
 	}

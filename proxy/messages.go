@@ -57,6 +57,7 @@ func (s *Server) messages(c *gin.Context) {
 	})
 	estimate := tokens.EstimateResponsesInput(upBody)
 	meta := translate.MessagesMeta{ID: "msg_" + newRequestID()[4:], Model: req.Model, StopSequences: req.StopSequences}
+	ri.traceRequest(req.Model, req.MaxTokens, upBody, responsesPromptFields)
 	outCap := st.outputReserve(max(req.MaxTokens, 16))
 	if !s.reserveSpend(c, st, p, estimate, outCap, true) {
 		return
@@ -122,6 +123,7 @@ func (s *Server) messagesAggregate(ctx context.Context, c *gin.Context, st *stat
 		if ev.typ == "" && ev.data == nil {
 			continue // a comment
 		}
+		ri.traceEvent(ev.typ, ev.data)
 		// A copy: the reader reuses its buffer, and the aggregator may keep views of it.
 		if agg.Feed(ev.typ, bytes.Clone(ev.data)) {
 			finished = true
@@ -186,6 +188,7 @@ func (s *Server) messagesComplete(c *gin.Context, ri *requestInfo, resp *http.Re
 		abortAnthropic(c, http.StatusBadGateway, "upstream_invalid_response", "The platform returned an invalid response.")
 		return upperBound(reserve, ratelimit.Usage{}, estBody)
 	}
+	ri.traceAnswer(buf.Bytes())
 	out, usage, err := translate.ResponseToMessage(buf.Bytes(), meta)
 	ch := knownUsage(toUsage(usage))
 	if !usage.Reported {

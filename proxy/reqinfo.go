@@ -41,13 +41,13 @@ type requestInfo struct {
 	srv            *Server
 	principal      *auth.Principal
 	limitHeadersOK bool // the limiter's headers are already on the answer
+	keepWait       bool // server.overhead_header is on (beside the other flag: one word for both)
 
 	// upstreamWait is the time spent waiting on the platform (nanoseconds): from asking for
 	// a connection to the first byte of each answer, plus reading non-stream answer bodies.
 	// Only kept when server.overhead_header is on; atomic because n>1 chat calls run in
 	// parallel.
 	upstreamWait atomic.Int64
-	keepWait     bool // server.overhead_header is on
 
 	// onResponse, when set, is handed the final response object of a /v1/responses call
 	// (the non-stream answer, or a stream's terminal event's response) before the client
@@ -69,6 +69,8 @@ type requestInfo struct {
 	// anthropic: the route speaks Anthropic's Messages API, so errors and rate-limit
 	// headers take Anthropic's shape and names (see messages_errors.go).
 	anthropic bool
+
+	trace *traceState // nil: the request is not traced
 }
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.

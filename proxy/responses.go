@@ -135,6 +135,7 @@ func checkResponsesRequest(c *gin.Context, st *state, p *auth.Principal) (checke
 	}
 	ri.model = model.Str
 	ri.stream = stream.Bool()
+	ri.traceRequest(model.Str, maxOut.Int(), body, responsesPromptFields)
 	if !p.AllowsModel(model.Str) {
 		modelNotFound(c, model.Str)
 		return checkedResponses{}, false
@@ -311,6 +312,7 @@ func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, reser
 		return upperBound(reserve, ratelimit.Usage{}, estBody)
 	}
 	b := buf.Bytes()
+	ri.traceAnswer(b)
 	ch := upperBound(reserve, ratelimit.Usage{}, estBody)
 	if u := gjson.GetBytes(b, "usage"); u.IsObject() {
 		// One scan of the answer for the usage object, then lookups inside it only.

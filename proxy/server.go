@@ -20,6 +20,7 @@ import (
 	"modelgate/ratelimit"
 	"modelgate/store"
 	"modelgate/stored"
+	"modelgate/tracing"
 )
 
 // Deps are what a Server is built from.
@@ -46,6 +47,9 @@ type Deps struct {
 	Issued  *auth.Issued
 	Ledger  *billing.Ledger
 	History *billing.Recorder
+
+	// Tracer, when set, traces requests (see package tracing); nil is tracing off.
+	Tracer *tracing.Tracer
 }
 
 // Hooks let the operations layer observe requests without the handlers knowing about it.
@@ -79,6 +83,7 @@ type RequestSummary struct {
 	// UsageEstimated names why the settled usage is an upper bound rather than the
 	// platform's figure; "" when it is the platform's (see docs/accounting.md).
 	UsageEstimated string
+	TraceID        string // set when the request was traced
 }
 
 // state is everything a config reload replaces. Requests load it once at their start, so a
@@ -121,6 +126,8 @@ type Server struct {
 	history  *billing.Recorder
 	callers  *callerScopes   // passthrough callers with a limit scope of their own
 	bg       *backgroundJobs // background responses this instance runs
+	tracer   *tracing.Tracer // nil: tracing off
+	traced   atomic.Int64    // traced requests whose span has not ended yet
 }
 
 // New builds a Server. The config must already be validated.
@@ -135,7 +142,7 @@ func New(d Deps) (*Server, error) {
 		d.Now = time.Now
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
-		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, callers: newCallerScopes()}
+		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, callers: newCallerScopes(), tracer: d.Tracer}
 	s.keeper = s.newKeeper(d.Config)
 	s.bg = newBackgroundJobs(exclusiveStore(d.Store))
 	s.reapOrphans()
@@ -274,6 +281,9 @@ func (s *Server) observe(c *gin.Context) {
 		c.Request = c.Request.WithContext(traceUpstreamWait(c.Request.Context(), ri))
 		c.Writer = &overheadWriter{ResponseWriter: c.Writer, ri: ri}
 	}
+	if s.tracer != nil {
+		s.startTrace(c, ri)
+	}
 	if s.hooks.RequestStarted != nil {
 		s.hooks.RequestStarted()
 	}
@@ -303,6 +313,9 @@ func (s *Server) finish(c *gin.Context, ri *requestInfo) {
 		UsageEstimated: ri.usageEstimated,
 	}
 	sum.CostMicros = s.settleBilling(ri)
+	if ri.trace != nil {
+		s.endTrace(ri, &sum)
+	}
 	s.logRequest(sum)
 	if s.hooks.RequestDone != nil {
 		s.hooks.RequestDone(sum)
@@ -315,7 +328,7 @@ func (s *Server) logRequest(r RequestSummary) {
 		level = slog.LevelWarn
 	}
 	// Only these fields are ever logged: never headers, keys, prompts or bodies.
-	s.log.LogAttrs(context.Background(), level, "request",
+	attrs := [...]slog.Attr{
 		slog.String("request_id", r.RequestID),
 		slog.String("method", r.Method),
 		slog.String("route", r.Route),
@@ -333,7 +346,13 @@ func (s *Server) logRequest(r RequestSummary) {
 		slog.String("refusal", r.Refusal),
 		slog.String("upstream_error", r.UpstreamErr),
 		slog.String("usage_estimated", r.UsageEstimated),
-	)
+		slog.String("trace_id", r.TraceID),
+	}
+	n := len(attrs)
+	if r.TraceID == "" {
+		n-- // tracing off or a request it skips: the line is as it always was
+	}
+	s.log.LogAttrs(context.Background(), level, "request", attrs[:n]...)
 }
 
 // recoverer turns a handler panic into a 500 (if nothing was written yet) and a log line,

@@ -284,12 +284,16 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 			}
 		}
 		r.count(ev)
+		if r.terminal && ri.trace != nil {
+			ri.traceTerminal(ev.data)
+		}
 		if ri.onResponse != nil {
 			observeTerminal(ri, ev) // kept before the client can name it in its next turn
 		}
 		if sw.queue(ev.raw) != nil {
 			break
 		}
+		ri.traceRelayed()
 		if ri.ttfb == 0 {
 			ri.ttfb = time.Since(ri.start)
 		}

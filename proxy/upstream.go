@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // retryPolicy is modelgate's one rule for trying an upstream call again.
@@ -158,12 +160,22 @@ func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadli
 		if k != nil {
 			key = k.secret
 		}
-		req, err := build(ctx, key)
+		actx, span := ctx, trace.Span(nil)
+		if ri.trace != nil {
+			actx, span = s.startAttempt(ctx)
+		}
+		req, err := build(actx, key)
 		if err != nil {
+			if span != nil {
+				endAttempt(span, nil, done, nil, err)
+			}
 			if k != nil {
 				k.release()
 			}
 			return nil, err
+		}
+		if span != nil {
+			s.sendAttempt(actx, req)
 		}
 		ri.attempts = done
 		if k != nil {
@@ -181,6 +193,9 @@ func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadli
 			}
 			if v := keys.pool.observe(k, resp, err); v != keyFine && ctx.Err() == nil {
 				if n, ok := keys.next(tried); ok {
+					if span != nil {
+						endAttempt(span, req, done, resp, err)
+					}
 					discard(resp)
 					next = n
 					continue
@@ -190,7 +205,13 @@ func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadli
 		judged++
 		wait, again := policy.decide(judged, resp, err, time.Until(deadline))
 		if !again || ctx.Err() != nil {
+			if span != nil {
+				finalAttempt(span, req, done, resp, err)
+			}
 			return resp, err
+		}
+		if span != nil {
+			endAttempt(span, req, done, resp, err)
 		}
 		discard(resp)
 		sleep := policy.sleep

@@ -4,7 +4,7 @@
 //
 // The request's model picks the behaviour: bench-slow is a slow stream (and every
 // /api/open/v2 route is the full simulator), bench-ticks is the timestamped stream, anything
-// else is the minimal answer.
+// else is the minimal answer. POST /v1/traces takes OTLP/HTTP trace exports and drops them.
 package main
 
 import (
@@ -57,6 +57,12 @@ type dispatch struct {
 var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func (d *dispatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v1/traces" {
+		// The tracing phase's OTLP/HTTP collector: each export is read and dropped.
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		return
+	}
 	if r.URL.Path != "/v1/responses" {
 		d.full.ServeHTTP(w, r)
 		return

@@ -68,7 +68,7 @@ func main() {
 	flag.IntVar(&o.streams, "streams", 1000, "concurrent open streams for the RSS check")
 	flag.Int64Var(&o.uploadBytes, "upload-bytes", 100_000_000, "asset upload size for the RSS check")
 	flag.IntVar(&o.tickStreams, "tick-streams", 4, "concurrent timestamped streams per delay measurement")
-	flag.StringVar(&phases, "phases", "throughput,latency,events,memory", "comma-separated phases to run")
+	flag.StringVar(&phases, "phases", "throughput,latency,events,memory,tracing", "comma-separated phases to run")
 	var routes string
 	flag.StringVar(&routes, "routes", "", "comma-separated route filter for throughput, latency and events, e.g. messages (default: all)")
 	flag.Parse()
@@ -139,6 +139,7 @@ func run(o options) error {
 		{"latency", b.latency},
 		{"events", b.events},
 		{"memory", b.memory},
+		{"tracing", b.tracing},
 	}
 	for _, s := range steps {
 		if !o.phases[s.name] {
@@ -161,10 +162,10 @@ func (b *bench) startReporting(name, bin string, args ...string) (*proc, error) 
 	return p, err
 }
 
-func (b *bench) startModelgate(name string, overheadHeader bool) (*proc, error) {
+func (b *bench) startModelgate(name string, overheadHeader bool, env ...string) (*proc, error) {
 	cfg := strings.ReplaceAll(mgConfig, "UPSTREAM", b.up.url)
 	cfg = strings.ReplaceAll(cfg, "OVERHEAD", fmt.Sprint(overheadHeader))
-	p, err := startModelgate(name, b.o.workDir, filepath.Join(b.o.binDir, "modelgate"), cfg)
+	p, err := startModelgate(name, b.o.workDir, filepath.Join(b.o.binDir, "modelgate"), cfg, env...)
 	if err == nil {
 		b.children = append(b.children, p)
 	}

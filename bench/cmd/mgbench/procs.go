@@ -45,8 +45,8 @@ func startReporting(name, logDir, bin string, args ...string) (*proc, error) {
 }
 
 // startModelgate runs the real binary with a generated config on a free loopback port and
-// waits for /healthz.
-func startModelgate(name, logDir, bin, configYAML string) (*proc, error) {
+// waits for /healthz. env is added to the benchmark's own environment.
+func startModelgate(name, logDir, bin, configYAML string, env ...string) (*proc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -62,6 +62,9 @@ func startModelgate(name, logDir, bin, configYAML string) (*proc, error) {
 		return nil, err
 	}
 	cmd := exec.Command(bin, "--config", cfgPath)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)

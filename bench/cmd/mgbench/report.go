@@ -16,6 +16,7 @@ type report struct {
 	events     []*eventCase
 	memory     []memoryResult
 	overhead   []overheadResult
+	tracing    []*tracingCase
 }
 
 func verdict(ok bool) string {
@@ -85,6 +86,9 @@ func (r *report) print(out io.Writer) {
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t\t\n", m.name, mb(m.base), mb(m.peak), mb(m.peak-m.base), target, v)
 		}
 		fmt.Fprintln(w, "\t\t\t\t\t\t\t")
+	}
+	if len(r.tracing) > 0 {
+		printTracing(w, r.tracing)
 	}
 	if len(r.overhead) > 0 {
 		fmt.Fprintln(w, "x-modelgate-overhead-ms (µs, 500 sequential)\tp50\tp99\t\t\t\t\t")

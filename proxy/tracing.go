@@ -1,0 +1,381 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/gin-gonic/gin"
+	"github.com/tidwall/gjson"
+	sse "github.com/tmaxmax/go-sse"
+	"go.opentelemetry.io/otel/trace"
+
+	"modelgate/tracing"
+	"modelgate/translate"
+)
+
+// Tracing, when Deps.Tracer is set. Every hook below sits behind a nil check of the Server's
+// tracer or the request's span, so with tracing off a request creates no span, no context
+// and no attribute: the functions here are never reached. They are kept out of line
+// (go:noinline where the compiler might inline them) so that the frames of the handlers that
+// hold streams open do not grow by what they would need.
+
+// traceState is what a traced request gathers for its server span.
+type traceState struct {
+	span       trace.Span
+	contentMax int        // 0: prompts and completions are not captured
+	mu         sync.Mutex // n>1 chat calls report their answers in parallel
+	genai      *tracing.GenAI
+
+	// The upstream events a stream read (n>1 chat streams read in parallel) and the writes
+	// of events to the client.
+	eventsReceived, eventsSent atomic.Int64
+	limitDecision              string // "allowed" or "refused" once the limiter was asked
+}
+
+// promptField is one request field content capture records, and the attribute it goes in.
+type promptField struct{ json, attr string }
+
+// responsesPromptFields are the prompt of a Responses body: every GenAI route captures the
+// prompt as it goes upstream, which is a Responses body for all of them.
+var responsesPromptFields = []promptField{{"instructions", tracing.AttrSystemInstructions}, {"input", tracing.AttrInputMessages}}
+
+// untracedRoute: probes and scrapes: a span each would drown the traces that matter.
+func untracedRoute(route string) bool {
+	return route == "/healthz" || route == "/readyz" || route == "/metrics"
+}
+
+// startTrace opens the request's server span, continuing the caller's trace.
+//
+//go:noinline
+func (s *Server) startTrace(c *gin.Context, ri *requestInfo) {
+	route := c.FullPath()
+	if untracedRoute(route) {
+		return
+	}
+	if route == "" {
+		route = "unknown"
+	}
+	ctx, span := s.tracer.StartServer(c.Request.Context(), c.Request, route)
+	c.Request = c.Request.WithContext(ctx)
+	ri.trace = &traceState{span: span, contentMax: s.tracer.ContentMax()}
+	s.traced.Add(1)
+}
+
+// WaitTraced waits until every traced request has ended its span, or ctx ends. After a drain
+// that timed out and closed the remaining connections, their handlers still have to notice
+// and end their spans before the last export.
+func (s *Server) WaitTraced(ctx context.Context) {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for s.traced.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// recording returns the trace state of a request whose span is sampled, or nil: attribute
+// work is skipped for spans nobody will see.
+func (ri *requestInfo) recording() *traceState {
+	if ri.trace == nil || !ri.trace.span.IsRecording() {
+		return nil
+	}
+	return ri.trace
+}
+
+// The GenAI hooks below are what a route calls as it learns things; each is a nil check
+// inlined at the call site, and the work, out of line, happens only for a traced request.
+// A GenAI route (chat, Responses, Messages) calls:
+//   - traceRequest once the request is checked;
+//   - traceAnswer with the platform's Responses object of a non-stream answer;
+//   - traceEvent with every upstream stream event (type and data), and traceSent for every
+//     write of events to the client.
+// The usage, status, attempts and limit decision are taken from the request's info when it
+// ends.
+
+// traceRequest notes a GenAI request for the span: the model the client named, the output
+// cap it asked for (0 if none), and, read from body, its temperature and (when content
+// capture is on) its prompt fields.
+func (ri *requestInfo) traceRequest(model string, maxTokens int64, body []byte, prompt []promptField) {
+	if ri.trace != nil {
+		ri.traceRequestOn(model, maxTokens, body, prompt)
+	}
+}
+
+// traceRequest notes a chat request for its trace, from the body that goes upstream: its
+// temperature is the client's, and its input and instructions are the prompt as the model
+// gets it. Reading the translated body, not the client's, keeps the client's body out of
+// the chat handler's frame, which stays on the stack of every chat stream.
+func (cc *chatCall) traceRequest() {
+	if cc.ri.trace != nil {
+		cc.traceRequestOn()
+	}
+}
+
+//go:noinline
+func (cc *chatCall) traceRequestOn() {
+	cc.ri.traceRequestOn(cc.req.Model, cc.req.MaxOutputTokens, cc.upBody, responsesPromptFields)
+}
+
+//go:noinline
+func (ri *requestInfo) traceRequestOn(model string, maxTokens int64, body []byte, prompt []promptField) {
+	ts := ri.recording()
+	if ts == nil {
+		return
+	}
+	g := &tracing.GenAI{Operation: tracing.OperationChat, RequestModel: model, MaxTokens: maxTokens}
+	if t := gjson.GetBytes(body, "temperature"); t.Type == gjson.Number {
+		g.Temperature, g.HasTemperature = t.Num, true
+	}
+	ts.mu.Lock()
+	ts.genai = g
+	ts.mu.Unlock()
+	if ts.contentMax > 0 {
+		for _, f := range prompt {
+			if r := gjson.GetBytes(body, f.json); r.Exists() {
+				tracing.RecordContent(ts.span, tracing.EventPrompt, f.attr, r.Raw, ts.contentMax)
+			}
+		}
+	}
+}
+
+// traceAnswer notes the platform's answer: a Responses object, from a non-stream body or a
+// stream's terminal event. Each choice of an n>1 chat call reports its own.
+func (ri *requestInfo) traceAnswer(obj []byte) {
+	if ri.trace != nil {
+		ri.traceAnswerOn(obj)
+	}
+}
+
+//go:noinline
+func (ri *requestInfo) traceAnswerOn(obj []byte) {
+	ri.noteAnswer(unsafe.String(unsafe.SliceData(obj), len(obj)))
+}
+
+// noteAnswer reads a Responses object in view, which may be a view of a buffer that is
+// reused once the call returns: what the span keeps of it is copied. One pass over the
+// object's top level: an answer holds the whole output, and a lookup per field would scan
+// it each time.
+func (ri *requestInfo) noteAnswer(view string) {
+	ts := ri.recording()
+	if ts == nil {
+		return
+	}
+	var id, model, status, incomplete string
+	var output gjson.Result
+	gjson.Parse(view).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "id":
+			id = v.Str
+		case "model":
+			model = v.Str
+		case "status":
+			status = v.Str
+		case "incomplete_details":
+			incomplete = v.Get("reason").Str
+		case "output":
+			output = v
+		}
+		return true
+	})
+	reason := finishReason(status, incomplete, output)
+	ts.mu.Lock()
+	if g := ts.genai; g != nil {
+		if g.ResponseID == "" {
+			g.ResponseID = strings.Clone(id)
+		}
+		if g.ResponseModel == "" {
+			g.ResponseModel = strings.Clone(model)
+		}
+		if reason != "" {
+			g.FinishReasons = append(g.FinishReasons, reason)
+		}
+	}
+	ts.mu.Unlock()
+	if ts.contentMax > 0 && output.Exists() {
+		tracing.RecordContent(ts.span, tracing.EventCompletion, tracing.AttrOutputMessages, output.Raw, ts.contentMax)
+	}
+}
+
+// traceEvent counts one upstream stream event and reads a terminal one, which carries the
+// whole response.
+func (ri *requestInfo) traceEvent(typ string, data []byte) {
+	if ri.trace != nil {
+		ri.traceEventOn(typ, data)
+	}
+}
+
+// aggregateTraced is completeOne's loop over an upstream stream, for a traced request: each
+// event is seen by the trace too. A loop of its own keeps the untraced loop's frame as it was.
+//
+//go:noinline
+func aggregateTraced(ri *requestInfo, agg *translate.Aggregator, body io.Reader) bool {
+	for ev, err := range sse.Read(body, sseReadConfig) {
+		if err != nil {
+			return false
+		}
+		ri.traceEventOn(ev.Type, bytesOf(ev.Data))
+		if agg.Feed(ev.Type, bytesOf(ev.Data)) {
+			return true
+		}
+	}
+	return false
+}
+
+// traceSent counts one write of events to the client.
+func (ri *requestInfo) traceSent() {
+	if ri.trace != nil {
+		ri.trace.eventsSent.Add(1)
+	}
+}
+
+// traceRelayed counts an event the Responses passthrough read and passed on.
+func (ri *requestInfo) traceRelayed() {
+	if ri.trace != nil {
+		ri.trace.eventsReceived.Add(1)
+		ri.trace.eventsSent.Add(1)
+	}
+}
+
+//go:noinline
+func (ri *requestInfo) traceEventOn(typ string, data []byte) {
+	ri.trace.eventsReceived.Add(1)
+	if typ == "" {
+		typ = gjson.GetBytes(data, "type").Str
+	}
+	switch typ {
+	case "response.completed", "response.incomplete", "response.failed":
+		ri.traceTerminal(data)
+	}
+}
+
+// traceTerminal reads the response a terminal stream event carries.
+func (ri *requestInfo) traceTerminal(data []byte) {
+	if r := gjson.Get(unsafe.String(unsafe.SliceData(data), len(data)), "response"); r.IsObject() {
+		ri.noteAnswer(r.Raw)
+	}
+}
+
+// finishReason names how a Responses answer ended in the chat vocabulary the conventions'
+// examples use: stop, length, content_filter, tool_calls, error.
+func finishReason(status, incomplete string, output gjson.Result) string {
+	switch status {
+	case "completed":
+		calls := false
+		output.ForEach(func(_, item gjson.Result) bool {
+			switch item.Get("type").Str {
+			case "function_call", "custom_tool_call":
+				calls = true
+			}
+			return !calls
+		})
+		if calls {
+			return "tool_calls"
+		}
+		return "stop"
+	case "incomplete":
+		switch incomplete {
+		case "max_output_tokens":
+			return "length"
+		case "":
+			return "incomplete"
+		}
+		return incomplete
+	case "failed":
+		return "error"
+	}
+	return status
+}
+
+// endTrace records the request's outcome and ends its span; sum gains the trace id the
+// access log carries.
+//
+//go:noinline
+func (s *Server) endTrace(ri *requestInfo, sum *RequestSummary) {
+	ts := ri.trace
+	if sc := ts.span.SpanContext(); sc.HasTraceID() {
+		sum.TraceID = sc.TraceID().String()
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	g := ts.genai
+	if g != nil {
+		g.InputTokens, g.OutputTokens = sum.InputTokens, sum.OutputTokens
+	}
+	defer s.traced.Add(-1)
+	tracing.EndServer(ts.span, tracing.Outcome{
+		RequestID: sum.RequestID, Status: sum.Status, Team: sum.Team, KeyName: sum.Key,
+		Attempts: sum.Attempts, LimitDecision: ts.limitDecision, LimitReason: sum.Refusal,
+		Stream: sum.Stream, TTFB: sum.TTFB,
+		EventsReceived: ts.eventsReceived.Load(), EventsSent: ts.eventsSent.Load(),
+		ErrorCode: sum.ErrorCode, UpstreamError: sum.UpstreamErr, ClientGone: ri.clientGone,
+		// A connection lost while draining was most likely closed by the drain's timeout.
+		CutByShutdown: ri.clientGone && s.draining.Load(),
+	}, g)
+}
+
+// startAttempt opens the client span of one upstream attempt.
+//
+//go:noinline
+func (s *Server) startAttempt(ctx context.Context) (context.Context, trace.Span) {
+	return s.tracer.StartAttempt(ctx)
+}
+
+// sendAttempt puts the attempt span's context on its request (traceparent, and the caller's
+// tracestate).
+//
+//go:noinline
+func (s *Server) sendAttempt(ctx context.Context, req *http.Request) {
+	s.tracer.Inject(ctx, req.Header)
+}
+
+// endAttempt closes an attempt that will not be relayed: retried, or failed without an answer.
+//
+//go:noinline
+func endAttempt(span trace.Span, req *http.Request, n int, resp *http.Response, err error) {
+	a := tracing.Attempt{Request: req, N: n}
+	if resp != nil {
+		a.Status = resp.StatusCode
+	}
+	if err != nil {
+		a.ErrKind = upstreamErrorKind(err)
+	}
+	tracing.EndAttempt(span, a)
+}
+
+// finalAttempt ends the span of an attempt that failed for good, or hands it to the answer
+// the caller will read: it ends when that answer is closed, so a stream's attempt span lasts
+// as long as the stream.
+//
+//go:noinline
+func finalAttempt(span trace.Span, req *http.Request, n int, resp *http.Response, err error) {
+	if err != nil || resp == nil {
+		endAttempt(span, req, n, resp, err)
+		return
+	}
+	resp.Body = &spanBody{ReadCloser: resp.Body, span: span, attempt: tracing.Attempt{Request: req, N: n, Status: resp.StatusCode}}
+}
+
+// spanBody ends an attempt's span when the answer it carries is closed.
+type spanBody struct {
+	io.ReadCloser
+	span    trace.Span
+	attempt tracing.Attempt
+	once    atomic.Bool
+}
+
+func (b *spanBody) Close() error {
+	err := b.ReadCloser.Close()
+	if b.once.CompareAndSwap(false, true) {
+		tracing.EndAttempt(b.span, b.attempt)
+	}
+	return err
+}

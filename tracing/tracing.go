@@ -1,0 +1,233 @@
+// Package tracing exports modelgate's OpenTelemetry traces over OTLP/HTTP, configured by the
+// standard OTEL_* environment variables, and names the attributes modelgate records (the
+// GenAI semantic conventions and modelgate's own).
+//
+// Tracing is off unless an OTLP endpoint is named. Off means New returns a nil *Tracer: no
+// exporter, no provider, and the proxy's hot path tests one pointer and creates nothing.
+package tracing
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Options are what modelgate itself decides; everything else comes from the environment,
+// read by the SDK and the exporter as the OpenTelemetry specification describes.
+type Options struct {
+	// Version is the service.version resource attribute.
+	Version string
+	// CaptureContent records prompts and completions as span events. Off by default:
+	// prompts are the callers' data.
+	CaptureContent bool
+	// ContentMaxBytes caps each recorded prompt or completion; 0 means DefaultContentMaxBytes.
+	ContentMaxBytes int
+	// Logger receives the SDK's errors (failed exports); nil leaves OpenTelemetry's default.
+	Logger *slog.Logger
+	// Getenv reads the environment; nil means os.Getenv. It decides whether tracing is on,
+	// the exporter's settings and the capture opt-in; the SDK reads the sampler, batch and
+	// resource variables from the process environment itself.
+	Getenv func(string) string
+}
+
+// DefaultContentMaxBytes caps a captured prompt or completion when nothing else is set.
+const DefaultContentMaxBytes = 4096
+
+// CaptureContentEnv turns on content capture, as OpenTelemetry's GenAI instrumentations do.
+const CaptureContentEnv = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+// Tracer is modelgate's tracing, on. A nil *Tracer is tracing off; its methods are safe to
+// call and do nothing.
+type Tracer struct {
+	provider   *sdktrace.TracerProvider
+	tracer     trace.Tracer
+	prop       propagation.TraceContext
+	contentMax int // 0: content is not captured
+}
+
+// Enabled reports whether the environment asks for traces: an OTLP endpoint is named and
+// neither OTEL_SDK_DISABLED nor OTEL_TRACES_EXPORTER=none turns them off.
+func Enabled(getenv func(string) string) bool {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+		return false
+	}
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return false
+	}
+	return strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")) != "none"
+}
+
+// New starts tracing when the environment asks for it, and returns nil, nil when it does
+// not. A configuration modelgate cannot honour (a gRPC protocol, another exporter) is an
+// error rather than traces silently sent nowhere.
+func New(ctx context.Context, o Options) (*Tracer, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if !Enabled(getenv) {
+		return nil, nil
+	}
+	if exp := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")); exp != "" && exp != "otlp" {
+		return nil, fmt.Errorf("tracing: OTEL_TRACES_EXPORTER=%q is not supported; modelgate exports OTLP (otlp) or nothing (none)", exp)
+	}
+	exporter, err := newExporter(getenv, o.Version)
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
+	return NewWithExporter(ctx, exporter, o)
+}
+
+// NewWithExporter is New with the exporter given, for tests and benchmarks; the sampler,
+// batching and resource still come from the environment.
+func NewWithExporter(ctx context.Context, exporter sdktrace.SpanExporter, o Options) (*Tracer, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if o.Logger != nil {
+		// One process, one tracing setup: the handler is OpenTelemetry's global. Set first,
+		// so a bad OTEL_TRACES_SAMPLER is reported in modelgate's log too.
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+			o.Logger.Warn("tracing: " + err.Error())
+		}))
+	}
+	// service.name defaults to modelgate; OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME,
+	// applied after, override it.
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", "modelgate"), attribute.String("service.version", o.Version)),
+		resource.WithTelemetrySDK(),
+		resource.WithFromEnv(),
+	)
+	if err != nil && res == nil {
+		return nil, fmt.Errorf("tracing: resource: %w", err)
+	}
+	// Otherwise a malformed OTEL_RESOURCE_ATTRIBUTES, which the SDK reports: the rest of the
+	// resource still applies.
+	// The sampler (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG; parent-based always-on by
+	// default) and the batch settings (OTEL_BSP_*) are read by the SDK.
+	provider := sdktrace.NewTracerProvider(
+		sdktrace.WithBatcher(exporter),
+		sdktrace.WithResource(res),
+	)
+	t := &Tracer{provider: provider, tracer: provider.Tracer("modelgate")}
+	if o.CaptureContent || strings.EqualFold(strings.TrimSpace(getenv(CaptureContentEnv)), "true") {
+		t.contentMax = o.ContentMaxBytes
+		if t.contentMax <= 0 {
+			t.contentMax = DefaultContentMaxBytes
+		}
+	}
+	return t, nil
+}
+
+// Shutdown exports what is buffered and stops the exporter, giving up when ctx ends.
+func (t *Tracer) Shutdown(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	return t.provider.Shutdown(ctx)
+}
+
+// ForceFlush exports what is buffered now.
+func (t *Tracer) ForceFlush(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	return t.provider.ForceFlush(ctx)
+}
+
+// ContentMax is the cap on a captured prompt or completion, 0 when content is not captured.
+func (t *Tracer) ContentMax() int {
+	if t == nil {
+		return 0
+	}
+	return t.contentMax
+}
+
+// StartServer starts the span of one incoming request, continuing the caller's trace when
+// its traceparent (and tracestate) headers name one. The span is named "{method} {route}";
+// route is the route pattern, never the raw path.
+func (t *Tracer) StartServer(ctx context.Context, r *http.Request, route string) (context.Context, trace.Span) {
+	ctx = t.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	return t.tracer.Start(ctx, r.Method+" "+route, serverKind,
+		trace.WithAttributes(
+			attribute.String("http.request.method", r.Method),
+			attribute.String("http.route", route),
+		))
+}
+
+// StartAttempt starts the client span of one attempt at an upstream call; Inject puts its
+// context on the request, and EndAttempt names and ends it once the attempt is over.
+func (t *Tracer) StartAttempt(ctx context.Context) (context.Context, trace.Span) {
+	return t.tracer.Start(ctx, "upstream", clientKind)
+}
+
+// The span kinds as start options, made once: an option is an allocation.
+var (
+	serverKind = trace.WithSpanKind(trace.SpanKindServer)
+	clientKind = trace.WithSpanKind(trace.SpanKindClient)
+)
+
+// Inject puts ctx's span context on h as traceparent (and tracestate, when the trace has one).
+func (t *Tracer) Inject(ctx context.Context, h http.Header) {
+	t.prop.Inject(ctx, propagation.HeaderCarrier(h))
+}
+
+// Attempt is one attempt at an upstream call, as its span reports it.
+type Attempt struct {
+	Request *http.Request // as sent; never its query or headers, which hold the credential
+	N       int           // 1 for the first attempt
+	Status  int           // the platform's answer, 0 when there was none
+	ErrKind string        // the transport failure when there was no answer
+}
+
+// EndAttempt names an attempt's span after its request, records how it went and ends it.
+func EndAttempt(span trace.Span, a Attempt) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	attrs := make([]attribute.KeyValue, 0, 9)
+	attrs = append(attrs, attribute.Int(AttrAttempt, a.N))
+	if a.N > 1 {
+		attrs = append(attrs, attribute.Int("http.request.resend_count", a.N-1))
+	}
+	if r := a.Request; r != nil {
+		span.SetName(r.Method + " " + r.URL.Path)
+		attrs = append(attrs,
+			attribute.String("http.request.method", r.Method),
+			attribute.String("url.path", r.URL.Path),
+			attribute.String("server.address", r.URL.Hostname()))
+		if p, err := strconv.Atoi(r.URL.Port()); err == nil {
+			attrs = append(attrs, attribute.Int("server.port", p))
+		}
+	}
+	if a.Status > 0 {
+		attrs = append(attrs, attribute.Int("http.response.status_code", a.Status))
+	}
+	switch {
+	case a.ErrKind != "":
+		attrs = append(attrs, attribute.String("error.type", a.ErrKind))
+		span.SetStatus(codes.Error, "upstream "+a.ErrKind)
+	case a.Status >= 400:
+		attrs = append(attrs, attribute.String("error.type", strconv.Itoa(a.Status)))
+		span.SetStatus(codes.Error, "")
+	}
+	span.SetAttributes(attrs...)
+	span.End()
+}
