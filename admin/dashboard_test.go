@@ -104,7 +104,10 @@ func seedHistory(t *testing.T, r *replica) {
 
 func TestDashboardInBrowser(t *testing.T) {
 	bin := chromium(t)
-	r := startReplica(t, envOptions{mutate: func(c *config.Config) {
+	// The page shows requests "this minute": the limiter's minute starts with the test, so
+	// the figures cannot reset under it when the wall clock crosses a minute.
+	offset := time.Now().Truncate(time.Minute).Sub(time.Now())
+	r := startReplica(t, envOptions{limiterNow: func() time.Time { return time.Now().Add(offset) }, mutate: func(c *config.Config) {
 		c.Teams[0].Limits = config.Limits{RequestsPerMinute: 600, TokensPerDay: 2_000_000, SpendPerDay: 5, SpendPerMonth: 60}
 		c.Teams[1].Limits = config.Limits{ConcurrentRequests: 8, SpendPerMonth: 40}
 		c.Teams[1].Models = []string{"sim-chat", "sim-long"}

@@ -77,6 +77,9 @@ type envOptions struct {
 	mutate   func(*config.Config)
 	sim      *httptest.Server
 	now      func() time.Time // clock of key creation and expiry; default time.Now
+	// limiterNow is the limiter's clock; default time.Now. A test that reads "this minute"
+	// figures gives one that cannot cross a minute boundary while it runs.
+	limiterNow func() time.Time
 }
 
 // newSim starts a simulated platform accepting the test's platform key.
@@ -118,7 +121,7 @@ func startReplica(t testing.TB, o envOptions) *replica {
 	}
 	logs := &bytes.Buffer{}
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))
-	limiter, err := ratelimit.New(ratelimit.Options{Store: "memory", Logger: logger})
+	limiter, err := ratelimit.New(ratelimit.Options{Store: "memory", Logger: logger, Now: o.limiterNow})
 	if err != nil {
 		t.Fatal(err)
 	}
