@@ -324,20 +324,9 @@ func (c *MessagesStream) itemDone(out []byte, oi int64, item gjson.Result) []byt
 			out = c.closeOpen(out)
 		}
 	case "reasoning":
-		for _, kind := range [...]byte{'s', 'r'} {
-			path := "summary"
-			if kind == 'r' {
-				path = "content"
-			}
-			idx := int64(0)
-			each(item.Get(path), func(_, p gjson.Result) bool {
-				if k := (partKey{kind, oi, idx}); !c.wasEmitted(k) {
-					out = c.thinking(out, k, p.Get("text").String())
-				}
-				idx++
-				return true
-			})
-		}
+		c.eachReasoningPart(oi, item, func(k partKey, text string) {
+			out = c.thinking(out, k, text)
+		})
 		enc := item.Get("encrypted_content").String()
 		open := c.open >= 0 && c.blocks[c.open].kind == 'h' && c.blocks[c.open].oi == oi
 		if !open && enc == "" {
@@ -367,24 +356,12 @@ func (c *MessagesStream) itemDone(out []byte, oi int64, item gjson.Result) []byt
 // finish handles response.completed and response.incomplete: items the stream never showed
 // are sent from the final output, then message_delta and message_stop.
 func (c *MessagesStream) finish(out []byte, typ string, resp gjson.Result) []byte {
-	if u, ok := parseUsage(resp.Get("usage")); ok {
-		c.usage = u
-	}
-	i := int64(0)
-	each(resp.Get("output"), func(_, item gjson.Result) bool {
-		if !c.wasSeen(i) {
-			c.markSeen(i)
-			out = c.itemDone(out, i, item)
-		}
-		i++
+	status := c.finalOutput(typ, resp, func(oi int64, item gjson.Result) bool {
+		out = c.itemDone(out, oi, item)
 		return !c.done
 	})
 	if c.done {
 		return out // a stop sequence in the final output ended the message
-	}
-	status := resp.Get("status").Str
-	if status == "" {
-		status = typ[len("response."):]
 	}
 	return c.end(out, messagesStopReason(status, resp.Get("incomplete_details.reason").Str, c.sawCall, c.sawRefusal), "")
 }

@@ -501,20 +501,9 @@ func (c *StreamConverter) itemDone(out []byte, oi int64, item gjson.Result) []by
 			out = c.arguments(out, s, item.Get(field).String())
 		}
 	case "reasoning":
-		for _, kind := range [...]byte{'s', 'r'} {
-			path := "summary"
-			if kind == 'r' {
-				path = "content"
-			}
-			idx := int64(0)
-			each(item.Get(path), func(_, p gjson.Result) bool {
-				if k := (partKey{kind, oi, idx}); !c.wasEmitted(k) {
-					out = c.reasoning(out, k, p.Get("text").String())
-				}
-				idx++
-				return true
-			})
-		}
+		c.eachReasoningPart(oi, item, func(k partKey, text string) {
+			out = c.reasoning(out, k, text)
+		})
 	}
 	return out
 }
@@ -522,26 +511,14 @@ func (c *StreamConverter) itemDone(out []byte, oi int64, item gjson.Result) []by
 // finish handles response.completed and response.incomplete: items the stream never showed
 // are sent from the final output, then the finish chunk, the usage chunk and [DONE].
 func (c *StreamConverter) finish(out []byte, typ string, resp gjson.Result) []byte {
-	if u, ok := parseUsage(resp.Get("usage")); ok {
-		c.usage = u
-	}
-	i := int64(0)
-	each(resp.Get("output"), func(_, item gjson.Result) bool {
-		if !c.wasSeen(i) {
-			c.markSeen(i)
-			out = c.itemDone(out, i, item)
-		}
-		i++
+	status := c.finalOutput(typ, resp, func(oi int64, item gjson.Result) bool {
+		out = c.itemDone(out, oi, item)
 		return !c.stopHit
 	})
 	if c.stopHit {
 		return out // Feed closes with finish_reason stop
 	}
 	out = c.flush(out)
-	status := resp.Get("status").Str
-	if status == "" {
-		status = typ[len("response."):]
-	}
 	reason := finishReason(status, resp.Get("incomplete_details.reason").Str, c.sawCall, c.meta.Legacy)
 	out = c.close(c.open(out), reason)
 	return c.trailer(out)

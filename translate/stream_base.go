@@ -118,3 +118,45 @@ func incompleteMessage(err error) string {
 	}
 	return "upstream stream terminated unexpectedly"
 }
+
+// finalOutput reads a terminal response for a converter: it keeps the usage reported and
+// hands show, in order, each output item no event showed, until show returns false. The
+// status is the response's, or the one the event type names when the response has none.
+func (c *streamBase) finalOutput(typ string, resp gjson.Result, show func(oi int64, item gjson.Result) bool) (status string) {
+	if u, ok := parseUsage(resp.Get("usage")); ok {
+		c.usage = u
+	}
+	i := int64(0)
+	each(resp.Get("output"), func(_, item gjson.Result) bool {
+		more := true
+		if !c.wasSeen(i) {
+			c.markSeen(i)
+			more = show(i, item)
+		}
+		i++
+		return more
+	})
+	if status = resp.Get("status").Str; status == "" {
+		status = typ[len("response."):]
+	}
+	return status
+}
+
+// eachReasoningPart hands fn each part of reasoning item oi that no delta sent: its summary
+// parts, then its reasoning text parts, keyed as their events key them.
+func (c *streamBase) eachReasoningPart(oi int64, item gjson.Result, fn func(k partKey, text string)) {
+	for _, kind := range [...]byte{'s', 'r'} {
+		path := "summary"
+		if kind == 'r' {
+			path = "content"
+		}
+		idx := int64(0)
+		each(item.Get(path), func(_, p gjson.Result) bool {
+			if k := (partKey{kind, oi, idx}); !c.wasEmitted(k) {
+				fn(k, p.Get("text").String())
+			}
+			idx++
+			return true
+		})
+	}
+}
