@@ -43,8 +43,14 @@ func (c *streamBase) Usage() Usage {
 	if c.usage.Reported {
 		return c.usage
 	}
-	out := c.deltas * tokens.DeltaEventTokens
-	return Usage{InputTokens: c.estimate, OutputTokens: out, TotalTokens: c.estimate + out}
+	return estimatedUsage(c.estimate, c.deltas)
+}
+
+// estimatedUsage is the usage reported for an answer the upstream gave no figures for: the
+// input estimate, and a fixed count per delta event for the output.
+func estimatedUsage(input, deltas int64) Usage {
+	out := deltas * tokens.DeltaEventTokens
+	return Usage{InputTokens: input, OutputTokens: out, TotalTokens: input + out}
 }
 
 // ownScratch is the Scratch FeedTo lends itself.
