@@ -25,6 +25,7 @@ var allowedImports = map[string][]string{
 	"modelgate/ratelimit":           {"redisconn", "config"},
 	"modelgate/redisconn":           {"config"},
 	"modelgate/redisconn/redistest": {},
+	"modelgate/apitest":             {},
 	"modelgate/auth":                {"config"},
 	"modelgate/platform":            {"config"},
 	"modelgate/store":               {"redisconn", "config"},

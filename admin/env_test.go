@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"modelgate/admin"
+	"modelgate/apitest"
 	"modelgate/auth"
 	"modelgate/billing"
 	"modelgate/config"
@@ -200,27 +201,7 @@ func (r *replica) do(t testing.TB, method, path, key string, body any, hdr ...st
 		}
 		rd = bytes.NewReader(j)
 	}
-	req, err := http.NewRequest(method, r.front.URL+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, b
+	return apitest.Do(t, method, r.front.URL+path, key, rd, hdr...)
 }
 
 // chat sends one small chat completion with key and returns the status.

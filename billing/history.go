@@ -183,21 +183,7 @@ func (r *Recorder) Run(ctx context.Context, every time.Duration) {
 	if r.st == nil {
 		return
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			if err := r.Flush(context.Background()); err != nil {
-				r.log.Warn("usage history: final flush failed", "err", err.Error())
-			}
-			return
-		case <-t.C:
-			if err := r.Flush(ctx); err != nil {
-				r.log.Warn("usage history: flush failed; will retry", "err", err.Error())
-			}
-		}
-	}
+	flushEvery(ctx, every, r.log, "usage history", r.Flush, nil)
 }
 
 // Flush writes the batch to the store. Rows that fail stay for the next flush.

@@ -197,25 +197,11 @@ func (l *Ledger) Run(ctx context.Context, every time.Duration) {
 	if l.st == nil {
 		return
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			if err := l.flush(context.Background()); err != nil {
-				l.log.Warn("spend: final flush failed", "err", err.Error())
-			}
-			return
-		case <-t.C:
-			if err := l.flush(ctx); err != nil {
-				l.log.Warn("spend: flush failed; will retry", "err", err.Error())
-				continue
-			}
-			if err := l.sync(ctx); err != nil {
-				l.log.Warn("spend: sync failed", "err", err.Error())
-			}
+	flushEvery(ctx, every, l.log, "spend", l.flush, func(ctx context.Context) {
+		if err := l.sync(ctx); err != nil {
+			l.log.Warn("spend: sync failed", "err", err.Error())
 		}
-	}
+	})
 }
 
 // Flush writes what this replica charged since the last flush.

@@ -124,7 +124,17 @@ func newBenchServer(b testing.TB, up http.RoundTripper) http.Handler {
 // newTracedBenchServer is newBenchServer with tracing by tracer (nil: off).
 func newTracedBenchServer(b testing.TB, up http.RoundTripper, tracer *tracing.Tracer) http.Handler {
 	b.Helper()
-	cfg, err := config.Parse([]byte(benchYAML), "bench.yaml", func(string) (string, bool) { return "", false })
+	d := benchDeps(b, up, "")
+	d.Tracer = tracer
+	return benchServer(b, d).Handler()
+}
+
+// benchDeps are the Deps of a bench Server: benchYAML with extraYAML appended, the platform
+// behind up, a memory limiter, the access log discarded. Benchmarks add what they measure
+// (a store, the ledger) before benchServer builds it.
+func benchDeps(b testing.TB, up http.RoundTripper, extraYAML string) Deps {
+	b.Helper()
+	cfg, err := config.Parse([]byte(benchYAML+extraYAML), "bench.yaml", func(string) (string, bool) { return "", false })
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -141,11 +151,16 @@ func newTracedBenchServer(b testing.TB, up http.RoundTripper, tracer *tracing.Tr
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { lim.Close() })
-	s, err := New(Deps{Config: cfg, Auth: a, Limiter: lim, Platform: client, Logger: slog.New(slog.DiscardHandler), Tracer: tracer})
+	return Deps{Config: cfg, Auth: a, Limiter: lim, Platform: client, Logger: slog.New(slog.DiscardHandler)}
+}
+
+func benchServer(b testing.TB, d Deps) *Server {
+	b.Helper()
+	s, err := New(d)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return s.Handler()
+	return s
 }
 
 // benchRoute drives one route with one body until b.Loop ends.
@@ -204,28 +219,18 @@ func BenchmarkPassthrough(b *testing.B) {
 }
 
 func BenchmarkChat(b *testing.B) {
-	minimal, long := benchUpstream(b, ""), benchUpstream(b, "sim-long")
-	const msgs = `"messages":[{"role":"user","content":"Write one short sentence about benchmarks."}]`
-	cases := []struct {
-		name string
-		up   *cannedUpstream
-		body string
-	}{
-		{"nonstream", minimal, `{"model":"bench",` + msgs + `}`},
-		{"stream", minimal, `{"model":"bench","stream":true,` + msgs + `}`},
-		{"stream_200", long, `{"model":"sim-long","stream":true,` + msgs + `}`},
-	}
-	for _, c := range cases {
-		b.Run(c.name, func(b *testing.B) {
-			benchRoute(b, newBenchServer(b, c.up), "/v1/chat/completions", c.body, 100)
-		})
-	}
+	benchDialect(b, "/v1/chat/completions", `"messages":[{"role":"user","content":"Write one short sentence about benchmarks."}]`)
 }
 
 // BenchmarkMessages is BenchmarkChat for the Anthropic Messages route.
 func BenchmarkMessages(b *testing.B) {
+	benchDialect(b, "/v1/messages", `"max_tokens":256,"messages":[{"role":"user","content":"Write one short sentence about benchmarks."}]`)
+}
+
+// benchDialect runs a client dialect's route with the request fields msgs: non-stream and
+// stream on the minimal platform, and stream_200 on sim-long's 200-delta stream.
+func benchDialect(b *testing.B, path, msgs string) {
 	minimal, long := benchUpstream(b, ""), benchUpstream(b, "sim-long")
-	const msgs = `"max_tokens":256,"messages":[{"role":"user","content":"Write one short sentence about benchmarks."}]`
 	cases := []struct {
 		name string
 		up   *cannedUpstream
@@ -237,7 +242,7 @@ func BenchmarkMessages(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			benchRoute(b, newBenchServer(b, c.up), "/v1/messages", c.body, 100)
+			benchRoute(b, newBenchServer(b, c.up), path, c.body, 100)
 		})
 	}
 }

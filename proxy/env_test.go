@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/platform"
@@ -226,28 +226,9 @@ func (env *testEnv) assertNoCanary(t testing.TB) {
 // do sends a request with key as bearer token and returns status, headers and body.
 func (env *testEnv) do(t testing.TB, method, path, key string, body []byte, hdr ...string) (int, http.Header, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, env.front.URL+path, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.assertCanaryAbsent(t, resp.Header, b)
-	return resp.StatusCode, resp.Header, b
+	status, h, b := apitest.Do(t, method, env.front.URL+path, key, bytes.NewReader(body), hdr...)
+	env.assertCanaryAbsent(t, h, b)
+	return status, h, b
 }
 
 func (env *testEnv) assertCanaryAbsent(t testing.TB, h http.Header, body []byte) {

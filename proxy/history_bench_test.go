@@ -2,16 +2,11 @@ package proxy
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
-	"modelgate/auth"
 	"modelgate/billing"
-	"modelgate/config"
-	"modelgate/platform"
-	"modelgate/ratelimit"
 	"modelgate/store"
 )
 
@@ -36,25 +31,7 @@ func BenchmarkChatHistory(b *testing.B) {
 
 func newHistoryBenchServer(b *testing.B, up *cannedUpstream, on bool) *Server {
 	b.Helper()
-	yaml := benchYAML + "models:\n  - id: bench\n    price: {input: 0.15, output: 0.6}\n"
-	cfg, err := config.Parse([]byte(yaml), "bench.yaml", func(string) (string, bool) { return "", false })
-	if err != nil {
-		b.Fatal(err)
-	}
-	a, err := auth.New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	client, err := platform.New(cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL, up)
-	if err != nil {
-		b.Fatal(err)
-	}
-	lim, err := ratelimit.New(ratelimit.Options{Store: "memory", DataPath: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { lim.Close() })
-	d := Deps{Config: cfg, Auth: a, Limiter: lim, Platform: client, Logger: slog.New(slog.DiscardHandler)}
+	d := benchDeps(b, up, "models:\n  - id: bench\n    price: {input: 0.15, output: 0.6}\n")
 	if on {
 		st, err := store.OpenBolt(b.TempDir(), store.BoltOptions{})
 		if err != nil {
@@ -71,9 +48,5 @@ func newHistoryBenchServer(b *testing.B, up *cannedUpstream, on bool) *Server {
 		wg.Go(func() { d.History.Run(ctx, time.Second) })
 		b.Cleanup(func() { cancel(); wg.Wait(); st.Close() })
 	}
-	s, err := New(d)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return s
+	return benchServer(b, d)
 }

@@ -24,6 +24,7 @@ import (
 	"modelgate/config"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
+	"modelgate/redisconn/redistest"
 )
 
 var soakFull = flag.Bool("soak", false, "run the full one-minute soak (also MODELGATE_SOAK=1)")
@@ -162,7 +163,7 @@ func TestSoak(t *testing.T) {
 	}
 	store := ""
 	if cfg.redis {
-		store = soakRedisURL(t)
+		store = "redis://" + redistest.Start(t).Addr + "/0"
 	}
 	// The limiter's UTC day must not roll over during the run: its clock sits at noon.
 	now := time.Now().UTC()

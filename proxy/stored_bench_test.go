@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,10 +13,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"modelgate/auth"
-	"modelgate/config"
-	"modelgate/platform"
-	"modelgate/ratelimit"
 	"modelgate/redisconn/redistest"
 	"modelgate/store"
 )
@@ -53,28 +48,9 @@ func (f *freshIDs) RoundTrip(req *http.Request) (*http.Response, error) {
 // responses.store setting.
 func newStoredBenchServer(b *testing.B, up http.RoundTripper, st store.Store, mode string) *Server {
 	b.Helper()
-	cfg, err := config.Parse([]byte(benchYAML+"responses:\n  store: "+mode+"\n"), "bench.yaml", func(string) (string, bool) { return "", false })
-	if err != nil {
-		b.Fatal(err)
-	}
-	a, err := auth.New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	client, err := platform.New(cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL, up)
-	if err != nil {
-		b.Fatal(err)
-	}
-	lim, err := ratelimit.New(ratelimit.Options{Store: "memory", DataPath: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { lim.Close() })
-	s, err := New(Deps{Config: cfg, Auth: a, Limiter: lim, Platform: client, Logger: slog.New(slog.DiscardHandler), Store: st})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return s
+	d := benchDeps(b, up, "responses:\n  store: "+mode+"\n")
+	d.Store = st
+	return benchServer(b, d)
 }
 
 // processCPU is the CPU time (user and system) the whole process has used.

@@ -2,18 +2,12 @@ package ratelimit
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"modelgate/config"
+	"modelgate/redisconn/redistest"
 )
 
 // clock is a settable time source; tests move it instead of sleeping.
@@ -44,40 +38,7 @@ var start = time.Now().UTC().Truncate(24 * time.Hour).Add(12 * time.Hour)
 // the test is skipped locally and fails in CI.
 func redisURL(t testing.TB) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("redis-server not found and CI is set: %v", err)
-		}
-		t.Skip("redis-server not installed")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	url := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
-	opts, _ := redis.ParseURL(url)
-	c := redis.NewClient(opts)
-	defer c.Close()
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		if c.Ping(context.Background()).Err() == nil {
-			return url
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not come up")
-		}
-		time.Sleep(10 * time.Millisecond) // waiting for a process, not for a limiter window
-	}
+	return "redis://" + redistest.Start(t).Addr + "/0"
 }
 
 // storeKind builds a Limiter on one store; tests run against each.

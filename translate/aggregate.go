@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
-
-	"modelgate/tokens"
 )
 
 // Aggregator builds one chat.completion from an upstream event stream, for a non-stream
@@ -125,8 +123,7 @@ func (a *Aggregator) addText(oi int64, s string) {
 
 // Result renders the chat.completion, or the *Error of a failed answer.
 func (a *Aggregator) Result() ([]byte, Usage, error) {
-	out := a.deltas * tokens.DeltaEventTokens
-	est := Usage{InputTokens: a.estimate, OutputTokens: out, TotalTokens: a.estimate + out}
+	est := estimatedUsage(a.estimate, a.deltas)
 	if a.err != nil {
 		if a.usage.Reported {
 			return nil, a.usage, a.err

@@ -194,6 +194,27 @@ func firstStop(s string, stops []string) int {
 	return cut
 }
 
+// responseFailure is the error a final upstream response with this status stands for: a
+// failed or cancelled one, one that carries an error object, or one that has not finished.
+// nil for a completed or incomplete response (or one with no status), whose output is the
+// answer. Every dialect's answer reads the response this way.
+func responseFailure(resp gjson.Result, status string) *Error {
+	switch status {
+	case "failed", "cancelled":
+		e := resp.Get("error")
+		if !e.IsObject() {
+			return &Error{Status: 502, Type: typeServer, Code: "response_" + status, Message: "The upstream response was " + status + "."}
+		}
+		return failureError(e)
+	case "", "completed", "incomplete":
+		if e := resp.Get("error"); e.IsObject() {
+			return failureError(e)
+		}
+		return nil
+	}
+	return &Error{Status: 502, Type: typeServer, Code: "response_not_finished", Message: "The upstream response did not finish (status " + capString(status, 32) + ")."}
+}
+
 // completion renders a chat.completion from a response and its output items. est is the
 // usage to report when the response carries none; stopped says the stream was ended at a
 // stop sequence before any terminal event.
@@ -203,19 +224,8 @@ func completion(resp gjson.Result, items []gjson.Result, meta Meta, est *Usage, 
 		usage = *est
 	}
 	status := resp.Get("status").Str
-	switch status {
-	case "failed", "cancelled":
-		e := resp.Get("error")
-		if !e.IsObject() {
-			return nil, usage, &Error{Status: 502, Type: typeServer, Code: "response_" + status, Message: "The upstream response was " + status + "."}
-		}
-		return nil, usage, failureError(e)
-	case "", "completed", "incomplete":
-		if e := resp.Get("error"); e.IsObject() {
-			return nil, usage, failureError(e)
-		}
-	default:
-		return nil, usage, &Error{Status: 502, Type: typeServer, Code: "response_not_finished", Message: "The upstream response did not finish (status " + capString(status, 32) + ")."}
+	if e := responseFailure(resp, status); e != nil {
+		return nil, usage, e
 	}
 	var a answer
 	for _, it := range items {

@@ -75,19 +75,8 @@ func ResponseToMessage(resp []byte, meta MessagesMeta) ([]byte, Usage, error) {
 	}
 	usage, _ := parseUsage(root.Get("usage"))
 	status := root.Get("status").Str
-	switch status {
-	case "failed", "cancelled":
-		e := root.Get("error")
-		if !e.IsObject() {
-			return nil, usage, &Error{Status: 502, Type: typeServer, Code: "response_" + status, Message: "The upstream response was " + status + "."}
-		}
-		return nil, usage, failureError(e)
-	case "", "completed", "incomplete":
-		if e := root.Get("error"); e.IsObject() {
-			return nil, usage, failureError(e)
-		}
-	default:
-		return nil, usage, &Error{Status: 502, Type: typeServer, Code: "response_not_finished", Message: "The upstream response did not finish (status " + capString(status, 32) + ")."}
+	if e := responseFailure(root, status); e != nil {
+		return nil, usage, e
 	}
 
 	b := make([]byte, 0, 256+len(resp))

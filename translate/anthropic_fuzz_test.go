@@ -2,11 +2,8 @@ package translate
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -146,30 +143,13 @@ func FuzzParseMessages(f *testing.F) {
 			t.Fatal("the parser modified its input")
 		}
 		if err != nil {
-			var te *Error
-			if !errors.As(err, &te) || te.HTTPStatus() != 400 || te.Message == "" {
-				t.Fatalf("error %T %v is not a 400 *Error", err, err)
-			}
+			checkBadRequest(t, err)
 			return
 		}
 		if r.Model == "" || r.MaxTokens < 1 {
 			t.Fatalf("accepted a request with model %q and max_tokens %d", r.Model, r.MaxTokens)
 		}
-		a := r.ToResponses("up", RequestOptions{})
-		if !gjson.ValidBytes(a) {
-			t.Fatalf("invalid JSON for %s:\n%s", body, a)
-		}
-		if b := r.ToResponses("up", RequestOptions{}); !bytes.Equal(a, b) {
-			t.Fatal("translation is not deterministic")
-		}
-		seen := map[string]bool{}
-		gjson.ParseBytes(a).ForEach(func(k, _ gjson.Result) bool {
-			if seen[k.Str] {
-				t.Fatalf("duplicate key %q in %s", k.Str, a)
-			}
-			seen[k.Str] = true
-			return true
-		})
+		checkResponsesBody(t, body, r.ToResponses("up", RequestOptions{}), r.ToResponses("up", RequestOptions{}))
 	})
 }
 
@@ -196,35 +176,17 @@ func FuzzMessagesStream(f *testing.F) {
 // TestWriteMessagesFuzzSeeds regenerates the Messages seed corpora from the golden inputs
 // (with -update); otherwise it checks that they exist.
 func TestWriteMessagesFuzzSeeds(t *testing.T) {
-	lit := func(b []byte) string { return "[]byte(" + strconv.Quote(string(b)) + ")" }
 	if !*update {
-		for _, target := range []string{"FuzzParseMessages", "FuzzMessagesStream"} {
-			if files, _ := filepath.Glob(filepath.Join("testdata", "fuzz", target, "*")); len(files) < 5 {
-				t.Errorf("seed corpus for %s missing (run with -update)", target)
-			}
-		}
+		checkFuzzSeeds(t, "FuzzParseMessages", "FuzzMessagesStream")
 		return
-	}
-	write := func(target string, values ...string) {
-		t.Helper()
-		body := "go test fuzz v1\n" + strings.Join(values, "\n") + "\n"
-		dir := filepath.Join("testdata", "fuzz", target)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256([]byte(body))
-		name := "seed-" + hex.EncodeToString(sum[:6])
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 	for _, in := range globCases(t, "testdata/anthropic/requests/*.messages.json") {
 		b, _ := os.ReadFile(in)
-		write("FuzzParseMessages", lit(b), "bool(false)")
+		writeFuzzSeed(t, "FuzzParseMessages", fuzzLit(b), "bool(false)")
 	}
 	streams := append(globCases(t, "testdata/streams/*.sse"), globCases(t, "testdata/anthropic/streams/*.sse")...)
 	for _, in := range streams {
 		b, _ := os.ReadFile(in)
-		write("FuzzMessagesStream", lit(b), "bool("+strconv.FormatBool(strings.Contains(in, "stop") || strings.Contains(in, "held"))+")")
+		writeFuzzSeed(t, "FuzzMessagesStream", fuzzLit(b), "bool("+strconv.FormatBool(strings.Contains(in, "stop") || strings.Contains(in, "held"))+")")
 	}
 }

@@ -55,79 +55,42 @@ func anthropicErrorJSON(t *testing.T, err error) []byte {
 }
 
 func TestMessagesGoldenRequests(t *testing.T) {
-	for _, in := range globCases(t, "testdata/anthropic/requests/*.messages.json") {
-		name := caseName(in, ".messages.json")
-		t.Run(name, func(t *testing.T) {
-			body, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []byte
-			if r, err := ParseMessages(body); err != nil {
-				got = anthropicErrorJSON(t, err)
-			} else {
-				got = r.ToResponses("upstream-model", RequestOptions{})
-			}
-			checkGolden(t, strings.TrimSuffix(in, ".messages.json")+".responses.golden.json", indent(t, got))
-		})
-	}
+	eachCase(t, ".messages.json", []string{"testdata/anthropic/requests/*.messages.json"}, func(t *testing.T, base string, body []byte) {
+		var got []byte
+		if r, err := ParseMessages(body); err != nil {
+			got = anthropicErrorJSON(t, err)
+		} else {
+			got = r.ToResponses("upstream-model", RequestOptions{})
+		}
+		checkGolden(t, base+".responses.golden.json", indent(t, got))
+	})
 }
 
 func TestMessagesGoldenAnswers(t *testing.T) {
-	cases := append(globCases(t, "testdata/answers/*.response.json"), globCases(t, "testdata/anthropic/answers/*.response.json")...)
-	for _, in := range cases {
-		base := strings.TrimSuffix(in, ".response.json")
-		name := caseName(in, ".response.json")
-		t.Run(name, func(t *testing.T) {
-			body, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _, err := ResponseToMessage(body, loadMessagesMeta(t, base+".meta.json"))
-			if err != nil {
-				got = anthropicErrorJSON(t, err)
-			}
-			checkGolden(t, filepath.Join("testdata/anthropic/answers", name+".messages.golden.json"), indent(t, got))
-		})
-	}
+	cases := []string{"testdata/answers/*.response.json", "testdata/anthropic/answers/*.response.json"}
+	eachCase(t, ".response.json", cases, func(t *testing.T, base string, body []byte) {
+		got, _, err := ResponseToMessage(body, loadMessagesMeta(t, base+".meta.json"))
+		if err != nil {
+			got = anthropicErrorJSON(t, err)
+		}
+		checkGolden(t, filepath.Join("testdata/anthropic/answers", filepath.Base(base)+".messages.golden.json"), indent(t, got))
+	})
 }
 
 // convertMessagesSSE runs a recorded upstream stream through a Messages converter the way
 // the proxy does.
 func convertMessagesSSE(r io.Reader, meta MessagesMeta) []byte {
-	conv := NewMessagesStream(meta)
-	conv.SetInputEstimate(testInputEstimate)
-	var out []byte
-	var readErr error
-	for ev, err := range sse.Read(r, &sse.ReadConfig{MaxEventSize: 64 << 20}) {
-		if err != nil {
-			readErr = err
-			break
-		}
-		o, done := conv.Feed(ev.Type, []byte(ev.Data))
-		out = append(out, o...)
-		if done {
-			return out
-		}
-	}
-	return append(out, conv.End(readErr)...)
+	return feedSSE(r, NewMessagesStream(meta))
 }
 
 // eachMessagesStream runs f for every recorded stream, chat's and the dialect's own, with the
 // path of its Messages golden.
 func eachMessagesStream(t *testing.T, f func(t *testing.T, golden string, raw []byte, meta MessagesMeta)) {
-	cases := append(globCases(t, "testdata/streams/*.sse"), globCases(t, "testdata/anthropic/streams/*.sse")...)
-	for _, in := range cases {
-		base := strings.TrimSuffix(in, ".sse")
-		name := caseName(in, ".sse")
-		t.Run(name, func(t *testing.T) {
-			raw, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f(t, filepath.Join("testdata/anthropic/streams", name+".events.golden"), raw, loadMessagesMeta(t, base+".meta.json"))
-		})
-	}
+	cases := []string{"testdata/streams/*.sse", "testdata/anthropic/streams/*.sse"}
+	eachCase(t, ".sse", cases, func(t *testing.T, base string, raw []byte) {
+		golden := filepath.Join("testdata/anthropic/streams", filepath.Base(base)+".events.golden")
+		f(t, golden, raw, loadMessagesMeta(t, base+".meta.json"))
+	})
 }
 
 func TestMessagesGoldenStreams(t *testing.T) {
@@ -189,12 +152,6 @@ func TestMessagesAggregateMatchesAnswer(t *testing.T) {
 // arrive.
 func TestMessagesStreamSplitAtEveryByte(t *testing.T) {
 	eachMessagesStream(t, func(t *testing.T, _ string, raw []byte, meta MessagesMeta) {
-		want := convertMessagesSSE(bytes.NewReader(raw), meta)
-		for k := 0; k <= len(raw); k++ {
-			r := io.MultiReader(bytes.NewReader(raw[:k]), bytes.NewReader(raw[k:]))
-			if got := convertMessagesSSE(r, meta); !bytes.Equal(got, want) {
-				t.Fatalf("split at byte %d changes the output:\n%s\nwant\n%s", k, got, want)
-			}
-		}
+		checkSplitAtEveryByte(t, raw, func(r io.Reader) []byte { return convertMessagesSSE(r, meta) })
 	})
 }

@@ -234,24 +234,7 @@ func (r *MessagesRequest) ToResponses(upstreamModel string, opt RequestOptions) 
 	if upstreamModel == "" {
 		upstreamModel = r.Model
 	}
-	b := make([]byte, 0, len(r.core)+len(upstreamModel)+96)
-	b = append(b, `{"model":`...)
-	b = appendString(b, upstreamModel)
-	if r.Stream || opt.ForceStream {
-		b = append(b, `,"stream":true,"stream_options":{"include_obfuscation":false}`...)
-	} else {
-		b = append(b, `,"stream":false`...)
-	}
-	b = append(b, r.core...)
-	if !opt.DropExtraFields {
-		for _, e := range r.extras {
-			b = append(b, ',')
-			b = append(b, e.key...)
-			b = append(b, ':')
-			b = append(b, e.raw...)
-		}
-	}
-	return append(b, '}')
+	return responsesBody(upstreamModel, r.Stream, r.core, r.extras, opt)
 }
 
 // msgWriter renders the translated fields of a Messages request.
@@ -279,8 +262,8 @@ func (w *msgWriter) write(f *messagesFields, r *MessagesRequest) *Error {
 	// Anthropic keeps nothing between calls; the Responses default would store every turn.
 	w.b = append(w.b, `],"store":false,"max_output_tokens":`...)
 	w.b = appendInt(w.b, max(r.MaxTokens, minOutputTokens))
-	w.number("temperature", f.temperature)
-	w.number("top_p", f.topP)
+	w.b = appendNumberField(w.b, "temperature", f.temperature)
+	w.b = appendNumberField(w.b, "top_p", f.topP)
 	w.reasoning(f, r)
 	if err := w.format(f); err != nil {
 		return err
@@ -372,16 +355,6 @@ func safetyIdentifier(id string) string {
 	}
 	sum := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(sum[:])
-}
-
-func (w *msgWriter) number(key string, v gjson.Result) {
-	if v.Type != gjson.Number {
-		return
-	}
-	w.b = append(w.b, ',', '"')
-	w.b = append(w.b, key...)
-	w.b = append(w.b, '"', ':')
-	w.b = append(w.b, v.Raw...)
 }
 
 func (w *msgWriter) sep(start int) {

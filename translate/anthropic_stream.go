@@ -1,13 +1,10 @@
 package translate
 
 import (
-	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
-
-	"modelgate/tokens"
 )
 
 // MessagesStream turns a Responses event stream into Anthropic's Messages events, one
@@ -20,30 +17,20 @@ import (
 // text and refusals text blocks, function calls tool_use blocks. A reasoning item that shows
 // no text and carries no encrypted content gives no block at all.
 type MessagesStream struct {
+	streamBase
+
 	meta    MessagesMeta
 	started bool // message_start sent
-	done    bool
 
-	blocks  []msgBlock
-	open    int       // index in blocks of the open block, -1 when none
-	emitted []partKey // upstream parts whose text has been sent, as on chat
-	seen    []int64   // output indexes that had any event
+	blocks []msgBlock
+	open   int // index in blocks of the open block, -1 when none
 
 	sawCall, sawRefusal bool
 
 	maxStop int
 	held    []byte // text of the open text block held back: it may start a stop sequence
 
-	deltas   int64
-	usage    Usage
-	estimate int64
-	failure  *Error // what ended the stream with an error event
-
-	// ev holds the event being fed, as in StreamConverter: borrowed for one event from the
-	// Scratch the caller passes, so an open stream does not keep the field table between
-	// events.
-	ev  *eventFields
-	own *Scratch // FeedTo's, made on first use
+	failure *Error // what ended the stream with an error event
 }
 
 // msgBlock is one content block and the upstream part it shows.
@@ -65,18 +52,6 @@ func NewMessagesStream(meta MessagesMeta) *MessagesStream {
 	return c
 }
 
-// SetInputEstimate sets the input tokens reported before (and unless) the upstream reports.
-func (c *MessagesStream) SetInputEstimate(n int64) { c.estimate = n }
-
-// Usage is the usage of the terminal event, or an estimate when none arrived.
-func (c *MessagesStream) Usage() Usage {
-	if c.usage.Reported {
-		return c.usage
-	}
-	out := c.deltas * tokens.DeltaEventTokens
-	return Usage{InputTokens: c.estimate, OutputTokens: out, TotalTokens: c.estimate + out}
-}
-
 // Feed converts one upstream event; see FeedTo.
 func (c *MessagesStream) Feed(eventType string, data []byte) (out []byte, done bool) {
 	return c.FeedTo(nil, eventType, data)
@@ -85,23 +60,13 @@ func (c *MessagesStream) Feed(eventType string, data []byte) (out []byte, done b
 // FeedTo converts one upstream event, appending complete SSE frames to dst. done means the
 // Messages stream is finished and the caller should stop reading and cancel the upstream.
 func (c *MessagesStream) FeedTo(dst []byte, eventType string, data []byte) (out []byte, done bool) {
-	if c.own == nil {
-		c.own = new(Scratch)
-	}
-	return c.FeedWith(c.own, dst, eventType, data)
+	return c.FeedWith(c.ownScratch(), dst, eventType, data)
 }
 
 // FeedWith is FeedTo using s as its working memory; s may serve another converter as soon
 // as the call returns.
 func (c *MessagesStream) FeedWith(s *Scratch, dst []byte, eventType string, data []byte) (out []byte, done bool) {
-	if c.done {
-		return dst, true
-	}
-	c.ev = &s.ev
-	out, done = c.feed(dst, eventType, data)
-	c.ev.clear() // drop the views into data, which the caller may reuse
-	c.ev = nil
-	return out, done
+	return c.feedWith(s, dst, eventType, data, c.feed)
 }
 
 func (c *MessagesStream) feed(dst []byte, eventType string, data []byte) (out []byte, done bool) {
@@ -116,8 +81,8 @@ func (c *MessagesStream) feed(dst []byte, eventType string, data []byte) (out []
 	}
 	out = c.start(out)
 	oi := f.outputIndex.Int()
-	if f.outputIndex.Exists() && !slices.Contains(c.seen, oi) {
-		c.seen = append(c.seen, oi)
+	if f.outputIndex.Exists() {
+		c.markSeen(oi)
 	}
 	switch typ {
 	case "response.output_item.added":
@@ -140,14 +105,14 @@ func (c *MessagesStream) feed(dst []byte, eventType string, data []byte) (out []
 		c.deltas++
 		out = c.thinking(out, partKey{'s', oi, f.summaryIndex.Int()}, f.delta.String())
 	case "response.reasoning_summary_text.done":
-		if k := (partKey{'s', oi, f.summaryIndex.Int()}); !slices.Contains(c.emitted, k) {
+		if k := (partKey{'s', oi, f.summaryIndex.Int()}); !c.wasEmitted(k) {
 			out = c.thinking(out, k, f.text.String())
 		}
 	case "response.reasoning_text.delta":
 		c.deltas++
 		out = c.thinking(out, partKey{'r', oi, f.contentIndex.Int()}, f.delta.String())
 	case "response.reasoning_text.done":
-		if k := (partKey{'r', oi, f.contentIndex.Int()}); !slices.Contains(c.emitted, k) {
+		if k := (partKey{'r', oi, f.contentIndex.Int()}); !c.wasEmitted(k) {
 			out = c.thinking(out, k, f.text.String())
 		}
 	case "response.function_call_arguments.delta":
@@ -164,7 +129,7 @@ func (c *MessagesStream) feed(dst []byte, eventType string, data []byte) (out []
 	case "response.completed", "response.incomplete":
 		out = c.finish(out, typ, f.response)
 	case "response.failed", "error":
-		out = c.failed(out, typ, data)
+		out = c.errorEvent(out, c.upstreamFailure(typ, data))
 	}
 	return out, c.done
 }
@@ -249,7 +214,7 @@ func (c *MessagesStream) delta(out []byte, index int, typ, key, s string) []byte
 
 // textOnce sends a part's full text from a done event when no delta carried it.
 func (c *MessagesStream) textOnce(out []byte, k partKey, s string) []byte {
-	if slices.Contains(c.emitted, k) {
+	if c.wasEmitted(k) {
 		return out
 	}
 	return c.text(out, k, s)
@@ -259,9 +224,7 @@ func (c *MessagesStream) textOnce(out []byte, k partKey, s string) []byte {
 // sequences, the tail that could start one is held back, max(len(stop))-1 bytes widened to a
 // character boundary, as on chat.
 func (c *MessagesStream) text(out []byte, k partKey, s string) []byte {
-	if !slices.Contains(c.emitted, k) {
-		c.emitted = append(c.emitted, k)
-	}
+	c.markEmitted(k)
 	if s == "" {
 		return out
 	}
@@ -297,9 +260,7 @@ func (c *MessagesStream) text(out []byte, k partKey, s string) []byte {
 // thinking sends reasoning text into the thinking block of its reasoning item; distinct
 // parts are separated by a blank line, as in the non-stream answer.
 func (c *MessagesStream) thinking(out []byte, k partKey, s string) []byte {
-	if !slices.Contains(c.emitted, k) {
-		c.emitted = append(c.emitted, k)
-	}
+	c.markEmitted(k)
 	if s == "" {
 		return out
 	}
@@ -363,20 +324,9 @@ func (c *MessagesStream) itemDone(out []byte, oi int64, item gjson.Result) []byt
 			out = c.closeOpen(out)
 		}
 	case "reasoning":
-		for _, kind := range [...]byte{'s', 'r'} {
-			path := "summary"
-			if kind == 'r' {
-				path = "content"
-			}
-			idx := int64(0)
-			each(item.Get(path), func(_, p gjson.Result) bool {
-				if k := (partKey{kind, oi, idx}); !slices.Contains(c.emitted, k) {
-					out = c.thinking(out, k, p.Get("text").String())
-				}
-				idx++
-				return true
-			})
-		}
+		c.eachReasoningPart(oi, item, func(k partKey, text string) {
+			out = c.thinking(out, k, text)
+		})
 		enc := item.Get("encrypted_content").String()
 		open := c.open >= 0 && c.blocks[c.open].kind == 'h' && c.blocks[c.open].oi == oi
 		if !open && enc == "" {
@@ -406,24 +356,12 @@ func (c *MessagesStream) itemDone(out []byte, oi int64, item gjson.Result) []byt
 // finish handles response.completed and response.incomplete: items the stream never showed
 // are sent from the final output, then message_delta and message_stop.
 func (c *MessagesStream) finish(out []byte, typ string, resp gjson.Result) []byte {
-	if u, ok := parseUsage(resp.Get("usage")); ok {
-		c.usage = u
-	}
-	i := int64(0)
-	each(resp.Get("output"), func(_, item gjson.Result) bool {
-		if !slices.Contains(c.seen, i) {
-			c.seen = append(c.seen, i)
-			out = c.itemDone(out, i, item)
-		}
-		i++
+	status := c.finalOutput(typ, resp, func(oi int64, item gjson.Result) bool {
+		out = c.itemDone(out, oi, item)
 		return !c.done
 	})
 	if c.done {
 		return out // a stop sequence in the final output ended the message
-	}
-	status := resp.Get("status").Str
-	if status == "" {
-		status = typ[len("response."):]
 	}
 	return c.end(out, messagesStopReason(status, resp.Get("incomplete_details.reason").Str, c.sawCall, c.sawRefusal), "")
 }
@@ -446,29 +384,6 @@ func (c *MessagesStream) end(out []byte, reason, seq string) []byte {
 	return append(out, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
 }
 
-// failed ends the stream on response.failed or an error event.
-//
-//go:noinline
-func (c *MessagesStream) failed(out []byte, typ string, data []byte) []byte {
-	var e gjson.Result
-	if typ == "error" {
-		e = c.ev.err
-		if !e.IsObject() {
-			e = gjson.Parse(str(data))
-		}
-	} else {
-		resp := c.ev.response
-		if u, ok := parseUsage(resp.Get("usage")); ok {
-			c.usage = u
-		}
-		e = resp.Get("error")
-		if !e.IsObject() {
-			e = gjson.Parse(`{"code":"server_error","message":"The upstream response failed."}`)
-		}
-	}
-	return c.errorEvent(out, failureError(e))
-}
-
 // End closes a stream whose upstream ended before a terminal event: the text held back, then
 // one error event. No message_stop: the message is incomplete, and the SDKs raise on the
 // error event instead of returning a truncated message as complete.
@@ -476,11 +391,7 @@ func (c *MessagesStream) End(err error) []byte {
 	if c.done {
 		return nil
 	}
-	msg := "upstream stream terminated unexpectedly"
-	if err != nil {
-		msg = "upstream stream failed before it finished"
-	}
-	return c.errorEvent(nil, &Error{Status: 502, Type: typeServer, Code: "upstream_stream_incomplete", Message: msg})
+	return c.errorEvent(nil, &Error{Status: 502, Type: typeServer, Code: "upstream_stream_incomplete", Message: incompleteMessage(err)})
 }
 
 func (c *MessagesStream) errorEvent(out []byte, e *Error) []byte {

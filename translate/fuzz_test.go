@@ -23,10 +23,7 @@ func FuzzParseChat(f *testing.F) {
 			t.Fatal("ParseChat modified its input")
 		}
 		if err != nil {
-			var te *Error
-			if !errors.As(err, &te) || te.HTTPStatus() != 400 || te.Message == "" {
-				t.Fatalf("error %T %v is not a 400 *Error", err, err)
-			}
+			checkBadRequest(t, err)
 			return
 		}
 		if r.N < 1 || r.Model == "" {
@@ -50,21 +47,38 @@ func FuzzChatToResponses(f *testing.F) {
 			}
 			return
 		}
-		if !gjson.ValidBytes(a) {
-			t.Fatalf("invalid JSON for %s:\n%s", body, a)
+		again, _ := r.ToResponses("up", opt)
+		checkResponsesBody(t, body, a, again)
+	})
+}
+
+// checkBadRequest fails unless a parser's error is a 400 *Error with a message.
+func checkBadRequest(t *testing.T, err error) {
+	t.Helper()
+	var te *Error
+	if !errors.As(err, &te) || te.HTTPStatus() != 400 || te.Message == "" {
+		t.Fatalf("error %T %v is not a 400 *Error", err, err)
+	}
+}
+
+// checkResponsesBody checks a Responses body translated from a client's body: JSON, the
+// same bytes when translated again, and no top-level key twice.
+func checkResponsesBody(t *testing.T, body, a, again []byte) {
+	t.Helper()
+	if !gjson.ValidBytes(a) {
+		t.Fatalf("invalid JSON for %s:\n%s", body, a)
+	}
+	if !bytes.Equal(a, again) {
+		t.Fatal("translation is not deterministic")
+	}
+	// No duplicate top-level keys: the upstream would have to guess which one counts.
+	seen := map[string]bool{}
+	gjson.ParseBytes(a).ForEach(func(k, _ gjson.Result) bool {
+		if seen[k.Str] {
+			t.Fatalf("duplicate key %q in %s", k.Str, a)
 		}
-		if b, _ := r.ToResponses("up", opt); !bytes.Equal(a, b) {
-			t.Fatal("translation is not deterministic")
-		}
-		// No duplicate top-level keys: the upstream would have to guess which one counts.
-		seen := map[string]bool{}
-		gjson.ParseBytes(a).ForEach(func(k, _ gjson.Result) bool {
-			if seen[k.Str] {
-				t.Fatalf("duplicate key %q in %s", k.Str, a)
-			}
-			seen[k.Str] = true
-			return true
-		})
+		seen[k.Str] = true
+		return true
 	})
 }
 
@@ -127,31 +141,14 @@ func FuzzStreamConverter(f *testing.F) {
 // TestWriteFuzzSeeds regenerates the committed seed corpora from the golden inputs (with
 // -update); otherwise it checks that the corpora exist.
 func TestWriteFuzzSeeds(t *testing.T) {
-	write := func(target string, values ...string) {
-		t.Helper()
-		body := "go test fuzz v1\n" + strings.Join(values, "\n") + "\n"
-		sum := sha256.Sum256([]byte(body))
-		dir := filepath.Join("testdata", "fuzz", target)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "seed-"+hex.EncodeToString(sum[:6])), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	lit := func(b []byte) string { return "[]byte(" + strconv.Quote(string(b)) + ")" }
 	if !*update {
-		for _, target := range []string{"FuzzParseChat", "FuzzChatToResponses", "FuzzStreamConverter"} {
-			if files, _ := filepath.Glob(filepath.Join("testdata", "fuzz", target, "*")); len(files) < 5 {
-				t.Errorf("seed corpus for %s missing (run with -update)", target)
-			}
-		}
+		checkFuzzSeeds(t, "FuzzParseChat", "FuzzChatToResponses", "FuzzStreamConverter")
 		return
 	}
 	for _, in := range globCases(t, "testdata/requests/*.chat.json") {
 		b, _ := os.ReadFile(in)
-		write("FuzzParseChat", lit(b))
-		write("FuzzChatToResponses", lit(b), "bool(false)", "bool(true)")
+		writeFuzzSeed(t, "FuzzParseChat", fuzzLit(b))
+		writeFuzzSeed(t, "FuzzChatToResponses", fuzzLit(b), "bool(false)", "bool(true)")
 	}
 	for _, in := range globCases(t, "testdata/streams/*.sse") {
 		b, _ := os.ReadFile(in)
@@ -162,6 +159,34 @@ func TestWriteFuzzSeeds(t *testing.T) {
 				flags |= 1 << i
 			}
 		}
-		write("FuzzStreamConverter", lit(b), "byte("+strconv.Itoa(int(flags))+")")
+		writeFuzzSeed(t, "FuzzStreamConverter", fuzzLit(b), "byte("+strconv.Itoa(int(flags))+")")
 	}
 }
+
+// checkFuzzSeeds fails for each target whose committed seed corpus is missing.
+func checkFuzzSeeds(t *testing.T, targets ...string) {
+	t.Helper()
+	for _, target := range targets {
+		if files, _ := filepath.Glob(filepath.Join("testdata", "fuzz", target, "*")); len(files) < 5 {
+			t.Errorf("seed corpus for %s missing (run with -update)", target)
+		}
+	}
+}
+
+// writeFuzzSeed writes one seed of target's corpus, named after its contents so rewriting
+// the same seed changes nothing.
+func writeFuzzSeed(t *testing.T, target string, values ...string) {
+	t.Helper()
+	body := "go test fuzz v1\n" + strings.Join(values, "\n") + "\n"
+	sum := sha256.Sum256([]byte(body))
+	dir := filepath.Join("testdata", "fuzz", target)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "seed-"+hex.EncodeToString(sum[:6])), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fuzzLit is b as a []byte value of a seed file.
+func fuzzLit(b []byte) string { return "[]byte(" + strconv.Quote(string(b)) + ")" }

@@ -87,6 +87,24 @@ func globCases(t *testing.T, pattern string) []string {
 	return files
 }
 
+// eachCase runs f as a subtest for every file the patterns match, in order: the subtest is
+// named after the file without suffix, and f gets that path without suffix (which goldens
+// and metas share) and the file's bytes. Every pattern must match something.
+func eachCase(t *testing.T, suffix string, patterns []string, f func(t *testing.T, base string, body []byte)) {
+	for _, pattern := range patterns {
+		for _, in := range globCases(t, pattern) {
+			base := strings.TrimSuffix(in, suffix)
+			t.Run(caseName(in, suffix), func(t *testing.T) {
+				body, err := os.ReadFile(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f(t, base, body)
+			})
+		}
+	}
+}
+
 // requestOptions derives options from the case name: ".drop" drops extras, ".force" forces
 // an upstream stream.
 func requestOptions(name string) RequestOptions {
@@ -94,48 +112,44 @@ func requestOptions(name string) RequestOptions {
 }
 
 func TestGoldenRequests(t *testing.T) {
-	for _, in := range globCases(t, "testdata/requests/*.chat.json") {
-		name := caseName(in, ".chat.json")
-		t.Run(name, func(t *testing.T) {
-			body, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []byte
-			r, err := ParseChat(body)
-			if err == nil {
-				got, err = r.ToResponses("upstream-model", requestOptions(name))
-			}
-			if err != nil {
-				got = errorJSON(t, err)
-			}
-			checkGolden(t, strings.TrimSuffix(in, ".chat.json")+".responses.golden.json", indent(t, got))
-		})
-	}
+	eachCase(t, ".chat.json", []string{"testdata/requests/*.chat.json"}, func(t *testing.T, base string, body []byte) {
+		var got []byte
+		r, err := ParseChat(body)
+		if err == nil {
+			got, err = r.ToResponses("upstream-model", requestOptions(filepath.Base(base)))
+		}
+		if err != nil {
+			got = errorJSON(t, err)
+		}
+		checkGolden(t, base+".responses.golden.json", indent(t, got))
+	})
 }
 
 func TestGoldenAnswers(t *testing.T) {
-	for _, in := range globCases(t, "testdata/answers/*.response.json") {
-		base := strings.TrimSuffix(in, ".response.json")
-		t.Run(caseName(in, ".response.json"), func(t *testing.T) {
-			body, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _, err := ResponseToChat(body, loadMeta(t, base+".meta.json"))
-			if err != nil {
-				got = errorJSON(t, err)
-			}
-			checkGolden(t, base+".chat.golden.json", indent(t, got))
-		})
-	}
+	eachCase(t, ".response.json", []string{"testdata/answers/*.response.json"}, func(t *testing.T, base string, body []byte) {
+		got, _, err := ResponseToChat(body, loadMeta(t, base+".meta.json"))
+		if err != nil {
+			got = errorJSON(t, err)
+		}
+		checkGolden(t, base+".chat.golden.json", indent(t, got))
+	})
 }
 
 const testInputEstimate = 100
 
 // convertSSE runs a recorded upstream stream through a converter the way the proxy does.
-func convertSSE(r io.Reader, meta Meta) []byte {
-	conv := NewStreamConverter(meta)
+func convertSSE(r io.Reader, meta Meta) []byte { return feedSSE(r, NewStreamConverter(meta)) }
+
+// sseConverter is what every dialect's stream converter offers the relay.
+type sseConverter interface {
+	SetInputEstimate(n int64)
+	Feed(eventType string, data []byte) ([]byte, bool)
+	End(err error) []byte
+}
+
+// feedSSE runs a recorded upstream stream through conv the way the proxy does: event by
+// event until the converter is done, then End with the read error if it never was.
+func feedSSE(r io.Reader, conv sseConverter) []byte {
 	conv.SetInputEstimate(testInputEstimate)
 	var out []byte
 	var readErr error
@@ -167,16 +181,9 @@ func aggregateSSE(r io.Reader, meta Meta) ([]byte, Usage, error) {
 // eachRecordedStream runs f as a subtest for every recorded upstream stream in
 // testdata/streams, with its bytes, its meta and the path it shares with its goldens.
 func eachRecordedStream(t *testing.T, f func(t *testing.T, base string, raw []byte, meta Meta)) {
-	for _, in := range globCases(t, "testdata/streams/*.sse") {
-		base := strings.TrimSuffix(in, ".sse")
-		t.Run(caseName(in, ".sse"), func(t *testing.T) {
-			raw, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f(t, base, raw, loadMeta(t, base+".meta.json"))
-		})
-	}
+	eachCase(t, ".sse", []string{"testdata/streams/*.sse"}, func(t *testing.T, base string, raw []byte) {
+		f(t, base, raw, loadMeta(t, base+".meta.json"))
+	})
 }
 
 func TestGoldenStreams(t *testing.T) {
@@ -195,12 +202,19 @@ func TestGoldenStreams(t *testing.T) {
 // output must not depend on how the upstream bytes arrive.
 func TestStreamSplitAtEveryByte(t *testing.T) {
 	eachRecordedStream(t, func(t *testing.T, base string, raw []byte, meta Meta) {
-		want := convertSSE(bytes.NewReader(raw), meta)
-		for k := 0; k <= len(raw); k++ {
-			r := io.MultiReader(bytes.NewReader(raw[:k]), bytes.NewReader(raw[k:]))
-			if got := convertSSE(r, meta); !bytes.Equal(got, want) {
-				t.Fatalf("split at byte %d changes the output:\n%s\nwant\n%s", k, got, want)
-			}
-		}
+		checkSplitAtEveryByte(t, raw, func(r io.Reader) []byte { return convertSSE(r, meta) })
 	})
+}
+
+// checkSplitAtEveryByte converts raw split in two at every byte boundary and fails unless
+// every split gives what the whole gives.
+func checkSplitAtEveryByte(t *testing.T, raw []byte, convert func(io.Reader) []byte) {
+	t.Helper()
+	want := convert(bytes.NewReader(raw))
+	for k := 0; k <= len(raw); k++ {
+		r := io.MultiReader(bytes.NewReader(raw[:k]), bytes.NewReader(raw[k:]))
+		if got := convert(r); !bytes.Equal(got, want) {
+			t.Fatalf("split at byte %d changes the output:\n%s\nwant\n%s", k, got, want)
+		}
+	}
 }

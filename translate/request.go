@@ -454,29 +454,35 @@ func (r *ChatRequest) ToResponses(upstreamModel string, opt RequestOptions) ([]b
 	if upstreamModel == "" {
 		upstreamModel = r.Model
 	}
-	size := len(r.core) + len(upstreamModel) + 96
+	return responsesBody(upstreamModel, r.Stream, r.core, r.extras, opt), nil
+}
+
+// responsesBody renders a Responses request body around a dialect's translated fields:
+// the model and stream flag first, then core, then the extras unless opt drops them.
+func responsesBody(model string, stream bool, core []byte, extras []field, opt RequestOptions) []byte {
+	size := len(core) + len(model) + 96
 	if !opt.DropExtraFields {
-		for _, e := range r.extras {
+		for _, e := range extras {
 			size += len(e.key) + len(e.raw) + 2
 		}
 	}
 	b := make([]byte, 0, size)
 	b = append(b, `{"model":`...)
-	b = appendString(b, upstreamModel)
-	if r.Stream || opt.ForceStream {
+	b = appendString(b, model)
+	if stream || opt.ForceStream {
 		// Every delta is re-framed here, so the obfuscation padding would be wasted bandwidth.
 		b = append(b, `,"stream":true,"stream_options":{"include_obfuscation":false}`...)
 	} else {
 		b = append(b, `,"stream":false`...)
 	}
-	b = append(b, r.core...)
+	b = append(b, core...)
 	if !opt.DropExtraFields {
-		for _, e := range r.extras {
+		for _, e := range extras {
 			b = append(b, ',')
 			b = append(b, e.key...)
 			b = append(b, ':')
 			b = append(b, e.raw...)
 		}
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
 }

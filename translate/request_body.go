@@ -39,8 +39,8 @@ func (w *reqWriter) write(f *chatFields, r *ChatRequest) *Error {
 		w.b = append(w.b, `,"max_output_tokens":`...)
 		w.b = appendInt(w.b, r.MaxOutputTokens)
 	}
-	w.number("temperature", f.temperature)
-	w.number("top_p", f.topP)
+	w.b = appendNumberField(w.b, "temperature", f.temperature)
+	w.b = appendNumberField(w.b, "top_p", f.topP)
 	if err := w.text(f); err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func (w *reqWriter) write(f *chatFields, r *ChatRequest) *Error {
 	}
 	if r.Logprobs {
 		w.b = append(w.b, `,"include":["message.output_text.logprobs"]`...)
-		w.number("top_logprobs", f.topLogprobs)
+		w.b = appendNumberField(w.b, "top_logprobs", f.topLogprobs)
 	}
 	if err := w.tools(f); err != nil {
 		return err
@@ -84,14 +84,16 @@ func (w *reqWriter) write(f *chatFields, r *ChatRequest) *Error {
 	return nil
 }
 
-func (w *reqWriter) number(key string, v gjson.Result) {
+// appendNumberField appends ,"key":v when v is a JSON number, as the client wrote it;
+// anything else (absent, null) is left out. Both dialects' request writers use it.
+func appendNumberField(b []byte, key string, v gjson.Result) []byte {
 	if v.Type != gjson.Number {
-		return
+		return b
 	}
-	w.b = append(w.b, ',', '"')
-	w.b = append(w.b, key...)
-	w.b = append(w.b, '"', ':')
-	w.b = append(w.b, v.Raw...)
+	b = append(b, ',', '"')
+	b = append(b, key...)
+	b = append(b, '"', ':')
+	return append(b, v.Raw...)
 }
 
 func (w *reqWriter) key(k string) {

@@ -2,13 +2,10 @@ package translate
 
 import (
 	"encoding/binary"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
-
-	"modelgate/tokens"
 )
 
 // chunkSlack is room for a chunk's delta and closing beyond the fixed head.
@@ -28,14 +25,14 @@ type StreamConverter struct {
 	head      []byte // everything up to the opening of the delta object
 	reasonKey string
 
-	roleSent, done, stopHit, sawCall bool
-	needComma                        bool // inside an open delta object
+	streamBase
+
+	roleSent, stopHit, sawCall bool
+	needComma                  bool // inside an open delta object
 
 	tools    []toolSlot
 	nextTool int
-	seen     []int64   // output indexes that had any event
-	emitted  []partKey // parts whose text has been sent
-	lastPart partKey   // last reasoning part sent, for "\n\n" separators
+	lastPart partKey // last reasoning part sent, for "\n\n" separators
 	reasonOn bool
 
 	maxStop int
@@ -44,24 +41,7 @@ type StreamConverter struct {
 	lpMarks []lpMark
 	lpReady int // how many of the held entries the next content chunk carries
 	textPos int // content bytes sent (or cut) before held[0]
-
-	deltas   int64
-	usage    Usage
-	estimate int64
-
-	// ev is the event being fed, in the Scratch lent to FeedWith; nil between events. It is
-	// a kilobyte of gjson results: as a local it would widen FeedTo's frame enough to double
-	// the stack of the goroutine that holds a stream open, and as a field it would be held
-	// through the long waits between events.
-	ev  *eventFields
-	own *Scratch // FeedTo's, made on first use
 }
-
-// Scratch is the working memory of one FeedWith call: the fields of the event being
-// converted. Between events a converter needs none, so a caller with many open streams can
-// lend one from a pool for each call instead of every converter holding its own. Nothing in
-// it is read once FeedWith returns. The zero value is ready to use.
-type Scratch struct{ ev eventFields }
 
 type toolSlot struct {
 	oi       int64
@@ -100,18 +80,6 @@ func NewStreamConverter(meta Meta) *StreamConverter {
 	return c
 }
 
-// SetInputEstimate sets the input tokens reported when the upstream reports no usage.
-func (c *StreamConverter) SetInputEstimate(n int64) { c.estimate = n }
-
-// Usage is the usage of the terminal event, or an estimate when none arrived.
-func (c *StreamConverter) Usage() Usage {
-	if c.usage.Reported {
-		return c.usage
-	}
-	out := c.deltas * tokens.DeltaEventTokens
-	return Usage{InputTokens: c.estimate, OutputTokens: out, TotalTokens: c.estimate + out}
-}
-
 // Feed converts one upstream event. out holds complete SSE frames; done means the chat
 // stream is finished and the caller should stop reading and cancel the upstream.
 func (c *StreamConverter) Feed(eventType string, data []byte) (out []byte, done bool) {
@@ -121,23 +89,13 @@ func (c *StreamConverter) Feed(eventType string, data []byte) (out []byte, done 
 // FeedTo is Feed appending to dst. A caller that is done with the previous frames can pass
 // the same buffer back (dst[:0]), so a stream costs no allocation per chunk.
 func (c *StreamConverter) FeedTo(dst []byte, eventType string, data []byte) (out []byte, done bool) {
-	if c.own == nil {
-		c.own = new(Scratch)
-	}
-	return c.FeedWith(c.own, dst, eventType, data)
+	return c.FeedWith(c.ownScratch(), dst, eventType, data)
 }
 
 // FeedWith is FeedTo using s as its working memory; s may serve another converter as soon
 // as the call returns.
 func (c *StreamConverter) FeedWith(s *Scratch, dst []byte, eventType string, data []byte) (out []byte, done bool) {
-	if c.done {
-		return dst, true
-	}
-	c.ev = &s.ev
-	out, done = c.feed(dst, eventType, data)
-	c.ev.clear() // drop the views into data, which the caller may reuse
-	c.ev = nil
-	return out, done
+	return c.feedWith(s, dst, eventType, data, c.feed)
 }
 
 func (c *StreamConverter) feed(out []byte, eventType string, data []byte) ([]byte, bool) {
@@ -219,37 +177,13 @@ func (c *StreamConverter) feed(out []byte, eventType string, data []byte) ([]byt
 	case "response.completed", "response.incomplete":
 		out = c.finish(out, typ, f.response)
 	case "response.failed", "error":
-		out = c.failed(out, typ, data)
+		out = c.errorFrame(out, c.upstreamFailure(typ, data))
 	}
 	if c.stopHit && !c.done {
 		out = c.close(c.open(out), "stop")
 		out = c.trailer(out)
 	}
 	return out, c.done
-}
-
-// failed ends the stream on response.failed or an error event. Not inlined: the gjson values
-// it works with would otherwise widen FeedTo's frame, which every event passes through.
-//
-//go:noinline
-func (c *StreamConverter) failed(out []byte, typ string, data []byte) []byte {
-	var e gjson.Result
-	if typ == "error" {
-		e = c.ev.err // the live API nests it; the spec has it flat
-		if !e.IsObject() {
-			e = gjson.Parse(str(data))
-		}
-	} else {
-		resp := c.ev.response
-		if u, ok := parseUsage(resp.Get("usage")); ok {
-			c.usage = u
-		}
-		e = resp.Get("error")
-		if !e.IsObject() {
-			e = gjson.Parse(`{"code":"server_error","message":"The upstream response failed."}`)
-		}
-	}
-	return c.errorFrame(out, failureError(e))
 }
 
 // errEventTooDeep ends a stream whose platform sent an event nested past MaxEventDepth: a
@@ -269,28 +203,8 @@ func (c *StreamConverter) End(err error) []byte {
 	if c.done {
 		return nil
 	}
-	msg := "upstream stream terminated unexpectedly"
-	if err != nil {
-		msg = "upstream stream failed before it finished"
-	}
-	return c.errorFrame(nil, &Error{Status: 502, Type: typeServer, Message: msg})
+	return c.errorFrame(nil, &Error{Status: 502, Type: typeServer, Message: incompleteMessage(err)})
 }
-
-func (c *StreamConverter) markSeen(oi int64) {
-	if !c.wasSeen(oi) {
-		c.seen = append(c.seen, oi)
-	}
-}
-
-func (c *StreamConverter) wasSeen(oi int64) bool { return slices.Contains(c.seen, oi) }
-
-func (c *StreamConverter) markEmitted(k partKey) {
-	if !c.wasEmitted(k) {
-		c.emitted = append(c.emitted, k)
-	}
-}
-
-func (c *StreamConverter) wasEmitted(k partKey) bool { return slices.Contains(c.emitted, k) }
 
 func (c *StreamConverter) slot(oi int64) *toolSlot {
 	for i := range c.tools {
@@ -587,20 +501,9 @@ func (c *StreamConverter) itemDone(out []byte, oi int64, item gjson.Result) []by
 			out = c.arguments(out, s, item.Get(field).String())
 		}
 	case "reasoning":
-		for _, kind := range [...]byte{'s', 'r'} {
-			path := "summary"
-			if kind == 'r' {
-				path = "content"
-			}
-			idx := int64(0)
-			each(item.Get(path), func(_, p gjson.Result) bool {
-				if k := (partKey{kind, oi, idx}); !c.wasEmitted(k) {
-					out = c.reasoning(out, k, p.Get("text").String())
-				}
-				idx++
-				return true
-			})
-		}
+		c.eachReasoningPart(oi, item, func(k partKey, text string) {
+			out = c.reasoning(out, k, text)
+		})
 	}
 	return out
 }
@@ -608,26 +511,14 @@ func (c *StreamConverter) itemDone(out []byte, oi int64, item gjson.Result) []by
 // finish handles response.completed and response.incomplete: items the stream never showed
 // are sent from the final output, then the finish chunk, the usage chunk and [DONE].
 func (c *StreamConverter) finish(out []byte, typ string, resp gjson.Result) []byte {
-	if u, ok := parseUsage(resp.Get("usage")); ok {
-		c.usage = u
-	}
-	i := int64(0)
-	each(resp.Get("output"), func(_, item gjson.Result) bool {
-		if !c.wasSeen(i) {
-			c.markSeen(i)
-			out = c.itemDone(out, i, item)
-		}
-		i++
+	status := c.finalOutput(typ, resp, func(oi int64, item gjson.Result) bool {
+		out = c.itemDone(out, oi, item)
 		return !c.stopHit
 	})
 	if c.stopHit {
 		return out // Feed closes with finish_reason stop
 	}
 	out = c.flush(out)
-	status := resp.Get("status").Str
-	if status == "" {
-		status = typ[len("response."):]
-	}
 	reason := finishReason(status, resp.Get("incomplete_details.reason").Str, c.sawCall, c.meta.Legacy)
 	out = c.close(c.open(out), reason)
 	return c.trailer(out)

@@ -1,0 +1,39 @@
+// Package apitest sends requests to a modelgate under test the way its clients do: a
+// bearer key, a JSON content type, and the whole answer read back. The proxy's and the
+// admin API's test environments share it; it imports nothing of modelgate, so any test
+// package can use it without an import cycle.
+package apitest
+
+import (
+	"io"
+	"net/http"
+	"testing"
+)
+
+// Do sends method url with body, key as bearer token (none when empty) and hdr as
+// name/value pairs set after the defaults, and returns status, headers and body. Any
+// transport failure fails the test.
+func Do(t testing.TB, method, url, key string, body io.Reader, hdr ...string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, b
+}
