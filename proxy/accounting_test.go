@@ -64,11 +64,14 @@ func settledFor(t testing.TB, logs *syncBuffer, id string) settledRecord {
 func TestAccountingNeverBelowThePlatform(t *testing.T) {
 	fail500 := status(500, nil)
 	fail500.Body = errorJSON("server_error", "server_error", "boom")
+	fail500Late := fail500
+	fail500Late.Delay = time.Second
 	const reserveOut = 4096 // ratelimit.default_max_output_tokens
 	tests := []struct {
 		name, path, body string
 		replies          []platformsim.Reply
 		cancelOnBill     bool   // the client leaves once the platform has billed
+		slowAnswer       bool   // a reply answers late, but within the header timeout
 		want             string // "exact" or the estimate reason expected
 		wantOut          int64  // when not 0: the output modelgate must settle
 	}{
@@ -76,9 +79,11 @@ func TestAccountingNeverBelowThePlatform(t *testing.T) {
 		{name: "fanout_partial_failure_json", path: "/v1/chat/completions",
 			body:    `{"model":"sim-chat","n":2,"messages":[{"role":"user","content":"hello"}]}`,
 			replies: []platformsim.Reply{fail500, {}}, want: "exact"},
+		// The failing choice answers late, so the other's short stream has been written and
+		// billed whole by then, however loaded the machine: the case is always exercised.
 		{name: "fanout_partial_failure_stream", path: "/v1/chat/completions",
 			body:    `{"model":"sim-chat","n":2,"stream":true,"messages":[{"role":"user","content":"hello"}]}`,
-			replies: []platformsim.Reply{fail500, {}}, want: estFanoutCut, wantOut: reserveOut},
+			replies: []platformsim.Reply{fail500Late, {}}, slowAnswer: true, want: estFanoutCut, wantOut: reserveOut},
 		// The request was sent and billed, and no headers came: a header timeout...
 		{name: "header_timeout_responses", path: "/v1/responses", body: respBody,
 			replies: []platformsim.Reply{{Fault: platformsim.FaultStallAfterBilling}}, want: estNoAnswer, wantOut: reserveOut},
@@ -112,7 +117,7 @@ func TestAccountingNeverBelowThePlatform(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newResEnv(t, envOptions{mutate: func(c *config.Config) {
 				c.Upstream.ResponseHeaderTimeout = 300 * time.Millisecond
-				if tc.cancelOnBill {
+				if tc.cancelOnBill || tc.slowAnswer {
 					c.Upstream.ResponseHeaderTimeout = time.Minute
 				}
 			}})

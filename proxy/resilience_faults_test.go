@@ -15,9 +15,11 @@ import (
 
 // shortTimeouts makes every timeout small enough to hit within a test.
 func shortTimeouts(c *config.Config) {
-	c.Upstream.ResponseHeaderTimeout = 300 * time.Millisecond
-	c.Upstream.StreamIdleTimeout = 300 * time.Millisecond
-	c.Upstream.RequestTimeout = 600 * time.Millisecond
+	// Short enough that the stall cases end quickly, long enough that a healthy answer on a
+	// loaded, race-enabled run (the slow first byte's 150ms included) never meets them.
+	c.Upstream.ResponseHeaderTimeout = time.Second
+	c.Upstream.StreamIdleTimeout = time.Second
+	c.Upstream.RequestTimeout = 2 * time.Second
 }
 
 // route is one of the four ways a client talks to modelgate.
