@@ -53,9 +53,12 @@ type Store interface {
 
 	// Batch runs fn with a Tx whose writes reach the store together: on bbolt in one
 	// transaction, so many writes cost one sync to disk instead of one each, and an error
-	// from fn undoes them all; on Redis each call is its own command, exactly as through
-	// the Store (replicas share no transaction across keys, and a Cluster could not).
-	// Writers of many small records at a high rate use it.
+	// from fn undoes them all; on Redis in as few round trips as the calls allow: writes
+	// that need no answer (Put, Remove) are held and sent in one pipeline with the next
+	// call that needs one, or when fn returns, and the version of each bucket written is
+	// bumped once in that pipeline. Redis replicas share no transaction across keys (a
+	// Cluster could not), so there a batch is not atomic: an error from fn does not undo
+	// what was sent. Writers of many small records at a high rate use it.
 	Batch(ctx context.Context, fn func(tx Tx) error) error
 
 	// Close releases the store. Calls after Close fail.
@@ -63,12 +66,20 @@ type Store interface {
 }
 
 // Tx is the store inside Batch: the value and counter calls of Store, with the same
-// meaning. It is valid only until fn returns.
+// meaning, and two that save round trips on Redis: GetMany reads many keys at once, and
+// Remove is Delete without the report of whether anything was there. A Tx is valid only
+// until fn returns. Every call sees what earlier calls of the batch wrote; on Redis a held
+// write's error is returned by the next call that sends it, or by Batch.
 type Tx interface {
 	Get(bucket, key string) ([]byte, error)
+	// GetMany returns the values of keys, in their order; nil for a key with no live
+	// record.
+	GetMany(bucket string, keys []string) ([][]byte, error)
 	Put(bucket, key string, value []byte, ttl time.Duration) error
 	Create(bucket, key string, value []byte, ttl time.Duration) (bool, error)
 	Delete(bucket, key string) (bool, error)
+	// Remove deletes key, live or not.
+	Remove(bucket, key string) error
 	Incr(bucket, key, name string, delta int64, ttl time.Duration) (int64, error)
 }
 
