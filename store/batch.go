@@ -32,7 +32,9 @@ func (b *Bolt) Batch(_ context.Context, fn func(tx Tx) error) error {
 	})
 	if err == nil {
 		for name := range changed {
-			b.version(name).Add(1)
+			if versioned(name) {
+				b.version(name).Add(1)
+			}
 		}
 	}
 	return err
@@ -160,7 +162,9 @@ func (t *redisTx) send(add func(p redis.Pipeliner)) error {
 			return nil
 		}
 		for bucket := range t.written {
-			p.Incr(t.ctx, versionKey(bucket))
+			if versioned(bucket) {
+				p.Incr(t.ctx, versionKey(bucket))
+			}
 		}
 		return nil
 	})

@@ -61,6 +61,9 @@ func (r *Redis) Get(ctx context.Context, bucket, key string) ([]byte, error) {
 
 // bump increments the bucket's version after a write went through.
 func (r *Redis) bump(ctx context.Context, bucket string) error {
+	if !versioned(bucket) {
+		return nil
+	}
 	return r.rdb.Incr(ctx, versionKey(bucket)).Err()
 }
 
@@ -71,6 +74,9 @@ func (r *Redis) Put(ctx context.Context, bucket, key string, value []byte, ttl t
 	}
 	// One round trip: a Put always changes the bucket, so the bump need not wait for the
 	// write's answer (should the write fail, a spurious bump only makes a cache reload).
+	if !versioned(bucket) {
+		return r.rdb.Set(ctx, recordKey(bucket, key), value, ttl).Err()
+	}
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, recordKey(bucket, key), value, ttl)
 		p.Incr(ctx, versionKey(bucket))
@@ -157,6 +163,9 @@ func (r *Redis) incr(ctx context.Context, bucket, key, name string, delta int64,
 func (r *Redis) Version(ctx context.Context, bucket string) (uint64, error) {
 	if err := r.check(bucket); err != nil {
 		return 0, err
+	}
+	if !versioned(bucket) {
+		return 0, ErrUnversioned
 	}
 	v, err := r.rdb.Get(ctx, versionKey(bucket)).Uint64()
 	if errors.Is(err, redis.Nil) {

@@ -11,6 +11,7 @@ package store
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -48,7 +49,8 @@ type Store interface {
 
 	// Version returns a number that changes whenever a record of the bucket is written or
 	// deleted through any replica. Caches poll it to know when to reload, instead of reading
-	// the whole bucket on every request.
+	// the whole bucket on every request. A bucket declared with Unversioned has none: its
+	// writes skip the bump and Version refuses it with ErrUnversioned.
 	Version(ctx context.Context, bucket string) (uint64, error)
 
 	// Batch runs fn with a Tx whose writes reach the store together: on bbolt in one
@@ -99,3 +101,25 @@ func validName(bucket string) error {
 
 // ErrClosed is returned by calls on a closed store.
 var ErrClosed = errors.New("store: closed")
+
+// ErrUnversioned is Version's answer for a bucket declared with Unversioned.
+var ErrUnversioned = errors.New("store: the bucket keeps no version")
+
+// unversioned holds the buckets declared with Unversioned (name -> true).
+var unversioned sync.Map
+
+// Unversioned declares buckets that no cache polls, so their writes need not bump a
+// version: on Redis a bump is a command of its own, and for a write whose answer decides
+// whether to bump (Create, Delete) a round trip of its own. Declare them at start-up (a
+// package's init), before any write: every replica runs the same code, so all agree on
+// which buckets have versions.
+func Unversioned(buckets ...string) {
+	for _, b := range buckets {
+		unversioned.Store(b, true)
+	}
+}
+
+func versioned(bucket string) bool {
+	_, no := unversioned.Load(bucket)
+	return !no
+}

@@ -661,3 +661,55 @@ func TestRedisBatchRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// TestUnversioned: a bucket declared Unversioned works as any other but keeps no version,
+// and on Redis a Create or Delete there is one round trip, not two.
+func TestUnversioned(t *testing.T) {
+	ctx := context.Background()
+	Unversioned("nv_test")
+	for _, im := range impls() {
+		t.Run(im.name, func(t *testing.T) {
+			s := im.open(t)
+			if _, err := s.Version(ctx, "nv_test"); !errors.Is(err, ErrUnversioned) {
+				t.Errorf("Version of an unversioned bucket: %v", err)
+			}
+			if ok, err := s.Create(ctx, "nv_test", "k", []byte("v"), time.Hour); !ok || err != nil {
+				t.Fatalf("Create: %v %v", ok, err)
+			}
+			if v, err := s.Get(ctx, "nv_test", "k"); err != nil || string(v) != "v" {
+				t.Fatalf("Get: %q %v", v, err)
+			}
+			if ok, err := s.Delete(ctx, "nv_test", "k"); !ok || err != nil {
+				t.Fatalf("Delete: %v %v", ok, err)
+			}
+			v0, _ := s.Version(ctx, "b")
+			err := s.Batch(ctx, func(tx Tx) error { return tx.Put("nv_test", "k2", []byte("v"), 0) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v1, _ := s.Version(ctx, "b"); v1 != v0 {
+				t.Errorf("a write to an unversioned bucket changed another's version")
+			}
+		})
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t)})
+	s := NewRedis(rdb)
+	t.Cleanup(func() { s.Close() })
+	if err := s.Put(ctx, "nv_test", "warm", []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	h := &roundTrips{}
+	rdb.AddHook(h)
+	if ok, err := s.Create(ctx, "nv_test", "k", []byte("v"), time.Hour); !ok || err != nil {
+		t.Fatalf("Create: %v %v", ok, err)
+	}
+	if ok, err := s.Delete(ctx, "nv_test", "k"); !ok || err != nil {
+		t.Fatalf("Delete: %v %v", ok, err)
+	}
+	if h.n != 2 {
+		t.Errorf("Create and Delete took %d round trips, want 2", h.n)
+	}
+	if n, _ := rdb.Exists(ctx, versionKey("nv_test")).Result(); n != 0 {
+		t.Error("an unversioned bucket has a version key")
+	}
+}

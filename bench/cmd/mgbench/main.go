@@ -67,7 +67,7 @@ func main() {
 	flag.IntVar(&o.streams, "streams", 1000, "concurrent open streams for the RSS check")
 	flag.Int64Var(&o.uploadBytes, "upload-bytes", 100_000_000, "asset upload size for the RSS check")
 	flag.IntVar(&o.tickStreams, "tick-streams", 4, "concurrent timestamped streams per delay measurement")
-	flag.StringVar(&phases, "phases", "throughput,latency,events,memory", "comma-separated phases to run")
+	flag.StringVar(&phases, "phases", "throughput,latency,events,memory", "comma-separated phases to run (also: store, responses.store local against off)")
 	flag.Parse()
 	o.phases = map[string]bool{}
 	for p := range strings.SplitSeq(phases, ",") {
@@ -131,6 +131,7 @@ func run(o options) error {
 		{"latency", b.latency},
 		{"events", b.events},
 		{"memory", b.memory},
+		{"store", b.storeCost},
 	}
 	for _, s := range steps {
 		if !o.phases[s.name] {
@@ -154,8 +155,13 @@ func (b *bench) startReporting(name, bin string, args ...string) (*proc, error) 
 }
 
 func (b *bench) startModelgate(name string, overheadHeader bool) (*proc, error) {
+	return b.startModelgateWith(name, overheadHeader, "")
+}
+
+// startModelgateWith starts a modelgate whose config ends with extra YAML.
+func (b *bench) startModelgateWith(name string, overheadHeader bool, extra string) (*proc, error) {
 	cfg := strings.ReplaceAll(mgConfig, "UPSTREAM", b.up.url)
-	cfg = strings.ReplaceAll(cfg, "OVERHEAD", fmt.Sprint(overheadHeader))
+	cfg = strings.ReplaceAll(cfg, "OVERHEAD", fmt.Sprint(overheadHeader)) + extra
 	p, err := startModelgate(name, b.o.workDir, filepath.Join(b.o.binDir, "modelgate"), cfg)
 	if err == nil {
 		b.children = append(b.children, p)
