@@ -107,9 +107,13 @@ func (t *boltTx) Delete(bucket, key string) (bool, error) {
 	return t.b.deleteIn(bk, key, t.nowNanos)
 }
 
+// Remove is Delete without its report, and without the read the report needs.
 func (t *boltTx) Remove(bucket, key string) error {
-	_, err := t.Delete(bucket, key)
-	return err
+	bk, err := t.bucket(bucket)
+	if err != nil {
+		return err
+	}
+	return bk.Delete([]byte(key))
 }
 
 func (t *boltTx) Incr(bucket, key, name string, delta int64, ttl time.Duration) (int64, error) {
