@@ -212,7 +212,15 @@ func observeTerminal(ri *requestInfo, ev rawEvent) {
 	switch typ {
 	case "response.completed", "response.incomplete", "response.failed":
 		if r := gjson.GetBytes(ev.data, "response"); r.IsObject() {
-			ri.onResponse([]byte(r.Raw))
+			// The keeper copies what it keeps, so the object is lent in place when gjson
+			// found it there (it always does in an event's own bytes).
+			raw := []byte(nil)
+			if i := r.Index; i > 0 && i+len(r.Raw) <= len(ev.data) {
+				raw = ev.data[i : i+len(r.Raw) : i+len(r.Raw)]
+			} else {
+				raw = []byte(r.Raw)
+			}
+			ri.onResponse(raw)
 		}
 	}
 }

@@ -3,8 +3,10 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -30,7 +32,9 @@ func (b *Bolt) Batch(_ context.Context, fn func(tx Tx) error) error {
 	})
 	if err == nil {
 		for name := range changed {
-			b.version(name).Add(1)
+			if versioned(name) {
+				b.version(name).Add(1)
+			}
 		}
 	}
 	return err
@@ -67,6 +71,18 @@ func (t *boltTx) Get(bucket, key string) ([]byte, error) {
 	return bytes.Clone(v), nil
 }
 
+func (t *boltTx) GetMany(bucket string, keys []string) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, err := t.Get(bucket, k)
+		if err != nil && err != ErrNotFound {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
 func (t *boltTx) Put(bucket, key string, value []byte, ttl time.Duration) error {
 	bk, err := t.bucket(bucket)
 	if err != nil {
@@ -91,6 +107,15 @@ func (t *boltTx) Delete(bucket, key string) (bool, error) {
 	return t.b.deleteIn(bk, key, t.nowNanos)
 }
 
+// Remove is Delete without its report, and without the read the report needs.
+func (t *boltTx) Remove(bucket, key string) error {
+	bk, err := t.bucket(bucket)
+	if err != nil {
+		return err
+	}
+	return bk.Delete([]byte(key))
+}
+
 func (t *boltTx) Incr(bucket, key, name string, delta int64, ttl time.Duration) (int64, error) {
 	bk, err := t.bucket(bucket)
 	if err != nil {
@@ -100,27 +125,173 @@ func (t *boltTx) Incr(bucket, key, name string, delta int64, ttl time.Duration) 
 	return counters[name], err
 }
 
-// Batch implements Store: each call goes to Redis as it is made.
+// Batch implements Store: writes that need no answer are held and go with the next call
+// that needs one, or at the end with the version bumps, in one pipeline.
 func (r *Redis) Batch(ctx context.Context, fn func(tx Tx) error) error {
 	if r.closed.Load() {
 		return ErrClosed
 	}
-	return fn(redisTx{r: r, ctx: ctx})
+	t := &redisTx{r: r, ctx: ctx, written: map[string]bool{}}
+	if err := fn(t); err != nil {
+		t.held = nil // not sent: as much of the batch undone as Redis allows
+		if len(t.written) > 0 {
+			_ = t.send(nil) // what did reach Redis still counts as a change
+		}
+		return err
+	}
+	if len(t.held) == 0 && len(t.written) == 0 {
+		return nil
+	}
+	return t.send(nil)
 }
 
 type redisTx struct {
-	r   *Redis
-	ctx context.Context
+	r       *Redis
+	ctx     context.Context
+	held    []func(p redis.Pipeliner) // writes not sent yet
+	written map[string]bool           // buckets written: bumped once, by the last pipeline
 }
 
-func (t redisTx) Get(bucket, key string) ([]byte, error) { return t.r.Get(t.ctx, bucket, key) }
-func (t redisTx) Put(bucket, key string, value []byte, ttl time.Duration) error {
-	return t.r.Put(t.ctx, bucket, key, value, ttl)
+// send sends the held writes, then what add queues, in one pipeline. The pipeline that
+// ends the batch (add nil) also bumps the versions of the buckets written.
+func (t *redisTx) send(add func(p redis.Pipeliner)) error {
+	held := t.held
+	t.held = nil
+	cmds, err := t.r.rdb.Pipelined(t.ctx, func(p redis.Pipeliner) error {
+		for _, h := range held {
+			h(p)
+		}
+		if add != nil {
+			add(p)
+			return nil
+		}
+		for bucket := range t.written {
+			if versioned(bucket) {
+				p.Incr(t.ctx, versionKey(bucket))
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, redis.Nil) {
+		// A GET that found nothing is an answer, not a failure; any other error of the
+		// pipeline is still reported by its own command.
+		err = nil
+		for _, c := range cmds {
+			if e := c.Err(); e != nil && !errors.Is(e, redis.Nil) {
+				err = e
+				break
+			}
+		}
+	}
+	return err
 }
-func (t redisTx) Create(bucket, key string, value []byte, ttl time.Duration) (bool, error) {
-	return t.r.Create(t.ctx, bucket, key, value, ttl)
+
+func (t *redisTx) Get(bucket, key string) ([]byte, error) {
+	vs, err := t.GetMany(bucket, []string{key})
+	if err != nil {
+		return nil, err
+	}
+	if vs[0] == nil {
+		return nil, ErrNotFound
+	}
+	return vs[0], nil
 }
-func (t redisTx) Delete(bucket, key string) (bool, error) { return t.r.Delete(t.ctx, bucket, key) }
-func (t redisTx) Incr(bucket, key, name string, delta int64, ttl time.Duration) (int64, error) {
-	return t.r.Incr(t.ctx, bucket, key, name, delta, ttl)
+
+func (t *redisTx) GetMany(bucket string, keys []string) ([][]byte, error) {
+	if err := t.r.check(bucket); err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 && len(t.held) == 0 {
+		return nil, nil
+	}
+	gets := make([]*redis.StringCmd, len(keys))
+	err := t.send(func(p redis.Pipeliner) {
+		for i, k := range keys {
+			gets[i] = p.Get(t.ctx, recordKey(bucket, k))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(keys))
+	for i, g := range gets {
+		v, err := g.Bytes()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if v == nil {
+			v = []byte{}
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func (t *redisTx) Put(bucket, key string, value []byte, ttl time.Duration) error {
+	if err := t.r.check(bucket); err != nil {
+		return err
+	}
+	t.written[bucket] = true
+	k := recordKey(bucket, key)
+	t.held = append(t.held, func(p redis.Pipeliner) { p.Set(t.ctx, k, value, ttl) })
+	return nil
+}
+
+func (t *redisTx) Remove(bucket, key string) error {
+	if err := t.r.check(bucket); err != nil {
+		return err
+	}
+	t.written[bucket] = true
+	k := recordKey(bucket, key)
+	t.held = append(t.held, func(p redis.Pipeliner) { p.Del(t.ctx, k) })
+	return nil
+}
+
+func (t *redisTx) Create(bucket, key string, value []byte, ttl time.Duration) (bool, error) {
+	if err := t.r.check(bucket); err != nil {
+		return false, err
+	}
+	var set *redis.BoolCmd
+	if err := t.send(func(p redis.Pipeliner) { set = p.SetNX(t.ctx, recordKey(bucket, key), value, ttl) }); err != nil {
+		return false, err
+	}
+	if set.Val() {
+		t.written[bucket] = true
+	}
+	return set.Val(), nil
+}
+
+func (t *redisTx) Delete(bucket, key string) (bool, error) {
+	if err := t.r.check(bucket); err != nil {
+		return false, err
+	}
+	var del *redis.IntCmd
+	if err := t.send(func(p redis.Pipeliner) { del = p.Del(t.ctx, recordKey(bucket, key)) }); err != nil {
+		return false, err
+	}
+	if del.Val() > 0 {
+		t.written[bucket] = true
+	}
+	return del.Val() > 0, nil
+}
+
+func (t *redisTx) Incr(bucket, key, name string, delta int64, ttl time.Duration) (int64, error) {
+	if err := t.r.check(bucket); err != nil {
+		return 0, err
+	}
+	if len(t.held) > 0 {
+		// The increment and its expiry go in a transaction of their own (MULTI cannot
+		// share a pipeline with the held writes), so those go first.
+		if err := t.send(func(redis.Pipeliner) {}); err != nil {
+			return 0, err
+		}
+	}
+	n, err := t.r.incr(t.ctx, bucket, key, name, delta, ttl)
+	if err == nil {
+		t.written[bucket] = true
+	}
+	return n, err
 }

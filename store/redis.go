@@ -61,6 +61,9 @@ func (r *Redis) Get(ctx context.Context, bucket, key string) ([]byte, error) {
 
 // bump increments the bucket's version after a write went through.
 func (r *Redis) bump(ctx context.Context, bucket string) error {
+	if !versioned(bucket) {
+		return nil
+	}
 	return r.rdb.Incr(ctx, versionKey(bucket)).Err()
 }
 
@@ -69,10 +72,17 @@ func (r *Redis) Put(ctx context.Context, bucket, key string, value []byte, ttl t
 	if err := r.check(bucket); err != nil {
 		return err
 	}
-	if err := r.rdb.Set(ctx, recordKey(bucket, key), value, ttl).Err(); err != nil {
-		return err
+	// One round trip: a Put always changes the bucket, so the bump need not wait for the
+	// write's answer (should the write fail, a spurious bump only makes a cache reload).
+	if !versioned(bucket) {
+		return r.rdb.Set(ctx, recordKey(bucket, key), value, ttl).Err()
 	}
-	return r.bump(ctx, bucket)
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, recordKey(bucket, key), value, ttl)
+		p.Incr(ctx, versionKey(bucket))
+		return nil
+	})
+	return err
 }
 
 // Create implements Store.
@@ -125,6 +135,15 @@ func (r *Redis) Incr(ctx context.Context, bucket, key, name string, delta int64,
 	if err := r.check(bucket); err != nil {
 		return 0, err
 	}
+	n, err := r.incr(ctx, bucket, key, name, delta, ttl)
+	if err != nil {
+		return 0, err
+	}
+	return n, r.bump(ctx, bucket)
+}
+
+// incr is Incr without the version bump, which a Batch makes once for all its writes.
+func (r *Redis) incr(ctx context.Context, bucket, key, name string, delta int64, ttl time.Duration) (int64, error) {
 	k := recordKey(bucket, key)
 	var incr *redis.IntCmd
 	_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -137,13 +156,16 @@ func (r *Redis) Incr(ctx context.Context, bucket, key, name string, delta int64,
 	if err != nil {
 		return 0, err
 	}
-	return incr.Val(), r.bump(ctx, bucket)
+	return incr.Val(), nil
 }
 
 // Version implements Store.
 func (r *Redis) Version(ctx context.Context, bucket string) (uint64, error) {
 	if err := r.check(bucket); err != nil {
 		return 0, err
+	}
+	if !versioned(bucket) {
+		return 0, ErrUnversioned
 	}
 	v, err := r.rdb.Get(ctx, versionKey(bucket)).Uint64()
 	if errors.Is(err, redis.Nil) {

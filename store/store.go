@@ -11,6 +11,7 @@ package store
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -48,14 +49,18 @@ type Store interface {
 
 	// Version returns a number that changes whenever a record of the bucket is written or
 	// deleted through any replica. Caches poll it to know when to reload, instead of reading
-	// the whole bucket on every request.
+	// the whole bucket on every request. A bucket declared with Unversioned has none: its
+	// writes skip the bump and Version refuses it with ErrUnversioned.
 	Version(ctx context.Context, bucket string) (uint64, error)
 
 	// Batch runs fn with a Tx whose writes reach the store together: on bbolt in one
 	// transaction, so many writes cost one sync to disk instead of one each, and an error
-	// from fn undoes them all; on Redis each call is its own command, exactly as through
-	// the Store (replicas share no transaction across keys, and a Cluster could not).
-	// Writers of many small records at a high rate use it.
+	// from fn undoes them all; on Redis in as few round trips as the calls allow: writes
+	// that need no answer (Put, Remove) are held and sent in one pipeline with the next
+	// call that needs one, or when fn returns, and the version of each bucket written is
+	// bumped once in that pipeline. Redis replicas share no transaction across keys (a
+	// Cluster could not), so there a batch is not atomic: an error from fn does not undo
+	// what was sent. Writers of many small records at a high rate use it.
 	Batch(ctx context.Context, fn func(tx Tx) error) error
 
 	// Close releases the store. Calls after Close fail.
@@ -63,12 +68,20 @@ type Store interface {
 }
 
 // Tx is the store inside Batch: the value and counter calls of Store, with the same
-// meaning. It is valid only until fn returns.
+// meaning, and two that save round trips on Redis: GetMany reads many keys at once, and
+// Remove is Delete without the report of whether anything was there. A Tx is valid only
+// until fn returns. Every call sees what earlier calls of the batch wrote; on Redis a held
+// write's error is returned by the next call that sends it, or by Batch.
 type Tx interface {
 	Get(bucket, key string) ([]byte, error)
+	// GetMany returns the values of keys, in their order; nil for a key with no live
+	// record.
+	GetMany(bucket string, keys []string) ([][]byte, error)
 	Put(bucket, key string, value []byte, ttl time.Duration) error
 	Create(bucket, key string, value []byte, ttl time.Duration) (bool, error)
 	Delete(bucket, key string) (bool, error)
+	// Remove deletes key, live or not.
+	Remove(bucket, key string) error
 	Incr(bucket, key, name string, delta int64, ttl time.Duration) (int64, error)
 }
 
@@ -88,3 +101,25 @@ func validName(bucket string) error {
 
 // ErrClosed is returned by calls on a closed store.
 var ErrClosed = errors.New("store: closed")
+
+// ErrUnversioned is Version's answer for a bucket declared with Unversioned.
+var ErrUnversioned = errors.New("store: the bucket keeps no version")
+
+// unversioned holds the buckets declared with Unversioned (name -> true).
+var unversioned sync.Map
+
+// Unversioned declares buckets that no cache polls, so their writes need not bump a
+// version: on Redis a bump is a command of its own, and for a write whose answer decides
+// whether to bump (Create, Delete) a round trip of its own. Declare them at start-up (a
+// package's init), before any write: every replica runs the same code, so all agree on
+// which buckets have versions.
+func Unversioned(buckets ...string) {
+	for _, b := range buckets {
+		unversioned.Store(b, true)
+	}
+}
+
+func versioned(bucket string) bool {
+	_, no := unversioned.Load(bucket)
+	return !no
+}

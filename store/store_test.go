@@ -524,6 +524,23 @@ func TestBatch(t *testing.T) {
 				if ok, err := tx.Delete("b", "old"); !ok || err != nil {
 					return fmt.Errorf("Delete old: %v %v", ok, err)
 				}
+				// A write held for the end of the batch is seen by the batch's next read.
+				if err := tx.Put("b", "k3", []byte("three"), 0); err != nil {
+					return err
+				}
+				vs, err := tx.GetMany("b", []string{"k1", "none", "k3", "old"})
+				if err != nil || len(vs) != 4 || string(vs[0]) != "one" || vs[1] != nil || string(vs[2]) != "three" || vs[3] != nil {
+					return fmt.Errorf("GetMany = %q %v", vs, err)
+				}
+				if err := tx.Remove("b", "k3"); err != nil {
+					return err
+				}
+				if err := tx.Remove("b", "never"); err != nil {
+					return fmt.Errorf("Remove of a missing key: %v", err)
+				}
+				if err := tx.Put("b", "k4", []byte("four"), time.Hour); err != nil {
+					return err
+				}
 				for want := int64(1); want <= 2; want++ {
 					if n, err := tx.Incr("c", "seq", "n", 1, 0); n != want || err != nil {
 						return fmt.Errorf("Incr = %d %v, want %d", n, err, want)
@@ -537,13 +554,15 @@ func TestBatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for k, want := range map[string]string{"k1": "one", "k2": "two"} {
+			for k, want := range map[string]string{"k1": "one", "k2": "two", "k4": "four"} {
 				if v, err := s.Get(ctx, "b", k); err != nil || string(v) != want {
 					t.Errorf("after Batch %s = %q %v", k, v, err)
 				}
 			}
-			if _, err := s.Get(ctx, "b", "old"); !errors.Is(err, ErrNotFound) {
-				t.Errorf("deleted in Batch, still there: %v", err)
+			for _, k := range []string{"old", "k3"} {
+				if _, err := s.Get(ctx, "b", k); !errors.Is(err, ErrNotFound) {
+					t.Errorf("%s deleted in Batch, still there: %v", k, err)
+				}
 			}
 			if v1, _ := s.Version(ctx, "b"); v1 == v0 {
 				t.Error("Batch left the bucket's version unchanged")
@@ -568,5 +587,129 @@ func TestBoltBatchRollsBack(t *testing.T) {
 	}
 	if _, err := s.Get(ctx, "b", "k"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a failed batch's write stayed: %v", err)
+	}
+}
+
+// roundTrips counts what a Redis client sends: one per command or pipeline.
+type roundTrips struct{ n int }
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.n++; return next(ctx, cmd) }
+}
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.n++; return next(ctx, cmds) }
+}
+
+// TestRedisBatchRoundTrips: a batch's writes that need no answer ride with the next call
+// that needs one, and the version bumps with the last; a hundred records are a handful of
+// round trips, not hundreds.
+func TestRedisBatchRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t)})
+	s := NewRedis(rdb)
+	t.Cleanup(func() { s.Close() })
+	if err := s.Put(ctx, "b", "warm", []byte("x"), 0); err != nil { // the connection dialled
+		t.Fatal(err)
+	}
+	v0, _ := s.Version(ctx, "b")
+	h := &roundTrips{}
+	rdb.AddHook(h)
+	const n = 100
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%03d", i)
+	}
+	err := s.Batch(ctx, func(tx Tx) error {
+		if _, err := tx.Incr("c", "seq", "n", n, 0); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := tx.Put("b", k, []byte(k), time.Hour); err != nil {
+				return err
+			}
+		}
+		vs, err := tx.GetMany("b", keys)
+		if err != nil {
+			return err
+		}
+		for i, v := range vs {
+			if string(v) != keys[i] {
+				return fmt.Errorf("GetMany[%d] = %q", i, v)
+			}
+			if i%2 == 0 {
+				if err := tx.Remove("b", keys[i]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.n > 3 {
+		t.Errorf("batch of %d records took %d round trips, want at most 3", n, h.n)
+	}
+	if v1, _ := s.Version(ctx, "b"); v1 != v0+1 {
+		t.Errorf("version %d -> %d, want one bump for the batch", v0, v1)
+	}
+	for i, k := range keys {
+		_, err := s.Get(ctx, "b", k)
+		if gone := errors.Is(err, ErrNotFound); gone != (i%2 == 0) {
+			t.Errorf("%s gone=%v (%v)", k, gone, err)
+		}
+	}
+}
+
+// TestUnversioned: a bucket declared Unversioned works as any other but keeps no version,
+// and on Redis a Create or Delete there is one round trip, not two.
+func TestUnversioned(t *testing.T) {
+	ctx := context.Background()
+	Unversioned("nv_test")
+	for _, im := range impls() {
+		t.Run(im.name, func(t *testing.T) {
+			s := im.open(t)
+			if _, err := s.Version(ctx, "nv_test"); !errors.Is(err, ErrUnversioned) {
+				t.Errorf("Version of an unversioned bucket: %v", err)
+			}
+			if ok, err := s.Create(ctx, "nv_test", "k", []byte("v"), time.Hour); !ok || err != nil {
+				t.Fatalf("Create: %v %v", ok, err)
+			}
+			if v, err := s.Get(ctx, "nv_test", "k"); err != nil || string(v) != "v" {
+				t.Fatalf("Get: %q %v", v, err)
+			}
+			if ok, err := s.Delete(ctx, "nv_test", "k"); !ok || err != nil {
+				t.Fatalf("Delete: %v %v", ok, err)
+			}
+			v0, _ := s.Version(ctx, "b")
+			err := s.Batch(ctx, func(tx Tx) error { return tx.Put("nv_test", "k2", []byte("v"), 0) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v1, _ := s.Version(ctx, "b"); v1 != v0 {
+				t.Errorf("a write to an unversioned bucket changed another's version")
+			}
+		})
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t)})
+	s := NewRedis(rdb)
+	t.Cleanup(func() { s.Close() })
+	if err := s.Put(ctx, "nv_test", "warm", []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	h := &roundTrips{}
+	rdb.AddHook(h)
+	if ok, err := s.Create(ctx, "nv_test", "k", []byte("v"), time.Hour); !ok || err != nil {
+		t.Fatalf("Create: %v %v", ok, err)
+	}
+	if ok, err := s.Delete(ctx, "nv_test", "k"); !ok || err != nil {
+		t.Fatalf("Delete: %v %v", ok, err)
+	}
+	if h.n != 2 {
+		t.Errorf("Create and Delete took %d round trips, want 2", h.n)
+	}
+	if n, _ := rdb.Exists(ctx, versionKey("nv_test")).Result(); n != 0 {
+		t.Error("an unversioned bucket has a version key")
 	}
 }

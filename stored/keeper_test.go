@@ -310,3 +310,44 @@ func TestKeeperConcurrentKeepsLoseNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestKeeperFlushEndsTheWindow: the writer gathers jobs for its batch window, but Flush (a
+// graceful stop, or a write to a record still queued) never waits for the window to pass,
+// and reads find a queued record meanwhile.
+func TestKeeperFlushEndsTheWindow(t *testing.T) {
+	ctx := context.Background()
+	st := boltStore(t, nil)
+	k := NewKeeper(st, Options{TTL: time.Hour, MaxPerOwner: 2, WriteBehind: true, BatchWindow: time.Hour,
+		OnError: func(err error) { t.Errorf("background write: %v", err) }})
+	ids := keepChain(t, k, "team:a", "resp", 3)
+	if _, err := k.Get(ctx, "team:a", ids[2]); err != nil {
+		t.Fatalf("a queued record is not served: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { k.Flush(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Flush waited for the batch window")
+	}
+	if _, err := st.Get(ctx, bucketRecords, recordKey(ownerTag("team:a"), ids[2])); err != nil {
+		t.Errorf("not in the store after Flush: %v", err)
+	}
+	if _, err := k.Get(ctx, "team:a", ids[0]); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the oldest of 3 under a cap of 2 is still kept: %v", err)
+	}
+	// Deleting a queued record waits for its write, not for the window.
+	more := keepChain(t, k, "team:a", "more", 1)
+	deleted := make(chan struct{})
+	go func() {
+		if ok, err := k.Delete(ctx, "team:a", more[0]); !ok || err != nil {
+			t.Errorf("Delete: %v %v", ok, err)
+		}
+		close(deleted)
+	}()
+	select {
+	case <-deleted:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Delete of a queued record waited for the batch window")
+	}
+}

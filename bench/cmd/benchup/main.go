@@ -18,6 +18,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -85,7 +86,46 @@ func (d *dispatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	d.fast.ServeHTTP(w, r)
+	d.fast.ServeHTTP(&freshID{ResponseWriter: w, id: nextID()}, r)
+}
+
+// minimalID is the response id the simulator's minimal answer always carries. A platform
+// gives every response an id of its own, and modelgate keeps each response under its id
+// (responses.store: local), so benchup swaps in a fresh one per answer: otherwise only the
+// first answer would be kept and the benchmark would price refusing repeated ids, not
+// keeping responses.
+var minimalID = []byte("resp_minimal")
+
+var idSeq atomic.Int64
+
+// nextID is a fresh id of minimalID's length, so a Content-Length stays right.
+func nextID() []byte {
+	return []byte("r" + strconv.FormatInt(10_000_000_000+idSeq.Add(1)%90_000_000_000, 10))
+}
+
+// freshID replaces minimalID by id in everything written through it.
+type freshID struct {
+	http.ResponseWriter
+	id []byte
+}
+
+func (w *freshID) Write(p []byte) (int, error) {
+	if bytes.Contains(p, minimalID) {
+		if _, err := w.ResponseWriter.Write(bytes.ReplaceAll(p, minimalID, w.id)); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.NewResponseController reach the connection's Flush.
+func (w *freshID) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *freshID) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // serveTicks streams a well-formed Responses stream whose every delta is "T<unix nanos>;",

@@ -68,7 +68,7 @@ func main() {
 	flag.IntVar(&o.streams, "streams", 1000, "concurrent open streams for the RSS check")
 	flag.Int64Var(&o.uploadBytes, "upload-bytes", 100_000_000, "asset upload size for the RSS check")
 	flag.IntVar(&o.tickStreams, "tick-streams", 4, "concurrent timestamped streams per delay measurement")
-	flag.StringVar(&phases, "phases", "throughput,latency,events,memory,tracing", "comma-separated phases to run")
+	flag.StringVar(&phases, "phases", "throughput,latency,events,memory,tracing", "comma-separated phases to run (also: store, responses.store local against off)")
 	var routes string
 	flag.StringVar(&routes, "routes", "", "comma-separated route filter for throughput, latency and events, e.g. messages (default: all)")
 	flag.Parse()
@@ -140,6 +140,7 @@ func run(o options) error {
 		{"events", b.events},
 		{"memory", b.memory},
 		{"tracing", b.tracing},
+		{"store", b.storeCost},
 	}
 	for _, s := range steps {
 		if !o.phases[s.name] {
@@ -163,8 +164,13 @@ func (b *bench) startReporting(name, bin string, args ...string) (*proc, error) 
 }
 
 func (b *bench) startModelgate(name string, overheadHeader bool, env ...string) (*proc, error) {
+	return b.startModelgateWith(name, overheadHeader, "", env...)
+}
+
+// startModelgateWith starts a modelgate whose config ends with extra YAML.
+func (b *bench) startModelgateWith(name string, overheadHeader bool, extra string, env ...string) (*proc, error) {
 	cfg := strings.ReplaceAll(mgConfig, "UPSTREAM", b.up.url)
-	cfg = strings.ReplaceAll(cfg, "OVERHEAD", fmt.Sprint(overheadHeader))
+	cfg = strings.ReplaceAll(cfg, "OVERHEAD", fmt.Sprint(overheadHeader)) + extra
 	p, err := startModelgate(name, b.o.workDir, filepath.Join(b.o.binDir, "modelgate"), cfg, env...)
 	if err == nil {
 		b.children = append(b.children, p)
