@@ -606,7 +606,7 @@ func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // round trips, not hundreds.
 func TestRedisBatchRoundTrips(t *testing.T) {
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t)})
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr})
 	s := NewRedis(rdb)
 	t.Cleanup(func() { s.Close() })
 	if err := s.Put(ctx, "b", "warm", []byte("x"), 0); err != nil { // the connection dialled
@@ -692,7 +692,7 @@ func TestUnversioned(t *testing.T) {
 			}
 		})
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t)})
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr})
 	s := NewRedis(rdb)
 	t.Cleanup(func() { s.Close() })
 	if err := s.Put(ctx, "nv_test", "warm", []byte("x"), 0); err != nil {
