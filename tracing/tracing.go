@@ -164,7 +164,7 @@ func (t *Tracer) ContentMax() int {
 // route is the route pattern, never the raw path.
 func (t *Tracer) StartServer(ctx context.Context, r *http.Request, route string) (context.Context, trace.Span) {
 	ctx = t.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
-	return t.tracer.Start(ctx, r.Method+" "+route, serverKind,
+	return t.tracer.Start(ctx, spanName(r.Method, route), serverKind,
 		trace.WithAttributes(
 			attribute.String("http.request.method", r.Method),
 			attribute.String("http.route", route),
@@ -202,19 +202,24 @@ func EndAttempt(span trace.Span, a Attempt) {
 		span.End()
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 9)
-	attrs = append(attrs, attribute.Int(AttrAttempt, a.N))
+	buf := getAttrs()
+	defer putAttrs(buf)
+	attrs := append(buf[:0], attribute.Int(AttrAttempt, a.N))
 	if a.N > 1 {
 		attrs = append(attrs, attribute.Int("http.request.resend_count", a.N-1))
 	}
 	if r := a.Request; r != nil {
-		span.SetName(r.Method + " " + r.URL.Path)
+		span.SetName(spanName(r.Method, r.URL.Path))
 		attrs = append(attrs,
 			attribute.String("http.request.method", r.Method),
 			attribute.String("url.path", r.URL.Path),
 			attribute.String("server.address", r.URL.Hostname()))
-		if p, err := strconv.Atoi(r.URL.Port()); err == nil {
-			attrs = append(attrs, attribute.Int("server.port", p))
+		// No port: the scheme's default, which server.port leaves out. Atoi("") would
+		// build an error to say so.
+		if port := r.URL.Port(); port != "" {
+			if p, err := strconv.Atoi(port); err == nil {
+				attrs = append(attrs, attribute.Int("server.port", p))
+			}
 		}
 	}
 	if a.Status > 0 {
