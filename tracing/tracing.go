@@ -163,7 +163,7 @@ func (t *Tracer) ContentMax() int {
 // its traceparent (and tracestate) headers name one. The span is named "{method} {route}";
 // route is the route pattern, never the raw path.
 func (t *Tracer) StartServer(ctx context.Context, r *http.Request, route string) (context.Context, trace.Span) {
-	ctx = t.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	ctx = t.prop.Extract(ctx, headerCarrier(r.Header))
 	return t.tracer.Start(ctx, spanName(r.Method, route), serverKind,
 		trace.WithAttributes(
 			attribute.String("http.request.method", r.Method),
@@ -185,7 +185,42 @@ var (
 
 // Inject puts ctx's span context on h as traceparent (and tracestate, when the trace has one).
 func (t *Tracer) Inject(ctx context.Context, h http.Header) {
-	t.prop.Inject(ctx, propagation.HeaderCarrier(h))
+	t.prop.Inject(ctx, headerCarrier(h))
+}
+
+// headerCarrier is propagation.HeaderCarrier with the W3C headers' canonical names spelled
+// out: net/http would otherwise build "Traceparent" from "traceparent" on every Get and Set,
+// an allocation each, twice per traced request.
+type headerCarrier http.Header
+
+func (c headerCarrier) Get(key string) string {
+	if k := canonicalTraceHeader(key); k != "" {
+		if v := c[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	return http.Header(c).Get(key)
+}
+
+func (c headerCarrier) Set(key, value string) {
+	if k := canonicalTraceHeader(key); k != "" {
+		c[k] = []string{value}
+		return
+	}
+	http.Header(c).Set(key, value)
+}
+
+func (c headerCarrier) Keys() []string { return propagation.HeaderCarrier(c).Keys() }
+
+func canonicalTraceHeader(key string) string {
+	switch key {
+	case "traceparent":
+		return "Traceparent"
+	case "tracestate":
+		return "Tracestate"
+	}
+	return ""
 }
 
 // Attempt is one attempt at an upstream call, as its span reports it.
