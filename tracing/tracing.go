@@ -164,11 +164,8 @@ func (t *Tracer) ContentMax() int {
 // route is the route pattern, never the raw path.
 func (t *Tracer) StartServer(ctx context.Context, r *http.Request, route string) (context.Context, trace.Span) {
 	ctx = t.prop.Extract(ctx, headerCarrier(r.Header))
-	return t.tracer.Start(ctx, spanName(r.Method, route), serverKind,
-		trace.WithAttributes(
-			attribute.String("http.request.method", r.Method),
-			attribute.String("http.route", route),
-		))
+	st := serverStart(r.Method, route)
+	return t.tracer.Start(ctx, st.name, st.opts...)
 }
 
 // StartAttempt starts the client span of one attempt at an upstream call; Inject puts its
@@ -244,7 +241,7 @@ func EndAttempt(span trace.Span, a Attempt) {
 		attrs = append(attrs, attribute.Int("http.request.resend_count", a.N-1))
 	}
 	if r := a.Request; r != nil {
-		span.SetName(spanName(r.Method, r.URL.Path))
+		span.SetName(attemptName(r.Method, r.URL.Path))
 		attrs = append(attrs,
 			attribute.String("http.request.method", r.Method),
 			attribute.String("url.path", r.URL.Path),
