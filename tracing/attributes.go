@@ -101,12 +101,32 @@ func AppendGenAI(attrs []attribute.KeyValue, g *GenAI) []attribute.KeyValue {
 		attrs = append(attrs, attribute.String(AttrResponseModel, g.ResponseModel))
 	}
 	if len(g.FinishReasons) > 0 {
-		attrs = append(attrs, attribute.StringSlice(AttrFinishReasons, g.FinishReasons))
+		attrs = append(attrs, finishReasons(g.FinishReasons))
 	}
 	if g.InputTokens > 0 || g.OutputTokens > 0 {
 		attrs = append(attrs, attribute.Int64(AttrInputTokens, g.InputTokens), attribute.Int64(AttrOutputTokens, g.OutputTokens))
 	}
 	return attrs
+}
+
+// oneFinishReason is gen_ai.response.finish_reasons for the answers of one choice, which
+// are nearly all; attribute values are immutable, so these are built once and shared
+// rather than copied into a new array per request.
+var oneFinishReason = func() map[string]attribute.KeyValue {
+	m := make(map[string]attribute.KeyValue)
+	for _, r := range []string{"stop", "length", "tool_calls", "content_filter", "error", "incomplete"} {
+		m[r] = attribute.StringSlice(AttrFinishReasons, []string{r})
+	}
+	return m
+}()
+
+func finishReasons(rs []string) attribute.KeyValue {
+	if len(rs) == 1 {
+		if kv, ok := oneFinishReason[rs[0]]; ok {
+			return kv
+		}
+	}
+	return attribute.StringSlice(AttrFinishReasons, rs)
 }
 
 // Outcome is how a request ended, as the server span reports it.
