@@ -273,11 +273,21 @@ func (ri *requestInfo) traceTerminal(data []byte) {
 	}
 }
 
+// mayHoldToolCall is false when output surely holds no function or custom tool call: their
+// type names end in "_call" and a JSON string can only hide that behind a \u escape. One
+// substring search instead of a lookup in every output item, most answers being text.
+func mayHoldToolCall(output string) bool {
+	return strings.Contains(output, "_call") || strings.Contains(output, `\u`)
+}
+
 // finishReason names how a Responses answer ended in the chat vocabulary the conventions'
 // examples use: stop, length, content_filter, tool_calls, error.
 func finishReason(status, incomplete string, output gjson.Result) string {
 	switch status {
 	case "completed":
+		if !mayHoldToolCall(output.Raw) {
+			return "stop"
+		}
 		calls := false
 		output.ForEach(func(_, item gjson.Result) bool {
 			switch item.Get("type").Str {
