@@ -98,28 +98,47 @@ type encoder struct {
 func (e *encoder) nested(dst []byte, num protowire.Number, d int, fn func(b []byte) []byte) []byte {
 	b := fn(e.scratch[d][:0])
 	e.scratch[d] = b
-	dst = protowire.AppendTag(dst, num, protowire.BytesType)
-	return protowire.AppendBytes(dst, b)
+	dst = appendTag(dst, num, protowire.BytesType)
+	dst = appendLen(dst, len(b))
+	return append(dst, b...)
+}
+
+// appendTag appends a field's key: one byte for fields 1–15, which are nearly all of them.
+func appendTag(b []byte, num protowire.Number, typ protowire.Type) []byte {
+	if num < 16 {
+		return append(b, byte(num)<<3|byte(typ))
+	}
+	return protowire.AppendVarint(b, protowire.EncodeTag(num, typ))
+}
+
+// appendLen appends a length: one byte below 128, as most keys, values and attributes are.
+func appendLen(b []byte, n int) []byte {
+	if n < 0x80 {
+		return append(b, byte(n))
+	}
+	return protowire.AppendVarint(b, uint64(n))
 }
 
 func appendString(dst []byte, num protowire.Number, s string) []byte {
 	if s == "" {
 		return dst
 	}
-	dst = protowire.AppendTag(dst, num, protowire.BytesType)
-	return protowire.AppendString(dst, s)
+	dst = appendTag(dst, num, protowire.BytesType)
+	dst = appendLen(dst, len(s))
+	return append(dst, s...)
 }
 
 func appendRawBytes(dst []byte, num protowire.Number, b []byte) []byte {
-	dst = protowire.AppendTag(dst, num, protowire.BytesType)
-	return protowire.AppendBytes(dst, b)
+	dst = appendTag(dst, num, protowire.BytesType)
+	dst = appendLen(dst, len(b))
+	return append(dst, b...)
 }
 
 func appendVarint(dst []byte, num protowire.Number, v uint64) []byte {
 	if v == 0 {
 		return dst
 	}
-	dst = protowire.AppendTag(dst, num, protowire.VarintType)
+	dst = appendTag(dst, num, protowire.VarintType)
 	return protowire.AppendVarint(dst, v)
 }
 
@@ -127,7 +146,7 @@ func appendFixed64(dst []byte, num protowire.Number, v uint64) []byte {
 	if v == 0 {
 		return dst
 	}
-	dst = protowire.AppendTag(dst, num, protowire.Fixed64Type)
+	dst = appendTag(dst, num, protowire.Fixed64Type)
 	return protowire.AppendFixed64(dst, v)
 }
 
@@ -135,7 +154,7 @@ func appendFixed32(dst []byte, num protowire.Number, v uint32) []byte {
 	if v == 0 {
 		return dst
 	}
-	dst = protowire.AppendTag(dst, num, protowire.Fixed32Type)
+	dst = appendTag(dst, num, protowire.Fixed32Type)
 	return protowire.AppendFixed32(dst, v)
 }
 
@@ -285,8 +304,8 @@ func (e *encoder) appendAttrs(b []byte, num protowire.Number, d int, attrs []att
 		if key != "" {
 			size += 1 + protowire.SizeBytes(len(key))
 		}
-		b = protowire.AppendTag(b, num, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(size))
+		b = appendTag(b, num, protowire.BytesType)
+		b = appendLen(b, size)
 		b = appendString(b, fKeyValueKey, key)
 		b = appendRawBytes(b, fKeyValueValue, val)
 	}
@@ -330,23 +349,24 @@ func appendArray[T any](e *encoder, b []byte, d int, xs []T, el func([]byte, T) 
 }
 
 func appendBool(b []byte, x bool) []byte {
-	b = protowire.AppendTag(b, fAnyBool, protowire.VarintType)
+	b = appendTag(b, fAnyBool, protowire.VarintType)
 	return protowire.AppendVarint(b, protowire.EncodeBool(x))
 }
 
 func appendInt(b []byte, x int64) []byte {
-	b = protowire.AppendTag(b, fAnyInt, protowire.VarintType)
+	b = appendTag(b, fAnyInt, protowire.VarintType)
 	return protowire.AppendVarint(b, uint64(x))
 }
 
 func appendDouble(b []byte, x float64) []byte {
-	b = protowire.AppendTag(b, fAnyDouble, protowire.Fixed64Type)
+	b = appendTag(b, fAnyDouble, protowire.Fixed64Type)
 	return protowire.AppendFixed64(b, math.Float64bits(x))
 }
 
 func appendAnyString(b []byte, x string) []byte {
-	b = protowire.AppendTag(b, fAnyString, protowire.BytesType)
-	return protowire.AppendString(b, x)
+	b = appendTag(b, fAnyString, protowire.BytesType)
+	b = appendLen(b, len(x))
+	return append(b, x...)
 }
 
 // spanKind is the OTLP enum of a span kind (SPAN_KIND_INTERNAL = 1 ... CONSUMER = 5).
