@@ -28,9 +28,10 @@ import (
 // traceState is what a traced request gathers for its server span.
 type traceState struct {
 	span       trace.Span
-	contentMax int        // 0: prompts and completions are not captured
-	mu         sync.Mutex // n>1 chat calls report their answers in parallel
-	genai      *tracing.GenAI
+	contentMax int            // 0: prompts and completions are not captured
+	mu         sync.Mutex     // n>1 chat calls report their answers in parallel
+	genai      *tracing.GenAI // &genaiData once the route said it is a GenAI call
+	genaiData  tracing.GenAI
 
 	// The upstream events a stream read (n>1 chat streams read in parallel) and the writes
 	// of events to the client.
@@ -131,12 +132,13 @@ func (ri *requestInfo) traceRequestOn(model string, maxTokens int64, body []byte
 	if ts == nil {
 		return
 	}
-	g := &tracing.GenAI{Operation: tracing.OperationChat, RequestModel: model, MaxTokens: maxTokens}
-	if t := gjson.GetBytes(body, "temperature"); t.Type == gjson.Number {
-		g.Temperature, g.HasTemperature = t.Num, true
-	}
+	temp := gjson.GetBytes(body, "temperature")
 	ts.mu.Lock()
-	ts.genai = g
+	ts.genaiData = tracing.GenAI{Operation: tracing.OperationChat, RequestModel: model, MaxTokens: maxTokens}
+	if temp.Type == gjson.Number {
+		ts.genaiData.Temperature, ts.genaiData.HasTemperature = temp.Num, true
+	}
+	ts.genai = &ts.genaiData
 	ts.mu.Unlock()
 	if ts.contentMax > 0 {
 		for _, f := range prompt {
@@ -171,6 +173,10 @@ func (ri *requestInfo) noteAnswer(view string) {
 	}
 	var id, model, status, incomplete string
 	var output gjson.Result
+	// The platform writes these fields before usage, tools, text and the request's echo:
+	// once all five are read, the rest of the object is not scanned.
+	const want = 5
+	seen := 0
 	gjson.Parse(view).ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "id":
@@ -183,8 +189,11 @@ func (ri *requestInfo) noteAnswer(view string) {
 			incomplete = v.Get("reason").Str
 		case "output":
 			output = v
+		default:
+			return true
 		}
-		return true
+		seen++
+		return seen < want
 	})
 	reason := finishReason(status, incomplete, output)
 	ts.mu.Lock()
@@ -264,11 +273,21 @@ func (ri *requestInfo) traceTerminal(data []byte) {
 	}
 }
 
+// mayHoldToolCall is false when output surely holds no function or custom tool call: their
+// type names end in "_call" and a JSON string can only hide that behind a \u escape. One
+// substring search instead of a lookup in every output item, most answers being text.
+func mayHoldToolCall(output string) bool {
+	return strings.Contains(output, "_call") || strings.Contains(output, `\u`)
+}
+
 // finishReason names how a Responses answer ended in the chat vocabulary the conventions'
 // examples use: stop, length, content_filter, tool_calls, error.
 func finishReason(status, incomplete string, output gjson.Result) string {
 	switch status {
 	case "completed":
+		if !mayHoldToolCall(output.Raw) {
+			return "stop"
+		}
 		calls := false
 		output.ForEach(func(_, item gjson.Result) bool {
 			switch item.Get("type").Str {

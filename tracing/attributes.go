@@ -3,6 +3,7 @@ package tracing
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -100,12 +101,32 @@ func AppendGenAI(attrs []attribute.KeyValue, g *GenAI) []attribute.KeyValue {
 		attrs = append(attrs, attribute.String(AttrResponseModel, g.ResponseModel))
 	}
 	if len(g.FinishReasons) > 0 {
-		attrs = append(attrs, attribute.StringSlice(AttrFinishReasons, g.FinishReasons))
+		attrs = append(attrs, finishReasons(g.FinishReasons))
 	}
 	if g.InputTokens > 0 || g.OutputTokens > 0 {
 		attrs = append(attrs, attribute.Int64(AttrInputTokens, g.InputTokens), attribute.Int64(AttrOutputTokens, g.OutputTokens))
 	}
 	return attrs
+}
+
+// oneFinishReason is gen_ai.response.finish_reasons for the answers of one choice, which
+// are nearly all; attribute values are immutable, so these are built once and shared
+// rather than copied into a new array per request.
+var oneFinishReason = func() map[string]attribute.KeyValue {
+	m := make(map[string]attribute.KeyValue)
+	for _, r := range []string{"stop", "length", "tool_calls", "content_filter", "error", "incomplete"} {
+		m[r] = attribute.StringSlice(AttrFinishReasons, []string{r})
+	}
+	return m
+}()
+
+func finishReasons(rs []string) attribute.KeyValue {
+	if len(rs) == 1 {
+		if kv, ok := oneFinishReason[rs[0]]; ok {
+			return kv
+		}
+	}
+	return attribute.StringSlice(AttrFinishReasons, rs)
 }
 
 // Outcome is how a request ended, as the server span reports it.
@@ -135,7 +156,9 @@ func EndServer(span trace.Span, o Outcome, g *GenAI) {
 		span.End()
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 28)
+	buf := getAttrs()
+	defer putAttrs(buf)
+	attrs := buf[:0]
 	if g != nil {
 		attrs = AppendGenAI(attrs, g)
 	}
@@ -186,6 +209,21 @@ func EndServer(span trace.Span, o Outcome, g *GenAI) {
 	}
 	span.SetAttributes(attrs...)
 	span.End()
+}
+
+// attrBuf holds the attributes of one span's end: the most a server span gets is 25.
+type attrBuf = [28]attribute.KeyValue
+
+// attrBufs lends the attribute slices EndServer and EndAttempt build. SetAttributes copies
+// each attribute into the span's own storage before it returns, so the slice is free again
+// once it has; lending it saves a 2 KB allocation per traced request.
+var attrBufs = sync.Pool{New: func() any { return new(attrBuf) }}
+
+func getAttrs() *attrBuf { return attrBufs.Get().(*attrBuf) }
+
+func putAttrs(b *attrBuf) {
+	clear(b[:]) // hold no request's strings while pooled
+	attrBufs.Put(b)
 }
 
 func errorType(o Outcome) string {

@@ -98,28 +98,47 @@ type encoder struct {
 func (e *encoder) nested(dst []byte, num protowire.Number, d int, fn func(b []byte) []byte) []byte {
 	b := fn(e.scratch[d][:0])
 	e.scratch[d] = b
-	dst = protowire.AppendTag(dst, num, protowire.BytesType)
-	return protowire.AppendBytes(dst, b)
+	dst = appendTag(dst, num, protowire.BytesType)
+	dst = appendLen(dst, len(b))
+	return append(dst, b...)
+}
+
+// appendTag appends a field's key: one byte for fields 1–15, which are nearly all of them.
+func appendTag(b []byte, num protowire.Number, typ protowire.Type) []byte {
+	if num < 16 {
+		return append(b, byte(num)<<3|byte(typ))
+	}
+	return protowire.AppendVarint(b, protowire.EncodeTag(num, typ))
+}
+
+// appendLen appends a length: one byte below 128, as most keys, values and attributes are.
+func appendLen(b []byte, n int) []byte {
+	if n < 0x80 {
+		return append(b, byte(n))
+	}
+	return protowire.AppendVarint(b, uint64(n))
 }
 
 func appendString(dst []byte, num protowire.Number, s string) []byte {
 	if s == "" {
 		return dst
 	}
-	dst = protowire.AppendTag(dst, num, protowire.BytesType)
-	return protowire.AppendString(dst, s)
+	dst = appendTag(dst, num, protowire.BytesType)
+	dst = appendLen(dst, len(s))
+	return append(dst, s...)
 }
 
 func appendRawBytes(dst []byte, num protowire.Number, b []byte) []byte {
-	dst = protowire.AppendTag(dst, num, protowire.BytesType)
-	return protowire.AppendBytes(dst, b)
+	dst = appendTag(dst, num, protowire.BytesType)
+	dst = appendLen(dst, len(b))
+	return append(dst, b...)
 }
 
 func appendVarint(dst []byte, num protowire.Number, v uint64) []byte {
 	if v == 0 {
 		return dst
 	}
-	dst = protowire.AppendTag(dst, num, protowire.VarintType)
+	dst = appendTag(dst, num, protowire.VarintType)
 	return protowire.AppendVarint(dst, v)
 }
 
@@ -127,7 +146,7 @@ func appendFixed64(dst []byte, num protowire.Number, v uint64) []byte {
 	if v == 0 {
 		return dst
 	}
-	dst = protowire.AppendTag(dst, num, protowire.Fixed64Type)
+	dst = appendTag(dst, num, protowire.Fixed64Type)
 	return protowire.AppendFixed64(dst, v)
 }
 
@@ -135,7 +154,7 @@ func appendFixed32(dst []byte, num protowire.Number, v uint32) []byte {
 	if v == 0 {
 		return dst
 	}
-	dst = protowire.AppendTag(dst, num, protowire.Fixed32Type)
+	dst = appendTag(dst, num, protowire.Fixed32Type)
 	return protowire.AppendFixed32(dst, v)
 }
 
@@ -272,68 +291,82 @@ func (e *encoder) encodeSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 	return appendFixed32(b, fSpanFlags, flags)
 }
 
-// appendAttrs appends each attribute as a KeyValue field num, encoded at depth d (its value
-// at d+1, array elements at d+2).
+// appendAttrs appends each attribute as a KeyValue field num. A span's attributes are most of
+// an export, so each is written straight into b: its value is encoded once into the scratch
+// buffer of depth d+1 (array elements below it), and the KeyValue's length follows from the
+// key's and the value's, with no message of its own to copy.
 func (e *encoder) appendAttrs(b []byte, num protowire.Number, d int, attrs []attribute.KeyValue) []byte {
 	for _, kv := range attrs {
-		b = e.nested(b, num, d, func(b []byte) []byte {
-			b = appendString(b, fKeyValueKey, string(kv.Key))
-			return e.nested(b, fKeyValueValue, d+1, func(b []byte) []byte { return e.appendValue(b, d+2, kv.Value) })
-		})
+		val := e.appendValue(e.scratch[d+1][:0], d+2, kv.Value)
+		e.scratch[d+1] = val
+		key := string(kv.Key)
+		size := 1 + protowire.SizeBytes(len(val))
+		if key != "" {
+			size += 1 + protowire.SizeBytes(len(key))
+		}
+		b = appendTag(b, num, protowire.BytesType)
+		b = appendLen(b, size)
+		b = appendString(b, fKeyValueKey, key)
+		b = appendRawBytes(b, fKeyValueValue, val)
 	}
 	return b
 }
 
 // appendValue appends an AnyValue's one field. Zero values are written too: an AnyValue
-// with no field set would read as empty rather than false or 0.
+// with no field set would read as empty rather than false or 0. An array is encoded at
+// depth d, its elements at d+1.
 func (e *encoder) appendValue(b []byte, d int, v attribute.Value) []byte {
 	switch v.Type() {
 	case attribute.BOOL:
-		b = protowire.AppendTag(b, fAnyBool, protowire.VarintType)
-		return protowire.AppendVarint(b, protowire.EncodeBool(v.AsBool()))
+		return appendBool(b, v.AsBool())
 	case attribute.INT64:
-		b = protowire.AppendTag(b, fAnyInt, protowire.VarintType)
-		return protowire.AppendVarint(b, uint64(v.AsInt64()))
+		return appendInt(b, v.AsInt64())
 	case attribute.FLOAT64:
-		b = protowire.AppendTag(b, fAnyDouble, protowire.Fixed64Type)
-		return protowire.AppendFixed64(b, math.Float64bits(v.AsFloat64()))
+		return appendDouble(b, v.AsFloat64())
 	case attribute.STRING:
-		b = protowire.AppendTag(b, fAnyString, protowire.BytesType)
-		return protowire.AppendString(b, v.AsString())
-	case attribute.BOOLSLICE, attribute.INT64SLICE, attribute.FLOAT64SLICE, attribute.STRINGSLICE:
-		return e.nested(b, fAnyArray, d, func(b []byte) []byte {
-			for _, el := range sliceValues(v) {
-				b = e.nested(b, fArrayValues, d+1, func(b []byte) []byte { return e.appendValue(b, d+2, el) })
-			}
-			return b
-		})
+		return appendAnyString(b, v.AsString())
+	case attribute.BOOLSLICE:
+		return appendArray(e, b, d, v.AsBoolSlice(), appendBool)
+	case attribute.INT64SLICE:
+		return appendArray(e, b, d, v.AsInt64Slice(), appendInt)
+	case attribute.FLOAT64SLICE:
+		return appendArray(e, b, d, v.AsFloat64Slice(), appendDouble)
+	case attribute.STRINGSLICE:
+		return appendArray(e, b, d, v.AsStringSlice(), appendAnyString)
 	}
 	// An unknown type is sent as its string form rather than dropped.
-	b = protowire.AppendTag(b, fAnyString, protowire.BytesType)
-	return protowire.AppendString(b, v.Emit())
+	return appendAnyString(b, v.Emit())
 }
 
-func sliceValues(v attribute.Value) []attribute.Value {
-	var out []attribute.Value
-	switch v.Type() {
-	case attribute.BOOLSLICE:
-		for _, x := range v.AsBoolSlice() {
-			out = append(out, attribute.BoolValue(x))
+// appendArray appends an ArrayValue of xs, each element an AnyValue written by el.
+func appendArray[T any](e *encoder, b []byte, d int, xs []T, el func([]byte, T) []byte) []byte {
+	return e.nested(b, fAnyArray, d, func(b []byte) []byte {
+		for _, x := range xs {
+			b = e.nested(b, fArrayValues, d+1, func(b []byte) []byte { return el(b, x) })
 		}
-	case attribute.INT64SLICE:
-		for _, x := range v.AsInt64Slice() {
-			out = append(out, attribute.Int64Value(x))
-		}
-	case attribute.FLOAT64SLICE:
-		for _, x := range v.AsFloat64Slice() {
-			out = append(out, attribute.Float64Value(x))
-		}
-	case attribute.STRINGSLICE:
-		for _, x := range v.AsStringSlice() {
-			out = append(out, attribute.StringValue(x))
-		}
-	}
-	return out
+		return b
+	})
+}
+
+func appendBool(b []byte, x bool) []byte {
+	b = appendTag(b, fAnyBool, protowire.VarintType)
+	return protowire.AppendVarint(b, protowire.EncodeBool(x))
+}
+
+func appendInt(b []byte, x int64) []byte {
+	b = appendTag(b, fAnyInt, protowire.VarintType)
+	return protowire.AppendVarint(b, uint64(x))
+}
+
+func appendDouble(b []byte, x float64) []byte {
+	b = appendTag(b, fAnyDouble, protowire.Fixed64Type)
+	return protowire.AppendFixed64(b, math.Float64bits(x))
+}
+
+func appendAnyString(b []byte, x string) []byte {
+	b = appendTag(b, fAnyString, protowire.BytesType)
+	b = appendLen(b, len(x))
+	return append(b, x...)
 }
 
 // spanKind is the OTLP enum of a span kind (SPAN_KIND_INTERNAL = 1 ... CONSUMER = 5).

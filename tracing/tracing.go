@@ -37,8 +37,8 @@ type Options struct {
 	// Logger receives the SDK's errors (failed exports); nil leaves OpenTelemetry's default.
 	Logger *slog.Logger
 	// Getenv reads the environment; nil means os.Getenv. It decides whether tracing is on,
-	// the exporter's settings and the capture opt-in; the SDK reads the sampler, batch and
-	// resource variables from the process environment itself.
+	// the exporter's and the batching's settings and the capture opt-in; the SDK reads the
+	// sampler and resource variables from the process environment itself.
 	Getenv func(string) string
 }
 
@@ -120,9 +120,9 @@ func NewWithExporter(ctx context.Context, exporter sdktrace.SpanExporter, o Opti
 	// Otherwise a malformed OTEL_RESOURCE_ATTRIBUTES, which the SDK reports: the rest of the
 	// resource still applies.
 	// The sampler (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG; parent-based always-on by
-	// default) and the batch settings (OTEL_BSP_*) are read by the SDK.
+	// default) is read by the SDK, the batch settings (OTEL_BSP_*) by the batcher.
 	provider := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exporter),
+		sdktrace.WithSpanProcessor(newBatcher(exporter, getenv)),
 		sdktrace.WithResource(res),
 	)
 	t := &Tracer{provider: provider, tracer: provider.Tracer("modelgate")}
@@ -163,12 +163,9 @@ func (t *Tracer) ContentMax() int {
 // its traceparent (and tracestate) headers name one. The span is named "{method} {route}";
 // route is the route pattern, never the raw path.
 func (t *Tracer) StartServer(ctx context.Context, r *http.Request, route string) (context.Context, trace.Span) {
-	ctx = t.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
-	return t.tracer.Start(ctx, r.Method+" "+route, serverKind,
-		trace.WithAttributes(
-			attribute.String("http.request.method", r.Method),
-			attribute.String("http.route", route),
-		))
+	ctx = t.prop.Extract(ctx, headerCarrier(r.Header))
+	st := serverStart(r.Method, route)
+	return t.tracer.Start(ctx, st.name, st.opts...)
 }
 
 // StartAttempt starts the client span of one attempt at an upstream call; Inject puts its
@@ -185,7 +182,42 @@ var (
 
 // Inject puts ctx's span context on h as traceparent (and tracestate, when the trace has one).
 func (t *Tracer) Inject(ctx context.Context, h http.Header) {
-	t.prop.Inject(ctx, propagation.HeaderCarrier(h))
+	t.prop.Inject(ctx, headerCarrier(h))
+}
+
+// headerCarrier is propagation.HeaderCarrier with the W3C headers' canonical names spelled
+// out: net/http would otherwise build "Traceparent" from "traceparent" on every Get and Set,
+// an allocation each, twice per traced request.
+type headerCarrier http.Header
+
+func (c headerCarrier) Get(key string) string {
+	if k := canonicalTraceHeader(key); k != "" {
+		if v := c[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	return http.Header(c).Get(key)
+}
+
+func (c headerCarrier) Set(key, value string) {
+	if k := canonicalTraceHeader(key); k != "" {
+		c[k] = []string{value}
+		return
+	}
+	http.Header(c).Set(key, value)
+}
+
+func (c headerCarrier) Keys() []string { return propagation.HeaderCarrier(c).Keys() }
+
+func canonicalTraceHeader(key string) string {
+	switch key {
+	case "traceparent":
+		return "Traceparent"
+	case "tracestate":
+		return "Tracestate"
+	}
+	return ""
 }
 
 // Attempt is one attempt at an upstream call, as its span reports it.
@@ -202,19 +234,24 @@ func EndAttempt(span trace.Span, a Attempt) {
 		span.End()
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 9)
-	attrs = append(attrs, attribute.Int(AttrAttempt, a.N))
+	buf := getAttrs()
+	defer putAttrs(buf)
+	attrs := append(buf[:0], attribute.Int(AttrAttempt, a.N))
 	if a.N > 1 {
 		attrs = append(attrs, attribute.Int("http.request.resend_count", a.N-1))
 	}
 	if r := a.Request; r != nil {
-		span.SetName(r.Method + " " + r.URL.Path)
+		span.SetName(attemptName(r.Method, r.URL.Path))
 		attrs = append(attrs,
 			attribute.String("http.request.method", r.Method),
 			attribute.String("url.path", r.URL.Path),
 			attribute.String("server.address", r.URL.Hostname()))
-		if p, err := strconv.Atoi(r.URL.Port()); err == nil {
-			attrs = append(attrs, attribute.Int("server.port", p))
+		// No port: the scheme's default, which server.port leaves out. Atoi("") would
+		// build an error to say so.
+		if port := r.URL.Port(); port != "" {
+			if p, err := strconv.Atoi(port); err == nil {
+				attrs = append(attrs, attribute.Int("server.port", p))
+			}
 		}
 	}
 	if a.Status > 0 {
