@@ -37,8 +37,8 @@ type Options struct {
 	// Logger receives the SDK's errors (failed exports); nil leaves OpenTelemetry's default.
 	Logger *slog.Logger
 	// Getenv reads the environment; nil means os.Getenv. It decides whether tracing is on,
-	// the exporter's and the batching's settings and the capture opt-in; the SDK reads the
-	// sampler and resource variables from the process environment itself.
+	// the exporter's settings and the capture opt-in; the SDK reads the sampler, batch and
+	// resource variables from the process environment itself.
 	Getenv func(string) string
 }
 
@@ -120,9 +120,9 @@ func NewWithExporter(ctx context.Context, exporter sdktrace.SpanExporter, o Opti
 	// Otherwise a malformed OTEL_RESOURCE_ATTRIBUTES, which the SDK reports: the rest of the
 	// resource still applies.
 	// The sampler (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG; parent-based always-on by
-	// default) is read by the SDK, the batch settings (OTEL_BSP_*) by the batcher.
+	// default) and the batch settings (OTEL_BSP_*) are read by the SDK.
 	provider := sdktrace.NewTracerProvider(
-		sdktrace.WithSpanProcessor(newBatcher(exporter, getenv)),
+		sdktrace.WithBatcher(exporter),
 		sdktrace.WithResource(res),
 	)
 	t := &Tracer{provider: provider, tracer: provider.Tracer("modelgate")}
