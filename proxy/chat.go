@@ -316,58 +316,16 @@ func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel
 	}
 	agg := translate.NewAggregator(meta)
 	agg.SetInputEstimate(cc.estimate)
-	idle := newIdleTimer(cc.st.cfg.Upstream.StreamIdleTimeout, cancel)
-	defer idle.stop()
-	body := &idleReader{r: resp.Body, idle: idle}
-	if cc.ri.keepWait {
-		body.wait = cc.ri // the client waits for the whole answer: reading it is upstream time
-	}
-	events := newEventReader(body, maxEventSize)
-	defer events.release()
-	finished := false
-	for {
-		ev, err := events.next()
-		if err != nil {
-			break
-		}
-		if ev.typ == "" && ev.data == nil {
-			continue // a comment
-		}
-		cc.ri.traceEvent(ev.typ, ev.data)
-		// A copy: the reader reuses its buffer, and the aggregator may keep views of an
-		// error event's fields (sse.Read allocated a string per event too).
-		if agg.Feed(ev.typ, bytes.Clone(ev.data)) {
-			finished = true
-			break
-		}
-	}
+	a := newStreamAggregate(cc.ri, cc.st, resp, cancel)
+	defer a.close()
+	a.read(cc.ri, agg.Feed)
 	out, usage, err := agg.Result()
-	var ch charge
-	switch {
-	case usage.Reported:
-		cancel()
-		ch = knownUsage(toUsage(usage))
-	case finished:
-		// Ended at a stop sequence, modelgate's own cut: count what is in flight, then
-		// stop the platform generating.
-		read, reported := drainAfterCut(events, cancel, toUsage(usage))
-		if reported {
-			ch = knownUsage(read)
-		} else {
-			ch = earlyCut(cc.reserve, read, estEarlyCut)
-		}
-	case cc.c.Request.Context().Err() != nil:
-		cancel()
-		ch = earlyCut(cc.reserve, toUsage(usage), estEarlyCut)
-	default:
-		cancel()
-		ch = upperBound(cc.reserve, toUsage(usage), estStreamCut)
-	}
-	if !finished && err != nil {
+	ch := a.charge(cc.c, cancel, cc.reserve, usage)
+	if !a.finished && err != nil {
 		// Cut short by modelgate, not by the platform: say why, so the client gets a 504
 		// for a timeout and nothing at all when it left.
 		switch {
-		case idle.fired.Load():
+		case a.idle.fired.Load():
 			err = fmt.Errorf("upstream stream idle: %w", context.DeadlineExceeded)
 		case ctx.Err() != nil:
 			err = ctx.Err()

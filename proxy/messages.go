@@ -104,58 +104,15 @@ func (s *Server) messagesAggregate(ctx context.Context, c *gin.Context, st *stat
 	ri := info(c)
 	agg := translate.NewMessagesAggregator(meta)
 	agg.SetInputEstimate(reserve.InputTokens)
-	idle := newIdleTimer(st.cfg.Upstream.StreamIdleTimeout, cancel)
-	defer idle.stop()
-	body := &idleReader{r: resp.Body, idle: idle}
-	if ri.keepWait {
-		body.wait = ri // the client waits for the whole answer: reading it is upstream time
-	}
-	events := newEventReader(body, maxEventSize)
-	defer events.release()
-	finished := false
-	var readErr error
-	for {
-		ev, err := events.next()
-		if err != nil {
-			readErr = err
-			break
-		}
-		if ev.typ == "" && ev.data == nil {
-			continue // a comment
-		}
-		ri.traceEvent(ev.typ, ev.data)
-		// A copy: the reader reuses its buffer, and the aggregator may keep views of it.
-		if agg.Feed(ev.typ, bytes.Clone(ev.data)) {
-			finished = true
-			break
-		}
-	}
-	var ch charge
-	switch usage := agg.Usage(); {
-	case usage.Reported:
-		cancel()
-		ch = knownUsage(toUsage(usage))
-	case finished:
-		// Ended at a stop sequence, modelgate's own cut: count what is in flight, then stop
-		// the platform generating.
-		read, reported := drainAfterCut(events, cancel, toUsage(usage))
-		if reported {
-			ch = knownUsage(read)
-		} else {
-			ch = earlyCut(reserve, read, estEarlyCut)
-		}
-	case c.Request.Context().Err() != nil:
-		cancel()
-		ch = earlyCut(reserve, toUsage(usage), estEarlyCut)
-	default:
-		cancel()
-		ch = upperBound(reserve, toUsage(usage), estStreamCut)
-	}
-	if !finished {
+	a := newStreamAggregate(ri, st, resp, cancel)
+	defer a.close()
+	a.read(ri, agg.Feed)
+	ch := a.charge(c, cancel, reserve, agg.Usage())
+	if !a.finished {
 		// Cut short by modelgate, not by the platform: say why, so the client gets a 504
 		// for a timeout and nothing at all when it left.
 		switch {
-		case idle.fired.Load():
+		case a.idle.fired.Load():
 			ri.upstreamErr = "stream_idle"
 			s.upstreamFailed(c, fmt.Errorf("upstream stream idle: %w", context.DeadlineExceeded))
 			return ch
@@ -163,7 +120,7 @@ func (s *Server) messagesAggregate(ctx context.Context, c *gin.Context, st *stat
 			s.upstreamFailed(c, ctx.Err())
 			return ch
 		}
-		agg.End(chatReadErr(readErr))
+		agg.End(chatReadErr(a.readErr))
 	}
 	out, _, err := agg.Result()
 	if err != nil {
