@@ -776,13 +776,7 @@ func (s *Server) cancelResponse(c *gin.Context) {
 		}
 		r = cur
 	}
-	obj, err := stored.ResponseObject(r)
-	if err != nil {
-		storeUnavailable(c, err)
-		return
-	}
-	peekLimitHeaders(c)
-	c.Data(http.StatusOK, "application/json", obj)
+	writeResponseObject(c, r)
 }
 
 // exclusiveStore reports whether the record store is this process's alone.

@@ -66,6 +66,11 @@ func (s *Server) getResponse(c *gin.Context) {
 	if !ok {
 		return
 	}
+	writeResponseObject(c, r)
+}
+
+// writeResponseObject answers with a kept record as OpenAI's Response object.
+func writeResponseObject(c *gin.Context, r *stored.Record) {
 	obj, err := stored.ResponseObject(r)
 	if err != nil {
 		storeUnavailable(c, err)
