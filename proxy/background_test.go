@@ -312,8 +312,9 @@ func TestBackgroundOrphans(t *testing.T) {
 	}
 	t.Cleanup(func() { bolt.Close() })
 	ctx := context.Background()
+	// As a replica over a shared store keeps them: one store value per record.
 	k := stored.NewKeeper(bolt, stored.Options{TTL: time.Hour})
-	unfinished := func(id, status, runner string) {
+	unfinished := func(k *stored.Keeper, id, status, runner string) {
 		t.Helper()
 		obj := queuedObject(id, "sim-chat", "", time.Now().Unix())
 		if err := k.Keep(ctx, "team:alpha", &stored.Record{ID: id, Status: status, Model: "sim-chat", Response: obj}); err != nil {
@@ -327,11 +328,20 @@ func TestBackgroundOrphans(t *testing.T) {
 	}
 
 	t.Run("embedded_restart", func(t *testing.T) {
-		// Left by the previous life of the process: failed as the new one starts.
-		unfinished("resp_prev1", "in_progress", "mg_previous")
-		unfinished("resp_prev2", "queued", "mg_previous")
-		env := startEnv(t, envOptions{yaml: bgYAML, store: bolt})
+		own, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { own.Close() })
+		// Left by the previous life of the process, which kept its records as a server over
+		// the embedded store does: failed as the new one starts.
+		prev := stored.NewKeeper(own, stored.Options{TTL: time.Hour, WriteBehind: true})
+		unfinished(prev, "resp_prev1", "in_progress", "mg_previous")
+		unfinished(prev, "resp_prev2", "queued", "mg_previous")
+		prev.Flush()
+		env := startEnv(t, envOptions{yaml: bgYAML, store: own})
 		t.Cleanup(env.server.Close)
+		k := env.server.keeper
 		for _, id := range []string{"resp_prev1", "resp_prev2"} {
 			r, err := k.Get(ctx, "team:alpha", id)
 			if err != nil || r.Status != "failed" || !strings.Contains(gjson.GetBytes(r.Response, "error.message").Str, "restarted") {
@@ -348,8 +358,8 @@ func TestBackgroundOrphans(t *testing.T) {
 	})
 
 	t.Run("shared_store", func(t *testing.T) {
-		unfinished("resp_live", "in_progress", "mg_other_replica") // another replica runs it
-		unfinished("resp_lost", "in_progress", "")                 // its runner's claim expired
+		unfinished(k, "resp_live", "in_progress", "mg_other_replica") // another replica runs it
+		unfinished(k, "resp_lost", "in_progress", "")                 // its runner's claim expired
 		env := startEnv(t, envOptions{yaml: bgYAML, store: sharedStore{bolt}})
 		t.Cleanup(env.server.Close)
 		if got := pollUntil(t, env, keyAlpha1, "resp_live", "in_progress", "failed"); got.Get("status").Str != "in_progress" {

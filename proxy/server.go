@@ -143,7 +143,10 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
 		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, callers: newCallerScopes(), tracer: d.Tracer}
-	s.keeper = s.newKeeper(d.Config)
+	var err error
+	if s.keeper, err = s.newKeeper(d.Config); err != nil {
+		return nil, err
+	}
 	s.bg = newBackgroundJobs(exclusiveStore(d.Store))
 	s.reapOrphans()
 	s.Reload(d.Config, d.Auth)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -25,12 +26,12 @@ const storeTimeout = 5 * time.Second
 // embedded store belongs to this process alone, so records are written behind the answer,
 // in batches (one sync to disk for many); a shared one (Redis) gets each record before the
 // answer goes out, so a replica asked for the next turn finds it.
-func (s *Server) newKeeper(cfg *config.Config) *stored.Keeper {
+func (s *Server) newKeeper(cfg *config.Config) (*stored.Keeper, error) {
 	if s.records == nil {
-		return nil
+		return nil, nil
 	}
 	_, embedded := s.records.(*store.Bolt)
-	return stored.NewKeeper(s.records, stored.Options{
+	k := stored.NewKeeper(s.records, stored.Options{
 		TTL: cfg.Responses.StoreTTL, MaxPerOwner: cfg.Responses.StoreMaxPerTeam, Now: s.now,
 		WriteBehind: embedded,
 		OnError: func(err error) {
@@ -42,6 +43,13 @@ func (s *Server) newKeeper(cfg *config.Config) *stored.Keeper {
 			s.log.Error("stored responses: background write failed", slog.String("error", err.Error()))
 		},
 	})
+	// The embedded store's records are found through an index in memory, read back here.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := k.Load(ctx); err != nil {
+		return nil, fmt.Errorf("stored responses: reading the record store: %w", err)
+	}
+	return k, nil
 }
 
 // withKeeper gives a state the keeper when its config keeps responses, with its limits.

@@ -64,7 +64,8 @@ func (t *boltTx) Get(bucket, key string) ([]byte, error) {
 	if bk == nil {
 		return nil, ErrNotFound
 	}
-	v, ok := t.b.live(bk.Get([]byte(key)), t.nowNanos)
+	f, found := lookup(bk, []byte(key))
+	v, ok := alive(f, found, t.nowNanos)
 	if !ok {
 		return nil, ErrNotFound
 	}
@@ -113,7 +114,7 @@ func (t *boltTx) Remove(bucket, key string) error {
 	if err != nil {
 		return err
 	}
-	return bk.Delete([]byte(key))
+	return remove(bk, []byte(key))
 }
 
 func (t *boltTx) Incr(bucket, key, name string, delta int64, ttl time.Duration) (int64, error) {

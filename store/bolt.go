@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // sweepEvery bounds how often a write also clears a bucket's expired records: often enough
@@ -94,6 +96,118 @@ func (b *Bolt) expiry(ttl time.Duration) int64 {
 	return b.now().Add(ttl).UnixNano()
 }
 
+// largeValue is the size from which a value is kept in a nested bucket of its own: its key
+// names a bucket that holds the value under largeVal and its expiry under largeExp. bbolt
+// writes a value inside its leaf node and does not split a leaf of four entries or fewer,
+// so a large value put next to other large ones (a segment of stored responses after the
+// ones before it) was written again with each of them: four to five times its bytes in
+// every commit. In a bucket of its own it is written once, and as the caller's bytes, with
+// no copy to put the expiry in front. Smaller values stay in their leaf, expiry in front,
+// where a bucket of their own would cost a page each.
+const largeValue = 16 << 10
+
+var (
+	largeVal = []byte("v")
+	largeExp = []byte("e")
+)
+
+// stored is a value as kept: the caller's bytes and the expiry (Unix ns, 0 = never).
+type stored struct {
+	val []byte
+	exp int64
+}
+
+// small reads a value kept in its leaf (expiry in front).
+func small(v []byte) (stored, bool) {
+	if len(v) < 8 {
+		return stored{}, false
+	}
+	return stored{val: v[8:], exp: int64(binary.BigEndian.Uint64(v))}, true
+}
+
+// nested reads a value kept in a bucket of its own.
+func nested(sub *bolt.Bucket) (stored, bool) {
+	v, e := sub.Get(largeVal), sub.Get(largeExp)
+	if v == nil || len(e) != 8 {
+		return stored{}, false
+	}
+	return stored{val: v, exp: int64(binary.BigEndian.Uint64(e))}, true
+}
+
+// lookup finds key's value in either form.
+func lookup(bk *bolt.Bucket, key []byte) (stored, bool) {
+	if v := bk.Get(key); v != nil {
+		return small(v)
+	}
+	if sub := bk.Bucket(key); sub != nil {
+		return nested(sub)
+	}
+	return stored{}, false
+}
+
+// at is what a cursor found at k: v itself, or for a nested bucket the value in it.
+func at(bk *bolt.Bucket, k, v []byte) (stored, bool) {
+	if v != nil {
+		return small(v)
+	}
+	if sub := bk.Bucket(k); sub != nil {
+		return nested(sub)
+	}
+	return stored{}, false
+}
+
+// alive reports whether a value found is there and not expired at nowNanos.
+func alive(s stored, found bool, nowNanos int64) ([]byte, bool) {
+	if !found || s.exp != 0 && s.exp <= nowNanos {
+		return nil, false
+	}
+	return s.val, true
+}
+
+// write puts value under key with its expiry, replacing what was there in either form. A
+// large value is referenced, not copied, until the transaction commits.
+func write(bk *bolt.Bucket, key []byte, exp int64, value []byte) error {
+	if len(value) < largeValue {
+		raw := encodeValue(exp, value)
+		err := bk.Put(key, raw)
+		if errors.Is(err, berrors.ErrIncompatibleValue) { // a large value is there
+			if err = bk.DeleteBucket(key); err == nil {
+				err = bk.Put(key, raw)
+			}
+		}
+		return err
+	}
+	sub, err := bk.CreateBucket(key)
+	switch {
+	case errors.Is(err, berrors.ErrBucketExists):
+		if err = bk.DeleteBucket(key); err == nil {
+			sub, err = bk.CreateBucket(key)
+		}
+	case errors.Is(err, berrors.ErrIncompatibleValue): // a small value is there
+		if err = bk.Delete(key); err == nil {
+			sub, err = bk.CreateBucket(key)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	var e [8]byte
+	binary.BigEndian.PutUint64(e[:], uint64(exp))
+	if err := sub.Put(largeExp, e[:]); err != nil {
+		return err
+	}
+	return sub.Put(largeVal, value)
+}
+
+// remove deletes key, in either form.
+func remove(bk *bolt.Bucket, key []byte) error {
+	err := bk.Delete(key)
+	if errors.Is(err, berrors.ErrIncompatibleValue) {
+		err = bk.DeleteBucket(key)
+	}
+	return err
+}
+
 func encodeValue(exp int64, value []byte) []byte {
 	v := make([]byte, 8+len(value))
 	binary.BigEndian.PutUint64(v, uint64(exp))
@@ -131,11 +245,37 @@ func (b *Bolt) Get(_ context.Context, bucket, key string) ([]byte, error) {
 		if bk == nil {
 			return ErrNotFound
 		}
-		v, ok := b.live(bk.Get([]byte(key)), b.now().UnixNano())
+		f, found := lookup(bk, []byte(key))
+		v, ok := alive(f, found, b.now().UnixNano())
 		if !ok {
 			return ErrNotFound
 		}
 		out = bytes.Clone(v)
+		return nil
+	})
+	return out, err
+}
+
+// GetRange implements Store. Only the part asked for is copied out of the mapped file.
+func (b *Bolt) GetRange(_ context.Context, bucket, key string, off, n int) ([]byte, error) {
+	if err := b.check(bucket); err != nil {
+		return nil, err
+	}
+	if off < 0 || n < 0 {
+		return nil, ErrNotFound
+	}
+	var out []byte
+	err := b.db.View(func(tx *bolt.Tx) error {
+		bk := tx.Bucket([]byte(bucket))
+		if bk == nil {
+			return ErrNotFound
+		}
+		f, found := lookup(bk, []byte(key))
+		v, ok := alive(f, found, b.now().UnixNano())
+		if !ok || off > len(v) || n > len(v)-off {
+			return ErrNotFound
+		}
+		out = bytes.Clone(v[off : off+n])
 		return nil
 	})
 	return out, err
@@ -178,8 +318,9 @@ func (b *Bolt) maybeSweep(bucket string, bk *bolt.Bucket, now time.Time) error {
 	nanos := now.UnixNano()
 	c := bk.Cursor()
 	for k, v := c.First(); k != nil; {
-		if _, ok := b.live(v, nanos); !ok {
-			if err := c.Delete(); err != nil {
+		if f, found := at(bk, k, v); !found || f.exp != 0 && f.exp <= nanos {
+			k = bytes.Clone(k) // the page it points into changes with the delete
+			if err := remove(bk, k); err != nil {
 				return err
 			}
 			k, v = c.Seek(k)
@@ -198,7 +339,7 @@ func (b *Bolt) Put(_ context.Context, bucket, key string, value []byte, ttl time
 }
 
 func (b *Bolt) putIn(bk *bolt.Bucket, key string, value []byte, ttl time.Duration) error {
-	return bk.Put([]byte(key), encodeValue(b.expiry(ttl), value))
+	return write(bk, []byte(key), b.expiry(ttl), value)
 }
 
 // Create implements Store.
@@ -213,7 +354,7 @@ func (b *Bolt) Create(_ context.Context, bucket, key string, value []byte, ttl t
 }
 
 func (b *Bolt) createIn(bk *bolt.Bucket, key string, value []byte, ttl time.Duration, nowNanos int64) (bool, error) {
-	if _, ok := b.live(bk.Get([]byte(key)), nowNanos); ok {
+	if f, found := lookup(bk, []byte(key)); found && (f.exp == 0 || f.exp > nowNanos) {
 		return false, nil
 	}
 	return true, b.putIn(bk, key, value, ttl)
@@ -231,12 +372,9 @@ func (b *Bolt) Delete(_ context.Context, bucket, key string) (bool, error) {
 }
 
 func (b *Bolt) deleteIn(bk *bolt.Bucket, key string, nowNanos int64) (bool, error) {
-	v := bk.Get([]byte(key))
-	if v == nil {
-		return false, nil
-	}
-	_, existed := b.live(v, nowNanos)
-	return existed, bk.Delete([]byte(key))
+	f, found := lookup(bk, []byte(key))
+	_, existed := alive(f, found, nowNanos)
+	return existed, remove(bk, []byte(key)) // whatever is there, expired or malformed included
 }
 
 // Scan implements Store. Keys come in byte order.
@@ -260,7 +398,8 @@ func (b *Bolt) scan(ctx context.Context, bucket, prefix string, fn func(key stri
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			val, ok := b.live(v, nanos)
+			f, found := at(bk, k, v)
+			val, ok := alive(f, found, nanos)
 			if !ok {
 				continue
 			}

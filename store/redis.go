@@ -59,6 +59,36 @@ func (r *Redis) Get(ctx context.Context, bucket, key string) ([]byte, error) {
 	return v, err
 }
 
+// GetRange implements Store with GETRANGE: only the part asked for crosses the network.
+func (r *Redis) GetRange(ctx context.Context, bucket, key string, off, n int) ([]byte, error) {
+	if err := r.check(bucket); err != nil {
+		return nil, err
+	}
+	if off < 0 || n < 0 {
+		return nil, ErrNotFound
+	}
+	if n == 0 {
+		// GETRANGE has no empty range; whether the record is there is what is asked.
+		v, err := r.Get(ctx, bucket, key)
+		if err != nil {
+			return nil, err
+		}
+		if off > len(v) {
+			return nil, ErrNotFound
+		}
+		return []byte{}, nil
+	}
+	v, err := r.rdb.GetRange(ctx, recordKey(bucket, key), int64(off), int64(off+n-1)).Bytes()
+	if err != nil {
+		return nil, err
+	}
+	// A missing key and a range past the value's end both come back short.
+	if len(v) != n {
+		return nil, ErrNotFound
+	}
+	return v, nil
+}
+
 // bump increments the bucket's version after a write went through.
 func (r *Redis) bump(ctx context.Context, bucket string) error {
 	if !versioned(bucket) {

@@ -25,6 +25,10 @@ var ErrNotFound = errors.New("store: not found")
 type Store interface {
 	// Get returns the value kept under key, or ErrNotFound.
 	Get(ctx context.Context, bucket, key string) ([]byte, error)
+	// GetRange returns the n bytes of the value under key that start at offset off: one
+	// part of a large value, without reading (on Redis, without sending) the rest. A value
+	// with no live record, or shorter than off+n, is ErrNotFound.
+	GetRange(ctx context.Context, bucket, key string, off, n int) ([]byte, error)
 	// Put writes value under key, replacing what was there.
 	Put(ctx context.Context, bucket, key string, value []byte, ttl time.Duration) error
 	// Create writes value under key only when no live record is there; it reports whether
@@ -60,7 +64,9 @@ type Store interface {
 	// call that needs one, or when fn returns, and the version of each bucket written is
 	// bumped once in that pipeline. Redis replicas share no transaction across keys (a
 	// Cluster could not), so there a batch is not atomic: an error from fn does not undo
-	// what was sent. Writers of many small records at a high rate use it.
+	// what was sent. Writers of many small records at a high rate use it. A value handed to
+	// a Tx is not copied (both implementations send or write it when the batch ends), so it
+	// must not change until Batch returns.
 	Batch(ctx context.Context, fn func(tx Tx) error) error
 
 	// Close releases the store. Calls after Close fail.

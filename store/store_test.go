@@ -1,9 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	bolt "go.etcd.io/bbolt"
 	"slices"
 	"strings"
 	"sync"
@@ -96,6 +98,120 @@ func TestValues(t *testing.T) {
 			}
 			if _, err := s.Get(ctx, "b", "k2"); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("deleted record still there: %v", err)
+			}
+		})
+	}
+}
+
+func TestGetRange(t *testing.T) {
+	ctx := context.Background()
+	for _, im := range impls() {
+		t.Run(im.name, func(t *testing.T) {
+			s := im.open(t)
+			if err := s.Put(ctx, "b", "k", []byte("0123456789"), time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			cases := []struct {
+				off, n int
+				want   string // "" with found false: ErrNotFound
+				found  bool
+			}{
+				{0, 10, "0123456789", true},
+				{3, 4, "3456", true},
+				{9, 1, "9", true},
+				{10, 0, "", true},
+				{5, 0, "", true},
+				{8, 3, "", false},  // runs past the end
+				{11, 0, "", false}, // starts past the end
+				{-1, 2, "", false},
+				{0, -1, "", false},
+			}
+			for _, c := range cases {
+				v, err := s.GetRange(ctx, "b", "k", c.off, c.n)
+				if !c.found {
+					if !errors.Is(err, ErrNotFound) {
+						t.Errorf("GetRange(%d, %d) = %q, %v; want ErrNotFound", c.off, c.n, v, err)
+					}
+					continue
+				}
+				if err != nil || string(v) != c.want {
+					t.Errorf("GetRange(%d, %d) = %q, %v; want %q", c.off, c.n, v, err, c.want)
+				}
+			}
+			for _, key := range []string{"missing"} {
+				if _, err := s.GetRange(ctx, "b", key, 0, 1); !errors.Is(err, ErrNotFound) {
+					t.Errorf("GetRange of a missing key: %v, want ErrNotFound", err)
+				}
+				if _, err := s.GetRange(ctx, "b", key, 0, 0); !errors.Is(err, ErrNotFound) {
+					t.Errorf("empty GetRange of a missing key: %v, want ErrNotFound", err)
+				}
+			}
+		})
+	}
+}
+
+// TestLargeValues covers values past the size bbolt keeps in a bucket of their own, and
+// values that change between the two sizes.
+func TestLargeValues(t *testing.T) {
+	ctx := context.Background()
+	big := func(c byte) []byte { return bytes.Repeat([]byte{c}, 100<<10) }
+	for _, im := range impls() {
+		t.Run(im.name, func(t *testing.T) {
+			s := im.open(t)
+			if err := s.Put(ctx, "b", "k", big('a'), time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := s.Get(ctx, "b", "k"); err != nil || !bytes.Equal(v, big('a')) {
+				t.Fatalf("Get of a large value: %d bytes, %v", len(v), err)
+			}
+			if v, err := s.GetRange(ctx, "b", "k", 50<<10, 3); err != nil || string(v) != "aaa" {
+				t.Fatalf("GetRange in a large value = %q, %v", v, err)
+			}
+			if ok, err := s.Create(ctx, "b", "k", []byte("small"), 0); err != nil || ok {
+				t.Fatalf("Create over a live large value = %v, %v; want false", ok, err)
+			}
+			// Large to small and back, in and out of a batch.
+			if err := s.Put(ctx, "b", "k", []byte("small"), 0); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := s.Get(ctx, "b", "k"); err != nil || string(v) != "small" {
+				t.Fatalf("after large -> small: %q, %v", v, err)
+			}
+			err := s.Batch(ctx, func(tx Tx) error {
+				if err := tx.Put("b", "k", big('b'), 0); err != nil {
+					return err
+				}
+				if v, err := tx.Get("b", "k"); err != nil || !bytes.Equal(v, big('b')) {
+					t.Errorf("in a batch, small -> large: %d bytes, %v", len(v), err)
+				}
+				return tx.Put("b", "k2", big('c'), 0)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int{}
+			if err := s.Scan(ctx, "b", "", func(k string, v []byte) error {
+				seen[k] = len(v)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if seen["k"] != 100<<10 || seen["k2"] != 100<<10 || len(seen) != 2 {
+				t.Fatalf("Scan saw %v", seen)
+			}
+			if existed, err := s.Delete(ctx, "b", "k"); err != nil || !existed {
+				t.Fatalf("Delete of a large value = %v, %v", existed, err)
+			}
+			if err := s.Batch(ctx, func(tx Tx) error { return tx.Remove("b", "k2") }); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"k", "k2"} {
+				if _, err := s.Get(ctx, "b", k); !errors.Is(err, ErrNotFound) {
+					t.Errorf("%s still there after removal: %v", k, err)
+				}
+			}
+			if err := s.Put(ctx, "b", "k", []byte("small again"), 0); err != nil {
+				t.Fatalf("a small value where a removed large one was: %v", err)
 			}
 		})
 	}
@@ -326,6 +442,13 @@ func TestBoltExpiry(t *testing.T) {
 	if err := s.Add(ctx, "u", "c", map[string]int64{"n": 1}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	large := bytes.Repeat([]byte("L"), largeValue) // kept in a bucket of its own
+	if err := s.Put(ctx, "r", "large-short", large, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "r", "large-forever", large, 0); err != nil {
+		t.Fatal(err)
+	}
 	c.Advance(59 * time.Second)
 	if _, err := s.Get(ctx, "r", "short"); err != nil {
 		t.Fatalf("record gone before its ttl: %v", err)
@@ -359,6 +482,23 @@ func TestBoltExpiry(t *testing.T) {
 	}
 	if _, err := s.Get(ctx, "r", "forever"); err != nil {
 		t.Fatalf("record without ttl swept: %v", err)
+	}
+	if v, err := s.Get(ctx, "r", "large-forever"); err != nil || len(v) != len(large) {
+		t.Fatalf("large record without ttl swept: %d bytes, %v", len(v), err)
+	}
+	// The expired large value is gone from the file, not only hidden.
+	err = s.db.View(func(tx *bolt.Tx) error {
+		bk := tx.Bucket([]byte("r"))
+		if bk.Bucket([]byte("large-short")) != nil || bk.Get([]byte("large-short")) != nil {
+			t.Error("the sweep left an expired large value in the file")
+		}
+		if bk.Bucket([]byte("large-forever")) == nil {
+			t.Error("a large value is not kept in a bucket of its own")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

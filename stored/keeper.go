@@ -6,18 +6,21 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
 	"modelgate/store"
 )
 
-// Buckets of the record store the keeper uses.
+// Buckets of the record store the keeper uses on a shared store (Redis); the embedded
+// store's layout is in embedded.go.
 const (
 	bucketRecords = "responses"       // owner tag/response id -> Encode(record)
 	bucketSeq     = "responses_seq"   // owner tag -> counter "n": how many responses it kept
@@ -69,10 +72,11 @@ type Options struct {
 	MaxPerOwner int64            // records kept per owner, the oldest evicted first; 0 = no cap
 	Now         func() time.Time // the clock expiry is judged by; nil = time.Now
 	// WriteBehind hands new records to a background writer that stores them in batches
-	// (one transaction, one sync to disk, for all that arrived meanwhile); until written
-	// they are served from memory. For a store this process owns alone (the embedded
-	// one): its readers all go through this keeper. With a shared store records are
-	// written before Keep returns, so another replica finds them at once.
+	// (one transaction, one sync to disk, for all that arrived meanwhile, as one segment:
+	// see embedded.go); until written they are served from memory. For a store this
+	// process owns alone (the embedded one): its readers all go through this keeper, whose
+	// index of the records is rebuilt by Load. With a shared store records are written
+	// before Keep returns, one store value each, so another replica finds them at once.
 	WriteBehind bool
 	// OnError hears about failures of the background writer, which has no caller to
 	// return them to.
@@ -100,9 +104,20 @@ type Keeper struct {
 	mu      sync.Mutex
 	cond    *sync.Cond // signalled when the writer finished a batch or stopped
 	jobs    []*job
-	pending map[string]*job // record key -> a record not yet written (WriteBehind only)
-	running bool            // a writer goroutine is at work
-	waiting int             // Flush calls waiting: the writer skips its window for them
+	running bool // a writer goroutine is at work
+	waiting int  // Flush calls waiting: the writer skips its window for them
+
+	// The embedded layout's index (WriteBehind only; see embedded.go), under mu.
+	entries map[uint64]*entry // hash of record key -> its versions, queued and written
+	seed    maphash.Seed
+	queues  map[string]*ownerQueue // owner tag -> its records in the order they were kept
+	segs    map[uint64]*segInfo    // segments the index points into
+	freed   []uint64               // segments it no longer points into, for the writer to remove
+	ordinal uint64                 // the last ordinal handed out
+	seq     uint64                 // the last segment number used (the writer's)
+	swept   int64                  // when expired records were last dropped (Unix ns)
+	fill    *batchBuf              // the batch buffer new records are encoded into
+	spare   *batchBuf              // the other one, back from the writer
 }
 
 type limits struct {
@@ -110,14 +125,24 @@ type limits struct {
 	max int64
 }
 
-// job is one kept response for the writer: its record to create (WriteBehind) and its
-// place under the cap to take. The record is not changed once queued.
+// job is one kept response for the writer. With WriteBehind it is a record (a new one, or
+// with update a record's new version) already encoded into a batch buffer, to be written
+// with its batch; on a shared store, where Keep wrote the record itself, it is the record's
+// place under the cap to take.
 type job struct {
 	tag, key string
-	create   bool
-	rec      *Record
+	id       string
 	ttl      time.Duration
 	max      int64
+
+	// WriteBehind only.
+	update  bool
+	ordinal uint64
+	entry   *entry    // the record's entry in the index
+	buf     *batchBuf // the batch buffer its record is encoded in, at [off, off+n)
+	off, n  int
+	expires int64      // Unix nanoseconds
+	done    chan error // told the write's outcome, for a caller that waits for it
 }
 
 // NewKeeper returns a keeper over st.
@@ -132,7 +157,8 @@ func NewKeeper(st store.Store, o Options) *Keeper {
 		o.BatchWindow = 0
 	}
 	k := &Keeper{st: st, now: o.Now, behind: o.WriteBehind, onErr: o.OnError, window: o.BatchWindow,
-		pending: map[string]*job{}, kick: make(chan struct{}, 1)}
+		kick:    make(chan struct{}, 1),
+		entries: map[uint64]*entry{}, seed: maphash.MakeSeed(), queues: map[string]*ownerQueue{}, segs: map[uint64]*segInfo{}}
 	k.cond = sync.NewCond(&k.mu)
 	k.SetLimits(o.TTL, o.MaxPerOwner)
 	return k
@@ -186,17 +212,23 @@ type Turn struct {
 	Input  []byte // this turn's own input items (TurnInput)
 }
 
-// KeepResponse keeps the platform's response object (copied, as it came: its output
-// items stay inside it, see Record.OutputItems) as the answer to turn.
+// KeepResponse keeps the platform's response object (as it came: its output items stay
+// inside it, see Record.OutputItems) as the answer to turn. Neither response nor turn's
+// bytes are retained once it returns.
 func (k *Keeper) KeepResponse(ctx context.Context, owner string, turn Turn, response []byte) error {
-	head := gjson.GetManyBytes(response, "id", "status")
-	r := &Record{ID: head[0].Str, Parent: turn.Parent, Status: head[1].Str, Model: turn.Model, Input: turn.Input,
-		Response: append([]byte(nil), response...)}
+	// The response is not copied: Keep encodes it (or writes it, on a shared store) before
+	// it returns. So id and status are read in place, as views of its bytes that live no
+	// longer than this call (Keep copies what it keeps of them); two lookups rather than
+	// one GetMany, because both keys come first in a response object, so each stops after
+	// a few fields where GetMany walks the whole object.
+	view := unsafe.String(unsafe.SliceData(response), len(response))
+	r := &Record{ID: gjson.Get(view, "id").Str, Parent: turn.Parent, Status: gjson.Get(view, "status").Str,
+		Model: turn.Model, Input: turn.Input, Response: response}
 	return k.Keep(ctx, owner, r)
 }
 
 // Keep keeps a new record for owner. It never replaces one: a repeated id is ErrExists and
-// the first record stays.
+// the first record stays. r's bytes are not retained once it returns.
 func (k *Keeper) Keep(ctx context.Context, owner string, r *Record) error {
 	return k.keep(ctx, owner, r)
 }
@@ -212,7 +244,7 @@ func (k *Keeper) keep(ctx context.Context, owner string, r *Record) error {
 	}
 	r.ExpiresAt = now.Add(lim.ttl).UnixNano()
 	tag := ownerTag(owner)
-	j := &job{tag: tag, key: recordKey(tag, r.ID), rec: r, ttl: lim.ttl, max: lim.max}
+	j := &job{tag: tag, key: recordKey(tag, r.ID), ttl: lim.ttl, max: lim.max}
 	if !k.behind {
 		ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 		defer cancel()
@@ -224,37 +256,37 @@ func (k *Keeper) keep(ctx context.Context, owner string, r *Record) error {
 			return ErrExists
 		}
 		if j.max > 0 {
-			k.enqueue(j) // only the cap's bookkeeping is left, and it need not hold anyone up
+			j.id = strings.Clone(r.ID) // r's bytes may be reused once Keep returns
+			k.enqueue(j)               // only the cap's bookkeeping is left, and it need not hold anyone up
 		}
 		return nil
 	}
-	// No read of the store here: that would put the store back on the request's path. A
-	// repeated id that is already written is caught by the writer's Create (and reported
-	// through OnError); one still queued, here.
+	// No read of the store here: the index in memory knows every record kept.
 	k.mu.Lock()
-	_, queued := k.pending[j.key]
-	k.mu.Unlock()
-	if queued {
-		return ErrExists
-	}
-	j.create = true
-	k.enqueue(j)
-	return nil
+	defer k.mu.Unlock()
+	return k.keepBehind(j, r)
 }
 
 func (k *Keeper) enqueue(j *job) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.enqueueLocked(j)
+}
+
+// enqueueLocked queues j for the writer. Called with k.mu held.
+func (k *Keeper) enqueueLocked(j *job) {
 	for len(k.jobs) >= maxQueued {
 		k.cond.Wait()
 	}
 	k.jobs = append(k.jobs, j)
-	if j.create {
-		k.pending[j.key] = j
-	}
 	if len(k.jobs) == batchMax {
 		k.wake()
 	}
+	k.startWriter()
+}
+
+// startWriter starts the writer goroutine unless it runs. Called with k.mu held.
+func (k *Keeper) startWriter() {
 	if !k.running {
 		k.running = true
 		go k.write()
@@ -295,9 +327,9 @@ func (k *Keeper) write() {
 	for {
 		k.gather()
 		k.mu.Lock()
-		jobs := k.jobs
-		k.jobs = nil
-		if len(jobs) == 0 {
+		jobs, freed, buf := k.jobs, k.freed, k.fill
+		k.jobs, k.freed, k.fill = nil, nil, nil
+		if len(jobs) == 0 && len(freed) == 0 {
 			k.running = false
 			k.cond.Broadcast()
 			k.mu.Unlock()
@@ -306,48 +338,30 @@ func (k *Keeper) write() {
 		k.cond.Broadcast() // room in the queue again
 		k.mu.Unlock()
 
-		var evictErr error
-		var dups []string
-		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-		err := k.st.Batch(ctx, func(tx store.Tx) error {
-			var capped []*job
-			for _, j := range jobs {
-				if j.create {
-					created, err := tx.Create(bucketRecords, j.key, Encode(j.rec), j.ttl)
-					if err != nil {
-						return err
-					}
-					if !created {
-						dups = append(dups, j.rec.ID) // the first record of that id stays
-						continue
-					}
-				}
-				if j.max > 0 {
-					capped = append(capped, j)
-				}
-			}
-			evictErr = evict(tx, capped)
-			return nil
-		})
-		cancel()
-		if err == nil {
-			err = evictErr
-		}
-		if err == nil && len(dups) > 0 {
-			err = fmt.Errorf("%w: %s", ErrExists, truncate(strings.Join(dups, ",")))
+		var err error
+		if k.behind {
+			err = k.writeSegment(jobs, buf, freed)
+		} else {
+			err = k.writeCaps(jobs)
 		}
 		if err != nil && k.onErr != nil {
 			k.onErr(err)
 		}
 		k.mu.Lock()
-		for _, j := range jobs {
-			if j.create {
-				delete(k.pending, j.key)
-			}
+		if buf != nil && cap(buf.b) <= maxSpareBatch {
+			k.spare = buf // no job of it is pending any more: readers no longer copy from it
 		}
 		k.cond.Broadcast()
 		k.mu.Unlock()
 	}
+}
+
+// writeCaps gives records that Keep wrote to a shared store their places under their
+// owners' caps, evicting the oldest.
+func (k *Keeper) writeCaps(jobs []*job) error {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	return k.st.Batch(ctx, func(tx store.Tx) error { return evict(tx, jobs) })
 }
 
 // evict gives each job's record its place under its owner's cap. An owner's responses are
@@ -396,15 +410,15 @@ func evict(tx store.Tx, jobs []*job) error {
 			if int64(i) < fromStore {
 				old = string(olds[i])
 			} else {
-				old = js[int64(i)-max].rec.ID
+				old = js[int64(i)-max].id
 			}
 			// The last max jobs hold their slots when the batch is done.
 			if int64(i) >= n-max {
-				if err := tx.Put(bucketSlots, slot(i), []byte(j.rec.ID), j.ttl); err != nil {
+				if err := tx.Put(bucketSlots, slot(i), []byte(j.id), j.ttl); err != nil {
 					return err
 				}
 			}
-			if old != "" && old != j.rec.ID {
+			if old != "" && old != j.id {
 				if err := tx.Remove(bucketRecords, recordKey(tag, old)); err != nil {
 					return err
 				}
@@ -432,7 +446,8 @@ func (k *Keeper) Flush() {
 // after the writer's.
 func (k *Keeper) flushIfPending(key string) {
 	k.mu.Lock()
-	_, queued := k.pending[key]
+	e := k.lookup(key)
+	queued := e != nil && e.job != nil
 	k.mu.Unlock()
 	if queued {
 		k.Flush()
@@ -456,7 +471,9 @@ func (k *Keeper) updateTag(ctx context.Context, tag string, r *Record) error {
 		return ErrNotFound
 	}
 	key := recordKey(tag, r.ID)
-	k.flushIfPending(key)
+	if k.behind {
+		return k.updateBehind(ctx, &job{tag: tag, key: key}, r)
+	}
 	return k.st.Put(ctx, bucketRecords, key, Encode(r), left)
 }
 
@@ -472,12 +489,13 @@ func (k *Keeper) get(ctx context.Context, tag, id string) (*Record, error) {
 	key := recordKey(tag, id)
 	var r *Record
 	if k.behind {
-		k.mu.Lock()
-		if j := k.pending[key]; j != nil {
-			rc := *j.rec
-			r = &rc
+		var err error
+		if r, err = k.getBehind(ctx, key); err != nil {
+			if !errors.Is(err, ErrNotFound) {
+				err = fmt.Errorf("stored: record %s: %w", truncate(id), err)
+			}
+			return nil, err
 		}
-		k.mu.Unlock()
 	}
 	if r == nil {
 		b, err := k.st.Get(ctx, bucketRecords, key)
@@ -506,7 +524,9 @@ func (k *Keeper) Delete(ctx context.Context, owner, id string) (bool, error) {
 		return false, err
 	}
 	key := recordKey(ownerTag(owner), id)
-	k.flushIfPending(key)
+	if k.behind {
+		return k.deleteBehind(ctx, key)
+	}
 	return k.st.Delete(ctx, bucketRecords, key)
 }
 

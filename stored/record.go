@@ -74,18 +74,25 @@ var ErrCorrupt = errors.New("stored: corrupt record")
 // items are JSON already and expanding a long chain decodes every record of it: here a
 // decode is a handful of slice operations, with no escaping and no scanning of the items.
 func Encode(r *Record) []byte {
-	n := len(recordMagic) + 6*binary.MaxVarintLen64 + 2*binary.MaxVarintLen64 +
-		len(r.ID) + len(r.Parent) + len(r.Status) + len(r.Model) + len(r.Input) + len(r.Output) + len(r.Response) +
-		3*binary.MaxVarintLen64
-	b := make([]byte, 0, n)
+	return appendRecord(make([]byte, 0, encodedSize(r)), r)
+}
+
+// encodedSize is at least the length of r's encoding.
+func encodedSize(r *Record) int {
+	return len(recordMagic) + 9*binary.MaxVarintLen64 +
+		len(r.ID) + len(r.Parent) + len(r.Status) + len(r.Model) + len(r.Input) + len(r.Output) + len(r.Response)
+}
+
+// appendRecord appends r's encoding to b.
+func appendRecord(b []byte, r *Record) []byte {
 	b = append(b, recordMagic...)
-	for _, s := range []string{r.ID, r.Parent, r.Status, r.Model} {
+	for _, s := range [...]string{r.ID, r.Parent, r.Status, r.Model} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
 	b = binary.AppendVarint(b, r.CreatedAt)
 	b = binary.AppendVarint(b, r.ExpiresAt)
-	for _, f := range [][]byte{r.Input, r.Output, r.Response} {
+	for _, f := range [...][]byte{r.Input, r.Output, r.Response} {
 		b = binary.AppendUvarint(b, uint64(len(f)))
 		b = append(b, f...)
 	}

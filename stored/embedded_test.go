@@ -1,0 +1,247 @@
+package stored
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"modelgate/store"
+)
+
+// reopen is what a restart does with the embedded store: a new keeper over the same store,
+// its index read back from the segments.
+func reopen(t *testing.T, st store.Store, ttl time.Duration, max int64, now func() time.Time) *Keeper {
+	t.Helper()
+	k := newKeeper(t, st, ttl, max, now, true)
+	if err := k.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func segmentCount(t *testing.T, st store.Store) int {
+	t.Helper()
+	n := 0
+	if err := st.Scan(context.Background(), bucketSegments, "", func(string, []byte) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestKeeperRestartRebuildsIndex(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	st := boltStore(t, clk.Now)
+	k := newKeeper(t, st, time.Hour, 0, clk.Now, true)
+	a := keepChain(t, k, "team:a", "resp", 4)
+	k.Flush() // one batch for the chain, and one each for what follows
+	b := keepChain(t, k, "team:b", "resp", 2)
+	k.Flush()
+	done := turnRecord(a[1], a[0], 1)
+	done.Status = StatusIncomplete
+	if err := k.Update(ctx, "team:a", done); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := k.Delete(ctx, "team:b", b[0]); !ok || err != nil {
+		t.Fatalf("Delete: %v %v", ok, err)
+	}
+	k.Flush()
+
+	k2 := reopen(t, st, time.Hour, 0, clk.Now)
+	chain, err := k2.Chain(ctx, "team:a", a[3], 0)
+	if err != nil || len(chain) != 4 {
+		t.Fatalf("Chain after a restart: %d records, %v", len(chain), err)
+	}
+	for i, r := range chain {
+		if r.ID != a[i] || !bytes.Equal(r.Input, turnRecord(a[i], "", i).Input) {
+			t.Errorf("turn %d after a restart: %+v", i, r)
+		}
+	}
+	if chain[1].Status != StatusIncomplete {
+		t.Errorf("the update was lost in the restart: status %q", chain[1].Status)
+	}
+	if _, err := k2.Get(ctx, "team:b", b[0]); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a deleted response came back after a restart: %v", err)
+	}
+	if _, err := k2.Get(ctx, "team:b", b[1]); err != nil {
+		t.Errorf("another team's response lost in the restart: %v", err)
+	}
+	// A repeated id is still refused, and new responses go on being kept.
+	if err := k2.Keep(ctx, "team:a", turnRecord(a[0], "", 0)); !errors.Is(err, ErrExists) {
+		t.Errorf("a kept id was accepted again after a restart: %v", err)
+	}
+	more := keepChain(t, k2, "team:a", "more", 2)
+	k2.Flush()
+
+	// A third start with a cap of 3 keeps team a's newest three, in the order kept across
+	// both earlier runs; past their ttl, none is loaded.
+	k3 := reopen(t, st, time.Hour, 3, clk.Now)
+	for id, want := range map[string]bool{a[0]: false, a[1]: false, a[2]: false, a[3]: true, more[0]: true, more[1]: true} {
+		if _, err := k3.Get(ctx, "team:a", id); (err == nil) != want {
+			t.Errorf("%s kept=%v (%v) at a cap of 3; want %v", id, err == nil, err, want)
+		}
+	}
+	k3.Flush()
+	clk.Advance(time.Hour)
+	k4 := reopen(t, st, time.Hour, 3, clk.Now)
+	if _, err := k4.Get(ctx, "team:a", more[1]); !errors.Is(err, ErrNotFound) {
+		t.Errorf("an expired response was loaded: %v", err)
+	}
+}
+
+// TestKeeperRemovesEmptySegments: a segment is removed from the store once none of its
+// records is kept, so the store holds no more than the cap.
+func TestKeeperRemovesEmptySegments(t *testing.T) {
+	st := boltStore(t, nil)
+	k := newKeeper(t, st, time.Hour, 2, nil, true)
+	for i := range 10 {
+		keepChain(t, k, "team:a", fmt.Sprintf("r%d", i), 1)
+		k.Flush() // a segment per response
+	}
+	k.Flush() // the removals of the last batch
+	if n := segmentCount(t, st); n != 2 {
+		t.Errorf("%d segments in the store for a cap of 2 (one response each), want 2", n)
+	}
+	// A deleted response's segment goes too.
+	ids := keepChain(t, k, "team:b", "b", 1)
+	k.Flush()
+	if ok, err := k.Delete(context.Background(), "team:b", ids[0]); !ok || err != nil {
+		t.Fatalf("Delete: %v %v", ok, err)
+	}
+	k.Flush()
+	if n := segmentCount(t, st); n != 2 {
+		t.Errorf("%d segments after deleting the only response of one, want 2", n)
+	}
+}
+
+// TestKeeperPendingReadIsACopy: a record read while it waits for the writer stays intact
+// when its batch buffer is reused for later batches.
+func TestKeeperPendingReadIsACopy(t *testing.T) {
+	ctx := context.Background()
+	st := boltStore(t, nil)
+	k := NewKeeper(st, Options{TTL: time.Hour, WriteBehind: true, BatchWindow: time.Hour,
+		OnError: func(err error) { t.Errorf("background write: %v", err) }})
+	t.Cleanup(k.Flush)
+	ids := keepChain(t, k, "team:a", "first", 1)
+	got, err := k.Get(ctx, "team:a", ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Encode(got)
+	for i := range 5 {
+		keepChain(t, k, "team:a", fmt.Sprintf("later%d", i), 3)
+		k.Flush()
+	}
+	if !bytes.Equal(Encode(got), want) {
+		t.Fatal("a record read while pending changed when its buffer was reused")
+	}
+}
+
+// TestKeeperMigratesTheOneValuePerRecordLayout: records kept before segments (one store
+// value each, with the ring's slots) are moved into segments at start-up, and the old
+// layout's values are removed.
+func TestKeeperMigratesTheOneValuePerRecordLayout(t *testing.T) {
+	ctx := context.Background()
+	st := boltStore(t, nil)
+	old := newKeeper(t, st, time.Hour, 10, nil, false) // writes the old layout
+	ids := keepChain(t, old, "team:a", "resp", 3)
+	old.Flush()
+	k := reopen(t, st, time.Hour, 10, nil)
+	chain, err := k.Chain(ctx, "team:a", ids[2], 0)
+	if err != nil || len(chain) != 3 {
+		t.Fatalf("Chain of migrated records: %d, %v", len(chain), err)
+	}
+	for _, bucket := range []string{bucketRecords, bucketSlots} {
+		n := 0
+		_ = st.Scan(ctx, bucket, "", func(string, []byte) error { n++; return nil })
+		if n != 0 {
+			t.Errorf("%d values of the old layout left in %s", n, bucket)
+		}
+	}
+	k.Flush()
+	k2 := reopen(t, st, time.Hour, 10, nil)
+	if _, err := k2.Get(ctx, "team:a", ids[0]); err != nil {
+		t.Errorf("a migrated record is not in a segment: %v", err)
+	}
+}
+
+// TestKeeperSkipsAnUnreadableSegment: a damaged segment costs its own records, reported,
+// and nothing else.
+func TestKeeperSkipsAnUnreadableSegment(t *testing.T) {
+	ctx := context.Background()
+	st := boltStore(t, nil)
+	k := newKeeper(t, st, time.Hour, 0, nil, true)
+	ids := keepChain(t, k, "team:a", "resp", 2)
+	k.Flush()
+	if err := st.Put(ctx, bucketSegments, segKey(999), []byte("mgs\x01 not a segment"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	var reported []error
+	k2 := NewKeeper(st, Options{TTL: time.Hour, WriteBehind: true, OnError: func(err error) { reported = append(reported, err) }})
+	if err := k2.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	k2.Flush()
+	if len(reported) != 1 || !strings.Contains(reported[0].Error(), "unreadable") {
+		t.Errorf("reported %v, want one unreadable segment", reported)
+	}
+	if _, err := k2.Get(ctx, "team:a", ids[1]); err != nil {
+		t.Errorf("a good segment's record lost: %v", err)
+	}
+}
+
+func TestSegmentRoundTrip(t *testing.T) {
+	recs := []*Record{turnRecord("a", "", 0), turnRecord("b", "a", 1), {ID: "c", Status: StatusQueued}}
+	buf := []byte(segmentMagic)
+	entries := make([]segEntry, len(recs))
+	for i, r := range recs {
+		off := len(buf)
+		buf = appendRecord(buf, r)
+		entries[i] = segEntry{kind: entryNew, key: "tag/" + r.ID, ordinal: uint64(i + 7), expires: int64(1000 + i), off: off, n: len(buf) - off}
+	}
+	entries[2].kind = entryUpdate
+	seg := appendSegmentIndex(buf, entries)
+	got, err := decodeSegment(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(entries) {
+		t.Fatalf("index round trip:\n got %v\nwant %v", got, entries)
+	}
+	for i, e := range got {
+		r, err := Decode(seg[e.off : e.off+e.n])
+		if err != nil || r.ID != recs[i].ID {
+			t.Errorf("record %d at its place: %+v, %v", i, r, err)
+		}
+	}
+	for _, bad := range [][]byte{nil, []byte("mgs\x01"), seg[:len(seg)-1], append([]byte("xxxx"), seg[4:]...)} {
+		if _, err := decodeSegment(bad); !errors.Is(err, ErrCorruptSegment) {
+			t.Errorf("decodeSegment(%q...) = %v, want ErrCorruptSegment", bad[:min(len(bad), 8)], err)
+		}
+	}
+}
+
+// FuzzDecodeSegment: whatever the bytes, decodeSegment returns an error or entries whose
+// places lie inside the segment, and never panics.
+func FuzzDecodeSegment(f *testing.F) {
+	buf := []byte(segmentMagic)
+	buf = appendRecord(buf, turnRecord("a", "", 0))
+	f.Add(appendSegmentIndex(buf, []segEntry{{kind: entryNew, key: "t/a", ordinal: 1, expires: 5, off: 4, n: len(buf) - 4}}))
+	f.Add([]byte("mgs\x01\x00\x00\x00\x00\x00\x00\x04"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		entries, err := decodeSegment(b)
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			if e.off < len(segmentMagic) || e.n <= 0 || e.off+e.n > len(b) {
+				t.Fatalf("entry %+v outside a segment of %d bytes", e, len(b))
+			}
+			_, _ = Decode(b[e.off : e.off+e.n])
+		}
+	})
+}
