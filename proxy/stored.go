@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
@@ -219,14 +220,14 @@ func observeTerminal(ri *requestInfo, ev rawEvent) {
 	}
 	switch typ {
 	case "response.completed", "response.incomplete", "response.failed":
-		if r := gjson.GetBytes(ev.data, "response"); r.IsObject() {
-			// The keeper copies what it keeps, so the object is lent in place when gjson
-			// found it there (it always does in an event's own bytes).
+		// Looked up in a view of the event's bytes, not with GetBytes, which would copy the
+		// whole object out: the keeper copies what it keeps, so the object is lent in place.
+		if r := gjson.Get(unsafe.String(unsafe.SliceData(ev.data), len(ev.data)), "response"); r.IsObject() {
 			raw := []byte(nil)
 			if i := r.Index; i > 0 && i+len(r.Raw) <= len(ev.data) {
 				raw = ev.data[i : i+len(r.Raw) : i+len(r.Raw)]
 			} else {
-				raw = []byte(r.Raw)
+				raw = []byte(r.Raw) // a copy: the object was not found verbatim
 			}
 			ri.onResponse(raw)
 		}

@@ -55,12 +55,13 @@ const (
 	// syncTimeout bounds the write of a record before its answer goes out.
 	syncTimeout = 5 * time.Second
 	// batchWindow is how long the background writer lets jobs gather before it writes
-	// them. Every batch pays a fixed price (on bbolt a commit with two syncs to disk, some
-	// 250 µs of CPU on a busy machine; on Redis round trips) and a batch of many responses
-	// pays it once: at 5,000 responses a second this window makes batches of about 125.
-	// It is also the longest a record waits in memory before its write starts, which is
-	// what a crash can lose (see docs/responses-store.md); reads never wait for it.
-	batchWindow = 25 * time.Millisecond
+	// them. Every batch pays a fixed price (on bbolt a commit with two syncs to disk, which
+	// cost more CPU than writing the segment itself; on Redis round trips) and a batch of
+	// many responses pays it once: at 5,000 responses a second this window makes batches of
+	// about 500. It is also the longest a record waits in memory before its write starts,
+	// which is what a crash can lose (see docs/responses-store.md); reads never wait for it,
+	// and neither do Update and Flush.
+	batchWindow = 100 * time.Millisecond
 	// batchMax ends the window early: a batch this large already pays its fixed price
 	// many times over, and a larger one only holds memory longer.
 	batchMax = 2048
