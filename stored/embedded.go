@@ -274,6 +274,7 @@ func (k *Keeper) release(p place) {
 func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64) error {
 	var seq uint64
 	var entries []segEntry
+	var blob []byte
 	var ttl time.Duration
 	if len(jobs) > 0 {
 		k.seq++
@@ -288,7 +289,9 @@ func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64) error 
 			entries[i] = segEntry{kind: kind, key: j.key, ordinal: j.ordinal, expires: j.expires, off: j.off, n: j.n}
 			last = max(last, j.expires)
 		}
-		buf.b = appendSegmentIndex(buf.b, entries)
+		// Into a slice of its own: readers copying a pending record read buf.b meanwhile
+		// (under k.mu), and the index lands past every record they can read.
+		blob = appendSegmentIndex(buf.b, entries)
 		// The segment lives as long as its longest-lived record; records leave it earlier
 		// through the index, and a segment none is left in is removed.
 		ttl = max(time.Duration(last-k.now().UnixNano()), time.Second)
@@ -303,12 +306,15 @@ func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64) error 
 		if len(jobs) == 0 {
 			return nil
 		}
-		return tx.Put(bucketSegments, segKey(seq), buf.b, ttl)
+		return tx.Put(bucketSegments, segKey(seq), blob, ttl)
 	})
 	cancel()
 
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if blob != nil {
+		buf.b = blob // its capacity is kept for the next batch
+	}
 	if err != nil {
 		k.freed = append(k.freed, freed...) // tried again with the next batch
 	}
