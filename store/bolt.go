@@ -236,33 +236,26 @@ func (b *Bolt) check(bucket string) error {
 
 // Get implements Store.
 func (b *Bolt) Get(_ context.Context, bucket, key string) ([]byte, error) {
-	if err := b.check(bucket); err != nil {
-		return nil, err
-	}
-	var out []byte
-	err := b.db.View(func(tx *bolt.Tx) error {
-		bk := tx.Bucket([]byte(bucket))
-		if bk == nil {
-			return ErrNotFound
-		}
-		f, found := lookup(bk, []byte(key))
-		v, ok := alive(f, found, b.now().UnixNano())
-		if !ok {
-			return ErrNotFound
-		}
-		out = bytes.Clone(v)
-		return nil
-	})
-	return out, err
+	return b.read(bucket, key, func(v []byte) ([]byte, bool) { return v, true })
 }
 
 // GetRange implements Store. Only the part asked for is copied out of the mapped file.
 func (b *Bolt) GetRange(_ context.Context, bucket, key string, off, n int) ([]byte, error) {
-	if err := b.check(bucket); err != nil {
-		return nil, err
-	}
 	if off < 0 || n < 0 {
 		return nil, ErrNotFound
+	}
+	return b.read(bucket, key, func(v []byte) ([]byte, bool) {
+		if off > len(v) || n > len(v)-off {
+			return nil, false
+		}
+		return v[off : off+n], true
+	})
+}
+
+// read returns a copy of the part of key's live value that part picks, or ErrNotFound.
+func (b *Bolt) read(bucket, key string, part func(v []byte) ([]byte, bool)) ([]byte, error) {
+	if err := b.check(bucket); err != nil {
+		return nil, err
 	}
 	var out []byte
 	err := b.db.View(func(tx *bolt.Tx) error {
@@ -272,10 +265,13 @@ func (b *Bolt) GetRange(_ context.Context, bucket, key string, off, n int) ([]by
 		}
 		f, found := lookup(bk, []byte(key))
 		v, ok := alive(f, found, b.now().UnixNano())
-		if !ok || off > len(v) || n > len(v)-off {
+		if ok {
+			v, ok = part(v)
+		}
+		if !ok {
 			return ErrNotFound
 		}
-		out = bytes.Clone(v[off : off+n])
+		out = bytes.Clone(v)
 		return nil
 	})
 	return out, err

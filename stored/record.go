@@ -143,13 +143,24 @@ func (d *decoder) field() []byte {
 
 func (d *decoder) varint() int64 {
 	v, k := binary.Varint(d.b)
+	d.skip(k)
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, k := binary.Uvarint(d.b)
+	d.skip(k)
+	return v
+}
+
+// skip moves past a number of k bytes; k <= 0 is binary's word for a bad one.
+func (d *decoder) skip(k int) {
 	if k <= 0 {
 		d.bad = true
 		d.b = nil
-		return 0
+		return
 	}
 	d.b = d.b[k:]
-	return v
 }
 
 // jsonArray is the cheap shape check Decode makes of the item lists: empty, or bracketed.

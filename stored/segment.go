@@ -112,14 +112,3 @@ func decodeSegment(b []byte) ([]segEntry, error) {
 	}
 	return entries, nil
 }
-
-func (d *decoder) uvarint() uint64 {
-	v, k := binary.Uvarint(d.b)
-	if k <= 0 {
-		d.bad = true
-		d.b = nil
-		return 0
-	}
-	d.b = d.b[k:]
-	return v
-}
