@@ -44,7 +44,7 @@ type chatCall struct {
 // answers keep their status and headers.
 //
 // Its frame stays under a stream for minutes, so all that is checked and built before the
-// call is done in checkChat, whose frame is gone by then (see streamStack).
+// call is done in checkChat, whose frame is gone by then (see startStream).
 func (s *Server) chatCompletions(c *gin.Context) {
 	call, ticket := s.checkChat(c)
 	if call == nil {
