@@ -293,13 +293,22 @@ func TestOverheadHeader(t *testing.T) {
 		{"chat_stream", "/v1/chat/completions", `{"model":"sim-chat","stream":true,"messages":[{"role":"user","content":"hi"}]}`, true},
 		{"chat_stop_from_stream", "/v1/chat/completions", `{"model":"sim-chat","stop":["zzz"],"messages":[{"role":"user","content":"hi"}]}`, true},
 		{"off", "/v1/responses", `{"model":"sim-chat","input":"hi"}`, false},
+		{"sidecar", balancePath, "", true}, // a GET to the platform's own API
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newTestEnv(t, "", func(c *config.Config) { c.Server.OverheadHeader = tc.on })
-			env.sim.Enqueue("/v1/responses", platformsim.Reply{Delay: upstreamDelay})
+			method, simPath := http.MethodPost, "/v1/responses"
+			if tc.body == "" {
+				method, simPath = http.MethodGet, tc.path
+			}
+			env.sim.Enqueue(simPath, platformsim.Reply{Delay: upstreamDelay})
 			start := time.Now()
-			status, hdr, body := env.do(t, http.MethodPost, tc.path, keyAlpha1, []byte(tc.body))
+			var body []byte
+			if tc.body != "" {
+				body = []byte(tc.body)
+			}
+			status, hdr, body := env.do(t, method, tc.path, keyAlpha1, body)
 			took := time.Since(start)
 			if status != http.StatusOK {
 				t.Fatalf("status %d: %s", status, body)

@@ -42,29 +42,50 @@ type chatCall struct {
 // chatCompletions serves POST /v1/chat/completions on top of the Responses gateway. Nothing
 // is written to the client before the platform accepted the request, so its 4xx, 429 and 5xx
 // answers keep their status and headers.
+//
+// Its frame stays under a stream for minutes, so all that is checked and built before the
+// call is done in checkChat, whose frame is gone by then (see startStream).
 func (s *Server) chatCompletions(c *gin.Context) {
+	call, ticket := s.checkChat(c)
+	if call == nil {
+		return
+	}
+	var ch charge
+	defer func() { s.settle(c, ticket, ch) }()
+	if call.ri.stream {
+		ch = call.stream()
+		return
+	}
+	ch = call.complete()
+}
+
+// checkChat reads, checks and translates a chat request and admits it, answering the client
+// itself when it is refused (then call is nil).
+//
+//go:noinline
+func (s *Server) checkChat(c *gin.Context) (call *chatCall, ticket *ratelimit.Ticket) {
 	ri := info(c)
 	ri.route = "/v1/chat/completions"
 	p, st := principal(c), requestState(c)
 	body, ok := readJSONBody(c, st.cfg.Server.MaxBodyBytes)
 	if !ok {
-		return
+		return nil, nil
 	}
 	req, err := translate.ParseChat(body)
 	if err != nil {
 		writeTranslateError(c, err)
-		return
+		return nil, nil
 	}
 	ri.model, ri.stream = req.Model, req.Stream
 	if maxN := maxChoices(st.cfg); req.N > maxN {
 		// Each choice is a whole upstream call: the fan-out is bounded here, not upstream.
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "n",
 			"Invalid value for 'n': this gateway allows at most "+strconv.Itoa(maxN)+" choices per request (translate.max_n).")
-		return
+		return nil, nil
 	}
 	if !p.AllowsModel(req.Model) {
 		modelNotFound(c, req.Model)
-		return
+		return nil, nil
 	}
 	// A non-stream client with stop sequences is served from an upstream stream, so the
 	// upstream can be ended as soon as a stop sequence appears.
@@ -75,9 +96,9 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	})
 	if err != nil {
 		writeTranslateError(c, err)
-		return
+		return nil, nil
 	}
-	call := &chatCall{
+	call = &chatCall{
 		s: s, c: c, st: st, p: p, ri: ri, req: req, upBody: upBody, upStream: upStream,
 		estimate: tokens.EstimateResponsesInput(upBody),
 		meta: translate.Meta{
@@ -90,21 +111,14 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	outCap := st.outputReserve(req.MaxOutputTokens)
 	// n choices are n upstream generations: reserve for all of them, count one request.
 	if !s.reserveSpend(c, st, p, call.estimate*int64(req.N), outCap*int64(req.N), true) {
-		return
+		return nil, nil
 	}
 	call.reserve = ratelimit.Usage{InputTokens: call.estimate, OutputTokens: outCap}
-	ticket := s.admit(c, p, ratelimit.Usage{InputTokens: call.estimate * int64(req.N), OutputTokens: outCap * int64(req.N)}, true)
+	ticket = s.admit(c, p, ratelimit.Usage{InputTokens: call.estimate * int64(req.N), OutputTokens: outCap * int64(req.N)}, true)
 	if ticket == nil {
-		return
+		return nil, nil
 	}
-	var ch charge
-	defer func() { s.settle(c, ticket, ch) }()
-	switch {
-	case req.Stream:
-		ch = call.stream()
-	default:
-		ch = call.complete()
-	}
+	return call, ticket
 }
 
 // maxChoices is translate.max_n, or its default for a config built in code without it.
@@ -397,17 +411,32 @@ func (cc *chatCall) stream() charge {
 		cc.s.hooks.StreamOpened(cc.ri.route)
 		defer cc.s.hooks.StreamClosed(cc.ri.route)
 	}
-	n := len(resps)
-	convs := make([]*translate.StreamConverter, n)
-	for i := range n {
-		meta := cc.meta
-		meta.ChoiceIndex = i
-		meta.OmitTrailer = n > 1
-		convs[i] = translate.NewStreamConverter(meta)
-		convs[i].SetInputEstimate(cc.estimate)
+	if len(resps) == 1 {
+		return cc.pumpDirect(resps[0], cancels[0], cc.newConverter(0, 1))
 	}
-	if n == 1 {
-		return cc.pumpDirect(resps[0], cancels[0], convs[0])
+	return cc.streamMerged(resps, cancels)
+}
+
+// newConverter makes choice i's stream converter, in a call of its own so the Meta it copies
+// is not in stream's frame.
+//
+//go:noinline
+func (cc *chatCall) newConverter(i, n int) *translate.StreamConverter {
+	meta := cc.meta
+	meta.ChoiceIndex = i
+	meta.OmitTrailer = n > 1
+	conv := translate.NewStreamConverter(meta)
+	conv.SetInputEstimate(cc.estimate)
+	return conv
+}
+
+// streamMerged relays n>1 choices side by side and returns what to charge for all of them.
+//
+//go:noinline
+func (cc *chatCall) streamMerged(resps []*http.Response, cancels []context.CancelFunc) charge {
+	convs := make([]*translate.StreamConverter, len(resps))
+	for i := range convs {
+		convs[i] = cc.newConverter(i, len(resps))
 	}
 	cc.pumpMerged(resps, cancels, convs)
 	var total charge

@@ -56,6 +56,9 @@ func (s *Server) openGateway(parent context.Context, st *state, p *auth.Principa
 			sent.Store(true)
 		}
 	}}
+	if ri.keepWait {
+		addUpstreamWait(trace, ri)
+	}
 	resp, err := s.attempt(ctx, st, ri, deadline, keysFor(st, p), func(ctx context.Context, key string) (*http.Request, error) {
 		sent.Store(false)
 		return s.platform.NewGatewayRequest(httptrace.WithClientTrace(ctx, trace), platform.Call{

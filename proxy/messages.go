@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/auth"
 	"modelgate/ratelimit"
 	"modelgate/tokens"
 	"modelgate/translate"
@@ -30,23 +31,78 @@ const defaultPingInterval = 15 * time.Second
 
 // messages serves POST /v1/messages on top of the Responses gateway. Nothing is written to
 // the client before the platform accepted the request, so its refusals keep their status.
+//
+// Its frame stays under a stream for minutes, so the checks and the admission run in
+// checkMessages, whose frame is gone by then (see startStream).
 func (s *Server) messages(c *gin.Context) {
+	m := s.checkMessages(c)
+	if m == nil {
+		return
+	}
+	var ch charge
+	defer func() { s.settle(c, m.ticket, ch) }()
+	ctx := c.Request.Context()
+	if m.upStream && !m.stream {
+		// The client waits for one answer: the whole call is bounded like any non-stream
+		// call, not only by the idle timer.
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeout(ctx, m.st.cfg.Upstream.RequestTimeout)
+		defer stop()
+	}
+	resp, cancel, f := s.openGateway(ctx, m.st, m.p, info(c), m.upBody, m.upStream)
+	m.upBody = nil // the platform has it: a stream that runs for minutes need not hold it
+	if f != nil {
+		writeFailure(c, f)
+		if f.maybeBilled {
+			ch = upperBound(m.reserve, ratelimit.Usage{}, estNoAnswer)
+		}
+		return
+	}
+	defer resp.Body.Close()
+	defer cancel()
+	switch {
+	case m.stream:
+		ch = s.messagesStream(c, m.st, resp, cancel, m.meta, m.reserve)
+	case m.upStream:
+		ch = s.messagesAggregate(ctx, c, m.st, resp, cancel, m.meta, m.reserve)
+	default:
+		ch = s.messagesComplete(c, info(c), resp, m.meta, m.reserve)
+	}
+}
+
+// messagesCall is a checked and admitted Messages request.
+type messagesCall struct {
+	st       *state
+	p        *auth.Principal
+	upBody   []byte // as it goes upstream; dropped once sent
+	stream   bool   // the client asked for a stream
+	upStream bool   // the platform is asked for a stream
+	meta     translate.MessagesMeta
+	reserve  ratelimit.Usage
+	ticket   *ratelimit.Ticket
+}
+
+// checkMessages reads, checks, translates and admits a Messages request, answering the
+// client itself when it is refused (then it returns nil).
+//
+//go:noinline
+func (s *Server) checkMessages(c *gin.Context) *messagesCall {
 	ri := info(c)
 	ri.route = messagesRoute
 	p, st := principal(c), requestState(c)
 	body, ok := readJSONBody(c, st.cfg.Server.MaxBodyBytes)
 	if !ok {
-		return
+		return nil
 	}
 	req, err := translate.ParseMessages(body)
 	if err != nil {
 		writeTranslateError(c, err)
-		return
+		return nil
 	}
 	ri.model, ri.stream = req.Model, req.Stream
 	if !p.AllowsModel(req.Model) {
 		modelNotFound(c, req.Model)
-		return
+		return nil
 	}
 	// A non-stream client with stop sequences is served from an upstream stream, so the
 	// platform can be stopped as soon as a sequence appears.
@@ -56,44 +112,20 @@ func (s *Server) messages(c *gin.Context) {
 		ForceStream:     upStream && !req.Stream,
 	})
 	estimate := tokens.EstimateResponsesInput(upBody)
-	meta := translate.MessagesMeta{ID: "msg_" + newRequestID()[4:], Model: req.Model, StopSequences: req.StopSequences}
 	ri.traceRequest(req.Model, req.MaxTokens, upBody, responsesPromptFields)
 	outCap := st.outputReserve(max(req.MaxTokens, 16))
 	if !s.reserveSpend(c, st, p, estimate, outCap, true) {
-		return
+		return nil
 	}
 	reserve := ratelimit.Usage{InputTokens: estimate, OutputTokens: outCap}
 	ticket := s.admit(c, p, reserve, true)
 	if ticket == nil {
-		return
+		return nil
 	}
-	var ch charge
-	defer func() { s.settle(c, ticket, ch) }()
-	ctx := c.Request.Context()
-	if upStream && !req.Stream {
-		// The client waits for one answer: the whole call is bounded like any non-stream
-		// call, not only by the idle timer.
-		var stop context.CancelFunc
-		ctx, stop = context.WithTimeout(ctx, st.cfg.Upstream.RequestTimeout)
-		defer stop()
-	}
-	resp, cancel, f := s.openGateway(ctx, st, p, ri, upBody, upStream)
-	if f != nil {
-		writeFailure(c, f)
-		if f.maybeBilled {
-			ch = upperBound(reserve, ratelimit.Usage{}, estNoAnswer)
-		}
-		return
-	}
-	defer resp.Body.Close()
-	defer cancel()
-	switch {
-	case req.Stream:
-		ch = s.messagesStream(c, st, resp, cancel, meta, reserve)
-	case upStream:
-		ch = s.messagesAggregate(ctx, c, st, resp, cancel, meta, reserve)
-	default:
-		ch = s.messagesComplete(c, ri, resp, meta, reserve)
+	return &messagesCall{
+		st: st, p: p, upBody: upBody, stream: req.Stream, upStream: upStream,
+		meta:    translate.MessagesMeta{ID: "msg_" + newRequestID()[4:], Model: req.Model, StopSequences: req.StopSequences},
+		reserve: reserve, ticket: ticket,
 	}
 }
 
@@ -167,8 +199,15 @@ func (s *Server) messagesComplete(c *gin.Context, ri *requestInfo, resp *http.Re
 // messagesStream relays the upstream stream as Anthropic events through the chat bridge's
 // relay loop, with Anthropic's ping for keep-alive, and settles the same way.
 func (s *Server) messagesStream(c *gin.Context, st *state, resp *http.Response, cancel context.CancelFunc, meta translate.MessagesMeta, reserve ratelimit.Usage) charge {
+	startStream(c) // above the relay's frame (see startStream)
+	return s.relayMessagesStream(c, st, resp, cancel, &meta, reserve)
+}
+
+// relayMessagesStream is messagesStream's relay, entered once the stream started.
+//
+//go:noinline
+func (s *Server) relayMessagesStream(c *gin.Context, st *state, resp *http.Response, cancel context.CancelFunc, meta *translate.MessagesMeta, reserve ratelimit.Usage) charge {
 	ri := info(c)
-	startStream(c)
 	every := st.cfg.Upstream.KeepAliveInterval
 	if every <= 0 {
 		every = defaultPingInterval
@@ -179,7 +218,7 @@ func (s *Server) messagesStream(c *gin.Context, st *state, resp *http.Response, 
 		s.hooks.StreamOpened(ri.route)
 		defer s.hooks.StreamClosed(ri.route)
 	}
-	conv := translate.NewMessagesStream(meta)
+	conv := translate.NewMessagesStream(*meta)
 	conv.SetInputEstimate(reserve.InputTokens)
 	return cc.pumpDirect(resp, cancel, conv)
 }

@@ -77,18 +77,28 @@ type requestInfo struct {
 const overheadHeader = "X-Modelgate-Overhead-Ms"
 
 // traceUpstreamWait makes every platform call under ctx add its wait for the first
-// response byte to ri.upstreamWait. Retries each count; a backoff sleep between them counts
-// as modelgate's time, since it is modelgate's choice to wait.
+// response byte to ri.upstreamWait when the overhead header is on; otherwise it is ctx.
+// Retries each count; a backoff sleep between them counts as modelgate's time, since it is
+// modelgate's choice to wait. Each call site adds it to its own context: the request's own
+// is left alone, so an open stream holds no copy of its request for it.
 func traceUpstreamWait(ctx context.Context, ri *requestInfo) context.Context {
+	if !ri.keepWait {
+		return ctx
+	}
+	return httptrace.WithClientTrace(ctx, addUpstreamWait(&httptrace.ClientTrace{}, ri))
+}
+
+// addUpstreamWait sets t's hooks that time the wait for the first response byte (see
+// traceUpstreamWait), for a call site that traces its calls already.
+func addUpstreamWait(t *httptrace.ClientTrace, ri *requestInfo) *httptrace.ClientTrace {
 	var began atomic.Int64
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GetConn: func(string) { began.Store(monoNow()) },
-		GotFirstResponseByte: func() {
-			if b := began.Load(); b != 0 {
-				ri.upstreamWait.Add(monoNow() - b)
-			}
-		},
-	})
+	t.GetConn = func(string) { began.Store(monoNow()) }
+	t.GotFirstResponseByte = func() {
+		if b := began.Load(); b != 0 {
+			ri.upstreamWait.Add(monoNow() - b)
+		}
+	}
+	return t
 }
 
 // timedRead reads into buf from r, adding the time spent to ri's upstream wait when it is kept.

@@ -27,36 +27,22 @@ const maxUpstreamError = 1 << 20
 // applied and modelgate's credential, and the answer comes back as it is, streamed event by
 // event when it is a stream. Usage is read on the side for the limits.
 func (s *Server) responses(c *gin.Context) {
+	rc := s.admitResponses(c)
+	if rc == nil {
+		return
+	}
 	ri := info(c)
-	ri.route = "/v1/responses"
-	p, st := principal(c), requestState(c)
-	req, ok := checkResponsesRequest(c, st, p)
-	if !ok {
-		return
-	}
-	if req.background {
-		s.submitBackground(c, st, p, req)
-		return
-	}
-	body, inputEstimate, outCap := req.body, req.inputEstimate, req.outCap
-	if !s.reserveSpend(c, st, p, inputEstimate, outCap, true) {
-		return
-	}
-	reserve := ratelimit.Usage{InputTokens: inputEstimate, OutputTokens: outCap}
-	ticket := s.admit(c, p, reserve, true)
-	if ticket == nil {
-		return
-	}
 	var ch charge
-	defer func() { s.settle(c, ticket, ch) }()
+	defer func() { s.settle(c, rc.ticket, ch) }()
 
-	if req.turn != nil {
-		ri.onResponse = func(resp []byte) { s.keepTurn(c, st, req.turn, resp) }
+	if rc.turn != nil {
+		ri.onResponse = func(resp []byte) { s.keepTurn(c, rc.st, rc.turn, resp) }
 	}
-	resp, cancel, f := s.callGateway(c, st, p, body, ri.stream)
+	resp, cancel, f := s.callGateway(c, rc.st, rc.p, rc.body, ri.stream)
+	rc.body = nil // the platform has it: a stream that runs for minutes need not hold it
 	if f != nil {
 		if f.maybeBilled {
-			ch = upperBound(reserve, ratelimit.Usage{}, estNoAnswer)
+			ch = upperBound(rc.reserve, ratelimit.Usage{}, estNoAnswer)
 		}
 		// Otherwise nothing reached the platform, or it refused the call: nothing to bill.
 		return
@@ -69,14 +55,51 @@ func (s *Server) responses(c *gin.Context) {
 		// client expects it, and what it billed for the answer cannot be read.
 		ri.upstreamErr = "invalid_body"
 		abortOpenAI(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
-		ch = upperBound(reserve, ratelimit.Usage{}, estBody)
+		ch = upperBound(rc.reserve, ratelimit.Usage{}, estBody)
 		return
 	}
 	if ri.stream {
-		ch = s.forwardResponsesStream(c, st, resp, reserve, cancel)
+		ch = s.forwardResponsesStream(c, rc.st, resp, rc.reserve, cancel)
 		return
 	}
-	ch = s.forwardResponsesJSON(c, resp, reserve)
+	ch = s.forwardResponsesJSON(c, resp, rc.reserve)
+}
+
+// admittedResponses is a checked and admitted Responses request.
+type admittedResponses struct {
+	checkedResponses
+	st      *state
+	p       *auth.Principal
+	reserve ratelimit.Usage
+	ticket  *ratelimit.Ticket
+}
+
+// admitResponses checks and admits a Responses request, or hands a background one to its
+// runner; it answers the client itself when the request is refused or already served (then
+// it returns nil). Its frame is gone before a stream starts (see startStream).
+//
+//go:noinline
+func (s *Server) admitResponses(c *gin.Context) *admittedResponses {
+	ri := info(c)
+	ri.route = "/v1/responses"
+	p, st := principal(c), requestState(c)
+	req, ok := checkResponsesRequest(c, st, p)
+	if !ok {
+		return nil
+	}
+	if req.background {
+		s.submitBackground(c, st, p, req)
+		return nil
+	}
+	if !s.reserveSpend(c, st, p, req.inputEstimate, req.outCap, true) {
+		return nil
+	}
+	reserve := ratelimit.Usage{InputTokens: req.inputEstimate, OutputTokens: req.outCap}
+	ticket := s.admit(c, p, reserve, true)
+	if ticket == nil {
+		return nil
+	}
+	return &admittedResponses{checkedResponses: req, st: st, p: p, reserve: reserve, ticket: ticket}
 }
 
 // checkedResponses is what the handler keeps of a Responses request once it is checked.

@@ -280,8 +280,7 @@ func (s *Server) observe(c *gin.Context) {
 	c.Set(infoKey, ri)
 	c.Header("X-Request-Id", ri.requestID)
 	if s.state().cfg.Server.OverheadHeader {
-		ri.keepWait = true
-		c.Request = c.Request.WithContext(traceUpstreamWait(c.Request.Context(), ri))
+		ri.keepWait = true // platform calls time their wait (see traceUpstreamWait)
 		c.Writer = &overheadWriter{ResponseWriter: c.Writer, ri: ri}
 	}
 	if s.tracer != nil {

@@ -305,9 +305,9 @@ func (u *upload) start() {
 	u.pw = pw
 	u.mw = multipart.NewWriter(pw)
 	u.result = make(chan upstreamResult, 1)
-	ctx, cancel := context.WithCancel(u.c.Request.Context())
-	u.cancel = cancel
 	p, ri := principal(u.c), info(u.c)
+	ctx, cancel := context.WithCancel(traceUpstreamWait(u.c.Request.Context(), ri))
+	u.cancel = cancel
 	ri.attempts = 1
 	// A streamed body cannot be sent twice, so an upload gets no failover: one key, chosen
 	// like any call's, whose answer still updates the key's state.

@@ -65,7 +65,7 @@ func (sc *sidecar) fetchPlatform(ctx context.Context, st *state, p *auth.Princip
 // fetchWith is fetchPlatform with the platform key taken from keys.
 func (sc *sidecar) fetchWith(ctx context.Context, st *state, p *auth.Principal, ri *requestInfo, keys keySource, path string, q url.Values) sidecarReply {
 	deadline := time.Now().Add(st.cfg.Upstream.RequestTimeout)
-	ctx, cancel := context.WithDeadline(ctx, deadline)
+	ctx, cancel := context.WithDeadline(traceUpstreamWait(ctx, ri), deadline)
 	defer cancel()
 	resp, err := sc.s.attempt(ctx, st, ri, deadline, keys, func(ctx context.Context, key string) (*http.Request, error) {
 		return sc.s.platform.NewOpenAPIRequest(ctx, platform.Call{

@@ -224,6 +224,15 @@ func (sw *streamWriter) stop() {
 
 // startStream commits the answer as a 200 event stream. Everything that had to be said in
 // headers (request id, rate-limit headers) has been set before this point.
+//
+// The headers go out here, through net/http's chunkWriter.writeHeader (a 2.8 KB frame) and a
+// sort of the header keys: about 4 KB of stack below this call. The handler's goroutine runs on
+// 8 KB by then; if the frames above this call leave too little of it, the stack doubles to 16 KB
+// and stays so for the stream's whole life: 8 KB more per open stream, which costs about 55 KB
+// in all. So the frames between the handler and this call are kept small: checks and
+// admission run in calls that return before it (checkChat, admitResponses, checkMessages),
+// and the relay loops are entered after it. TestOpenStreamStack holds each route to this;
+// bench/tools/stackgrowth.py shows a chain that grows the stack of a running binary.
 func startStream(c *gin.Context) {
 	h := c.Writer.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -252,8 +261,15 @@ func isCountedDelta(typ string) bool {
 // rather than the garbage or a silent truncation. An event is counted before it is written:
 // the platform billed it whether or not the client is still there to take it.
 func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Response, reserve ratelimit.Usage, cancel context.CancelFunc) charge {
+	startStream(c) // above the relay's frame (see startStream)
+	return s.relayResponsesStream(c, st, resp, reserve, cancel)
+}
+
+// relayResponsesStream is forwardResponsesStream's relay, entered once the stream started.
+//
+//go:noinline
+func (s *Server) relayResponsesStream(c *gin.Context, st *state, resp *http.Response, reserve ratelimit.Usage, cancel context.CancelFunc) charge {
 	ri := info(c)
-	startStream(c)
 	if s.hooks.StreamOpened != nil {
 		s.hooks.StreamOpened(ri.route)
 		defer s.hooks.StreamClosed(ri.route)

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+	"sync"
 
 	"github.com/tidwall/gjson"
 )
@@ -59,6 +60,7 @@ func parseMessages(body []byte, count bool) (*MessagesRequest, error) {
 		return nil, badRequest(codeInvalidType, "", "The request body must be a JSON object.")
 	}
 	f := newMessagesFields()
+	defer f.release()
 	r := &MessagesRequest{}
 	var perr *Error
 	root.ForEach(func(k, v gjson.Result) bool {
@@ -82,11 +84,17 @@ func parseMessages(body []byte, count bool) (*MessagesRequest, error) {
 	return r, nil
 }
 
-// newMessagesFields puts a request's fields on the heap, as newChatFields does: a kilobyte of
-// gjson results on the stack would grow the goroutine that then holds the stream open.
-//
-//go:noinline
-func newMessagesFields() *messagesFields { return new(messagesFields) }
+// messagesFieldsPool lends parse tables as chatFieldsPool does: a kilobyte of gjson results,
+// which on the stack would grow the goroutine that then holds the stream open.
+var messagesFieldsPool = sync.Pool{New: func() any { return new(messagesFields) }}
+
+func newMessagesFields() *messagesFields { return messagesFieldsPool.Get().(*messagesFields) }
+
+// release returns f to the pool, cleared, so it holds no view of the request it parsed.
+func (f *messagesFields) release() {
+	*f = messagesFields{}
+	messagesFieldsPool.Put(f)
+}
 
 func (f *messagesFields) set(r *MessagesRequest, k, v gjson.Result) *Error {
 	switch k.Str {
