@@ -119,7 +119,7 @@ func expandPrevious(c *gin.Context, st *state, p *auth.Principal, body []byte, f
 	if !keep && !continued {
 		return body, nil, true // nothing to add and nothing to keep: forwarded as it came
 	}
-	turnInput, err := stored.TurnInput([]byte(f.input.Raw))
+	turnInput, err := stored.TurnInput(f.input.Raw)
 	if err != nil {
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "input", "Invalid type for 'input': expected a string or an array.")
 		return nil, nil, false

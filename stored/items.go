@@ -5,24 +5,25 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
 
-// TurnInput turns a request's "input" (its raw JSON) into the item list a record keeps: an
-// array as it came, a string as the one user message it stands for.
-func TurnInput(raw []byte) ([]byte, error) {
-	v := gjson.ParseBytes(raw)
+// TurnInput turns a request's "input" (its raw JSON, as gjson hands it over) into the item
+// list a record keeps: an array as it came, a string as the one user message it stands for.
+func TurnInput(raw string) ([]byte, error) {
+	v := gjson.Parse(raw)
 	switch {
 	case v.Type == gjson.String:
-		text := bytes.TrimSpace(raw) // already a JSON string, escapes and all
+		text := strings.TrimSpace(raw) // already a JSON string, escapes and all
 		b := make([]byte, 0, len(text)+80)
 		b = append(b, `[{"type":"message","role":"user","content":[{"type":"input_text","text":`...)
 		b = append(b, text...)
 		return append(b, "}]}]"...), nil
 	case v.IsArray():
-		return bytes.Clone(bytes.TrimSpace(raw)), nil
+		return []byte(strings.TrimSpace(raw)), nil
 	}
 	return nil, errors.New("stored: input is neither a string nor an array")
 }

@@ -17,12 +17,12 @@ func TestTurnInput(t *testing.T) {
 		{` [{"role":"user","content":"x"}] `, `[{"role":"user","content":"x"}]`},
 		{`[]`, `[]`},
 	} {
-		got, err := TurnInput([]byte(tc.in))
+		got, err := TurnInput(tc.in)
 		if err != nil || string(got) != tc.want {
 			t.Errorf("TurnInput(%s) = %s, %v; want %s", tc.in, got, err, tc.want)
 		}
 	}
-	if _, err := TurnInput([]byte(`{"a":1}`)); err == nil {
+	if _, err := TurnInput(`{"a":1}`); err == nil {
 		t.Error("an object input was accepted")
 	}
 }
