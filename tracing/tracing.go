@@ -161,11 +161,16 @@ func (t *Tracer) ContentMax() int {
 
 // StartServer starts the span of one incoming request, continuing the caller's trace when
 // its traceparent (and tracestate) headers name one. The span is named "{method} {route}";
-// route is the route pattern, never the raw path.
+// route is the route pattern, never the raw path. EndServer records the method and route
+// with the outcome (Outcome.Method, Outcome.Route).
+//
+// They are not given at the start, where the HTTP conventions would have a sampler see
+// them: modelgate's samplers are the SDK's, chosen by OTEL_TRACES_SAMPLER, and none of them
+// reads attributes. Given at the start they would cost the SDK two more attribute slices
+// and a second SetAttributes per request, for the same exported span.
 func (t *Tracer) StartServer(ctx context.Context, r *http.Request, route string) (context.Context, trace.Span) {
 	ctx = t.prop.Extract(ctx, headerCarrier(r.Header))
-	st := serverStart(r.Method, route)
-	return t.tracer.Start(ctx, st.name, st.opts...)
+	return t.tracer.Start(ctx, serverName(r.Method, route), serverKind)
 }
 
 // StartAttempt starts the client span of one attempt at an upstream call; Inject puts its
@@ -235,8 +240,8 @@ func EndAttempt(span trace.Span, a Attempt) {
 		return
 	}
 	buf := getAttrs()
-	defer putAttrs(buf)
 	attrs := append(buf[:0], attribute.Int(AttrAttempt, a.N))
+	defer func() { putAttrs(buf, len(attrs)) }()
 	if a.N > 1 {
 		attrs = append(attrs, attribute.Int("http.request.resend_count", a.N-1))
 	}
