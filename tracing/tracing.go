@@ -170,19 +170,20 @@ func (t *Tracer) ContentMax() int {
 // and a second SetAttributes per request, for the same exported span.
 func (t *Tracer) StartServer(ctx context.Context, r *http.Request, route string) (context.Context, trace.Span) {
 	ctx = t.prop.Extract(ctx, headerCarrier(r.Header))
-	return t.tracer.Start(ctx, serverName(r.Method, route), serverKind)
+	return t.tracer.Start(ctx, serverName(r.Method, route), serverOpts...)
 }
 
 // StartAttempt starts the client span of one attempt at an upstream call; Inject puts its
 // context on the request, and EndAttempt names and ends it once the attempt is over.
 func (t *Tracer) StartAttempt(ctx context.Context) (context.Context, trace.Span) {
-	return t.tracer.Start(ctx, "upstream", clientKind)
+	return t.tracer.Start(ctx, "upstream", clientOpts...)
 }
 
-// The span kinds as start options, made once: an option is an allocation.
+// The span kinds as start options, made once: an option is an allocation, and so is the
+// slice of options a call through the Tracer interface would otherwise build.
 var (
-	serverKind = trace.WithSpanKind(trace.SpanKindServer)
-	clientKind = trace.WithSpanKind(trace.SpanKindClient)
+	serverOpts = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	clientOpts = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 )
 
 // Inject puts ctx's span context on h as traceparent (and tracestate, when the trace has one).
