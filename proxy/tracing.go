@@ -28,6 +28,7 @@ import (
 // traceState is what a traced request gathers for its server span.
 type traceState struct {
 	span       trace.Span
+	route      string         // the route the span was started with
 	contentMax int            // 0: prompts and completions are not captured
 	mu         sync.Mutex     // n>1 chat calls report their answers in parallel
 	genai      *tracing.GenAI // &genaiData once the route said it is a GenAI call
@@ -62,9 +63,11 @@ func (s *Server) startTrace(c *gin.Context, ri *requestInfo) {
 	if route == "" {
 		route = "unknown"
 	}
-	ctx, span := s.tracer.StartServer(c.Request.Context(), c.Request, route)
-	c.Request = c.Request.WithContext(ctx)
-	ri.trace = &traceState{span: span, contentMax: s.tracer.ContentMax()}
+	// The span stays out of the request's context: a copy of the request per traced request
+	// to carry it would cost more than naming it as the parent of each attempt (startAttempt),
+	// the one place it is needed.
+	_, span := s.tracer.StartServer(c.Request.Context(), c.Request, route)
+	ri.trace = &traceState{span: span, route: route, contentMax: s.tracer.ContentMax()}
 	s.traced.Add(1)
 }
 
@@ -331,7 +334,7 @@ func (s *Server) endTrace(ri *requestInfo, sum *RequestSummary) {
 	}
 	defer s.traced.Add(-1)
 	tracing.EndServer(ts.span, tracing.Outcome{
-		RequestID: sum.RequestID, Status: sum.Status, Team: sum.Team, KeyName: sum.Key,
+		Method: sum.Method, Route: ts.route, RequestID: sum.RequestID, Status: sum.Status, Team: sum.Team, KeyName: sum.Key,
 		Attempts: sum.Attempts, LimitDecision: ts.limitDecision, LimitReason: sum.Refusal,
 		Stream: sum.Stream, TTFB: sum.TTFB,
 		EventsReceived: ts.eventsReceived.Load(), EventsSent: ts.eventsSent.Load(),
@@ -341,11 +344,11 @@ func (s *Server) endTrace(ri *requestInfo, sum *RequestSummary) {
 	}, g)
 }
 
-// startAttempt opens the client span of one upstream attempt.
+// startAttempt opens the client span of one upstream attempt, below the request's span.
 //
 //go:noinline
-func (s *Server) startAttempt(ctx context.Context) (context.Context, trace.Span) {
-	return s.tracer.StartAttempt(ctx)
+func (s *Server) startAttempt(ctx context.Context, ri *requestInfo) (context.Context, trace.Span) {
+	return s.tracer.StartAttempt(trace.ContextWithSpan(ctx, ri.trace.span))
 }
 
 // sendAttempt puts the attempt span's context on its request (traceparent, and the caller's

@@ -162,7 +162,7 @@ func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadli
 		}
 		actx, span := ctx, trace.Span(nil)
 		if ri.trace != nil {
-			actx, span = s.startAttempt(ctx)
+			actx, span = s.startAttempt(ctx, ri)
 		}
 		req, err := build(actx, key)
 		if err != nil {

@@ -131,6 +131,9 @@ func finishReasons(rs []string) attribute.KeyValue {
 
 // Outcome is how a request ended, as the server span reports it.
 type Outcome struct {
+	// Method and Route are the request's, as StartServer was given them (http.request.method
+	// and http.route).
+	Method, Route string
 	RequestID     string
 	Status        int
 	Team, KeyName string
@@ -157,8 +160,14 @@ func EndServer(span trace.Span, o Outcome, g *GenAI) {
 		return
 	}
 	buf := getAttrs()
-	defer putAttrs(buf)
 	attrs := buf[:0]
+	defer func() { putAttrs(buf, len(attrs)) }()
+	if o.Method != "" {
+		attrs = append(attrs, attribute.String("http.request.method", o.Method))
+	}
+	if o.Route != "" {
+		attrs = append(attrs, attribute.String("http.route", o.Route))
+	}
 	if g != nil {
 		attrs = AppendGenAI(attrs, g)
 	}
@@ -211,7 +220,7 @@ func EndServer(span trace.Span, o Outcome, g *GenAI) {
 	span.End()
 }
 
-// attrBuf holds the attributes of one span's end: the most a server span gets is 25.
+// attrBuf holds the attributes of one span's end: the most a server span gets is 26.
 type attrBuf = [28]attribute.KeyValue
 
 // attrBufs lends the attribute slices EndServer and EndAttempt build. SetAttributes copies
@@ -221,8 +230,10 @@ var attrBufs = sync.Pool{New: func() any { return new(attrBuf) }}
 
 func getAttrs() *attrBuf { return attrBufs.Get().(*attrBuf) }
 
-func putAttrs(b *attrBuf) {
-	clear(b[:]) // hold no request's strings while pooled
+// putAttrs returns b once its first n attributes were used. Only those are cleared (so that
+// no request's strings are held while it is pooled): the rest were cleared before.
+func putAttrs(b *attrBuf, n int) {
+	clear(b[:min(n, len(b))])
 	attrBufs.Put(b)
 }
 

@@ -87,20 +87,47 @@ const (
 	flagsIsRemote    = 0x200
 )
 
-// encoder appends protobuf messages. A nested message is encoded into the scratch buffer of
-// its depth, then copied into its parent with its length; the buffers are reused from
-// export to export.
-type encoder struct {
-	scratch [10][]byte // deepest: an array element of an event attribute, at 8
+// encoder appends protobuf messages. Every message is written in place, in one pass: its
+// length, unknown until it is written, gets room for the varint it will most likely take
+// (endMsg moves the message in the rare case it needs another size). Nothing is encoded twice
+// or copied from a buffer of its own into its parent's.
+type encoder struct{}
+
+// Room reserved for the length of a message, by what it holds: a span or event is under
+// 16 KB (two bytes) but for captured content; a batch's ScopeSpans and ResourceSpans are
+// under 2 MB (three bytes).
+const (
+	reserveSmall = 1
+	reserveSpan  = 2
+	reserveBatch = 3
+)
+
+// beginMsg appends field num's key and room for a length of reserve bytes; the message's
+// fields follow, and endMsg, given what beginMsg returned, writes the length.
+func beginMsg(b []byte, num protowire.Number, reserve int) ([]byte, int) {
+	b = appendTag(b, num, protowire.BytesType)
+	for range reserve {
+		b = append(b, 0)
+	}
+	return b, len(b)
 }
 
-// nested encodes a message at depth d with fn and appends it to dst as field num.
-func (e *encoder) nested(dst []byte, num protowire.Number, d int, fn func(b []byte) []byte) []byte {
-	b := fn(e.scratch[d][:0])
-	e.scratch[d] = b
-	dst = appendTag(dst, num, protowire.BytesType)
-	dst = appendLen(dst, len(b))
-	return append(dst, b...)
+// endMsg writes the length of the message that begins at start, after reserve bytes of room.
+func endMsg(b []byte, start, reserve int) []byte {
+	n := len(b) - start
+	size := protowire.SizeVarint(uint64(n))
+	at := start - reserve // where the length goes
+	switch {
+	case size < reserve:
+		copy(b[at+size:], b[start:])
+		b = b[:len(b)-(reserve-size)]
+	case size > reserve:
+		b = append(b, make([]byte, size-reserve)...)
+		copy(b[at+size:], b[start:start+n])
+	}
+	// The varint overwrites its room: b's capacity holds it, so append writes in place.
+	_ = protowire.AppendVarint(b[at:at], uint64(n))
+	return b
 }
 
 // appendTag appends a field's key: one byte for fields 1–15, which are nearly all of them.
@@ -170,10 +197,11 @@ type scopeGroup struct {
 }
 
 // groupSpans sorts spans by resource and scope, keeping their order. One provider makes all
-// of modelgate's spans, so there is one group in practice; a linear search suffices.
+// of modelgate's spans, so there is one group in practice, which holds spans itself rather
+// than a copy; a linear search suffices for the others.
 func groupSpans(spans []sdktrace.ReadOnlySpan) []resourceGroup {
 	var rgs []resourceGroup
-	for _, s := range spans {
+	for i, s := range spans {
 		if s == nil {
 			continue
 		}
@@ -186,6 +214,9 @@ func groupSpans(spans []sdktrace.ReadOnlySpan) []resourceGroup {
 			}
 		}
 		if ri < 0 {
+			if len(rgs) == 0 && allOf(spans[i+1:], res, scope) {
+				return []resourceGroup{{res: res, scopes: []scopeGroup{{scope: scope, spans: spans[i:]}}}}
+			}
 			rgs = append(rgs, resourceGroup{res: res})
 			ri = len(rgs) - 1
 		}
@@ -206,38 +237,59 @@ func groupSpans(spans []sdktrace.ReadOnlySpan) []resourceGroup {
 	return rgs
 }
 
-// encodeRequest appends an ExportTraceServiceRequest holding spans to dst. Depths: a
-// ResourceSpans 0, its Resource and ScopeSpans 1, a Scope and Span 2, a span's attributes,
-// events, links and status 4 and below.
+// allOf reports whether every span is of res and scope (nil spans aside).
+func allOf(spans []sdktrace.ReadOnlySpan, res *resource.Resource, scope instrumentation.Scope) bool {
+	for _, s := range spans {
+		if s == nil {
+			return false // let the general path skip it
+		}
+		if r := s.Resource(); r != res && !r.Equal(res) || s.InstrumentationScope() != scope {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeRequest appends an ExportTraceServiceRequest holding spans to dst.
 func (e *encoder) encodeRequest(dst []byte, spans []sdktrace.ReadOnlySpan) []byte {
 	for _, rg := range groupSpans(spans) {
-		dst = e.nested(dst, fRequestResourceSpans, 0, func(b []byte) []byte {
-			b = e.nested(b, fResourceSpansResource, 1, func(b []byte) []byte {
-				return e.appendAttrs(b, fResourceAttributes, 2, rg.res.Attributes())
-			})
-			for _, sg := range rg.scopes {
-				b = e.nested(b, fResourceSpansScope, 1, func(b []byte) []byte { return e.encodeScopeSpans(b, sg) })
-			}
-			return appendString(b, fResourceSpansSchema, rg.res.SchemaURL())
-		})
+		var rs, r int
+		dst, rs = beginMsg(dst, fRequestResourceSpans, reserveBatch)
+		dst, r = beginMsg(dst, fResourceSpansResource, reserveSpan)
+		dst = appendAttrs(dst, fResourceAttributes, rg.res.Attributes())
+		dst = endMsg(dst, r, reserveSpan)
+		for _, sg := range rg.scopes {
+			dst = encodeScopeSpans(dst, sg)
+		}
+		dst = appendString(dst, fResourceSpansSchema, rg.res.SchemaURL())
+		dst = endMsg(dst, rs, reserveBatch)
 	}
 	return dst
 }
 
-func (e *encoder) encodeScopeSpans(b []byte, g scopeGroup) []byte {
-	b = e.nested(b, fScopeSpansScope, 2, func(b []byte) []byte {
-		b = appendString(b, fScopeName, g.scope.Name)
-		b = appendString(b, fScopeVersion, g.scope.Version)
-		return e.appendAttrs(b, fScopeAttrs, 3, g.scope.Attributes.ToSlice())
-	})
+func encodeScopeSpans(b []byte, g scopeGroup) []byte {
+	var ss, sc int
+	b, ss = beginMsg(b, fResourceSpansScope, reserveBatch)
+	b, sc = beginMsg(b, fScopeSpansScope, reserveSmall)
+	b = appendString(b, fScopeName, g.scope.Name)
+	b = appendString(b, fScopeVersion, g.scope.Version)
+	b = appendAttrs(b, fScopeAttrs, g.scope.Attributes.ToSlice())
+	b = endMsg(b, sc, reserveSmall)
 	for _, s := range g.spans {
-		b = e.nested(b, fScopeSpansSpans, 2, func(b []byte) []byte { return e.encodeSpan(b, s) })
+		if s == nil {
+			continue
+		}
+		var sp int
+		b, sp = beginMsg(b, fScopeSpansSpans, reserveSpan)
+		b = encodeSpan(b, s)
+		b = endMsg(b, sp, reserveSpan)
 	}
-	return appendString(b, fScopeSpansSchema, g.scope.SchemaURL)
+	b = appendString(b, fScopeSpansSchema, g.scope.SchemaURL)
+	return endMsg(b, ss, reserveBatch)
 }
 
-// encodeSpan appends one Span's fields; its children are encoded at depth 4 and below.
-func (e *encoder) encodeSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
+// encodeSpan appends one Span's fields.
+func encodeSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 	sc := s.SpanContext()
 	tid, sid := sc.TraceID(), sc.SpanID()
 	b = appendRawBytes(b, fSpanTraceID, tid[:])
@@ -255,67 +307,64 @@ func (e *encoder) encodeSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 	b = appendVarint(b, fSpanKind, uint64(spanKind(s.SpanKind())))
 	b = appendFixed64(b, fSpanStart, unixNano(s.StartTime().UnixNano()))
 	b = appendFixed64(b, fSpanEnd, unixNano(s.EndTime().UnixNano()))
-	b = e.appendAttrs(b, fSpanAttributes, 4, s.Attributes())
+	b = appendAttrs(b, fSpanAttributes, s.Attributes())
 	b = appendVarint(b, fSpanDroppedAttrs, uint64(clampUint32(s.DroppedAttributes())))
 	for _, ev := range s.Events() {
-		b = e.nested(b, fSpanEvents, 4, func(b []byte) []byte {
-			b = appendFixed64(b, fEventTime, unixNano(ev.Time.UnixNano()))
-			b = appendString(b, fEventName, ev.Name)
-			b = e.appendAttrs(b, fEventAttrs, 5, ev.Attributes)
-			return appendVarint(b, fEventDropped, uint64(clampUint32(ev.DroppedAttributeCount)))
-		})
+		var m int
+		b, m = beginMsg(b, fSpanEvents, reserveSpan)
+		b = appendFixed64(b, fEventTime, unixNano(ev.Time.UnixNano()))
+		b = appendString(b, fEventName, ev.Name)
+		b = appendAttrs(b, fEventAttrs, ev.Attributes)
+		b = appendVarint(b, fEventDropped, uint64(clampUint32(ev.DroppedAttributeCount)))
+		b = endMsg(b, m, reserveSpan)
 	}
 	b = appendVarint(b, fSpanDroppedEvts, uint64(clampUint32(s.DroppedEvents())))
 	for _, l := range s.Links() {
-		b = e.nested(b, fSpanLinks, 4, func(b []byte) []byte {
-			ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
-			b = appendRawBytes(b, fLinkTraceID, ltid[:])
-			b = appendRawBytes(b, fLinkSpanID, lsid[:])
-			b = appendString(b, fLinkTraceState, l.SpanContext.TraceState().String())
-			b = e.appendAttrs(b, fLinkAttrs, 5, l.Attributes)
-			b = appendVarint(b, fLinkDropped, uint64(clampUint32(l.DroppedAttributeCount)))
-			lf := uint32(l.SpanContext.TraceFlags()) | flagsHasIsRemote
-			if l.SpanContext.IsRemote() {
-				lf |= flagsIsRemote
-			}
-			return appendFixed32(b, fLinkFlags, lf)
-		})
+		var m int
+		b, m = beginMsg(b, fSpanLinks, reserveSpan)
+		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
+		b = appendRawBytes(b, fLinkTraceID, ltid[:])
+		b = appendRawBytes(b, fLinkSpanID, lsid[:])
+		b = appendString(b, fLinkTraceState, l.SpanContext.TraceState().String())
+		b = appendAttrs(b, fLinkAttrs, l.Attributes)
+		b = appendVarint(b, fLinkDropped, uint64(clampUint32(l.DroppedAttributeCount)))
+		lf := uint32(l.SpanContext.TraceFlags()) | flagsHasIsRemote
+		if l.SpanContext.IsRemote() {
+			lf |= flagsIsRemote
+		}
+		b = appendFixed32(b, fLinkFlags, lf)
+		b = endMsg(b, m, reserveSpan)
 	}
 	b = appendVarint(b, fSpanDroppedLinks, uint64(clampUint32(s.DroppedLinks())))
 	if st := s.Status(); st.Code != codes.Unset || st.Description != "" {
-		b = e.nested(b, fSpanStatus, 4, func(b []byte) []byte {
-			b = appendString(b, fStatusMessage, st.Description)
-			return appendVarint(b, fStatusCode, uint64(statusCode(st.Code)))
-		})
+		var m int
+		b, m = beginMsg(b, fSpanStatus, reserveSmall)
+		b = appendString(b, fStatusMessage, st.Description)
+		b = appendVarint(b, fStatusCode, uint64(statusCode(st.Code)))
+		b = endMsg(b, m, reserveSmall)
 	}
 	return appendFixed32(b, fSpanFlags, flags)
 }
 
 // appendAttrs appends each attribute as a KeyValue field num. A span's attributes are most of
-// an export, so each is written straight into b: its value is encoded once into the scratch
-// buffer of depth d+1 (array elements below it), and the KeyValue's length follows from the
-// key's and the value's, with no message of its own to copy.
-func (e *encoder) appendAttrs(b []byte, num protowire.Number, d int, attrs []attribute.KeyValue) []byte {
+// an export, so each is written in one pass: a key and value under 128 bytes, as nearly all
+// are, leave their one byte of room for the length as it is.
+func appendAttrs(b []byte, num protowire.Number, attrs []attribute.KeyValue) []byte {
 	for _, kv := range attrs {
-		val := e.appendValue(e.scratch[d+1][:0], d+2, kv.Value)
-		e.scratch[d+1] = val
-		key := string(kv.Key)
-		size := 1 + protowire.SizeBytes(len(val))
-		if key != "" {
-			size += 1 + protowire.SizeBytes(len(key))
-		}
-		b = appendTag(b, num, protowire.BytesType)
-		b = appendLen(b, size)
-		b = appendString(b, fKeyValueKey, key)
-		b = appendRawBytes(b, fKeyValueValue, val)
+		var m, vm int
+		b, m = beginMsg(b, num, reserveSmall)
+		b = appendString(b, fKeyValueKey, string(kv.Key))
+		b, vm = beginMsg(b, fKeyValueValue, reserveSmall)
+		b = appendValue(b, kv.Value)
+		b = endMsg(b, vm, reserveSmall)
+		b = endMsg(b, m, reserveSmall)
 	}
 	return b
 }
 
 // appendValue appends an AnyValue's one field. Zero values are written too: an AnyValue
-// with no field set would read as empty rather than false or 0. An array is encoded at
-// depth d, its elements at d+1.
-func (e *encoder) appendValue(b []byte, d int, v attribute.Value) []byte {
+// with no field set would read as empty rather than false or 0.
+func appendValue(b []byte, v attribute.Value) []byte {
 	switch v.Type() {
 	case attribute.BOOL:
 		return appendBool(b, v.AsBool())
@@ -326,26 +375,29 @@ func (e *encoder) appendValue(b []byte, d int, v attribute.Value) []byte {
 	case attribute.STRING:
 		return appendAnyString(b, v.AsString())
 	case attribute.BOOLSLICE:
-		return appendArray(e, b, d, v.AsBoolSlice(), appendBool)
+		return appendArray(b, v.AsBoolSlice(), appendBool)
 	case attribute.INT64SLICE:
-		return appendArray(e, b, d, v.AsInt64Slice(), appendInt)
+		return appendArray(b, v.AsInt64Slice(), appendInt)
 	case attribute.FLOAT64SLICE:
-		return appendArray(e, b, d, v.AsFloat64Slice(), appendDouble)
+		return appendArray(b, v.AsFloat64Slice(), appendDouble)
 	case attribute.STRINGSLICE:
-		return appendArray(e, b, d, v.AsStringSlice(), appendAnyString)
+		return appendArray(b, v.AsStringSlice(), appendAnyString)
 	}
 	// An unknown type is sent as its string form rather than dropped.
 	return appendAnyString(b, v.Emit())
 }
 
 // appendArray appends an ArrayValue of xs, each element an AnyValue written by el.
-func appendArray[T any](e *encoder, b []byte, d int, xs []T, el func([]byte, T) []byte) []byte {
-	return e.nested(b, fAnyArray, d, func(b []byte) []byte {
-		for _, x := range xs {
-			b = e.nested(b, fArrayValues, d+1, func(b []byte) []byte { return el(b, x) })
-		}
-		return b
-	})
+func appendArray[T any](b []byte, xs []T, el func([]byte, T) []byte) []byte {
+	var a int
+	b, a = beginMsg(b, fAnyArray, reserveSpan)
+	for _, x := range xs {
+		var m int
+		b, m = beginMsg(b, fArrayValues, reserveSmall)
+		b = el(b, x)
+		b = endMsg(b, m, reserveSmall)
+	}
+	return endMsg(b, a, reserveSpan)
 }
 
 func appendBool(b []byte, x bool) []byte {

@@ -184,6 +184,53 @@ func TestEncodeRequestDecodes(t *testing.T) {
 	}
 }
 
+// Messages are written with room for the length they most likely need; lengths that need
+// less room or more (from a one-byte span to a batch past 2 MB) still decode to what was sent.
+func TestEncodeRequestLengths(t *testing.T) {
+	res := resource.NewSchemaless(attribute.String("service.name", "mg"))
+	scope := instrumentation.Scope{Name: "modelgate"}
+	sizes := []int{0, 1, 100, 127, 128, 16383 - 40, 16384, 70000, 3 << 20}
+	var stubs tracetest.SpanStubs
+	for i, n := range sizes {
+		v := strings.Repeat(string(rune('a'+i)), n)
+		stubs = append(stubs, tracetest.SpanStub{
+			Name: v, Resource: res, InstrumentationScope: scope,
+			Attributes: []attribute.KeyValue{attribute.String("v", v), attribute.StringSlice("vs", []string{v, "x"})},
+			Events:     []sdktrace.Event{{Name: "e", Attributes: []attribute.KeyValue{attribute.String("v", v)}}},
+		})
+	}
+	stubs = append(stubs, tracetest.SpanStub{Resource: res, InstrumentationScope: scope}) // an empty span
+	var e encoder
+	raw := e.encodeRequest([]byte("kept"), stubs.Snapshots())
+	if string(raw[:4]) != "kept" {
+		t.Fatal("encodeRequest overwrote what dst held")
+	}
+	var msg collector.ExportTraceServiceRequest
+	if err := proto.Unmarshal(raw[4:], &msg); err != nil {
+		t.Fatal(err)
+	}
+	if len(msg.ResourceSpans) != 1 || len(msg.ResourceSpans[0].ScopeSpans) != 1 {
+		t.Fatalf("want one resource and scope, got %d resources", len(msg.ResourceSpans))
+	}
+	spans := msg.ResourceSpans[0].ScopeSpans[0].Spans
+	if len(spans) != len(sizes)+1 {
+		t.Fatalf("%d spans decoded, want %d", len(spans), len(sizes)+1)
+	}
+	for i, n := range sizes {
+		s := spans[i]
+		v := strings.Repeat(string(rune('a'+i)), n)
+		if s.Name != v || len(s.Attributes) != 2 || s.Attributes[0].Value.GetStringValue() != v ||
+			s.Attributes[1].Value.GetArrayValue().GetValues()[0].GetStringValue() != v ||
+			s.Attributes[1].Value.GetArrayValue().GetValues()[1].GetStringValue() != "x" ||
+			len(s.Events) != 1 || s.Events[0].Attributes[0].Value.GetStringValue() != v {
+			t.Errorf("span with %d-byte values did not decode to what was sent", n)
+		}
+	}
+	if s := spans[len(sizes)]; s.Name != "" || len(s.Attributes) != 0 {
+		t.Errorf("empty span decoded as %v", s)
+	}
+}
+
 // A traced export goes to the collector with the configured headers, gzip-compressed when
 // asked, and decodes there.
 func TestExportReachesCollector(t *testing.T) {

@@ -179,3 +179,37 @@ func TestStartServerContinuesCallerTrace(t *testing.T) {
 		t.Errorf("injected traceparent %q tracestate %q, want %q and the caller's state", got, out.Header.Get("tracestate"), want)
 	}
 }
+
+// The batch sizes are modelgate's where OTEL_BSP_* leave them unset, the environment's where
+// it sets them, and a batch is never larger than its queue.
+func TestBatchOptions(t *testing.T) {
+	cases := []struct {
+		env          []string
+		queue, batch int // 0, 0: left to the SDK
+	}{
+		{nil, defaultQueueSize, defaultBatchSize},
+		{[]string{"OTEL_BSP_MAX_QUEUE_SIZE", "1000"}, 1000, 1000},
+		{[]string{"OTEL_BSP_MAX_QUEUE_SIZE", "100000"}, 100000, defaultBatchSize},
+		{[]string{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "100"}, defaultQueueSize, 100},
+		{[]string{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "10000"}, 10000, 10000},
+		{[]string{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", " 300 ", "OTEL_BSP_MAX_QUEUE_SIZE", "junk"}, defaultQueueSize, 300},
+		{[]string{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "-1"}, defaultQueueSize, defaultBatchSize},
+		{[]string{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "100", "OTEL_BSP_MAX_QUEUE_SIZE", "50"}, 0, 0},
+	}
+	for _, tc := range cases {
+		opts := batchOptions(envOf(tc.env...))
+		if tc.queue == 0 {
+			if len(opts) != 0 {
+				t.Errorf("%v: %d options, want the SDK's reading", tc.env, len(opts))
+			}
+			continue
+		}
+		var o sdktrace.BatchSpanProcessorOptions
+		for _, f := range opts {
+			f(&o)
+		}
+		if o.MaxQueueSize != tc.queue || o.MaxExportBatchSize != tc.batch {
+			t.Errorf("%v: queue %d, batch %d; want %d, %d", tc.env, o.MaxQueueSize, o.MaxExportBatchSize, tc.queue, tc.batch)
+		}
+	}
+}
