@@ -3,10 +3,13 @@ package platform
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"testing"
+	"time"
+	"unsafe"
 )
 
 func TestNewRejectsBadBases(t *testing.T) {
@@ -133,4 +136,46 @@ func TestParseError(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDialAsideKeepsTheCallersStack: net/http calls DialContext from a goroutine already about
+// 1.7 KB deep, and the dial must not grow that goroutine's stack past 4 KB (see dialAside).
+func TestDialAsideKeepsTheCallersStack(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	dial := NewTransport(TransportOptions{DialTimeout: 5 * time.Second}).DialContext
+	moved := make(chan bool)
+	go func() { moved <- dialMovesStack(dial, ln.Addr().String()) }()
+	if <-moved {
+		t.Fatal("dialling grew the calling goroutine's stack past 4 KB")
+	}
+}
+
+var padIndex int
+
+// dialMovesStack sits as deep as net/http's dialing goroutine does when it calls DialContext
+// (a fresh goroutine grows to 4 KB to enter it), dials, and reports whether the stack was
+// moved meanwhile, which the runtime does only to grow (or shrink) it.
+//
+//go:noinline
+func dialMovesStack(dial func(context.Context, string, string) (net.Conn, error), addr string) bool {
+	var pad [1500]byte
+	before := uintptr(unsafe.Pointer(&pad[padIndex]))
+	c, err := dial(context.Background(), "tcp", addr)
+	if err == nil {
+		c.Close()
+	}
+	return uintptr(unsafe.Pointer(&pad[padIndex])) != before || pad[padIndex] != 0
 }

@@ -29,6 +29,7 @@ type options struct {
 	streams     int
 	uploadBytes int64
 	tickStreams int
+	memoryRuns  int
 	phases      map[string]bool
 	routes      []string // only comparisons whose name contains one of these; nil: all
 }
@@ -67,6 +68,7 @@ func main() {
 	flag.IntVar(&o.threads, "threads", 1, "wrk threads for throughput")
 	flag.IntVar(&o.streams, "streams", 1000, "concurrent open streams for the RSS check")
 	flag.Int64Var(&o.uploadBytes, "upload-bytes", 100_000_000, "asset upload size for the RSS check")
+	flag.IntVar(&o.memoryRuns, "memory-runs", 1, "runs of the memory checks, in alternating order; the report gives medians")
 	flag.IntVar(&o.tickStreams, "tick-streams", 4, "concurrent timestamped streams per delay measurement")
 	flag.StringVar(&phases, "phases", "throughput,latency,events,memory,tracing", "comma-separated phases to run (also: store, responses.store local against off)")
 	var routes string

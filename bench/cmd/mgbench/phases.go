@@ -232,10 +232,31 @@ func (b *bench) events() error {
 	return nil
 }
 
+// memoryResult holds one check's RSS before and at its peak, one entry per run.
 type memoryResult struct {
-	name       string
-	base, peak int64
-	err        error
+	name         string
+	bases, peaks []int64
+}
+
+// base, peak and growth are medians over the runs: a single run swings by several MB with the
+// order in which a burst of streams grow and free their stacks, the floor's as much as
+// modelgate's (bench/README.md).
+func (m memoryResult) base() int64 { return medianBytes(m.bases) }
+func (m memoryResult) peak() int64 { return medianBytes(m.peaks) }
+func (m memoryResult) growth() int64 {
+	g := make([]int64, len(m.peaks))
+	for i := range m.peaks {
+		g[i] = m.peaks[i] - m.bases[i]
+	}
+	return medianBytes(g)
+}
+
+func medianBytes(xs []int64) int64 {
+	f := make([]float64, len(xs))
+	for i, x := range xs {
+		f[i] = float64(x)
+	}
+	return int64(median(f))
 }
 
 // memory runs each check on a freshly started process, so earlier load does not blur it.
@@ -294,16 +315,32 @@ func (b *bench) memory() error {
 			return uploadRSS(p.pid(), p.url+"/api/open/v2/assets", "caller-key", b.o.uploadBytes)
 		}},
 	}
-	for _, c := range checks {
-		if strings.HasPrefix(c.name, "modelgate") && !b.o.wanted(c.name) {
-			continue
+	var run []int // the checks wanted, in report order
+	for i, c := range checks {
+		if !strings.HasPrefix(c.name, "modelgate") || b.o.wanted(c.name) {
+			run = append(run, i)
 		}
-		base, peak, err := c.run()
-		if err != nil {
-			return fmt.Errorf("%s: %w", c.name, err)
+	}
+	results := make([]memoryResult, len(checks))
+	for r := range max(b.o.memoryRuns, 1) {
+		order := slices.Clone(run)
+		if r%2 == 1 { // alternate the order, so no check always runs first or last
+			slices.Reverse(order)
 		}
-		fmt.Fprintf(os.Stderr, "%-40s base %s peak %s\n", c.name, mb(base), mb(peak))
-		b.rep.memory = append(b.rep.memory, memoryResult{name: c.name, base: base, peak: peak})
+		for _, i := range order {
+			c := checks[i]
+			base, peak, err := c.run()
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			fmt.Fprintf(os.Stderr, "%-40s base %s peak %s\n", c.name, mb(base), mb(peak))
+			results[i].name = c.name
+			results[i].bases = append(results[i].bases, base)
+			results[i].peaks = append(results[i].peaks, peak)
+		}
+	}
+	for _, i := range run {
+		b.rep.memory = append(b.rep.memory, results[i])
 	}
 	return b.overheadHeader()
 }

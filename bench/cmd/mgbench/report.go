@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -71,20 +72,29 @@ func (r *report) print(out io.Writer) {
 		fmt.Fprintln(w, "\t\t\t\t\t\t\t")
 	}
 	if len(r.memory) > 0 {
-		fmt.Fprintln(w, "memory (fresh process each)\tRSS before\tRSS peak\tgrowth\ttarget\t\t\t")
+		runs := len(r.memory[0].peaks)
+		head := "memory (fresh process each)"
+		if runs > 1 {
+			head = fmt.Sprintf("memory (fresh process each, median of %d runs)", runs)
+		}
+		fmt.Fprintln(w, head+"\tRSS before\tRSS peak\tgrowth\ttarget\t\tpeak range\t")
 		for _, m := range r.memory {
 			target, ok := "", true
 			switch {
 			case strings.HasPrefix(m.name, "modelgate") && strings.Contains(m.name, "streams"):
-				target, ok = "peak <= 64 MB", m.peak <= 64<<20
+				target, ok = "peak <= 64 MB", m.peak() <= 64<<20
 			case strings.HasPrefix(m.name, "modelgate") && strings.Contains(m.name, "upload"):
-				target, ok = "growth <= 16 MB", m.peak-m.base <= 16<<20
+				target, ok = "growth <= 16 MB", m.growth() <= 16<<20
 			}
 			v := ""
 			if target != "" {
 				v = verdict(ok)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t\t\n", m.name, mb(m.base), mb(m.peak), mb(m.peak-m.base), target, v)
+			spread := ""
+			if runs > 1 {
+				spread = mb(slices.Min(m.peaks)) + "–" + mb(slices.Max(m.peaks))
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", m.name, mb(m.base()), mb(m.peak()), mb(m.growth()), target, v, spread)
 		}
 		fmt.Fprintln(w, "\t\t\t\t\t\t\t")
 	}
