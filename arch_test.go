@@ -3,7 +3,6 @@ package main
 import (
 	"go/build"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -88,27 +87,5 @@ func TestImportFlow(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-// unlinkedForStartRSS are packages the release binary must not link. Every linked package's
-// initialisation runs at start, and the kernel maps the binary in 64 KB windows around each
-// page it touches, so a package linked for one unused feature still costs every process
-// resident memory (encoding/gob came with a cache library's save and load methods: about
-// 0.2 MB at start).
-var unlinkedForStartRSS = []string{"encoding/gob"}
-
-func TestReleaseBinaryDeps(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go list")
-	}
-	out, err := exec.Command("go", "list", "-deps", "-tags", "nomsgpack", ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	for _, dep := range strings.Fields(string(out)) {
-		if slices.Contains(unlinkedForStartRSS, dep) {
-			t.Errorf("the release binary links %s; see unlinkedForStartRSS", dep)
-		}
 	}
 }

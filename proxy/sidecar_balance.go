@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	gocache "github.com/patrickmn/go-cache"
 )
 
 // balanceInfo serves GET balance/info. A fleet of sidecars polling the balance would
@@ -35,21 +36,17 @@ func balanceCacheKey(platformKey string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// balanceCache is a plain map under the mutex rather than a cache library: the one it used
-// (go-cache) linked encoding/gob for its save and load methods, and gob's package
-// initialisation alone made about 0.2 MB of the binary resident in every process.
 type balanceCache struct {
-	now func() time.Time
+	now   func() time.Time
+	items *gocache.Cache // balanceCacheKey -> balanceEntry
 
 	mu       sync.Mutex
-	items    map[string]balanceEntry // balanceCacheKey -> the last successful answer
 	inflight map[string]*balanceCall
 }
 
 type balanceEntry struct {
 	reply sidecarReply
 	at    time.Time
-	ttl   time.Duration // the TTL in force when it was stored; a reload may change it
 }
 
 type balanceCall struct {
@@ -58,22 +55,28 @@ type balanceCall struct {
 }
 
 func newBalanceCache(now func() time.Time) *balanceCache {
-	// No janitor goroutine: expired entries are swept on each store, which bounds the cache
-	// by the number of keys seen within one TTL.
-	return &balanceCache{now: now, items: map[string]balanceEntry{}, inflight: map[string]*balanceCall{}}
+	// No janitor goroutine (cleanup interval 0): expired entries are swept on each store,
+	// which bounds the cache by the number of keys seen within one TTL.
+	return &balanceCache{now: now, items: gocache.New(gocache.NoExpiration, 0), inflight: map[string]*balanceCall{}}
 }
 
 // fresh returns the cached answer for key if it is younger than ttl by the injected clock.
-// The caller holds b.mu.
 func (b *balanceCache) fresh(key string, ttl time.Duration) (sidecarReply, bool) {
-	e, ok := b.items[key]
-	if !ok || b.now().Sub(e.at) >= ttl {
+	v, ok := b.items.Get(key)
+	if !ok {
+		return sidecarReply{}, false
+	}
+	e := v.(balanceEntry)
+	if b.now().Sub(e.at) >= ttl {
 		return sidecarReply{}, false
 	}
 	return e.reply, true
 }
 
 func (b *balanceCache) get(ctx context.Context, key string, ttl time.Duration, fetch func(context.Context) sidecarReply) sidecarReply {
+	if r, ok := b.fresh(key, ttl); ok {
+		return r
+	}
 	b.mu.Lock()
 	if r, ok := b.fresh(key, ttl); ok {
 		b.mu.Unlock()
@@ -97,16 +100,11 @@ func (b *balanceCache) get(ctx context.Context, key string, ttl time.Duration, f
 	// The leader's own departure must not fail the callers waiting on it; the call is still
 	// bounded by the upstream deadline.
 	call.reply = fetch(context.WithoutCancel(ctx))
-	b.mu.Lock()
 	if call.reply.success {
-		now := b.now()
-		for k, e := range b.items {
-			if now.Sub(e.at) >= e.ttl {
-				delete(b.items, k)
-			}
-		}
-		b.items[key] = balanceEntry{reply: call.reply, at: now, ttl: ttl}
+		b.items.Set(key, balanceEntry{reply: call.reply, at: b.now()}, ttl)
+		b.items.DeleteExpired()
 	}
+	b.mu.Lock()
 	delete(b.inflight, key)
 	b.mu.Unlock()
 	close(call.done)

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -624,22 +623,6 @@ func TestSidecarBalanceCacheScope(t *testing.T) {
 			t.Fatalf("%d upstream calls, want 3", balanceCalls(env))
 		}
 	})
-}
-
-// TestBalanceCacheSweepsByItsClock: an answer older than its TTL by the cache's own clock
-// is dropped when another is stored, so the cache holds only keys seen within one TTL.
-func TestBalanceCacheSweepsByItsClock(t *testing.T) {
-	clk := newFakeClock()
-	b := newBalanceCache(clk.Now)
-	ok := func(context.Context) sidecarReply { return sidecarReply{status: 200, success: true} }
-	b.get(context.Background(), "a", time.Second, ok)
-	clk.Advance(2 * time.Second)
-	b.get(context.Background(), "b", time.Second, ok)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, kept := b.items["a"]; kept || len(b.items) != 1 {
-		t.Fatalf("after a store past a's TTL the cache holds %d entries (a kept: %v), want only b", len(b.items), kept)
-	}
 }
 
 func TestBalanceCacheKeyIsDigest(t *testing.T) {
