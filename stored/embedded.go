@@ -28,9 +28,13 @@ const (
 	// long as the record would have lived. Their segments may outlive them (other records
 	// share them), and a start-up must not bring them back.
 	bucketGone = "responses_gone"
+	// bucketEvicted holds, per owner, the ordinal up to which its responses were evicted
+	// (owner tag -> decimal ordinal): the cap evicts in ordinal order, so one number says
+	// which records a start-up must not bring back, though their segments may still exist.
+	bucketEvicted = "responses_evicted"
 )
 
-func init() { store.Unversioned(bucketSegments, bucketGone) }
+func init() { store.Unversioned(bucketSegments, bucketGone, bucketEvicted) }
 
 // place is where a written version of a record is.
 type place struct {
@@ -46,7 +50,8 @@ type place struct {
 // couple of map operations.
 type entry struct {
 	key     string
-	job     *job // the newest version not yet written; nil when none
+	ordinal uint64 // when the record was kept (its versions keep it)
+	job     *job   // the newest version not yet written; nil when none
 	at      place
 	written bool   // at is set
 	indexed bool   // in the index (not deleted, evicted or expired since)
@@ -208,7 +213,7 @@ func (k *Keeper) keepBehind(j *job, r *Record) error {
 	}
 	k.ordinal++
 	j.ordinal, j.entry = k.ordinal, e
-	e.job = j
+	e.job, e.ordinal = j, j.ordinal
 	k.encode(j, r)
 	k.enqueueLocked(j)
 	return nil
@@ -226,7 +231,9 @@ func (k *Keeper) updateBehind(ctx context.Context, j *job, r *Record) error {
 		k.mu.Unlock()
 		return ErrNotFound
 	}
-	j.update, j.entry, j.done = true, e, make(chan error, 1)
+	// The new version carries the record's ordinal, so that on its own (once the segment
+	// of the first version is gone) it still says where the record stands under the cap.
+	j.update, j.entry, j.ordinal, j.done = true, e, e.ordinal, make(chan error, 1)
 	e.job = j
 	k.encode(j, r)
 	k.enqueueLocked(j)
@@ -256,6 +263,17 @@ func (k *Keeper) unindex(e *entry) {
 	}
 }
 
+// releaseWhileBuilding is release while the index of segment seq (info) is being filled in,
+// before it is registered: a place in that segment only lowers its count, which is judged
+// once the segment is complete. Called with k.mu held.
+func (k *Keeper) releaseWhileBuilding(p place, seq uint64, info *segInfo) {
+	if p.seg == seq {
+		info.live--
+		return
+	}
+	k.release(p)
+}
+
 // release is told that the index no longer points at p. Called with k.mu held.
 func (k *Keeper) release(p place) {
 	s := k.segs[p.seg]
@@ -271,7 +289,7 @@ func (k *Keeper) release(p place) {
 // writeSegment writes one batch of jobs, whose records are in buf, as a segment (and removes
 // the segments nothing points at any more, in the same transaction), then puts the records
 // in the index.
-func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64) error {
+func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64, marks map[string]uint64) error {
 	var seq uint64
 	var entries []segEntry
 	var blob []byte
@@ -303,6 +321,11 @@ func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64) error 
 				return err
 			}
 		}
+		for tag, ordinal := range marks {
+			if err := tx.Put(bucketEvicted, tag, []byte(strconv.FormatUint(ordinal, 10)), 0); err != nil {
+				return err
+			}
+		}
 		if len(jobs) == 0 {
 			return nil
 		}
@@ -316,7 +339,13 @@ func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64) error 
 		buf.b = blob // its capacity is kept for the next batch
 	}
 	if err != nil {
-		k.freed = append(k.freed, freed...) // tried again with the next batch
+		// Tried again with the next batch.
+		k.freed = append(k.freed, freed...)
+		for tag, ordinal := range marks {
+			if ordinal > k.marks[tag] {
+				k.marks[tag] = ordinal
+			}
+		}
 	}
 	nowNanos := k.now().UnixNano()
 	seg := &segInfo{}
@@ -343,7 +372,9 @@ func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64) error 
 			p.ordinal = e.at.ordinal
 		}
 		if e.written {
-			k.release(e.at) // the version it replaces, or an expired record of the same id
+			// The version it replaces, or an expired record of the same id; it may be in this
+			// very segment (kept and updated within one batch).
+			k.releaseWhileBuilding(e.at, seq, seg)
 		}
 		e.at, e.written = p, true
 		seg.live++
@@ -404,6 +435,10 @@ func (k *Keeper) evictOldest(tag string, max int64, nowNanos int64) {
 			break
 		}
 		q.pop()
+		if it.ordinal > k.evicted[tag] {
+			k.evicted[tag] = it.ordinal
+			k.marks[tag] = it.ordinal // written with the next batch
+		}
 		if current {
 			// An update of it still queued is dropped when written: the writer finds the
 			// entry gone.
@@ -487,6 +522,15 @@ func (k *Keeper) Load(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	evicted := map[string]uint64{}
+	if err := k.st.Scan(ctx, bucketEvicted, "", func(tag string, v []byte) error {
+		if n, err := strconv.ParseUint(string(v), 10, 64); err == nil {
+			evicted[tag] = n
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	type segment struct {
 		seq     uint64
 		entries []segEntry
@@ -509,34 +553,35 @@ func (k *Keeper) Load(ctx context.Context) error {
 	slices.SortFunc(segs, func(a, b segment) int { return cmpUint(a.seq, b.seq) })
 
 	k.mu.Lock()
+	k.evicted = evicted
 	for _, s := range segs {
 		k.seq = max(k.seq, s.seq)
 		info := &segInfo{}
-		k.segs[s.seq] = info
 		for _, se := range s.entries {
 			k.ordinal = max(k.ordinal, se.ordinal)
-			if gone[se.key] || se.expires <= nowNanos {
+			if gone[se.key] || se.expires <= nowNanos || se.ordinal <= evicted[tagOf(se.key)] {
 				continue
 			}
 			p := place{seg: s.seq, off: se.off, n: se.n, expires: se.expires, ordinal: se.ordinal}
+			// A new version (entryUpdate) stands on its own: the segment of the record's first
+			// version is removed once nothing in it is kept, and the new version carries the
+			// record's ordinal, so the eviction mark and the cap below still place it.
 			e := k.lookup(se.key)
 			switch {
-			case se.kind == entryUpdate && e == nil:
-				continue
-			case se.kind == entryUpdate:
-				p.ordinal = e.at.ordinal
-				k.release(e.at)
 			case e != nil:
-				k.release(e.at) // a later record of the same id (the first had expired)
+				// An older version, or an expired record of the same id, maybe in this segment.
+				k.releaseWhileBuilding(e.at, s.seq, info)
 			default:
 				e = &entry{key: se.key}
 				k.insert(e, k.hash(se.key))
 			}
-			e.at, e.written = p, true
+			e.at, e.written, e.ordinal = p, true, se.ordinal
 			info.live++
 		}
-		if info.live == 0 {
-			k.release(place{seg: s.seq}) // frees it: the index points at none of its records
+		if info.live > 0 {
+			k.segs[s.seq] = info
+		} else {
+			k.freed = append(k.freed, s.seq) // the index points at none of its records
 		}
 	}
 	// Each owner's queue, in the order its records were kept.
@@ -564,8 +609,8 @@ func (k *Keeper) Load(ctx context.Context) error {
 		k.evictOldest(tag, max, nowNanos)
 	}
 	k.swept = nowNanos
-	if len(k.freed) > 0 {
-		k.startWriter() // to remove the segments no record is left in
+	if len(k.freed) > 0 || len(k.marks) > 0 {
+		k.startWriter() // to remove the segments no record is left in, and note evictions
 	}
 	k.mu.Unlock()
 	if len(corrupt) > 0 && k.onErr != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -244,4 +245,171 @@ func FuzzDecodeSegment(f *testing.F) {
 			_, _ = Decode(b[e.off : e.off+e.n])
 		}
 	})
+}
+
+// TestKeeperAgainstAModel runs random keeps, updates, deletes and restarts on the embedded
+// layout and checks, after every flush, that exactly the responses a simple model says are
+// kept can be read, each in its newest version. The model: each owner's responses in the
+// order kept; past the cap the oldest go, a deleted one holding its place until it reaches
+// the front (until a restart, which rebuilds the queue from the records kept).
+func TestKeeperAgainstAModel(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { keeperAgainstAModel(t, seed) })
+	}
+}
+
+func keeperAgainstAModel(t *testing.T, seed uint64) {
+	ctx := context.Background()
+	const capacity = 12
+	st := boltStore(t, nil)
+	k := reopen(t, st, time.Hour, capacity, nil)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	owners := []string{"team:a", "team:b", "team:c"}
+	type slot struct {
+		id      string
+		deleted bool
+	}
+	queues := map[string][]slot{}
+	status := map[string]string{} // owner + " " + id -> newest status, for live responses
+	var all []string               // every owner + " " + id ever kept
+	next := 0
+	statuses := []string{StatusCompleted, StatusIncomplete, StatusFailed}
+	// The writer may run at any moment, so a response past the cap may be gone before the
+	// next flush: only the newest capacity of an owner's queue are sure to be there.
+	liveIDs := func(owner string) []string {
+		var ids []string
+		q := queues[owner]
+		for _, s := range q[max(0, len(q)-capacity):] {
+			if _, ok := status[owner+" "+s.id]; ok {
+				ids = append(ids, s.id)
+			}
+		}
+		return ids
+	}
+	// applyCap is what the writer does once a batch is written: the oldest past the cap go,
+	// a deleted response counting until it reaches the front.
+	applyCap := func() {
+		for o, q := range queues {
+			for len(q) > capacity {
+				delete(status, o+" "+q[0].id)
+				q = q[1:]
+			}
+			queues[o] = q
+		}
+	}
+	defer func() { checkSegments(t, k, st) }() // the keeper of the last start
+	for step := range 600 {
+		owner := owners[rng.IntN(len(owners))]
+		switch op := rng.IntN(20); {
+		case op < 12:
+			next++
+			id := fmt.Sprintf("resp_%05d", next)
+			if err := k.Keep(ctx, owner, turnRecord(id, "", next)); err != nil {
+				t.Fatalf("step %d: Keep: %v", step, err)
+			}
+			queues[owner] = append(queues[owner], slot{id: id})
+			status[owner+" "+id] = StatusCompleted
+			all = append(all, owner+" "+id)
+			// The writer evicts when the batch is written; the model, at the next check.
+		case op < 15:
+			if ids := liveIDs(owner); len(ids) > 0 {
+				id := ids[rng.IntN(len(ids))]
+				r := turnRecord(id, "", 0)
+				r.Status = statuses[rng.IntN(len(statuses))]
+				if err := k.Update(ctx, owner, r); err != nil {
+					t.Fatalf("step %d: Update %s: %v", step, id, err)
+				}
+				status[owner+" "+id] = r.Status
+			}
+		case op < 18:
+			if ids := liveIDs(owner); len(ids) > 0 {
+				id := ids[rng.IntN(len(ids))]
+				if ok, err := k.Delete(ctx, owner, id); !ok || err != nil {
+					t.Fatalf("step %d: Delete %s: %v %v", step, id, ok, err)
+				}
+				delete(status, owner+" "+id)
+				for i := range queues[owner] {
+					if queues[owner][i].id == id {
+						queues[owner][i].deleted = true
+					}
+				}
+			}
+		case op < 19:
+			k.Flush() // the cap applies, then the restart forgets what deleted responses held
+			applyCap()
+			k = reopen(t, st, time.Hour, capacity, nil)
+			for o, q := range queues {
+				kept := q[:0]
+				for _, s := range q {
+					if !s.deleted {
+						if _, ok := status[o+" "+s.id]; ok {
+							kept = append(kept, s)
+						}
+					}
+				}
+				queues[o] = kept
+			}
+		default:
+			k.Flush()
+		}
+		// After a flush the cap has been applied: the model applies it too, and both agree.
+		if rng.IntN(4) == 0 {
+			k.Flush()
+			applyCap()
+			for _, key := range all {
+				o, id, _ := strings.Cut(key, " ")
+				want, live := status[key]
+				r, err := k.Get(ctx, o, id)
+				switch {
+				case live && err != nil:
+					dumpQueues(t, k, queues, o)
+					t.Fatalf("step %d: %s lost: %v", step, key, err)
+				case live && r.Status != want:
+					t.Fatalf("step %d: %s has status %q, want %q", step, key, r.Status, want)
+				case !live && !errors.Is(err, ErrNotFound):
+					t.Fatalf("step %d: %s should be gone: %+v %v", step, key, r, err)
+				}
+			}
+		}
+	}
+}
+
+// checkSegments fails when the index's count of a segment's records is not the number of
+// records it points into that segment, or the store holds a segment the index has none in.
+func checkSegments(t *testing.T, k *Keeper, st store.Store) {
+	t.Helper()
+	k.Flush()
+	k.Flush() // the removals the last batch noted
+	k.mu.Lock()
+	counted := map[uint64]int{}
+	for _, e := range k.entries {
+		for ; e != nil; e = e.next {
+			if e.written {
+				counted[e.at.seg]++
+			}
+		}
+	}
+	for seq, info := range k.segs {
+		if info.live != counted[seq] {
+			t.Errorf("segment %d: the index counts %d records, %d point into it", seq, info.live, counted[seq])
+		}
+	}
+	segs := len(k.segs)
+	k.mu.Unlock()
+	if n := segmentCount(t, st); n != segs {
+		t.Errorf("%d segments in the store, the index points into %d", n, segs)
+	}
+}
+
+func dumpQueues[S any](t *testing.T, k *Keeper, model map[string][]S, o string) {
+	t.Logf("model %v", model[o])
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if q := k.queues[ownerTag(o)]; q != nil {
+		var ks []string
+		for _, it := range q.items[q.head:] {
+			ks = append(ks, fmt.Sprintf("%s:%d:%v", it.e.key[38:], it.ordinal, it.current(k)))
+		}
+		t.Logf("keeper %v, evicted to %d", ks, k.evicted[ownerTag(o)])
+	}
 }

@@ -117,6 +117,8 @@ type Keeper struct {
 	ordinal uint64                 // the last ordinal handed out
 	seq     uint64                 // the last segment number used (the writer's)
 	swept   int64                  // when expired records were last dropped (Unix ns)
+	evicted map[string]uint64      // owner tag -> the ordinal up to which its records were evicted
+	marks   map[string]uint64      // of those, the ones the writer has yet to store
 	fill    *batchBuf              // the batch buffer new records are encoded into
 	spare   *batchBuf              // the other one, back from the writer
 }
@@ -159,7 +161,7 @@ func NewKeeper(st store.Store, o Options) *Keeper {
 	}
 	k := &Keeper{st: st, now: o.Now, behind: o.WriteBehind, onErr: o.OnError, window: o.BatchWindow,
 		kick:    make(chan struct{}, 1),
-		entries: map[uint64]*entry{}, seed: maphash.MakeSeed(), queues: map[string]*ownerQueue{}, segs: map[uint64]*segInfo{}}
+		entries: map[uint64]*entry{}, seed: maphash.MakeSeed(), evicted: map[string]uint64{}, marks: map[string]uint64{}, queues: map[string]*ownerQueue{}, segs: map[uint64]*segInfo{}}
 	k.cond = sync.NewCond(&k.mu)
 	k.SetLimits(o.TTL, o.MaxPerOwner)
 	return k
@@ -328,9 +330,12 @@ func (k *Keeper) write() {
 	for {
 		k.gather()
 		k.mu.Lock()
-		jobs, freed, buf := k.jobs, k.freed, k.fill
+		jobs, freed, buf, marks := k.jobs, k.freed, k.fill, k.marks
 		k.jobs, k.freed, k.fill = nil, nil, nil
-		if len(jobs) == 0 && len(freed) == 0 {
+		if len(marks) > 0 {
+			k.marks = map[string]uint64{}
+		}
+		if len(jobs) == 0 && len(freed) == 0 && len(marks) == 0 {
 			k.running = false
 			k.cond.Broadcast()
 			k.mu.Unlock()
@@ -341,7 +346,7 @@ func (k *Keeper) write() {
 
 		var err error
 		if k.behind {
-			err = k.writeSegment(jobs, buf, freed)
+			err = k.writeSegment(jobs, buf, freed, marks)
 		} else {
 			err = k.writeCaps(jobs)
 		}
