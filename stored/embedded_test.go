@@ -271,7 +271,7 @@ func keeperAgainstAModel(t *testing.T, seed uint64) {
 	}
 	queues := map[string][]slot{}
 	status := map[string]string{} // owner + " " + id -> newest status, for live responses
-	var all []string               // every owner + " " + id ever kept
+	var all []string              // every owner + " " + id ever kept
 	next := 0
 	statuses := []string{StatusCompleted, StatusIncomplete, StatusFailed}
 	// The writer may run at any moment, so a response past the cap may be gone before the
