@@ -112,9 +112,32 @@ func (e *entry) live(nowNanos int64) bool {
 	return e.job != nil || e.written && e.at.expires > nowNanos
 }
 
-// segInfo is what the index knows of one segment: how many of its records it points at.
-// At none the segment is removed from the store.
-type segInfo struct{ live int }
+// segInfo is what the index knows of one segment: how many of its records it points at and
+// their bytes. At none the segment is removed from the store; when the few left hold a small
+// share of its bytes, they are moved to a new segment (compaction), so that one response
+// kept long (a quiet team's) does not pin a whole batch of a busy team's evicted ones.
+type segInfo struct {
+	live, liveBytes int
+	size            int      // the bytes of all its records
+	members         []*entry // the entries whose records it got when written
+	compacting      bool     // its records are being moved
+}
+
+// add notes that e's record at p is in the segment.
+func (s *segInfo) add(e *entry, p place) {
+	s.live++
+	s.liveBytes += p.n
+	s.size += p.n
+	s.members = append(s.members, e)
+}
+
+// A segment is compacted once its live records hold less than 1/compactRatio of its bytes,
+// if it is at least compactMinBytes: moving a record costs a copy and a write, worth it
+// only when it frees many times that.
+var (
+	compactRatio    = 4
+	compactMinBytes = 64 << 10
+)
 
 // ownerQueue is an owner's records in the order they were kept, for the cap and expiry.
 // Entries whose record a client deleted stay until they reach the front, and count under the
@@ -178,6 +201,23 @@ const maxSpareBatch = 16 << 20
 // encode appends r to the filling batch buffer and notes where in j. Called with k.mu
 // held, after the wait for room in the queue.
 func (k *Keeper) encode(j *job, r *Record) {
+	b := k.filling()
+	j.buf, j.off = b, len(b.b)
+	b.b = appendRecord(b.b, r)
+	j.n = len(b.b) - j.off
+	j.expires = r.ExpiresAt
+}
+
+// encodeRaw is encode for a record already encoded (a compaction's move).
+func (k *Keeper) encodeRaw(j *job, raw []byte, expires int64) {
+	b := k.filling()
+	j.buf, j.off = b, len(b.b)
+	b.b = append(b.b, raw...)
+	j.n, j.expires = len(raw), expires
+}
+
+// filling is the batch buffer new records go into, begun if need be. Called with k.mu held.
+func (k *Keeper) filling() *batchBuf {
 	if k.fill == nil {
 		k.fill, k.spare = k.spare, nil
 		if k.fill == nil {
@@ -185,10 +225,7 @@ func (k *Keeper) encode(j *job, r *Record) {
 		}
 		k.fill.b = append(k.fill.b[:0], segmentMagic...)
 	}
-	j.buf, j.off = k.fill, len(k.fill.b)
-	k.fill.b = appendRecord(k.fill.b, r)
-	j.n = len(k.fill.b) - j.off
-	j.expires = r.ExpiresAt
+	return k.fill
 }
 
 // waitForRoom waits while the writer's queue is full. Called with k.mu held.
@@ -269,6 +306,7 @@ func (k *Keeper) unindex(e *entry) {
 func (k *Keeper) releaseWhileBuilding(p place, seq uint64, info *segInfo) {
 	if p.seg == seq {
 		info.live--
+		info.liveBytes -= p.n
 		return
 	}
 	k.release(p)
@@ -280,9 +318,62 @@ func (k *Keeper) release(p place) {
 	if s == nil {
 		return
 	}
-	if s.live--; s.live <= 0 {
+	s.live--
+	s.liveBytes -= p.n
+	switch {
+	case s.live <= 0:
 		delete(k.segs, p.seg)
 		k.freed = append(k.freed, p.seg)
+	case !s.compacting && s.size >= compactMinBytes && s.liveBytes*compactRatio < s.size:
+		s.compacting = true
+		k.compact = append(k.compact, p.seg)
+	}
+}
+
+// compactSegments moves the records still kept in each of seqs into the next batch, as new
+// versions of themselves (entryUpdate, ordinal and expiry unchanged), after which nothing
+// points into those segments and they are removed. Run by the writer.
+func (k *Keeper) compactSegments(seqs []uint64) {
+	type move struct {
+		e *entry
+		p place
+	}
+	for _, seq := range seqs {
+		k.mu.Lock()
+		var moves []move
+		if s := k.segs[seq]; s != nil {
+			for _, e := range s.members {
+				// A record with a newer version queued moves with that.
+				if e.indexed && e.written && e.job == nil && e.at.seg == seq {
+					moves = append(moves, move{e, e.at})
+				}
+			}
+		}
+		k.mu.Unlock()
+		if len(moves) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		blob, err := k.st.Get(ctx, bucketSegments, segKey(seq))
+		cancel()
+		if err != nil {
+			if k.onErr != nil {
+				k.onErr(fmt.Errorf("stored: compacting segment %s: %w", segKey(seq), err))
+			}
+			continue
+		}
+		k.mu.Lock()
+		for _, m := range moves {
+			if !m.e.indexed || m.e.job != nil || m.e.at != m.p || m.p.off+m.p.n > len(blob) {
+				continue // changed meanwhile
+			}
+			j := &job{tag: tagOf(m.e.key), key: m.e.key, update: true, ordinal: m.e.ordinal, entry: m.e}
+			k.encodeRaw(j, blob[m.p.off:m.p.off+m.p.n], m.p.expires)
+			m.e.job = j
+			// Not enqueueLocked: the writer must not wait for room it makes itself.
+			k.jobs = append(k.jobs, j)
+		}
+		k.mu.Unlock()
 	}
 }
 
@@ -377,7 +468,7 @@ func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64, marks 
 			k.releaseWhileBuilding(e.at, seq, seg)
 		}
 		e.at, e.written = p, true
-		seg.live++
+		seg.add(e, p)
 		if j.update {
 			continue
 		}
@@ -497,8 +588,8 @@ func (k *Keeper) deleteBehind(ctx context.Context, key string) (bool, error) {
 	}
 	live, expires := e.live(nowNanos), e.at.expires
 	k.unindex(e)
-	if len(k.freed) > 0 {
-		k.startWriter() // to remove the segment this left empty
+	if len(k.freed) > 0 || len(k.compact) > 0 {
+		k.startWriter() // to remove the segment this left empty, or compact it
 	}
 	k.mu.Unlock()
 	if !live {
@@ -576,7 +667,7 @@ func (k *Keeper) Load(ctx context.Context) error {
 				k.insert(e, k.hash(se.key))
 			}
 			e.at, e.written, e.ordinal = p, true, se.ordinal
-			info.live++
+			info.add(e, p)
 		}
 		if info.live > 0 {
 			k.segs[s.seq] = info
@@ -609,8 +700,8 @@ func (k *Keeper) Load(ctx context.Context) error {
 		k.evictOldest(tag, max, nowNanos)
 	}
 	k.swept = nowNanos
-	if len(k.freed) > 0 || len(k.marks) > 0 {
-		k.startWriter() // to remove the segments no record is left in, and note evictions
+	if len(k.freed) > 0 || len(k.marks) > 0 || len(k.compact) > 0 {
+		k.startWriter() // to remove the segments no record is left in, note evictions, compact
 	}
 	k.mu.Unlock()
 	if len(corrupt) > 0 && k.onErr != nil {

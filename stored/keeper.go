@@ -119,6 +119,7 @@ type Keeper struct {
 	swept   int64                  // when expired records were last dropped (Unix ns)
 	evicted map[string]uint64      // owner tag -> the ordinal up to which its records were evicted
 	marks   map[string]uint64      // of those, the ones the writer has yet to store
+	compact []uint64               // segments whose few records are to be moved
 	fill    *batchBuf              // the batch buffer new records are encoded into
 	spare   *batchBuf              // the other one, back from the writer
 }
@@ -330,12 +331,12 @@ func (k *Keeper) write() {
 	for {
 		k.gather()
 		k.mu.Lock()
-		jobs, freed, buf, marks := k.jobs, k.freed, k.fill, k.marks
-		k.jobs, k.freed, k.fill = nil, nil, nil
+		jobs, freed, buf, marks, compact := k.jobs, k.freed, k.fill, k.marks, k.compact
+		k.jobs, k.freed, k.fill, k.compact = nil, nil, nil, nil
 		if len(marks) > 0 {
 			k.marks = map[string]uint64{}
 		}
-		if len(jobs) == 0 && len(freed) == 0 && len(marks) == 0 {
+		if len(jobs) == 0 && len(freed) == 0 && len(marks) == 0 && len(compact) == 0 {
 			k.running = false
 			k.cond.Broadcast()
 			k.mu.Unlock()
@@ -345,13 +346,19 @@ func (k *Keeper) write() {
 		k.mu.Unlock()
 
 		var err error
-		if k.behind {
+		switch {
+		case k.behind && len(jobs)+len(freed)+len(marks) == 0:
+			// Only compaction to start: its moves are the next batch.
+		case k.behind:
 			err = k.writeSegment(jobs, buf, freed, marks)
-		} else {
+		default:
 			err = k.writeCaps(jobs)
 		}
 		if err != nil && k.onErr != nil {
 			k.onErr(err)
+		}
+		if len(compact) > 0 {
+			k.compactSegments(compact)
 		}
 		k.mu.Lock()
 		if buf != nil && cap(buf.b) <= maxSpareBatch {
