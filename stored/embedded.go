@@ -208,9 +208,13 @@ func (k *Keeper) encode(j *job, r *Record) {
 	j.expires = r.ExpiresAt
 }
 
-// encodeRaw is encode for a record already encoded (a compaction's move).
-func (k *Keeper) encodeRaw(j *job, raw []byte, expires int64) {
-	b := k.filling()
+// encodeMove is encode for a record already encoded, moved by compaction: into the moves'
+// own buffer. Called with k.mu held.
+func (k *Keeper) encodeMove(j *job, raw []byte, expires int64) {
+	if k.moveFill == nil {
+		k.moveFill = &batchBuf{b: []byte(segmentMagic)}
+	}
+	b := k.moveFill
 	j.buf, j.off = b, len(b.b)
 	b.b = append(b.b, raw...)
 	j.n, j.expires = len(raw), expires
@@ -324,15 +328,32 @@ func (k *Keeper) release(p place) {
 	case s.live <= 0:
 		delete(k.segs, p.seg)
 		k.freed = append(k.freed, p.seg)
-	case !s.compacting && s.size >= compactMinBytes && s.liveBytes*compactRatio < s.size:
+	case !s.compacting && s.size >= compactMinBytes && s.liveBytes*compactRatio < s.size && p.seg != k.oldestSeg():
+		// Not the oldest segment: with responses evicted oldest first, that is the one
+		// being emptied by the caps right now, and what is left in it goes next.
 		s.compacting = true
 		k.compact = append(k.compact, p.seg)
 	}
 }
 
-// compactSegments moves the records still kept in each of seqs into the next batch, as new
-// versions of themselves (entryUpdate, ordinal and expiry unchanged), after which nothing
-// points into those segments and they are removed. Run by the writer.
+// oldestSeg is the lowest-numbered segment the index points into (0 if none). Segments are
+// numbered as they are written and never come back once gone, so the search resumes where
+// it last stopped. Called with k.mu held.
+func (k *Keeper) oldestSeg() uint64 {
+	for ; k.low <= k.seq; k.low++ {
+		if _, ok := k.segs[k.low]; ok {
+			return k.low
+		}
+	}
+	return 0
+}
+
+// compactSegments moves the records still kept in each of seqs into a segment of moves, as
+// new versions of themselves (entryUpdate, ordinal and expiry unchanged), after which
+// nothing points into those segments and they are removed. Moves get a segment of their
+// own, apart from new responses: records that outlived their batch tend to live on, while
+// most new ones leave soon, so mixed in with those they would be moved again and again.
+// Run by the writer.
 func (k *Keeper) compactSegments(seqs []uint64) {
 	type move struct {
 		e *entry
@@ -367,11 +388,11 @@ func (k *Keeper) compactSegments(seqs []uint64) {
 			if !m.e.indexed || m.e.job != nil || m.e.at != m.p || m.p.off+m.p.n > len(blob) {
 				continue // changed meanwhile
 			}
-			j := &job{tag: tagOf(m.e.key), key: m.e.key, update: true, ordinal: m.e.ordinal, entry: m.e}
-			k.encodeRaw(j, blob[m.p.off:m.p.off+m.p.n], m.p.expires)
+			from := m.p
+			j := &job{tag: tagOf(m.e.key), key: m.e.key, update: true, ordinal: m.e.ordinal, entry: m.e, from: &from}
+			k.encodeMove(j, blob[m.p.off:m.p.off+m.p.n], m.p.expires)
 			m.e.job = j
-			// Not enqueueLocked: the writer must not wait for room it makes itself.
-			k.jobs = append(k.jobs, j)
+			k.moves = append(k.moves, j)
 		}
 		k.mu.Unlock()
 	}
@@ -386,8 +407,10 @@ func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64, marks 
 	var blob []byte
 	var ttl time.Duration
 	if len(jobs) > 0 {
+		k.mu.Lock() // k.seq is read under it (oldestSeg)
 		k.seq++
 		seq = k.seq
+		k.mu.Unlock()
 		entries = make([]segEntry, len(jobs))
 		var last int64
 		for i, j := range jobs {
@@ -457,6 +480,8 @@ func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64, marks 
 			continue
 		case j.update && !e.written:
 			continue // the record it updates was never written
+		case j.from != nil && e.at != *j.from:
+			continue // a move of a version that a newer one has replaced since
 		}
 		p := place{seg: seq, off: j.off, n: j.n, expires: j.expires, ordinal: j.ordinal}
 		if j.update {

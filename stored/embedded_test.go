@@ -137,12 +137,12 @@ func TestKeeperCompactsSparseSegments(t *testing.T) {
 	checkSegments(t, k, st)
 	// Each batch is some 5.6 KB, of which the quiet response is 0.2 KB: kept in place, the 10
 	// quiet responses would hold 56 KB of segments; moved, about 2 KB, plus the busy team's
-	// newest batch.
+	// newest batch and the oldest segment (never compacted: the caps are emptying it).
 	total := 0
 	if err := st.Scan(ctx, bucketSegments, "", func(_ string, v []byte) error { total += len(v); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if total > 12<<10 {
+	if total > 16<<10 {
 		t.Errorf("segments hold %d bytes for 10 quiet and 10 busy responses of about 0.2 KB", total)
 	}
 	for i, id := range quiet {

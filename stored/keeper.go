@@ -109,19 +109,22 @@ type Keeper struct {
 	waiting int  // Flush calls waiting: the writer skips its window for them
 
 	// The embedded layout's index (WriteBehind only; see embedded.go), under mu.
-	entries map[uint64]*entry // hash of record key -> its versions, queued and written
-	seed    maphash.Seed
-	queues  map[string]*ownerQueue // owner tag -> its records in the order they were kept
-	segs    map[uint64]*segInfo    // segments the index points into
-	freed   []uint64               // segments it no longer points into, for the writer to remove
-	ordinal uint64                 // the last ordinal handed out
-	seq     uint64                 // the last segment number used (the writer's)
-	swept   int64                  // when expired records were last dropped (Unix ns)
-	evicted map[string]uint64      // owner tag -> the ordinal up to which its records were evicted
-	marks   map[string]uint64      // of those, the ones the writer has yet to store
-	compact []uint64               // segments whose few records are to be moved
-	fill    *batchBuf              // the batch buffer new records are encoded into
-	spare   *batchBuf              // the other one, back from the writer
+	entries  map[uint64]*entry // hash of record key -> its versions, queued and written
+	seed     maphash.Seed
+	queues   map[string]*ownerQueue // owner tag -> its records in the order they were kept
+	segs     map[uint64]*segInfo    // segments the index points into
+	freed    []uint64               // segments it no longer points into, for the writer to remove
+	ordinal  uint64                 // the last ordinal handed out
+	seq      uint64                 // the last segment number used (the writer's)
+	swept    int64                  // when expired records were last dropped (Unix ns)
+	evicted  map[string]uint64      // owner tag -> the ordinal up to which its records were evicted
+	marks    map[string]uint64      // of those, the ones the writer has yet to store
+	compact  []uint64               // segments whose few records are to be moved
+	moves    []*job                 // records being moved, for a segment of their own
+	moveFill *batchBuf              // the buffer they are encoded into
+	low      uint64                 // no segment below this is kept (see oldestSeg)
+	fill     *batchBuf              // the batch buffer new records are encoded into
+	spare    *batchBuf              // the other one, back from the writer
 }
 
 type limits struct {
@@ -147,6 +150,7 @@ type job struct {
 	off, n  int
 	expires int64      // Unix nanoseconds
 	done    chan error // told the write's outcome, for a caller that waits for it
+	from    *place     // a compaction's move: the place its bytes were copied from
 }
 
 // NewKeeper returns a keeper over st.
@@ -332,11 +336,12 @@ func (k *Keeper) write() {
 		k.gather()
 		k.mu.Lock()
 		jobs, freed, buf, marks, compact := k.jobs, k.freed, k.fill, k.marks, k.compact
-		k.jobs, k.freed, k.fill, k.compact = nil, nil, nil, nil
+		moves, moveBuf := k.moves, k.moveFill
+		k.jobs, k.freed, k.fill, k.compact, k.moves, k.moveFill = nil, nil, nil, nil, nil, nil
 		if len(marks) > 0 {
 			k.marks = map[string]uint64{}
 		}
-		if len(jobs) == 0 && len(freed) == 0 && len(marks) == 0 && len(compact) == 0 {
+		if len(jobs) == 0 && len(freed) == 0 && len(marks) == 0 && len(compact) == 0 && len(moves) == 0 {
 			k.running = false
 			k.cond.Broadcast()
 			k.mu.Unlock()
@@ -345,14 +350,19 @@ func (k *Keeper) write() {
 		k.cond.Broadcast() // room in the queue again
 		k.mu.Unlock()
 
+		// Moves first: they copied their records before any version now queued was, so in
+		// segment order (which a start-up replays) they come before those versions too.
+		if len(moves) > 0 {
+			if err := k.writeSegment(moves, moveBuf, nil, nil); err != nil && k.onErr != nil {
+				k.onErr(err)
+			}
+		}
 		var err error
 		switch {
-		case k.behind && len(jobs)+len(freed)+len(marks) == 0:
-			// Only compaction to start: its moves are the next batch.
-		case k.behind:
-			err = k.writeSegment(jobs, buf, freed, marks)
-		default:
+		case !k.behind:
 			err = k.writeCaps(jobs)
+		case len(jobs)+len(freed)+len(marks) > 0:
+			err = k.writeSegment(jobs, buf, freed, marks)
 		}
 		if err != nil && k.onErr != nil {
 			k.onErr(err)
