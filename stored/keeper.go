@@ -115,7 +115,7 @@ type Keeper struct {
 	segs     map[uint64]*segInfo    // segments the index points into
 	freed    []uint64               // segments it no longer points into, for the writer to remove
 	ordinal  uint64                 // the last ordinal handed out
-	seq      uint64                 // the last segment number used (the writer's)
+	seq      uint64                 // the last segment number used (set by the writer, under mu)
 	swept    int64                  // when expired records were last dropped (Unix ns)
 	evicted  map[string]uint64      // owner tag -> the ordinal up to which its records were evicted
 	marks    map[string]uint64      // of those, the ones the writer has yet to store
