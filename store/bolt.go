@@ -135,15 +135,7 @@ func nested(sub *bolt.Bucket) (stored, bool) {
 }
 
 // lookup finds key's value in either form.
-func lookup(bk *bolt.Bucket, key []byte) (stored, bool) {
-	if v := bk.Get(key); v != nil {
-		return small(v)
-	}
-	if sub := bk.Bucket(key); sub != nil {
-		return nested(sub)
-	}
-	return stored{}, false
-}
+func lookup(bk *bolt.Bucket, key []byte) (stored, bool) { return at(bk, key, bk.Get(key)) }
 
 // at is what a cursor found at k: v itself, or for a nested bucket the value in it.
 func at(bk *bolt.Bucket, k, v []byte) (stored, bool) {
@@ -215,17 +207,6 @@ func encodeValue(exp int64, value []byte) []byte {
 	return v
 }
 
-// live returns the caller's bytes of a stored value, or false when it is malformed or expired.
-func (b *Bolt) live(v []byte, nowNanos int64) ([]byte, bool) {
-	if len(v) < 8 {
-		return nil, false
-	}
-	exp := int64(binary.BigEndian.Uint64(v))
-	if exp != 0 && exp <= nowNanos {
-		return nil, false
-	}
-	return v[8:], true
-}
 
 func (b *Bolt) check(bucket string) error {
 	if b.closed.Load() {
@@ -434,13 +415,12 @@ func (b *Bolt) add(bucket, key string, deltas map[string]int64, ttl time.Duratio
 func (b *Bolt) addIn(bk *bolt.Bucket, bucket, key string, deltas map[string]int64, ttl time.Duration, nowNanos int64) (map[string]int64, error) {
 	counters := map[string]int64{}
 	exp := int64(0)
-	if old := bk.Get([]byte(key)); old != nil {
-		if v, ok := b.live(old, nowNanos); ok {
-			if err := json.Unmarshal(v, &counters); err != nil {
-				return nil, fmt.Errorf("store: %s/%s is not a counter record", bucket, key)
-			}
-			exp = int64(binary.BigEndian.Uint64(old))
+	f, found := small(bk.Get([]byte(key)))
+	if v, ok := alive(f, found, nowNanos); ok {
+		if err := json.Unmarshal(v, &counters); err != nil {
+			return nil, fmt.Errorf("store: %s/%s is not a counter record", bucket, key)
 		}
+		exp = f.exp
 	}
 	for name, d := range deltas {
 		counters[name] += d

@@ -599,9 +599,9 @@ func FuzzBoltValue(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(encodeValue(0, []byte("x")))
 	f.Add(encodeValue(1, []byte(`{"n":1}`)))
-	b := &Bolt{now: time.Now}
 	f.Fuzz(func(t *testing.T, v []byte) {
-		out, ok := b.live(v, time.Now().UnixNano())
+		found, isValue := small(v)
+		out, ok := alive(found, isValue, time.Now().UnixNano())
 		if ok && len(out) != len(v)-8 {
 			t.Fatalf("live returned %d bytes of %d", len(out), len(v))
 		}
