@@ -207,7 +207,6 @@ func encodeValue(exp int64, value []byte) []byte {
 	return v
 }
 
-
 func (b *Bolt) check(bucket string) error {
 	if b.closed.Load() {
 		return ErrClosed
