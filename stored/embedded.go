@@ -2,6 +2,7 @@ package stored
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +18,7 @@ import (
 // The embedded layout (WriteBehind): records live in segments (see segment.go), one store
 // value per batch, and an index in memory says where each record is. The store this layout
 // is for belongs to this process alone, so the index is the whole truth about which records
-// are kept; it is rebuilt from the segments' headers when the process starts (Load).
+// are kept; it is rebuilt from the segments' own indexes when the process starts (Load).
 //
 // What the index costs: an entry per kept record (its key and place, some 120 bytes), so a
 // million kept responses hold about 120 MB. The per-team cap (responses.store_max_per_team)
@@ -121,6 +122,10 @@ type segInfo struct {
 	size            int      // the bytes of all its records
 	members         []*entry // the entries whose records it got when written
 	compacting      bool     // its records are being moved
+	// building: its records are still being indexed (a batch just written, or a segment
+	// read at start-up). A record replaced meanwhile may be one of its own (kept and
+	// updated in one batch), so until it is complete a release only counts.
+	building bool
 }
 
 // add notes that e's record at p is in the segment.
@@ -153,7 +158,7 @@ type queued struct {
 }
 
 // current reports whether q still names the record its entry holds.
-func (q queued) current(k *Keeper) bool {
+func (q queued) current() bool {
 	return q.e.indexed && q.e.written && q.e.at.ordinal == q.ordinal
 }
 
@@ -304,18 +309,6 @@ func (k *Keeper) unindex(e *entry) {
 	}
 }
 
-// releaseWhileBuilding is release while the index of segment seq (info) is being filled in,
-// before it is registered: a place in that segment only lowers its count, which is judged
-// once the segment is complete. Called with k.mu held.
-func (k *Keeper) releaseWhileBuilding(p place, seq uint64, info *segInfo) {
-	if p.seg == seq {
-		info.live--
-		info.liveBytes -= p.n
-		return
-	}
-	k.release(p)
-}
-
 // release is told that the index no longer points at p. Called with k.mu held.
 func (k *Keeper) release(p place) {
 	s := k.segs[p.seg]
@@ -325,15 +318,30 @@ func (k *Keeper) release(p place) {
 	s.live--
 	s.liveBytes -= p.n
 	switch {
+	case s.building:
 	case s.live <= 0:
-		delete(k.segs, p.seg)
-		k.freed = append(k.freed, p.seg)
+		k.free(p.seg)
 	case !s.compacting && s.size >= compactMinBytes && s.liveBytes*compactRatio < s.size && p.seg != k.oldestSeg():
 		// Not the oldest segment: with responses evicted oldest first, that is the one
 		// being emptied by the caps right now, and what is left in it goes next.
 		s.compacting = true
 		k.compact = append(k.compact, p.seg)
 	}
+}
+
+// built ends the building of segment seq, registered as s: one the index points into none
+// of the records of is removed. Called with k.mu held.
+func (k *Keeper) built(seq uint64, s *segInfo) {
+	s.building = false
+	if s.live <= 0 {
+		k.free(seq)
+	}
+}
+
+// free drops segment seq from the index and has the writer remove it. Called with k.mu held.
+func (k *Keeper) free(seq uint64) {
+	delete(k.segs, seq)
+	k.freed = append(k.freed, seq)
 }
 
 // oldestSeg is the lowest-numbered segment the index points into (0 if none). Segments are
@@ -388,8 +396,7 @@ func (k *Keeper) compactSegments(seqs []uint64) {
 			if !m.e.indexed || m.e.job != nil || m.e.at != m.p || m.p.off+m.p.n > len(blob) {
 				continue // changed meanwhile
 			}
-			from := m.p
-			j := &job{tag: tagOf(m.e.key), key: m.e.key, update: true, ordinal: m.e.ordinal, entry: m.e, from: &from}
+			j := &job{tag: tagOf(m.e.key), key: m.e.key, update: true, ordinal: m.e.ordinal, entry: m.e}
 			k.encodeMove(j, blob[m.p.off:m.p.off+m.p.n], m.p.expires)
 			m.e.job = j
 			k.moves = append(k.moves, j)
@@ -462,7 +469,10 @@ func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64, marks 
 		}
 	}
 	nowNanos := k.now().UnixNano()
-	seg := &segInfo{}
+	seg := &segInfo{building: true}
+	if seq != 0 && err == nil {
+		k.segs[seq] = seg
+	}
 	capped := map[string]int64{}
 	for _, j := range jobs {
 		e := j.entry
@@ -480,17 +490,13 @@ func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64, marks 
 			continue
 		case j.update && !e.written:
 			continue // the record it updates was never written
-		case j.from != nil && e.at != *j.from:
-			continue // a move of a version that a newer one has replaced since
 		}
+		// An update carries the record's ordinal (updateBehind, compactSegments).
 		p := place{seg: seq, off: j.off, n: j.n, expires: j.expires, ordinal: j.ordinal}
-		if j.update {
-			p.ordinal = e.at.ordinal
-		}
 		if e.written {
 			// The version it replaces, or an expired record of the same id; it may be in this
 			// very segment (kept and updated within one batch).
-			k.releaseWhileBuilding(e.at, seq, seg)
+			k.release(e.at)
 		}
 		e.at, e.written = p, true
 		seg.add(e, p)
@@ -507,12 +513,8 @@ func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64, marks 
 			capped[j.tag] = j.max // the newest limits rule the batch
 		}
 	}
-	if seq != 0 {
-		if err == nil && seg.live > 0 {
-			k.segs[seq] = seg
-		} else if err == nil {
-			k.freed = append(k.freed, seq) // every entry was an update of a record gone since
-		}
+	if seq != 0 && err == nil {
+		k.built(seq, seg) // removed again when every entry was an update of a record gone since
 	}
 	for tag, max := range capped {
 		k.evictOldest(tag, max, nowNanos)
@@ -546,7 +548,7 @@ func (k *Keeper) evictOldest(tag string, max int64, nowNanos int64) {
 	}
 	for !q.empty() {
 		it := q.front()
-		current := it.current(k)
+		current := it.current()
 		if current && it.e.at.expires > nowNanos && (max < 0 || q.len() <= max) {
 			break
 		}
@@ -666,13 +668,14 @@ func (k *Keeper) Load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(segs, func(a, b segment) int { return cmpUint(a.seq, b.seq) })
+	slices.SortFunc(segs, func(a, b segment) int { return cmp.Compare(a.seq, b.seq) })
 
 	k.mu.Lock()
 	k.evicted = evicted
 	for _, s := range segs {
 		k.seq = max(k.seq, s.seq)
-		info := &segInfo{}
+		info := &segInfo{building: true}
+		k.segs[s.seq] = info
 		for _, se := range s.entries {
 			k.ordinal = max(k.ordinal, se.ordinal)
 			if gone[se.key] || se.expires <= nowNanos || se.ordinal <= evicted[tagOf(se.key)] {
@@ -686,7 +689,7 @@ func (k *Keeper) Load(ctx context.Context) error {
 			switch {
 			case e != nil:
 				// An older version, or an expired record of the same id, maybe in this segment.
-				k.releaseWhileBuilding(e.at, s.seq, info)
+				k.release(e.at)
 			default:
 				e = &entry{key: se.key}
 				k.insert(e, k.hash(se.key))
@@ -694,35 +697,27 @@ func (k *Keeper) Load(ctx context.Context) error {
 			e.at, e.written, e.ordinal = p, true, se.ordinal
 			info.add(e, p)
 		}
-		if info.live > 0 {
-			k.segs[s.seq] = info
-		} else {
-			k.freed = append(k.freed, s.seq) // the index points at none of its records
-		}
+		k.built(s.seq, info)
 	}
 	// Each owner's queue, in the order its records were kept.
-	var all []*entry
 	for _, e := range k.entries {
 		for ; e != nil; e = e.next {
-			all = append(all, e)
+			tag := tagOf(e.key)
+			q := k.queues[tag]
+			if q == nil {
+				q = &ownerQueue{}
+				k.queues[tag] = q
+			}
+			q.push(e, e.at.ordinal)
 		}
 	}
-	for _, e := range all {
-		tag := tagOf(e.key)
-		q := k.queues[tag]
-		if q == nil {
-			q = &ownerQueue{}
-			k.queues[tag] = q
-		}
-		q.push(e, e.at.ordinal)
-	}
-	max := k.limits.Load().max
-	if max <= 0 {
-		max = -1 // no cap: only the expired go
+	limit := k.limits.Load().max
+	if limit <= 0 {
+		limit = -1 // no cap: only the expired go
 	}
 	for tag, q := range k.queues {
-		slices.SortFunc(q.items, func(a, b queued) int { return cmpUint(a.ordinal, b.ordinal) })
-		k.evictOldest(tag, max, nowNanos)
+		slices.SortFunc(q.items, func(a, b queued) int { return cmp.Compare(a.ordinal, b.ordinal) })
+		k.evictOldest(tag, limit, nowNanos)
 	}
 	k.swept = nowNanos
 	if len(k.freed) > 0 || len(k.marks) > 0 || len(k.compact) > 0 {
@@ -733,16 +728,6 @@ func (k *Keeper) Load(ctx context.Context) error {
 		k.onErr(fmt.Errorf("stored: %d unreadable segments skipped (%s...)", len(corrupt), corrupt[0]))
 	}
 	return k.migrate(ctx)
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // migrate moves records kept one per store value (the layout before segments) into
@@ -764,12 +749,12 @@ func (k *Keeper) migrate(ctx context.Context) error {
 	if err != nil || len(keys) == 0 {
 		return err
 	}
-	slices.SortStableFunc(olds, func(a, b old) int { return int(min(max(a.rec.CreatedAt-b.rec.CreatedAt, -1), 1)) })
+	slices.SortStableFunc(olds, func(a, b old) int { return cmp.Compare(a.rec.CreatedAt, b.rec.CreatedAt) })
 	lim := k.limits.Load()
 	for _, o := range olds {
 		k.mu.Lock()
 		// A record of the same id in a segment already stays (ErrExists).
-		_ = k.keepBehind(&job{tag: o.tag, key: recordKey(o.tag, o.rec.ID), id: o.rec.ID, max: lim.max}, o.rec)
+		_ = k.keepBehind(&job{tag: o.tag, key: recordKey(o.tag, o.rec.ID), max: lim.max}, o.rec)
 		k.mu.Unlock()
 	}
 	k.Flush()

@@ -454,7 +454,7 @@ func dumpQueues[S any](t *testing.T, k *Keeper, model map[string][]S, o string) 
 	if q := k.queues[ownerTag(o)]; q != nil {
 		var ks []string
 		for _, it := range q.items[q.head:] {
-			ks = append(ks, fmt.Sprintf("%s:%d:%v", it.e.key[38:], it.ordinal, it.current(k)))
+			ks = append(ks, fmt.Sprintf("%s:%d:%v", it.e.key[38:], it.ordinal, it.current()))
 		}
 		t.Logf("keeper %v, evicted to %d", ks, k.evicted[ownerTag(o)])
 	}

@@ -150,7 +150,6 @@ type job struct {
 	off, n  int
 	expires int64      // Unix nanoseconds
 	done    chan error // told the write's outcome, for a caller that waits for it
-	from    *place     // a compaction's move: the place its bytes were copied from
 }
 
 // NewKeeper returns a keeper over st.
@@ -283,9 +282,7 @@ func (k *Keeper) enqueue(j *job) {
 
 // enqueueLocked queues j for the writer. Called with k.mu held.
 func (k *Keeper) enqueueLocked(j *job) {
-	for len(k.jobs) >= maxQueued {
-		k.cond.Wait()
-	}
+	k.waitForRoom()
 	k.jobs = append(k.jobs, j)
 	if len(k.jobs) == batchMax {
 		k.wake()
@@ -540,15 +537,18 @@ func (k *Keeper) get(ctx context.Context, tag, id string) (*Record, error) {
 
 // Delete removes owner's record of id and reports whether a live one was there.
 func (k *Keeper) Delete(ctx context.Context, owner, id string) (bool, error) {
+	if !validID(id) {
+		return false, nil
+	}
+	key := recordKey(ownerTag(owner), id)
+	if k.behind {
+		return k.deleteBehind(ctx, key) // the index knows whether a live record is there
+	}
 	if _, err := k.Get(ctx, owner, id); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return false, nil
 		}
 		return false, err
-	}
-	key := recordKey(ownerTag(owner), id)
-	if k.behind {
-		return k.deleteBehind(ctx, key)
 	}
 	return k.st.Delete(ctx, bucketRecords, key)
 }
