@@ -476,3 +476,28 @@ func TestBackgroundTwoReplicasOnRedis(t *testing.T) {
 		t.Errorf("final: %s", got.Raw)
 	}
 }
+
+// TestBackgroundCancelBeforeThePlatformAnswers: a job cancelled while its platform call
+// waits for the answer's headers ends cancelled, not failed. The job's context is cancelled
+// with a cause, and the transport may report the cause rather than context.Canceled, which
+// alone read as an unknown transport error.
+func TestBackgroundCancelBeforeThePlatformAnswers(t *testing.T) {
+	env := bgEnv(t, nil)
+	env.sim.Enqueue("/v1/responses", platformsim.Reply{Delay: time.Hour})
+	before := len(env.sim.Requests())
+	id := submit(t, env, keyAlpha1, `{"model":"sim-slow","input":"think long","background":true}`).Get("id").Str
+	deadline := time.Now().Add(5 * time.Second)
+	for len(env.sim.Requests()) == before && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	if len(env.sim.Requests()) == before {
+		t.Fatal("the platform call did not start")
+	}
+	status, _, b := env.do(t, "POST", "/v1/responses/"+id+"/cancel", keyAlpha1, nil)
+	if status != 200 || gjson.GetBytes(b, "status").Str != "cancelled" {
+		t.Fatalf("cancel while the platform has not answered: %d %s", status, b)
+	}
+	if got := pollUntil(t, env, keyAlpha1, id, "cancelled", "failed", "completed"); got.Get("status").Str != "cancelled" {
+		t.Errorf("after cancel: %s", got.Raw)
+	}
+}

@@ -69,6 +69,12 @@ func (s *Server) openGateway(parent context.Context, st *state, p *auth.Principa
 	})
 	if err != nil {
 		cancel()
+		if parent.Err() != nil {
+			// The caller's own context ended (a client gone, a background job cancelled). The
+			// transport may report that context's cause instead of context.Canceled, which
+			// alone would read as an unknown failure of the platform.
+			err = parent.Err()
+		}
 		f := transportFailure(err)
 		f.maybeBilled = sent.Load()
 		return nil, nil, f
