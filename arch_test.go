@@ -26,6 +26,7 @@ var allowedImports = map[string][]string{
 	"modelgate/redisconn":           {"config"},
 	"modelgate/redisconn/redistest": {},
 	"modelgate/apitest":             {},
+	"modelgate/testclock":           {},
 	"modelgate/auth":                {"config"},
 	"modelgate/platform":            {"config"},
 	"modelgate/store":               {"redisconn", "config"},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"modelgate/config"
+	"modelgate/testclock"
 )
 
 func TestFormatReset(t *testing.T) {
@@ -33,6 +34,7 @@ func TestFormatReset(t *testing.T) {
 // TestHeaders: the tighter scope's figures, tokens from the minute limit else the day, and
 // nothing for a dimension unlimited at both scopes.
 func TestHeaders(t *testing.T) {
+	untilMidnight := FormatReset(testclock.NextMidnight(start).Sub(start)) // daily tokens reset then
 	cases := []struct {
 		name      string
 		key, team config.Limits
@@ -47,7 +49,7 @@ func TestHeaders(t *testing.T) {
 			"x-ratelimit-limit-tokens": "2000", "x-ratelimit-remaining-tokens": "1500", "x-ratelimit-reset-tokens": "15s",
 		}},
 		{"daily_when_no_minute_tokens", config.Limits{TokensPerDay: 10000}, config.Limits{ConcurrentRequests: 4}, false, map[string]string{
-			"x-ratelimit-limit-tokens": "10000", "x-ratelimit-remaining-tokens": "9500", "x-ratelimit-reset-tokens": "12h0m0s",
+			"x-ratelimit-limit-tokens": "10000", "x-ratelimit-remaining-tokens": "9500", "x-ratelimit-reset-tokens": untilMidnight,
 		}},
 		{"passthrough", config.Limits{RequestsPerMinute: 60, TokensPerMinute: 6000}, config.Limits{}, true, map[string]string{
 			"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "59", "x-ratelimit-reset-requests": "1s",

@@ -2,37 +2,23 @@ package ratelimit
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"modelgate/config"
 	"modelgate/redisconn/redistest"
+	"modelgate/testclock"
 )
 
 // clock is a settable time source; tests move it instead of sleeping.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type clock = testclock.Clock
 
-func newClock(t time.Time) *clock { return &clock{t: t} }
+func newClock(t time.Time) *clock { return testclock.At(t) }
 
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-// start is a fixed instant near real time (Redis expires owner keys by its own clock), in the
-// middle of a UTC day.
-var start = time.Now().UTC().Truncate(24 * time.Hour).Add(12 * time.Hour)
+// start is where the tests' clocks begin: testclock's origin (now, or the hour a shifted run
+// names) on a whole minute, since the limits count calendar minutes. Tests that cross a day
+// boundary on purpose start from testclock.NextMidnight instead of an hour of the day.
+var start = testclock.Origin().Truncate(time.Minute)
 
 // redisURL starts a private redis-server for the test and returns its URL. Without the binary
 // the test is skipped locally and fails in CI.

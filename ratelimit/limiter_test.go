@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"modelgate/config"
+	"modelgate/testclock"
 )
 
 // TestRequestsBurstThenRefill: N quick requests pass, the next is refused with the wait for one
@@ -306,7 +307,7 @@ func TestKeyTeamAllOrNothing(t *testing.T) {
 func TestDailyBudgetAndRollover(t *testing.T) {
 	for _, k := range allKinds() {
 		t.Run(k.name, func(t *testing.T) {
-			c := newClock(start.Add(11*time.Hour + 30*time.Minute)) // 23:30 UTC
+			c := newClock(testclock.NextMidnight(start).Add(-30 * time.Minute)) // 23:30 UTC
 			l := k.make(t, c)
 			key := keyScope("d", config.Limits{TokensPerDay: 1000})
 			tk, _ := mustAdmit(t, l, Request{Key: key, Tokens: 500})
@@ -367,7 +368,7 @@ func TestStoreUnreachable(t *testing.T) {
 func TestUsageMinuteWindow(t *testing.T) {
 	for _, k := range allKinds() {
 		t.Run(k.name, func(t *testing.T) {
-			c := newClock(start)
+			c := newClock(testclock.SameDay(start, 2*time.Minute)) // the day's totals carry over
 			l := k.make(t, c)
 			key := keyScope("m", config.Limits{RequestsPerMinute: 100})
 			for i := 0; i < 3; i++ {

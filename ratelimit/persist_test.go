@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"modelgate/config"
+	"modelgate/testclock"
 )
 
 // TestRestartKeepsTheDay: Close and New on the same DataPath in the middle of a day keep the
 // day's usage and the refusal it implies; the next UTC day starts fresh.
 func TestRestartKeepsTheDay(t *testing.T) {
 	dir := t.TempDir()
-	c := newClock(start.Add(10 * time.Hour)) // 22:00 UTC
+	c := newClock(testclock.NextMidnight(start).Add(-2 * time.Hour)) // 22:00 UTC
 	open := func() *Limiter {
 		l, err := New(Options{Store: "memory", DataPath: dir, Now: c.Now, FlushInterval: time.Hour})
 		if err != nil {
@@ -76,7 +77,7 @@ func TestRestartKeepsOwners(t *testing.T) {
 // TestFlushEvictsIdleScopes: scopes with nothing worth keeping leave memory and come back
 // from the data store with their day intact.
 func TestFlushEvictsIdleScopes(t *testing.T) {
-	c := newClock(start.Add(50 * time.Second)) // 12:00:50
+	c := newClock(testclock.SameDay(start, 2*time.Minute).Add(50 * time.Second)) // hh:mm:50, one day throughout
 	l := newLimiter(t, Options{DataPath: t.TempDir(), Now: c.Now, FlushInterval: time.Hour})
 	m := l.store.(*memoryStore)
 	key := keyScope("e", config.Limits{RequestsPerMinute: 10, TokensPerMinute: 100, TokensPerDay: 1000})
@@ -112,7 +113,7 @@ func TestFlushEvictsIdleScopes(t *testing.T) {
 // TestEvictionWithoutDataStore: with nothing persisted, a scope that used budget today stays
 // in memory (forgetting it would give the budget back) until the day is over.
 func TestEvictionWithoutDataStore(t *testing.T) {
-	c := newClock(start)
+	c := newClock(testclock.NextMidnight(start).Add(-12 * time.Hour)) // noon: the day ends 12 h on
 	l := newLimiter(t, Options{Now: c.Now, FlushInterval: time.Hour})
 	m := l.store.(*memoryStore)
 	used := keyScope("used", config.Limits{TokensPerDay: 1000})
