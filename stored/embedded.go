@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -516,8 +517,11 @@ func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64, marks 
 	if seq != 0 && err == nil {
 		k.built(seq, seg) // removed again when every entry was an update of a record gone since
 	}
-	for tag, max := range capped {
-		k.evictOldest(tag, max, nowNanos)
+	// In a fixed order: which segment is the oldest changes as evictions free segments, and
+	// compaction skips the oldest, so the order of owners can decide what gets compacted;
+	// map order would let the same batches compact differently from run to run.
+	for _, tag := range slices.Sorted(maps.Keys(capped)) {
+		k.evictOldest(tag, capped[tag], nowNanos)
 	}
 	for _, j := range jobs {
 		if j.done != nil {

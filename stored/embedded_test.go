@@ -127,7 +127,11 @@ func TestKeeperCompactsSparseSegments(t *testing.T) {
 	compactMinBytes = 4 << 10
 	ctx := context.Background()
 	st := boltStore(t, nil)
-	k := newKeeper(t, st, time.Hour, 10, nil, true)
+	// Batches are cut by the Flush calls alone, as the comment on the sizes below assumes: the
+	// window is longer than the test, so a slow machine cannot cut one in two.
+	k := NewKeeper(st, Options{TTL: time.Hour, MaxPerOwner: 10, WriteBehind: true, BatchWindow: time.Hour,
+		OnError: func(err error) { t.Errorf("background write: %v", err) }})
+	t.Cleanup(k.Flush)
 	var quiet []string
 	for i := range 20 {
 		quiet = append(quiet, keepChain(t, k, "team:quiet", fmt.Sprintf("q%02d", i), 1)...)
@@ -457,5 +461,44 @@ func dumpQueues[S any](t *testing.T, k *Keeper, model map[string][]S, o string) 
 			ks = append(ks, fmt.Sprintf("%s:%d:%v", it.e.key[38:], it.ordinal, it.current()))
 		}
 		t.Logf("keeper %v, evicted to %d", ks, k.evicted[ownerTag(o)])
+	}
+}
+
+// blockingStore holds the writer inside its next Batch until released.
+type blockingStore struct {
+	store.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingStore) Batch(ctx context.Context, fn func(store.Tx) error) error {
+	select {
+	case b.entered <- struct{}{}:
+		<-b.release
+	default:
+	}
+	return b.Store.Batch(ctx, fn)
+}
+
+// TestFlushLeavesNoKickBehind: a wake-up sent while the writer is busy writing (a second
+// Flush, a full batch) must not outlive that writer. Left in the channel, it cut the next
+// writer's first window short wherever the keeps had got to, so the same keeps made
+// different batches from run to run (and TestKeeperCompactsSparseSegments flaked).
+func TestFlushLeavesNoKickBehind(t *testing.T) {
+	bs := &blockingStore{Store: boltStore(t, nil), entered: make(chan struct{}), release: make(chan struct{})}
+	k := NewKeeper(bs, Options{TTL: time.Hour, MaxPerOwner: 10, WriteBehind: true, BatchWindow: time.Hour,
+		OnError: func(err error) { t.Errorf("background write: %v", err) }})
+	keepChain(t, k, "team:a", "a", 1)
+	flushed := make(chan struct{})
+	go func() { k.Flush(); close(flushed) }()
+	<-bs.entered // the writer is inside its write, past its window
+	k.wake()     // as a second Flush or a full batch would
+	close(bs.release)
+	<-flushed
+	k.mu.Lock()
+	left, running := len(k.kick), k.running
+	k.mu.Unlock()
+	if running || left != 0 {
+		t.Fatalf("after the writer stopped: running=%v, %d wake-ups left for the next one", running, left)
 	}
 }

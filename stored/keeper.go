@@ -339,6 +339,12 @@ func (k *Keeper) write() {
 			k.marks = map[string]uint64{}
 		}
 		if len(jobs) == 0 && len(freed) == 0 && len(marks) == 0 && len(compact) == 0 && len(moves) == 0 {
+			// A kick left from a Flush that found this writer busy would cut the next
+			// writer's first window short, at whatever point the keeps had reached.
+			select {
+			case <-k.kick:
+			default:
+			}
 			k.running = false
 			k.cond.Broadcast()
 			k.mu.Unlock()
