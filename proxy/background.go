@@ -358,24 +358,32 @@ func (r *bgRun) run() {
 	stopBeat := r.heartbeat()
 	defer stopBeat()
 	status, rerr, ch, cost := stored.StatusFailed, responseError{}, charge{}, int64(0)
+	reported := false
+	report := func() {
+		// The job's end is reported like a request of its own, so its tokens, duration
+		// and upstream errors reach the metrics.
+		if reported || r.s.hooks.RequestStarted == nil { // both hooks are set, or neither
+			return
+		}
+		reported = true
+		r.s.hooks.RequestDone(RequestSummary{RequestID: r.requestID, Route: backgroundRoute, Method: http.MethodPost,
+			Team: r.team, Key: r.key, Model: printable(r.rec.Model, maxLoggedModel), Status: r.httpStatus(status),
+			Duration: time.Since(r.started), InputTokens: ch.usage.InputTokens, OutputTokens: ch.usage.OutputTokens,
+			ErrorCode: rerr.code, UpstreamErr: r.upstreamErr, UsageEstimated: ch.unknown, CostMicros: cost})
+	}
 	if r.s.hooks.RequestStarted != nil {
 		r.s.hooks.RequestStarted()
-		defer func() {
-			// The job's end is reported like a request of its own, so its tokens, duration
-			// and upstream errors reach the metrics.
-			r.s.hooks.RequestDone(RequestSummary{RequestID: r.requestID, Route: backgroundRoute, Method: http.MethodPost,
-				Team: r.team, Key: r.key, Model: printable(r.rec.Model, maxLoggedModel), Status: r.httpStatus(status),
-				Duration: time.Since(r.started), InputTokens: ch.usage.InputTokens, OutputTokens: ch.usage.OutputTokens,
-				ErrorCode: rerr.code, UpstreamErr: r.upstreamErr, UsageEstimated: ch.unknown, CostMicros: cost})
-		}()
+		defer report() // a panic's end too
 	}
 
 	var final, output []byte
 	status, final, rerr, output, ch = r.call()
 	stopBeat() // no renewal may land after finish drops the claim
-	// Before the record says it ended: a client that saw the end sees the budgets settled.
+	// Before the record says it ended, everything the end is counted in: budgets, the spend
+	// ledger, the usage history and the metrics. A client that saw the end sees all of them.
 	r.s.settleInfo(r.ri, r.ticket, ch)
 	cost = r.s.settleBilling(r.ri)
+	report()
 	r.finish(status, final, rerr, output)
 	usage := ch.usage
 	r.s.log.LogAttrs(context.Background(), slog.LevelInfo, "background response",

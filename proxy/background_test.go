@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,14 +46,18 @@ admin_keys: [mg-admin-key]
 
 // bgEnv is a test environment with an embedded record store, closed (jobs cancelled) at
 // the end of the test.
-func bgEnv(t *testing.T, mutate func(*config.Config)) *testEnv {
+func bgEnv(t *testing.T, mutate func(*config.Config), hooks ...Hooks) *testEnv {
 	t.Helper()
 	st, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	env := startEnv(t, envOptions{yaml: bgYAML, mutate: mutate, store: st})
+	o := envOptions{yaml: bgYAML, mutate: mutate, store: st}
+	if len(hooks) > 0 {
+		o.hooks = hooks[0]
+	}
+	env := startEnv(t, o)
 	t.Cleanup(env.server.Close)
 	return env
 }
@@ -148,6 +153,36 @@ func TestBackgroundSubmitPollCompleted(t *testing.T) {
 	status, _, b = env.do(t, "POST", "/v1/responses/"+id2+"/cancel", keyAlpha1, nil)
 	if status != 400 || gjson.GetBytes(b, "error.type").Str != "invalid_request_error" {
 		t.Errorf("cancel of a foreground response: %d %s", status, b)
+	}
+}
+
+// TestBackgroundEndIsCountedBeforeItShows: a client that polls a job's end finds it in
+// every count already: budgets, history and metrics. The metrics hook is held here, and
+// while it is, the job must not read as completed.
+func TestBackgroundEndIsCountedBeforeItShows(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hooks := Hooks{RequestStarted: func() {}, RequestDone: func(r RequestSummary) {
+		if r.Route == backgroundRoute {
+			once.Do(func() { close(entered) })
+			<-release
+		}
+	}}
+	env := bgEnv(t, nil, hooks)
+	var released sync.Once
+	free := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the server closes, should the test stop early
+	id := submit(t, env, keyAlpha1, `{"model":"sim-chat","input":"hello","background":true}`).Get("id").Str
+	<-entered
+	status, _, b := env.do(t, "GET", "/v1/responses/"+id, keyAlpha1, nil)
+	if got := gjson.GetBytes(b, "status").Str; status != 200 || got == "completed" {
+		t.Errorf("while the metrics had not counted it: %d %s", status, got)
+	}
+	u := teamUsage(t, env, "alpha")
+	free()
+	done := pollUntil(t, env, keyAlpha1, id, "completed", "failed")
+	if done.Get("status").Str != "completed" || u.DayOutputTokens != done.Get("usage.output_tokens").Int() || u.DayOutputTokens == 0 {
+		t.Errorf("budgets before the end showed: %+v; the end: %s", u, done.Raw)
 	}
 }
 

@@ -138,6 +138,8 @@ type envOptions struct {
 	limiter *ratelimit.Options
 	// tracer traces the server's requests; nil is tracing off.
 	tracer *tracing.Tracer
+	// hooks observe the server's requests, as the metrics do.
+	hooks Hooks
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -201,7 +203,7 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { env.limiter.Close() })
-	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer})
+	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks})
 	if err != nil {
 		t.Fatal(err)
 	}
