@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"modelgate/config"
+	"modelgate/testclock"
 )
 
 // chromium is Debian's browser, which .ci/run installs. Without it the test is skipped
@@ -79,7 +80,7 @@ func (b *browserLog) snapshot() (requests, errors []string) {
 // month to draw.
 func seedHistory(t *testing.T, r *replica) {
 	t.Helper()
-	today := time.Now().UTC()
+	today := r.now().UTC()
 	for i := 1; i < 30; i++ {
 		d := today.AddDate(0, 0, -i)
 		day := d.Format("20060102")
@@ -106,8 +107,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	bin := chromium(t)
 	// The page shows requests "this minute": the limiter's minute starts with the test, so
 	// the figures cannot reset under it when the wall clock crosses a minute.
-	offset := time.Now().Truncate(time.Minute).Sub(time.Now())
-	r := startReplica(t, envOptions{limiterNow: func() time.Time { return time.Now().Add(offset) }, mutate: func(c *config.Config) {
+	offset := testclock.SameDay(testclock.Origin(), 10*time.Minute).Truncate(time.Minute).Sub(time.Now())
+	clock := func() time.Time { return time.Now().Add(offset) }
+	r := startReplica(t, envOptions{now: clock, mutate: func(c *config.Config) {
 		c.Teams[0].Limits = config.Limits{RequestsPerMinute: 600, TokensPerDay: 2_000_000, SpendPerDay: 5, SpendPerMonth: 60}
 		c.Teams[1].Limits = config.Limits{ConcurrentRequests: 8, SpendPerMonth: 40}
 		c.Teams[1].Models = []string{"sim-chat", "sim-long"}

@@ -23,6 +23,7 @@ import (
 	"modelgate/proxy"
 	"modelgate/ratelimit"
 	"modelgate/store"
+	"modelgate/testclock"
 )
 
 const (
@@ -69,6 +70,7 @@ type replica struct {
 	history *billing.Recorder
 	stop    func()
 	logs    *bytes.Buffer
+	now     func() time.Time // the clock of everything but the limiter, when the test set none
 }
 
 type envOptions struct {
@@ -77,8 +79,8 @@ type envOptions struct {
 	dataDir  string
 	mutate   func(*config.Config)
 	sim      *httptest.Server
-	now      func() time.Time // clock of key creation and expiry; default time.Now
-	// limiterNow is the limiter's clock; default time.Now. A test that reads "this minute"
+	now      func() time.Time // clock of keys, ledger, history and server; default testclock.Running
+	// limiterNow is the limiter's clock; default now's. A test that reads "this minute"
 	// figures gives one that cannot cross a minute boundary while it runs.
 	limiterNow func() time.Time
 }
@@ -122,6 +124,14 @@ func startReplica(t testing.TB, o envOptions) *replica {
 	}
 	logs := &bytes.Buffer{}
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))
+	// One clock, running from testclock's origin unless the test sets its own, so a shifted
+	// run (.ci/flakes) moves every day these figures are kept by.
+	if o.now == nil {
+		o.now = testclock.Running()
+	}
+	if o.limiterNow == nil {
+		o.limiterNow = o.now
+	}
 	limiter, err := ratelimit.New(ratelimit.Options{Store: "memory", Logger: logger, Now: o.limiterNow})
 	if err != nil {
 		t.Fatal(err)
@@ -134,12 +144,12 @@ func startReplica(t testing.TB, o envOptions) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &replica{st: st, logs: logs}
+	r := &replica{st: st, logs: logs, now: o.now}
 	ctx := context.Background()
-	if r.ledger, err = billing.NewLedger(ctx, st, nil, logger); err != nil {
+	if r.ledger, err = billing.NewLedger(ctx, st, o.now, logger); err != nil {
 		t.Fatal(err)
 	}
-	r.history = billing.NewRecorder(st, cfg.UsageHistory.Retention, nil, logger)
+	r.history = billing.NewRecorder(st, cfg.UsageHistory.Retention, o.now, logger)
 	issued := auth.NewIssued(o.now)
 	r.api, err = admin.New(admin.Deps{Store: st, Issued: issued, Limiter: limiter, Ledger: r.ledger, History: r.history,
 		Logger: logger, Now: o.now, State: func() (*config.Config, *auth.Authenticator) { return r.srv.State() }})
@@ -151,7 +161,7 @@ func startReplica(t testing.TB, o envOptions) *replica {
 		t.Fatal(err)
 	}
 	r.srv, err = proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: pc, Logger: logger, Store: st,
-		Admin: r.api, Issued: issued, Ledger: r.ledger, History: r.history})
+		Admin: r.api, Issued: issued, Ledger: r.ledger, History: r.history, Now: o.now})
 	if err != nil {
 		t.Fatal(err)
 	}

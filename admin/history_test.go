@@ -27,7 +27,7 @@ func TestUsageHistory(t *testing.T) {
 			t.Fatal(got)
 		}
 	}
-	today := time.Now().UTC().Format(time.DateOnly)
+	today := r.now().UTC().Format(time.DateOnly)
 
 	status, _, b := r.do(t, "GET", "/admin/usage/history", adminKey, nil)
 	if status != 200 {
@@ -64,7 +64,7 @@ func TestUsageHistory(t *testing.T) {
 	hours := decode[struct {
 		Rows []struct{ Day, Hour, Team string }
 	}](t, b)
-	hour := time.Now().UTC().Format("2006-01-02T15") + ":00:00Z"
+	hour := r.now().UTC().Format("2006-01-02T15") + ":00:00Z"
 	if status != 200 || len(hours.Rows) != 2 || hours.Rows[0].Hour != hour && hours.Rows[1].Hour != hour {
 		t.Fatalf("hourly: %d %s", status, b)
 	}

@@ -111,7 +111,7 @@ func TestIssuedKeyLimitsApply(t *testing.T) {
 func TestCreateKeyBadInputChangesNothing(t *testing.T) {
 	r := startReplica(t, envOptions{})
 	r.issue(t, "alpha", "taken", nil)
-	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	past := r.now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	cases := []struct {
 		name, key string
 		body      any

@@ -17,6 +17,7 @@ import (
 	"modelgate/redisconn/redistest"
 	"modelgate/store"
 	"modelgate/stored"
+	"modelgate/testclock"
 )
 
 // bgYAML gives team alpha one concurrency slot, so a running job's hold on it shows.
@@ -347,11 +348,14 @@ func TestBackgroundOrphans(t *testing.T) {
 	}
 	t.Cleanup(func() { bolt.Close() })
 	ctx := context.Background()
+	// The records' expiry is an instant on the keepers' clock: the test's keepers and the
+	// servers read one clock, as replicas of one deployment do.
+	clock := testclock.Running()
 	// As a replica over a shared store keeps them: one store value per record.
-	k := stored.NewKeeper(bolt, stored.Options{TTL: time.Hour})
+	k := stored.NewKeeper(bolt, stored.Options{TTL: time.Hour, Now: clock})
 	unfinished := func(k *stored.Keeper, id, status, runner string) {
 		t.Helper()
-		obj := queuedObject(id, "sim-chat", "", time.Now().Unix())
+		obj := queuedObject(id, "sim-chat", "", clock().Unix())
 		if err := k.Keep(ctx, "team:alpha", &stored.Record{ID: id, Status: status, Model: "sim-chat", Response: obj}); err != nil {
 			t.Fatal(err)
 		}
@@ -370,11 +374,11 @@ func TestBackgroundOrphans(t *testing.T) {
 		t.Cleanup(func() { own.Close() })
 		// Left by the previous life of the process, which kept its records as a server over
 		// the embedded store does: failed as the new one starts.
-		prev := stored.NewKeeper(own, stored.Options{TTL: time.Hour, WriteBehind: true})
+		prev := stored.NewKeeper(own, stored.Options{TTL: time.Hour, WriteBehind: true, Now: clock})
 		unfinished(prev, "resp_prev1", "in_progress", "mg_previous")
 		unfinished(prev, "resp_prev2", "queued", "mg_previous")
 		prev.Flush()
-		env := startEnv(t, envOptions{yaml: bgYAML, store: own})
+		env := startEnv(t, envOptions{yaml: bgYAML, store: own, now: clock, limiterNow: clock})
 		t.Cleanup(env.server.Close)
 		k := env.server.keeper
 		for _, id := range []string{"resp_prev1", "resp_prev2"} {
@@ -395,7 +399,7 @@ func TestBackgroundOrphans(t *testing.T) {
 	t.Run("shared_store", func(t *testing.T) {
 		unfinished(k, "resp_live", "in_progress", "mg_other_replica") // another replica runs it
 		unfinished(k, "resp_lost", "in_progress", "")                 // its runner's claim expired
-		env := startEnv(t, envOptions{yaml: bgYAML, store: sharedStore{bolt}})
+		env := startEnv(t, envOptions{yaml: bgYAML, store: sharedStore{bolt}, now: clock, limiterNow: clock})
 		t.Cleanup(env.server.Close)
 		if got := pollUntil(t, env, keyAlpha1, "resp_live", "in_progress", "failed"); got.Get("status").Str != "in_progress" {
 			t.Errorf("a job another replica runs: %s", got.Raw)

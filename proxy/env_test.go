@@ -21,6 +21,7 @@ import (
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
 	"modelgate/store"
+	"modelgate/testclock"
 	"modelgate/tracing"
 )
 
@@ -125,9 +126,9 @@ type envOptions struct {
 	// upstream, when set, serves the platform instead of the env's own Sim (which then
 	// only provides the canary).
 	upstream http.Handler
-	// limiterNow is the limiter's clock; default time.Now.
+	// limiterNow is the limiter's clock; default testclock.Running.
 	limiterNow func() time.Time
-	// now is the server's clock (caches, asset expiry); default time.Now.
+	// now is the server's clock (caches, asset expiry); default testclock.Running.
 	now func() time.Time
 	// store is the server's record store; nil leaves the server without one.
 	store store.Store
@@ -196,6 +197,15 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 	}
 	if o.limiterStore != "" {
 		lo.Store = o.limiterStore
+	}
+	// Unless a test sets its own, the clocks run from testclock's origin, so a shifted run
+	// (.ci/flakes) puts every budget day and minute where it asks.
+	clock := testclock.Running()
+	if o.limiterNow == nil {
+		o.limiterNow = clock
+	}
+	if o.now == nil {
+		o.now = clock
 	}
 	lo.Logger, lo.Now = logger, o.limiterNow
 	env.limiter, err = ratelimit.New(lo)

@@ -61,11 +61,9 @@ func applyLimitHeaders(c *gin.Context, ri *requestInfo, h ratelimit.Headers) {
 	if !ri.anthropic {
 		return
 	}
-	now := time.Now
-	if ri.srv != nil {
-		now = ri.srv.now
-	}
-	anthropicLimitHeaders(h, now(), c.Header)
+	// The reset is an instant the client reads against its own clock, so it is the real
+	// time plus the wait the limiter worked out on its clock (docs/architecture.md, "Time").
+	anthropicLimitHeaders(h, time.Now(), c.Header)
 }
 
 // anthropicLimitHeaders writes the anthropic-ratelimit-* trios; Anthropic states the reset

@@ -25,6 +25,7 @@ import (
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
 	"modelgate/redisconn/redistest"
+	"modelgate/testclock"
 )
 
 var soakFull = flag.Bool("soak", false, "run the full one-minute soak (also MODELGATE_SOAK=1)")
@@ -165,10 +166,9 @@ func TestSoak(t *testing.T) {
 	if cfg.redis {
 		store = "redis://" + redistest.Start(t).Addr + "/0"
 	}
-	// The limiter's UTC day must not roll over during the run: its clock sits at noon.
-	now := time.Now().UTC()
-	noon := time.Date(now.Year(), now.Month(), now.Day(), 12, 0, 0, 0, time.UTC)
-	offset := noon.Sub(now)
+	// The limiter's UTC day must not roll over during the run (the totals are the day's):
+	// its clock starts early enough before midnight for the longest run.
+	offset := testclock.SameDay(testclock.Origin(), time.Hour).Sub(time.Now())
 	env := newResEnv(t, envOptions{
 		yaml:         soakYAML,
 		upstream:     up,

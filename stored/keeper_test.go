@@ -12,21 +12,11 @@ import (
 
 	"modelgate/redisconn/redistest"
 	"modelgate/store"
+	"modelgate/testclock"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)} }
+// newClock is a settable clock at testclock's origin; tests move it instead of sleeping.
+func newClock() *testclock.Clock { return testclock.New() }
 
 func boltStore(t testing.TB, now func() time.Time) store.Store {
 	t.Helper()
