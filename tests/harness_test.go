@@ -143,6 +143,7 @@ func freePort(t testing.TB) string {
 func startGateway(t testing.TB, o gatewayOptions) *gateway {
 	t.Helper()
 	notedSources.Do(func() { noteSources("..") })
+	waitPastMidnight(t, time.Minute)
 	addr := freePort(t)
 	g := &gateway{URL: "http://" + addr, Output: &syncBuffer{}, exited: make(chan struct{})}
 	args := []string{"--listen", addr}
@@ -280,4 +281,18 @@ func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return c
+}
+
+// waitPastMidnight waits for the next UTC day when less than margin of this one is left.
+// The binary's budgets and usage keep real UTC days (its clock cannot be moved from the
+// outside), and tests read a day's totals back: one that straddled midnight would find them
+// split between two days. Time that must pass, not a condition: at most margin, once a day.
+func waitPastMidnight(t testing.TB, margin time.Duration) {
+	t.Helper()
+	now := time.Now().UTC()
+	midnight := now.Truncate(24 * time.Hour).Add(24 * time.Hour)
+	if left := midnight.Sub(now); left < margin {
+		t.Logf("waiting %v for the UTC day to turn", left.Round(time.Millisecond))
+		time.Sleep(left + 100*time.Millisecond)
+	}
 }
