@@ -11,6 +11,7 @@ import (
 
 	"modelgate/auth"
 	"modelgate/platformsim"
+	"modelgate/testclock"
 )
 
 // poolYAML gives team alpha a pool of two platform keys and leaves beta on the canary.
@@ -46,7 +47,7 @@ type poolEnv struct {
 // which key a request starts on.
 func newPoolEnv(t *testing.T, acceptA, acceptB bool) *poolEnv {
 	t.Helper()
-	pe := &poolEnv{clock: &fakeClock{t: time.Now()}, keyA: randomCanary(t) + "-A", keyB: randomCanary(t) + "-B"}
+	pe := &poolEnv{clock: testclock.New(), keyA: randomCanary(t) + "-A", keyB: randomCanary(t) + "-B"}
 	var sim []string
 	if acceptA {
 		sim = append(sim, pe.keyA)

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"modelgate/testclock"
 	"net/http"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ func answer(status int, hdr ...string) *http.Response {
 
 // TestKeyPoolRules walks one pool through each rule with an injected clock.
 func TestKeyPoolRules(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	clock := testclock.At(time.Unix(1_700_000_000, 0))
 	p := newKeyPool("t", []string{"sk-a", "sk-b", "sk-c"}, clock.Now)
 	p.intn = func(int) int { return 0 }
 	a, b, c := p.keys[0], p.keys[1], p.keys[2]

@@ -15,6 +15,7 @@ import (
 
 	"modelgate/config"
 	"modelgate/platformsim"
+	"modelgate/testclock"
 )
 
 // passthroughYAML has no team keys: callers bring their own platform keys.
@@ -485,27 +486,10 @@ func TestSidecarEncodedButValidPaths(t *testing.T) {
 	}
 }
 
-// fakeClock is a settable clock for the balance cache.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// fakeClock is a settable clock for the balance cache and the key pools.
+type fakeClock = testclock.Clock
 
-func (f *fakeClock) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.t
-}
-
-func (f *fakeClock) Advance(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.t = f.t.Add(d)
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
+func newFakeClock() *fakeClock { return testclock.New() }
 
 // newClockedEnv is a test env whose server reads clk.
 func newClockedEnv(t *testing.T, clk *fakeClock) *testEnv {

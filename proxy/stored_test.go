@@ -10,6 +10,7 @@ import (
 
 	"modelgate/config"
 	"modelgate/store"
+	"modelgate/testclock"
 )
 
 // storedEnv is a test environment with an embedded record store on the given clock.
@@ -231,7 +232,7 @@ func TestStoredAdmissionCountsExpandedInput(t *testing.T) {
 
 // TestStoredExpiry moves the server's and the store's clock past the ttl.
 func TestStoredExpiry(t *testing.T) {
-	clk := &fakeClock{t: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	clk := testclock.New()
 	env := storedEnv(t, func(c *config.Config) { c.Responses.StoreTTL = time.Hour }, clk.Now)
 	id := turn(t, env, keyAlpha1, `{"model":"sim-chat","input":"x"}`)
 	clk.Advance(59 * time.Minute)
