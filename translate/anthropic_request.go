@@ -51,8 +51,8 @@ func ParseMessages(body []byte) (*MessagesRequest, error) { return parseMessages
 func ParseMessagesCount(body []byte) (*MessagesRequest, error) { return parseMessages(body, true) }
 
 func parseMessages(body []byte, count bool) (*MessagesRequest, error) {
-	if !gjson.ValidBytes(body) {
-		return nil, badRequest("invalid_json", "", "The request body is not valid JSON.")
+	if err := checkBody(body); err != nil {
+		return nil, err
 	}
 	src := string(body) // every result below is a substring of this one copy
 	root := gjson.Parse(src)

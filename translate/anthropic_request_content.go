@@ -410,8 +410,13 @@ func (w *msgWriter) thinking(blk gjson.Result, param string, start int) *Error {
 	if t.Exists() && t.Type != gjson.String {
 		return badRequest(codeInvalidType, param+".thinking", param+".thinking: Input should be a valid string")
 	}
-	id, enc, ok := parseSignature(blk.Get("signature").String())
-	if !ok || enc == "" {
+	id, enc, kind := parseSignature(blk.Get("signature").String())
+	switch {
+	case kind == signatureMalformed:
+		// Only a client that altered it (or an attacker) sends one: refused rather than
+		// dropped, so the caller learns the turn's reasoning did not go upstream.
+		return badRequest(codeInvalidValue, param+".signature", param+".signature: not a signature this gateway issued")
+	case kind != signatureOurs || enc == "":
 		return nil
 	}
 	w.sep(start)

@@ -46,11 +46,8 @@ const maxN = 128
 // ParseChat validates a Chat Completions body and translates it. Bad input gives a *Error
 // whose Param names the offending field.
 func ParseChat(body []byte) (*ChatRequest, error) {
-	switch CheckJSON(body) { // bounded nesting: a hostile body must not exhaust the stack
-	case JSONTooDeep:
-		return nil, badRequest("invalid_json", "", "The request body nests objects and arrays more than 128 levels deep.")
-	case JSONInvalid:
-		return nil, badRequest("invalid_json", "", "The request body is not valid JSON.")
+	if err := checkBody(body); err != nil {
+		return nil, err
 	}
 	// One copy of the body as a string: every gjson result below is a substring of it, so
 	// parsing allocates nothing more, and the caller may reuse its buffer afterwards.
