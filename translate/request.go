@@ -78,8 +78,8 @@ func ParseChat(body []byte) (*ChatRequest, error) {
 	return r, nil
 }
 
-// chatFields holds the known top-level fields; the last occurrence of a key wins, as with
-// encoding/json.
+// chatFields holds the known top-level fields; a second occurrence of one is refused (see
+// take).
 type chatFields struct {
 	model, messages, stream, streamOptions, n, stop                    gjson.Result
 	maxCompletion, maxTokens, temperature, topP, logprobs, topLogprobs gjson.Result
@@ -120,51 +120,51 @@ func (f *chatFields) set(r *ChatRequest, k, v gjson.Result) *Error {
 	key := k.Str
 	switch key {
 	case "model":
-		f.model = v
+		return take(&f.model, k, v)
 	case "messages":
-		f.messages = v
+		return take(&f.messages, k, v)
 	case "stream":
-		f.stream = v
+		return take(&f.stream, k, v)
 	case "stream_options":
-		f.streamOptions = v
+		return take(&f.streamOptions, k, v)
 	case "n":
-		f.n = v
+		return take(&f.n, k, v)
 	case "stop":
-		f.stop = v
+		return take(&f.stop, k, v)
 	case "max_completion_tokens":
-		f.maxCompletion = v
+		return take(&f.maxCompletion, k, v)
 	case "max_tokens":
-		f.maxTokens = v
+		return take(&f.maxTokens, k, v)
 	case "temperature":
-		f.temperature = v
+		return take(&f.temperature, k, v)
 	case "top_p":
-		f.topP = v
+		return take(&f.topP, k, v)
 	case "logprobs":
-		f.logprobs = v
+		return take(&f.logprobs, k, v)
 	case "top_logprobs":
-		f.topLogprobs = v
+		return take(&f.topLogprobs, k, v)
 	case "response_format":
-		f.responseFormat = v
+		return take(&f.responseFormat, k, v)
 	case "verbosity":
-		f.verbosity = v
+		return take(&f.verbosity, k, v)
 	case "reasoning_effort":
-		f.reasoningEffort = v
+		return take(&f.reasoningEffort, k, v)
 	case "tools":
-		f.tools = v
+		return take(&f.tools, k, v)
 	case "tool_choice":
-		f.toolChoice = v
+		return take(&f.toolChoice, k, v)
 	case "parallel_tool_calls":
-		f.parallel = v
+		return take(&f.parallel, k, v)
 	case "functions":
-		f.functions = v
+		return take(&f.functions, k, v)
 	case "function_call":
-		f.functionCall = v
+		return take(&f.functionCall, k, v)
 	case "store":
-		f.store = v
+		return take(&f.store, k, v)
 	case "metadata":
-		f.metadata = v
+		return take(&f.metadata, k, v)
 	case "web_search_options":
-		f.webSearch = v
+		return take(&f.webSearch, k, v)
 	case "modalities":
 		return checkModalities(v)
 	case "audio":
@@ -181,7 +181,10 @@ func (f *chatFields) set(r *ChatRequest, k, v gjson.Result) *Error {
 			if v.Type != t || (t == gjson.JSON && !v.IsObject()) {
 				return badRequest(codeInvalidType, key, "Invalid type for '"+key+"'.")
 			}
-			f.copied = appendField(f.copied, field{k.Raw, v.Raw})
+			if hasField(f.copied, key) {
+				return DuplicateField(key)
+			}
+			f.copied = append(f.copied, field{k.Raw, v.Raw})
 			return nil
 		}
 		if neverForwarded(key) {
@@ -190,6 +193,16 @@ func (f *chatFields) set(r *ChatRequest, k, v gjson.Result) *Error {
 		r.extras = appendField(r.extras, field{k.Raw, v.Raw})
 	}
 	return nil
+}
+
+// hasField reports whether fs holds the field named key, however its raw key is escaped.
+func hasField(fs []field, key string) bool {
+	for i := range fs {
+		if gjson.Parse(fs[i].key).Str == key {
+			return true
+		}
+	}
+	return false
 }
 
 // appendField adds a field, replacing an earlier one with the same key so the upstream
