@@ -217,31 +217,16 @@ func appendField(fs []field, f field) []field {
 	return append(fs, f)
 }
 
-// neverForwarded lists fields that must not reach the upstream as extras. Client-chosen
-// addresses, credentials and headers (LiteLLM-style api_base, extra_headers, ...) would let a
-// caller steer modelgate's upstream traffic. Responses-only fields that the translation writes
-// itself, or that need server-side state a chat client cannot manage, are dropped too.
-// SDK-style camelCase spellings (baseURL, apiKey, extraHeaders) are judged as their
-// snake_case twins.
+// neverForwarded lists fields that must not reach the upstream as extras: the steering
+// fields (IsSteeringField), and Responses-only fields that the translation writes itself or
+// that need server-side state a chat client cannot manage.
 func neverForwarded(key string) bool {
-	return neverForwardedSnake(snakeCase(key))
-}
-
-func neverForwardedSnake(key string) bool {
 	switch key {
-	case "api_base", "base_url", "api_key", "api_version", "api_type", "organization", "project",
-		"extra_headers", "headers", "extra_query", "extra_body", "default_headers", "custom_llm_provider",
-		"deployment_id", "azure_endpoint", "azure_ad_token", "timeout", "proxy", "proxies", "http_client",
-		"input", "instructions", "text", "reasoning", "include", "max_output_tokens",
+	case "input", "instructions", "text", "reasoning", "include", "max_output_tokens",
 		"previous_response_id", "conversation", "background", "prompt", "stream_options":
 		return true
 	}
-	for _, suffix := range [...]string{"_url", "_base", "_headers", "_key", "_token", "_secret", "_endpoint"} {
-		if len(key) > len(suffix) && key[len(key)-len(suffix):] == suffix {
-			return true
-		}
-	}
-	return false
+	return IsSteeringField(key)
 }
 
 // snakeCase spells a camelCase key in snake_case, acronyms as one word: baseURL -> base_url,
