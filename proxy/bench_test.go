@@ -15,11 +15,11 @@ import (
 
 	"modelgate/auth"
 	"modelgate/config"
-	"modelgate/translate"
 	"modelgate/platform"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
 	"modelgate/tracing"
+	"modelgate/translate"
 )
 
 // The benchmarks below run the whole handler chain (routing, auth, admission, body checks,
