@@ -193,6 +193,9 @@ func (w *msgWriter) inputBlock(blk gjson.Result, param, typ string) *Error {
 	}
 	st := src.Get("type").Str
 	data, mt, url := src.Get("data"), src.Get("media_type"), src.Get("url")
+	if err := checkSource(typ, st, mt.Str, data.Str, url.Str, param+".source"); err != nil {
+		return err
+	}
 	if typ == "image" {
 		w.b = append(w.b, `{"type":"input_image","detail":"auto","image_url":`...)
 		switch {
