@@ -79,6 +79,12 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // maxCreateBody bounds POST /admin/keys; a real request is well under 1 KB.
 const maxCreateBody = 16 << 10
 
+// MaxKeyLifetime bounds expires_at. An instant centuries away is not an expiry anyone
+// means, and past 2262 it is not representable as the nanosecond count the stores and the
+// authenticator compare (a wrapped one reads as long past: the key would be issued with a
+// secret and then refused). "Never" is said by leaving expires_at out.
+const MaxKeyLifetime = 100 * 365 * 24 * time.Hour
+
 type createRequest struct {
 	Team      string      `json:"team"`
 	Name      string      `json:"name"`
@@ -121,6 +127,10 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 		return
 	case req.ExpiresAt != nil && !req.ExpiresAt.After(now):
 		writeError(w, http.StatusBadRequest, "invalid_expiry", "expires_at", "expires_at must be in the future.")
+		return
+	case req.ExpiresAt != nil && req.ExpiresAt.After(now.Add(MaxKeyLifetime)):
+		writeError(w, http.StatusBadRequest, "invalid_expiry", "expires_at",
+			"expires_at must be within 100 years; leave it out for a key that never expires.")
 		return
 	}
 	var limits limitsJSON
