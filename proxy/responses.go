@@ -138,6 +138,9 @@ func checkResponsesRequest(c *gin.Context, st *state, p *auth.Principal) (checke
 	case model.Type != gjson.String || model.Str == "":
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "model", "Missing required parameter: 'model'.")
 		return checkedResponses{}, false
+	case len(model.Str) > translate.MaxModelNameBytes:
+		writeTranslateError(c, translate.CheckModelName(model.Str))
+		return checkedResponses{}, false
 	case !present(input) && !f.turnCarried():
 		// previous_response_id, a stored prompt or a conversation may carry the turn alone.
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "input", "Missing required parameter: 'input'.")

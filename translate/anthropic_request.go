@@ -147,6 +147,9 @@ func (f *messagesFields) check(r *MessagesRequest) *Error {
 		}
 		return badRequest(codeInvalidType, "model", "model: Input should be a non-empty string")
 	}
+	if err := CheckModelName(f.model.Str); err != nil {
+		return err
+	}
 	r.Model = f.model.Str
 	if !f.maxTokens.Exists() || f.maxTokens.Type == gjson.Null {
 		return badRequest(codeMissing, "max_tokens", "max_tokens: Field required")

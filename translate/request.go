@@ -290,6 +290,9 @@ func (f *chatFields) check(r *ChatRequest) *Error {
 		}
 		return badRequest(codeInvalidType, "model", "Invalid type for 'model': expected a non-empty string.")
 	}
+	if err := CheckModelName(f.model.Str); err != nil {
+		return err
+	}
 	r.Model = f.model.Str
 	if !f.messages.Exists() || f.messages.Type == gjson.Null {
 		return missing("messages")
