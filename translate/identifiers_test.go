@@ -9,7 +9,9 @@ import (
 // exactly the bound is accepted.
 func TestModelNameBounded(t *testing.T) {
 	chat := func(m string) string { return `{"model":"` + m + `","messages":[{"role":"user","content":"hi"}]}` }
-	msgs := func(m string) string { return `{"model":"` + m + `","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}` }
+	msgs := func(m string) string {
+		return `{"model":"` + m + `","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
+	}
 	at, over := strings.Repeat("m", MaxModelNameBytes), strings.Repeat("m", MaxModelNameBytes+1)
 	if _, err := ParseChat([]byte(chat(at))); err != nil {
 		t.Errorf("chat at the bound: %v", err)
