@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -101,6 +102,11 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCreateBody))
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", "", "The request body is too large.")
+		return
+	}
+	if k := repeatedField(body); k != "" {
+		k = strings.ToValidUTF8(k[:min(len(k), 64)], "")
+		writeError(w, http.StatusBadRequest, "duplicate_parameter", k, "The request repeats the field "+strconv.Quote(k)+": send each field once.")
 		return
 	}
 	var req createRequest
