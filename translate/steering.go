@@ -1,6 +1,10 @@
 package translate
 
-import "github.com/tidwall/gjson"
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
 
 // Steering fields are body fields some client libraries use to pick an upstream host, a
 // credential or headers (LiteLLM-style api_base, extra_headers, ...). The platform would
@@ -13,16 +17,11 @@ import "github.com/tidwall/gjson"
 // headers. Case and the SDKs' camelCase do not matter (baseURL, apiKey and Api_Key are
 // base_url and api_key), nor do hyphens for underscores.
 func IsSteeringField(key string) bool {
-	k := []byte(snakeCase(key))
-	for i, b := range k {
-		switch {
-		case b >= 'A' && b <= 'Z':
-			k[i] = b + 'a' - 'A'
-		case b == '-':
-			k[i] = '_'
-		}
+	k := snakeCase(key) // lower-cased; no copy when key has no upper-case letter
+	if strings.IndexByte(k, '-') >= 0 {
+		k = strings.ReplaceAll(k, "-", "_")
 	}
-	return steeringSnake(string(k))
+	return steeringSnake(k)
 }
 
 func steeringSnake(key string) bool {
