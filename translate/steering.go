@@ -17,6 +17,9 @@ import (
 // headers. Case and the SDKs' camelCase do not matter (baseURL, apiKey and Api_Key are
 // base_url and api_key), nor do hyphens for underscores.
 func IsSteeringField(key string) bool {
+	if key == "prompt_cache_key" { // the Responses API's own field, not a credential
+		return false
+	}
 	k := snakeCase(key) // lower-cased; no copy when key has no upper-case letter
 	if strings.IndexByte(k, '-') >= 0 {
 		k = strings.ReplaceAll(k, "-", "_")
@@ -30,8 +33,6 @@ func steeringSnake(key string) bool {
 		"extra_headers", "headers", "extra_query", "extra_body", "default_headers", "custom_llm_provider",
 		"deployment_id", "azure_endpoint", "azure_ad_token", "timeout", "proxy", "proxies", "http_client":
 		return true
-	case "prompt_cache_key": // the Responses API's own field, not a credential
-		return false
 	}
 	for _, suffix := range [...]string{"_url", "_base", "_headers", "_key", "_token", "_secret", "_endpoint"} {
 		if len(key) > len(suffix) && key[len(key)-len(suffix):] == suffix {

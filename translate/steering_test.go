@@ -6,12 +6,12 @@ import "testing"
 // not hide one, and the Responses API's own fields are not caught.
 func TestIsSteeringField(t *testing.T) {
 	for _, key := range []string{"api_key", "Api_Key", "API_KEY", "apiKey", "APIKey", "api-key", "baseURL", "BASE_URL",
-		"extraHeaders", "Extra-Headers", "upstreamUrl", "azureADToken", "organization", "Organization"} {
+		"extraHeaders", "Extra-Headers", "upstreamUrl", "azureADToken", "organization", "Organization", "promptCacheKey"} {
 		if !IsSteeringField(key) {
 			t.Errorf("%q is not judged a steering field", key)
 		}
 	}
-	for _, key := range []string{"model", "input", "prompt_cache_key", "promptCacheKey", "max_output_tokens", "metadata", "seed", "top_k"} {
+	for _, key := range []string{"model", "input", "prompt_cache_key", "max_output_tokens", "metadata", "seed", "top_k"} {
 		if IsSteeringField(key) {
 			t.Errorf("%q is judged a steering field", key)
 		}
