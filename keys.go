@@ -56,7 +56,11 @@ func keysCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "modelgate keys: set %s to an admin key\n", adminKeyEnv)
 		return 2
 	}
-	c := &adminClient{base: strings.TrimRight(*base, "/"), key: adminKey, http: &http.Client{Timeout: 30 * time.Second}}
+	c := &adminClient{base: strings.TrimRight(*base, "/"), key: adminKey, http: &http.Client{Timeout: 30 * time.Second,
+		// The admin key goes to --url and nowhere else: Go's client would carry the
+		// Authorization header along a redirect to another port or scheme of the same host.
+		// modelgate never redirects its admin API, so a redirect is reported, not followed.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 
 	var status int
 	var body []byte
@@ -188,6 +192,10 @@ func (c *adminClient) do(method, path string, body any) (int, []byte, error) {
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode/100 == 3 {
+		return 0, nil, fmt.Errorf("%s answered %d with a redirect to %q, not followed: give the admin API's own address in --url",
+			c.base, resp.StatusCode, resp.Header.Get("Location"))
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	return resp.StatusCode, b, err
 }

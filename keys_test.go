@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -99,5 +100,33 @@ func TestCheckWarnsSpendWithoutPrice(t *testing.T) {
 	}
 	if w := stderr.String(); !strings.Contains(w, "warning: team search has a spend limit but may use models without a price (free)") || strings.Contains(w, "team other has a spend limit") {
 		t.Errorf("warnings: %q", w)
+	}
+}
+
+// The CLI never follows a redirect: the admin key would go with it to whatever port or
+// scheme the Location names.
+func TestKeysCommandRefusesRedirects(t *testing.T) {
+	var leaked atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			leaked.Add(1)
+		}
+		_, _ = w.Write([]byte(`{"keys":[]}`))
+	}))
+	t.Cleanup(other.Close)
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirector.Close)
+	t.Setenv(adminKeyEnv, "mg-admin-cli")
+	for _, args := range [][]string{{"list"}, {"create", "--team", "search", "--name", "bot"}, {"revoke", "key_1"}} {
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"keys"}, append(args, "--url", redirector.URL)...), &stdout, &stderr)
+		if code != 1 || !strings.Contains(stderr.String(), "redirect") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr.String())
+		}
+	}
+	if n := leaked.Load(); n != 0 {
+		t.Fatalf("the admin key was sent to the redirect's target %d times", n)
 	}
 }

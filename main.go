@@ -309,6 +309,9 @@ func serve(o options, logger *slog.Logger) error {
 	defer self.stop() // before the store closes: the last spend and history are flushed
 	defer srv.Close() // before the store closes: responses still being written get there
 	obs.WatchPlatformKeys(srv.KeyStates)
+	if self.deps.History != nil {
+		obs.WatchHistoryDrops(self.deps.History.DroppedRows)
+	}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

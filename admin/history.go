@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"modelgate/billing"
 )
@@ -158,9 +160,21 @@ func writeHistoryCSV(w http.ResponseWriter, rows []historyRow, groupBy map[strin
 	cw.Flush()
 }
 
-// csvSafe keeps a spreadsheet from reading a model name a client chose as a formula.
+// csvSafe keeps a spreadsheet from reading a name a client chose (a model name) as a
+// formula. Spreadsheets start a formula at = + - @, and skip leading blanks and line breaks
+// before one; some also take the full-width forms (＝ ＋ － ＠) for the ASCII ones. Such a
+// value gets a leading apostrophe, which spreadsheets show as text; so does one that starts
+// with a tab or a line break, which some read as the start of another cell.
 func csvSafe(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+	if s == "" {
+		return s
+	}
+	if c := s[0]; c == '\t' || c == '\r' || c == '\n' {
+		return "'" + s
+	}
+	r, _ := utf8.DecodeRuneInString(strings.TrimLeftFunc(s, unicode.IsSpace))
+	switch r {
+	case '=', '+', '-', '@', '＝', '＋', '－', '＠':
 		return "'" + s
 	}
 	return s

@@ -1,10 +1,14 @@
 package admin_test
 
 import (
+	"context"
 	"encoding/csv"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"modelgate/platformsim"
 )
 
 type historyAnswer struct {
@@ -94,5 +98,33 @@ func TestUsageHistoryBadInput(t *testing.T) {
 	}
 	if status, _, _ := r.do(t, "GET", "/admin/usage/history?group_by=", adminKey, nil); status != 200 {
 		t.Errorf("empty group_by (days only): %d", status)
+	}
+}
+
+// A call the platform refused, billed nothing, leaves no history row: the history counts
+// what the platform did.
+func TestRefusedCallsLeaveNoHistory(t *testing.T) {
+	sim := platformsim.New(platformsim.Options{APIKeys: []string{"sk-platform-test"}})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	t.Cleanup(sim.Close)
+	sim.Enqueue("/v1/responses", platformsim.Reply{Status: 404,
+		Body: []byte(`{"error":{"message":"The model does not exist.","type":"invalid_request_error","code":"model_not_found"}}`)})
+	r := startReplica(t, envOptions{sim: srv})
+	status, _, b := r.do(t, "POST", "/v1/chat/completions", alphaKey, map[string]any{
+		"model": "no-such-model", "messages": []map[string]string{{"role": "user", "content": "hi"}}})
+	if status < 400 || status >= 500 {
+		t.Fatalf("the platform did not refuse the call: %d %s", status, b)
+	}
+	if got := r.chat(t, alphaKey); got != 200 {
+		t.Fatal(got)
+	}
+	if err := r.history.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	status, _, b = r.do(t, "GET", "/admin/usage/history?group_by=model", adminKey, nil)
+	h := decode[historyAnswer](t, b)
+	if status != 200 || len(h.Rows) != 1 || h.Rows[0].Model != "sim-chat" || h.Rows[0].Requests != 1 {
+		t.Fatalf("history: %d %s", status, b)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,6 +80,12 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // maxCreateBody bounds POST /admin/keys; a real request is well under 1 KB.
 const maxCreateBody = 16 << 10
 
+// MaxKeyLifetime bounds expires_at. An instant centuries away is not an expiry anyone
+// means, and past 2262 it is not representable as the nanosecond count the stores and the
+// authenticator compare (a wrapped one reads as long past: the key would be issued with a
+// secret and then refused). "Never" is said by leaving expires_at out.
+const MaxKeyLifetime = 100 * 365 * 24 * time.Hour
+
 type createRequest struct {
 	Team      string      `json:"team"`
 	Name      string      `json:"name"`
@@ -95,6 +102,11 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCreateBody))
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", "", "The request body is too large.")
+		return
+	}
+	if k := repeatedField(body); k != "" {
+		k = strings.ToValidUTF8(k[:min(len(k), 64)], "")
+		writeError(w, http.StatusBadRequest, "duplicate_parameter", k, "The request repeats the field "+strconv.Quote(k)+": send each field once.")
 		return
 	}
 	var req createRequest
@@ -121,6 +133,10 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 		return
 	case req.ExpiresAt != nil && !req.ExpiresAt.After(now):
 		writeError(w, http.StatusBadRequest, "invalid_expiry", "expires_at", "expires_at must be in the future.")
+		return
+	case req.ExpiresAt != nil && req.ExpiresAt.After(now.Add(MaxKeyLifetime)):
+		writeError(w, http.StatusBadRequest, "invalid_expiry", "expires_at",
+			"expires_at must be within 100 years; leave it out for a key that never expires.")
 		return
 	}
 	var limits limitsJSON

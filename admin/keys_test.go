@@ -131,6 +131,9 @@ func TestCreateKeyBadInputChangesNothing(t *testing.T) {
 		{"bad_name", adminKey, map[string]any{"team": "alpha", "name": "a/b"}, 400, "invalid_name"},
 		{"negative_limit", adminKey, map[string]any{"team": "alpha", "name": "x", "limits": map[string]any{"tokens_per_day": -1}}, 400, "invalid_limits"},
 		{"expiry_in_the_past", adminKey, map[string]any{"team": "alpha", "name": "x", "expires_at": past}, 400, "invalid_expiry"},
+		{"expiry_past_2262", adminKey, map[string]any{"team": "alpha", "name": "x", "expires_at": "2300-01-01T00:00:00Z"}, 400, "invalid_expiry"},
+		{"expiry_year_9999", adminKey, map[string]any{"team": "alpha", "name": "x", "expires_at": "9999-12-31T23:59:59Z"}, 400, "invalid_expiry"},
+		{"expiry_past_100_years", adminKey, map[string]any{"team": "alpha", "name": "x", "expires_at": time.Now().AddDate(101, 0, 0).UTC().Format(time.RFC3339)}, 400, "invalid_expiry"},
 		{"bad_expiry", adminKey, map[string]any{"team": "alpha", "name": "x", "expires_at": "tomorrow"}, 400, "invalid_json"},
 		{"team_key", alphaKey, map[string]any{"team": "alpha", "name": "x"}, 403, "permission_denied"},
 		{"no_key", "", map[string]any{"team": "alpha", "name": "x"}, 401, "invalid_api_key"},
@@ -194,6 +197,28 @@ func TestIssuedKeyExpires(t *testing.T) {
 	clock.Add(int64(time.Hour))
 	if got := r.chat(t, secret); got != http.StatusUnauthorized {
 		t.Fatalf("at expiry: %d, want 401", got)
+	}
+}
+
+// A key issued to last for decades works, is listed and keeps its name: its expiry is
+// neither wrapped (UnixNano past 2262) nor saturated into "already expired" on the way to the
+// store or the authenticator.
+func TestIssuedKeyFarExpiry(t *testing.T) {
+	r := startReplica(t, envOptions{})
+	exp := time.Now().AddDate(99, 0, 0).UTC().Truncate(time.Second)
+	id, secret := r.issue(t, "alpha", "decades", map[string]any{"expires_at": exp.Format(time.RFC3339)})
+	if got := r.chat(t, secret); got != 200 {
+		t.Fatalf("a key expiring in 99 years: %d", got)
+	}
+	found := false
+	for _, k := range r.list(t, "").Keys {
+		found = found || k.ID == id && k.ExpiresAt != nil && k.ExpiresAt.Equal(exp)
+	}
+	if !found {
+		t.Fatal("the key is not listed with its expiry")
+	}
+	if status, _, b := r.do(t, "POST", "/admin/keys", adminKey, map[string]any{"team": "alpha", "name": "decades"}); status != http.StatusConflict {
+		t.Fatalf("the name was issued again: %d %s", status, b)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -69,7 +70,7 @@ func (is *Issued) Replace(keys []IssuedKey) error {
 		}
 		e := &issuedEntry{digest: d, key: k, scopeID: "key:" + k.Team + "/" + k.Name}
 		if !k.ExpiresAt.IsZero() {
-			e.expires = k.ExpiresAt.UnixNano()
+			e.expires = expiryNanos(k.ExpiresAt)
 		}
 		if prev := old[k.ID]; prev != nil {
 			e.lastUsed.Store(prev.lastUsed.Load())
@@ -137,4 +138,16 @@ func (a *Authenticator) issuedPrincipal(d digest) (*Principal, bool) {
 	p := *tmpl
 	p.KeyName, p.ScopeID, p.KeyLimits = e.key.Name, e.scopeID, e.key.Limits
 	return &p, true
+}
+
+// expiryNanos is t in Unix nanoseconds, for an expiry compared with the clock on every
+// request. UnixNano is undefined past April 2262 (it wraps to a past instant, which would
+// make a key issued to last for centuries expired at once): such an expiry is the largest
+// instant there is. The admin API refuses expiries that far out; a record written before it
+// did, or by hand, still means "later than any request".
+func expiryNanos(t time.Time) int64 {
+	if t.Year() >= 2262 {
+		return math.MaxInt64
+	}
+	return t.UnixNano()
 }

@@ -119,3 +119,22 @@ func BenchmarkAuthenticateIssued(b *testing.B) {
 		})
 	}
 }
+
+// An expiry past 2262 (where UnixNano wraps to a past instant) is later than any request,
+// not long gone.
+func TestIssuedKeyExpiryPast2262(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	is := NewIssued(func() time.Time { return now })
+	a, err := New(issuedConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.UseIssued(is)
+	far := time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := is.Replace([]IssuedKey{{ID: "k1", Team: "alpha", Name: "bot", SHA256: hexSum("mg-issued-1"), ExpiresAt: far}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Authenticate("Bearer mg-issued-1"); err != nil {
+		t.Fatalf("a key expiring in 2300: %v", err)
+	}
+}

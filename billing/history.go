@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modelgate/store"
@@ -78,6 +79,8 @@ type Recorder struct {
 	flushMu  sync.RWMutex
 	mu       sync.Mutex
 	batch    map[rowID]*Row
+	failures map[rowID]int // flushes in a row that could not write the row
+	dropped  atomic.Int64  // rows given up on (see maxRowFlushes)
 	lastSeen map[teamKey]int64
 	unsaved  map[teamKey]bool // keys used since the last flush
 	days     periodNames
@@ -116,7 +119,7 @@ func NewRecorder(st store.Store, retention time.Duration, now func() time.Time, 
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Recorder{st: st, now: now, log: log, retention: retention, hourly: DefaultHourlyRetention,
-		batch: map[rowID]*Row{}, lastSeen: map[teamKey]int64{}, unsaved: map[teamKey]bool{}}
+		batch: map[rowID]*Row{}, failures: map[rowID]int{}, lastSeen: map[teamKey]int64{}, unsaved: map[teamKey]bool{}}
 }
 
 // SetHourlyRetention sets how long hourly rows are kept; 0 or less records none. Call it
@@ -222,20 +225,58 @@ func (r *Recorder) Flush(ctx context.Context) error {
 			bucket = hourlyBucket
 		}
 		err := r.st.Add(ctx, bucket, id.storeKey(), row.counters(), r.ttl(id.day))
-		if err != nil {
-			r.mu.Lock()
-			if cur := r.batch[id]; cur != nil {
-				cur.add(row)
-			} else {
-				r.batch[id] = row
-			}
-			r.mu.Unlock()
-			if firstErr == nil {
-				firstErr = err
-			}
+		r.mu.Lock()
+		if err == nil {
+			delete(r.failures, id)
+		} else {
+			r.keepFailed(id, row, err)
+		}
+		r.mu.Unlock()
+		if err != nil && firstErr == nil {
+			firstErr = err
 		}
 	}
 	return firstErr
+}
+
+// maxRowFlushes is how many flushes in a row may fail to write a row before it is dropped:
+// five minutes at the one-second flush. A row is a sum per period, team, key and model, so
+// keeping it through a store outage costs memory per row, not per request; but a row the
+// store can never take (it refuses the key, say) must not be retried until the process
+// ends, logging every second and growing with every request that adds to it.
+const maxRowFlushes = 300
+
+// keepFailed puts a row that could not be written back into the batch for the next flush,
+// or drops it, counted and logged, once it has failed maxRowFlushes times; r.mu is held.
+func (r *Recorder) keepFailed(id rowID, row *Row, err error) {
+	n := r.failures[id] + 1
+	if n >= maxRowFlushes {
+		delete(r.failures, id)
+		r.dropped.Add(1)
+		r.log.Error("usage history: row dropped after repeated write failures",
+			"period", id.day, "team", id.team, "key", id.key, "model", boundedName(id.model),
+			"requests", row.Requests, "flushes", n, "err", err.Error())
+		return
+	}
+	r.failures[id] = n
+	if cur := r.batch[id]; cur != nil {
+		cur.add(row)
+	} else {
+		r.batch[id] = row
+	}
+}
+
+// DroppedRows is how many rows this recorder gave up writing (see maxRowFlushes): the
+// requests they counted are missing from the history.
+func (r *Recorder) DroppedRows() int64 { return r.dropped.Load() }
+
+// boundedName keeps a logged name short whatever a caller chose.
+func boundedName(s string) string {
+	const most = 128
+	if len(s) <= most {
+		return s
+	}
+	return s[:most] + "..."
 }
 
 // ttl keeps a row for the retention counted from the end of its day or hour.

@@ -43,3 +43,13 @@ func (c keyCollector) Collect(ch chan<- prometheus.Metric) {
 func (m *Metrics) WatchPlatformKeys(states func() []proxy.KeyState) {
 	m.reg.MustRegister(keyCollector{states})
 }
+
+// WatchHistoryDrops exports how many usage-history rows were given up on after repeated
+// write failures (billing.Recorder.DroppedRows): the requests they counted are missing from
+// the history, so any increase deserves a look at the store.
+func (m *Metrics) WatchHistoryDrops(dropped func() int64) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "modelgate_usage_history_rows_dropped_total",
+		Help: "Usage-history rows dropped after the store refused them on every flush for five minutes.",
+	}, func() float64 { return float64(dropped()) }))
+}

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"modelgate/config"
@@ -60,5 +62,16 @@ func TestPlatformKeyStates(t *testing.T) {
 	states = states[:1]
 	if got, _ := keySeries(t, m); len(got) != 3 {
 		t.Errorf("after the pool shrank: %v", got)
+	}
+}
+
+func TestHistoryDropsExported(t *testing.T) {
+	m := New(nil)
+	var n int64 = 3
+	m.WatchHistoryDrops(func() int64 { return n })
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), "modelgate_usage_history_rows_dropped_total 3") {
+		t.Fatalf("metrics:\n%s", rec.Body.String())
 	}
 }

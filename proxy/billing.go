@@ -76,8 +76,18 @@ func (s *Server) settleBilling(ri *requestInfo) int64 {
 		// A route that reserved nothing (it does not call reserveSpend): still charged.
 		s.ledger.Charge([]string{ri.principal.ScopeID, ri.principal.TeamScopeID}, cost)
 	}
-	if s.history != nil {
+	if s.history != nil && !platformRefused(ri, u) {
 		s.history.Record(ri.team, ri.keyName, ri.model, u, cost)
 	}
 	return cost
+}
+
+// platformRefused reports a call that failed upstream with nothing billed: no usage, and no
+// bound charged in its place. The usage history counts what the platform did (and bills);
+// a refusal did nothing, and a row per refusal would let any caller fill the history with
+// rows of made-up model names the platform rejects. Modelgate's own refusals never reach
+// settleBilling's history at all (they are not admitted). The request still shows in the
+// logs and metrics.
+func platformRefused(ri *requestInfo, u billing.Usage) bool {
+	return ri.upstreamErr != "" && ri.usageEstimated == "" && u == (billing.Usage{})
 }

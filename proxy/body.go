@@ -142,8 +142,3 @@ func jsonObject(body []byte) bool {
 	}
 	return false
 }
-
-// steeringFields are body fields some clients use to pick an upstream host or headers. The
-// platform would ignore them, but they have no business leaving modelgate (LiteLLM's
-// CVE-2024-6587 was a proxy that honoured one), so they are removed.
-var steeringFields = []string{"api_base", "base_url", "baseURL", "api_key", "extra_headers", "api_version", "organization"}

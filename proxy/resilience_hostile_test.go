@@ -236,7 +236,8 @@ func TestHeaderHygieneAndSteering(t *testing.T) {
 		}
 	}})
 	steer := `"api_base":"http://evil.example","api_base":"http://evil2.example","base_url":"http://evil.example","baseURL":"http://evil.example",` +
-		`"api_key":"sk-evil","extra_headers":{"Authorization":"Bearer sk-evil"},"organization":"org-evil","api_version":"1"`
+		`"api_key":"sk-evil","extra_headers":{"Authorization":"Bearer sk-evil"},"organization":"org-evil","api_version":"1",` +
+		`"Api_Key":"sk-evil","apiKey":"sk-evil","API-BASE":"http://evil.example","\u0061pi_key":"sk-evil","upstreamURL":"http://evil.example"`
 	bodies := map[string]string{
 		"responses":        `{"model":"sim-chat","input":"hi",` + steer + `}`,
 		"responses_stream": `{"model":"sim-chat","input":"hi","stream":true,` + steer + `}`,

@@ -129,10 +129,17 @@ func checkResponsesRequest(c *gin.Context, st *state, p *auth.Principal) (checke
 		return checkedResponses{}, false
 	}
 	f := scanResponsesFields(body)
+	if f.dup != "" {
+		writeTranslateError(c, translate.DuplicateField(f.dup))
+		return checkedResponses{}, false
+	}
 	model, input, stream, maxOut := f.model, f.input, f.stream, f.maxOut
 	switch {
 	case model.Type != gjson.String || model.Str == "":
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "model", "Missing required parameter: 'model'.")
+		return checkedResponses{}, false
+	case len(model.Str) > translate.MaxModelNameBytes:
+		writeTranslateError(c, translate.CheckModelName(model.Str))
 		return checkedResponses{}, false
 	case !present(input) && !f.turnCarried():
 		// previous_response_id, a stored prompt or a conversation may carry the turn alone.
@@ -201,15 +208,16 @@ func checkResponsesRequest(c *gin.Context, st *state, p *auth.Principal) (checke
 
 // responsesFields are what modelgate reads of a Responses request, found in one pass over
 // the body's top level (a lookup per field would each scan the body, and the absent ones,
-// like the steering fields, all of it). A duplicated key counts by its first occurrence, as
-// a gjson lookup would.
+// like the steering fields, all of it). A field read here that comes twice is refused
+// (translate.DuplicateField): the platform might honour the copy modelgate did not check.
 type responsesFields struct {
 	model, input, stream, maxOut gjson.Result
 	tools, toolChoice            gjson.Result
 	previous, prompt, convo      gjson.Result // what may carry a turn without input
 	store                        gjson.Result
 	background                   gjson.Result
-	steering                     bool // a steering field is present
+	steering                     bool   // a steering field is present
+	dup                          string // the first field read here that came twice
 }
 
 // turnCarried reports whether something other than input brings the turn's content.
@@ -222,53 +230,47 @@ func present(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null }
 
 func scanResponsesFields(body []byte) responsesFields {
 	var f responsesFields
-	var seen [11]bool
-	take := func(i int, dst *gjson.Result, v gjson.Result) {
-		if !seen[i] {
-			seen[i], *dst = true, v
+	take := func(dst *gjson.Result, k, v gjson.Result) {
+		if dst.Exists() {
+			if f.dup == "" {
+				f.dup = k.Str
+			}
+			return
 		}
+		*dst = v
 	}
 	// The results view the body's memory; nothing rewrites a request body in place (sjson
 	// builds a new one), so they stay valid while the request lives.
 	gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body))).ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "model":
-			take(0, &f.model, v)
+			take(&f.model, k, v)
 		case "input":
-			take(1, &f.input, v)
+			take(&f.input, k, v)
 		case "stream":
-			take(2, &f.stream, v)
+			take(&f.stream, k, v)
 		case "max_output_tokens":
-			take(3, &f.maxOut, v)
+			take(&f.maxOut, k, v)
 		case "tools":
-			take(4, &f.tools, v)
+			take(&f.tools, k, v)
 		case "tool_choice":
-			take(5, &f.toolChoice, v)
+			take(&f.toolChoice, k, v)
 		case "previous_response_id":
-			take(6, &f.previous, v)
+			take(&f.previous, k, v)
 		case "prompt":
-			take(7, &f.prompt, v)
+			take(&f.prompt, k, v)
 		case "conversation":
-			take(8, &f.convo, v)
+			take(&f.convo, k, v)
 		case "store":
-			take(9, &f.store, v)
+			take(&f.store, k, v)
 		case "background":
-			take(10, &f.background, v)
+			take(&f.background, k, v)
 		default:
-			f.steering = f.steering || isSteeringField(k.Str)
+			f.steering = f.steering || translate.IsSteeringField(k.Str)
 		}
 		return true
 	})
 	return f
-}
-
-func isSteeringField(name string) bool {
-	for _, s := range steeringFields {
-		if name == s {
-			return true
-		}
-	}
-	return false
 }
 
 // prepareResponsesBody applies the model alias and removes client steering fields, touching
@@ -283,28 +285,7 @@ func prepareResponsesBody(body []byte, upstreamModel, clientModel string, steeri
 	if !steering {
 		return body, nil
 	}
-	return stripSteeringFields(body)
-}
-
-// stripSteeringFields removes every top-level steering field, duplicates included: a delete
-// takes one occurrence, so it repeats until none is left.
-func stripSteeringFields(body []byte) ([]byte, error) {
-	var err error
-	for range len(body) {
-		found := false
-		for i, f := range gjson.GetManyBytes(body, steeringFields...) {
-			if f.Exists() {
-				found = true
-				if body, err = sjson.DeleteBytes(body, steeringFields[i]); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if !found {
-			break
-		}
-	}
-	return body, nil
+	return translate.StripSteeringFields(body), nil
 }
 
 func modelNotFound(c *gin.Context, model string) {

@@ -105,6 +105,10 @@ func (ri *requestInfo) recording() *traceState {
 // The usage, status, attempts and limit decision are taken from the request's info when it
 // ends.
 
+// maxTracedID caps the platform's response id in a span attribute: every attribute a span
+// carries is bounded, whoever chose its value (model names are capped at maxLoggedModel).
+const maxTracedID = 256
+
 // traceRequest notes a GenAI request for the span: the model the client named, the output
 // cap it asked for (0 if none), and, read from body, its temperature and (when content
 // capture is on) its prompt fields.
@@ -137,7 +141,7 @@ func (ri *requestInfo) traceRequestOn(model string, maxTokens int64, body []byte
 	}
 	temp := gjson.GetBytes(body, "temperature")
 	ts.mu.Lock()
-	ts.genaiData = tracing.GenAI{Operation: tracing.OperationChat, RequestModel: model, MaxTokens: maxTokens}
+	ts.genaiData = tracing.GenAI{Operation: tracing.OperationChat, RequestModel: strings.Clone(printable(model, maxLoggedModel)), MaxTokens: maxTokens}
 	if temp.Type == gjson.Number {
 		ts.genaiData.Temperature, ts.genaiData.HasTemperature = temp.Num, true
 	}
@@ -202,10 +206,10 @@ func (ri *requestInfo) noteAnswer(view string) {
 	ts.mu.Lock()
 	if g := ts.genai; g != nil {
 		if g.ResponseID == "" {
-			g.ResponseID = strings.Clone(id)
+			g.ResponseID = strings.Clone(printable(id, maxTracedID))
 		}
 		if g.ResponseModel == "" {
-			g.ResponseModel = strings.Clone(model)
+			g.ResponseModel = strings.Clone(printable(model, maxLoggedModel))
 		}
 		if reason != "" {
 			g.FinishReasons = append(g.FinishReasons, reason)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -93,7 +94,11 @@ func (b *Bolt) expiry(ttl time.Duration) int64 {
 	if ttl <= 0 {
 		return 0
 	}
-	return b.now().Add(ttl).UnixNano()
+	now := b.now()
+	if at := now.Add(ttl); at.Year() < 2262 { // UnixNano is defined until April 2262
+		return at.UnixNano()
+	}
+	return math.MaxInt64 // past the representable: never, rather than a wrapped, past instant
 }
 
 // largeValue is the size from which a value is kept in a nested bucket of its own: its key

@@ -853,3 +853,25 @@ func TestUnversioned(t *testing.T) {
 		t.Error("an unversioned bucket has a version key")
 	}
 }
+
+// A ttl that reaches past 2262, where UnixNano wraps, keeps the record rather than making it
+// expired at once (a claimed name would otherwise be free again).
+func TestBoltExpiryPast2262(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	s, err := OpenBolt(t.TempDir(), BoltOptions{Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const longest = time.Duration(1<<63 - 1) // about 292 years: past 2262 from 2026
+	if won, err := s.Create(ctx, "r", "name", []byte("x"), longest); err != nil || !won {
+		t.Fatalf("Create = %v, %v", won, err)
+	}
+	if _, err := s.Get(ctx, "r", "name"); err != nil {
+		t.Fatalf("a record kept for 292 years is gone: %v", err)
+	}
+	if won, _ := s.Create(ctx, "r", "name", []byte("y"), 0); won {
+		t.Fatal("the name was claimed twice")
+	}
+}

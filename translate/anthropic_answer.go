@@ -66,7 +66,7 @@ func appendMessagesUsage(b []byte, u Usage) []byte {
 // ResponseToMessage converts a non-stream Responses answer into an Anthropic message. A
 // failed or unfinished response is an *Error, never a 200 answer.
 func ResponseToMessage(resp []byte, meta MessagesMeta) ([]byte, Usage, error) {
-	if !gjson.ValidBytes(resp) {
+	if !ValidJSON(resp) { // bounded nesting: a hostile answer must not exhaust the stack
 		return nil, Usage{}, invalidUpstream()
 	}
 	root := gjson.ParseBytes(resp)
@@ -206,7 +206,7 @@ func appendToolUse(b []byte, item gjson.Result) []byte {
 // an object; arguments that are not one (a model's broken JSON) become {} rather than an
 // answer the SDK cannot parse.
 func appendToolInput(b []byte, args string) []byte {
-	if v := gjson.Parse(args); v.IsObject() && gjson.Valid(args) {
+	if v := gjson.Parse(args); v.IsObject() && ValidJSON([]byte(args)) {
 		return append(b, strings.TrimSpace(args)...)
 	}
 	return append(b, "{}"...)

@@ -130,6 +130,14 @@ func slicesContainsFunc[T any](s []T, f func(T) bool) bool {
 
 func FuzzParseMessages(f *testing.F) {
 	f.Add([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`), false)
+	// Issue 24's shapes: nesting at and past the bound, a repeated field, sources to check,
+	// and a signature carrying JSON of its own.
+	f.Add([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}],"metadata":`+nested(MaxEventDepth-1, true, "1")+`}`), true)
+	f.Add([]byte(`{"model":"m","model":"n","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`), false)
+	f.Add([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}},`+
+		`{"type":"document","source":{"type":"url","url":"file:///etc/passwd"}}]}]}`), false)
+	f.Add([]byte(thinkingBody(signatureOf(`{"id":"rs_1","enc":"`+strings.Repeat("[", 40)+`"}`))), true)
+	f.Add([]byte(thinkingBody(signatureOf(nested(MaxEventDepth+1, false, "")))), false)
 	f.Fuzz(func(t *testing.T, body []byte, count bool) {
 		orig := bytes.Clone(body)
 		var r *MessagesRequest

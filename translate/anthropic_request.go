@@ -34,7 +34,8 @@ type MessagesRequest struct {
 // of streamed text.
 const maxStopSequences = 16
 
-// messagesFields holds the known top-level fields; the last occurrence of a key wins.
+// messagesFields holds the known top-level fields; a second occurrence of one is refused
+// (see take).
 type messagesFields struct {
 	model, messages, system, maxTokens, stream, stop  gjson.Result
 	temperature, topP, topK, tools, toolChoice, think gjson.Result
@@ -51,8 +52,8 @@ func ParseMessages(body []byte) (*MessagesRequest, error) { return parseMessages
 func ParseMessagesCount(body []byte) (*MessagesRequest, error) { return parseMessages(body, true) }
 
 func parseMessages(body []byte, count bool) (*MessagesRequest, error) {
-	if !gjson.ValidBytes(body) {
-		return nil, badRequest("invalid_json", "", "The request body is not valid JSON.")
+	if err := checkBody(body); err != nil {
+		return nil, err
 	}
 	src := string(body) // every result below is a substring of this one copy
 	root := gjson.Parse(src)
@@ -99,35 +100,35 @@ func (f *messagesFields) release() {
 func (f *messagesFields) set(r *MessagesRequest, k, v gjson.Result) *Error {
 	switch k.Str {
 	case "model":
-		f.model = v
+		return take(&f.model, k, v)
 	case "messages":
-		f.messages = v
+		return take(&f.messages, k, v)
 	case "system":
-		f.system = v
+		return take(&f.system, k, v)
 	case "max_tokens":
-		f.maxTokens = v
+		return take(&f.maxTokens, k, v)
 	case "stream":
-		f.stream = v
+		return take(&f.stream, k, v)
 	case "stop_sequences":
-		f.stop = v
+		return take(&f.stop, k, v)
 	case "temperature":
-		f.temperature = v
+		return take(&f.temperature, k, v)
 	case "top_p":
-		f.topP = v
+		return take(&f.topP, k, v)
 	case "top_k":
-		f.topK = v
+		return take(&f.topK, k, v)
 	case "tools":
-		f.tools = v
+		return take(&f.tools, k, v)
 	case "tool_choice":
-		f.toolChoice = v
+		return take(&f.toolChoice, k, v)
 	case "thinking":
-		f.think = v
+		return take(&f.think, k, v)
 	case "metadata":
-		f.metadata = v
+		return take(&f.metadata, k, v)
 	case "output_config":
-		f.outputConfig = v
+		return take(&f.outputConfig, k, v)
 	case "output_format": // the structured-outputs beta's spelling of output_config.format
-		f.outputFormat = v
+		return take(&f.outputFormat, k, v)
 	case "mcp_servers", "container":
 		if v.Type != gjson.Null && !(v.IsArray() && !hasElements(v)) {
 			return badRequest(codeUnsupportedValue, k.Str, "'"+k.Str+"' is not supported by this gateway: the platform cannot run Anthropic's hosted services.")
@@ -145,6 +146,9 @@ func (f *messagesFields) check(r *MessagesRequest) *Error {
 			return badRequest(codeMissing, "model", "model: Field required")
 		}
 		return badRequest(codeInvalidType, "model", "model: Input should be a non-empty string")
+	}
+	if err := CheckModelName(f.model.Str); err != nil {
+		return err
 	}
 	r.Model = f.model.Str
 	if !f.maxTokens.Exists() || f.maxTokens.Type == gjson.Null {

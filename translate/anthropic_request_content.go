@@ -193,6 +193,9 @@ func (w *msgWriter) inputBlock(blk gjson.Result, param, typ string) *Error {
 	}
 	st := src.Get("type").Str
 	data, mt, url := src.Get("data"), src.Get("media_type"), src.Get("url")
+	if err := checkSource(typ, st, mt.Str, data.Str, url.Str, param+".source"); err != nil {
+		return err
+	}
 	if typ == "image" {
 		w.b = append(w.b, `{"type":"input_image","detail":"auto","image_url":`...)
 		switch {
@@ -410,8 +413,13 @@ func (w *msgWriter) thinking(blk gjson.Result, param string, start int) *Error {
 	if t.Exists() && t.Type != gjson.String {
 		return badRequest(codeInvalidType, param+".thinking", param+".thinking: Input should be a valid string")
 	}
-	id, enc, ok := parseSignature(blk.Get("signature").String())
-	if !ok || enc == "" {
+	id, enc, kind := parseSignature(blk.Get("signature").String())
+	switch {
+	case kind == signatureMalformed:
+		// Only a client that altered it (or an attacker) sends one: refused rather than
+		// dropped, so the caller learns the turn's reasoning did not go upstream.
+		return badRequest(codeInvalidValue, param+".signature", param+".signature: not a signature this gateway issued")
+	case kind != signatureOurs || enc == "":
 		return nil
 	}
 	w.sep(start)

@@ -26,22 +26,33 @@ func makeSignature(id, encrypted string) string {
 	return signaturePrefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
-// parseSignature decodes a signature made by makeSignature; ok is false for any other.
-func parseSignature(sig string) (id, encrypted string, ok bool) {
+// signatureKind is what parseSignature made of a signature.
+type signatureKind int
+
+const (
+	signatureForeign   signatureKind = iota // not modelgate's: the block is dropped
+	signatureOurs                           // modelgate's, decoded
+	signatureMalformed                      // modelgate's prefix over something it never issued
+)
+
+// parseSignature decodes a signature made by makeSignature. Its JSON is checked with the
+// same bounded validator as every body: the signature is the client's, and gjson's own
+// validator on a signature holding 20 MB of '[' overflows the stack and ends the process.
+func parseSignature(sig string) (id, encrypted string, kind signatureKind) {
 	rest, found := strings.CutPrefix(sig, signaturePrefix)
 	if !found {
-		return "", "", false
+		return "", "", signatureForeign
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(rest)
-	if err != nil || !gjson.ValidBytes(raw) {
-		return "", "", false
+	if err != nil || !ValidJSON(raw) {
+		return "", "", signatureMalformed
 	}
 	v := gjson.ParseBytes(raw)
 	idv, enc := v.Get("id"), v.Get("enc")
 	if idv.Type != gjson.String || idv.Str == "" || enc.Type != gjson.String {
-		return "", "", false
+		return "", "", signatureMalformed
 	}
-	return idv.Str, enc.Str, true
+	return idv.Str, enc.Str, signatureOurs
 }
 
 func base64Std(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

@@ -46,11 +46,8 @@ const maxN = 128
 // ParseChat validates a Chat Completions body and translates it. Bad input gives a *Error
 // whose Param names the offending field.
 func ParseChat(body []byte) (*ChatRequest, error) {
-	switch CheckJSON(body) { // bounded nesting: a hostile body must not exhaust the stack
-	case JSONTooDeep:
-		return nil, badRequest("invalid_json", "", "The request body nests objects and arrays more than 128 levels deep.")
-	case JSONInvalid:
-		return nil, badRequest("invalid_json", "", "The request body is not valid JSON.")
+	if err := checkBody(body); err != nil {
+		return nil, err
 	}
 	// One copy of the body as a string: every gjson result below is a substring of it, so
 	// parsing allocates nothing more, and the caller may reuse its buffer afterwards.
@@ -81,8 +78,8 @@ func ParseChat(body []byte) (*ChatRequest, error) {
 	return r, nil
 }
 
-// chatFields holds the known top-level fields; the last occurrence of a key wins, as with
-// encoding/json.
+// chatFields holds the known top-level fields; a second occurrence of one is refused (see
+// take).
 type chatFields struct {
 	model, messages, stream, streamOptions, n, stop                    gjson.Result
 	maxCompletion, maxTokens, temperature, topP, logprobs, topLogprobs gjson.Result
@@ -123,51 +120,51 @@ func (f *chatFields) set(r *ChatRequest, k, v gjson.Result) *Error {
 	key := k.Str
 	switch key {
 	case "model":
-		f.model = v
+		return take(&f.model, k, v)
 	case "messages":
-		f.messages = v
+		return take(&f.messages, k, v)
 	case "stream":
-		f.stream = v
+		return take(&f.stream, k, v)
 	case "stream_options":
-		f.streamOptions = v
+		return take(&f.streamOptions, k, v)
 	case "n":
-		f.n = v
+		return take(&f.n, k, v)
 	case "stop":
-		f.stop = v
+		return take(&f.stop, k, v)
 	case "max_completion_tokens":
-		f.maxCompletion = v
+		return take(&f.maxCompletion, k, v)
 	case "max_tokens":
-		f.maxTokens = v
+		return take(&f.maxTokens, k, v)
 	case "temperature":
-		f.temperature = v
+		return take(&f.temperature, k, v)
 	case "top_p":
-		f.topP = v
+		return take(&f.topP, k, v)
 	case "logprobs":
-		f.logprobs = v
+		return take(&f.logprobs, k, v)
 	case "top_logprobs":
-		f.topLogprobs = v
+		return take(&f.topLogprobs, k, v)
 	case "response_format":
-		f.responseFormat = v
+		return take(&f.responseFormat, k, v)
 	case "verbosity":
-		f.verbosity = v
+		return take(&f.verbosity, k, v)
 	case "reasoning_effort":
-		f.reasoningEffort = v
+		return take(&f.reasoningEffort, k, v)
 	case "tools":
-		f.tools = v
+		return take(&f.tools, k, v)
 	case "tool_choice":
-		f.toolChoice = v
+		return take(&f.toolChoice, k, v)
 	case "parallel_tool_calls":
-		f.parallel = v
+		return take(&f.parallel, k, v)
 	case "functions":
-		f.functions = v
+		return take(&f.functions, k, v)
 	case "function_call":
-		f.functionCall = v
+		return take(&f.functionCall, k, v)
 	case "store":
-		f.store = v
+		return take(&f.store, k, v)
 	case "metadata":
-		f.metadata = v
+		return take(&f.metadata, k, v)
 	case "web_search_options":
-		f.webSearch = v
+		return take(&f.webSearch, k, v)
 	case "modalities":
 		return checkModalities(v)
 	case "audio":
@@ -184,7 +181,10 @@ func (f *chatFields) set(r *ChatRequest, k, v gjson.Result) *Error {
 			if v.Type != t || (t == gjson.JSON && !v.IsObject()) {
 				return badRequest(codeInvalidType, key, "Invalid type for '"+key+"'.")
 			}
-			f.copied = appendField(f.copied, field{k.Raw, v.Raw})
+			if hasField(f.copied, key) {
+				return DuplicateField(key)
+			}
+			f.copied = append(f.copied, field{k.Raw, v.Raw})
 			return nil
 		}
 		if neverForwarded(key) {
@@ -193,6 +193,16 @@ func (f *chatFields) set(r *ChatRequest, k, v gjson.Result) *Error {
 		r.extras = appendField(r.extras, field{k.Raw, v.Raw})
 	}
 	return nil
+}
+
+// hasField reports whether fs holds the field named key, however its raw key is escaped.
+func hasField(fs []field, key string) bool {
+	for i := range fs {
+		if gjson.Parse(fs[i].key).Str == key {
+			return true
+		}
+	}
+	return false
 }
 
 // appendField adds a field, replacing an earlier one with the same key so the upstream
@@ -207,31 +217,16 @@ func appendField(fs []field, f field) []field {
 	return append(fs, f)
 }
 
-// neverForwarded lists fields that must not reach the upstream as extras. Client-chosen
-// addresses, credentials and headers (LiteLLM-style api_base, extra_headers, ...) would let a
-// caller steer modelgate's upstream traffic. Responses-only fields that the translation writes
-// itself, or that need server-side state a chat client cannot manage, are dropped too.
-// SDK-style camelCase spellings (baseURL, apiKey, extraHeaders) are judged as their
-// snake_case twins.
+// neverForwarded lists fields that must not reach the upstream as extras: the steering
+// fields (IsSteeringField), and Responses-only fields that the translation writes itself or
+// that need server-side state a chat client cannot manage.
 func neverForwarded(key string) bool {
-	return neverForwardedSnake(snakeCase(key))
-}
-
-func neverForwardedSnake(key string) bool {
 	switch key {
-	case "api_base", "base_url", "api_key", "api_version", "api_type", "organization", "project",
-		"extra_headers", "headers", "extra_query", "extra_body", "default_headers", "custom_llm_provider",
-		"deployment_id", "azure_endpoint", "azure_ad_token", "timeout", "proxy", "proxies", "http_client",
-		"input", "instructions", "text", "reasoning", "include", "max_output_tokens",
+	case "input", "instructions", "text", "reasoning", "include", "max_output_tokens",
 		"previous_response_id", "conversation", "background", "prompt", "stream_options":
 		return true
 	}
-	for _, suffix := range [...]string{"_url", "_base", "_headers", "_key", "_token", "_secret", "_endpoint"} {
-		if len(key) > len(suffix) && key[len(key)-len(suffix):] == suffix {
-			return true
-		}
-	}
-	return false
+	return IsSteeringField(key)
 }
 
 // snakeCase spells a camelCase key in snake_case, acronyms as one word: baseURL -> base_url,
@@ -294,6 +289,9 @@ func (f *chatFields) check(r *ChatRequest) *Error {
 			return badRequest(codeMissing, "model", "You must provide a model parameter.")
 		}
 		return badRequest(codeInvalidType, "model", "Invalid type for 'model': expected a non-empty string.")
+	}
+	if err := CheckModelName(f.model.Str); err != nil {
+		return err
 	}
 	r.Model = f.model.Str
 	if !f.messages.Exists() || f.messages.Type == gjson.Null {

@@ -1,0 +1,105 @@
+package tests
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCrashInputsRefused sends issue 24's crash inputs to the real binary, the way an
+// attacker with a team key would: 16 Mi '[' gzipped (about 16 KB on the wire) to
+// /v1/messages and count_tokens, a thinking signature of 20e6 '[', and a repeated model on
+// each JSON route. Each is a 400, nothing reaches the platform, and the process is still
+// alive and serving afterwards (a validator that recursed without bound killed it).
+func TestCrashInputsRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends bodies of tens of megabytes")
+	}
+	p := startPlatform(t)
+	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, "server:\n  max_body_bytes: 67108864\n"), Env: keysEnv(p)})
+	mark := len(p.Sim.Requests())
+
+	var deep bytes.Buffer
+	zw := gzip.NewWriter(&deep)
+	zw.Write(bytes.Repeat([]byte("["), 16<<20))
+	zw.Close()
+	sig := "mgsig1." + base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte("["), 20e6))
+	thinking := `{"model":"sim-chat","max_tokens":16,"messages":[{"role":"user","content":"hi"},` +
+		`{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"` + sig + `"}]},{"role":"user","content":"go"}]}`
+	cases := []struct {
+		name, path string
+		body       []byte
+		gzip       bool
+	}{
+		{"messages_deep_gzip", "/v1/messages", deep.Bytes(), true},
+		{"count_tokens_deep_gzip", "/v1/messages/count_tokens", deep.Bytes(), true},
+		{"messages_deep_signature", "/v1/messages", []byte(thinking), false},
+		{"count_tokens_deep_signature", "/v1/messages/count_tokens", []byte(thinking), false},
+		{"chat_deep_gzip", "/v1/chat/completions", deep.Bytes(), true},
+		{"responses_deep_gzip", "/v1/responses", deep.Bytes(), true},
+		{"responses_repeated_model", "/v1/responses", []byte(`{"model":"sim-chat","model":"sim-long","input":"hi"}`), false},
+		{"chat_repeated_model", "/v1/chat/completions", []byte(`{"model":"sim-chat","messages":[{"role":"user","content":"hi"}],"model":"sim-long"}`), false},
+		{"messages_repeated_model", "/v1/messages", []byte(`{"model":"sim-chat","max_tokens":16,"messages":[{"role":"user","content":"hi"}],"model":"sim-long"}`), false},
+	}
+	client := &http.Client{Timeout: 60 * time.Second}
+	rssBefore := rssOf(t, g)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, g.URL+c.path, bytes.NewReader(c.body))
+			req.Header.Set("Authorization", "Bearer "+alphaKey)
+			req.Header.Set("Content-Type", "application/json")
+			if c.gzip {
+				req.Header.Set("Content-Encoding", "gzip")
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("no answer (the process may have died): %v\n%s", err, tailOf(g.Output.String()))
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("status %d: %.300s", resp.StatusCode, b)
+			}
+		})
+	}
+	if n := len(upstreamCalls(p, mark)); n != 0 {
+		t.Fatalf("refused requests reached the platform %d times", n)
+	}
+	// Each refusal holds its body only while it is checked: what stays is the heap the
+	// largest body needed (64 MiB allowed here), not a sum over requests.
+	if before, after := rssBefore, rssOf(t, g); before > 0 && after-before > 256<<20 {
+		t.Errorf("RSS grew from %d MiB to %d MiB", before>>20, after>>20)
+	} else {
+		t.Logf("RSS %d MiB -> %d MiB", before>>20, after>>20)
+	}
+	resp, err := http.Get(g.URL + "/healthz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("modelgate is not serving after the crash inputs: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// rssOf reads the process's resident set size from /proc; 0 where there is none.
+func rssOf(t *testing.T, g *gateway) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(g.cmd.Process.Pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	t.Log("no VmRSS in /proc status")
+	return 0
+}
+
+func tailOf(s string) string { return s[max(len(s)-2000, 0):] }
