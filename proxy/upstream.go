@@ -101,6 +101,8 @@ func retryAfter(h http.Header) (time.Duration, bool) {
 		return time.Duration(s * float64(time.Second)), true
 	}
 	if t, err := http.ParseTime(v); err == nil {
+		// An instant from the platform's clock: read against the real time, not the
+		// injected one (docs/architecture.md, "Time").
 		return max(time.Until(t), 0), true
 	}
 	return 0, false
