@@ -128,6 +128,8 @@ type Server struct {
 	bg       *backgroundJobs // background responses this instance runs
 	tracer   *tracing.Tracer // nil: tracing off
 	traced   atomic.Int64    // traced requests whose span has not ended yet
+	// inflating is the room gzip request bodies being inflated share (max_inflating_bytes).
+	inflating inflateBudget
 }
 
 // New builds a Server. The config must already be validated.
@@ -233,19 +235,21 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	}
 
 	v1 := e.Group("/v1", s.markAnthropicModels, s.refuseWhileDraining, s.authenticate)
-	v1.POST("/responses", s.responses)
-	v1.POST("/chat/completions", s.chatCompletions)
+	// Routes with a body are checked against the limiter before the body is read; those
+	// that read kept records are refused when the caller is out of requests.
+	v1.POST("/responses", s.admitEarly("/v1/responses"), s.responses)
+	v1.POST("/chat/completions", s.admitEarly("/v1/chat/completions"), s.chatCompletions)
 	v1.GET("/models", s.listModels)
 	v1.GET("/models/:id", s.getModel)
-	v1.GET("/responses/:id", s.getResponse)
-	v1.DELETE("/responses/:id", s.deleteResponse)
-	v1.GET("/responses/:id/input_items", s.listInputItems)
-	v1.POST("/responses/:id/cancel", s.cancelResponse)
+	v1.GET("/responses/:id", s.checkLookup("/v1/responses/{id}"), s.getResponse)
+	v1.DELETE("/responses/:id", s.checkLookup("/v1/responses/{id}"), s.deleteResponse)
+	v1.GET("/responses/:id/input_items", s.checkLookup("/v1/responses/{id}/input_items"), s.listInputItems)
+	v1.POST("/responses/:id/cancel", s.checkLookup("/v1/responses/{id}/cancel"), s.cancelResponse)
 
 	// Anthropic's Messages API: the same checks as /v1, answered in Anthropic's shape.
 	msgs := e.Group("/v1/messages", s.markAnthropic, s.refuseWhileDraining, s.authenticate)
-	msgs.POST("", s.messages)
-	msgs.POST("/count_tokens", s.countTokens)
+	msgs.POST("", s.admitEarly(messagesRoute), s.messages)
+	msgs.POST("/count_tokens", s.checkLookup(messagesRoute+"/count_tokens"), s.countTokens)
 
 	s.sidecarRoutes(e)
 	s.adminRoutes(e)
