@@ -12,20 +12,18 @@ import (
 	"time"
 )
 
-// sendStalled sends a request whose headers promise a body of declared bytes, then only
-// the bytes of sent, and waits (up to wait) for the answer; the connection is left open, so
-// the body stays stalled for as long as the server waits for it.
-func sendStalled(t testing.TB, baseURL, method, path, key string, declared int, sent []byte, wait time.Duration, hdr ...string) (*http.Response, []byte, error) {
-	t.Helper()
+// dialStalled opens a connection and sends a request whose headers promise a body of
+// declared bytes, then only the bytes of sent; the body stays stalled while the connection
+// is open.
+func dialStalled(baseURL, method, path, key string, declared int, sent []byte, hdr ...string) (net.Conn, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	conn, err := net.Dial("tcp", u.Host)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	t.Cleanup(func() { conn.Close() })
 	var head strings.Builder
 	fmt.Fprintf(&head, "%s %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n", method, path, u.Host, key)
 	if method != http.MethodGet && method != http.MethodDelete {
@@ -36,8 +34,20 @@ func sendStalled(t testing.TB, baseURL, method, path, key string, declared int, 
 	}
 	head.WriteString("\r\n")
 	if _, err := conn.Write(append([]byte(head.String()), sent...)); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// sendStalled is dialStalled, then waits (up to wait) for the answer.
+func sendStalled(t testing.TB, baseURL, method, path, key string, declared int, sent []byte, wait time.Duration, hdr ...string) (*http.Response, []byte, error) {
+	t.Helper()
+	conn, err := dialStalled(baseURL, method, path, key, declared, sent, hdr...)
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { conn.Close() })
 	_ = conn.SetReadDeadline(time.Now().Add(wait))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {

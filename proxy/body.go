@@ -66,8 +66,9 @@ func readBodyGuarded(c *gin.Context, limit int64, gzipped bool, g *bodyGuard) ([
 
 // readUpTo reads r to its end or until it has most bytes, starting with room for first and
 // doubling, but never allocating room for more than most bytes (bytes.Buffer would round a
-// body just under a large limit up to twice the limit). grow, when set, is asked for each
-// allocation's bytes first; when it refuses, the read ends with errInflateBusy.
+// body just under a large limit up to twice the limit). grow, when set, is asked first for
+// the bytes each allocation adds to the buffer's room; when it refuses, the read ends with
+// errInflateBusy.
 func readUpTo(r io.Reader, first int, most int64, grow func(int64) bool) ([]byte, error) {
 	size := min(int64(first), most)
 	if grow != nil && !grow(size) {
@@ -77,7 +78,7 @@ func readUpTo(r io.Reader, first int, most int64, grow func(int64) bool) ([]byte
 	for int64(len(buf)) < most {
 		if len(buf) == cap(buf) {
 			size := min(2*int64(cap(buf))+512, most)
-			if grow != nil && !grow(size) {
+			if grow != nil && !grow(size-int64(cap(buf))) { // the old buffer is garbage once copied
 				return nil, errInflateBusy
 			}
 			grown := make([]byte, len(buf), size)
