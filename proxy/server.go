@@ -4,6 +4,8 @@ package proxy
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -230,6 +232,11 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	if metrics != nil {
 		e.GET("/metrics", func(c *gin.Context) {
 			info(c).route = "/metrics"
+			if !metricsAllowed(s.state().cfg.Metrics.BearerToken, c.GetHeader("Authorization")) {
+				c.Header("WWW-Authenticate", `Bearer realm="metrics"`)
+				c.Data(http.StatusUnauthorized, "text/plain; charset=utf-8", []byte("metrics.bearer_token is set: send it as Authorization: Bearer <token>\n"))
+				return
+			}
 			metrics.ServeHTTP(c.Writer, c.Request)
 		})
 	}
@@ -254,6 +261,19 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	s.sidecarRoutes(e)
 	s.adminRoutes(e)
 	return e
+}
+
+// metricsAllowed reports whether a scrape may read /metrics: always when no token is set,
+// otherwise only with "Bearer <token>". The digests are compared, in constant time, so
+// neither the token's bytes nor its length show in the time a refusal takes.
+func metricsAllowed(token, header string) bool {
+	if token == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(header, "Bearer ")
+	want := sha256.Sum256([]byte(token))
+	have := sha256.Sum256([]byte(got))
+	return subtle.ConstantTimeCompare(want[:], have[:]) == 1 && ok
 }
 
 func (s *Server) noRoute(c *gin.Context) {
