@@ -179,6 +179,15 @@ func (s *Server) Reload(cfg *config.Config, a *auth.Authenticator) {
 	s.st.Store(s.withPools(s.withKeeper(newState(cfg, a))))
 }
 
+// CheckReload reports why cfg cannot replace the serving config although it is valid on its
+// own: a config key named like a live issued key of the same team.
+func (s *Server) CheckReload(cfg *config.Config) error {
+	if s.issued == nil {
+		return nil
+	}
+	return s.issued.Clash(cfg)
+}
+
 // State returns the config and authenticator serving now, for the admin API.
 func (s *Server) State() (*config.Config, *auth.Authenticator) {
 	st := s.state()
