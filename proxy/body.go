@@ -106,13 +106,12 @@ func bodyReadFailed(c *gin.Context, limit int64, err error, gzipped bool) {
 	var tooBig *http.MaxBytesError
 	switch {
 	case bodyTimedOut(err):
-		info(c).refusal = "body_read_timeout"
 		abortOpenAI(c, http.StatusRequestTimeout, typeInvalidRequest, "request_timeout", "",
 			"The request body did not arrive in time.")
 		return
 	case errors.Is(err, errInflateBusy):
 		// Refused mid-body: the rest is not waited for (see abandonBody).
-		info(c).refusal = "inflating_full"
+		info(c).refusal = "inflating" // server.max_inflating_bytes, counted with the limits
 		abandonBody(c)
 		c.Header("Retry-After", "1")
 		abortOpenAI(c, http.StatusServiceUnavailable, typeServer, "server_busy", "",
