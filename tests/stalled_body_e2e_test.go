@@ -168,7 +168,10 @@ func TestStalledGzipBodiesHoldNoMemory(t *testing.T) {
 		count[http.StatusServiceUnavailable]+count[http.StatusRequestTimeout] != len(statuses) {
 		t.Fatalf("answers %v: want the bodies beyond the inflating room refused with 503 and the rest cut with 408", count)
 	}
-	if growth >= 192<<20 {
+	// The room bounds the live bodies (64 MiB); the heap may hold as much again in garbage
+	// before a collection. The race detector's shadow memory multiplies all of it, so the
+	// bound holds for the binary as shipped.
+	if !raceEnabled && growth >= 192<<20 {
 		t.Fatalf("twelve stalled gzip bodies of an admitted key grew the process by %d MiB", growth>>20)
 	}
 	// The process is alive and serves.
