@@ -357,7 +357,7 @@ func serve(o options, logger *slog.Logger) error {
 // reload re-reads the config; a config that fails to load or validate is logged and ignored,
 // so a bad edit never takes a running gateway down. Nor may a reload change the auth mode: a
 // truncated file without team keys would turn a keys-mode gateway into passthrough and forward
-// local keys upstream.
+// local keys upstream. Nor may it add a config key named like a key issued to the same team.
 func reload(o options, logger *slog.Logger, srv *proxy.Server, obs *metrics.Metrics, mode auth.Mode) {
 	cfg, err := loadConfig(o, logger)
 	if err == nil && o.simulate {
@@ -369,6 +369,9 @@ func reload(o options, logger *slog.Logger, srv *proxy.Server, obs *metrics.Metr
 	}
 	if err == nil && a.Mode() != mode {
 		err = fmt.Errorf("the new config is in %s mode but %s mode is running; switching modes needs a restart", a.Mode(), mode)
+	}
+	if err == nil {
+		err = srv.CheckReload(cfg)
 	}
 	if err != nil {
 		obs.ReloadRejected()

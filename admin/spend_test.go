@@ -168,3 +168,19 @@ func TestSpendAndHistorySharedThroughRedis(t *testing.T) {
 		return status == http.StatusTooManyRequests
 	})
 }
+
+// A call whose upper bound is more than a whole spend budget is refused even before anything
+// is spent: the budget is never overrun, not even by the first call.
+func TestSpendBudgetRefusesCallLargerThanBudget(t *testing.T) {
+	r := startReplica(t, envOptions{})
+	cost := measureCost(t, r)
+	_, key := r.issue(t, "beta", "tiny", map[string]any{"limits": map[string]any{"spend_per_day": 0.5 * cost}})
+	status, h, b := r.do(t, "POST", "/v1/chat/completions", key, longChat(false))
+	if status != http.StatusTooManyRequests || !strings.Contains(string(b), `"code":"insufficient_quota"`) ||
+		h.Get("X-Should-Retry") != "false" || !strings.Contains(string(b), "could cost more than what is left of your daily spend budget") {
+		t.Fatalf("first call larger than the budget: %d %v %s", status, h, b)
+	}
+	if day, _ := r.teamSpend(t, "beta"); day != 0 {
+		t.Fatalf("beta spent %v on a refused call", day)
+	}
+}

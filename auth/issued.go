@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
@@ -150,4 +151,27 @@ func expiryNanos(t time.Time) int64 {
 		return math.MaxInt64
 	}
 	return t.UnixNano()
+}
+
+// Clash names the first key of cfg whose team and name a live issued key already has, or
+// returns nil. The two would share one limit scope ("key:<team>/<name>"), one spend budget
+// and, under responses.scope: key, one set of kept responses, so such a config is refused
+// (the admin API refuses the other order: issuing a name the config holds).
+func (is *Issued) Clash(cfg *config.Config) error {
+	now := is.now().UnixNano()
+	taken := map[string]bool{}
+	for _, e := range is.entries.Load().byID {
+		if e.expires == 0 || now < e.expires {
+			taken[e.scopeID] = true
+		}
+	}
+	for _, t := range cfg.Teams {
+		for _, k := range t.Keys {
+			if taken["key:"+t.Name+"/"+k.Name] {
+				return fmt.Errorf("team %q: key %q is also the name of a key issued through the admin API; "+
+					"rename the config key or revoke the issued one (they would share one limit scope)", t.Name, k.Name)
+			}
+		}
+	}
+	return nil
 }

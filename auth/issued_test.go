@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,5 +137,45 @@ func TestIssuedKeyExpiryPast2262(t *testing.T) {
 	}
 	if _, err := a.Authenticate("Bearer mg-issued-1"); err != nil {
 		t.Fatalf("a key expiring in 2300: %v", err)
+	}
+}
+
+// A config key named like a live issued key of the same team clashes; another team's key of
+// that name, or an expired issued key, does not.
+func TestIssuedClash(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	is := NewIssued(func() time.Time { return now })
+	if err := is.Replace([]IssuedKey{
+		{ID: "k1", Team: "alpha", Name: "bot", SHA256: hexSum("mg-issued-1")},
+		{ID: "k2", Team: "alpha", Name: "old", SHA256: hexSum("mg-issued-2"), ExpiresAt: now.Add(-time.Minute)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		team, key string
+		clash     bool
+	}{
+		{"same team and name", "alpha", "bot", true},
+		{"other team", "beta", "bot", false},
+		{"other name", "alpha", "bot2", false},
+		{"expired issued key", "alpha", "old", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := issuedConfig(t)
+			for i := range cfg.Teams {
+				if cfg.Teams[i].Name == tc.team {
+					cfg.Teams[i].Keys = append(cfg.Teams[i].Keys, config.Key{Name: tc.key, Key: "mg-config-key-new"})
+				}
+			}
+			err := is.Clash(cfg)
+			if (err != nil) != tc.clash {
+				t.Fatalf("Clash = %v, want clash %v", err, tc.clash)
+			}
+			if err != nil && (!strings.Contains(err.Error(), `"`+tc.team+`"`) || !strings.Contains(err.Error(), `"`+tc.key+`"`)) {
+				t.Fatalf("the error does not name the team and key: %v", err)
+			}
+		})
 	}
 }

@@ -243,3 +243,45 @@ func TestChargeWithoutReservation(t *testing.T) {
 		t.Fatal("70 charged + 40 fit in 100")
 	}
 }
+
+// A call whose upper bound exceeds what is left of a budget is refused even when nothing is
+// spent yet, so the budget is never overrun; one that fits exactly is admitted.
+func TestLedgerRefusesCallLargerThanBudget(t *testing.T) {
+	cases := []struct {
+		name     string
+		budget   Budget
+		spent    int64
+		amount   int64
+		refused  string // "": admitted; else the period
+		tooLarge bool
+	}{
+		{"larger than an untouched day budget", Budget{Scope: "key:t/k", PerDay: 100}, 0, 101, "day", true},
+		{"larger than an untouched month budget", Budget{Scope: "team:t", PerMonth: 100}, 0, 500, "month", true},
+		{"exactly the whole budget", Budget{Scope: "key:t/k", PerDay: 100}, 0, 100, "", false},
+		{"larger than what is left", Budget{Scope: "key:t/k", PerDay: 100}, 60, 41, "day", true},
+		{"budget spent", Budget{Scope: "key:t/k", PerDay: 100}, 100, 1, "day", false},
+		{"no budget", Budget{Scope: "key:t/k"}, 0, 1 << 40, "", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &clock{time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)}
+			l, err := NewLedger(context.Background(), openBolt(t, c), c.now, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.spent > 0 {
+				l.Charge([]string{tc.budget.Scope}, tc.spent)
+			}
+			h, r := l.Reserve([]Budget{tc.budget}, tc.amount)
+			switch {
+			case tc.refused == "" && r != nil:
+				t.Fatalf("refused: %+v", r)
+			case tc.refused != "" && (r == nil || r.Period != tc.refused || r.TooLarge != tc.tooLarge):
+				t.Fatalf("got %+v, want a %s refusal (too large: %v)", r, tc.refused, tc.tooLarge)
+			case tc.refused != "" && h != nil:
+				t.Fatal("a refusal returned a hold")
+			}
+			h.Cancel()
+		})
+	}
+}

@@ -24,6 +24,10 @@ type Budget struct {
 type Refusal struct {
 	Scope  string
 	Period string // "day" or "month"
+	// TooLarge: the budget is not spent, but the call's upper bound exceeds what is left of
+	// it (a call that could cost more than a whole budget is refused even when it is
+	// untouched, so a budget is never overrun).
+	TooLarge bool
 }
 
 // total is one scope's spend in one period. base is what the store held at the last sync
@@ -112,9 +116,11 @@ type Hold struct {
 }
 
 // Reserve admits a call that may cost up to amount micro-units against every budget (at
-// most two: a key and its team), or names the budget it would overrun. Like tokens_per_day,
-// a reservation larger than a whole budget only needs that budget untouched. Every scope is
-// charged, limited or not, so the spend of every team and key can be reported.
+// most two: a key and its team), or names the budget it would overrun. Unlike
+// tokens_per_day, a reservation must fit in what is left of each budget, whole: a budget is
+// money, and one call larger than all of it is refused rather than let through to overrun
+// it. Every scope is charged, limited or not, so the spend of every team and key can be
+// reported.
 func (l *Ledger) Reserve(budgets []Budget, amount int64) (*Hold, *Refusal) {
 	amount = max(amount, 0)
 	budgets = budgets[:min(len(budgets), 2)]
@@ -126,10 +132,10 @@ func (l *Ledger) Reserve(budgets []Budget, amount int64) (*Hold, *Refusal) {
 	for _, b := range budgets {
 		d, m := l.get(day, b.Scope), l.get(month, b.Scope)
 		if over(d, b.PerDay, amount) {
-			return nil, &Refusal{b.Scope, "day"}
+			return nil, &Refusal{b.Scope, "day", d.charged() < b.PerDay}
 		}
 		if over(m, b.PerMonth, amount) {
-			return nil, &Refusal{b.Scope, "month"}
+			return nil, &Refusal{b.Scope, "month", m.charged() < b.PerMonth}
 		}
 		h.totals[h.n], h.totals[h.n+1] = d, m
 		h.n += 2
@@ -140,9 +146,11 @@ func (l *Ledger) Reserve(budgets []Budget, amount int64) (*Hold, *Refusal) {
 	return h, nil
 }
 
-// over reports whether reserving amount more would overrun limit (0: none).
+// over reports whether reserving amount more would overrun limit (0: none). What is
+// charged and reserved plus the call's whole upper bound must fit: a call that may cost more
+// than the whole budget never fits, since admitting it could overrun the budget by its cost.
 func over(t *total, limit, amount int64) bool {
-	return limit > 0 && (t.charged() >= limit || t.charged()+t.reserved+min(amount, limit) > limit)
+	return limit > 0 && (t.charged() >= limit || t.charged()+t.reserved+amount > limit)
 }
 
 // Settle replaces the reservation with what the call really cost.

@@ -156,6 +156,8 @@ const (
 	defaultMaxUploadBytes        = 100 * 1000 * 1000
 	defaultDrainTimeout          = 30 * time.Second
 	defaultReadHeaderTimeout     = 10 * time.Second
+	defaultBodyReadTimeout       = 30 * time.Second
+	defaultMaxInflatingBytes     = 64 << 20
 	defaultUploadIdleTimeout     = 2 * time.Minute
 	defaultReasoningField        = "reasoning_content"
 	defaultBalanceCacheTTL       = 5 * time.Second
@@ -210,6 +212,9 @@ func applyDefaults(c *Config) {
 	setDefault(&s.DrainTimeout, defaultDrainTimeout)
 	setDefault(&s.ReadHeaderTimeout, defaultReadHeaderTimeout)
 	setDefault(&s.UploadIdleTimeout, defaultUploadIdleTimeout)
+	setDefault(&s.BodyReadTimeout, defaultBodyReadTimeout)
+	setDefault(&s.MaxInflatingBytes, defaultMaxInflatingBytes)
+	setDefault(&c.Responses.Scope, "team")
 	setDefault(&c.Translate.ReasoningField, defaultReasoningField)
 	setDefault(&c.Translate.MaxN, DefaultMaxN)
 	setDefault(&c.Sidecar.BalanceCacheTTL, defaultBalanceCacheTTL)

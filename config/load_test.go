@@ -119,6 +119,7 @@ func TestDefault(t *testing.T) {
 		Server: Server{
 			MaxBodyBytes: 32 << 20, MaxUploadBytes: 100 * 1000 * 1000,
 			DrainTimeout: 30 * time.Second, ReadHeaderTimeout: 10 * time.Second, UploadIdleTimeout: 2 * time.Minute,
+			BodyReadTimeout: 30 * time.Second, MaxInflatingBytes: 64 << 20,
 		},
 		Translate: Translate{ReasoningField: "reasoning_content", MaxN: 8},
 		Sidecar:   SidecarConf{BalanceCacheTTL: 5 * time.Second},
@@ -128,7 +129,8 @@ func TestDefault(t *testing.T) {
 	}
 	cfg.Upstream.MaxRetries = nil
 	if cfg.Listen != want.Listen || !reflect.DeepEqual(cfg.Upstream, want.Upstream) || !reflect.DeepEqual(cfg.Ratelimit, want.Ratelimit) ||
-		!reflect.DeepEqual(cfg.Server, want.Server) || cfg.Translate != want.Translate || cfg.Sidecar != want.Sidecar {
+		!reflect.DeepEqual(cfg.Server, want.Server) || cfg.Translate != want.Translate || cfg.Sidecar != want.Sidecar ||
+		cfg.Responses.Scope != "team" {
 		t.Errorf("Default() = %+v\nwant %+v", *cfg, want)
 	}
 	if cfg.KeysMode() {

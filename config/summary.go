@@ -112,11 +112,17 @@ func (c *Config) Summary() string {
 	s := c.Server
 	w("server: max body %d bytes, max upload %d bytes, read header timeout %s, upload idle timeout %s, drain %s",
 		s.MaxBodyBytes, s.MaxUploadBytes, s.ReadHeaderTimeout, s.UploadIdleTimeout, s.DrainTimeout)
+	w("request bodies: read within %s; gzip bodies inflated at once share %d bytes", s.BodyReadTimeout, s.MaxInflatingBytes)
 	w("translate: reasoning field %s, drop extra fields %t", c.Translate.ReasoningField, c.Translate.DropExtraFields)
 	w("sidecar: balance cached %s", c.Sidecar.BalanceCacheTTL)
 	w("browsers: %s; chat n at most %d", corsText(s.CORSOrigins), c.Translate.MaxN)
 	if c.Responses.StoreLocal() {
-		w("responses: kept by modelgate for %s, at most %d per team (oldest evicted first)", c.Responses.StoreTTL, c.Responses.StoreMaxPerTeam)
+		owner := "team"
+		if c.Responses.KeyScoped() {
+			owner = "key (scope: key)"
+		}
+		w("responses: kept by modelgate for %s, at most %d per %s (oldest evicted first), visible to the creating %s",
+			c.Responses.StoreTTL, c.Responses.StoreMaxPerTeam, strings.Fields(owner)[0], owner)
 		w("background responses: run by modelgate, at most %d unfinished per team", c.Responses.BackgroundMaxQueuedPerTeam)
 	} else {
 		w("responses: not kept by modelgate (store: off)")
@@ -130,6 +136,11 @@ func (c *Config) Summary() string {
 	history := "off"
 	if c.HistoryEnabled() {
 		history = "kept " + c.UsageHistory.Retention.String()
+	}
+	if c.Metrics.BearerToken != "" {
+		w("metrics: /metrics needs its bearer token")
+	} else {
+		w("metrics: /metrics open to whoever reaches the listener")
 	}
 	w("pricing: %d of %d models priced, in %s; usage history %s", priced, len(c.Models), c.Pricing.Currency, history)
 	return b.String()

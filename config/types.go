@@ -19,6 +19,14 @@ type Config struct {
 	Pricing      Pricing      `yaml:"pricing"`
 	UsageHistory UsageHistory `yaml:"usage_history"`
 	Tracing      Tracing      `yaml:"tracing"`
+	Metrics      Metrics      `yaml:"metrics"`
+}
+
+// Metrics guards GET /metrics.
+type Metrics struct {
+	// BearerToken, when set, is what a scraper must send as "Authorization: Bearer <it>";
+	// empty leaves /metrics open to whoever reaches the listener.
+	BearerToken string `yaml:"bearer_token"`
 }
 
 // Upstream describes the platform: where it lives, the default credential, and how to talk to it.
@@ -118,6 +126,13 @@ type Server struct {
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"` // default 10s
 	UploadIdleTimeout time.Duration `yaml:"upload_idle_timeout"` // asset upload with no byte received; default 2m
 	OverheadHeader    bool          `yaml:"overhead_header"`     // x-modelgate-overhead-ms on answers; default off
+	// BodyReadTimeout bounds reading one JSON request body, from the handler's first read to
+	// its last byte; a body still arriving then is refused with 408. Default 30s.
+	BodyReadTimeout time.Duration `yaml:"body_read_timeout"`
+	// MaxInflatingBytes caps the gzip request bodies being inflated at once across the
+	// process, in inflated bytes; a body that would take more is refused with 503. Default
+	// 64 MiB.
+	MaxInflatingBytes int64 `yaml:"max_inflating_bytes"`
 	// CORSOrigins are the browser origins allowed to call /v1 ("scheme://host[:port]", or "*");
 	// empty = no CORS at all, since modelgate holds platform keys.
 	CORSOrigins []string `yaml:"cors_origins"`
@@ -147,7 +162,13 @@ type Responses struct {
 	// (queued or in progress) on one modelgate instance; one more is a 429. 0 means the
 	// default, 16.
 	BackgroundMaxQueuedPerTeam int64 `yaml:"background_max_queued_per_team"`
+	// Scope is who may read, delete, cancel or continue a kept response: "team" (default,
+	// any key of the team that created it) or "key" (only the key that created it).
+	Scope string `yaml:"scope"`
 }
+
+// KeyScoped reports whether a kept response belongs to the key that created it alone.
+func (r Responses) KeyScoped() bool { return r.Scope == "key" }
 
 // StoreLocal reports whether modelgate keeps responses itself.
 func (r Responses) StoreLocal() bool { return r.Store == "" || r.Store == "local" }

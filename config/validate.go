@@ -103,6 +103,9 @@ func validate(c *Config, d *decoder) []*Error {
 	v.maxN(c.Translate.MaxN)
 	v.responses(&c.Responses)
 	v.pricing(c)
+	if c.Metrics.BearerToken != "" {
+		v.secret("metrics.bearer_token", c.Metrics.BearerToken)
+	}
 	if c.Tracing.ContentMaxBytes < 0 || c.Tracing.ContentMaxBytes > 1<<20 {
 		v.fail("tracing.content_max_bytes", "want 0 (the default, 4096) to 1048576, got %d", c.Tracing.ContentMaxBytes)
 	}
@@ -466,6 +469,8 @@ func (v *validator) server(s *Server) {
 	v.nonNegativeDuration("server.drain_timeout", s.DrainTimeout)
 	v.nonNegativeDuration("server.read_header_timeout", s.ReadHeaderTimeout)
 	v.nonNegativeDuration("server.upload_idle_timeout", s.UploadIdleTimeout)
+	v.nonNegativeDuration("server.body_read_timeout", s.BodyReadTimeout)
+	v.nonNegative("server.max_inflating_bytes", s.MaxInflatingBytes)
 }
 
 func (v *validator) responses(r *Responses) {
@@ -473,6 +478,11 @@ func (v *validator) responses(r *Responses) {
 	case "", "local", "off":
 	default:
 		v.fail("responses.store", "want local or off, got %q", r.Store)
+	}
+	switch r.Scope {
+	case "", "team", "key":
+	default:
+		v.fail("responses.scope", "want team or key, got %q", r.Scope)
 	}
 	v.nonNegativeDuration("responses.store_ttl", r.StoreTTL)
 	v.nonNegative("responses.store_max_per_team", r.StoreMaxPerTeam)

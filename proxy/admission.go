@@ -108,22 +108,81 @@ func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve ratelimit.Usag
 		ri.admitted = true
 		return ticket
 	}
-	ri.refusal = string(d.Reason)
+	s.refuseDecision(c, d, err, openAIShape)
+	return nil
+}
+
+// refuseDecision answers a request the limiter refused: 503 when its store failed, 429 with
+// Retry-After otherwise.
+func (s *Server) refuseDecision(c *gin.Context, d ratelimit.Decision, err error, openAIShape bool) {
+	info(c).refusal = string(d.Reason)
 	if d.Reason == ratelimit.ReasonStoreUnavailable || (err != nil && d.Reason == ratelimit.ReasonNone) {
 		s.refuse(c, http.StatusServiceUnavailable, typeServer, "limiter_unavailable",
 			"modelgate cannot reach its limit store; try again shortly", 0, openAIShape)
-		return nil
+		return
 	}
 	retry := d.RetryAfter
 	if d.Reason == ratelimit.ReasonDailyTokens {
 		c.Header("X-Should-Retry", "false")
 		s.refuse(c, http.StatusTooManyRequests, typeQuota, "insufficient_quota",
 			fmt.Sprintf("You exceeded your daily token budget (%s). It resets at 00:00 UTC.", scopeKind(d.Scope)), retry, openAIShape)
-		return nil
+		return
 	}
 	s.refuse(c, http.StatusTooManyRequests, rateLimitType(d.Reason), "rate_limit_exceeded",
 		fmt.Sprintf("Rate limit reached for %s (%s). Please try again in %s.", reasonText(d.Reason), scopeKind(d.Scope), humanDuration(retry)), retry, openAIShape)
-	return nil
+}
+
+// admitEarly refuses, before its body is read, a model call whose key or team the limiter
+// would refuse whatever the body says (out of requests, concurrency or daily tokens): a key
+// at 429 costs no body read, no inflating and no parsing. Nothing is charged and no slot is
+// taken; the full admission after parsing still decides (see Limiter.Check). It runs as a
+// handler of its own before the route's, so it adds no frame under a stream.
+func (s *Server) admitEarly(route string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if p := info(c).principal; p != nil {
+			s.check(c, route, limitRequest(p, ratelimit.Usage{OutputTokens: 1}))
+		}
+	}
+}
+
+// checkLookup refuses a call that reads kept records or estimates tokens (the
+// stored-response routes, count_tokens) when its key or team is out of requests. Such a call
+// uses no model tokens and takes no concurrency slot: a key whose slots are all held by its
+// own background responses must still be able to poll and cancel them, and a spent daily
+// budget must not hide a result already paid for. It is not counted either, as a model list
+// is not.
+func (s *Server) checkLookup(route string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		p := info(c).principal
+		if p == nil {
+			return
+		}
+		req := limitRequest(p, ratelimit.Usage{})
+		req.Key.Limits.ConcurrentRequests = 0
+		if req.Team != nil {
+			team := *req.Team
+			team.Limits.ConcurrentRequests = 0
+			req.Team = &team
+		}
+		s.check(c, route, req)
+	}
+}
+
+// check answers the client with the limiter's refusal when req would be refused now.
+func (s *Server) check(c *gin.Context, route string, req ratelimit.Request) {
+	ri := info(c)
+	d, err := s.limiter.Check(c.Request.Context(), req)
+	if err == nil {
+		// The same headers a Peek would give: a later refusal of the body needs none.
+		applyLimitHeaders(c, ri, d.Headers)
+		ri.limitHeadersOK = true
+	}
+	if d.Allowed {
+		return
+	}
+	ri.route = route
+	abandonBody(c) // the answer does not wait for a body that may never come
+	s.refuseDecision(c, d, err, true)
 }
 
 func (s *Server) refuse(c *gin.Context, status int, typ, code, msg string, retry time.Duration, openAIShape bool) {

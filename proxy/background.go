@@ -744,7 +744,8 @@ func (s *Server) cancelResponse(c *gin.Context) {
 	if !ok {
 		return
 	}
-	st, who := requestState(c), owner(principal(c))
+	st := requestState(c)
+	who := owner(st, principal(c))
 	if !gjson.GetBytes(r.Response, "background").Bool() {
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_request", "",
 			"Only responses created with background=true can be cancelled.")

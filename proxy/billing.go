@@ -47,6 +47,13 @@ func (s *Server) reserveSpend(c *gin.Context, st *state, p *auth.Principal, inpu
 		msg = "You exceeded your monthly spend budget (%s). It resets on the first of the month at 00:00 UTC."
 		ri.refusal = "monthly_spend"
 	}
+	if refused.TooLarge {
+		// Not spent, but this call could cost more than is left: a smaller output cap may fit.
+		msg = "This call could cost more than what is left of your daily spend budget (%s); lower max_tokens, or wait until it resets at 00:00 UTC."
+		if refused.Period == "month" {
+			msg = "This call could cost more than what is left of your monthly spend budget (%s); lower max_tokens, or wait until it resets on the first of the month at 00:00 UTC."
+		}
+	}
 	peekLimitHeaders(c)
 	c.Header("X-Should-Retry", "false")
 	s.refuse(c, http.StatusTooManyRequests, typeQuota, "insufficient_quota", fmt.Sprintf(msg, scopeKind(refused.Scope)), next.Sub(now), openAIShape)

@@ -26,20 +26,30 @@ func readJSONBody(c *gin.Context, limit int64) ([]byte, bool) {
 		bodyTooLarge(c, limit)
 		return nil, false
 	}
+	g := guardBody(c)
+	body, ok := readBodyGuarded(c, limit, gzipped, g)
+	g.done(ok)
+	return body, ok
+}
+
+// readBodyGuarded is readJSONBody's read, within g's deadline and, for a gzip body, its
+// share of the process's inflating room.
+func readBodyGuarded(c *gin.Context, limit int64, gzipped bool, g *bodyGuard) ([]byte, bool) {
 	size := c.Request.ContentLength
 	if gzipped || size < 0 || size > 1<<20 {
 		size = 8 << 10 // unknown or large: grow as it arrives rather than trusting the header
 	}
 	var src io.Reader = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
+	var grow func(int64) bool
 	if gzipped {
 		zr, err := gzip.NewReader(src)
 		if err != nil {
 			bodyReadFailed(c, limit, err, true)
 			return nil, false
 		}
-		src = zr
+		src, grow = zr, g.grow
 	}
-	body, err := readUpTo(src, int(size)+1, limit+1)
+	body, err := readUpTo(src, int(size)+1, limit+1, grow)
 	if err != nil {
 		bodyReadFailed(c, limit, err, gzipped)
 		return nil, false
@@ -56,12 +66,22 @@ func readJSONBody(c *gin.Context, limit int64) ([]byte, bool) {
 
 // readUpTo reads r to its end or until it has most bytes, starting with room for first and
 // doubling, but never allocating room for more than most bytes (bytes.Buffer would round a
-// body just under a large limit up to twice the limit).
-func readUpTo(r io.Reader, first int, most int64) ([]byte, error) {
-	buf := make([]byte, 0, min(int64(first), most))
+// body just under a large limit up to twice the limit). grow, when set, is asked first for
+// the bytes each allocation adds to the buffer's room; when it refuses, the read ends with
+// errInflateBusy.
+func readUpTo(r io.Reader, first int, most int64, grow func(int64) bool) ([]byte, error) {
+	size := min(int64(first), most)
+	if grow != nil && !grow(size) {
+		return nil, errInflateBusy
+	}
+	buf := make([]byte, 0, size)
 	for int64(len(buf)) < most {
 		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(2*int64(cap(buf))+512, most))
+			size := min(2*int64(cap(buf))+512, most)
+			if grow != nil && !grow(size-int64(cap(buf))) { // the old buffer is garbage once copied
+				return nil, errInflateBusy
+			}
+			grown := make([]byte, len(buf), size)
 			copy(grown, buf)
 			buf = grown
 		}
@@ -85,6 +105,18 @@ func bodyTooLarge(c *gin.Context, limit int64) {
 func bodyReadFailed(c *gin.Context, limit int64, err error, gzipped bool) {
 	var tooBig *http.MaxBytesError
 	switch {
+	case bodyTimedOut(err):
+		abortOpenAI(c, http.StatusRequestTimeout, typeInvalidRequest, "request_timeout", "",
+			"The request body did not arrive in time.")
+		return
+	case errors.Is(err, errInflateBusy):
+		// Refused mid-body: the rest is not waited for (see abandonBody).
+		info(c).refusal = "inflating" // server.max_inflating_bytes, counted with the limits
+		abandonBody(c)
+		c.Header("Retry-After", "1")
+		abortOpenAI(c, http.StatusServiceUnavailable, typeServer, "server_busy", "",
+			"modelgate is inflating too many compressed request bodies at once; retry shortly, or send this one uncompressed.")
+		return
 	case errors.As(err, &tooBig):
 		bodyTooLarge(c, limit)
 		return

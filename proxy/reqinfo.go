@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
+	"net/http"
 	"net/http/httptrace"
 	"strconv"
 	"sync/atomic"
@@ -130,6 +131,9 @@ func (w *overheadWriter) stamp() {
 	own := max(time.Since(w.ri.start)-time.Duration(w.ri.upstreamWait.Load()), 0)
 	w.Header().Set(overheadHeader, strconv.FormatFloat(float64(own)/float64(time.Millisecond), 'f', 3, 64))
 }
+
+// Unwrap lets http.NewResponseController reach the connection (read deadlines, flushes).
+func (w *overheadWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *overheadWriter) WriteHeaderNow() { w.stamp(); w.ResponseWriter.WriteHeaderNow() }
 

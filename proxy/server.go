@@ -4,6 +4,8 @@ package proxy
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -128,6 +130,8 @@ type Server struct {
 	bg       *backgroundJobs // background responses this instance runs
 	tracer   *tracing.Tracer // nil: tracing off
 	traced   atomic.Int64    // traced requests whose span has not ended yet
+	// inflating is the room gzip request bodies being inflated share (max_inflating_bytes).
+	inflating inflateBudget
 }
 
 // New builds a Server. The config must already be validated.
@@ -173,6 +177,15 @@ func (s *Server) Reload(cfg *config.Config, a *auth.Authenticator) {
 		a.UseIssued(s.issued) // before the authenticator is published
 	}
 	s.st.Store(s.withPools(s.withKeeper(newState(cfg, a))))
+}
+
+// CheckReload reports why cfg cannot replace the serving config although it is valid on its
+// own: a config key named like a live issued key of the same team.
+func (s *Server) CheckReload(cfg *config.Config) error {
+	if s.issued == nil {
+		return nil
+	}
+	return s.issued.Clash(cfg)
 }
 
 // State returns the config and authenticator serving now, for the admin API.
@@ -228,28 +241,48 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	if metrics != nil {
 		e.GET("/metrics", func(c *gin.Context) {
 			info(c).route = "/metrics"
+			if !metricsAllowed(s.state().cfg.Metrics.BearerToken, c.GetHeader("Authorization")) {
+				c.Header("WWW-Authenticate", `Bearer realm="metrics"`)
+				c.Data(http.StatusUnauthorized, "text/plain; charset=utf-8", []byte("metrics.bearer_token is set: send it as Authorization: Bearer <token>\n"))
+				return
+			}
 			metrics.ServeHTTP(c.Writer, c.Request)
 		})
 	}
 
 	v1 := e.Group("/v1", s.markAnthropicModels, s.refuseWhileDraining, s.authenticate)
-	v1.POST("/responses", s.responses)
-	v1.POST("/chat/completions", s.chatCompletions)
+	// Routes with a body are checked against the limiter before the body is read; those
+	// that read kept records are refused when the caller is out of requests.
+	v1.POST("/responses", s.admitEarly("/v1/responses"), s.responses)
+	v1.POST("/chat/completions", s.admitEarly("/v1/chat/completions"), s.chatCompletions)
 	v1.GET("/models", s.listModels)
 	v1.GET("/models/:id", s.getModel)
-	v1.GET("/responses/:id", s.getResponse)
-	v1.DELETE("/responses/:id", s.deleteResponse)
-	v1.GET("/responses/:id/input_items", s.listInputItems)
-	v1.POST("/responses/:id/cancel", s.cancelResponse)
+	v1.GET("/responses/:id", s.checkLookup("/v1/responses/{id}"), s.getResponse)
+	v1.DELETE("/responses/:id", s.checkLookup("/v1/responses/{id}"), s.deleteResponse)
+	v1.GET("/responses/:id/input_items", s.checkLookup("/v1/responses/{id}/input_items"), s.listInputItems)
+	v1.POST("/responses/:id/cancel", s.checkLookup("/v1/responses/{id}/cancel"), s.cancelResponse)
 
 	// Anthropic's Messages API: the same checks as /v1, answered in Anthropic's shape.
 	msgs := e.Group("/v1/messages", s.markAnthropic, s.refuseWhileDraining, s.authenticate)
-	msgs.POST("", s.messages)
-	msgs.POST("/count_tokens", s.countTokens)
+	msgs.POST("", s.admitEarly(messagesRoute), s.messages)
+	msgs.POST("/count_tokens", s.checkLookup(messagesRoute+"/count_tokens"), s.countTokens)
 
 	s.sidecarRoutes(e)
 	s.adminRoutes(e)
 	return e
+}
+
+// metricsAllowed reports whether a scrape may read /metrics: always when no token is set,
+// otherwise only with "Bearer <token>". The digests are compared, in constant time, so
+// neither the token's bytes nor its length show in the time a refusal takes.
+func metricsAllowed(token, header string) bool {
+	if token == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(header, "Bearer ")
+	want := sha256.Sum256([]byte(token))
+	have := sha256.Sum256([]byte(got))
+	return subtle.ConstantTimeCompare(want[:], have[:]) == 1 && ok
 }
 
 func (s *Server) noRoute(c *gin.Context) {

@@ -75,10 +75,12 @@ func (s *Server) Close() {
 	}
 }
 
-// owner is whose records a caller sees: its team, or in passthrough the caller itself (one
-// platform key's conversations are its own).
-func owner(p *auth.Principal) string {
-	if p.TeamScopeID != "" {
+// owner is whose records a caller sees: its team, or under responses.scope: key the key
+// itself; in passthrough the caller itself (one platform key's conversations are its own).
+// Records live under their owner, so another owner's id is not found at all: "not yours"
+// and "unknown" cannot answer differently.
+func owner(st *state, p *auth.Principal) string {
+	if p.TeamScopeID != "" && !st.cfg.Responses.KeyScoped() {
 		return p.TeamScopeID
 	}
 	return p.ScopeID
@@ -124,7 +126,7 @@ func expandPrevious(c *gin.Context, st *state, p *auth.Principal, body []byte, f
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "input", "Invalid type for 'input': expected a string or an array.")
 		return nil, nil, false
 	}
-	who := owner(p)
+	who := owner(st, p)
 	if continued {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), storeTimeout)
 		// The expanded body is held in memory and sent whole: it is bounded like a body.

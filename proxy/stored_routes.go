@@ -14,7 +14,8 @@ import (
 
 // The routes over kept responses: GET and DELETE /v1/responses/{id} and
 // GET /v1/responses/{id}/input_items, in OpenAI's shapes. A caller sees its own team's
-// records only; another team's id answers exactly as a missing one does.
+// records only (its own key's under responses.scope: key); another owner's id answers
+// exactly as a missing one does.
 
 const (
 	defaultItemsLimit = 20
@@ -34,7 +35,7 @@ func (s *Server) keptRecord(c *gin.Context, route string) (*stored.Record, bool)
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), storeTimeout)
 	defer cancel()
-	r, err := st.keeper.Get(ctx, owner(p), id)
+	r, err := st.keeper.Get(ctx, owner(st, p), id)
 	switch {
 	case errors.Is(err, stored.ErrNotFound):
 		responseNotFound(c, id)
@@ -43,7 +44,7 @@ func (s *Server) keptRecord(c *gin.Context, route string) (*stored.Record, bool)
 		storeUnavailable(c, err)
 		return nil, false
 	}
-	r = s.checkOrphan(ctx, st, owner(p), r)
+	r = s.checkOrphan(ctx, st, owner(st, p), r)
 	ri.model = r.Model
 	return r, true
 }
@@ -89,7 +90,7 @@ func (s *Server) deleteResponse(c *gin.Context) {
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), storeTimeout)
 	defer cancel()
-	deleted, err := requestState(c).keeper.Delete(ctx, owner(principal(c)), r.ID)
+	deleted, err := requestState(c).keeper.Delete(ctx, owner(requestState(c), principal(c)), r.ID)
 	switch {
 	case err != nil:
 		storeUnavailable(c, err)
@@ -98,7 +99,7 @@ func (s *Server) deleteResponse(c *gin.Context) {
 		responseNotFound(c, r.ID)
 		return
 	}
-	if j := s.bg.lookup(owner(principal(c)), r.ID); j != nil {
+	if j := s.bg.lookup(owner(requestState(c), principal(c)), r.ID); j != nil {
 		// A background response deleted while it runs is not wanted any more: its platform
 		// call ends (settled as a cancel). Another replica's runner notices at its heartbeat.
 		j.cancel(errCancelledByClient)
