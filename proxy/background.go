@@ -286,7 +286,8 @@ func (s *Server) submitBackground(c *gin.Context, st *state, p *auth.Principal, 
 	// The claim first: a reader on another replica must never find the record without it.
 	err := st.keeper.Claim(ctx, turn.owner, id, s.bg.instance, s.bg.claimTTL())
 	if err == nil {
-		if err = st.keeper.Keep(ctx, turn.owner, rec); err != nil {
+		// Written before the client hears of the id: a crash must not make it unknown.
+		if err = st.keeper.KeepDurable(ctx, turn.owner, rec); err != nil {
 			_ = st.keeper.Release(ctx, turn.owner, id)
 		}
 	}

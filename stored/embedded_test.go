@@ -502,3 +502,28 @@ func TestFlushLeavesNoKickBehind(t *testing.T) {
 		t.Fatalf("after the writer stopped: running=%v, %d wake-ups left for the next one", running, left)
 	}
 }
+
+// TestKeepDurableIsWrittenWhenItReturns: a background response's first record is on disk
+// when KeepDurable returns, whatever the batch window; one kept with Keep may still wait for
+// the writer (and a reader already sees it), which a crash would lose.
+func TestKeepDurableIsWrittenWhenItReturns(t *testing.T) {
+	st := boltStore(t, nil)
+	k := NewKeeper(st, Options{TTL: time.Hour, MaxPerOwner: 10, WriteBehind: true, BatchWindow: time.Hour,
+		OnError: func(err error) { t.Errorf("background write: %v", err) }})
+	t.Cleanup(k.Flush)
+	ctx := context.Background()
+	if err := k.Keep(ctx, "team:a", turnRecord("resp_behind", "", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.KeepDurable(ctx, "team:a", turnRecord("resp_durable", "", 1)); err != nil {
+		t.Fatal(err)
+	}
+	// What a restart finds, read from the store alone.
+	after := reopen(t, st, time.Hour, 10, nil)
+	if r, err := after.Get(ctx, "team:a", "resp_durable"); err != nil || r.ID != "resp_durable" {
+		t.Fatalf("the durable record after a restart: %+v %v", r, err)
+	}
+	if err := k.KeepDurable(ctx, "team:a", turnRecord("resp_durable", "", 1)); !errors.Is(err, ErrExists) {
+		t.Fatalf("keeping the id again: %v, want ErrExists", err)
+	}
+}

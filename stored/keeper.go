@@ -240,7 +240,33 @@ func (k *Keeper) Keep(ctx context.Context, owner string, r *Record) error {
 	return k.keep(ctx, owner, r)
 }
 
+// KeepDurable keeps r like Keep, and with a write-behind store returns only once r is
+// written. A background response's id goes to a client that will poll it, and a reader can
+// see a record still waiting for the writer: kept with Keep, a crash in that window would
+// turn a job the client saw queued or running into an unknown id.
+func (k *Keeper) KeepDurable(ctx context.Context, owner string, r *Record) error {
+	if !k.behind {
+		return k.keep(ctx, owner, r)
+	}
+	done := make(chan error, 1)
+	if err := k.keepWith(ctx, owner, r, done); err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 func (k *Keeper) keep(ctx context.Context, owner string, r *Record) error {
+	return k.keepWith(ctx, owner, r, nil)
+}
+
+// keepWith keeps r; with a write-behind store and done set, the writer starts at once and
+// sends the write's outcome on done.
+func (k *Keeper) keepWith(ctx context.Context, owner string, r *Record, done chan error) error {
 	if !validID(r.ID) {
 		return fmt.Errorf("stored: response id %q cannot be kept", truncate(r.ID))
 	}
@@ -271,7 +297,12 @@ func (k *Keeper) keep(ctx context.Context, owner string, r *Record) error {
 	// No read of the store here: the index in memory knows every record kept.
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.keepBehind(j, r)
+	j.done = done
+	if err := k.keepBehind(j, r); err != nil || done == nil {
+		return err
+	}
+	k.wake() // the write is waited for: no window
+	return nil
 }
 
 func (k *Keeper) enqueue(j *job) {
