@@ -1,10 +1,17 @@
 package admin_test
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"modelgate/config"
 )
 
 // Hostile bodies on POST /admin/keys: each is a 4xx in the API's (OpenAI) error shape, no
@@ -51,5 +58,35 @@ func TestCreateKeyHostileBodies(t *testing.T) {
 	}
 	if got := r.chat(t, alphaKey); got != http.StatusOK {
 		t.Fatalf("the server stopped answering: %d", got)
+	}
+}
+
+// TestCreateKeyStalledBody: the stalled-body row for the admin API. A body that stops
+// arriving is a 408 in the API's shape once server.body_read_timeout has passed, no key is
+// issued, and the server goes on answering.
+func TestCreateKeyStalledBody(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	r := startReplica(t, envOptions{mutate: func(c *config.Config) { c.Server.BodyReadTimeout = timeout }})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(r.front.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := `{"team":"alpha","name":"stalled",`
+	fmt.Fprintf(conn, "POST /admin/keys HTTP/1.1\r\nHost: modelgate\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n%s", adminKey, start)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var e struct{ Error struct{ Code, Message string } }
+	if resp.StatusCode != http.StatusRequestTimeout || json.Unmarshal(b, &e) != nil || e.Error.Code != "request_timeout" || e.Error.Message == "" {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	status, _, list := r.do(t, "GET", "/admin/keys?team=alpha", adminKey, nil)
+	if status != 200 || strings.Contains(string(list), `"stalled"`) {
+		t.Fatalf("after the stalled body: %d %s", status, list)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"regexp"
 	"sort"
@@ -99,9 +98,8 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "store_unavailable", "", "This modelgate has no record store, so it cannot issue keys.")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCreateBody))
-	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", "", "The request body is too large.")
+	body, ok := a.readBody(w, r, maxCreateBody)
+	if !ok {
 		return
 	}
 	if k := repeatedField(body); k != "" {

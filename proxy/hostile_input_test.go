@@ -2,11 +2,13 @@ package proxy
 
 import (
 	"encoding/base64"
+	"net/http"
 	"os"
 	"os/exec"
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -245,5 +247,50 @@ func TestCrashInputsAnswer400(t *testing.T) {
 	}
 	if n := len(env.sim.Requests()); n != 0 {
 		t.Errorf("the platform saw %d requests", n)
+	}
+}
+
+// TestHostileStalledBodyEveryRoute: the stalled-body row of the hostile-input table, on every
+// route that reads a JSON body: a body that stops arriving is a 408 in the route's own shape
+// once server.body_read_timeout has passed, nothing reaches the platform, and the server
+// goes on answering. (The sidecar upload streams to the platform as it arrives and is cut
+// after server.upload_idle_timeout without data, in sidecar_upload_test.go; the admin API's
+// row is in package admin.)
+func TestHostileStalledBodyEveryRoute(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	st, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	env := startEnv(t, envOptions{store: st, mutate: func(c *config.Config) { c.Server.BodyReadTimeout = timeout }})
+	t.Cleanup(env.server.Close)
+	for _, r := range []struct {
+		name, path, start string
+		shape             errorShape
+	}{
+		{"chat", "/v1/chat/completions", `{"model":"sim-chat","messages":[`, shapeOpenAI},
+		{"responses", "/v1/responses", `{"model":"sim-chat","input":"`, shapeOpenAI},
+		{"background", "/v1/responses", `{"model":"sim-chat","background":true,"input":"`, shapeOpenAI},
+		{"messages", "/v1/messages", `{"model":"sim-chat","max_tokens":16,"messages":[`, shapeAnthropic},
+		{"count_tokens", "/v1/messages/count_tokens", `{"model":"sim-chat","messages":[`, shapeAnthropic},
+	} {
+		t.Run(r.name, func(t *testing.T) {
+			env.sim.Reset()
+			resp, b, err := sendStalled(t, env.front.URL, "POST", r.path, keyAlpha1, 64<<10, []byte(r.start), 10*time.Second)
+			if err != nil {
+				t.Fatalf("no answer to a stalled body: %v", err)
+			}
+			if resp.StatusCode != http.StatusRequestTimeout {
+				t.Fatalf("status %d, want 408: %.300s", resp.StatusCode, b)
+			}
+			assertShape(t, r.shape, b)
+			if n := len(env.sim.Requests()); n != 0 {
+				t.Errorf("the platform saw %d requests", n)
+			}
+		})
+	}
+	if status, _, b := env.do(t, "POST", "/v1/responses", keyAlpha1, []byte(`{"model":"sim-chat","input":"hi"}`)); status != 200 {
+		t.Fatalf("after the stalled bodies: %d %s", status, b)
 	}
 }
