@@ -81,7 +81,9 @@ func TestCreateKeyStalledBody(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var e struct{ Error struct{ Code, Message string } }
+	var e struct {
+		Error struct{ Code, Message string }
+	}
 	if resp.StatusCode != http.StatusRequestTimeout || json.Unmarshal(b, &e) != nil || e.Error.Code != "request_timeout" || e.Error.Message == "" {
 		t.Fatalf("status %d: %s", resp.StatusCode, b)
 	}
