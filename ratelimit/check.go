@@ -17,13 +17,7 @@ import (
 // would have done. A store failure is allowed or refused as on_store_error says.
 func (l *Limiter) Check(ctx context.Context, req Request) (Decision, error) {
 	now := l.now()
-	a := &admission{n: 1, tokens: max(req.Tokens, 0)}
-	a.scopes[0] = req.Key
-	if req.Team != nil {
-		a.scopes[1] = *req.Team
-		a.n = 2
-	}
-	vs, err := l.store.views(ctx, now, a.scopes[:a.n])
+	a, views, err := l.look(ctx, now, req, req.Tokens)
 	if err != nil {
 		if ctx.Err() == nil {
 			l.storeFailed("check", err)
@@ -33,8 +27,6 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Decision, error) {
 		}
 		return Decision{Reason: ReasonStoreUnavailable, StoreError: true, RetryAfter: time.Second}, err
 	}
-	var views [2]view
-	copy(views[:], vs)
 	d := Decision{Allowed: true, Headers: headersFor(now, a, views)}
 	if req.Shadow {
 		return d, nil

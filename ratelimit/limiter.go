@@ -355,19 +355,28 @@ func (l *Limiter) Usage(ctx context.Context, scopes []Scope) ([]ScopeUsage, erro
 // too.
 func (l *Limiter) Peek(ctx context.Context, req Request) (Headers, error) {
 	now := l.now()
-	a := &admission{n: 1}
+	a, views, err := l.look(ctx, now, req, 0)
+	if err != nil {
+		return Headers{}, err
+	}
+	return headersFor(now, a, views), nil
+}
+
+// look reads req's scopes as they stand, for an admission of tokens that takes nothing.
+func (l *Limiter) look(ctx context.Context, now time.Time, req Request, tokens int64) (*admission, [2]view, error) {
+	a := &admission{n: 1, tokens: max(tokens, 0)}
 	a.scopes[0] = req.Key
 	if req.Team != nil {
 		a.scopes[1] = *req.Team
 		a.n = 2
 	}
+	var views [2]view
 	vs, err := l.store.views(ctx, now, a.scopes[:a.n])
 	if err != nil {
-		return Headers{}, err
+		return a, views, err
 	}
-	var views [2]view
 	copy(views[:], vs)
-	return headersFor(now, a, views), nil
+	return a, views, nil
 }
 
 // Ticket is an admitted request. Settle (or Release) it exactly once; more calls are ignored.
