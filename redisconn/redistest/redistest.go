@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,7 +27,9 @@ type Server struct {
 	args []string
 	dir  string
 	cmd  *exec.Cmd
-	t    testing.TB
+	// exited is closed when the process of cmd has ended.
+	exited <-chan struct{}
+	t      testing.TB
 }
 
 func binary(t testing.TB, name string) string {
@@ -41,34 +44,66 @@ func binary(t testing.TB, name string) string {
 	return p
 }
 
-func freePort(t testing.TB) int {
+// freePort is a loopback port nothing listens on. A cluster node also needs its bus port,
+// 10,000 higher: Redis refuses to start when that passes 65535 (a port above 55535, which
+// a fifth of the kernel's ephemeral range is), so for a node both must be free.
+func freePort(t testing.TB, cluster bool) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ok := true
+		if cluster {
+			ok = false
+			if port+10000 <= 65535 {
+				if bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000)); err == nil {
+					bus.Close()
+					ok = true
+				}
+			}
+		}
+		ln.Close()
+		if ok {
+			return port
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// startTries is how often Start picks another port for a server that exited at start: the
+// port it was given can be taken by another process between the look and the bind.
+const startTries = 3
 
 // Start runs redis-server with extra arguments (or a config file as the first one).
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
 	binary(t, "redis-server")
-	port := freePort(t)
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), dir: t.TempDir(), t: t}
-	// A config file comes first; later options override earlier ones, so extra ones win.
-	if len(extra) > 0 && !strings.HasPrefix(extra[0], "--") {
-		s.args = append(s.args, extra[0])
-		extra = extra[1:]
+	cluster := slices.Contains(extra, "--cluster-enabled")
+	for try := 1; ; try++ {
+		port := freePort(t, cluster)
+		s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), dir: t.TempDir(), t: t}
+		// A config file comes first; later options override earlier ones, so extra ones win.
+		rest := extra
+		if len(rest) > 0 && !strings.HasPrefix(rest[0], "--") {
+			s.args = append(s.args, rest[0])
+			rest = rest[1:]
+		}
+		s.args = append(s.args, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log"))
+		s.args = append(s.args, rest...)
+		s.run()
+		t.Cleanup(s.Kill)
+		if s.up(10 * time.Second) {
+			return s
+		}
+		log := s.Log()
+		s.Kill()
+		if try == startTries {
+			t.Fatalf("redis-server on %s did not come up after %d tries; its log:\n%s", s.Addr, try, log)
+		}
 	}
-	s.args = append(s.args, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log"))
-	s.args = append(s.args, extra...)
-	s.run()
-	t.Cleanup(s.Kill)
-	waitPing(t, s.Addr)
-	return s
 }
 
 func (s *Server) run() {
@@ -76,6 +111,29 @@ func (s *Server) run() {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	s.exited = exited
+	go func(cmd *exec.Cmd) {
+		_ = cmd.Wait()
+		close(exited)
+	}(s.cmd)
+}
+
+// up waits until the server answers PING (true), or until it exited or limit passed (false).
+func (s *Server) up(limit time.Duration) bool {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); {
+		if c.Ping(context.Background()).Err() == nil {
+			return true
+		}
+		select {
+		case <-s.exited:
+			return false
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return false
 }
 
 // Log is the server's log so far.
@@ -90,7 +148,7 @@ func (s *Server) Kill() {
 		return
 	}
 	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
+	<-s.exited
 	s.cmd = nil
 }
 

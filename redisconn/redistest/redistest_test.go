@@ -39,3 +39,14 @@ func TestStartSentinel(t *testing.T) {
 	s.WaitPromoted(t, 15*time.Second)
 	t.Logf("promoted in %v", time.Since(start))
 }
+
+// TestClusterPortsLeaveRoomForTheBus: a cluster node's port is one whose bus port (10,000
+// higher) exists; a fifth of the ephemeral range does not, and a node given such a port
+// exits at once (TestStartCluster failed on it now and then).
+func TestClusterPortsLeaveRoomForTheBus(t *testing.T) {
+	for range 300 {
+		if p := freePort(t, true); p+10000 > 65535 {
+			t.Fatalf("cluster port %d: its bus port %d does not exist", p, p+10000)
+		}
+	}
+}
