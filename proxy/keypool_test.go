@@ -11,6 +11,7 @@ import (
 
 	"modelgate/auth"
 	"modelgate/platformsim"
+	"modelgate/reqlog"
 	"modelgate/testclock"
 )
 
@@ -123,7 +124,7 @@ func (pe *poolEnv) keyStates(t *testing.T) map[string]string {
 	var u struct {
 		Teams []struct {
 			Name         string
-			PlatformKeys []KeyState `json:"platform_keys"`
+			PlatformKeys []reqlog.KeyState `json:"platform_keys"`
 		}
 	}
 	if err := json.Unmarshal(body, &u); err != nil {
@@ -158,7 +159,7 @@ func TestKeyPoolRejectedKeyCostsOneTry(t *testing.T) {
 		t.Errorf("platform saw key A %d times and key B %d times, want 1 and 6", a, b)
 	}
 	fpA, fpB := keyFingerprint(pe.keyA), keyFingerprint(pe.keyB)
-	if got := pe.keyStates(t); got[fpA] != keyOut || got[fpB] != keyHealthy {
+	if got := pe.keyStates(t); got[fpA] != reqlog.KeyOut || got[fpB] != reqlog.KeyHealthy {
 		t.Errorf("key states = %v, want A (%s) out and B (%s) healthy", got, fpA, fpB)
 	}
 	if !strings.Contains(pe.logs.String(), fpA) || !strings.Contains(pe.logs.String(), "platform key taken out of service") {
@@ -198,13 +199,13 @@ func TestKeyPoolReprobeAndReload(t *testing.T) {
 	if a, _ := pe.sent(); a != 3 {
 		t.Fatalf("key A: %d tries, want the third probe", a)
 	}
-	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != keyHealthy {
+	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != reqlog.KeyHealthy {
 		t.Errorf("key A after a good probe: %s", got)
 	}
 
 	pe.sim.SetKeyReply(pe.keyA, platformsim.Reply{Status: 403, Body: []byte(`{}`)})
 	pe.call(t, false)
-	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != keyOut {
+	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != reqlog.KeyOut {
 		t.Fatalf("key A after a 403: %s", got)
 	}
 	a, err := auth.New(pe.cfg)
@@ -212,7 +213,7 @@ func TestKeyPoolReprobeAndReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	pe.server.Reload(pe.cfg, a)
-	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != keyHealthy {
+	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != reqlog.KeyHealthy {
 		t.Errorf("key A after a reload: %s", got)
 	}
 }
@@ -243,7 +244,7 @@ func TestKeyPoolRateLimitedKeyMovesTraffic(t *testing.T) {
 	if a, b := pe.sent(); a != 1 || b != 5 {
 		t.Errorf("A %d, B %d; want the 429 once on A, then everything on B", a, b)
 	}
-	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != keyCooling {
+	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != reqlog.KeyCooling {
 		t.Errorf("key A after a 429: %s", got)
 	}
 	pe.sim.ClearKeyReply(pe.keyA)

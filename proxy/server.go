@@ -18,6 +18,7 @@ import (
 	"modelgate/config"
 	"modelgate/platform"
 	"modelgate/ratelimit"
+	"modelgate/reqlog"
 	"modelgate/store"
 	"modelgate/stored"
 	"modelgate/tracing"
@@ -31,7 +32,7 @@ type Deps struct {
 	Platform *platform.Client
 	Logger   *slog.Logger
 	// Hooks are optional observers (metrics); nil fields are skipped.
-	Hooks Hooks
+	Hooks reqlog.Hooks
 	// MetricsHandler, when set, is served at GET /metrics.
 	MetricsHandler http.Handler
 	// Now is the clock for caches and asset expiry; nil means time.Now. Tests inject one.
@@ -50,40 +51,6 @@ type Deps struct {
 
 	// Tracer, when set, traces requests (see package tracing); nil is tracing off.
 	Tracer *tracing.Tracer
-}
-
-// Hooks let the operations layer observe requests without the handlers knowing about it.
-type Hooks struct {
-	// RequestStarted and RequestDone bracket every request (in-flight gauges).
-	RequestStarted func()
-	// RequestDone is called once per request after the answer was written.
-	RequestDone func(RequestSummary)
-	// StreamOpened and StreamClosed bracket every streamed answer.
-	StreamOpened, StreamClosed func(route string)
-}
-
-// RequestSummary is the record of one finished request, for logs and metrics.
-type RequestSummary struct {
-	RequestID    string
-	Route        string
-	Method       string
-	Team, Key    string
-	Model        string
-	Status       int
-	Stream       bool
-	Duration     time.Duration
-	TTFB         time.Duration
-	InputTokens  int64
-	OutputTokens int64
-	Attempts     int
-	ErrorCode    string
-	Refusal      string
-	UpstreamErr  string
-	CostMicros   int64 // what the call cost at the model's price, in micro-units of pricing.currency
-	// UsageEstimated names why the settled usage is an upper bound rather than the
-	// platform's figure; "" when it is the platform's (see docs/accounting.md).
-	UsageEstimated string
-	TraceID        string // set when the request was traced
 }
 
 // state is everything a config reload replaces. Requests load it once at their start, so a
@@ -113,7 +80,7 @@ type Server struct {
 	limiter  *ratelimit.Limiter
 	platform *platform.Client
 	log      *slog.Logger
-	hooks    Hooks
+	hooks    reqlog.Hooks
 	now      func() time.Time
 	engine   *gin.Engine
 	ready    atomic.Bool
@@ -306,7 +273,7 @@ func (s *Server) finish(c *gin.Context, ri *requestInfo) {
 	if ri.clientGone && !c.Writer.Written() {
 		status = statusClientClosedRequest
 	}
-	sum := RequestSummary{
+	sum := reqlog.RequestSummary{
 		RequestID: ri.requestID, Route: ri.route, Method: c.Request.Method,
 		Team: ri.team, Key: ri.keyName, Model: printable(ri.model, maxLoggedModel), Status: status, Stream: ri.stream,
 		Duration: time.Since(ri.start), TTFB: ri.ttfb,
@@ -324,7 +291,7 @@ func (s *Server) finish(c *gin.Context, ri *requestInfo) {
 	}
 }
 
-func (s *Server) logRequest(r RequestSummary) {
+func (s *Server) logRequest(r reqlog.RequestSummary) {
 	level := slog.LevelInfo
 	if r.Status >= 500 {
 		level = slog.LevelWarn

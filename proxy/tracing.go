@@ -15,6 +15,7 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 	"go.opentelemetry.io/otel/trace"
 
+	"modelgate/reqlog"
 	"modelgate/tracing"
 	"modelgate/translate"
 )
@@ -325,7 +326,7 @@ func finishReason(status, incomplete string, output gjson.Result) string {
 // access log carries.
 //
 //go:noinline
-func (s *Server) endTrace(ri *requestInfo, sum *RequestSummary) {
+func (s *Server) endTrace(ri *requestInfo, sum *reqlog.RequestSummary) {
 	ts := ri.trace
 	if sc := ts.span.SpanContext(); sc.HasTraceID() {
 		sum.TraceID = sc.TraceID().String()
