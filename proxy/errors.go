@@ -7,7 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"modelgate/platform"
+	"modelgate/sidecar"
 )
 
 // OpenAI error types used on /v1 routes.
@@ -58,8 +58,7 @@ func abortOpenAI(c *gin.Context, status int, typ, code, param, msg string) {
 // abortEnvelope answers a sidecar route with the platform's envelope.
 func abortEnvelope(c *gin.Context, status, code int, msg string) {
 	info(c).errCode = strconv.Itoa(code)
-	b, _ := json.Marshal(platform.Envelope{Code: code, Msg: msg})
-	c.Data(status, "application/json", b)
+	c.Data(status, "application/json", sidecar.Envelope(code, msg))
 	c.Abort()
 }
 

@@ -304,7 +304,7 @@ func TestKeyPoolAssetReadWithUploadingKey(t *testing.T) {
 	if a, b := pe.sent(); a != 1 || b != 0 {
 		t.Fatalf("upload went A %d, B %d", a, b)
 	}
-	o, ok, err := pe.limiter.Owner(t.Context(), data.AssetID)
+	o, ok, err := pe.server.owners.Owner(t.Context(), data.AssetID)
 	if err != nil || !ok || o.Team != "alpha" || o.KeyFingerprint != keyFingerprint(pe.keyA) {
 		t.Fatalf("owner record = %+v %v %v", o, ok, err)
 	}

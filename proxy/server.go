@@ -19,6 +19,7 @@ import (
 	"modelgate/platform"
 	"modelgate/ratelimit"
 	"modelgate/reqlog"
+	"modelgate/sidecar"
 	"modelgate/store"
 	"modelgate/stored"
 	"modelgate/tracing"
@@ -95,6 +96,7 @@ type Server struct {
 	bg       *backgroundJobs // background responses this instance runs
 	tracer   *tracing.Tracer // nil: tracing off
 	traced   atomic.Int64    // traced requests whose span has not ended yet
+	owners   sidecar.Owners  // who uploaded each asset (sidecar routes)
 }
 
 // New builds a Server. The config must already be validated.
@@ -115,6 +117,7 @@ func New(d Deps) (*Server, error) {
 		return nil, err
 	}
 	s.bg = newBackgroundJobs(exclusiveStore(d.Store))
+	s.owners = s.sidecarOwners()
 	s.reapOrphans()
 	s.Reload(d.Config, d.Auth)
 	s.engine = s.routes(d.MetricsHandler)
@@ -214,7 +217,7 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	msgs.POST("", s.messages)
 	msgs.POST("/count_tokens", s.countTokens)
 
-	s.sidecarRoutes(e)
+	s.sidecarRoutes(e, s.owners)
 	s.adminRoutes(e)
 	return e
 }
@@ -224,7 +227,7 @@ func (s *Server) noRoute(c *gin.Context) {
 	if strings.HasPrefix(c.Request.URL.Path, "/v1/messages/") {
 		s.markAnthropic(c) // an Anthropic client's 404 in its own shape
 	}
-	if isSidecarPath(c.Request.URL.Path) {
+	if sidecar.IsPath(c.Request.URL.Path) {
 		abortEnvelope(c, http.StatusNotFound, platform.CodeBusiness, "not found")
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 	sse "github.com/tmaxmax/go-sse"
 
+	"modelgate/platform"
 	"modelgate/ratelimit"
 	"modelgate/translate"
 )
@@ -430,7 +431,7 @@ func streamEndKind(err error) string {
 	if errors.Is(err, errEventTooLarge) || strings.Contains(err.Error(), "too long") || strings.Contains(err.Error(), "token") {
 		return "stream_event_too_large"
 	}
-	return upstreamErrorKind(err)
+	return platform.ErrorKind(err)
 }
 
 // responsesErrorEvent is the error event that ends a failed Responses stream. It carries the

@@ -15,6 +15,7 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 	"go.opentelemetry.io/otel/trace"
 
+	"modelgate/platform"
 	"modelgate/reqlog"
 	"modelgate/tracing"
 	"modelgate/translate"
@@ -373,7 +374,7 @@ func endAttempt(span trace.Span, req *http.Request, n int, resp *http.Response, 
 		a.Status = resp.StatusCode
 	}
 	if err != nil {
-		a.ErrKind = upstreamErrorKind(err)
+		a.ErrKind = platform.ErrorKind(err)
 	}
 	tracing.EndAttempt(span, a)
 }

@@ -2,16 +2,14 @@ package proxy
 
 import (
 	"context"
-	"errors"
-	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"strconv"
-	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"modelgate/platform"
 )
 
 // retryPolicy is modelgate's one rule for trying an upstream call again.
@@ -49,7 +47,7 @@ func (p retryPolicy) decide(done int, resp *http.Response, err error, remaining 
 	}
 	switch {
 	case err != nil:
-		if !isDialError(err) {
+		if !platform.IsDialError(err) {
 			return 0, false
 		}
 	case resp != nil:
@@ -104,34 +102,6 @@ func retryAfter(h http.Header) (time.Duration, bool) {
 		return max(time.Until(t), 0), true
 	}
 	return 0, false
-}
-
-func isDialError(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	return errors.Is(err, syscall.ECONNREFUSED)
-}
-
-// upstreamErrorKind names a transport failure for logs and metrics (bounded label values).
-func upstreamErrorKind(err error) string {
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	case errors.As(err, &ne) && ne.Timeout():
-		// Before the dial check: a connect that timed out (a blackholed platform) is a
-		// gateway timeout, 504, like a platform that does not answer; a refused one is 502.
-		return "timeout"
-	case isDialError(err):
-		return "dial"
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF):
-		return "reset"
-	}
-	return "other"
 }
 
 // attempt sends one upstream call built by build with a key from keys, retrying by policy.

@@ -393,41 +393,6 @@ func ints(vals []any) []int64 {
 	return out
 }
 
-func ownerKey(assetID string) string { return keyPrefix + "owner:" + assetID }
-
-func (r *redisStore) putOwner(parent context.Context, assetID string, o AssetOwner, expires time.Time) error {
-	ctx, cancel := r.ctx(parent)
-	defer cancel()
-	// Redis expires keys by its own clock, so it is told how long, never until when: an
-	// absolute time from the injected clock would be read against the server's (see
-	// docs/architecture.md, "Time"). The value keeps the absolute expiry for owner() to check
-	// against the injected clock.
-	ttl := expires.Sub(r.now())
-	if ttl <= 0 {
-		return r.rdb.Del(ctx, ownerKey(assetID)).Err()
-	}
-	val := strconv.FormatInt(expires.UnixNano(), 10) + "|" + o.encode()
-	return r.rdb.SetArgs(ctx, ownerKey(assetID), val, redis.SetArgs{TTL: ttl}).Err()
-}
-
-func (r *redisStore) owner(parent context.Context, now time.Time, assetID string) (AssetOwner, bool, error) {
-	ctx, cancel := r.ctx(parent)
-	defer cancel()
-	val, err := r.rdb.Get(ctx, ownerKey(assetID)).Result()
-	if errors.Is(err, redis.Nil) {
-		return AssetOwner{}, false, nil
-	}
-	if err != nil {
-		return AssetOwner{}, false, err
-	}
-	exp, owner, ok := strings.Cut(val, "|")
-	n, perr := strconv.ParseInt(exp, 10, 64)
-	if !ok || perr != nil || n <= now.UnixNano() {
-		return AssetOwner{}, false, nil
-	}
-	return decodeOwner(owner), true, nil
-}
-
 // renewLoop keeps this replica's slots alive. A replica that dies stops renewing, and its
 // slots fall out of every count LeaseTTL later.
 // It also sends failed settles again, every settleRetryEvery while any wait.
