@@ -12,13 +12,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
-	sse "github.com/tmaxmax/go-sse"
 	"go.opentelemetry.io/otel/trace"
 
 	"modelgate/platform"
 	"modelgate/reqlog"
 	"modelgate/tracing"
-	"modelgate/translate"
 )
 
 // Tracing, when Deps.Tracer is set. Every hook below sits behind a nil check of the Server's
@@ -229,23 +227,6 @@ func (ri *requestInfo) traceEvent(typ string, data []byte) {
 	if ri.trace != nil {
 		ri.traceEventOn(typ, data)
 	}
-}
-
-// aggregateTraced is completeOne's loop over an upstream stream, for a traced request: each
-// event is seen by the trace too. A loop of its own keeps the untraced loop's frame as it was.
-//
-//go:noinline
-func aggregateTraced(ri *requestInfo, agg *translate.Aggregator, body io.Reader) bool {
-	for ev, err := range sse.Read(body, sseReadConfig) {
-		if err != nil {
-			return false
-		}
-		ri.traceEventOn(ev.Type, bytesOf(ev.Data))
-		if agg.Feed(ev.Type, bytesOf(ev.Data)) {
-			return true
-		}
-	}
-	return false
 }
 
 // traceSent counts one write of events to the client.
