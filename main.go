@@ -264,8 +264,7 @@ func serve(o options, logger *slog.Logger) error {
 		DialTimeout:           cfg.Upstream.DialTimeout,
 		ResponseHeaderTimeout: cfg.Upstream.ResponseHeaderTimeout,
 	})
-	platform.Version = version
-	client, err := platform.New(cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL, transport)
+	client, err := platform.New(cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL, transport, platform.WithVersion(version))
 	if err != nil {
 		return err
 	}
