@@ -659,7 +659,7 @@ func (cc *chatCall) pumpMerged(resps []*http.Response, cancels []context.CancelF
 	if cc.meta.IncludeUsage {
 		cc.write(translate.UsageChunk(cc.meta, sumUsage(usagesOf(convs))))
 	}
-	cc.write(translate.DoneFrame)
+	cc.write([]byte(translate.DoneFrame))
 }
 
 // isErrorFrame reports whether a choice ended with an error frame rather than a finish chunk.

@@ -10,8 +10,8 @@ import (
 // chunkSlack is room for a chunk's delta and closing beyond the fixed head.
 const chunkSlack = 160
 
-// DoneFrame ends every chat stream.
-var DoneFrame = []byte("data: [DONE]\n\n")
+// DoneFrame ends every chat stream. A constant, so no caller can change what the others send.
+const DoneFrame = "data: [DONE]\n\n"
 
 // StreamConverter turns a Responses event stream into chat.completion.chunk frames, one
 // upstream event at a time. It is not safe for concurrent use.
