@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/spf13/pflag"
 
 	"modelgate/auth"
@@ -47,6 +48,9 @@ type options struct {
 }
 
 func main() {
+	// gin's mode is process-wide and only decides whether it prints its routes and
+	// warnings; it is set here once, before any engine exists.
+	gin.SetMode(gin.ReleaseMode)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -180,7 +180,6 @@ func (s *Server) WaitSettled(ctx context.Context) bool {
 func (s *Server) state() *state { return s.st.Load() }
 
 func (s *Server) routes(metrics http.Handler) *gin.Engine {
-	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	// Routing on the decoded path with no fix-ups: an encoded slash in an id can never reach
 	// a different route, and no redirect answers on our behalf.
