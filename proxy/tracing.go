@@ -349,7 +349,7 @@ func (s *Server) sendAttempt(ctx context.Context, req *http.Request) {
 // endAttempt closes an attempt that will not be relayed: retried, or failed without an answer.
 //
 //go:noinline
-func endAttempt(span trace.Span, req *http.Request, n int, resp *http.Response, err error) {
+func (s *Server) endAttempt(span trace.Span, req *http.Request, n int, resp *http.Response, err error) {
 	a := tracing.Attempt{Request: req, N: n}
 	if resp != nil {
 		a.Status = resp.StatusCode
@@ -357,7 +357,7 @@ func endAttempt(span trace.Span, req *http.Request, n int, resp *http.Response, 
 	if err != nil {
 		a.ErrKind = platform.ErrorKind(err)
 	}
-	tracing.EndAttempt(span, a)
+	s.tracer.EndAttempt(span, a)
 }
 
 // finalAttempt ends the span of an attempt that failed for good, or hands it to the answer
@@ -365,17 +365,18 @@ func endAttempt(span trace.Span, req *http.Request, n int, resp *http.Response, 
 // as long as the stream.
 //
 //go:noinline
-func finalAttempt(span trace.Span, req *http.Request, n int, resp *http.Response, err error) {
+func (s *Server) finalAttempt(span trace.Span, req *http.Request, n int, resp *http.Response, err error) {
 	if err != nil || resp == nil {
-		endAttempt(span, req, n, resp, err)
+		s.endAttempt(span, req, n, resp, err)
 		return
 	}
-	resp.Body = &spanBody{ReadCloser: resp.Body, span: span, attempt: tracing.Attempt{Request: req, N: n, Status: resp.StatusCode}}
+	resp.Body = &spanBody{ReadCloser: resp.Body, tracer: s.tracer, span: span, attempt: tracing.Attempt{Request: req, N: n, Status: resp.StatusCode}}
 }
 
 // spanBody ends an attempt's span when the answer it carries is closed.
 type spanBody struct {
 	io.ReadCloser
+	tracer  *tracing.Tracer
 	span    trace.Span
 	attempt tracing.Attempt
 	once    atomic.Bool
@@ -384,7 +385,7 @@ type spanBody struct {
 func (b *spanBody) Close() error {
 	err := b.ReadCloser.Close()
 	if b.once.CompareAndSwap(false, true) {
-		tracing.EndAttempt(b.span, b.attempt)
+		b.tracer.EndAttempt(b.span, b.attempt)
 	}
 	return err
 }

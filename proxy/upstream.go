@@ -137,7 +137,7 @@ func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadli
 		req, err := build(actx, key)
 		if err != nil {
 			if span != nil {
-				endAttempt(span, nil, done, nil, err)
+				s.endAttempt(span, nil, done, nil, err)
 			}
 			if k != nil {
 				k.release()
@@ -164,7 +164,7 @@ func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadli
 			if v := keys.pool.observe(k, resp, err); v != keyFine && ctx.Err() == nil {
 				if n, ok := keys.next(tried); ok {
 					if span != nil {
-						endAttempt(span, req, done, resp, err)
+						s.endAttempt(span, req, done, resp, err)
 					}
 					discard(resp)
 					next = n
@@ -176,12 +176,12 @@ func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadli
 		wait, again := policy.decide(judged, resp, err, time.Until(deadline))
 		if !again || ctx.Err() != nil {
 			if span != nil {
-				finalAttempt(span, req, done, resp, err)
+				s.finalAttempt(span, req, done, resp, err)
 			}
 			return resp, err
 		}
 		if span != nil {
-			endAttempt(span, req, done, resp, err)
+			s.endAttempt(span, req, done, resp, err)
 		}
 		discard(resp)
 		sleep := policy.sleep
