@@ -29,6 +29,7 @@ import (
 	"modelgate/platformsim"
 	"modelgate/proxy"
 	"modelgate/ratelimit"
+	"modelgate/redisconn"
 	"modelgate/store"
 	"modelgate/tracing"
 )
@@ -78,6 +79,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "modelgate:", err)
 		return 2
 	}
+	redisconn.RouteLogs(logger) // process-wide in go-redis: once, here
 	if err := serve(opts, logger); err != nil {
 		logger.Error("modelgate stopped", "error", err.Error())
 		return 1

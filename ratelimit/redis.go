@@ -65,7 +65,6 @@ func newRedisStore(opts Options, now func() time.Time, log *slog.Logger) (*redis
 	if err != nil {
 		return nil, err
 	}
-	routeRedisLogs.Do(func() { redis.SetLogger(slogPrintf{log}) })
 	r := &redisStore{
 		rdb: rdb, now: now, log: log, timeout: opts.StoreTimeout, leaseTTL: opts.LeaseTTL,
 		stop: make(chan struct{}), done: make(chan struct{}),
@@ -451,17 +450,6 @@ func (r *redisStore) close() error {
 		r.log.Warn("rate limit settles lost at shutdown: Redis could not be reached", "settles", n)
 	}
 	return r.rdb.Close()
-}
-
-// routeRedisLogs sends go-redis's own messages (dial failures, already reported by
-// Limiter.Admit) to the first Limiter's logger at debug level instead of stderr. go-redis has
-// one process-wide logger; modelgate has one Limiter.
-var routeRedisLogs sync.Once
-
-type slogPrintf struct{ log *slog.Logger }
-
-func (s slogPrintf) Printf(ctx context.Context, format string, v ...any) {
-	s.log.DebugContext(ctx, "redis: "+fmt.Sprintf(format, v...))
 }
 
 func newLeaseID() string {
