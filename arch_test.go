@@ -18,7 +18,7 @@ var allowedImports = map[string][]string{
 	"modelgate/tracing/tracingtest": {},
 	"modelgate/metrics":             {"reqlog", "auth", "config"},
 	"modelgate/reqlog":              {},
-	"modelgate/sidecar":             {"platform", "store"},
+	"modelgate/sidecar":             {"platform", "store", "reqlog"},
 	"modelgate/proxy":               {"translate", "ratelimit", "auth", "platform", "store", "stored", "billing", "tracing", "tokens", "reqlog", "sidecar", "config"},
 	"modelgate/admin":               {"auth", "billing", "ratelimit", "store", "config"},
 	"modelgate/billing":             {"store", "config"},

@@ -49,13 +49,13 @@ type options struct {
 }
 
 func main() {
-	// gin's mode is process-wide and only decides whether it prints its routes and
-	// warnings; it is set here once, before any engine exists.
-	gin.SetMode(gin.ReleaseMode)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	// gin's mode is process-wide and only decides whether it prints its routes and
+	// warnings: the binary sets it here, before any engine exists (proxy.New leaves it).
+	gin.SetMode(gin.ReleaseMode)
 	if len(args) > 0 {
 		switch args[0] {
 		case "check":

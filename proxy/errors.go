@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/reqlog"
 	"modelgate/sidecar"
 )
 
@@ -77,26 +78,4 @@ func sanitizePath(p string) string { return printable(p, 200) }
 const maxLoggedModel = 128
 
 // printable returns at most max bytes of s with anything outside printable ASCII replaced.
-func printable(p string, max int) string {
-	if len(p) <= max && printableASCII(p) {
-		return p // the common case: no copy
-	}
-	out := make([]byte, 0, min(len(p), max))
-	for i := 0; i < len(p) && len(out) < max; i++ {
-		ch := p[i]
-		if ch < 0x20 || ch > 0x7e {
-			ch = '?'
-		}
-		out = append(out, ch)
-	}
-	return string(out)
-}
-
-func printableASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
+func printable(p string, max int) string { return reqlog.Printable(p, max) }

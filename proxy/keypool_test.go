@@ -291,26 +291,17 @@ func TestKeyPoolSpreadsLoad(t *testing.T) {
 // uploaded it, so GET assets/{id} goes with that key whatever the pool would pick.
 func TestKeyPoolAssetReadWithUploadingKey(t *testing.T) {
 	pe := newPoolEnv(t, true, true)
-	status, body := uploadSpecRequest(t, pe.testEnv, keyAlpha1, uploadSpec{fileSize: 64}, false)
-	if status != http.StatusOK {
-		t.Fatalf("upload: %d %s", status, body)
-	}
-	var data struct {
-		AssetID string `json:"asset_id"`
-	}
-	if err := json.Unmarshal(assertEnvelope(t, body).Data, &data); err != nil || data.AssetID == "" {
-		t.Fatalf("no asset id: %s", body)
-	}
+	asset := uploadedAsset(t, pe.testEnv, keyAlpha1, 64)
 	if a, b := pe.sent(); a != 1 || b != 0 {
 		t.Fatalf("upload went A %d, B %d", a, b)
 	}
-	o, ok, err := pe.server.owners.Owner(t.Context(), data.AssetID)
+	o, ok, err := pe.server.owners.Owner(t.Context(), asset)
 	if err != nil || !ok || o.Team != "alpha" || o.KeyFingerprint != keyFingerprint(pe.keyA) {
 		t.Fatalf("owner record = %+v %v %v", o, ok, err)
 	}
 	pe.pinTies(1) // the pool would now pick B
 	for range 3 {
-		status, h, got := pe.do(t, "GET", "/api/open/v2/assets/"+data.AssetID, keyAlpha1, nil)
+		status, h, got := pe.do(t, "GET", "/api/open/v2/assets/"+asset, keyAlpha1, nil)
 		pe.assertNoPoolKey(t, h, got)
 		if status != http.StatusOK || *assertEnvelope(t, got).Code != 0 {
 			t.Fatalf("read back: %d %s", status, got)

@@ -550,11 +550,10 @@ func TestSidecarUpload100MBPlusOneRefused(t *testing.T) {
 	}
 }
 
-// TestSidecarAssetOwnership: an asset is visible only to the team that uploaded it; other
-// teams get the unknown-id answer and the platform is never asked.
-func TestSidecarAssetOwnership(t *testing.T) {
-	env := newTestEnv(t, "", nil)
-	status, body := uploadSpecRequest(t, env, keyAlpha1, uploadSpec{fileSize: 512}, false)
+// uploadedAsset uploads a file of size bytes with key and returns the new asset's id.
+func uploadedAsset(t *testing.T, env *testEnv, key string, size int64) string {
+	t.Helper()
+	status, body := uploadSpecRequest(t, env, key, uploadSpec{fileSize: size}, false)
 	if status != http.StatusOK {
 		t.Fatalf("upload: %d %s", status, body)
 	}
@@ -564,7 +563,14 @@ func TestSidecarAssetOwnership(t *testing.T) {
 	if err := json.Unmarshal(assertEnvelope(t, body).Data, &data); err != nil || data.AssetID == "" {
 		t.Fatalf("no asset id: %s", body)
 	}
-	assetPath := "/api/open/v2/assets/" + data.AssetID
+	return data.AssetID
+}
+
+// TestSidecarAssetOwnership: an asset is visible only to the team that uploaded it; other
+// teams get the unknown-id answer and the platform is never asked.
+func TestSidecarAssetOwnership(t *testing.T) {
+	env := newTestEnv(t, "", nil)
+	assetPath := "/api/open/v2/assets/" + uploadedAsset(t, env, keyAlpha1, 512)
 	getsOfAsset := func() int {
 		n := 0
 		for _, r := range env.sim.Requests() {
@@ -603,25 +609,16 @@ func TestSidecarAssetOwnersShared(t *testing.T) {
 	}
 	t.Cleanup(func() { bolt.Close() })
 	uploader := startEnv(t, envOptions{store: sharedStore{bolt}})
-	status, body := uploadSpecRequest(t, uploader, keyAlpha1, uploadSpec{fileSize: 64}, false)
-	if status != http.StatusOK {
-		t.Fatalf("upload: %d %s", status, body)
-	}
-	var data struct {
-		AssetID string `json:"asset_id"`
-	}
-	if err := json.Unmarshal(assertEnvelope(t, body).Data, &data); err != nil || data.AssetID == "" {
-		t.Fatalf("no asset id: %s", body)
-	}
+	asset := uploadedAsset(t, uploader, keyAlpha1, 64)
 	// The other replica asks its own platform, which has never seen the asset: a 404 from
 	// there would mean the platform was asked, an envelope code 0 cannot come back.
 	reader := startEnv(t, envOptions{store: sharedStore{bolt}})
-	reader.sim.Enqueue(assetsPath+"/"+data.AssetID, platformsim.Reply{Status: 200, Body: []byte(`{"code":0,"msg":"success","data":{}}`)})
-	status, _, got := reader.do(t, "GET", assetsPath+"/"+data.AssetID, keyAlpha2, nil)
+	reader.sim.Enqueue(assetsPath+"/"+asset, platformsim.Reply{Status: 200, Body: []byte(`{"code":0,"msg":"success","data":{}}`)})
+	status, _, got := reader.do(t, "GET", assetsPath+"/"+asset, keyAlpha2, nil)
 	if status != http.StatusOK || *assertEnvelope(t, got).Code != 0 {
 		t.Fatalf("read on the other replica: %d %s", status, got)
 	}
-	status, _, got = reader.do(t, "GET", assetsPath+"/"+data.AssetID, keyBeta, nil)
+	status, _, got = reader.do(t, "GET", assetsPath+"/"+asset, keyBeta, nil)
 	if status != http.StatusNotFound {
 		t.Fatalf("other team on the other replica: %d %s", status, got)
 	}

@@ -58,3 +58,30 @@ type KeyState struct {
 	State       string `json:"state"` // KeyHealthy, KeyCooling or KeyOut
 	InFlight    int64  `json:"in_flight"`
 }
+
+// Printable returns at most max bytes of s with anything outside printable ASCII replaced by
+// '?': how a caller's own text (a model name, a path, a parameter name) may appear in a log
+// line or an error message.
+func Printable(s string, max int) string {
+	if len(s) <= max && printableASCII(s) {
+		return s // the common case: no copy
+	}
+	out := make([]byte, 0, min(len(s), max))
+	for i := 0; i < len(s) && len(out) < max; i++ {
+		ch := s[i]
+		if ch < 0x20 || ch > 0x7e {
+			ch = '?'
+		}
+		out = append(out, ch)
+	}
+	return string(out)
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

@@ -3,6 +3,8 @@ package sidecar
 import (
 	"net/url"
 	"strconv"
+
+	"modelgate/reqlog"
 )
 
 // maxIDLen bounds run and asset ids. The platform's ids are far shorter; the bound only
@@ -46,7 +48,7 @@ func printableName(name string) string {
 	if len(name) > 40 {
 		name = name[:40] + "..."
 	}
-	return "'" + printable(name, 200) + "'"
+	return "'" + reqlog.Printable(name, 200) + "'"
 }
 
 // strictQuery parses a raw query and accepts only the allowed names, each at most once.

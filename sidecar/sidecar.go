@@ -149,17 +149,3 @@ func abort(c *gin.Context, status, code int, msg string) {
 	c.Data(status, "application/json", Envelope(code, msg))
 	c.Abort()
 }
-
-// printable returns at most max bytes of s with anything outside printable ASCII replaced,
-// so a caller's text can be quoted in a message.
-func printable(s string, max int) string {
-	out := make([]byte, 0, min(len(s), max))
-	for i := 0; i < len(s) && len(out) < max; i++ {
-		ch := s[i]
-		if ch < 0x20 || ch > 0x7e {
-			ch = '?'
-		}
-		out = append(out, ch)
-	}
-	return string(out)
-}
