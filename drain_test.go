@@ -17,6 +17,7 @@ import (
 	"modelgate/platformsim"
 	"modelgate/proxy"
 	"modelgate/ratelimit"
+	"modelgate/reqlog"
 )
 
 // TestDrainSettlesBeforeTheLimiterCloses: a SIGTERM drain that runs out of time closes the
@@ -53,7 +54,7 @@ teams: [{name: d, keys: [{name: k, key: mg-drain-key-1}]}]
 	defer limiter.Close()
 	logger := slog.New(slog.DiscardHandler)
 	// A handler that takes a moment to finish after its connection was closed.
-	slowEnd := proxy.Hooks{StreamOpened: func(string) {}, StreamClosed: func(string) { time.Sleep(200 * time.Millisecond) }}
+	slowEnd := reqlog.Hooks{StreamOpened: func(string) {}, StreamClosed: func(string) { time.Sleep(200 * time.Millisecond) }}
 	srv, err := proxy.New(proxy.Deps{Config: cfg, Auth: a, Limiter: limiter, Platform: pc, Logger: logger, Hooks: slowEnd})
 	if err != nil {
 		t.Fatal(err)

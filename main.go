@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/spf13/pflag"
 
 	"modelgate/auth"
@@ -28,6 +29,7 @@ import (
 	"modelgate/platformsim"
 	"modelgate/proxy"
 	"modelgate/ratelimit"
+	"modelgate/redisconn"
 	"modelgate/store"
 	"modelgate/tracing"
 )
@@ -51,6 +53,9 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	// gin's mode is process-wide and only decides whether it prints its routes and
+	// warnings: the binary sets it here, before any engine exists (proxy.New leaves it).
+	gin.SetMode(gin.ReleaseMode)
 	if len(args) > 0 {
 		switch args[0] {
 		case "check":
@@ -74,6 +79,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "modelgate:", err)
 		return 2
 	}
+	redisconn.RouteLogs(logger) // process-wide in go-redis: once, here
 	if err := serve(opts, logger); err != nil {
 		logger.Error("modelgate stopped", "error", err.Error())
 		return 1
@@ -264,8 +270,7 @@ func serve(o options, logger *slog.Logger) error {
 		DialTimeout:           cfg.Upstream.DialTimeout,
 		ResponseHeaderTimeout: cfg.Upstream.ResponseHeaderTimeout,
 	})
-	platform.Version = version
-	client, err := platform.New(cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL, transport)
+	client, err := platform.New(cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL, transport, platform.WithVersion(version))
 	if err != nil {
 		return err
 	}

@@ -3,12 +3,12 @@ package metrics
 import (
 	"strings"
 
-	"modelgate/proxy"
+	"modelgate/reqlog"
 )
 
 // Hooks returns the observers to hand to proxy.Deps.
-func (m *Metrics) Hooks() proxy.Hooks {
-	return proxy.Hooks{
+func (m *Metrics) Hooks() reqlog.Hooks {
+	return reqlog.Hooks{
 		RequestStarted: m.inFlight.Inc,
 		RequestDone:    m.requestDone,
 		StreamOpened:   func(r string) { m.openStreams.WithLabelValues(route(r)).Inc() },
@@ -22,7 +22,7 @@ const (
 	storeAllowedRef = "store_unavailable_allowed"
 )
 
-func (m *Metrics) requestDone(s proxy.RequestSummary) {
+func (m *Metrics) requestDone(s reqlog.RequestSummary) {
 	m.inFlight.Dec()
 	m.relabel.RLock() // see Metrics.relabel
 	defer m.relabel.RUnlock()

@@ -10,7 +10,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"modelgate/proxy"
+	"modelgate/reqlog"
 )
 
 // series finds one series of a metric family by its exact label set; nil when absent.
@@ -73,7 +73,7 @@ func gaugeValue(t *testing.T, m *Metrics, name string, labels map[string]string)
 }
 
 // serve runs one request through the hooks the way the proxy does.
-func serve(h proxy.Hooks, s proxy.RequestSummary) {
+func serve(h reqlog.Hooks, s reqlog.RequestSummary) {
 	h.RequestStarted()
 	if s.Stream {
 		h.StreamOpened(s.Route)
@@ -85,11 +85,11 @@ func serve(h proxy.Hooks, s proxy.RequestSummary) {
 func TestRequestsAndTokens(t *testing.T) {
 	m := New(labelConfig())
 	h := m.Hooks()
-	serve(h, proxy.RequestSummary{Route: "/v1/chat/completions", Team: "alpha", Key: "alpha-1", Model: "gpt-4o-mini",
+	serve(h, reqlog.RequestSummary{Route: "/v1/chat/completions", Team: "alpha", Key: "alpha-1", Model: "gpt-4o-mini",
 		Status: 200, Duration: 300 * time.Millisecond, InputTokens: 12, OutputTokens: 30, Attempts: 1})
-	serve(h, proxy.RequestSummary{Route: "/v1/chat/completions", Team: "alpha", Key: "alpha-1", Model: "gpt-4o-mini",
+	serve(h, reqlog.RequestSummary{Route: "/v1/chat/completions", Team: "alpha", Key: "alpha-1", Model: "gpt-4o-mini",
 		Status: 200, Stream: true, Duration: 2 * time.Second, TTFB: 40 * time.Millisecond, InputTokens: 8, OutputTokens: 5, Attempts: 3})
-	serve(h, proxy.RequestSummary{Route: "/v1/responses", Team: "beta", Key: "beta-1", Model: "made-up-model-123", Status: 404})
+	serve(h, reqlog.RequestSummary{Route: "/v1/responses", Team: "beta", Key: "beta-1", Model: "made-up-model-123", Status: 404})
 
 	for _, tc := range []struct {
 		name   string
@@ -142,7 +142,7 @@ func TestGaugesWhileOpen(t *testing.T) {
 		t.Errorf("open streams = %v, want 1", got)
 	}
 	h.StreamClosed("/v1/responses")
-	h.RequestDone(proxy.RequestSummary{Route: "/v1/responses", Status: 200})
+	h.RequestDone(reqlog.RequestSummary{Route: "/v1/responses", Status: 200})
 	if got := gaugeValue(t, m, "modelgate_in_flight_requests", nil); got != 1 {
 		t.Errorf("in flight = %v, want 1", got)
 	}
@@ -151,7 +151,7 @@ func TestGaugesWhileOpen(t *testing.T) {
 func TestRefusalsAndUpstreamErrors(t *testing.T) {
 	m := New(labelConfig())
 	h := m.Hooks()
-	for _, s := range []proxy.RequestSummary{
+	for _, s := range []reqlog.RequestSummary{
 		{Route: "/v1/chat/completions", Team: "alpha", Key: "alpha-1", Status: 429, Refusal: "requests_per_minute"},
 		{Route: "/v1/chat/completions", Team: "alpha", Key: "alpha-1", Status: 429, Refusal: "requests_per_minute"},
 		{Route: "/v1/chat/completions", Team: "beta", Key: "beta-1", Status: 200, Refusal: "shadow_tokens_per_minute"},
@@ -190,7 +190,7 @@ func TestCardinalityBounded(t *testing.T) {
 	m := New(labelConfig())
 	h := m.Hooks()
 	for i := range 500 {
-		serve(h, proxy.RequestSummary{
+		serve(h, reqlog.RequestSummary{
 			Route: "unknown", Team: "", Key: fmt.Sprintf("caller-%d", i),
 			Model: fmt.Sprintf("model-%d", i), Status: 401 + i%2, UpstreamErr: fmt.Sprintf("kind %d", i),
 		})
@@ -206,7 +206,7 @@ func TestCardinalityBounded(t *testing.T) {
 func TestReloadChangesKnownNames(t *testing.T) {
 	m := New(labelConfig())
 	h := m.Hooks()
-	done := proxy.RequestSummary{Route: "/v1/chat/completions", Team: "gamma", Key: "gamma-1", Model: "new-model", Status: 200}
+	done := reqlog.RequestSummary{Route: "/v1/chat/completions", Team: "gamma", Key: "gamma-1", Model: "new-model", Status: 200}
 	serve(h, done)
 
 	cfg := labelConfig()
@@ -230,7 +230,7 @@ func TestReloadChangesKnownNames(t *testing.T) {
 
 func TestHandlerServesPrivateRegistry(t *testing.T) {
 	a, b := New(labelConfig()), New(labelConfig()) // a shared registry would panic here
-	serve(a.Hooks(), proxy.RequestSummary{Route: "/healthz", Status: 200})
+	serve(a.Hooks(), reqlog.RequestSummary{Route: "/healthz", Status: 200})
 	rec := httptest.NewRecorder()
 	a.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, _ := io.ReadAll(rec.Result().Body)
@@ -262,7 +262,7 @@ func TestReloadDropsRemovedNames(t *testing.T) {
 	m := New(cfg)
 	h := m.Hooks()
 	const chat = "/v1/chat/completions"
-	for _, s := range []proxy.RequestSummary{
+	for _, s := range []reqlog.RequestSummary{
 		{Route: chat, Team: "kept", Key: "k-kept", Model: "m-kept", Status: 200, InputTokens: 3, OutputTokens: 2},
 		{Route: chat, Team: "kept", Key: "k-gone", Model: "m-kept", Status: 200, InputTokens: 3},
 		{Route: chat, Team: "kept", Key: "k-kept", Model: "m-gone", Status: 200, InputTokens: 3},
@@ -278,7 +278,7 @@ func TestReloadDropsRemovedNames(t *testing.T) {
 	next.Teams = append(next.Teams, configTeam("kept", "k-kept"))
 	m.Reload(next)
 	// In flight across the reload: its names are gone, so it is counted without them.
-	serve(h, proxy.RequestSummary{Route: chat, Team: "gone", Key: "g-1", Model: "m-gone", Status: 200, InputTokens: 1})
+	serve(h, reqlog.RequestSummary{Route: chat, Team: "gone", Key: "g-1", Model: "m-gone", Status: 200, InputTokens: 1})
 
 	fams, err := m.Registry().Gather()
 	if err != nil {
@@ -309,7 +309,7 @@ func TestReloadDropsRemovedNames(t *testing.T) {
 func TestUsageEstimated(t *testing.T) {
 	m := New(labelConfig())
 	h := m.Hooks()
-	for _, s := range []proxy.RequestSummary{
+	for _, s := range []reqlog.RequestSummary{
 		{Route: "/v1/responses", Team: "alpha", Key: "alpha-1", Status: 504, UsageEstimated: "no_answer"},
 		{Route: "/v1/responses", Team: "alpha", Key: "alpha-1", Status: 504, UsageEstimated: "no_answer"},
 		{Route: "/v1/chat/completions", Team: "alpha", Key: "alpha-1", Status: 200, UsageEstimated: "early_cut"},

@@ -3,7 +3,7 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"modelgate/proxy"
+	"modelgate/reqlog"
 )
 
 var (
@@ -15,11 +15,9 @@ var (
 		[]string{"team", "key_fingerprint"}, nil)
 )
 
-var keyStates = []string{"healthy", "cooling", "out"}
-
 // keyCollector reads the platform key pools at scrape time: their state changes with every
 // answer, and a reload replaces them, so nothing is cached here.
-type keyCollector struct{ states func() []proxy.KeyState }
+type keyCollector struct{ states func() []reqlog.KeyState }
 
 func (c keyCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- keyStateDesc
@@ -28,7 +26,7 @@ func (c keyCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c keyCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, k := range c.states() {
-		for _, s := range keyStates {
+		for _, s := range reqlog.KeyStates() {
 			v := 0.0
 			if s == k.State {
 				v = 1
@@ -40,7 +38,7 @@ func (c keyCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // WatchPlatformKeys exports the platform key pools that states reports (proxy.Server.KeyStates).
-func (m *Metrics) WatchPlatformKeys(states func() []proxy.KeyState) {
+func (m *Metrics) WatchPlatformKeys(states func() []reqlog.KeyState) {
 	m.reg.MustRegister(keyCollector{states})
 }
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"modelgate/config"
-	"modelgate/proxy"
+	"modelgate/reqlog"
 )
 
 // keySeries reads the key pool gauges as "team/fingerprint/state" -> value and
@@ -37,11 +37,11 @@ func keySeries(t *testing.T, m *Metrics) (states, inflight map[string]float64) {
 
 func TestPlatformKeyStates(t *testing.T) {
 	m := New(&config.Config{})
-	states := []proxy.KeyState{
+	states := []reqlog.KeyState{
 		{Team: "search", Fingerprint: "0a1b2c3d", State: "healthy", InFlight: 2},
 		{Team: "search", Fingerprint: "ffee0011", State: "out"},
 	}
-	m.WatchPlatformKeys(func() []proxy.KeyState { return states })
+	m.WatchPlatformKeys(func() []reqlog.KeyState { return states })
 	got, inflight := keySeries(t, m)
 	want := map[string]float64{
 		"search/0a1b2c3d/healthy": 1, "search/0a1b2c3d/cooling": 0, "search/0a1b2c3d/out": 0,

@@ -14,12 +14,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"time"
 )
-
-// Version is sent in User-Agent; main sets it from the build.
-var Version = "dev"
 
 // TransportOptions tune the one shared transport.
 type TransportOptions struct {
@@ -87,10 +83,21 @@ type Client struct {
 	// gatewayResponses is {gateway_url}/v1/responses, spelled once: the hot route builds its
 	// requests without joining, escaping and printing a URL each time.
 	gatewayResponses string
+	// userAgent is "modelgate/<version>", one read-only slice shared by every request.
+	userAgent []string
+}
+
+// Option adjusts a Client built by New.
+type Option func(*Client)
+
+// WithVersion names the build in the User-Agent of every call ("modelgate/<version>");
+// without it the client says "modelgate/dev".
+func WithVersion(version string) Option {
+	return func(c *Client) { c.userAgent = []string{"modelgate/" + version} }
 }
 
 // New checks the two base addresses and returns a client using transport t.
-func New(gatewayURL, baseURL string, t http.RoundTripper) (*Client, error) {
+func New(gatewayURL, baseURL string, t http.RoundTripper, opts ...Option) (*Client, error) {
 	g, err := parseBase("gateway_url", gatewayURL)
 	if err != nil {
 		return nil, err
@@ -103,12 +110,17 @@ func New(gatewayURL, baseURL string, t http.RoundTripper) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{
+	c := &Client{
 		gateway:          g,
 		base:             b,
 		gatewayResponses: responses,
 		transport:        t,
-	}, nil
+		userAgent:        []string{"modelgate/dev"},
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
 }
 
 // Do sends one request and returns the platform's answer, whatever its status. It goes
@@ -205,7 +217,7 @@ func (c *Client) newRequest(ctx context.Context, base *url.URL, call Call) (*htt
 	// The header map is filled directly with canonical names; constant values share one
 	// read-only slice instead of a fresh one per request.
 	h := req.Header
-	h["User-Agent"] = userAgent()
+	h["User-Agent"] = c.userAgent
 	if call.ContentType != "" {
 		h["Content-Type"] = constValue(call.ContentType)
 	}
@@ -243,13 +255,7 @@ func joinURL(base *url.URL, call Call) (string, error) {
 var (
 	jsonValue  = []string{"application/json"}
 	eventValue = []string{"text/event-stream"}
-	uaValue    atomic.Pointer[userAgentValue]
 )
-
-type userAgentValue struct {
-	version string // the Version it was built for
-	header  []string
-}
 
 func constValue(v string) []string {
 	switch v {
@@ -259,14 +265,4 @@ func constValue(v string) []string {
 		return eventValue
 	}
 	return []string{v}
-}
-
-// userAgent is "modelgate/"+Version, rebuilt only when main has set a new Version.
-func userAgent() []string {
-	if p := uaValue.Load(); p != nil && p.version == Version {
-		return p.header
-	}
-	v := &userAgentValue{version: Version, header: []string{"modelgate/" + Version}}
-	uaValue.Store(v)
-	return v.header
 }

@@ -179,3 +179,32 @@ func dialMovesStack(dial func(context.Context, string, string) (net.Conn, error)
 	}
 	return uintptr(unsafe.Pointer(&pad[padIndex])) != before || pad[padIndex] != 0
 }
+
+// TestUserAgentPerClient: each client names the build it was given, so two clients in one
+// process (a test binary, an embedding) never see each other's version.
+func TestUserAgentPerClient(t *testing.T) {
+	cases := []struct {
+		name string
+		opts []Option
+		want string
+	}{
+		{"default", nil, "modelgate/dev"},
+		{"release", []Option{WithVersion("1.4.2")}, "modelgate/1.4.2"},
+		{"other", []Option{WithVersion("2.0.0-rc1")}, "modelgate/2.0.0-rc1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New("http://gw.example", "http://api.example", http.DefaultTransport, tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := c.NewOpenAPIRequest(context.Background(), Call{Method: http.MethodGet, Path: "/api/open/v2/balance/info"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := req.Header.Get("User-Agent"); got != tc.want {
+				t.Errorf("User-Agent %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

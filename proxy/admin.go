@@ -8,6 +8,7 @@ import (
 
 	"modelgate/config"
 	"modelgate/ratelimit"
+	"modelgate/reqlog"
 )
 
 func (s *Server) adminRoutes(e *gin.Engine) {
@@ -61,7 +62,7 @@ type usageEntry struct {
 	Usage  *ratelimit.ScopeUsage `json:"usage"`
 	Keys   []usageEntry          `json:"keys,omitempty"`
 	// PlatformKeys is a team's platform keys by fingerprint and state (healthy, cooling, out).
-	PlatformKeys []KeyState `json:"platform_keys,omitempty"`
+	PlatformKeys []reqlog.KeyState `json:"platform_keys,omitempty"`
 }
 
 func limitsOf(l config.Limits) usageLimits {

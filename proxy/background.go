@@ -19,6 +19,7 @@ import (
 
 	"modelgate/auth"
 	"modelgate/ratelimit"
+	"modelgate/reqlog"
 	"modelgate/store"
 	"modelgate/stored"
 	"modelgate/translate"
@@ -367,7 +368,7 @@ func (r *bgRun) run() {
 			return
 		}
 		reported = true
-		r.s.hooks.RequestDone(RequestSummary{RequestID: r.requestID, Route: backgroundRoute, Method: http.MethodPost,
+		r.s.hooks.RequestDone(reqlog.RequestSummary{RequestID: r.requestID, Route: backgroundRoute, Method: http.MethodPost,
 			Team: r.team, Key: r.key, Model: printable(r.rec.Model, maxLoggedModel), Status: r.httpStatus(status),
 			Duration: time.Since(r.started), InputTokens: ch.usage.InputTokens, OutputTokens: ch.usage.OutputTokens,
 			ErrorCode: rerr.code, UpstreamErr: r.upstreamErr, UsageEstimated: ch.unknown, CostMicros: cost})

@@ -15,6 +15,7 @@ import (
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
 	"modelgate/redisconn/redistest"
+	"modelgate/reqlog"
 	"modelgate/store"
 	"modelgate/stored"
 	"modelgate/testclock"
@@ -47,7 +48,7 @@ admin_keys: [mg-admin-key]
 
 // bgEnv is a test environment with an embedded record store, closed (jobs cancelled) at
 // the end of the test.
-func bgEnv(t *testing.T, mutate func(*config.Config), hooks ...Hooks) *testEnv {
+func bgEnv(t *testing.T, mutate func(*config.Config), hooks ...reqlog.Hooks) *testEnv {
 	t.Helper()
 	st, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
 	if err != nil {
@@ -163,7 +164,7 @@ func TestBackgroundSubmitPollCompleted(t *testing.T) {
 func TestBackgroundEndIsCountedBeforeItShows(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	hooks := Hooks{RequestStarted: func() {}, RequestDone: func(r RequestSummary) {
+	hooks := reqlog.Hooks{RequestStarted: func() {}, RequestDone: func(r reqlog.RequestSummary) {
 		if r.Route == backgroundRoute {
 			once.Do(func() { close(entered) })
 			<-release

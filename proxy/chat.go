@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
@@ -173,9 +172,6 @@ func usagesOf(convs []*translate.StreamConverter) []translate.Usage {
 	}
 	return us
 }
-
-// bytesOf views an event's data as bytes without copying; the converters only read it.
-func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // openAll opens one upstream call per choice, in parallel. If any fails, the first failure
 // is returned along with the charge for every choice: the platform may have billed those
@@ -663,7 +659,7 @@ func (cc *chatCall) pumpMerged(resps []*http.Response, cancels []context.CancelF
 	if cc.meta.IncludeUsage {
 		cc.write(translate.UsageChunk(cc.meta, sumUsage(usagesOf(convs))))
 	}
-	cc.write(translate.DoneFrame)
+	cc.write([]byte(translate.DoneFrame))
 }
 
 // isErrorFrame reports whether a choice ended with an error frame rather than a finish chunk.

@@ -20,6 +20,7 @@ import (
 	"modelgate/platform"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
+	"modelgate/reqlog"
 	"modelgate/store"
 	"modelgate/testclock"
 	"modelgate/tracing"
@@ -140,7 +141,7 @@ type envOptions struct {
 	// tracer traces the server's requests; nil is tracing off.
 	tracer *tracing.Tracer
 	// hooks observe the server's requests, as the metrics do.
-	hooks Hooks
+	hooks reqlog.Hooks
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform

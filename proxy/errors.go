@@ -7,7 +7,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"modelgate/platform"
+	"modelgate/reqlog"
+	"modelgate/sidecar"
 )
 
 // OpenAI error types used on /v1 routes.
@@ -58,8 +59,7 @@ func abortOpenAI(c *gin.Context, status int, typ, code, param, msg string) {
 // abortEnvelope answers a sidecar route with the platform's envelope.
 func abortEnvelope(c *gin.Context, status, code int, msg string) {
 	info(c).errCode = strconv.Itoa(code)
-	b, _ := json.Marshal(platform.Envelope{Code: code, Msg: msg})
-	c.Data(status, "application/json", b)
+	c.Data(status, "application/json", sidecar.Envelope(code, msg))
 	c.Abort()
 }
 
@@ -78,26 +78,4 @@ func sanitizePath(p string) string { return printable(p, 200) }
 const maxLoggedModel = 128
 
 // printable returns at most max bytes of s with anything outside printable ASCII replaced.
-func printable(p string, max int) string {
-	if len(p) <= max && printableASCII(p) {
-		return p // the common case: no copy
-	}
-	out := make([]byte, 0, min(len(p), max))
-	for i := 0; i < len(p) && len(out) < max; i++ {
-		ch := p[i]
-		if ch < 0x20 || ch > 0x7e {
-			ch = '?'
-		}
-		out = append(out, ch)
-	}
-	return string(out)
-}
-
-func printableASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
+func printable(p string, max int) string { return reqlog.Printable(p, max) }

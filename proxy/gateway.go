@@ -100,7 +100,7 @@ func (s *Server) callGateway(c *gin.Context, st *state, p *auth.Principal, body 
 // transportFailure describes a call that got no answer: the platform could not be reached or
 // did not answer in time. No internal address or error text goes to the client.
 func transportFailure(err error) *upstreamFailure {
-	kind := upstreamErrorKind(err)
+	kind := platform.ErrorKind(err)
 	switch kind {
 	case "canceled":
 		return &upstreamFailure{kind: kind, clientGone: true}

@@ -9,13 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// Platform key states, as /metrics and /admin/usage show them.
-const (
-	keyHealthy = "healthy"
-	keyCooling = "cooling" // rate-limited by the platform: unused until its Retry-After passed
-	keyOut     = "out"     // rejected by the platform (401/403): unused until a probe after back-off
+	"modelgate/reqlog"
 )
 
 // Key pool timings. A 429 without Retry-After cools a key for defaultCoolDown; a rejected key
@@ -63,7 +58,7 @@ type keyPool struct {
 func newKeyPool(team string, secrets []string, now func() time.Time) *keyPool {
 	p := &keyPool{team: team, now: now, intn: rand.IntN}
 	for _, s := range secrets {
-		p.keys = append(p.keys, &poolKey{secret: s, fingerprint: keyFingerprint(s), state: keyHealthy})
+		p.keys = append(p.keys, &poolKey{secret: s, fingerprint: keyFingerprint(s), state: reqlog.KeyHealthy})
 	}
 	return p
 }
@@ -74,12 +69,12 @@ func (k *poolKey) usable(now time.Time) (ok, probe bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	switch k.state {
-	case keyCooling:
+	case reqlog.KeyCooling:
 		if now.Before(k.until) {
 			return false, false
 		}
-		k.state = keyHealthy
-	case keyOut:
+		k.state = reqlog.KeyHealthy
+	case reqlog.KeyOut:
 		if k.probing || now.Before(k.until) {
 			return false, false
 		}
@@ -127,7 +122,7 @@ func (p *keyPool) pick(tried []*poolKey) (k *poolKey, ok bool) {
 		k = best[p.intn(len(best))]
 	}
 	k.mu.Lock()
-	if k.state == keyOut {
+	if k.state == reqlog.KeyOut {
 		k.probing = true
 	}
 	k.mu.Unlock()
@@ -139,7 +134,7 @@ func (k *poolKey) recovery() time.Time {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	// An out key recovers only after a probe: rank it behind every cooling key.
-	if k.state == keyOut {
+	if k.state == reqlog.KeyOut {
 		return k.until.Add(maxCoolDown)
 	}
 	return k.until
@@ -176,8 +171,8 @@ func (p *keyPool) observe(k *poolKey, resp *http.Response, err error) keyVerdict
 	now := p.now()
 	switch resp.StatusCode {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		k.backoff = nextBackoff(k.backoff, wasProbe && k.state == keyOut)
-		k.state, k.until = keyOut, now.Add(k.backoff)
+		k.backoff = nextBackoff(k.backoff, wasProbe && k.state == reqlog.KeyOut)
+		k.state, k.until = reqlog.KeyOut, now.Add(k.backoff)
 		p.say("platform key taken out of service", "team", p.team, "key_fingerprint", k.fingerprint,
 			"status", resp.StatusCode, "probe_in", k.backoff.String())
 		return keyRejected
@@ -187,18 +182,18 @@ func (p *keyPool) observe(k *poolKey, resp *http.Response, err error) keyVerdict
 			wait = defaultCoolDown
 		}
 		wait = min(wait, maxCoolDown)
-		if k.state != keyOut {
-			k.state = keyCooling
+		if k.state != reqlog.KeyOut {
+			k.state = reqlog.KeyCooling
 		}
-		if end := now.Add(wait); end.After(k.until) || k.state == keyCooling {
+		if end := now.Add(wait); end.After(k.until) || k.state == reqlog.KeyCooling {
 			k.until = end
 		}
 		return keyLimited
 	}
-	if k.state == keyOut {
+	if k.state == reqlog.KeyOut {
 		p.say("platform key back in service", "team", p.team, "key_fingerprint", k.fingerprint)
 	}
-	k.state, k.backoff = keyHealthy, 0
+	k.state, k.backoff = reqlog.KeyHealthy, 0
 	return keyFine
 }
 
@@ -234,25 +229,17 @@ func (p *keyPool) byFingerprint(fp string) *poolKey {
 	return nil
 }
 
-// KeyState is one platform key's state, for metrics and the usage report.
-type KeyState struct {
-	Team        string `json:"-"`
-	Fingerprint string `json:"fingerprint"`
-	State       string `json:"state"` // healthy, cooling or out
-	InFlight    int64  `json:"in_flight"`
-}
-
-func (p *keyPool) states() []KeyState {
+func (p *keyPool) states() []reqlog.KeyState {
 	now := p.now()
-	out := make([]KeyState, 0, len(p.keys))
+	out := make([]reqlog.KeyState, 0, len(p.keys))
 	for _, k := range p.keys {
 		k.mu.Lock()
 		st := k.state
-		if st == keyCooling && !now.Before(k.until) {
-			st = keyHealthy
+		if st == reqlog.KeyCooling && !now.Before(k.until) {
+			st = reqlog.KeyHealthy
 		}
 		k.mu.Unlock()
-		out = append(out, KeyState{Team: p.team, Fingerprint: k.fingerprint, State: st, InFlight: k.inflight.Load()})
+		out = append(out, reqlog.KeyState{Team: p.team, Fingerprint: k.fingerprint, State: st, InFlight: k.inflight.Load()})
 	}
 	return out
 }
@@ -264,7 +251,7 @@ func (p *keyPool) hasUsable() bool {
 		k.mu.Lock()
 		st := k.state
 		k.mu.Unlock()
-		if st != keyOut {
+		if st != reqlog.KeyOut {
 			return true
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"modelgate/auth"
 	"modelgate/platformsim"
+	"modelgate/reqlog"
 	"modelgate/testclock"
 )
 
@@ -123,7 +124,7 @@ func (pe *poolEnv) keyStates(t *testing.T) map[string]string {
 	var u struct {
 		Teams []struct {
 			Name         string
-			PlatformKeys []KeyState `json:"platform_keys"`
+			PlatformKeys []reqlog.KeyState `json:"platform_keys"`
 		}
 	}
 	if err := json.Unmarshal(body, &u); err != nil {
@@ -158,7 +159,7 @@ func TestKeyPoolRejectedKeyCostsOneTry(t *testing.T) {
 		t.Errorf("platform saw key A %d times and key B %d times, want 1 and 6", a, b)
 	}
 	fpA, fpB := keyFingerprint(pe.keyA), keyFingerprint(pe.keyB)
-	if got := pe.keyStates(t); got[fpA] != keyOut || got[fpB] != keyHealthy {
+	if got := pe.keyStates(t); got[fpA] != reqlog.KeyOut || got[fpB] != reqlog.KeyHealthy {
 		t.Errorf("key states = %v, want A (%s) out and B (%s) healthy", got, fpA, fpB)
 	}
 	if !strings.Contains(pe.logs.String(), fpA) || !strings.Contains(pe.logs.String(), "platform key taken out of service") {
@@ -198,13 +199,13 @@ func TestKeyPoolReprobeAndReload(t *testing.T) {
 	if a, _ := pe.sent(); a != 3 {
 		t.Fatalf("key A: %d tries, want the third probe", a)
 	}
-	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != keyHealthy {
+	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != reqlog.KeyHealthy {
 		t.Errorf("key A after a good probe: %s", got)
 	}
 
 	pe.sim.SetKeyReply(pe.keyA, platformsim.Reply{Status: 403, Body: []byte(`{}`)})
 	pe.call(t, false)
-	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != keyOut {
+	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != reqlog.KeyOut {
 		t.Fatalf("key A after a 403: %s", got)
 	}
 	a, err := auth.New(pe.cfg)
@@ -212,7 +213,7 @@ func TestKeyPoolReprobeAndReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	pe.server.Reload(pe.cfg, a)
-	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != keyHealthy {
+	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != reqlog.KeyHealthy {
 		t.Errorf("key A after a reload: %s", got)
 	}
 }
@@ -243,7 +244,7 @@ func TestKeyPoolRateLimitedKeyMovesTraffic(t *testing.T) {
 	if a, b := pe.sent(); a != 1 || b != 5 {
 		t.Errorf("A %d, B %d; want the 429 once on A, then everything on B", a, b)
 	}
-	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != keyCooling {
+	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != reqlog.KeyCooling {
 		t.Errorf("key A after a 429: %s", got)
 	}
 	pe.sim.ClearKeyReply(pe.keyA)
@@ -290,26 +291,17 @@ func TestKeyPoolSpreadsLoad(t *testing.T) {
 // uploaded it, so GET assets/{id} goes with that key whatever the pool would pick.
 func TestKeyPoolAssetReadWithUploadingKey(t *testing.T) {
 	pe := newPoolEnv(t, true, true)
-	status, body := uploadSpecRequest(t, pe.testEnv, keyAlpha1, uploadSpec{fileSize: 64}, false)
-	if status != http.StatusOK {
-		t.Fatalf("upload: %d %s", status, body)
-	}
-	var data struct {
-		AssetID string `json:"asset_id"`
-	}
-	if err := json.Unmarshal(assertEnvelope(t, body).Data, &data); err != nil || data.AssetID == "" {
-		t.Fatalf("no asset id: %s", body)
-	}
+	asset := uploadedAsset(t, pe.testEnv, keyAlpha1, 64)
 	if a, b := pe.sent(); a != 1 || b != 0 {
 		t.Fatalf("upload went A %d, B %d", a, b)
 	}
-	o, ok, err := pe.limiter.Owner(t.Context(), data.AssetID)
+	o, ok, err := pe.server.owners.Owner(t.Context(), asset)
 	if err != nil || !ok || o.Team != "alpha" || o.KeyFingerprint != keyFingerprint(pe.keyA) {
 		t.Fatalf("owner record = %+v %v %v", o, ok, err)
 	}
 	pe.pinTies(1) // the pool would now pick B
 	for range 3 {
-		status, h, got := pe.do(t, "GET", "/api/open/v2/assets/"+data.AssetID, keyAlpha1, nil)
+		status, h, got := pe.do(t, "GET", "/api/open/v2/assets/"+asset, keyAlpha1, nil)
 		pe.assertNoPoolKey(t, h, got)
 		if status != http.StatusOK || *assertEnvelope(t, got).Code != 0 {
 			t.Fatalf("read back: %d %s", status, got)

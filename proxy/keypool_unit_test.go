@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"modelgate/reqlog"
 	"modelgate/testclock"
 	"net/http"
 	"testing"
@@ -47,7 +48,7 @@ func TestKeyPoolRules(t *testing.T) {
 	if k, _ := pick(c); k != a {
 		t.Fatalf("a's Retry-After passed: got %s", k.fingerprint)
 	}
-	if got := p.states()[1].State; got != keyCooling {
+	if got := p.states()[1].State; got != reqlog.KeyCooling {
 		t.Fatalf("b after 5s: %s", got)
 	}
 	clock.Advance(defaultCoolDown)
@@ -83,13 +84,13 @@ func TestKeyPoolRules(t *testing.T) {
 		t.Fatal("c not probed after its doubled back-off")
 	}
 	p.observe(c, answer(200), nil)
-	if got := p.states()[2].State; got != keyHealthy {
+	if got := p.states()[2].State; got != reqlog.KeyHealthy {
 		t.Fatalf("c after a good probe: %s", got)
 	}
 
 	// A transport error says nothing about a key.
 	p.observe(a, nil, http.ErrHandlerTimeout)
-	if got := p.states()[0].State; got != keyHealthy {
+	if got := p.states()[0].State; got != reqlog.KeyHealthy {
 		t.Fatalf("a after a transport error: %s", got)
 	}
 	for _, k := range p.keys {

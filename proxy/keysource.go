@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"modelgate/auth"
+	"modelgate/reqlog"
 )
 
 // keySource is where an upstream call's platform key comes from.
@@ -55,9 +56,9 @@ func (s *Server) withPools(st *state) *state {
 }
 
 // KeyStates reports every team's platform keys by fingerprint, sorted by team, for metrics.
-func (s *Server) KeyStates() []KeyState {
+func (s *Server) KeyStates() []reqlog.KeyState {
 	st := s.state()
-	var out []KeyState
+	var out []reqlog.KeyState
 	for _, pool := range st.pools {
 		out = append(out, pool.states()...)
 	}

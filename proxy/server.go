@@ -20,6 +20,8 @@ import (
 	"modelgate/config"
 	"modelgate/platform"
 	"modelgate/ratelimit"
+	"modelgate/reqlog"
+	"modelgate/sidecar"
 	"modelgate/store"
 	"modelgate/stored"
 	"modelgate/tracing"
@@ -33,7 +35,7 @@ type Deps struct {
 	Platform *platform.Client
 	Logger   *slog.Logger
 	// Hooks are optional observers (metrics); nil fields are skipped.
-	Hooks Hooks
+	Hooks reqlog.Hooks
 	// MetricsHandler, when set, is served at GET /metrics.
 	MetricsHandler http.Handler
 	// Now is the clock for caches and asset expiry; nil means time.Now. Tests inject one.
@@ -52,40 +54,6 @@ type Deps struct {
 
 	// Tracer, when set, traces requests (see package tracing); nil is tracing off.
 	Tracer *tracing.Tracer
-}
-
-// Hooks let the operations layer observe requests without the handlers knowing about it.
-type Hooks struct {
-	// RequestStarted and RequestDone bracket every request (in-flight gauges).
-	RequestStarted func()
-	// RequestDone is called once per request after the answer was written.
-	RequestDone func(RequestSummary)
-	// StreamOpened and StreamClosed bracket every streamed answer.
-	StreamOpened, StreamClosed func(route string)
-}
-
-// RequestSummary is the record of one finished request, for logs and metrics.
-type RequestSummary struct {
-	RequestID    string
-	Route        string
-	Method       string
-	Team, Key    string
-	Model        string
-	Status       int
-	Stream       bool
-	Duration     time.Duration
-	TTFB         time.Duration
-	InputTokens  int64
-	OutputTokens int64
-	Attempts     int
-	ErrorCode    string
-	Refusal      string
-	UpstreamErr  string
-	CostMicros   int64 // what the call cost at the model's price, in micro-units of pricing.currency
-	// UsageEstimated names why the settled usage is an upper bound rather than the
-	// platform's figure; "" when it is the platform's (see docs/accounting.md).
-	UsageEstimated string
-	TraceID        string // set when the request was traced
 }
 
 // state is everything a config reload replaces. Requests load it once at their start, so a
@@ -115,7 +83,7 @@ type Server struct {
 	limiter  *ratelimit.Limiter
 	platform *platform.Client
 	log      *slog.Logger
-	hooks    Hooks
+	hooks    reqlog.Hooks
 	now      func() time.Time
 	engine   *gin.Engine
 	ready    atomic.Bool
@@ -130,6 +98,7 @@ type Server struct {
 	bg       *backgroundJobs // background responses this instance runs
 	tracer   *tracing.Tracer // nil: tracing off
 	traced   atomic.Int64    // traced requests whose span has not ended yet
+	owners   sidecar.Owners  // who uploaded each asset (sidecar routes)
 	// inflating is the room gzip request bodies being inflated share (max_inflating_bytes).
 	inflating inflateBudget
 }
@@ -152,6 +121,7 @@ func New(d Deps) (*Server, error) {
 		return nil, err
 	}
 	s.bg = newBackgroundJobs(exclusiveStore(d.Store))
+	s.owners = s.sidecarOwners()
 	s.reapOrphans()
 	s.Reload(d.Config, d.Auth)
 	s.engine = s.routes(d.MetricsHandler)
@@ -223,7 +193,6 @@ func (s *Server) WaitSettled(ctx context.Context) bool {
 func (s *Server) state() *state { return s.st.Load() }
 
 func (s *Server) routes(metrics http.Handler) *gin.Engine {
-	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	// Routing on the decoded path with no fix-ups: an encoded slash in an id can never reach
 	// a different route, and no redirect answers on our behalf.
@@ -267,7 +236,7 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	msgs.POST("", s.admitEarly(messagesRoute), s.messages)
 	msgs.POST("/count_tokens", s.checkLookup(messagesRoute+"/count_tokens"), s.countTokens)
 
-	s.sidecarRoutes(e)
+	s.sidecarRoutes(e, s.owners)
 	s.adminRoutes(e)
 	return e
 }
@@ -290,7 +259,7 @@ func (s *Server) noRoute(c *gin.Context) {
 	if strings.HasPrefix(c.Request.URL.Path, "/v1/messages/") {
 		s.markAnthropic(c) // an Anthropic client's 404 in its own shape
 	}
-	if isSidecarPath(c.Request.URL.Path) {
+	if sidecar.IsPath(c.Request.URL.Path) {
 		abortEnvelope(c, http.StatusNotFound, platform.CodeBusiness, "not found")
 		return
 	}
@@ -339,7 +308,7 @@ func (s *Server) finish(c *gin.Context, ri *requestInfo) {
 	if ri.clientGone && !c.Writer.Written() {
 		status = statusClientClosedRequest
 	}
-	sum := RequestSummary{
+	sum := reqlog.RequestSummary{
 		RequestID: ri.requestID, Route: ri.route, Method: c.Request.Method,
 		Team: ri.team, Key: ri.keyName, Model: printable(ri.model, maxLoggedModel), Status: status, Stream: ri.stream,
 		Duration: time.Since(ri.start), TTFB: ri.ttfb,
@@ -357,7 +326,7 @@ func (s *Server) finish(c *gin.Context, ri *requestInfo) {
 	}
 }
 
-func (s *Server) logRequest(r RequestSummary) {
+func (s *Server) logRequest(r reqlog.RequestSummary) {
 	level := slog.LevelInfo
 	if r.Status >= 500 {
 		level = slog.LevelWarn

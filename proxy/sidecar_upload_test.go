@@ -21,9 +21,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"modelgate/auth"
 	"modelgate/config"
-	"modelgate/ratelimit"
+	"modelgate/platformsim"
+	"modelgate/sidecar"
+	"modelgate/store"
 )
 
 const testBoundary = "mgTestBoundary7d1c"
@@ -95,7 +96,7 @@ func (u uploadSpec) body() (io.Reader, int64) {
 		if typ == "" {
 			typ = "application/octet-stream"
 		}
-		head.WriteString("--" + testBoundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"" + quoteEscape(name) + "\"\r\nContent-Type: " + typ + "\r\n\r\n")
+		head.WriteString("--" + testBoundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"" + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(name) + "\"\r\nContent-Type: " + typ + "\r\n\r\n")
 		file = &patternReader{left: u.fileSize}
 		size = u.fileSize
 		tail.WriteString("\r\n")
@@ -256,7 +257,7 @@ func TestSidecarUploadThroughSim(t *testing.T) {
 	var data struct {
 		AssetID string `json:"asset_id"`
 	}
-	if json.Unmarshal(e.Data, &data) != nil || !validID(data.AssetID) {
+	if json.Unmarshal(e.Data, &data) != nil || !sidecar.ValidID(data.AssetID) {
 		t.Fatalf("no asset id in %s", body)
 	}
 	reqs := sidecarRequests(env)
@@ -549,11 +550,10 @@ func TestSidecarUpload100MBPlusOneRefused(t *testing.T) {
 	}
 }
 
-// TestSidecarAssetOwnership: an asset is visible only to the team that uploaded it; other
-// teams get the unknown-id answer and the platform is never asked.
-func TestSidecarAssetOwnership(t *testing.T) {
-	env := newTestEnv(t, "", nil)
-	status, body := uploadSpecRequest(t, env, keyAlpha1, uploadSpec{fileSize: 512}, false)
+// uploadedAsset uploads a file of size bytes with key and returns the new asset's id.
+func uploadedAsset(t *testing.T, env *testEnv, key string, size int64) string {
+	t.Helper()
+	status, body := uploadSpecRequest(t, env, key, uploadSpec{fileSize: size}, false)
 	if status != http.StatusOK {
 		t.Fatalf("upload: %d %s", status, body)
 	}
@@ -563,7 +563,14 @@ func TestSidecarAssetOwnership(t *testing.T) {
 	if err := json.Unmarshal(assertEnvelope(t, body).Data, &data); err != nil || data.AssetID == "" {
 		t.Fatalf("no asset id: %s", body)
 	}
-	assetPath := "/api/open/v2/assets/" + data.AssetID
+	return data.AssetID
+}
+
+// TestSidecarAssetOwnership: an asset is visible only to the team that uploaded it; other
+// teams get the unknown-id answer and the platform is never asked.
+func TestSidecarAssetOwnership(t *testing.T) {
+	env := newTestEnv(t, "", nil)
+	assetPath := "/api/open/v2/assets/" + uploadedAsset(t, env, keyAlpha1, 512)
 	getsOfAsset := func() int {
 		n := 0
 		for _, r := range env.sim.Requests() {
@@ -589,6 +596,31 @@ func TestSidecarAssetOwnership(t *testing.T) {
 	}
 	if n := getsOfAsset(); n != 1 {
 		t.Errorf("platform asked %d times, want 1", n)
+	}
+}
+
+// TestSidecarAssetOwnersShared: owner records live in the shared record store, so a replica
+// that did not take the upload still lets the uploading team read the asset, and still
+// hides it from other teams.
+func TestSidecarAssetOwnersShared(t *testing.T) {
+	bolt, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bolt.Close() })
+	uploader := startEnv(t, envOptions{store: sharedStore{bolt}})
+	asset := uploadedAsset(t, uploader, keyAlpha1, 64)
+	// The other replica asks its own platform, which has never seen the asset: a 404 from
+	// there would mean the platform was asked, an envelope code 0 cannot come back.
+	reader := startEnv(t, envOptions{store: sharedStore{bolt}})
+	reader.sim.Enqueue(assetsPath+"/"+asset, platformsim.Reply{Status: 200, Body: []byte(`{"code":0,"msg":"success","data":{}}`)})
+	status, _, got := reader.do(t, "GET", assetsPath+"/"+asset, keyAlpha2, nil)
+	if status != http.StatusOK || *assertEnvelope(t, got).Code != 0 {
+		t.Fatalf("read on the other replica: %d %s", status, got)
+	}
+	status, _, got = reader.do(t, "GET", assetsPath+"/"+asset, keyBeta, nil)
+	if status != http.StatusNotFound {
+		t.Fatalf("other team on the other replica: %d %s", status, got)
 	}
 }
 
@@ -674,26 +706,12 @@ func TestSidecarUploadStalledClient(t *testing.T) {
 // TestSidecarOwnerStoreDown: when the shared store cannot be reached, asset reads fail closed
 // (503, platform not asked) and an upload that cannot be recorded is not reported as done.
 func TestSidecarOwnerStoreDown(t *testing.T) {
-	env := newTestEnv(t, "", nil)
-	dead := httptest.NewServer(http.NotFoundHandler())
-	deadAddr := strings.TrimPrefix(dead.URL, "http://")
-	dead.Close()
-	limiter, err := ratelimit.New(ratelimit.Options{Store: "redis://" + deadAddr + "/0", StoreTimeout: 200 * time.Millisecond})
+	bolt, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { limiter.Close() })
-	a, err := auth.New(env.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(Deps{Config: env.cfg, Auth: a, Limiter: limiter, Platform: env.server.platform})
-	if err != nil {
-		t.Fatal(err)
-	}
-	front := httptest.NewServer(srv.Handler())
-	t.Cleanup(front.Close)
-	env.front = front // env.do and postUpload talk to this server from here on
+	t.Cleanup(func() { bolt.Close() })
+	env := startEnv(t, envOptions{store: unreachableStore{bolt}})
 
 	status, _, body := env.do(t, "GET", "/api/open/v2/assets/ast_000001", keyAlpha1, nil)
 	if status != http.StatusServiceUnavailable || *assertEnvelope(t, body).Code != -1 {
@@ -706,4 +724,22 @@ func TestSidecarOwnerStoreDown(t *testing.T) {
 	if status != http.StatusServiceUnavailable || *assertEnvelope(t, body).Code != -2 {
 		t.Errorf("upload: status %d: %s", status, body)
 	}
+}
+
+// unreachableStore is a record store whose record reads and writes all fail, as Redis does
+// while it cannot be reached.
+type unreachableStore struct{ store.Store }
+
+var errUnreachable = errors.New("store unreachable")
+
+func (unreachableStore) Get(context.Context, string, string) ([]byte, error) {
+	return nil, errUnreachable
+}
+
+func (unreachableStore) Put(context.Context, string, string, []byte, time.Duration) error {
+	return errUnreachable
+}
+
+func (unreachableStore) Delete(context.Context, string, string) (bool, error) {
+	return false, errUnreachable
 }

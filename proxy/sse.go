@@ -13,8 +13,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
-	sse "github.com/tmaxmax/go-sse"
 
+	"modelgate/platform"
 	"modelgate/ratelimit"
 	"modelgate/translate"
 )
@@ -22,8 +22,6 @@ import (
 // maxEventSize bounds one upstream SSE event. response.completed repeats the whole output, so
 // it can be many megabytes; the reader's 64 KiB default would cut real answers.
 const maxEventSize = 64 << 20
-
-var sseReadConfig = &sse.ReadConfig{MaxEventSize: maxEventSize}
 
 // idleTimer ends the upstream call when the platform sent nothing for too long while
 // modelgate waited for it. Only time spent waiting in a read counts: a relay blocked writing
@@ -430,7 +428,7 @@ func streamEndKind(err error) string {
 	if errors.Is(err, errEventTooLarge) || strings.Contains(err.Error(), "too long") || strings.Contains(err.Error(), "token") {
 		return "stream_event_too_large"
 	}
-	return upstreamErrorKind(err)
+	return platform.ErrorKind(err)
 }
 
 // responsesErrorEvent is the error event that ends a failed Responses stream. It carries the

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"modelgate/config"
+	"modelgate/reqlog"
 )
 
 // stackChildEnv marks the child process TestOpenStreamStack runs its check in.
@@ -61,7 +62,7 @@ func TestOpenStreamStack(t *testing.T) {
 		}
 	}
 	env := startEnv(t, envOptions{
-		hooks:    Hooks{RequestStarted: func() {}, RequestDone: func(RequestSummary) { ended.Add(1) }},
+		hooks:    reqlog.Hooks{RequestStarted: func() {}, RequestDone: func(reqlog.RequestSummary) { ended.Add(1) }},
 		upstream: holdingUpstream{},
 		// The bench's modelgate answers with the overhead header: its writer adds a frame.
 		mutate: func(c *config.Config) { c.Server.OverheadHeader = true },

@@ -12,11 +12,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
-	sse "github.com/tmaxmax/go-sse"
 	"go.opentelemetry.io/otel/trace"
 
+	"modelgate/platform"
+	"modelgate/reqlog"
 	"modelgate/tracing"
-	"modelgate/translate"
 )
 
 // Tracing, when Deps.Tracer is set. Every hook below sits behind a nil check of the Server's
@@ -229,23 +229,6 @@ func (ri *requestInfo) traceEvent(typ string, data []byte) {
 	}
 }
 
-// aggregateTraced is completeOne's loop over an upstream stream, for a traced request: each
-// event is seen by the trace too. A loop of its own keeps the untraced loop's frame as it was.
-//
-//go:noinline
-func aggregateTraced(ri *requestInfo, agg *translate.Aggregator, body io.Reader) bool {
-	for ev, err := range sse.Read(body, sseReadConfig) {
-		if err != nil {
-			return false
-		}
-		ri.traceEventOn(ev.Type, bytesOf(ev.Data))
-		if agg.Feed(ev.Type, bytesOf(ev.Data)) {
-			return true
-		}
-	}
-	return false
-}
-
 // traceSent counts one write of events to the client.
 func (ri *requestInfo) traceSent() {
 	if ri.trace != nil {
@@ -325,7 +308,7 @@ func finishReason(status, incomplete string, output gjson.Result) string {
 // access log carries.
 //
 //go:noinline
-func (s *Server) endTrace(ri *requestInfo, sum *RequestSummary) {
+func (s *Server) endTrace(ri *requestInfo, sum *reqlog.RequestSummary) {
 	ts := ri.trace
 	if sc := ts.span.SpanContext(); sc.HasTraceID() {
 		sum.TraceID = sc.TraceID().String()
@@ -366,15 +349,15 @@ func (s *Server) sendAttempt(ctx context.Context, req *http.Request) {
 // endAttempt closes an attempt that will not be relayed: retried, or failed without an answer.
 //
 //go:noinline
-func endAttempt(span trace.Span, req *http.Request, n int, resp *http.Response, err error) {
+func (s *Server) endAttempt(span trace.Span, req *http.Request, n int, resp *http.Response, err error) {
 	a := tracing.Attempt{Request: req, N: n}
 	if resp != nil {
 		a.Status = resp.StatusCode
 	}
 	if err != nil {
-		a.ErrKind = upstreamErrorKind(err)
+		a.ErrKind = platform.ErrorKind(err)
 	}
-	tracing.EndAttempt(span, a)
+	s.tracer.EndAttempt(span, a)
 }
 
 // finalAttempt ends the span of an attempt that failed for good, or hands it to the answer
@@ -382,17 +365,18 @@ func endAttempt(span trace.Span, req *http.Request, n int, resp *http.Response, 
 // as long as the stream.
 //
 //go:noinline
-func finalAttempt(span trace.Span, req *http.Request, n int, resp *http.Response, err error) {
+func (s *Server) finalAttempt(span trace.Span, req *http.Request, n int, resp *http.Response, err error) {
 	if err != nil || resp == nil {
-		endAttempt(span, req, n, resp, err)
+		s.endAttempt(span, req, n, resp, err)
 		return
 	}
-	resp.Body = &spanBody{ReadCloser: resp.Body, span: span, attempt: tracing.Attempt{Request: req, N: n, Status: resp.StatusCode}}
+	resp.Body = &spanBody{ReadCloser: resp.Body, tracer: s.tracer, span: span, attempt: tracing.Attempt{Request: req, N: n, Status: resp.StatusCode}}
 }
 
 // spanBody ends an attempt's span when the answer it carries is closed.
 type spanBody struct {
 	io.ReadCloser
+	tracer  *tracing.Tracer
 	span    trace.Span
 	attempt tracing.Attempt
 	once    atomic.Bool
@@ -401,7 +385,7 @@ type spanBody struct {
 func (b *spanBody) Close() error {
 	err := b.ReadCloser.Close()
 	if b.once.CompareAndSwap(false, true) {
-		tracing.EndAttempt(b.span, b.attempt)
+		b.tracer.EndAttempt(b.span, b.attempt)
 	}
 	return err
 }

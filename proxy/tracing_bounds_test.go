@@ -22,7 +22,7 @@ func TestTracingModelAttributeBounded(t *testing.T) {
 			}
 			srv := oneServerSpan(t, env.spans(t, 1), "POST "+tc.path)
 			got, _ := srv.Attrs["gen_ai.request.model"].(string)
-			if len(got) == 0 || len(got) > maxLoggedModel || !printableASCII(got) {
+			if len(got) == 0 || len(got) > maxLoggedModel || printable(got, len(got)) != got {
 				t.Errorf("gen_ai.request.model is %d bytes: %.40q", len(got), got)
 			}
 		})

@@ -2,16 +2,14 @@ package proxy
 
 import (
 	"context"
-	"errors"
-	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"strconv"
-	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"modelgate/platform"
 )
 
 // retryPolicy is modelgate's one rule for trying an upstream call again.
@@ -49,7 +47,7 @@ func (p retryPolicy) decide(done int, resp *http.Response, err error, remaining 
 	}
 	switch {
 	case err != nil:
-		if !isDialError(err) {
+		if !platform.IsDialError(err) {
 			return 0, false
 		}
 	case resp != nil:
@@ -108,34 +106,6 @@ func retryAfter(h http.Header) (time.Duration, bool) {
 	return 0, false
 }
 
-func isDialError(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	return errors.Is(err, syscall.ECONNREFUSED)
-}
-
-// upstreamErrorKind names a transport failure for logs and metrics (bounded label values).
-func upstreamErrorKind(err error) string {
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	case errors.As(err, &ne) && ne.Timeout():
-		// Before the dial check: a connect that timed out (a blackholed platform) is a
-		// gateway timeout, 504, like a platform that does not answer; a refused one is 502.
-		return "timeout"
-	case isDialError(err):
-		return "dial"
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF):
-		return "reset"
-	}
-	return "other"
-}
-
 // attempt sends one upstream call built by build with a key from keys, retrying by policy.
 // It returns the final response (any status) or the final transport error. The context
 // bounds the waits too.
@@ -169,7 +139,7 @@ func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadli
 		req, err := build(actx, key)
 		if err != nil {
 			if span != nil {
-				endAttempt(span, nil, done, nil, err)
+				s.endAttempt(span, nil, done, nil, err)
 			}
 			if k != nil {
 				k.release()
@@ -196,7 +166,7 @@ func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadli
 			if v := keys.pool.observe(k, resp, err); v != keyFine && ctx.Err() == nil {
 				if n, ok := keys.next(tried); ok {
 					if span != nil {
-						endAttempt(span, req, done, resp, err)
+						s.endAttempt(span, req, done, resp, err)
 					}
 					discard(resp)
 					next = n
@@ -208,12 +178,12 @@ func (s *Server) attempt(ctx context.Context, st *state, ri *requestInfo, deadli
 		wait, again := policy.decide(judged, resp, err, time.Until(deadline))
 		if !again || ctx.Err() != nil {
 			if span != nil {
-				finalAttempt(span, req, done, resp, err)
+				s.finalAttempt(span, req, done, resp, err)
 			}
 			return resp, err
 		}
 		if span != nil {
-			endAttempt(span, req, done, resp, err)
+			s.endAttempt(span, req, done, resp, err)
 		}
 		discard(resp)
 		sleep := policy.sleep

@@ -1,5 +1,5 @@
 // Package ratelimit enforces modelgate's per-key and per-team budgets and keeps the records
-// that must survive a restart (daily usage, asset owners).
+// that must survive a restart (daily usage).
 //
 // # Algorithms
 //
@@ -47,7 +47,7 @@
 // tokens) in a bbolt file, DataPath/ratelimit.db, written behind every FlushInterval (default
 // 1s) and once more on Close. A crash can lose at most one interval of daily usage; a clean
 // shutdown loses nothing. Minute buckets and in-flight counts are not persisted: after a
-// restart every minute budget starts full. Asset owners are written at once.
+// restart every minute budget starts full.
 // Without DataPath nothing is written, and a scope with usage today stays in memory until the
 // day is over.
 // With Redis every counter lives in Redis, and its durability is Redis's configuration.

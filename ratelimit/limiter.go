@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,8 +122,6 @@ type store interface {
 	settle(ctx context.Context, now time.Time, t *Ticket, u Usage) error
 	usage(ctx context.Context, now time.Time, scopes []Scope) ([]ScopeUsage, error)
 	views(ctx context.Context, now time.Time, scopes []Scope) ([]view, error)
-	putOwner(ctx context.Context, assetID string, o AssetOwner, expires time.Time) error
-	owner(ctx context.Context, now time.Time, assetID string) (AssetOwner, bool, error)
 	close() error
 }
 
@@ -311,38 +308,6 @@ func (l *Limiter) storeFailed(op string, err error) {
 		action = "allowing"
 	}
 	l.log.Warn("rate limit store unavailable", "op", op, "err", err.Error(), "on_store_error", action)
-}
-
-// AssetOwner is who uploaded an asset: the team, and the fingerprint of the platform key the
-// upload went with ("" for records written before key pools), since the platform may show
-// an asset only to that key.
-type AssetOwner struct {
-	Team           string
-	KeyFingerprint string
-}
-
-// encode is the stored form: the team, then a NUL and the fingerprint when there is one.
-// Team names cannot hold a NUL, and a record without one reads back as the team alone.
-func (o AssetOwner) encode() string {
-	if o.KeyFingerprint == "" {
-		return o.Team
-	}
-	return o.Team + "\x00" + o.KeyFingerprint
-}
-
-func decodeOwner(s string) AssetOwner {
-	team, fp, _ := strings.Cut(s, "\x00")
-	return AssetOwner{Team: team, KeyFingerprint: fp}
-}
-
-// PutOwner records that o owns assetID until expires.
-func (l *Limiter) PutOwner(ctx context.Context, assetID string, o AssetOwner, expires time.Time) error {
-	return l.store.putOwner(ctx, assetID, o, expires)
-}
-
-// Owner returns who owns assetID, if a live record exists.
-func (l *Limiter) Owner(ctx context.Context, assetID string) (AssetOwner, bool, error) {
-	return l.store.owner(ctx, l.now(), assetID)
 }
 
 // Usage reports each scope's current minute and UTC day.

@@ -388,36 +388,6 @@ func TestUsageMinuteWindow(t *testing.T) {
 	}
 }
 
-// TestOwners: ownership records last until their expiry.
-func TestOwners(t *testing.T) {
-	for _, k := range allKinds() {
-		t.Run(k.name, func(t *testing.T) {
-			c := newClock(time.Now())
-			l := k.make(t, c)
-			ctx := context.Background()
-			if err := l.PutOwner(ctx, "asset-1", AssetOwner{Team: "search", KeyFingerprint: "0a1b2c3d"}, c.Now().Add(time.Hour)); err != nil {
-				t.Fatal(err)
-			}
-			if err := l.PutOwner(ctx, "asset-3", AssetOwner{Team: "vision"}, c.Now().Add(time.Hour)); err != nil {
-				t.Fatal(err)
-			}
-			if o, ok, err := l.Owner(ctx, "asset-1"); err != nil || !ok || o != (AssetOwner{"search", "0a1b2c3d"}) {
-				t.Fatalf("Owner = %+v %v %v", o, ok, err)
-			}
-			if o, ok, err := l.Owner(ctx, "asset-3"); err != nil || !ok || o != (AssetOwner{Team: "vision"}) {
-				t.Fatalf("Owner without a key = %+v %v %v", o, ok, err)
-			}
-			if _, ok, _ := l.Owner(ctx, "asset-2"); ok {
-				t.Fatal("unknown asset has an owner")
-			}
-			c.Advance(time.Hour)
-			if _, ok, _ := l.Owner(ctx, "asset-1"); ok {
-				t.Fatal("expired record still answers")
-			}
-		})
-	}
-}
-
 func TestNewRejectsBadOptions(t *testing.T) {
 	cases := []struct {
 		name string

@@ -51,21 +51,15 @@ func (s *memScope) view() view {
 	return view{rpmLevel: s.rpm.level, tpmLevel: s.tpm.level, inflight: s.inflight, dayCharged: s.dayCharged}
 }
 
-// memoryStore keeps counters in this process and the day counters and asset owners in bbolt.
+// memoryStore keeps counters in this process and the day counters in bbolt.
 type memoryStore struct {
 	scopes sync.Map // scope id -> *memScope
 	db     *boltDB  // nil: nothing persisted
-	owners sync.Map // without db: asset id -> ownerRecord
 	now    func() time.Time
 	log    *slog.Logger
 
 	stop chan struct{}
 	done chan struct{}
-}
-
-type ownerRecord struct {
-	owner   AssetOwner
-	expires time.Time
 }
 
 func newMemoryStore(opts Options, now func() time.Time, log *slog.Logger) (*memoryStore, error) {
@@ -248,31 +242,6 @@ func remaining(lim config.Limits, v view) map[string]int64 {
 		r["tokens_per_day"] = max(lim.TokensPerDay-v.dayCharged, 0)
 	}
 	return r
-}
-
-func (m *memoryStore) putOwner(_ context.Context, assetID string, o AssetOwner, expires time.Time) error {
-	if m.db != nil {
-		return m.db.putOwner(assetID, o.encode(), expires)
-	}
-	m.owners.Store(assetID, ownerRecord{o, expires})
-	return nil
-}
-
-func (m *memoryStore) owner(_ context.Context, now time.Time, assetID string) (AssetOwner, bool, error) {
-	if m.db != nil {
-		v, ok, err := m.db.owner(assetID, now)
-		return decodeOwner(v), ok, err
-	}
-	v, ok := m.owners.Load(assetID)
-	if !ok {
-		return AssetOwner{}, false, nil
-	}
-	rec := v.(ownerRecord)
-	if !now.Before(rec.expires) {
-		m.owners.CompareAndDelete(assetID, v)
-		return AssetOwner{}, false, nil
-	}
-	return rec.owner, true, nil
 }
 
 func (m *memoryStore) close() error {

@@ -3,23 +3,26 @@ package ratelimit
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
-var (
-	daysBucket   = []byte("days")   // "<yyyymmdd>/<scope id>" -> charged, requests, input, output
-	ownersBucket = []byte("owners") // asset id -> expiry (unix nanos) + team
-)
+// daysBucket holds "<yyyymmdd>/<scope id>" -> charged, requests, input, output.
+var daysBucket = []byte("days")
+
+// ownersBucket held asset owners before they moved to the record store (package sidecar);
+// a file written then loses it on open.
+var ownersBucket = []byte("owners")
 
 // boltDB is the memory store's durable part.
 type boltDB struct {
-	db        *bolt.DB
-	lastSweep time.Time
+	db *bolt.DB
 }
 
 type dayRecord struct {
@@ -39,12 +42,11 @@ func openBolt(dir string) (*boltDB, error) {
 		return nil, fmt.Errorf("ratelimit: open data store in %s: %w", dir, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{daysBucket, ownersBucket} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
+		if err := tx.DeleteBucket(ownersBucket); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
+			return err
 		}
-		return nil
+		_, err := tx.CreateBucketIfNotExists(daysBucket)
+		return err
 	})
 	if err != nil {
 		db.Close()
@@ -76,8 +78,7 @@ func (b *boltDB) loadDay(scope string, day int64) (dayRecord, error) {
 }
 
 // writeDays stores the records in one transaction and drops days before yesterday (a
-// request admitted yesterday may still be settling). Owner records past their expiry are
-// swept at most once a minute.
+// request admitted yesterday may still be settling).
 func (b *boltDB) writeDays(recs []dayRecord, now time.Time) error {
 	today := utcDay(now)
 	return b.db.Update(func(tx *bolt.Tx) error {
@@ -99,42 +100,6 @@ func (b *boltDB) writeDays(recs []dayRecord, now time.Time) error {
 				return err
 			}
 		}
-		if now.Sub(b.lastSweep) < time.Minute {
-			return nil
-		}
-		b.lastSweep = now
-		owners := tx.Bucket(ownersBucket).Cursor()
-		for k, v := owners.First(); k != nil; {
-			if len(v) >= 8 && int64(binary.BigEndian.Uint64(v)) <= now.UnixNano() {
-				if err := owners.Delete(); err != nil {
-					return err
-				}
-				k, v = owners.Seek(k)
-				continue
-			}
-			k, v = owners.Next()
-		}
 		return nil
 	})
-}
-
-func (b *boltDB) putOwner(assetID, team string, expires time.Time) error {
-	v := make([]byte, 8+len(team))
-	binary.BigEndian.PutUint64(v, uint64(expires.UnixNano()))
-	copy(v[8:], team)
-	return b.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(ownersBucket).Put([]byte(assetID), v)
-	})
-}
-
-func (b *boltDB) owner(assetID string, now time.Time) (team string, ok bool, err error) {
-	err = b.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(ownersBucket).Get([]byte(assetID))
-		if len(v) < 8 || int64(binary.BigEndian.Uint64(v)) <= now.UnixNano() {
-			return nil
-		}
-		team, ok = string(v[8:]), true
-		return nil
-	})
-	return team, ok, err
 }

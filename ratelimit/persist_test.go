@@ -1,7 +1,6 @@
 package ratelimit
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -55,22 +54,6 @@ func TestRestartKeepsTheDay(t *testing.T) {
 	defer l.Close()
 	if u := usageOf(t, l, key); u.DayRequests != 1 || u.Remaining["tokens_per_day"] != 900 {
 		t.Fatalf("second restart: %+v", u)
-	}
-}
-
-// TestRestartKeepsOwners: asset ownership survives a restart.
-func TestRestartKeepsOwners(t *testing.T) {
-	dir := t.TempDir()
-	c := newClock(time.Now())
-	ctx := context.Background()
-	l := newLimiter(t, Options{DataPath: dir, Now: c.Now})
-	if err := l.PutOwner(ctx, "asset-9", AssetOwner{Team: "vision", KeyFingerprint: "ffee0011"}, c.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	l.Close()
-	l = newLimiter(t, Options{DataPath: dir, Now: c.Now})
-	if o, ok, err := l.Owner(ctx, "asset-9"); err != nil || !ok || o != (AssetOwner{"vision", "ffee0011"}) {
-		t.Fatalf("Owner after restart = %+v %v %v", o, ok, err)
 	}
 }
 

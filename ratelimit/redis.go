@@ -65,7 +65,6 @@ func newRedisStore(opts Options, now func() time.Time, log *slog.Logger) (*redis
 	if err != nil {
 		return nil, err
 	}
-	routeRedisLogs.Do(func() { redis.SetLogger(slogPrintf{log}) })
 	r := &redisStore{
 		rdb: rdb, now: now, log: log, timeout: opts.StoreTimeout, leaseTTL: opts.LeaseTTL,
 		stop: make(chan struct{}), done: make(chan struct{}),
@@ -393,41 +392,6 @@ func ints(vals []any) []int64 {
 	return out
 }
 
-func ownerKey(assetID string) string { return keyPrefix + "owner:" + assetID }
-
-func (r *redisStore) putOwner(parent context.Context, assetID string, o AssetOwner, expires time.Time) error {
-	ctx, cancel := r.ctx(parent)
-	defer cancel()
-	// Redis expires keys by its own clock, so it is told how long, never until when: an
-	// absolute time from the injected clock would be read against the server's (see
-	// docs/architecture.md, "Time"). The value keeps the absolute expiry for owner() to check
-	// against the injected clock.
-	ttl := expires.Sub(r.now())
-	if ttl <= 0 {
-		return r.rdb.Del(ctx, ownerKey(assetID)).Err()
-	}
-	val := strconv.FormatInt(expires.UnixNano(), 10) + "|" + o.encode()
-	return r.rdb.SetArgs(ctx, ownerKey(assetID), val, redis.SetArgs{TTL: ttl}).Err()
-}
-
-func (r *redisStore) owner(parent context.Context, now time.Time, assetID string) (AssetOwner, bool, error) {
-	ctx, cancel := r.ctx(parent)
-	defer cancel()
-	val, err := r.rdb.Get(ctx, ownerKey(assetID)).Result()
-	if errors.Is(err, redis.Nil) {
-		return AssetOwner{}, false, nil
-	}
-	if err != nil {
-		return AssetOwner{}, false, err
-	}
-	exp, owner, ok := strings.Cut(val, "|")
-	n, perr := strconv.ParseInt(exp, 10, 64)
-	if !ok || perr != nil || n <= now.UnixNano() {
-		return AssetOwner{}, false, nil
-	}
-	return decodeOwner(owner), true, nil
-}
-
 // renewLoop keeps this replica's slots alive. A replica that dies stops renewing, and its
 // slots fall out of every count LeaseTTL later.
 // It also sends failed settles again, every settleRetryEvery while any wait.
@@ -486,17 +450,6 @@ func (r *redisStore) close() error {
 		r.log.Warn("rate limit settles lost at shutdown: Redis could not be reached", "settles", n)
 	}
 	return r.rdb.Close()
-}
-
-// routeRedisLogs sends go-redis's own messages (dial failures, already reported by
-// Limiter.Admit) to the first Limiter's logger at debug level instead of stderr. go-redis has
-// one process-wide logger; modelgate has one Limiter.
-var routeRedisLogs sync.Once
-
-type slogPrintf struct{ log *slog.Logger }
-
-func (s slogPrintf) Printf(ctx context.Context, format string, v ...any) {
-	s.log.DebugContext(ctx, "redis: "+fmt.Sprintf(format, v...))
 }
 
 func newLeaseID() string {

@@ -58,37 +58,3 @@ func TestRedisScriptsReloadAfterFlush(t *testing.T) {
 		t.Fatalf("settle after flush: %+v", u)
 	}
 }
-
-// TestRedisOwnerExpiryIsRelative: Redis expires keys by its own clock, so an owner record is
-// sent with how long it lives, never until when. With the injected clock hours away from
-// Redis's, either way, the record lives exactly its hour: an absolute expiry would be gone at
-// once (clock behind) or outlive its hour by days (clock ahead).
-func TestRedisOwnerExpiryIsRelative(t *testing.T) {
-	url := redisURL(t)
-	for _, skew := range []time.Duration{-3 * time.Hour, 30 * 24 * time.Hour} {
-		c := newClock(time.Now().Add(skew))
-		l := newLimiter(t, Options{Store: url, Now: c.Now})
-		ctx := context.Background()
-		asset := "asset-skew-" + skew.String()
-		if err := l.PutOwner(ctx, asset, AssetOwner{Team: "t", KeyFingerprint: "0a1b"}, c.Now().Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		if o, ok, err := l.Owner(ctx, asset); err != nil || !ok || o.Team != "t" {
-			t.Fatalf("skew %v: owner = %+v %v %v", skew, o, ok, err)
-		}
-		ttl, err := l.store.(*redisStore).rdb.PTTL(ctx, ownerKey(asset)).Result()
-		if err != nil || ttl <= 59*time.Minute || ttl > time.Hour {
-			t.Fatalf("skew %v: Redis TTL %v (%v), want the record's hour", skew, ttl, err)
-		}
-		c.Advance(time.Hour)
-		if _, ok, _ := l.Owner(ctx, asset); ok {
-			t.Fatalf("skew %v: owner outlived its expiry on the injected clock", skew)
-		}
-		if err := l.PutOwner(ctx, asset, AssetOwner{Team: "t"}, c.Now().Add(-time.Second)); err != nil {
-			t.Fatal(err)
-		}
-		if n, _ := l.store.(*redisStore).rdb.Exists(ctx, ownerKey(asset)).Result(); n != 0 {
-			t.Fatalf("skew %v: an owner already expired was written", skew)
-		}
-	}
-}

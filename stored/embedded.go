@@ -137,13 +137,20 @@ func (s *segInfo) add(e *entry, p place) {
 	s.members = append(s.members, e)
 }
 
-// A segment is compacted once its live records hold less than 1/compactRatio of its bytes,
-// if it is at least compactMinBytes: moving a record costs a copy and a write, worth it
-// only when it frees many times that.
-var (
-	compactRatio    = 4
-	compactMinBytes = 64 << 10
+// A segment is compacted once its live records hold less than 1/ratio of its bytes, if it
+// is at least minBytes: moving a record costs a copy and a write, worth it only when it
+// frees many times that. These are the defaults of Options.Compaction.
+const (
+	defaultCompactRatio    = 4
+	defaultCompactMinBytes = 64 << 10
 )
+
+// Compaction tunes when a segment of the embedded store is compacted; a zero field is its
+// default. Tests lower the bounds to compact often.
+type Compaction struct {
+	MinBytes int // a segment smaller than this is left alone
+	Ratio    int // compacted once its live records hold less than 1/Ratio of its bytes
+}
 
 // ownerQueue is an owner's records in the order they were kept, for the cap and expiry.
 // Entries whose record a client deleted stay until they reach the front, and count under the
@@ -322,7 +329,7 @@ func (k *Keeper) release(p place) {
 	case s.building:
 	case s.live <= 0:
 		k.free(p.seg)
-	case !s.compacting && s.size >= compactMinBytes && s.liveBytes*compactRatio < s.size && p.seg != k.oldestSeg():
+	case !s.compacting && s.size >= k.compaction.MinBytes && s.liveBytes*k.compaction.Ratio < s.size && p.seg != k.oldestSeg():
 		// Not the oldest segment: with responses evicted oldest first, that is the one
 		// being emptied by the caps right now, and what is left in it goes next.
 		s.compacting = true

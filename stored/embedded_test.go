@@ -123,14 +123,13 @@ func TestKeeperRemovesEmptySegments(t *testing.T) {
 // team's, whose cap evicts its own, would pin every one of those segments; compaction moves
 // the quiet one's records on, and the store holds about what the caps allow.
 func TestKeeperCompactsSparseSegments(t *testing.T) {
-	defer func(was int) { compactMinBytes = was }(compactMinBytes)
-	compactMinBytes = 4 << 10
 	ctx := context.Background()
 	st := boltStore(t, nil)
 	// Batches are cut by the Flush calls alone, as the comment on the sizes below assumes: the
 	// window is longer than the test, so a slow machine cannot cut one in two.
 	k := NewKeeper(st, Options{TTL: time.Hour, MaxPerOwner: 10, WriteBehind: true, BatchWindow: time.Hour,
-		OnError: func(err error) { t.Errorf("background write: %v", err) }})
+		Compaction: Compaction{MinBytes: 4 << 10},
+		OnError:    func(err error) { t.Errorf("background write: %v", err) }})
 	t.Cleanup(k.Flush)
 	var quiet []string
 	for i := range 20 {
@@ -304,15 +303,25 @@ func TestKeeperAgainstAModel(t *testing.T) {
 }
 
 func keeperAgainstAModel(t *testing.T, seed uint64) {
+	var compaction Compaction
 	if seed%2 == 1 {
 		// Every segment that lost a record is compacted: its moves race everything else.
-		defer func(size, ratio int) { compactMinBytes, compactRatio = size, ratio }(compactMinBytes, compactRatio)
-		compactMinBytes, compactRatio = 1, 1
+		compaction = Compaction{MinBytes: 1, Ratio: 1}
 	}
 	ctx := context.Background()
 	const capacity = 12
 	st := boltStore(t, nil)
-	k := reopen(t, st, time.Hour, capacity, nil)
+	reopen := func() *Keeper {
+		t.Helper()
+		k := NewKeeper(st, Options{TTL: time.Hour, MaxPerOwner: capacity, WriteBehind: true, Compaction: compaction,
+			OnError: func(err error) { t.Errorf("background write: %v", err) }})
+		t.Cleanup(k.Flush)
+		if err := k.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	k := reopen()
 	rng := rand.New(rand.NewPCG(seed, 11))
 	owners := []string{"team:a", "team:b", "team:c"}
 	type slot struct {
@@ -387,7 +396,7 @@ func keeperAgainstAModel(t *testing.T, seed uint64) {
 		case op < 19:
 			k.Flush() // the cap applies, then the restart forgets what deleted responses held
 			applyCap()
-			k = reopen(t, st, time.Hour, capacity, nil)
+			k = reopen()
 			for o, q := range queues {
 				kept := q[:0]
 				for _, s := range q {

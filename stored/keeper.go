@@ -85,6 +85,9 @@ type Options struct {
 	// BatchWindow is how long the background writer gathers jobs before a batch; 0 means
 	// the default (batchWindow), a negative value none (each batch takes what is queued).
 	BatchWindow time.Duration
+	// Compaction tunes when WriteBehind's segments are compacted; zero fields are the
+	// defaults.
+	Compaction Compaction
 }
 
 // Keeper keeps, finds and walks records. It is safe for concurrent use, and replicas may
@@ -99,8 +102,10 @@ type Keeper struct {
 	behind bool
 	onErr  func(error)
 	window time.Duration
-	limits atomic.Pointer[limits]
-	kick   chan struct{} // ends the writer's window early: a full batch, or a Flush waiting
+	// compaction is Options.Compaction with its defaults filled in.
+	compaction Compaction
+	limits     atomic.Pointer[limits]
+	kick       chan struct{} // ends the writer's window early: a full batch, or a Flush waiting
 
 	mu      sync.Mutex
 	cond    *sync.Cond // signalled when the writer finished a batch or stopped
@@ -163,7 +168,13 @@ func NewKeeper(st store.Store, o Options) *Keeper {
 	case o.BatchWindow < 0:
 		o.BatchWindow = 0
 	}
-	k := &Keeper{st: st, now: o.Now, behind: o.WriteBehind, onErr: o.OnError, window: o.BatchWindow,
+	if o.Compaction.MinBytes <= 0 {
+		o.Compaction.MinBytes = defaultCompactMinBytes
+	}
+	if o.Compaction.Ratio <= 0 {
+		o.Compaction.Ratio = defaultCompactRatio
+	}
+	k := &Keeper{st: st, now: o.Now, behind: o.WriteBehind, onErr: o.OnError, window: o.BatchWindow, compaction: o.Compaction,
 		kick:    make(chan struct{}, 1),
 		entries: map[uint64]*entry{}, seed: maphash.MakeSeed(), evicted: map[string]uint64{}, marks: map[string]uint64{}, queues: map[string]*ownerQueue{}, segs: map[uint64]*segInfo{}}
 	k.cond = sync.NewCond(&k.mu)

@@ -47,7 +47,7 @@ func BenchmarkRequestSpans(b *testing.B) {
 			actx, aspan := tr.StartAttempt(ctx)
 			up, _ := http.NewRequest(http.MethodPost, "http://platform.example:8443/v1/responses", nil)
 			tr.Inject(actx, up.Header)
-			EndAttempt(aspan, Attempt{Request: up, N: 1, Status: 200})
+			tr.EndAttempt(aspan, Attempt{Request: up, N: 1, Status: 200})
 			gg := g
 			EndServer(span, Outcome{RequestID: "req_0123456789abcdef01234567", Status: 200, Team: "alpha", KeyName: "alpha-1",
 				Attempts: 1, LimitDecision: "allowed", TTFB: 12 * time.Millisecond}, &gg)

@@ -5,7 +5,8 @@ import (
 )
 
 // Span names are "{method} {route}" (server) and "{method} {path}" (an upstream attempt): a
-// few distinct values in all, built once each rather than per request.
+// few distinct values in all, built once each rather than per request. Each Tracer keeps its
+// own.
 type spanStarts struct {
 	mu      sync.RWMutex
 	entries map[spanStartKey]spanStart
@@ -25,16 +26,18 @@ type spanStart struct {
 // may hold an id, so entries past the bound are built per call instead of kept.
 const maxSpanStarts = 256
 
-var starts = spanStarts{entries: make(map[spanStartKey]spanStart)}
+func newSpanStarts() *spanStarts {
+	return &spanStarts{entries: make(map[spanStartKey]spanStart)}
+}
 
 // serverName is the name of the server span of method on route.
-func serverName(method, route string) string {
-	return starts.get(spanStartKey{true, method, route}).name
+func (c *spanStarts) serverName(method, route string) string {
+	return c.get(spanStartKey{true, method, route}).name
 }
 
 // attemptName is the name of an upstream attempt's span.
-func attemptName(method, path string) string {
-	return starts.get(spanStartKey{false, method, path}).name
+func (c *spanStarts) attemptName(method, path string) string {
+	return c.get(spanStartKey{false, method, path}).name
 }
 
 func (c *spanStarts) get(k spanStartKey) spanStart {

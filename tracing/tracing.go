@@ -55,6 +55,7 @@ type Tracer struct {
 	tracer     trace.Tracer
 	prop       propagation.TraceContext
 	contentMax int // 0: content is not captured
+	names      *spanStarts
 }
 
 // Enabled reports whether the environment asks for traces: an OTLP endpoint is named and
@@ -126,7 +127,7 @@ func NewWithExporter(ctx context.Context, exporter sdktrace.SpanExporter, o Opti
 		sdktrace.WithBatcher(exporter, batchOptions(os.Getenv)...),
 		sdktrace.WithResource(res),
 	)
-	t := &Tracer{provider: provider, tracer: provider.Tracer("modelgate")}
+	t := &Tracer{provider: provider, tracer: provider.Tracer("modelgate"), names: newSpanStarts()}
 	if o.CaptureContent || strings.EqualFold(strings.TrimSpace(getenv(CaptureContentEnv)), "true") {
 		t.contentMax = o.ContentMaxBytes
 		if t.contentMax <= 0 {
@@ -213,7 +214,7 @@ func (t *Tracer) ContentMax() int {
 // and a second SetAttributes per request, for the same exported span.
 func (t *Tracer) StartServer(ctx context.Context, r *http.Request, route string) (context.Context, trace.Span) {
 	ctx = t.prop.Extract(ctx, headerCarrier(r.Header))
-	return t.tracer.Start(ctx, serverName(r.Method, route), serverOpts...)
+	return t.tracer.Start(ctx, t.names.serverName(r.Method, route), serverOpts...)
 }
 
 // StartAttempt starts the client span of one attempt at an upstream call; Inject puts its
@@ -278,7 +279,7 @@ type Attempt struct {
 }
 
 // EndAttempt names an attempt's span after its request, records how it went and ends it.
-func EndAttempt(span trace.Span, a Attempt) {
+func (t *Tracer) EndAttempt(span trace.Span, a Attempt) {
 	if !span.IsRecording() {
 		span.End()
 		return
@@ -290,7 +291,7 @@ func EndAttempt(span trace.Span, a Attempt) {
 		attrs = append(attrs, attribute.Int("http.request.resend_count", a.N-1))
 	}
 	if r := a.Request; r != nil {
-		span.SetName(attemptName(r.Method, r.URL.Path))
+		span.SetName(t.names.attemptName(r.Method, r.URL.Path))
 		attrs = append(attrs,
 			attribute.String("http.request.method", r.Method),
 			attribute.String("url.path", r.URL.Path),

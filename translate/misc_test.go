@@ -81,7 +81,7 @@ func TestUsageChunk(t *testing.T) {
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
-	if string(DoneFrame) != "data: [DONE]\n\n" {
+	if DoneFrame != "data: [DONE]\n\n" {
 		t.Fatalf("DoneFrame %q", DoneFrame)
 	}
 }

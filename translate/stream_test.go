@@ -323,7 +323,7 @@ func splitEvents(raw []byte) [][2]string {
 func TestConverterAfterDone(t *testing.T) {
 	conv := NewStreamConverter(baseMeta())
 	out, done := conv.Feed("", []byte(`{"type":"response.completed","response":{"status":"completed","output":[]}}`))
-	if !done || !bytes.HasSuffix(out, DoneFrame) {
+	if !done || !bytes.HasSuffix(out, []byte(DoneFrame)) {
 		t.Fatalf("completed: done=%v out=%s", done, out)
 	}
 	if out, done := conv.Feed("", []byte(`{"type":"response.output_text.delta","delta":"late"}`)); out != nil || !done {

@@ -1,4 +1,4 @@
-package proxy
+package sidecar
 
 import (
 	"context"
@@ -78,9 +78,9 @@ func validateUploadField(name, value string) *paramError {
 }
 
 // uploadAsset serves POST assets.
-func (sc *sidecar) uploadAsset(c *gin.Context) {
-	st := requestState(c)
-	limit := st.cfg.Server.MaxUploadBytes
+func (r *Routes) uploadAsset(c *gin.Context) {
+	call := callOf(c)
+	limit := call.Settings.MaxUploadBytes
 	if c.Request.ContentLength > limit+multipartSlack {
 		// Refused on the declaration alone; the body is never read.
 		uploadTooLarge(c, limit)
@@ -91,11 +91,11 @@ func (sc *sidecar) uploadAsset(c *gin.Context) {
 	}
 	mt, params, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
-		abortEnvelope(c, http.StatusBadRequest, platform.CodeBusiness, "expected a multipart/form-data body")
+		abort(c, http.StatusBadRequest, platform.CodeBusiness, "expected a multipart/form-data body")
 		return
 	}
 	body := io.Reader(http.MaxBytesReader(c.Writer, c.Request.Body, limit+multipartSlack))
-	idle := st.cfg.Server.UploadIdleTimeout
+	idle := call.Settings.UploadIdleTimeout
 	if idle > 0 {
 		rc := http.NewResponseController(c.Writer)
 		body = &idleDeadlineReader{r: body, rc: rc, idle: idle}
@@ -103,28 +103,28 @@ func (sc *sidecar) uploadAsset(c *gin.Context) {
 		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	}
 	u := &upload{
-		sc: sc, c: c, st: st, limit: limit,
+		routes: r, c: c, call: call, limit: limit,
 		mr: multipart.NewReader(body, params["boundary"]),
 	}
-	r := u.run()
-	if !r.clientGone && !u.bodyDone {
+	out := u.run()
+	if !out.clientGone && !u.bodyDone {
 		// The rest of the body was not read; the connection cannot be reused.
 		c.Header("Connection", "close")
 	}
-	r.write(c)
+	out.write(c)
 }
 
 func uploadTooLarge(c *gin.Context, limit int64) {
 	c.Header("Connection", "close")
-	abortEnvelope(c, http.StatusRequestEntityTooLarge, platform.CodeBusiness,
+	abort(c, http.StatusRequestEntityTooLarge, platform.CodeBusiness,
 		"file too large: the limit is "+strconv.FormatInt(limit, 10)+" bytes")
 }
 
 // upload is one POST assets on its way through.
 type upload struct {
-	sc       *sidecar
+	routes   *Routes
 	c        *gin.Context
-	st       *state
+	call     *Call
 	limit    int64
 	mr       *multipart.Reader
 	seen     map[string]bool
@@ -135,7 +135,7 @@ type upload struct {
 	mw     *multipart.Writer
 	cancel context.CancelFunc
 	result chan upstreamResult
-	key    *poolKey // the pool key the upload goes with; nil in passthrough
+	lease  Lease // the platform key the upload goes with
 }
 
 type upstreamResult struct {
@@ -143,25 +143,25 @@ type upstreamResult struct {
 	err  error
 }
 
-func (u *upload) fail(status int, msg string) sidecarReply {
+func (u *upload) fail(status int, msg string) reply {
 	return envelopeReply(status, platform.CodeBusiness, msg)
 }
 
-func (u *upload) tooLarge() sidecarReply {
+func (u *upload) tooLarge() reply {
 	return u.fail(http.StatusRequestEntityTooLarge, "file too large: the limit is "+strconv.FormatInt(u.limit, 10)+" bytes")
 }
 
 // readErr answers a failure to read the client's body.
-func (u *upload) readErr(err error) sidecarReply {
+func (u *upload) readErr(err error) reply {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
 		return u.tooLarge()
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		// Checked before the context: net/http cancels it on any read error, this one included.
-		return u.fail(http.StatusRequestTimeout, "the upload stalled: no data for "+u.st.cfg.Server.UploadIdleTimeout.String())
+		return u.fail(http.StatusRequestTimeout, "the upload stalled: no data for "+u.call.Settings.UploadIdleTimeout.String())
 	case u.c.Request.Context().Err() != nil:
-		return sidecarReply{clientGone: true}
+		return reply{clientGone: true}
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return u.fail(http.StatusBadRequest, "the multipart body ended before its closing boundary")
 	}
@@ -170,7 +170,7 @@ func (u *upload) readErr(err error) sidecarReply {
 
 // run reads the client's body and drives the upstream upload; the returned reply has
 // not been written yet.
-func (u *upload) run() sidecarReply {
+func (u *upload) run() reply {
 	u.seen = map[string]bool{}
 	var before []field
 	for {
@@ -197,7 +197,7 @@ func (u *upload) run() sidecarReply {
 type field struct{ name, value string }
 
 // readField reads and validates one text part.
-func (u *upload) readField(name string, part *multipart.Part) (field, sidecarReply, bool) {
+func (u *upload) readField(name string, part *multipart.Part) (field, reply, bool) {
 	known := false
 	for _, f := range uploadFields {
 		known = known || f == name
@@ -222,21 +222,21 @@ func (u *upload) readField(name string, part *multipart.Part) (field, sidecarRep
 	if name == "ttl_hours" {
 		u.ttlHours, _ = boundedInt(string(b), 1, maxTTLHours)
 	}
-	return field{name, string(b)}, sidecarReply{}, true
+	return field{name, string(b)}, reply{}, true
 }
 
 // stream opens the upstream request, sends the fields read so far and the file, then the
 // fields after it. Every way out waits for the upstream call to end.
-func (u *upload) stream(before []field, file *multipart.Part) sidecarReply {
+func (u *upload) stream(before []field, file *multipart.Part) reply {
 	u.start()
 	for _, f := range before {
 		if err := u.mw.WriteField(f.name, f.value); err != nil {
-			return u.finish(sidecarReply{}, err)
+			return u.finish(reply{}, err)
 		}
 	}
 	fw, err := u.mw.CreatePart(filePartHeader(file))
 	if err != nil {
-		return u.finish(sidecarReply{}, err)
+		return u.finish(reply{}, err)
 	}
 	if r, werr, ok := u.copyFile(fw, file); !ok {
 		return u.finish(r, werr)
@@ -259,18 +259,18 @@ func (u *upload) stream(before []field, file *multipart.Part) sidecarReply {
 			return u.finish(r, nil)
 		}
 		if err := u.mw.WriteField(f.name, f.value); err != nil {
-			return u.finish(sidecarReply{}, err)
+			return u.finish(reply{}, err)
 		}
 	}
 	if err := u.mw.Close(); err != nil {
-		return u.finish(sidecarReply{}, err)
+		return u.finish(reply{}, err)
 	}
-	return u.finish(sidecarReply{}, nil)
+	return u.finish(reply{}, nil)
 }
 
 // copyFile forwards the file part, never more than the limit. ok=false returns either a
 // local reply (client side failed or file too large) or the upstream write error.
-func (u *upload) copyFile(fw io.Writer, file *multipart.Part) (sidecarReply, error, bool) {
+func (u *upload) copyFile(fw io.Writer, file *multipart.Part) (reply, error, bool) {
 	buf := make([]byte, 32<<10)
 	var n int64
 	for {
@@ -286,12 +286,12 @@ func (u *upload) copyFile(fw io.Writer, file *multipart.Part) (sidecarReply, err
 		}
 		if k > 0 {
 			if _, werr := fw.Write(chunk[:k]); werr != nil {
-				return sidecarReply{}, werr, false
+				return reply{}, werr, false
 			}
 			n += int64(k)
 		}
 		if rerr == io.EOF {
-			return sidecarReply{}, nil, true
+			return reply{}, nil, true
 		}
 		if rerr != nil {
 			return u.readErr(rerr), nil, false
@@ -305,36 +305,27 @@ func (u *upload) start() {
 	u.pw = pw
 	u.mw = multipart.NewWriter(pw)
 	u.result = make(chan upstreamResult, 1)
-	p, ri := principal(u.c), info(u.c)
-	ctx, cancel := context.WithCancel(traceUpstreamWait(u.c.Request.Context(), ri))
-	u.cancel = cancel
-	ri.attempts = 1
 	// A streamed body cannot be sent twice, so an upload gets no failover: one key, chosen
 	// like any call's, whose answer still updates the key's state.
-	keys := keysFor(u.st, p)
-	secret := keys.plain
-	if keys.pool != nil {
-		u.key, _ = keys.next(nil)
-		secret = u.key.secret
-		u.key.inflight.Add(1)
-	}
+	ctx, lease := u.call.Keys.Lease(u.c.Request.Context())
+	ctx, cancel := context.WithCancel(ctx)
+	u.cancel = cancel
+	u.lease = lease
 	call := platform.Call{
-		Method: http.MethodPost, Path: assetsPath, BodyReader: pr,
+		Method: http.MethodPost, Path: AssetsPath, BodyReader: pr,
 		ContentType: u.mw.FormDataContentType(), Accept: "application/json",
-		Key: secret, RequestID: ri.requestID,
+		Key: lease.Key(), RequestID: u.call.RequestID,
 	}
+	plat := u.routes.platform
 	go func() {
 		var res upstreamResult
-		req, err := u.sc.s.platform.NewOpenAPIRequest(ctx, call)
+		req, err := plat.NewOpenAPIRequest(ctx, call)
 		if err == nil {
-			res.resp, res.err = u.sc.s.platform.Do(req)
+			res.resp, res.err = plat.Do(req)
 		} else {
 			res.err = err
 		}
-		if u.key != nil {
-			u.key.inflight.Add(-1)
-			keys.pool.observe(u.key, res.resp, res.err)
-		}
+		lease.Done(res.resp, res.err)
 		// Whatever the platform said, it takes no more bytes; unblock the copy.
 		pr.CloseWithError(errUpstreamAnswered)
 		u.result <- res
@@ -344,7 +335,7 @@ func (u *upload) start() {
 // finish ends the upload. With a local reply (the client's fault) or a write error before
 // the body was complete, the upstream request is aborted and the local reply wins; otherwise
 // the platform's answer is judged and, on success, the asset's owner recorded.
-func (u *upload) finish(local sidecarReply, writeErr error) sidecarReply {
+func (u *upload) finish(local reply, writeErr error) reply {
 	defer u.cancel()
 	aborted := local.status != 0 || local.clientGone
 	if aborted {
@@ -366,19 +357,14 @@ func (u *upload) finish(local sidecarReply, writeErr error) sidecarReply {
 		return transportReply(res.err)
 	}
 	defer res.resp.Body.Close()
-	st, p, ri := u.st, principal(u.c), info(u.c)
-	r := u.sc.judge(st, p, ri, res.resp)
-	if !r.success || !keysMode(st) {
-		return r
+	out := u.routes.judge(u.call, res.resp)
+	if !out.success || !u.call.Shared {
+		return out
 	}
-	fingerprint := ""
-	if u.key != nil {
-		fingerprint = u.key.fingerprint
-	}
-	if alt, ok := u.sc.recordOwner(u.c.Request.Context(), p.Team, fingerprint, ri, r.body, u.ttl()); !ok {
+	if alt, ok := u.routes.recordOwner(u.c.Request.Context(), u.call, u.lease.Fingerprint(), out.body, u.ttl()); !ok {
 		return alt
 	}
-	return r
+	return out
 }
 
 // ttl is the lifetime asked for, used for the ownership record when the platform's answer

@@ -1,4 +1,4 @@
-package proxy
+package sidecar
 
 import (
 	"net/url"
@@ -14,7 +14,7 @@ func FuzzSidecarID(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
-		if !validID(id) {
+		if !ValidID(id) {
 			return
 		}
 		if len(id) == 0 || len(id) > maxIDLen {
@@ -41,7 +41,7 @@ func FuzzSidecarQuery(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
 		if q, perr := modelRunInfoQuery(raw); perr == nil {
-			if len(q) != 1 || len(q["run_id"]) != 1 || !validID(q.Get("run_id")) {
+			if len(q) != 1 || len(q["run_id"]) != 1 || !ValidID(q.Get("run_id")) {
 				t.Fatalf("info query %q passed as %v", raw, q)
 			}
 			if again, perr := modelRunInfoQuery(q.Encode()); perr != nil || again.Encode() != q.Encode() {

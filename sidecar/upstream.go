@@ -1,4 +1,4 @@
-package proxy
+package sidecar
 
 import (
 	"bytes"
@@ -8,20 +8,18 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"modelgate/auth"
 	"modelgate/platform"
 )
 
-// maxSidecarAnswer caps a platform answer held in memory before it is relayed. A full
+// MaxAnswer caps a platform answer held in memory before it is relayed. A full
 // model-runs page is a few tens of kilobytes.
-const maxSidecarAnswer = 4 << 20
+const MaxAnswer = 4 << 20
 
-// sidecarReply is what a sidecar route answers, decided before anything is written.
-type sidecarReply struct {
+// reply is what a sidecar route answers, decided before anything is written.
+type reply struct {
 	status     int
 	body       []byte
 	retryAfter string
@@ -30,18 +28,17 @@ type sidecarReply struct {
 	clientGone bool
 }
 
-func envelopeReply(status, code int, msg string) sidecarReply {
-	b, _ := json.Marshal(platform.Envelope{Code: code, Msg: msg}) // plain strings cannot fail
-	return sidecarReply{status: status, body: b}
+func envelopeReply(status, code int, msg string) reply {
+	return reply{status: status, body: Envelope(code, msg)}
 }
 
-func (r sidecarReply) write(c *gin.Context) {
-	ri := info(c)
+func (r reply) write(c *gin.Context) {
+	call := callOf(c)
 	if r.upstreamEr != "" {
-		ri.upstreamErr = r.upstreamEr
+		call.UpstreamErr = r.upstreamEr
 	}
 	if r.clientGone {
-		ri.clientGone = true
+		call.ClientGone = true
 		c.Abort()
 		return
 	}
@@ -50,42 +47,37 @@ func (r sidecarReply) write(c *gin.Context) {
 	}
 	if !r.success {
 		if code, _, ok := platform.ParseError(r.body); ok {
-			ri.errCode = strconv.Itoa(code)
+			call.ErrCode = strconv.Itoa(code)
 		}
 	}
 	c.Data(r.status, "application/json", r.body)
 }
 
-// fetchPlatform sends one GET to a constant platform path with a rebuilt query, retrying
-// only where the shared policy allows, and judges the answer.
-func (sc *sidecar) fetchPlatform(ctx context.Context, st *state, p *auth.Principal, ri *requestInfo, path string, q url.Values) sidecarReply {
-	return sc.fetchWith(ctx, st, p, ri, keysFor(st, p), path, q)
-}
-
-// fetchWith is fetchPlatform with the platform key taken from keys.
-func (sc *sidecar) fetchWith(ctx context.Context, st *state, p *auth.Principal, ri *requestInfo, keys keySource, path string, q url.Values) sidecarReply {
-	deadline := time.Now().Add(st.cfg.Upstream.RequestTimeout)
-	ctx, cancel := context.WithDeadline(traceUpstreamWait(ctx, ri), deadline)
+// fetch sends one GET to a constant platform path with a rebuilt query, retried and failed
+// over as the server's policy allows, and judges the answer. prefer names the key to ask
+// with (see Keys.Send).
+func (r *Routes) fetch(ctx context.Context, call *Call, prefer, path string, q url.Values) reply {
+	ctx, cancel := context.WithTimeout(ctx, call.Settings.RequestTimeout)
 	defer cancel()
-	resp, err := sc.s.attempt(ctx, st, ri, deadline, keys, func(ctx context.Context, key string) (*http.Request, error) {
-		return sc.s.platform.NewOpenAPIRequest(ctx, platform.Call{
+	resp, err := call.Keys.Send(ctx, prefer, func(ctx context.Context, key string) (*http.Request, error) {
+		return r.platform.NewOpenAPIRequest(ctx, platform.Call{
 			Method: http.MethodGet, Path: path, Query: q, Accept: "application/json",
-			Key: key, RequestID: ri.requestID,
+			Key: key, RequestID: call.RequestID,
 		})
 	})
 	if err != nil {
 		return transportReply(err)
 	}
 	defer resp.Body.Close()
-	return sc.judge(st, p, ri, resp)
+	return r.judge(call, resp)
 }
 
 // transportReply answers a call that got no usable answer, without any internal detail.
-func transportReply(err error) sidecarReply {
-	kind := upstreamErrorKind(err)
+func transportReply(err error) reply {
+	kind := platform.ErrorKind(err)
 	switch kind {
 	case "canceled":
-		return sidecarReply{clientGone: true, upstreamEr: kind}
+		return reply{clientGone: true, upstreamEr: kind}
 	case "timeout":
 		r := envelopeReply(http.StatusGatewayTimeout, platform.CodeSystem, "the platform did not answer in time")
 		r.upstreamEr = kind
@@ -98,36 +90,36 @@ func transportReply(err error) sidecarReply {
 
 // credentialRejected is the answer when the platform refuses a key modelgate holds: the
 // caller did nothing wrong and must learn nothing about the key.
-func (sc *sidecar) credentialRejected(ri *requestInfo) sidecarReply {
-	sc.s.log.Error("platform rejected the configured platform key", "request_id", ri.requestID, "route", ri.route)
-	r := envelopeReply(http.StatusBadGateway, platform.CodeSystem, "the platform rejected modelgate's credential; contact the operator")
-	r.upstreamEr = "upstream_auth"
-	return r
+func (r *Routes) credentialRejected(call *Call) reply {
+	r.log.Error("platform rejected the configured platform key", "request_id", call.RequestID, "route", call.Route)
+	out := envelopeReply(http.StatusBadGateway, platform.CodeSystem, "the platform rejected modelgate's credential; contact the operator")
+	out.upstreamEr = "upstream_auth"
+	return out
 }
 
 // judge turns a platform answer into the sidecar's reply. Envelopes are relayed byte for
 // byte (money fields are decimal strings or numbers the caller parses, never modelgate);
 // the alternative error shape is rewritten into the envelope with its data kept raw.
-func (sc *sidecar) judge(st *state, p *auth.Principal, ri *requestInfo, resp *http.Response) sidecarReply {
+func (r *Routes) judge(call *Call, resp *http.Response) reply {
 	status := resp.StatusCode
-	keys := keysMode(st)
+	keys := call.Shared
 	if keys && (status == http.StatusUnauthorized || status == http.StatusForbidden) {
-		return sc.credentialRejected(ri)
+		return r.credentialRejected(call)
 	}
 	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, maxSidecarAnswer+1)); err != nil {
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, MaxAnswer+1)); err != nil {
 		return transportReply(err)
 	}
 	body := buf.Bytes()
-	invalid := func() sidecarReply {
+	invalid := func() reply {
 		r := envelopeReply(http.StatusBadGateway, platform.CodeSystem, "the platform returned an invalid response")
 		r.upstreamEr = "invalid_body"
 		return r
 	}
-	if len(body) > maxSidecarAnswer {
+	if len(body) > MaxAnswer {
 		return invalid()
 	}
-	if quotesKey(st, p, body) {
+	if call.Keys.Quoted(body) {
 		// Never relay an answer that quotes the credential, whoever it belongs to.
 		return invalid()
 	}
@@ -142,23 +134,23 @@ func (sc *sidecar) judge(st *state, p *auth.Principal, ri *requestInfo, resp *ht
 		return nonEnvelopeReply(status, retry)
 	}
 	if keys && code == platform.CodeNotLoggedIn {
-		return sc.credentialRejected(ri)
+		return r.credentialRejected(call)
 	}
-	r := sidecarReply{status: status, body: body, retryAfter: retry}
+	out := reply{status: status, body: body, retryAfter: retry}
 	if isAltShape(body) {
-		r.body = altToEnvelope(code, msg, body)
+		out.body = altToEnvelope(code, msg, body)
 	}
-	r.success = status >= 200 && status <= 299 && code == platform.CodeOK
+	out.success = status >= 200 && status <= 299 && code == platform.CodeOK
 	if status >= 500 {
-		r.upstreamEr = "status_5xx"
+		out.upstreamEr = "status_5xx"
 	}
-	return r
+	return out
 }
 
 // nonEnvelopeReply answers a platform reply that is not JSON in either shape (a load
 // balancer's HTML page, an empty body): its status class is kept, its text is not.
-func nonEnvelopeReply(status int, retry string) sidecarReply {
-	var r sidecarReply
+func nonEnvelopeReply(status int, retry string) reply {
+	var r reply
 	switch {
 	case status >= 200 && status <= 299:
 		r = envelopeReply(http.StatusBadGateway, platform.CodeSystem, "the platform returned an invalid response")
@@ -196,20 +188,4 @@ func altToEnvelope(code int, msg string, body []byte) []byte {
 	_ = json.Unmarshal(body, &probe) // body was parsed once already
 	b, _ := json.Marshal(platform.Envelope{Code: code, Msg: msg, Data: probe.Data})
 	return b
-}
-
-// quotesKey reports whether body contains the caller's platform key or any key of its
-// team's pool: with failover the answer may come from any of them.
-func quotesKey(st *state, p *auth.Principal, body []byte) bool {
-	if key := p.PlatformKey.Reveal(); key != "" && bytes.Contains(body, []byte(key)) {
-		return true
-	}
-	if ks := keysFor(st, p); ks.pool != nil {
-		for _, k := range ks.pool.keys {
-			if k.secret != "" && bytes.Contains(body, []byte(k.secret)) {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -1,4 +1,4 @@
-package proxy
+package sidecar
 
 import (
 	"context"
@@ -14,20 +14,20 @@ import (
 // balanceInfo serves GET balance/info. A fleet of sidecars polling the balance would
 // otherwise multiply the platform's load, so successful answers are kept briefly per
 // platform key, and concurrent misses for one key share a single upstream call.
-func (sc *sidecar) balanceInfo(c *gin.Context) {
+func (r *Routes) balanceInfo(c *gin.Context) {
 	if !noQuery(c) {
 		return
 	}
-	st, p, ri := requestState(c), principal(c), info(c)
-	fetch := func(ctx context.Context) sidecarReply {
-		return sc.fetchPlatform(ctx, st, p, ri, balancePath, nil)
+	call := callOf(c)
+	fetch := func(ctx context.Context) reply {
+		return r.fetch(ctx, call, "", BalancePath, nil)
 	}
-	ttl := st.cfg.Sidecar.BalanceCacheTTL
+	ttl := call.Settings.BalanceCacheTTL
 	if ttl <= 0 {
 		fetch(c.Request.Context()).write(c)
 		return
 	}
-	sc.balance.get(c.Request.Context(), balanceCacheKey(p.PlatformKey.Reveal()), ttl, fetch).write(c)
+	r.balance.get(c.Request.Context(), balanceCacheKey(call.Keys.Caller()), ttl, fetch).write(c)
 }
 
 // balanceCacheKey names a platform key in the cache without keeping the key itself.
@@ -45,13 +45,13 @@ type balanceCache struct {
 }
 
 type balanceEntry struct {
-	reply sidecarReply
+	reply reply
 	at    time.Time
 }
 
 type balanceCall struct {
 	done  chan struct{}
-	reply sidecarReply
+	reply reply
 }
 
 func newBalanceCache(now func() time.Time) *balanceCache {
@@ -61,19 +61,19 @@ func newBalanceCache(now func() time.Time) *balanceCache {
 }
 
 // fresh returns the cached answer for key if it is younger than ttl by the injected clock.
-func (b *balanceCache) fresh(key string, ttl time.Duration) (sidecarReply, bool) {
+func (b *balanceCache) fresh(key string, ttl time.Duration) (reply, bool) {
 	v, ok := b.items.Get(key)
 	if !ok {
-		return sidecarReply{}, false
+		return reply{}, false
 	}
 	e := v.(balanceEntry)
 	if b.now().Sub(e.at) >= ttl {
-		return sidecarReply{}, false
+		return reply{}, false
 	}
 	return e.reply, true
 }
 
-func (b *balanceCache) get(ctx context.Context, key string, ttl time.Duration, fetch func(context.Context) sidecarReply) sidecarReply {
+func (b *balanceCache) get(ctx context.Context, key string, ttl time.Duration, fetch func(context.Context) reply) reply {
 	if r, ok := b.fresh(key, ttl); ok {
 		return r
 	}
@@ -94,7 +94,7 @@ func (b *balanceCache) get(ctx context.Context, key string, ttl time.Duration, f
 		case <-call.done:
 			return call.reply
 		case <-ctx.Done():
-			return sidecarReply{clientGone: true, upstreamEr: "canceled"}
+			return reply{clientGone: true, upstreamEr: "canceled"}
 		}
 	}
 	// The leader's own departure must not fail the callers waiting on it; the call is still

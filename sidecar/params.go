@@ -1,8 +1,10 @@
-package proxy
+package sidecar
 
 import (
 	"net/url"
 	"strconv"
+
+	"modelgate/reqlog"
 )
 
 // maxIDLen bounds run and asset ids. The platform's ids are far shorter; the bound only
@@ -12,7 +14,7 @@ const maxIDLen = 128
 // validID is the one pattern run and asset ids must match: letters, digits, '_' and '-'.
 // No '.', '/', '\\', '%', ';' or control bytes can appear, so an id can never form a path
 // segment other than itself, before or after any decoding.
-func validID(id string) bool {
+func ValidID(id string) bool {
 	if id == "" || len(id) > maxIDLen {
 		return false
 	}
@@ -46,7 +48,7 @@ func printableName(name string) string {
 	if len(name) > 40 {
 		name = name[:40] + "..."
 	}
-	return "'" + sanitizePath(name) + "'"
+	return "'" + reqlog.Printable(name, 200) + "'"
 }
 
 // strictQuery parses a raw query and accepts only the allowed names, each at most once.
@@ -108,7 +110,7 @@ func modelRunInfoQuery(raw string) (url.Values, *paramError) {
 	if !ok || id == "" {
 		return nil, &paramError{msg: "missing required parameter 'run_id'"}
 	}
-	if !validID(id) {
+	if !ValidID(id) {
 		return nil, badParam("run_id", "expected 1 to 128 letters, digits, '_' or '-'")
 	}
 	return url.Values{"run_id": {id}}, nil

@@ -1,4 +1,4 @@
-package proxy
+package sidecar
 
 import (
 	"strings"
@@ -28,8 +28,8 @@ func TestValidID(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := validID(tc.id); got != tc.want {
-				t.Errorf("validID(%q) = %v, want %v", tc.id, got, tc.want)
+			if got := ValidID(tc.id); got != tc.want {
+				t.Errorf("ValidID(%q) = %v, want %v", tc.id, got, tc.want)
 			}
 		})
 	}

@@ -1,0 +1,87 @@
+// Package reqlog is the record of finished requests that the proxy hands to its observers
+// (metrics, tests): the summary of one request, the hooks that receive it, and the state of
+// the platform keys. It holds plain values only, so an observer depends on this small
+// package and never on the proxy that fills it in.
+package reqlog
+
+import "time"
+
+// Hooks let the operations layer observe requests without the handlers knowing about it.
+// Nil fields are skipped.
+type Hooks struct {
+	// RequestStarted and RequestDone bracket every request (in-flight gauges).
+	RequestStarted func()
+	// RequestDone is called once per request after the answer was written.
+	RequestDone func(RequestSummary)
+	// StreamOpened and StreamClosed bracket every streamed answer.
+	StreamOpened, StreamClosed func(route string)
+}
+
+// RequestSummary is the record of one finished request, for logs and metrics.
+type RequestSummary struct {
+	RequestID    string
+	Route        string
+	Method       string
+	Team, Key    string
+	Model        string
+	Status       int
+	Stream       bool
+	Duration     time.Duration
+	TTFB         time.Duration
+	InputTokens  int64
+	OutputTokens int64
+	Attempts     int
+	ErrorCode    string
+	Refusal      string
+	UpstreamErr  string
+	CostMicros   int64 // what the call cost at the model's price, in micro-units of pricing.currency
+	// UsageEstimated names why the settled usage is an upper bound rather than the
+	// platform's figure; "" when it is the platform's (see docs/accounting.md).
+	UsageEstimated string
+	TraceID        string // set when the request was traced
+}
+
+// Platform key states, as /metrics and /admin/usage show them.
+const (
+	KeyHealthy = "healthy"
+	KeyCooling = "cooling" // rate-limited by the platform: unused until its Retry-After passed
+	KeyOut     = "out"     // rejected by the platform (401/403): unused until a probe after back-off
+)
+
+// KeyStates lists every state a platform key can be in, in the order metrics export them.
+func KeyStates() []string { return []string{KeyHealthy, KeyCooling, KeyOut} }
+
+// KeyState is one platform key's state, for metrics and the usage report.
+type KeyState struct {
+	Team        string `json:"-"`
+	Fingerprint string `json:"fingerprint"`
+	State       string `json:"state"` // KeyHealthy, KeyCooling or KeyOut
+	InFlight    int64  `json:"in_flight"`
+}
+
+// Printable returns at most max bytes of s with anything outside printable ASCII replaced by
+// '?': how a caller's own text (a model name, a path, a parameter name) may appear in a log
+// line or an error message.
+func Printable(s string, max int) string {
+	if len(s) <= max && printableASCII(s) {
+		return s // the common case: no copy
+	}
+	out := make([]byte, 0, min(len(s), max))
+	for i := 0; i < len(s) && len(out) < max; i++ {
+		ch := s[i]
+		if ch < 0x20 || ch > 0x7e {
+			ch = '?'
+		}
+		out = append(out, ch)
+	}
+	return string(out)
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
