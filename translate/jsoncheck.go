@@ -118,17 +118,11 @@ func validObject(data []byte, i, depth int) (int, bool) {
 		if i, ok = validValue(data, i+1, depth); !ok {
 			return i, false
 		}
-		if i = skipSpace(data, i); i == len(data) {
-			return i, false
+		var done bool
+		if i, done, ok = nextMember(data, i, '}'); !ok || done {
+			return i, ok
 		}
-		switch data[i] {
-		case '}':
-			return i + 1, true
-		case ',':
-			i = skipSpace(data, i+1)
-		default:
-			return i, false
-		}
+		i = skipSpace(data, i)
 	}
 }
 
@@ -142,18 +136,26 @@ func validArray(data []byte, i, depth int) (int, bool) {
 		if i, ok = validValue(data, i, depth); !ok {
 			return i, false
 		}
-		if i = skipSpace(data, i); i == len(data) {
-			return i, false
-		}
-		switch data[i] {
-		case ']':
-			return i + 1, true
-		case ',':
-			i++
-		default:
-			return i, false
+		var done bool
+		if i, done, ok = nextMember(data, i, ']'); !ok || done {
+			return i, ok
 		}
 	}
+}
+
+// nextMember reads what follows a member of an object or an element of an array that the
+// byte end closes: past end and done, or past the comma before the next one.
+func nextMember(data []byte, i int, end byte) (next int, done, ok bool) {
+	if i = skipSpace(data, i); i == len(data) {
+		return i, false, false
+	}
+	switch data[i] {
+	case end:
+		return i + 1, true, true
+	case ',':
+		return i + 1, false, true
+	}
+	return i, false, false
 }
 
 // validString reads a string from just past its opening quote; esc reports an escape.

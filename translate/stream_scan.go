@@ -83,17 +83,11 @@ func (f *eventFields) object(data []byte, i int) (int, bool) {
 			f.nStored++
 			setValue(dst, str(data), from, i, esc)
 		}
-		if i = skipSpace(data, i); i == len(data) {
-			return i, false
+		var done bool
+		if i, done, ok = nextMember(data, i, '}'); !ok || done {
+			return i, ok
 		}
-		switch data[i] {
-		case '}':
-			return i + 1, true
-		case ',':
-			i = skipSpace(data, i+1)
-		default:
-			return i, false
-		}
+		i = skipSpace(data, i)
 	}
 }
 
