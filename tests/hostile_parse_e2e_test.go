@@ -6,9 +6,6 @@ import (
 	"encoding/base64"
 	"io"
 	"net/http"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -49,7 +46,7 @@ func TestCrashInputsRefused(t *testing.T) {
 		{"messages_repeated_model", "/v1/messages", []byte(`{"model":"sim-chat","max_tokens":16,"messages":[{"role":"user","content":"hi"}],"model":"sim-long"}`), false},
 	}
 	client := &http.Client{Timeout: 60 * time.Second}
-	rssBefore := rssOf(t, g)
+	rssBefore := rssBytes(t, g.cmd.Process.Pid)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodPost, g.URL+c.path, bytes.NewReader(c.body))
@@ -74,7 +71,7 @@ func TestCrashInputsRefused(t *testing.T) {
 	}
 	// Each refusal holds its body only while it is checked: what stays is the heap the
 	// largest body needed (64 MiB allowed here), not a sum over requests.
-	if before, after := rssBefore, rssOf(t, g); before > 0 && after-before > 256<<20 {
+	if before, after := rssBefore, rssBytes(t, g.cmd.Process.Pid); before > 0 && after-before > 256<<20 {
 		t.Errorf("RSS grew from %d MiB to %d MiB", before>>20, after>>20)
 	} else {
 		t.Logf("RSS %d MiB -> %d MiB", before>>20, after>>20)
@@ -84,22 +81,6 @@ func TestCrashInputsRefused(t *testing.T) {
 		t.Fatalf("modelgate is not serving after the crash inputs: %v", err)
 	}
 	resp.Body.Close()
-}
-
-// rssOf reads the process's resident set size from /proc; 0 where there is none.
-func rssOf(t *testing.T, g *gateway) int64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(g.cmd.Process.Pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	t.Log("no VmRSS in /proc status")
-	return 0
 }
 
 func tailOf(s string) string { return s[max(len(s)-2000, 0):] }
