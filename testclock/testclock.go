@@ -87,7 +87,7 @@ func NextMidnight(t time.Time) time.Time {
 // say so by asking for it.
 func SameDay(t time.Time, span time.Duration) time.Time {
 	if end := NextMidnight(t); !t.Add(span).Before(end) {
-		return end.Add(-span).Truncate(time.Minute)
+		return end.Add(-span - 1).Truncate(time.Minute) // t+span ends before midnight, not at it
 	}
 	return t
 }
