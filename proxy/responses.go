@@ -134,13 +134,15 @@ func checkResponsesRequest(c *gin.Context, st *state, p *auth.Principal) (checke
 		return checkedResponses{}, false
 	}
 	model, input, stream, maxOut := f.model, f.input, f.stream, f.maxOut
-	switch {
-	case model.Type != gjson.String || model.Str == "":
+	if model.Type != gjson.String || model.Str == "" {
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "model", "Missing required parameter: 'model'.")
 		return checkedResponses{}, false
-	case len(model.Str) > translate.MaxModelNameBytes:
-		writeTranslateError(c, translate.CheckModelName(model.Str))
+	}
+	if err := translate.CheckModelName(model.Str); err != nil {
+		writeTranslateError(c, err)
 		return checkedResponses{}, false
+	}
+	switch {
 	case !present(input) && !f.turnCarried():
 		// previous_response_id, a stored prompt or a conversation may carry the turn alone.
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "input", "Missing required parameter: 'input'.")

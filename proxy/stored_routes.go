@@ -35,7 +35,8 @@ func (s *Server) keptRecord(c *gin.Context, route string) (*stored.Record, bool)
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), storeTimeout)
 	defer cancel()
-	r, err := st.keeper.Get(ctx, owner(st, p), id)
+	who := owner(st, p)
+	r, err := st.keeper.Get(ctx, who, id)
 	switch {
 	case errors.Is(err, stored.ErrNotFound):
 		responseNotFound(c, id)
@@ -44,7 +45,7 @@ func (s *Server) keptRecord(c *gin.Context, route string) (*stored.Record, bool)
 		storeUnavailable(c, err)
 		return nil, false
 	}
-	r = s.checkOrphan(ctx, st, owner(st, p), r)
+	r = s.checkOrphan(ctx, st, who, r)
 	ri.model = r.Model
 	return r, true
 }
@@ -88,9 +89,11 @@ func (s *Server) deleteResponse(c *gin.Context) {
 	if !ok {
 		return
 	}
+	st := requestState(c)
+	who := owner(st, principal(c))
 	ctx, cancel := context.WithTimeout(c.Request.Context(), storeTimeout)
 	defer cancel()
-	deleted, err := requestState(c).keeper.Delete(ctx, owner(requestState(c), principal(c)), r.ID)
+	deleted, err := st.keeper.Delete(ctx, who, r.ID)
 	switch {
 	case err != nil:
 		storeUnavailable(c, err)
@@ -99,7 +102,7 @@ func (s *Server) deleteResponse(c *gin.Context) {
 		responseNotFound(c, r.ID)
 		return
 	}
-	if j := s.bg.lookup(owner(requestState(c), principal(c)), r.ID); j != nil {
+	if j := s.bg.lookup(who, r.ID); j != nil {
 		// A background response deleted while it runs is not wanted any more: its platform
 		// call ends (settled as a cancel). Another replica's runner notices at its heartbeat.
 		j.cancel(errCancelledByClient)
