@@ -18,6 +18,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/accounting"
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/platformsim"
@@ -83,26 +84,26 @@ func TestAccountingNeverBelowThePlatform(t *testing.T) {
 		// billed whole by then, however loaded the machine: the case is always exercised.
 		{name: "fanout_partial_failure_stream", path: "/v1/chat/completions",
 			body:    `{"model":"sim-chat","n":2,"stream":true,"messages":[{"role":"user","content":"hello"}]}`,
-			replies: []platformsim.Reply{fail500Late, {}}, slowAnswer: true, want: estFanoutCut, wantOut: reserveOut},
+			replies: []platformsim.Reply{fail500Late, {}}, slowAnswer: true, want: accounting.FanoutCut, wantOut: reserveOut},
 		// The request was sent and billed, and no headers came: a header timeout...
 		{name: "header_timeout_responses", path: "/v1/responses", body: respBody,
-			replies: []platformsim.Reply{{Fault: platformsim.FaultStallAfterBilling}}, want: estNoAnswer, wantOut: reserveOut},
+			replies: []platformsim.Reply{{Fault: platformsim.FaultStallAfterBilling}}, want: accounting.NoAnswer, wantOut: reserveOut},
 		{name: "header_timeout_chat", path: "/v1/chat/completions", body: chatBody,
-			replies: []platformsim.Reply{{Fault: platformsim.FaultStallAfterBilling}}, want: estNoAnswer, wantOut: reserveOut},
+			replies: []platformsim.Reply{{Fault: platformsim.FaultStallAfterBilling}}, want: accounting.NoAnswer, wantOut: reserveOut},
 		{name: "header_timeout_stream", path: "/v1/responses", body: respStreamBody,
-			replies: []platformsim.Reply{{Fault: platformsim.FaultStallAfterBilling}}, want: estNoAnswer, wantOut: reserveOut},
+			replies: []platformsim.Reply{{Fault: platformsim.FaultStallAfterBilling}}, want: accounting.NoAnswer, wantOut: reserveOut},
 		// ...or the client leaving before the headers.
 		{name: "cancel_before_headers_responses", path: "/v1/responses", body: respBody, cancelOnBill: true,
-			replies: []platformsim.Reply{{Fault: platformsim.FaultStallAfterBilling, Delay: 0}}, want: estNoAnswer, wantOut: reserveOut},
+			replies: []platformsim.Reply{{Fault: platformsim.FaultStallAfterBilling, Delay: 0}}, want: accounting.NoAnswer, wantOut: reserveOut},
 		{name: "cancel_before_headers_chat_stream", path: "/v1/chat/completions", body: chatStreamBody, cancelOnBill: true,
-			replies: []platformsim.Reply{{Fault: platformsim.FaultStallAfterBilling}}, want: estNoAnswer, wantOut: reserveOut},
+			replies: []platformsim.Reply{{Fault: platformsim.FaultStallAfterBilling}}, want: accounting.NoAnswer, wantOut: reserveOut},
 		// A non-stream answer whose body fails to read or parse was billed whole.
 		{name: "unreadable_body_responses", path: "/v1/responses", body: respBody,
-			replies: []platformsim.Reply{{Fault: platformsim.FaultInvalidJSON}}, want: estBody, wantOut: reserveOut},
+			replies: []platformsim.Reply{{Fault: platformsim.FaultInvalidJSON}}, want: accounting.BadBody, wantOut: reserveOut},
 		{name: "reset_body_responses", path: "/v1/responses", body: respBody,
-			replies: []platformsim.Reply{{Fault: platformsim.FaultResetMidStream}}, want: estBody, wantOut: reserveOut},
+			replies: []platformsim.Reply{{Fault: platformsim.FaultResetMidStream}}, want: accounting.BadBody, wantOut: reserveOut},
 		{name: "unreadable_body_chat", path: "/v1/chat/completions", body: chatBody,
-			replies: []platformsim.Reply{{Fault: platformsim.FaultGarbage}}, want: estBody, wantOut: reserveOut},
+			replies: []platformsim.Reply{{Fault: platformsim.FaultGarbage}}, want: accounting.BadBody, wantOut: reserveOut},
 		// A stop sequence is modelgate's own cut; what was in flight is read before the call
 		// is cancelled, up to the terminal event and its usage.
 		{name: "stop_sequence", path: "/v1/chat/completions", want: "exact",
@@ -209,8 +210,8 @@ func TestPassthroughCountsTerminalUsageWhenTheClientLeaves(t *testing.T) {
 	_, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := s.forwardResponsesStream(c, st, resp, ratelimit.Usage{InputTokens: 7, OutputTokens: 4096}, cancel)
-	if ch.usage != (ratelimit.Usage{InputTokens: 100, OutputTokens: 50}) || ch.unknown != "" {
-		t.Errorf("settled %+v (estimated %q), want the terminal event's 100/50", ch.usage, ch.unknown)
+	if ch.Usage != (ratelimit.Usage{InputTokens: 100, OutputTokens: 50}) || ch.Unknown != "" {
+		t.Errorf("settled %+v (estimated %q), want the terminal event's 100/50", ch.Usage, ch.Unknown)
 	}
 	if !info(c).clientGone {
 		t.Errorf("the client's departure was not noted")
@@ -301,7 +302,7 @@ func TestHeaderTimeoutAfterThePlatformAnswered(t *testing.T) {
 		t.Fatalf("the platform billed %+v, not the whole stream", env.sim.BilledFor(id))
 	}
 	billed := env.sim.BilledFor(id)
-	if got.Input < billed.InputTokens || got.Output < billed.OutputTokens || got.Estimated != estNoAnswer {
+	if got.Input < billed.InputTokens || got.Output < billed.OutputTokens || got.Estimated != accounting.NoAnswer {
 		t.Errorf("modelgate settled in=%d out=%d (estimated %q); the platform billed in=%d out=%d",
 			got.Input, got.Output, got.Estimated, billed.InputTokens, billed.OutputTokens)
 	}
@@ -353,31 +354,5 @@ func TestReloadMidStreamSettlesExactly(t *testing.T) {
 		if got.Estimated != "" || got.Input != billed.InputTokens || got.Output != billed.OutputTokens {
 			t.Errorf("%s: settled %+v, the platform billed %+v", id, got, billed)
 		}
-	}
-}
-
-func TestChargeRules(t *testing.T) {
-	u := func(in, out int64) ratelimit.Usage { return ratelimit.Usage{InputTokens: in, OutputTokens: out} }
-	reserve := u(10, 100)
-	tests := []struct {
-		name string
-		got  charge
-		want charge
-	}{
-		{"known", knownUsage(u(3, 4)), charge{usage: u(3, 4)}},
-		{"bound_is_the_reservation", upperBound(reserve, u(10, 7), estStreamCut), charge{usage: u(10, 100), unknown: estStreamCut}},
-		{"bound_never_below_what_was_read", upperBound(reserve, u(10, 150), estStreamCut), charge{usage: u(10, 150), unknown: estStreamCut}},
-		{"early_cut_adds_the_allowance", earlyCut(reserve, u(10, 7), estEarlyCut), charge{usage: u(10, 7+inFlightAllowance), unknown: estEarlyCut}},
-		{"early_cut_allowance_capped_by_the_reservation", earlyCut(reserve, u(10, 95), estEarlyCut), charge{usage: u(10, 100), unknown: estEarlyCut}},
-		{"early_cut_past_the_reservation", earlyCut(reserve, u(10, 120), estEarlyCut), charge{usage: u(10, 120), unknown: estEarlyCut}},
-		{"sum_keeps_the_first_reason", knownUsage(u(1, 1)).plus(upperBound(reserve, u(0, 0), estNoAnswer)).plus(earlyCut(reserve, u(0, 0), estEarlyCut)),
-			charge{usage: u(21, 117), unknown: estNoAnswer}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.got != tc.want {
-				t.Errorf("got %+v, want %+v", tc.got, tc.want)
-			}
-		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/accounting"
 	"modelgate/ratelimit"
 	"modelgate/translate"
 )
@@ -58,23 +59,23 @@ func (a *streamAggregate) read(ri *requestInfo, feed func(eventType string, data
 
 // charge ends the upstream call and returns what to charge for it, usage being what the
 // aggregator counted or the platform reported.
-func (a *streamAggregate) charge(c *gin.Context, cancel context.CancelFunc, reserve ratelimit.Usage, usage translate.Usage) charge {
+func (a *streamAggregate) charge(c *gin.Context, cancel context.CancelFunc, reserve ratelimit.Usage, usage translate.Usage) accounting.Charge {
 	switch {
 	case usage.Reported:
 		cancel()
-		return knownUsage(toUsage(usage))
+		return accounting.Known(toUsage(usage))
 	case a.finished:
 		// Ended at a stop sequence, modelgate's own cut: count what is in flight, then
 		// stop the platform generating.
 		read, reported := drainAfterCut(a.events, cancel, toUsage(usage))
 		if reported {
-			return knownUsage(read)
+			return accounting.Known(read)
 		}
-		return earlyCut(reserve, read, estEarlyCut)
+		return accounting.EarlyCut(reserve, read, accounting.EarlyEnd)
 	case c.Request.Context().Err() != nil:
 		cancel()
-		return earlyCut(reserve, toUsage(usage), estEarlyCut)
+		return accounting.EarlyCut(reserve, toUsage(usage), accounting.EarlyEnd)
 	}
 	cancel()
-	return upperBound(reserve, toUsage(usage), estStreamCut)
+	return accounting.UpperBound(reserve, toUsage(usage), accounting.StreamCut)
 }

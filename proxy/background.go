@@ -17,6 +17,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"modelgate/accounting"
 	"modelgate/auth"
 	"modelgate/ratelimit"
 	"modelgate/reqlog"
@@ -352,14 +353,14 @@ func (r *bgRun) run() {
 	defer func() {
 		if v := recover(); v != nil {
 			r.s.log.Error("background response panic", slog.String("request_id", r.requestID), slog.Any("panic", v))
-			r.s.settleInfo(r.ri, r.ticket, upperBound(r.reserve, ratelimit.Usage{}, estStreamCut))
+			r.s.settleInfo(r.ri, r.ticket, accounting.UpperBound(r.reserve, ratelimit.Usage{}, accounting.StreamCut))
 			r.s.settleBilling(r.ri)
 			r.finish(stored.StatusFailed, nil, responseError{"server_error", "modelgate failed while running this background response."}, nil)
 		}
 	}()
 	stopBeat := r.heartbeat()
 	defer stopBeat()
-	status, rerr, ch, cost := stored.StatusFailed, responseError{}, charge{}, int64(0)
+	status, rerr, ch, cost := stored.StatusFailed, responseError{}, accounting.Charge{}, int64(0)
 	reported := false
 	report := func() {
 		// The job's end is reported like a request of its own, so its tokens, duration
@@ -370,8 +371,8 @@ func (r *bgRun) run() {
 		reported = true
 		r.s.hooks.RequestDone(reqlog.RequestSummary{RequestID: r.requestID, Route: backgroundRoute, Method: http.MethodPost,
 			Team: r.team, Key: r.key, Model: printable(r.rec.Model, maxLoggedModel), Status: r.httpStatus(status),
-			Duration: time.Since(r.started), InputTokens: ch.usage.InputTokens, OutputTokens: ch.usage.OutputTokens,
-			ErrorCode: rerr.code, UpstreamErr: r.upstreamErr, UsageEstimated: ch.unknown, CostMicros: cost})
+			Duration: time.Since(r.started), InputTokens: ch.Usage.InputTokens, OutputTokens: ch.Usage.OutputTokens,
+			ErrorCode: rerr.code, UpstreamErr: r.upstreamErr, UsageEstimated: ch.Unknown, CostMicros: cost})
 	}
 	if r.s.hooks.RequestStarted != nil {
 		r.s.hooks.RequestStarted()
@@ -387,7 +388,7 @@ func (r *bgRun) run() {
 	cost = r.s.settleBilling(r.ri)
 	report()
 	r.finish(status, final, rerr, output)
-	usage := ch.usage
+	usage := ch.Usage
 	r.s.log.LogAttrs(context.Background(), slog.LevelInfo, "background response",
 		slog.String("request_id", r.requestID), slog.String("team", r.team), slog.String("key", r.key),
 		slog.String("model", printable(r.rec.Model, maxLoggedModel)), slog.String("status", status),
@@ -451,7 +452,7 @@ func (r *bgRun) heartbeat() (stop func()) {
 // call runs the platform call and says how it ended: the final status, the platform's
 // response object when it sent one, the error to record otherwise, the output items seen so
 // far, and the usage to settle.
-func (r *bgRun) call() (status string, final []byte, rerr responseError, output []byte, ch charge) {
+func (r *bgRun) call() (status string, final []byte, rerr responseError, output []byte, ch accounting.Charge) {
 	s, st := r.s, r.st
 	resp, cancel, f := s.openGateway(r.job.ctx, st, r.p, r.ri, r.body, true)
 	if f != nil {
@@ -459,7 +460,7 @@ func (r *bgRun) call() (status string, final []byte, rerr responseError, output 
 		// platform or it refused it, the reservation when it may have billed.
 		r.upstreamErr = f.kind
 		if f.maybeBilled {
-			ch = upperBound(r.reserve, ratelimit.Usage{}, estNoAnswer)
+			ch = accounting.UpperBound(r.reserve, ratelimit.Usage{}, accounting.NoAnswer)
 		}
 		if f.clientGone {
 			return r.cutShort(), nil, r.cutError(), nil, ch
@@ -473,7 +474,7 @@ func (r *bgRun) call() (status string, final []byte, rerr responseError, output 
 	if !isEventStream(resp) {
 		r.upstreamErr = "invalid_body"
 		return stored.StatusFailed, nil, responseError{"server_error", "The platform returned an invalid response."}, nil,
-			upperBound(r.reserve, ratelimit.Usage{}, estBody)
+			accounting.UpperBound(r.reserve, ratelimit.Usage{}, accounting.BadBody)
 	}
 	r.progress(stored.StatusInProgress)
 
@@ -489,19 +490,19 @@ func (r *bgRun) call() (status string, final []byte, rerr responseError, output 
 		// Read the upstream to its end (bounded) so its connection can be reused.
 		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
 		if sc.reported {
-			return sc.status, sc.final, sc.rerr, sc.output, knownUsage(sc.usage)
+			return sc.status, sc.final, sc.rerr, sc.output, accounting.Known(sc.usage)
 		}
 		// An error event, or a terminal one without usage: every event was read, but what
 		// the platform billed for them it did not say.
-		return sc.status, sc.final, sc.rerr, sc.output, upperBound(r.reserve, sc.usage, estStreamCut)
+		return sc.status, sc.final, sc.rerr, sc.output, accounting.UpperBound(r.reserve, sc.usage, accounting.StreamCut)
 	}
 	cancel()
-	cut := upperBound(r.reserve, sc.usage, estStreamCut)
+	cut := accounting.UpperBound(r.reserve, sc.usage, accounting.StreamCut)
 	switch {
 	case r.job.ctx.Err() != nil:
 		// Cancelled by its client or by a shutdown: modelgate's own cut.
 		r.upstreamErr = "canceled"
-		return r.cutShort(), nil, r.cutError(), sc.output, earlyCut(r.reserve, sc.usage, estEarlyCut)
+		return r.cutShort(), nil, r.cutError(), sc.output, accounting.EarlyCut(r.reserve, sc.usage, accounting.EarlyEnd)
 	case idle.fired.Load():
 		r.upstreamErr = "stream_idle"
 		return stored.StatusFailed, nil, responseError{"server_error", "The platform stopped sending events; the response was abandoned."}, sc.output, cut

@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
 
+	"modelgate/accounting"
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/ratelimit"
@@ -49,7 +50,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	if call == nil {
 		return
 	}
-	var ch charge
+	var ch accounting.Charge
 	defer func() { s.settle(c, ticket, ch) }()
 	if call.ri.stream {
 		ch = call.stream()
@@ -176,7 +177,7 @@ func usagesOf(convs []*translate.StreamConverter) []translate.Usage {
 // openAll opens one upstream call per choice, in parallel. If any fails, the first failure
 // is returned along with the charge for every choice: the platform may have billed those
 // that it answered, and those whose request it received before the call broke.
-func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.CancelFunc, *upstreamFailure, charge) {
+func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.CancelFunc, *upstreamFailure, accounting.Charge) {
 	n := cc.req.N
 	resps := make([]*http.Response, n)
 	cancels := make([]context.CancelFunc, n)
@@ -202,17 +203,17 @@ func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.Ca
 		}
 	}
 	if first == nil {
-		return resps, cancels, nil, charge{}
+		return resps, cancels, nil, accounting.Charge{}
 	}
-	var ch charge
+	var ch accounting.Charge
 	for i := range n {
 		switch {
 		case fails[i] != nil && fails[i].maybeBilled:
-			ch = ch.plus(upperBound(cc.reserve, ratelimit.Usage{}, estNoAnswer))
+			ch = ch.Plus(accounting.UpperBound(cc.reserve, ratelimit.Usage{}, accounting.NoAnswer))
 		case fails[i] != nil:
 			// Refused by the platform, or never sent: nothing billed.
 		default:
-			ch = ch.plus(cc.abandon(resps[i], cancels[i]))
+			ch = ch.Plus(cc.abandon(resps[i], cancels[i]))
 		}
 	}
 	return nil, nil, first, ch
@@ -223,20 +224,20 @@ func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.Ca
 // before its headers came, so it is read for its usage (it is already there, and reading it
 // costs the platform nothing); a stream is ended at once and charged its reservation, since
 // it ran for as long as the slowest sibling took to fail.
-func (cc *chatCall) abandon(resp *http.Response, cancel context.CancelFunc) charge {
+func (cc *chatCall) abandon(resp *http.Response, cancel context.CancelFunc) accounting.Charge {
 	defer cancel()
 	defer resp.Body.Close()
 	if cc.upStream {
-		return upperBound(cc.reserve, ratelimit.Usage{}, estFanoutCut)
+		return accounting.UpperBound(cc.reserve, ratelimit.Usage{}, accounting.FanoutCut)
 	}
 	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, maxUpstreamJSON+1)); err == nil {
 		if u := gjson.GetBytes(buf.Bytes(), "usage"); u.IsObject() {
 			f := gjson.GetMany(u.Raw, "input_tokens", "output_tokens", "input_tokens_details.cached_tokens", "output_tokens_details.reasoning_tokens")
-			return knownUsage(ratelimit.Usage{InputTokens: f[0].Int(), OutputTokens: f[1].Int(), CachedInputTokens: f[2].Int(), ReasoningTokens: f[3].Int()})
+			return accounting.Known(ratelimit.Usage{InputTokens: f[0].Int(), OutputTokens: f[1].Int(), CachedInputTokens: f[2].Int(), ReasoningTokens: f[3].Int()})
 		}
 	}
-	return upperBound(cc.reserve, ratelimit.Usage{}, estBody)
+	return accounting.UpperBound(cc.reserve, ratelimit.Usage{}, accounting.BadBody)
 }
 
 func closeAll(resps []*http.Response, cancels []context.CancelFunc) {
@@ -251,7 +252,7 @@ func closeAll(resps []*http.Response, cancels []context.CancelFunc) {
 }
 
 // complete serves a non-stream client: one chat.completion with n choices.
-func (cc *chatCall) complete() charge {
+func (cc *chatCall) complete() accounting.Charge {
 	ctx := cc.c.Request.Context()
 	if cc.upStream {
 		// Served from an upstream stream to a client waiting for one answer: the whole call
@@ -268,7 +269,7 @@ func (cc *chatCall) complete() charge {
 	defer closeAll(resps, cancels)
 	n := len(resps)
 	answers := make([][]byte, n)
-	charges := make([]charge, n)
+	charges := make([]accounting.Charge, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -284,9 +285,9 @@ func (cc *chatCall) complete() charge {
 		}
 	}
 	wg.Wait()
-	var total charge
+	var total accounting.Charge
 	for _, ch := range charges {
-		total = total.plus(ch)
+		total = total.Plus(ch)
 	}
 	for _, err := range errs {
 		if err != nil {
@@ -308,21 +309,21 @@ func (cc *chatCall) complete() charge {
 
 // completeOne turns one upstream answer into one chat.completion, and says what the
 // platform billed for it.
-func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel context.CancelFunc, meta translate.Meta) ([]byte, charge, error) {
+func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel context.CancelFunc, meta translate.Meta) ([]byte, accounting.Charge, error) {
 	if !cc.upStream {
 		var buf bytes.Buffer
 		if _, err := timedRead(cc.ri, cc.ri.keepWait, &buf, io.LimitReader(resp.Body, maxUpstreamJSON+1)); err != nil {
-			return nil, upperBound(cc.reserve, ratelimit.Usage{}, estBody), err
+			return nil, accounting.UpperBound(cc.reserve, ratelimit.Usage{}, accounting.BadBody), err
 		}
 		if buf.Len() > maxUpstreamJSON || !translate.ValidJSON(buf.Bytes()) {
-			return nil, upperBound(cc.reserve, ratelimit.Usage{}, estBody), errInvalidUpstream
+			return nil, accounting.UpperBound(cc.reserve, ratelimit.Usage{}, accounting.BadBody), errInvalidUpstream
 		}
 		cc.ri.traceAnswer(buf.Bytes())
 		out, usage, err := translate.ResponseToChat(buf.Bytes(), meta)
 		if !usage.Reported {
-			return out, upperBound(cc.reserve, toUsage(usage), estBody), err
+			return out, accounting.UpperBound(cc.reserve, toUsage(usage), accounting.BadBody), err
 		}
-		return out, knownUsage(toUsage(usage)), err
+		return out, accounting.Known(toUsage(usage)), err
 	}
 	agg := translate.NewAggregator(meta)
 	agg.SetInputEstimate(cc.estimate)
@@ -390,7 +391,7 @@ type chunkMsg struct {
 // stream serves a streaming client. Each choice's upstream stream has its own converter;
 // their chunks are interleaved as they come, then one usage chunk and one [DONE] close the
 // stream when there are several choices (a single converter writes its own trailer).
-func (cc *chatCall) stream() charge {
+func (cc *chatCall) stream() accounting.Charge {
 	c := cc.c
 	resps, cancels, f, failed := cc.openAll(c.Request.Context())
 	if f != nil {
@@ -429,23 +430,23 @@ func (cc *chatCall) newConverter(i, n int) *translate.StreamConverter {
 // streamMerged relays n>1 choices side by side and returns what to charge for all of them.
 //
 //go:noinline
-func (cc *chatCall) streamMerged(resps []*http.Response, cancels []context.CancelFunc) charge {
+func (cc *chatCall) streamMerged(resps []*http.Response, cancels []context.CancelFunc) accounting.Charge {
 	convs := make([]*translate.StreamConverter, len(resps))
 	for i := range convs {
 		convs[i] = cc.newConverter(i, len(resps))
 	}
 	cc.pumpMerged(resps, cancels, convs)
-	var total charge
+	var total accounting.Charge
 	for _, conv := range convs {
 		u := conv.Usage()
 		if u.Reported {
-			total = total.plus(knownUsage(toUsage(u)))
+			total = total.Plus(accounting.Known(toUsage(u)))
 			continue
 		}
 		// Cut by the platform, or by modelgate while the choices run side by side (the
 		// client left, a sibling failed, a stop sequence): the reservation. Several
 		// streams are not drained after a cut; n>1 streams with a cut are rare.
-		total = total.plus(upperBound(cc.reserve, toUsage(u), estStreamCut))
+		total = total.Plus(accounting.UpperBound(cc.reserve, toUsage(u), accounting.StreamCut))
 	}
 	return total
 }
@@ -486,7 +487,7 @@ type eventConverter interface {
 // It returns what to charge. Each event is converted, and so counted, before it is written;
 // a stream modelgate ends itself (the client left, a stop sequence) is drained of what is in
 // flight first (see drainAfterCut).
-func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, conv eventConverter) charge {
+func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, conv eventConverter) accounting.Charge {
 	idle := newIdleTimer(cc.st.cfg.Upstream.StreamIdleTimeout, cancel)
 	defer idle.stop()
 	events := newEventReader(&idleReader{r: resp.Body, idle: idle}, maxEventSize)
@@ -523,38 +524,38 @@ func (cc *chatCall) pumpDirect(resp *http.Response, cancel context.CancelFunc, c
 // charge for it. A call of its own so the relay loop's frame stays small.
 //
 //go:noinline
-func (cc *chatCall) endCharge(readErr error, idle *idleTimer, conv eventConverter) charge {
+func (cc *chatCall) endCharge(readErr error, idle *idleTimer, conv eventConverter) accounting.Charge {
 	u := conv.Usage()
 	if cc.c.Request.Context().Err() != nil {
 		cc.ri.clientGone = true
 		if u.Reported {
-			return knownUsage(toUsage(u))
+			return accounting.Known(toUsage(u))
 		}
-		return earlyCut(cc.reserve, toUsage(u), estEarlyCut)
+		return accounting.EarlyCut(cc.reserve, toUsage(u), accounting.EarlyEnd)
 	}
 	cc.noteStreamEnd(readErr, idle)
 	cc.write(conv.End(readErr))
 	if u.Reported {
-		return knownUsage(toUsage(u))
+		return accounting.Known(toUsage(u))
 	}
-	return upperBound(cc.reserve, toUsage(u), estStreamCut)
+	return accounting.UpperBound(cc.reserve, toUsage(u), accounting.StreamCut)
 }
 
 // cutCharge ends a stream modelgate stopped relaying (the client left, a stop sequence, or
 // the terminal event) and returns what to charge for it.
 //
 //go:noinline
-func (cc *chatCall) cutCharge(events *eventReader, cancel context.CancelFunc, conv eventConverter) charge {
+func (cc *chatCall) cutCharge(events *eventReader, cancel context.CancelFunc, conv eventConverter) accounting.Charge {
 	u := conv.Usage()
 	if u.Reported {
 		cancel()
-		return knownUsage(toUsage(u))
+		return accounting.Known(toUsage(u))
 	}
 	read, reported := drainAfterCut(events, cancel, toUsage(u))
 	if reported {
-		return knownUsage(read)
+		return accounting.Known(read)
 	}
-	return earlyCut(cc.reserve, read, estEarlyCut)
+	return accounting.EarlyCut(cc.reserve, read, accounting.EarlyEnd)
 }
 
 // chatReadErr keeps the chat bridge's reading of a stream's end: a stream that simply

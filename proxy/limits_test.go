@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/accounting"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
 )
@@ -252,7 +253,7 @@ func TestTokenAccountingMatchesPlatform(t *testing.T) {
 	deadline := time.Now().Add(3 * time.Second)
 	for {
 		want = env.sim.Totals(env.canary)
-		want.OutputTokens += cuts * inFlightAllowance
+		want.OutputTokens += cuts * accounting.InFlightAllowance
 		u, err := env.limiter.Usage(context.Background(), []ratelimit.Scope{{ID: "team:alpha"}})
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/accounting"
 	"modelgate/auth"
 	"modelgate/ratelimit"
 	"modelgate/tokens"
@@ -39,7 +40,7 @@ func (s *Server) messages(c *gin.Context) {
 	if m == nil {
 		return
 	}
-	var ch charge
+	var ch accounting.Charge
 	defer func() { s.settle(c, m.ticket, ch) }()
 	ctx := c.Request.Context()
 	if m.upStream && !m.stream {
@@ -54,7 +55,7 @@ func (s *Server) messages(c *gin.Context) {
 	if f != nil {
 		writeFailure(c, f)
 		if f.maybeBilled {
-			ch = upperBound(m.reserve, ratelimit.Usage{}, estNoAnswer)
+			ch = accounting.UpperBound(m.reserve, ratelimit.Usage{}, accounting.NoAnswer)
 		}
 		return
 	}
@@ -132,7 +133,7 @@ func (s *Server) checkMessages(c *gin.Context) *messagesCall {
 // messagesAggregate serves a non-stream client with stop sequences from an upstream stream,
 // cancelling the platform once the answer is complete. It charges as the chat bridge's
 // aggregate does (see chatCall.completeOne).
-func (s *Server) messagesAggregate(ctx context.Context, c *gin.Context, st *state, resp *http.Response, cancel context.CancelFunc, meta translate.MessagesMeta, reserve ratelimit.Usage) charge {
+func (s *Server) messagesAggregate(ctx context.Context, c *gin.Context, st *state, resp *http.Response, cancel context.CancelFunc, meta translate.MessagesMeta, reserve ratelimit.Usage) accounting.Charge {
 	ri := info(c)
 	agg := translate.NewMessagesAggregator(meta)
 	agg.SetInputEstimate(reserve.InputTokens)
@@ -166,22 +167,22 @@ func (s *Server) messagesAggregate(ctx context.Context, c *gin.Context, st *stat
 // messagesComplete serves a non-stream client. The platform billed the whole answer before
 // sending it: its figures are charged as reported, and an answer that cannot be read, or
 // reports no usage, is charged the reservation.
-func (s *Server) messagesComplete(c *gin.Context, ri *requestInfo, resp *http.Response, meta translate.MessagesMeta, reserve ratelimit.Usage) charge {
+func (s *Server) messagesComplete(c *gin.Context, ri *requestInfo, resp *http.Response, meta translate.MessagesMeta, reserve ratelimit.Usage) accounting.Charge {
 	var buf bytes.Buffer
 	if _, err := timedRead(ri, ri.keepWait, &buf, io.LimitReader(resp.Body, maxUpstreamJSON+1)); err != nil {
 		s.upstreamFailed(c, err)
-		return upperBound(reserve, ratelimit.Usage{}, estBody)
+		return accounting.UpperBound(reserve, ratelimit.Usage{}, accounting.BadBody)
 	}
 	if buf.Len() > maxUpstreamJSON || !translate.ValidJSON(buf.Bytes()) {
 		ri.upstreamErr = "invalid_body"
 		abortAnthropic(c, http.StatusBadGateway, "upstream_invalid_response", "The platform returned an invalid response.")
-		return upperBound(reserve, ratelimit.Usage{}, estBody)
+		return accounting.UpperBound(reserve, ratelimit.Usage{}, accounting.BadBody)
 	}
 	ri.traceAnswer(buf.Bytes())
 	out, usage, err := translate.ResponseToMessage(buf.Bytes(), meta)
-	ch := knownUsage(toUsage(usage))
+	ch := accounting.Known(toUsage(usage))
 	if !usage.Reported {
-		ch = upperBound(reserve, toUsage(usage), estBody)
+		ch = accounting.UpperBound(reserve, toUsage(usage), accounting.BadBody)
 	}
 	if err != nil {
 		var te *translate.Error
@@ -198,7 +199,7 @@ func (s *Server) messagesComplete(c *gin.Context, ri *requestInfo, resp *http.Re
 
 // messagesStream relays the upstream stream as Anthropic events through the chat bridge's
 // relay loop, with Anthropic's ping for keep-alive, and settles the same way.
-func (s *Server) messagesStream(c *gin.Context, st *state, resp *http.Response, cancel context.CancelFunc, meta translate.MessagesMeta, reserve ratelimit.Usage) charge {
+func (s *Server) messagesStream(c *gin.Context, st *state, resp *http.Response, cancel context.CancelFunc, meta translate.MessagesMeta, reserve ratelimit.Usage) accounting.Charge {
 	startStream(c) // above the relay's frame (see startStream)
 	return s.relayMessagesStream(c, st, resp, cancel, &meta, reserve)
 }
@@ -206,7 +207,7 @@ func (s *Server) messagesStream(c *gin.Context, st *state, resp *http.Response, 
 // relayMessagesStream is messagesStream's relay, entered once the stream started.
 //
 //go:noinline
-func (s *Server) relayMessagesStream(c *gin.Context, st *state, resp *http.Response, cancel context.CancelFunc, meta *translate.MessagesMeta, reserve ratelimit.Usage) charge {
+func (s *Server) relayMessagesStream(c *gin.Context, st *state, resp *http.Response, cancel context.CancelFunc, meta *translate.MessagesMeta, reserve ratelimit.Usage) accounting.Charge {
 	ri := info(c)
 	every := st.cfg.Upstream.KeepAliveInterval
 	if every <= 0 {

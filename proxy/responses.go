@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"modelgate/accounting"
 	"modelgate/auth"
 	"modelgate/ratelimit"
 	"modelgate/tokens"
@@ -32,7 +33,7 @@ func (s *Server) responses(c *gin.Context) {
 		return
 	}
 	ri := info(c)
-	var ch charge
+	var ch accounting.Charge
 	defer func() { s.settle(c, rc.ticket, ch) }()
 
 	if rc.turn != nil {
@@ -42,7 +43,7 @@ func (s *Server) responses(c *gin.Context) {
 	rc.body = nil // the platform has it: a stream that runs for minutes need not hold it
 	if f != nil {
 		if f.maybeBilled {
-			ch = upperBound(rc.reserve, ratelimit.Usage{}, estNoAnswer)
+			ch = accounting.UpperBound(rc.reserve, ratelimit.Usage{}, accounting.NoAnswer)
 		}
 		// Otherwise nothing reached the platform, or it refused the call: nothing to bill.
 		return
@@ -55,7 +56,7 @@ func (s *Server) responses(c *gin.Context) {
 		// client expects it, and what it billed for the answer cannot be read.
 		ri.upstreamErr = "invalid_body"
 		abortOpenAI(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
-		ch = upperBound(rc.reserve, ratelimit.Usage{}, estBody)
+		ch = accounting.UpperBound(rc.reserve, ratelimit.Usage{}, accounting.BadBody)
 		return
 	}
 	if ri.stream {
@@ -303,7 +304,7 @@ func isEventStream(resp *http.Response) bool {
 // forwardResponsesJSON relays a non-stream answer unchanged and returns its usage. The
 // platform billed the whole answer before sending it, so an answer that cannot be read, or
 // reports no usage, is charged the reservation.
-func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, reserve ratelimit.Usage) charge {
+func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, reserve ratelimit.Usage) accounting.Charge {
 	ri := info(c)
 	buf := getAnswerBuf(resp.ContentLength)
 	defer putAnswerBuf(buf)
@@ -311,19 +312,19 @@ func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, reser
 	switch {
 	case err != nil:
 		s.upstreamFailed(c, err)
-		return upperBound(reserve, ratelimit.Usage{}, estBody)
+		return accounting.UpperBound(reserve, ratelimit.Usage{}, accounting.BadBody)
 	case buf.Len() > maxUpstreamJSON || !translate.ValidJSON(buf.Bytes()):
 		ri.upstreamErr = "invalid_body"
 		abortOpenAI(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
-		return upperBound(reserve, ratelimit.Usage{}, estBody)
+		return accounting.UpperBound(reserve, ratelimit.Usage{}, accounting.BadBody)
 	}
 	b := buf.Bytes()
 	ri.traceAnswer(b)
-	ch := upperBound(reserve, ratelimit.Usage{}, estBody)
+	ch := accounting.UpperBound(reserve, ratelimit.Usage{}, accounting.BadBody)
 	if u := gjson.GetBytes(b, "usage"); u.IsObject() {
 		// One scan of the answer for the usage object, then lookups inside it only.
 		f := gjson.GetMany(u.Raw, "input_tokens", "output_tokens", "input_tokens_details.cached_tokens", "output_tokens_details.reasoning_tokens")
-		ch = knownUsage(ratelimit.Usage{InputTokens: f[0].Int(), OutputTokens: f[1].Int(), CachedInputTokens: f[2].Int(), ReasoningTokens: f[3].Int()})
+		ch = accounting.Known(ratelimit.Usage{InputTokens: f[0].Int(), OutputTokens: f[1].Int(), CachedInputTokens: f[2].Int(), ReasoningTokens: f[3].Int()})
 	}
 	if ri.onResponse != nil {
 		ri.onResponse(b) // kept before the client can name it in its next turn

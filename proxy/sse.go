@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
 
+	"modelgate/accounting"
 	"modelgate/platform"
 	"modelgate/ratelimit"
 	"modelgate/translate"
@@ -258,7 +259,7 @@ func isCountedDelta(typ string) bool {
 // data that is not JSON) or ends without a terminal event, the client gets an error event
 // rather than the garbage or a silent truncation. An event is counted before it is written:
 // the platform billed it whether or not the client is still there to take it.
-func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Response, reserve ratelimit.Usage, cancel context.CancelFunc) charge {
+func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Response, reserve ratelimit.Usage, cancel context.CancelFunc) accounting.Charge {
 	startStream(c) // above the relay's frame (see startStream)
 	return s.relayResponsesStream(c, st, resp, reserve, cancel)
 }
@@ -266,7 +267,7 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 // relayResponsesStream is forwardResponsesStream's relay, entered once the stream started.
 //
 //go:noinline
-func (s *Server) relayResponsesStream(c *gin.Context, st *state, resp *http.Response, reserve ratelimit.Usage, cancel context.CancelFunc) charge {
+func (s *Server) relayResponsesStream(c *gin.Context, st *state, resp *http.Response, reserve ratelimit.Usage, cancel context.CancelFunc) accounting.Charge {
 	ri := info(c)
 	if s.hooks.StreamOpened != nil {
 		s.hooks.StreamOpened(ri.route)
@@ -354,7 +355,7 @@ func (r *relayed) count(ev rawEvent) {
 // what to charge.
 //
 //go:noinline
-func (r *relayed) end(c *gin.Context, resp *http.Response, events *eventReader, sw *streamWriter, idle *idleTimer, cancel context.CancelFunc) charge {
+func (r *relayed) end(c *gin.Context, resp *http.Response, events *eventReader, sw *streamWriter, idle *idleTimer, cancel context.CancelFunc) accounting.Charge {
 	ri := info(c)
 	read := ratelimit.Usage{InputTokens: r.reserve.InputTokens, OutputTokens: r.deltas}
 	if r.terminal {
@@ -367,11 +368,11 @@ func (r *relayed) end(c *gin.Context, resp *http.Response, events *eventReader, 
 		}
 		cancel()
 		if r.reported {
-			return knownUsage(r.usage)
+			return accounting.Known(r.usage)
 		}
 		// A terminal event without usage, or an error event: every event was read, but
 		// what the platform billed for them it did not say.
-		return upperBound(r.reserve, read, estStreamCut)
+		return accounting.UpperBound(r.reserve, read, accounting.StreamCut)
 	}
 	if sw.err != nil || c.Request.Context().Err() != nil {
 		ri.clientGone = true
@@ -379,12 +380,12 @@ func (r *relayed) end(c *gin.Context, resp *http.Response, events *eventReader, 
 			// The platform is still sending: count what is in flight before cancelling.
 			u, reported := drainAfterCut(events, cancel, read)
 			if reported {
-				return knownUsage(u)
+				return accounting.Known(u)
 			}
 			read = u
 		}
 		cancel()
-		return earlyCut(r.reserve, read, estEarlyCut)
+		return accounting.EarlyCut(r.reserve, read, accounting.EarlyEnd)
 	}
 	cancel() // failed: nothing more is wanted from the upstream
 	switch {
@@ -401,7 +402,7 @@ func (r *relayed) end(c *gin.Context, resp *http.Response, events *eventReader, 
 		ri.upstreamErr = streamEndKind(r.readErr)
 		_ = sw.write(responsesErrorEvent("upstream_stream_ended", "The platform's stream ended before the response was complete."))
 	}
-	return upperBound(r.reserve, read, estStreamCut)
+	return accounting.UpperBound(r.reserve, read, accounting.StreamCut)
 }
 
 // terminalUsage is the usage a terminal Responses event reports, and whether it reports

@@ -1,0 +1,71 @@
+// Package accounting says what one admitted request is charged. Every admitted request
+// settles exactly once, and never at zero when the platform may have billed:
+//   - the platform reported its usage: exactly that (Known), and Unknown is empty;
+//   - the platform may have billed but its figure cannot be known (the request was sent and
+//     no answer came, the answer could not be read, the platform cut its stream): an upper
+//     bound, the reservation unless more was read (UpperBound);
+//   - modelgate ended a stream itself: what was read plus InFlightAllowance for what the
+//     platform generated before the cancellation reached it (EarlyCut). At a stop sequence
+//     the relay first reads on briefly and charges the platform's own figure when the
+//     terminal event comes; a client that leaves cancels the call at once.
+//
+// docs/accounting.md explains each case to operators.
+package accounting
+
+import "modelgate/ratelimit"
+
+// Charge is what one admitted request settles.
+type Charge struct {
+	Usage ratelimit.Usage
+	// Unknown is "" when Usage is the platform's own figure; otherwise why it is estimated.
+	Unknown string
+}
+
+// Why usage had to be estimated: the reason label of modelgate_usage_estimated_total and the
+// reason field of the "billed, usage unknown" log line.
+const (
+	NoAnswer  = "no_answer"       // sent, but no answer headers came (timeout, reset, client gone)
+	BadBody   = "unreadable_body" // a 2xx answer whose body failed to read, parse or report usage
+	StreamCut = "stream_cut"      // the platform's stream ended without reporting usage
+	EarlyEnd  = "early_cut"       // modelgate ended the stream itself
+	FanoutCut = "fanout_cut"      // a choice abandoned because another choice of the request failed
+)
+
+// InFlightAllowance is the output charged on top of what was read when modelgate cuts a
+// stream itself: the events the platform may have generated between modelgate's last read
+// and the moment its cancellation reached the platform. Never more than what is left of the
+// output reservation.
+const InFlightAllowance = 16
+
+// Known is the charge for usage the platform reported.
+func Known(u ratelimit.Usage) Charge { return Charge{Usage: u} }
+
+// UpperBound is the charge for usage that cannot be known: the reservation, or what was read
+// where that is more.
+func UpperBound(reserve, read ratelimit.Usage, why string) Charge {
+	return Charge{Usage: ratelimit.Usage{
+		InputTokens:  max(reserve.InputTokens, read.InputTokens),
+		OutputTokens: max(reserve.OutputTokens, read.OutputTokens),
+	}, Unknown: why}
+}
+
+// EarlyCut is the charge for a stream modelgate ended itself after reading read.
+func EarlyCut(reserve, read ratelimit.Usage, why string) Charge {
+	extra := min(int64(InFlightAllowance), max(reserve.OutputTokens-read.OutputTokens, 0))
+	return Charge{Usage: ratelimit.Usage{
+		InputTokens:  max(reserve.InputTokens, read.InputTokens),
+		OutputTokens: read.OutputTokens + extra,
+	}, Unknown: why}
+}
+
+// Plus adds the charges of the choices of one request; the first estimate's reason names it.
+func (ch Charge) Plus(o Charge) Charge {
+	ch.Usage.InputTokens += o.Usage.InputTokens
+	ch.Usage.OutputTokens += o.Usage.OutputTokens
+	ch.Usage.CachedInputTokens += o.Usage.CachedInputTokens
+	ch.Usage.ReasoningTokens += o.Usage.ReasoningTokens
+	if ch.Unknown == "" {
+		ch.Unknown = o.Unknown
+	}
+	return ch
+}
