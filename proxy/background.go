@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -251,36 +250,12 @@ func queuedObject(id, model, parent string, createdAt int64) []byte {
 	}{id, "response", createdAt, stored.StatusQueued, true, model, []string{}, nil, nil, prev, true, nil})
 }
 
-// submitBackground accepts a background response: it checks the team's cap of unfinished
-// jobs, admits the request as any other (reservation and concurrency slot), records the
-// queued response, answers it, and starts the job.
-func (s *Server) submitBackground(c *gin.Context, st *state, p *auth.Principal, req checkedResponses) {
+// submitBackground starts a background response the preflight admitted (its job holds a
+// place in the team's queue): it records the queued response, answers it, and starts the
+// job.
+func (s *Server) submitBackground(c *gin.Context, a *admission, job *bgJob, turn *storedTurn) {
 	ri := info(c)
-	turn := req.turn
-	id := "resp_" + randomHex(24)
-	limit := st.cfg.Responses.BackgroundMaxQueuedPerTeam
-	job, ok := s.bg.add(turn.owner, id, limit)
-	if !ok {
-		ri.refusal = "background_queue"
-		peekLimitHeaders(c)
-		if s.draining.Load() {
-			abortOpenAI(c, http.StatusServiceUnavailable, typeServer, "shutting_down", "", "modelgate is shutting down; retry on another instance")
-			return
-		}
-		abortOpenAI(c, http.StatusTooManyRequests, "requests", "rate_limit_exceeded", "",
-			"Too many unfinished background responses ("+strconv.FormatInt(limit, 10)+" at most per team); wait for one to finish or cancel one.")
-		return
-	}
-	if !s.reserveSpend(c, st, p, req.inputEstimate, req.outCap, true) {
-		s.bg.remove(job)
-		return
-	}
-	reserve := ratelimit.Usage{InputTokens: req.inputEstimate, OutputTokens: req.outCap}
-	ticket := s.admit(c, p, reserve, true)
-	if ticket == nil {
-		s.bg.remove(job)
-		return
-	}
+	st, p, ticket, reserve, id := a.st, a.p, a.ticket, a.reserve, job.id
 	obj := queuedObject(id, turn.model, turn.parent, s.now().Unix())
 	rec := &stored.Record{ID: id, Parent: turn.parent, Status: stored.StatusQueued, Model: turn.model, Input: turn.input, Response: obj}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
@@ -299,7 +274,7 @@ func (s *Server) submitBackground(c *gin.Context, st *state, p *auth.Principal, 
 		storeUnavailable(c, err)
 		return
 	}
-	body, err := backgroundUpstreamBody(req.body)
+	body, err := backgroundUpstreamBody(a.call.upBody)
 	if err != nil { // cannot happen for a body that was parsed already; answered as any other
 		ticket.Release()
 		s.bg.remove(job)

@@ -18,7 +18,6 @@ import (
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/ratelimit"
-	"modelgate/tokens"
 	"modelgate/translate"
 )
 
@@ -44,14 +43,16 @@ type chatCall struct {
 // answers keep their status and headers.
 //
 // Its frame stays under a stream for minutes, so all that is checked and built before the
-// call is done in checkChat, whose frame is gone by then (see startStream).
+// call is done in the preflight, whose frame is gone by then (see startStream).
 func (s *Server) chatCompletions(c *gin.Context) {
-	call, ticket := s.checkChat(c)
-	if call == nil {
+	d := &chatDialect{}
+	a := s.preflight(c, "/v1/chat/completions", d)
+	if a == nil {
 		return
 	}
+	call := d.newCall(s, c, a)
 	var ch accounting.Charge
-	defer func() { s.settle(c, ticket, ch) }()
+	defer func() { s.settle(c, a.ticket, ch) }()
 	if call.ri.stream {
 		ch = call.stream()
 		return
@@ -59,66 +60,67 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	ch = call.complete()
 }
 
-// checkChat reads, checks and translates a chat request and admits it, answering the client
-// itself when it is refused (then call is nil).
+// newCall is an admitted chat request on its way to the platform.
 //
 //go:noinline
-func (s *Server) checkChat(c *gin.Context) (call *chatCall, ticket *ratelimit.Ticket) {
-	ri := info(c)
-	ri.route = "/v1/chat/completions"
-	p, st := principal(c), requestState(c)
-	body, ok := readJSONBody(c, st.cfg.Server.MaxBodyBytes)
-	if !ok {
-		return nil, nil
-	}
-	req, err := translate.ParseChat(body)
-	if err != nil {
-		writeTranslateError(c, err)
-		return nil, nil
-	}
-	ri.model, ri.stream = req.Model, req.Stream
-	if maxN := maxChoices(st.cfg); req.N > maxN {
-		// Each choice is a whole upstream call: the fan-out is bounded here, not upstream.
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "n",
-			"Invalid value for 'n': this gateway allows at most "+strconv.Itoa(maxN)+" choices per request (translate.max_n).")
-		return nil, nil
-	}
-	if !p.AllowsModel(req.Model) {
-		modelNotFound(c, req.Model)
-		return nil, nil
-	}
-	// A non-stream client with stop sequences is served from an upstream stream, so the
-	// upstream can be ended as soon as a stop sequence appears.
-	upStream := req.Stream || len(req.Stop) > 0
-	upBody, err := req.ToResponses(st.models.upstreamName(req.Model), translate.RequestOptions{
-		DropExtraFields: st.cfg.Translate.DropExtraFields,
-		ForceStream:     upStream && !req.Stream,
-	})
-	if err != nil {
-		writeTranslateError(c, err)
-		return nil, nil
-	}
-	call = &chatCall{
-		s: s, c: c, st: st, p: p, ri: ri, req: req, upBody: upBody, upStream: upStream,
-		estimate: tokens.EstimateResponsesInput(upBody),
+func (d *chatDialect) newCall(s *Server, c *gin.Context, a *admission) *chatCall {
+	req := d.req
+	return &chatCall{
+		s: s, c: c, st: a.st, p: a.p, ri: info(c), req: req, upBody: a.call.upBody, upStream: d.upStream,
+		estimate: a.estimate, reserve: a.reserve,
 		meta: translate.Meta{
 			ID: "chatcmpl-" + newRequestID()[4:], Created: time.Now().Unix(), Model: req.Model,
-			ReasoningField: st.cfg.Translate.ReasoningField,
+			ReasoningField: a.st.cfg.Translate.ReasoningField,
 			IncludeUsage:   req.IncludeUsage, Legacy: req.Legacy, Logprobs: req.Logprobs, Stop: req.Stop,
 		},
 	}
-	call.traceRequest()
-	outCap := st.outputReserve(req.MaxOutputTokens)
-	// n choices are n upstream generations: reserve for all of them, count one request.
-	if !s.reserveSpend(c, st, p, call.estimate*int64(req.N), outCap*int64(req.N), true) {
-		return nil, nil
+}
+
+// tooManyChoices refuses a fan-out above translate.max_n: each choice is a whole upstream
+// call, so the fan-out is bounded here, not upstream. Out of line: its message would
+// otherwise take room in the parse's caller (TestOpenStreamStack).
+//
+//go:noinline
+func tooManyChoices(c *gin.Context, maxN int) {
+	abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "n",
+		"Invalid value for 'n': this gateway allows at most "+strconv.Itoa(maxN)+" choices per request (translate.max_n).")
+}
+
+// chatDialect is Chat Completions' part of the preflight.
+type chatDialect struct {
+	req      *translate.ChatRequest
+	upStream bool // the platform is asked for a stream
+}
+
+func (d *chatDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {
+	req, err := translate.ParseChat(body)
+	if err != nil {
+		writeTranslateError(c, err)
+		return false
 	}
-	call.reserve = ratelimit.Usage{InputTokens: call.estimate, OutputTokens: outCap}
-	ticket = s.admit(c, p, ratelimit.Usage{InputTokens: call.estimate * int64(req.N), OutputTokens: outCap * int64(req.N)}, true)
-	if ticket == nil {
-		return nil, nil
+	if maxN := maxChoices(st.cfg); req.N > maxN {
+		tooManyChoices(c, maxN)
+		return false
 	}
-	return call, ticket
+	d.req = req
+	*call = modelCall{model: req.Model, stream: req.Stream, maxOut: req.MaxOutputTokens, choices: req.N}
+	return true
+}
+
+func (d *chatDialect) prepare(c *gin.Context, st *state, _ *auth.Principal, call *modelCall) bool {
+	// A non-stream client with stop sequences is served from an upstream stream, so the
+	// upstream can be ended as soon as a stop sequence appears.
+	d.upStream = d.req.Stream || len(d.req.Stop) > 0
+	upBody, err := d.req.ToResponses(st.models.upstreamName(d.req.Model), translate.RequestOptions{
+		DropExtraFields: st.cfg.Translate.DropExtraFields,
+		ForceStream:     d.upStream && !d.req.Stream,
+	})
+	if err != nil {
+		writeTranslateError(c, err)
+		return false
+	}
+	call.upBody = upBody
+	return true
 }
 
 // maxChoices is translate.max_n, or its default for a config built in code without it.

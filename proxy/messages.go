@@ -83,51 +83,49 @@ type messagesCall struct {
 	ticket   *ratelimit.Ticket
 }
 
-// checkMessages reads, checks, translates and admits a Messages request, answering the
-// client itself when it is refused (then it returns nil).
+// checkMessages checks, translates and admits a Messages request through the preflight,
+// answering the client itself when it is refused (then it returns nil).
 //
 //go:noinline
 func (s *Server) checkMessages(c *gin.Context) *messagesCall {
-	ri := info(c)
-	ri.route = messagesRoute
-	p, st := principal(c), requestState(c)
-	body, ok := readJSONBody(c, st.cfg.Server.MaxBodyBytes)
-	if !ok {
-		return nil
-	}
-	req, err := translate.ParseMessages(body)
-	if err != nil {
-		writeTranslateError(c, err)
-		return nil
-	}
-	ri.model, ri.stream = req.Model, req.Stream
-	if !p.AllowsModel(req.Model) {
-		modelNotFound(c, req.Model)
-		return nil
-	}
-	// A non-stream client with stop sequences is served from an upstream stream, so the
-	// platform can be stopped as soon as a sequence appears.
-	upStream := req.Stream || len(req.StopSequences) > 0
-	upBody := req.ToResponses(st.models.upstreamName(req.Model), translate.RequestOptions{
-		DropExtraFields: st.cfg.Translate.DropExtraFields,
-		ForceStream:     upStream && !req.Stream,
-	})
-	estimate := tokens.EstimateResponsesInput(upBody)
-	ri.traceRequest(req.Model, req.MaxTokens, upBody, responsesPromptFields)
-	outCap := st.outputReserve(max(req.MaxTokens, 16))
-	if !s.reserveSpend(c, st, p, estimate, outCap, true) {
-		return nil
-	}
-	reserve := ratelimit.Usage{InputTokens: estimate, OutputTokens: outCap}
-	ticket := s.admit(c, p, reserve, true)
-	if ticket == nil {
+	d := &messagesDialect{}
+	a := s.preflight(c, messagesRoute, d)
+	if a == nil {
 		return nil
 	}
 	return &messagesCall{
-		st: st, p: p, upBody: upBody, stream: req.Stream, upStream: upStream,
-		meta:    translate.MessagesMeta{ID: "msg_" + newRequestID()[4:], Model: req.Model, StopSequences: req.StopSequences},
-		reserve: reserve, ticket: ticket,
+		st: a.st, p: a.p, upBody: a.call.upBody, stream: a.call.stream, upStream: d.upStream,
+		meta:    translate.MessagesMeta{ID: "msg_" + newRequestID()[4:], Model: a.call.model, StopSequences: d.req.StopSequences},
+		reserve: a.reserve, ticket: a.ticket,
 	}
+}
+
+// messagesDialect is Anthropic Messages' part of the preflight.
+type messagesDialect struct {
+	req      *translate.MessagesRequest
+	upStream bool // the platform is asked for a stream
+}
+
+func (d *messagesDialect) check(c *gin.Context, _ *state, body []byte, call *modelCall) bool {
+	req, err := translate.ParseMessages(body)
+	if err != nil {
+		writeTranslateError(c, err)
+		return false
+	}
+	d.req = req
+	*call = modelCall{model: req.Model, stream: req.Stream, maxOut: req.UpstreamMaxTokens(), choices: 1}
+	return true
+}
+
+func (d *messagesDialect) prepare(_ *gin.Context, st *state, _ *auth.Principal, call *modelCall) bool {
+	// A non-stream client with stop sequences is served from an upstream stream, so the
+	// platform can be stopped as soon as a sequence appears.
+	d.upStream = d.req.Stream || len(d.req.StopSequences) > 0
+	call.upBody = d.req.ToResponses(st.models.upstreamName(d.req.Model), translate.RequestOptions{
+		DropExtraFields: st.cfg.Translate.DropExtraFields,
+		ForceStream:     d.upStream && !d.req.Stream,
+	})
+	return true
 }
 
 // messagesAggregate serves a non-stream client with stop sequences from an upstream stream,
@@ -237,6 +235,7 @@ func (s *Server) countTokens(c *gin.Context) {
 	}
 	req, err := translate.ParseMessagesCount(body)
 	if err != nil {
+		noteAsked(ri, body)
 		writeTranslateError(c, err)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"unsafe"
 
@@ -14,7 +15,6 @@ import (
 	"modelgate/accounting"
 	"modelgate/auth"
 	"modelgate/ratelimit"
-	"modelgate/tokens"
 	"modelgate/translate"
 )
 
@@ -68,145 +68,157 @@ func (s *Server) responses(c *gin.Context) {
 
 // admittedResponses is a checked and admitted Responses request.
 type admittedResponses struct {
-	checkedResponses
+	body    []byte      // as it goes upstream; dropped once sent
+	turn    *storedTurn // to keep once answered; nil when the response is not kept
 	st      *state
 	p       *auth.Principal
 	reserve ratelimit.Usage
 	ticket  *ratelimit.Ticket
 }
 
-// admitResponses checks and admits a Responses request, or hands a background one to its
-// runner; it answers the client itself when the request is refused or already served (then
-// it returns nil). Its frame is gone before a stream starts (see startStream).
+// admitResponses checks and admits a Responses request through the preflight, or hands a
+// background one to its runner; it answers the client itself when the request is refused or
+// already served (then it returns nil). Its frame is gone before a stream starts (see
+// startStream).
 //
 //go:noinline
 func (s *Server) admitResponses(c *gin.Context) *admittedResponses {
-	ri := info(c)
-	ri.route = "/v1/responses"
-	p, st := principal(c), requestState(c)
-	req, ok := checkResponsesRequest(c, st, p)
-	if !ok {
+	d := &responsesDialect{s: s}
+	a := s.preflight(c, "/v1/responses", d)
+	if a == nil {
 		return nil
 	}
-	if req.background {
-		s.submitBackground(c, st, p, req)
+	if d.job != nil {
+		s.submitBackground(c, a, d.job, d.turn)
 		return nil
 	}
-	if !s.reserveSpend(c, st, p, req.inputEstimate, req.outCap, true) {
-		return nil
-	}
-	reserve := ratelimit.Usage{InputTokens: req.inputEstimate, OutputTokens: req.outCap}
-	ticket := s.admit(c, p, reserve, true)
-	if ticket == nil {
-		return nil
-	}
-	return &admittedResponses{checkedResponses: req, st: st, p: p, reserve: reserve, ticket: ticket}
+	return &admittedResponses{body: a.call.upBody, turn: d.turn, st: a.st, p: a.p, reserve: a.reserve, ticket: a.ticket}
 }
 
-// checkedResponses is what the handler keeps of a Responses request once it is checked.
-type checkedResponses struct {
-	body                  []byte // as it goes upstream
-	inputEstimate, outCap int64
-	turn                  *storedTurn // to keep once answered; nil when the response is not kept
-	background            bool        // run by modelgate in the background (turn is set)
+// responsesDialect is the Responses API's part of the preflight. Its check reads the fields
+// modelgate acts on; prepare expands a stored conversation and applies the model alias; a
+// background response holds a place in its team's queue.
+type responsesDialect struct {
+	s          *Server
+	fields     responsesFields
+	background bool        // asked to run in the background, where modelgate runs those
+	turn       *storedTurn // to keep once answered; nil when the response is not kept
+	job        *bgJob      // the background job's place, once held
 }
 
-// checkResponsesRequest reads, checks and prepares a Responses request, answering the
-// client itself when the request is refused. It is a call of its own, never inlined, so the
-// gjson values it works with live in a frame that is gone before the stream starts: the
-// handler's goroutine then holds the stream open for minutes on a stack that stays small
-// (8 KB rather than 16 KB, a third of what an open stream costs).
+// check is a call of its own, never inlined, so the gjson values it works with live in a
+// frame that is gone before the stream starts: the handler's goroutine then holds the stream
+// open for minutes on a stack that stays small (8 KB rather than 16 KB, a third of what an
+// open stream costs).
 //
 //go:noinline
-func checkResponsesRequest(c *gin.Context, st *state, p *auth.Principal) (checkedResponses, bool) {
-	ri := info(c)
-	body, ok := readJSONBody(c, st.cfg.Server.MaxBodyBytes)
-	if !ok {
-		return checkedResponses{}, false
-	}
+func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {
 	if !jsonObject(body) {
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "",
 			"We could not parse the JSON body of your request. The body must be a JSON object.")
-		return checkedResponses{}, false
+		return false
 	}
 	f := scanResponsesFields(body)
 	if f.dup != "" {
 		writeTranslateError(c, translate.DuplicateField(f.dup))
-		return checkedResponses{}, false
+		return false
 	}
 	model, input, stream, maxOut := f.model, f.input, f.stream, f.maxOut
 	if model.Type != gjson.String || model.Str == "" {
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "model", "Missing required parameter: 'model'.")
-		return checkedResponses{}, false
+		return false
 	}
 	if err := translate.CheckModelName(model.Str); err != nil {
 		writeTranslateError(c, err)
-		return checkedResponses{}, false
+		return false
 	}
 	switch {
 	case !present(input) && !f.turnCarried():
 		// previous_response_id, a stored prompt or a conversation may carry the turn alone.
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "input", "Missing required parameter: 'input'.")
-		return checkedResponses{}, false
+		return false
 	case present(input) && input.Type != gjson.String && !input.IsArray():
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "input", "Invalid type for 'input': expected a string or an array.")
-		return checkedResponses{}, false
+		return false
 	case stream.Exists() && !stream.IsBool() && stream.Type != gjson.Null:
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "stream", "Invalid type for 'stream': expected a boolean.")
-		return checkedResponses{}, false
+		return false
 	case maxOut.Exists() && maxOut.Type != gjson.Null && (maxOut.Type != gjson.Number || maxOut.Num != float64(int64(maxOut.Num)) || maxOut.Num < 0):
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "max_output_tokens", "Invalid 'max_output_tokens': expected a non-negative integer.")
-		return checkedResponses{}, false
+		return false
 	}
 	if !f.turnCarried() {
 		// A prompt template or an earlier turn may declare the tools: only a request that
 		// stands alone is checked here.
 		if err := translate.CheckResponsesToolChoice(f.toolChoice, f.tools); err != nil {
 			writeTranslateError(c, err)
-			return checkedResponses{}, false
+			return false
 		}
 	}
-	ri.model = model.Str
-	ri.stream = stream.Bool()
-	ri.traceRequest(model.Str, maxOut.Int(), body, responsesPromptFields)
-	if !p.AllowsModel(model.Str) {
-		modelNotFound(c, model.Str)
-		return checkedResponses{}, false
-	}
-	background := false
 	switch {
 	case !present(f.background):
 	case !f.background.IsBool():
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "background", "Invalid type for 'background': expected a boolean.")
-		return checkedResponses{}, false
+		return false
 	case st.keeper == nil:
 		// Responses are not kept here (responses.store: off): background is the platform's
 		// business, and goes to it untouched.
 	case f.background.Bool() && f.store.Type == gjson.False:
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "store",
 			"Background responses require 'store' to be true: they are kept so they can be polled.")
-		return checkedResponses{}, false
+		return false
 	case f.background.Bool() && stream.Bool():
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "unsupported_parameter", "stream",
 			"Streaming a background response is not supported; poll GET /v1/responses/{id} instead.")
-		return checkedResponses{}, false
+		return false
 	default:
-		background = f.background.Bool()
+		d.background = f.background.Bool()
 	}
-	var turn *storedTurn
+	d.fields = f
+	*call = modelCall{model: model.Str, stream: stream.Bool(), maxOut: maxOut.Int(), choices: 1, upBody: body}
+	return true
+}
+
+//go:noinline
+func (d *responsesDialect) prepare(c *gin.Context, st *state, p *auth.Principal, call *modelCall) bool {
+	body, ok := call.upBody, true
 	if st.keeper != nil {
 		// The expanded input is what the platform charges, so it is what the estimate sees.
-		if body, turn, ok = expandPrevious(c, st, p, body, &f); !ok {
-			return checkedResponses{}, false
+		if body, d.turn, ok = expandPrevious(c, st, p, body, &d.fields); !ok {
+			return false
 		}
 	}
-	body, err := prepareResponsesBody(body, st.models.upstreamName(model.Str), model.Str, f.steering)
+	body, err := prepareResponsesBody(body, st.models.upstreamName(call.model), call.model, d.fields.steering)
 	if err != nil {
 		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
-		return checkedResponses{}, false
+		return false
 	}
-	return checkedResponses{body: body, inputEstimate: tokens.EstimateResponsesInput(body), outCap: st.outputReserve(maxOut.Int()), turn: turn,
-		background: background && turn != nil}, true
+	call.upBody = body
+	d.background = d.background && d.turn != nil
+	return true
+}
+
+// hold takes a background response's place in its team's queue of unfinished jobs, before
+// the spend and the limits are asked, so a full queue is refused without holding either.
+func (d *responsesDialect) hold(c *gin.Context, st *state) (func(), bool) {
+	if !d.background {
+		return func() {}, true
+	}
+	limit := st.cfg.Responses.BackgroundMaxQueuedPerTeam
+	job, ok := d.s.bg.add(d.turn.owner, "resp_"+randomHex(24), limit)
+	if !ok {
+		info(c).refusal = "background_queue"
+		peekLimitHeaders(c)
+		if d.s.draining.Load() {
+			abortOpenAI(c, http.StatusServiceUnavailable, typeServer, "shutting_down", "", "modelgate is shutting down; retry on another instance")
+			return nil, false
+		}
+		abortOpenAI(c, http.StatusTooManyRequests, "requests", "rate_limit_exceeded", "",
+			"Too many unfinished background responses ("+strconv.FormatInt(limit, 10)+" at most per team); wait for one to finish or cancel one.")
+		return nil, false
+	}
+	d.job = job
+	return func() { d.s.bg.remove(job) }, true
 }
 
 // responsesFields are what modelgate reads of a Responses request, found in one pass over
@@ -291,6 +303,10 @@ func prepareResponsesBody(body []byte, upstreamModel, clientModel string, steeri
 	return translate.StripSteeringFields(body), nil
 }
 
+// modelNotFound refuses a model the caller may not use (or that does not exist). Out of
+// line, so its message takes no room in the preflight's frame.
+//
+//go:noinline
 func modelNotFound(c *gin.Context, model string) {
 	abortOpenAI(c, http.StatusNotFound, typeInvalidRequest, "model_not_found", "model",
 		"The model '"+sanitizePath(model)+"' does not exist or you do not have access to it.")

@@ -109,28 +109,11 @@ func (ri *requestInfo) recording() *traceState {
 // carries is bounded, whoever chose its value (model names are capped at maxLoggedModel).
 const maxTracedID = 256
 
-// traceRequest notes a GenAI request for the span: the model the client named, the output
-// cap it asked for (0 if none), and, read from body, its temperature and (when content
-// capture is on) its prompt fields.
-func (ri *requestInfo) traceRequest(model string, maxTokens int64, body []byte, prompt []promptField) {
+// traceCall notes a model call the preflight checked for the request's span.
+func (ri *requestInfo) traceCall(call *modelCall) {
 	if ri.trace != nil {
-		ri.traceRequestOn(model, maxTokens, body, prompt)
+		ri.traceRequestOn(call.model, call.maxOut, call.upBody, responsesPromptFields)
 	}
-}
-
-// traceRequest notes a chat request for its trace, from the body that goes upstream: its
-// temperature is the client's, and its input and instructions are the prompt as the model
-// gets it. Reading the translated body, not the client's, keeps the client's body out of
-// the chat handler's frame, which stays on the stack of every chat stream.
-func (cc *chatCall) traceRequest() {
-	if cc.ri.trace != nil {
-		cc.traceRequestOn()
-	}
-}
-
-//go:noinline
-func (cc *chatCall) traceRequestOn() {
-	cc.ri.traceRequestOn(cc.req.Model, cc.req.MaxOutputTokens, cc.upBody, responsesPromptFields)
 }
 
 //go:noinline

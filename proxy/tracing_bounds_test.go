@@ -10,8 +10,7 @@ import (
 func TestTracingModelAttributeBounded(t *testing.T) {
 	model := strings.Repeat("m", 250) + `\u0007`
 	for _, tc := range []struct{ name, path, key, body string }{
-		// beta's allow-list refuses the name (404) after the Responses route noted it
-		{"responses", "/v1/responses", keyBeta, `{"model":"` + model + `","input":"hello"}`},
+		{"responses", "/v1/responses", keyAlpha1, `{"model":"` + model + `","input":"hello"}`},
 		{"chat", "/v1/chat/completions", keyAlpha1, `{"model":"` + model + `","messages":[{"role":"user","content":"hello"}]}`},
 		{"messages", "/v1/messages", keyAlpha1, `{"model":"` + model + `","max_tokens":5,"messages":[{"role":"user","content":"hello"}]}`},
 	} {

@@ -47,6 +47,10 @@ type messagesFields struct {
 // it in Anthropic's error shape.
 func ParseMessages(body []byte) (*MessagesRequest, error) { return parseMessages(body, false) }
 
+// UpstreamMaxTokens is the output cap the platform is asked for: the client's max_tokens,
+// raised to the Responses API's minimum where it is below it.
+func (r *MessagesRequest) UpstreamMaxTokens() int64 { return max(r.MaxTokens, minOutputTokens) }
+
 // ParseMessagesCount parses a count_tokens body: a Messages request without max_tokens.
 // Its translation is what a call would send, so the count is the admission estimate.
 func ParseMessagesCount(body []byte) (*MessagesRequest, error) { return parseMessages(body, true) }
@@ -273,7 +277,7 @@ func (w *msgWriter) write(f *messagesFields, r *MessagesRequest) *Error {
 	}
 	// Anthropic keeps nothing between calls; the Responses default would store every turn.
 	w.b = append(w.b, `],"store":false,"max_output_tokens":`...)
-	w.b = appendInt(w.b, max(r.MaxTokens, minOutputTokens))
+	w.b = appendInt(w.b, r.UpstreamMaxTokens())
 	w.b = appendNumberField(w.b, "temperature", f.temperature)
 	w.b = appendNumberField(w.b, "top_p", f.topP)
 	w.reasoning(f, r)

@@ -1,0 +1,145 @@
+package proxy
+
+import (
+	"github.com/gin-gonic/gin"
+	"github.com/tidwall/gjson"
+
+	"modelgate/auth"
+	"modelgate/ratelimit"
+	"modelgate/tokens"
+)
+
+// modelCall is what a dialect makes of a request: the one call to the platform's gateway it
+// becomes (or n of them, for a chat request with n choices).
+type modelCall struct {
+	model   string // as the client named it
+	stream  bool   // the client asked for a stream
+	maxOut  int64  // the output cap the platform is asked for; 0 when none is named
+	choices int    // upstream generations the request fans out to; 1 but for chat's n
+	upBody  []byte // the body the platform gets, once prepared
+}
+
+// dialect is one client dialect's part of the preflight. Both steps answer the client
+// themselves when they refuse the request (and then return false); nothing has reached the
+// platform.
+type dialect interface {
+	// check parses and checks the body and names the call. It does no I/O: the allow-list
+	// runs after it and before anything is looked up.
+	check(c *gin.Context, st *state, body []byte, call *modelCall) bool
+	// prepare builds the body the platform gets (call.upBody), once the caller may use the
+	// model.
+	prepare(c *gin.Context, st *state, p *auth.Principal, call *modelCall) bool
+}
+
+// holder is a dialect that takes a place of its own before the spend and the limits are
+// asked (a background response's place in its team's queue). release gives it back when the
+// request is refused later in the preflight.
+type holder interface {
+	hold(c *gin.Context, st *state) (release func(), ok bool)
+}
+
+// admission is a model call the preflight let through: the caller holds the ticket, and
+// must settle it exactly once.
+type admission struct {
+	call modelCall
+	st   *state
+	p    *auth.Principal
+	// estimate is the input-token estimate of one upstream call, from the prepared body.
+	estimate int64
+	// reserve is one choice's reservation: its input estimate and output cap.
+	reserve ratelimit.Usage
+	ticket  *ratelimit.Ticket
+}
+
+// preflight runs every model route's way from the body to an admitted call, in one fixed
+// order: read the body; check it (the dialect); the model allow-list; prepare the upstream
+// body (the dialect); the request's trace; a dialect's own hold; the spend budgets; the
+// limiter. A refusal at any step has answered the client in the route's shape, and the
+// request is logged with the model and stream flag it asked for, even when its body did not
+// pass the check. It returns nil then.
+//
+// It is a call of its own, never inlined: the body and the parse live in its frame, which is
+// gone before a stream starts (see startStream).
+//
+//go:noinline
+func (s *Server) preflight(c *gin.Context, route string, d dialect) *admission {
+	call := s.checkCall(c, route, d)
+	if call == nil {
+		return nil
+	}
+	return s.admitCall(c, d, call)
+}
+
+// checkCall is the preflight's first half: the body, its check, the allow-list, the
+// upstream body and the trace. The parse runs deepest under it, so its frame holds nothing
+// the second half needs (TestOpenStreamStack).
+//
+//go:noinline
+func (s *Server) checkCall(c *gin.Context, route string, d dialect) *modelCall {
+	ri := info(c)
+	ri.route = route
+	st := requestState(c)
+	body, ok := readJSONBody(c, st.cfg.Server.MaxBodyBytes)
+	if !ok {
+		return nil
+	}
+	call := new(modelCall)
+	if !d.check(c, st, body, call) {
+		noteAsked(ri, body)
+		return nil
+	}
+	ri.model, ri.stream = call.model, call.stream
+	p := principal(c)
+	if !p.AllowsModel(call.model) {
+		modelNotFound(c, call.model)
+		return nil
+	}
+	if !d.prepare(c, st, p, call) {
+		return nil
+	}
+	ri.traceCall(call)
+	return call
+}
+
+// admitCall is the preflight's second half: a dialect's own hold, the spend budgets and the
+// limiter.
+//
+//go:noinline
+func (s *Server) admitCall(c *gin.Context, d dialect, call *modelCall) *admission {
+	p, st := principal(c), requestState(c)
+	release := func() {}
+	if h, ok := d.(holder); ok {
+		if release, ok = h.hold(c, st); !ok {
+			return nil
+		}
+	}
+	estimate, outCap, n := tokens.EstimateResponsesInput(call.upBody), st.outputReserve(call.maxOut), int64(max(call.choices, 1))
+	// n choices are n upstream generations: reserve for all of them, count one request.
+	if !s.reserveSpend(c, st, p, estimate*n, outCap*n, true) {
+		release()
+		return nil
+	}
+	ticket := s.admit(c, p, ratelimit.Usage{InputTokens: estimate * n, OutputTokens: outCap * n}, true)
+	if ticket == nil {
+		release()
+		return nil
+	}
+	return &admission{call: *call, st: st, p: p, estimate: estimate,
+		reserve: ratelimit.Usage{InputTokens: estimate, OutputTokens: outCap}, ticket: ticket}
+}
+
+// noteAsked records the model and stream flag a refused body asked for, as far as they can
+// be read, so its log line and metrics say what was asked. The model is capped when logged
+// (maxLoggedModel), like any other.
+//
+//go:noinline
+func noteAsked(ri *requestInfo, body []byte) {
+	if ri.model != "" || len(body) == 0 {
+		return
+	}
+	asked := gjson.GetManyBytes(body, "model", "stream")
+	if asked[0].Type == gjson.String {
+		ri.model = asked[0].Str
+	}
+	ri.stream = asked[1].Type == gjson.True
+}
