@@ -94,18 +94,6 @@ func submit(t *testing.T, reg *jobs.Registry, k *stored.Keeper, e *ended, call j
 	return id
 }
 
-// waitFor polls cond until it holds, a bounded while.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func status(t *testing.T, k *stored.Keeper, id string) string {
 	t.Helper()
 	r, err := k.Get(context.Background(), owner, id)
@@ -122,6 +110,19 @@ func record(t *testing.T, k *stored.Keeper, id string) *stored.Record {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// startBlocking starts one job whose call runs until it is stopped, and waits until the
+// platform "answered" (the record is in progress).
+func startBlocking(t *testing.T, st store.Store, o jobs.Options) (*jobs.Registry, *stored.Keeper, *ended, string) {
+	t.Helper()
+	k, e := newKeeper(st), newEnded()
+	o.Store, o.Hooks = st, e.hooks()
+	reg := jobs.New(o)
+	started := make(chan struct{})
+	id := submit(t, reg, k, e, blocking(started))
+	<-started
+	return reg, k, e, id
 }
 
 // blocking is a call that has started and runs until its context ends (a cancel or a

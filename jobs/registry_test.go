@@ -49,12 +49,7 @@ func TestDrainRefusesNewJobs(t *testing.T) {
 func TestCancel(t *testing.T) {
 	ctx := context.Background()
 	t.Run("this_instance", func(t *testing.T) {
-		st := boltStore(t)
-		k, e := newKeeper(st), newEnded()
-		reg := jobs.New(jobs.Options{Store: st, Hooks: e.hooks()})
-		started := make(chan struct{})
-		id := submit(t, reg, k, e, blocking(started))
-		<-started
+		reg, k, e, id := startBlocking(t, boltStore(t), jobs.Options{})
 		r, err := reg.Cancel(ctx, k, owner, record(t, k, id))
 		if err != nil || r.Status != stored.StatusCancelled || reg.Running(owner, id) {
 			t.Fatalf("cancel: %+v %v", r, err)
@@ -100,17 +95,17 @@ func TestCancel(t *testing.T) {
 // replica stops its runner's platform call at the next heartbeat, and stays cancelled.
 func TestHeartbeatStopsAJobCancelledElsewhere(t *testing.T) {
 	st := shared{boltStore(t)}
-	k, e := newKeeper(st), newEnded()
-	reg := jobs.New(jobs.Options{Store: st, Hooks: e.hooks(), Lease: 30 * time.Millisecond})
-	started := make(chan struct{})
-	id := submit(t, reg, k, e, blocking(started))
-	<-started
+	reg, k, _, id := startBlocking(t, st, jobs.Options{Lease: 30 * time.Millisecond})
 	r := record(t, k, id)
 	jobs.EndRecord(r, stored.StatusCancelled, jobs.ResponseError{}, 2000)
 	if err := newKeeper(st).Update(context.Background(), owner, r); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the runner to stop", func() bool { return !reg.Running(owner, id) })
+	// The drain waits for the job to stop on its own; one still running at its deadline
+	// is failed by it instead.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	reg.Drain(ctx)
 	if got := status(t, k, id); got != stored.StatusCancelled {
 		t.Errorf("after the runner stopped: %s", got)
 	}

@@ -93,12 +93,7 @@ func TestRunCutShort(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			st := boltStore(t)
-			k, e := newKeeper(st), newEnded()
-			reg := jobs.New(jobs.Options{Store: st, Hooks: e.hooks()})
-			started := make(chan struct{})
-			id := submit(t, reg, k, e, blocking(started))
-			<-started
+			reg, k, e, id := startBlocking(t, boltStore(t), jobs.Options{})
 			if got := status(t, k, id); got != stored.StatusInProgress {
 				t.Fatalf("a started job reads %s", got)
 			}
