@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"modelgate/config"
+	"modelgate/jobs"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
 	"modelgate/redisconn/redistest"
@@ -165,7 +166,7 @@ func TestBackgroundEndIsCountedBeforeItShows(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	hooks := reqlog.Hooks{RequestStarted: func() {}, RequestDone: func(r reqlog.RequestSummary) {
-		if r.Route == backgroundRoute {
+		if r.Route == jobs.Route {
 			once.Do(func() { close(entered) })
 			<-release
 		}
@@ -356,7 +357,7 @@ func TestBackgroundOrphans(t *testing.T) {
 	k := stored.NewKeeper(bolt, stored.Options{TTL: time.Hour, Now: clock})
 	unfinished := func(k *stored.Keeper, id, status, runner string) {
 		t.Helper()
-		obj := queuedObject(id, "sim-chat", "", clock().Unix())
+		obj := jobs.QueuedObject(id, "sim-chat", "", clock().Unix())
 		if err := k.Keep(ctx, "team:alpha", &stored.Record{ID: id, Status: status, Model: "sim-chat", Response: obj}); err != nil {
 			t.Fatal(err)
 		}
@@ -423,9 +424,9 @@ func TestBackgroundCancelThroughAnotherReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bolt.Close() })
-	env := startEnv(t, envOptions{yaml: bgYAML, store: sharedStore{bolt}})
+	// Heartbeats every 20ms.
+	env := startEnv(t, envOptions{yaml: bgYAML, store: sharedStore{bolt}, bgLease: 60 * time.Millisecond})
 	t.Cleanup(env.server.Close)
-	env.server.bg.lease = 60 * time.Millisecond // heartbeats every 20ms
 	silentReply(env)
 	id := submit(t, env, keyAlpha1, `{"model":"sim-chat","input":"long","background":true}`).Get("id").Str
 	pollUntil(t, env, keyAlpha1, id, "in_progress")
@@ -437,7 +438,7 @@ func TestBackgroundCancelThroughAnotherReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	endRecord(r, stored.StatusCancelled, responseError{}, time.Now().Unix())
+	jobs.EndRecord(r, stored.StatusCancelled, jobs.ResponseError{}, time.Now().Unix())
 	if err := other.Update(context.Background(), "team:alpha", r); err != nil {
 		t.Fatal(err)
 	}
@@ -483,12 +484,12 @@ func TestBackgroundDeleteEndsTheJob(t *testing.T) {
 // (the runner stops at its next heartbeat).
 func TestBackgroundTwoReplicasOnRedis(t *testing.T) {
 	addr := redistest.Start(t).Addr
+	const lease = 90 * time.Millisecond // heartbeats every 30ms
 	replica := func() *testEnv {
 		st := store.NewRedis(redis.NewClient(&redis.Options{Addr: addr}))
 		t.Cleanup(func() { st.Close() })
-		env := startEnv(t, envOptions{yaml: bgYAML, store: st})
+		env := startEnv(t, envOptions{yaml: bgYAML, store: st, bgLease: lease})
 		t.Cleanup(env.server.Close)
-		env.server.bg.lease = 90 * time.Millisecond // heartbeats every 30ms
 		return env
 	}
 	a, b := replica(), replica()
@@ -496,7 +497,7 @@ func TestBackgroundTwoReplicasOnRedis(t *testing.T) {
 	id := submit(t, a, keyAlpha1, `{"model":"sim-chat","input":"long","background":true}`).Get("id").Str
 	pollUntil(t, a, keyAlpha1, id, "in_progress")
 	// Longer than the lease: the runner's renewals keep it alive for the other replica.
-	time.Sleep(3 * a.server.bg.lease)
+	time.Sleep(3 * lease)
 	if got := pollUntil(t, b, keyAlpha1, id, "in_progress", "failed"); got.Get("status").Str != "in_progress" {
 		t.Fatalf("the other replica's poll: %s", got.Raw)
 	}

@@ -142,6 +142,8 @@ type envOptions struct {
 	tracer *tracing.Tracer
 	// hooks observe the server's requests, as the metrics do.
 	hooks reqlog.Hooks
+	// bgLease is background jobs' claim lease; 0 is the default.
+	bgLease time.Duration
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -214,7 +216,7 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { env.limiter.Close() })
-	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks})
+	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease})
 	if err != nil {
 		t.Fatal(err)
 	}

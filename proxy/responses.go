@@ -14,6 +14,7 @@ import (
 
 	"modelgate/accounting"
 	"modelgate/auth"
+	"modelgate/jobs"
 	"modelgate/ratelimit"
 	"modelgate/translate"
 )
@@ -103,7 +104,7 @@ type responsesDialect struct {
 	fields     responsesFields
 	background bool        // asked to run in the background, where modelgate runs those
 	turn       *storedTurn // to keep once answered; nil when the response is not kept
-	job        *bgJob      // the background job's place, once held
+	job        *jobs.Job   // the background job's place, once held
 }
 
 // check is a call of its own, never inlined, so the gjson values it works with live in a
@@ -205,7 +206,7 @@ func (d *responsesDialect) hold(c *gin.Context, st *state) (func(), bool) {
 		return func() {}, true
 	}
 	limit := st.cfg.Responses.BackgroundMaxQueuedPerTeam
-	job, ok := d.s.bg.add(d.turn.owner, "resp_"+randomHex(24), limit)
+	job, ok := d.s.bg.Add(d.turn.owner, jobs.NewResponseID(), limit)
 	if !ok {
 		info(c).refusal = "background_queue"
 		peekLimitHeaders(c)
@@ -218,7 +219,7 @@ func (d *responsesDialect) hold(c *gin.Context, st *state) (func(), bool) {
 		return nil, false
 	}
 	d.job = job
-	return func() { d.s.bg.remove(job) }, true
+	return func() { d.s.bg.Abandon(job) }, true
 }
 
 // responsesFields are what modelgate reads of a Responses request, found in one pass over

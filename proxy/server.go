@@ -18,6 +18,7 @@ import (
 	"modelgate/auth"
 	"modelgate/billing"
 	"modelgate/config"
+	"modelgate/jobs"
 	"modelgate/platform"
 	"modelgate/ratelimit"
 	"modelgate/reqlog"
@@ -54,6 +55,10 @@ type Deps struct {
 
 	// Tracer, when set, traces requests (see package tracing); nil is tracing off.
 	Tracer *tracing.Tracer
+
+	// BackgroundLease is how long a background job's claim outlives a runner that stopped
+	// renewing it (see package jobs); 0 is the default, 30s. Tests shorten it.
+	BackgroundLease time.Duration
 }
 
 // state is everything a config reload replaces. Requests load it once at their start, so a
@@ -95,7 +100,7 @@ type Server struct {
 	ledger   *billing.Ledger
 	history  *billing.Recorder
 	callers  *callerScopes   // passthrough callers with a limit scope of their own
-	bg       *backgroundJobs // background responses this instance runs
+	bg       *jobs.Registry  // background responses this instance runs
 	tracer   *tracing.Tracer // nil: tracing off
 	traced   atomic.Int64    // traced requests whose span has not ended yet
 	owners   sidecar.Owners  // who uploaded each asset (sidecar routes)
@@ -120,9 +125,9 @@ func New(d Deps) (*Server, error) {
 	if s.keeper, err = s.newKeeper(d.Config); err != nil {
 		return nil, err
 	}
-	s.bg = newBackgroundJobs(exclusiveStore(d.Store))
+	s.bg = jobs.New(jobs.Options{Store: d.Store, Logger: d.Logger, Now: d.Now, Hooks: d.Hooks, Lease: d.BackgroundLease})
 	s.owners = s.sidecarOwners()
-	s.reapOrphans()
+	s.bg.ReapOrphans(s.keeper)
 	s.Reload(d.Config, d.Auth)
 	s.engine = s.routes(d.MetricsHandler)
 	s.ready.Store(true)

@@ -69,7 +69,7 @@ func (s *Server) Close() {
 	// Background responses still running are cancelled and record their end (failed) first.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	s.bg.stop(ctx, s.log)
+	s.bg.Drain(ctx)
 	if s.keeper != nil {
 		s.keeper.Flush()
 	}

@@ -102,11 +102,9 @@ func (s *Server) deleteResponse(c *gin.Context) {
 		responseNotFound(c, r.ID)
 		return
 	}
-	if j := s.bg.lookup(who, r.ID); j != nil {
-		// A background response deleted while it runs is not wanted any more: its platform
-		// call ends (settled as a cancel). Another replica's runner notices at its heartbeat.
-		j.cancel(errCancelledByClient)
-	}
+	// A background response deleted while it runs is not wanted any more: its platform
+	// call ends (settled as a cancel). Another replica's runner notices at its heartbeat.
+	s.bg.Stop(who, r.ID)
 	b, _ := json.Marshal(struct {
 		ID      string `json:"id"`
 		Object  string `json:"object"`

@@ -52,10 +52,10 @@ func TestScanBackgroundStream(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := scanString(tc.stream)
-			if sc.done != tc.done || sc.status != tc.status || sc.usage != tc.usage || sc.invalid != tc.invalid || sc.rerr.code != tc.errCode {
+			if sc.done != tc.done || sc.status != tc.status || sc.usage != tc.usage || sc.invalid != tc.invalid || sc.rerr.Code != tc.errCode {
 				t.Errorf("got done=%v status=%q usage=%+v invalid=%v err=%+v", sc.done, sc.status, sc.usage, sc.invalid, sc.rerr)
 			}
-			if tc.done && sc.final == nil && sc.rerr.message == "" {
+			if tc.done && sc.final == nil && sc.rerr.Message == "" {
 				t.Error("an error event recorded no message")
 			}
 			if got := gjson.GetBytes(sc.output, "#").Int(); got != tc.outputItems {

@@ -1,0 +1,257 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"modelgate/accounting"
+	"modelgate/ratelimit"
+	"modelgate/reqlog"
+	"modelgate/stored"
+)
+
+// Route names background jobs in metrics and logs.
+const Route = "/v1/responses (background)"
+
+// statusClientClosedRequest is how a client's cancel shows in request metrics (nginx's 499).
+const statusClientClosedRequest = 499
+
+// maxLoggedModel bounds the model name a job logs, as the server bounds a request's.
+const maxLoggedModel = 128
+
+// Caller makes a job's platform call. The server implements it with its gateway and event
+// reader; the job only needs to know how the call ended.
+type Caller interface {
+	// Call makes the call under ctx, which ends on a cancel or a shutdown, and calls
+	// started once, when the platform began to answer.
+	Call(ctx context.Context, started func()) Outcome
+}
+
+// Outcome is how a job's platform call ended.
+type Outcome struct {
+	// Status is the final stored status (completed, incomplete, failed). Ignored when Cut.
+	Status string
+	// Cut says ctx ended the call: the job itself decides cancelled (its client) or
+	// failed (a shutdown).
+	Cut bool
+	// Final is the platform's response object when it sent one; nil otherwise.
+	Final []byte
+	// Error is recorded when there is no Final object.
+	Error ResponseError
+	// Output is the output items finished so far (a JSON array); nil when none.
+	Output []byte
+	// Charge is what the call is settled at.
+	Charge accounting.Charge
+	// UpstreamErr names the kind of failure for logs and metrics; "" when none.
+	UpstreamErr string
+	// FailStatus is the platform's HTTP status when it refused the call; 0 otherwise.
+	FailStatus int
+}
+
+// Work is a job to start: the platform call, how its end is settled, and who it is for.
+type Work struct {
+	Keeper *stored.Keeper // holds the job's record and claim
+	Call   Caller
+	// Settle settles and bills the call once, before the job's record shows it ended, and
+	// returns its cost in micro-units (0 when not billed).
+	Settle func(accounting.Charge) (costMicros int64)
+	// Reserve is what admission reserved: what a job that panicked is charged at most.
+	Reserve              ratelimit.Usage
+	RequestID, Team, Key string
+	Model                string // client-facing, as the record holds it
+	Started              time.Time
+}
+
+// Start runs j in a goroutine of its own until it ends, then forgets it. Its record must
+// already be kept and claimed (see Record).
+func (b *Registry) Start(j *Job, w Work) {
+	r := &run{reg: b, job: j, w: w}
+	go r.run()
+}
+
+// run is one running background response.
+type run struct {
+	reg *Registry
+	job *Job
+	w   Work
+}
+
+func (r *run) run() {
+	defer r.reg.Abandon(r.job)
+	w, hooks := r.w, r.reg.hooks
+	model := reqlog.Printable(w.Model, maxLoggedModel)
+	var o Outcome
+	settled, reported := false, false
+	var cost int64
+	// settle counts the end in budgets, the spend ledger and the usage history, and
+	// reports it to the metrics as a request of its own: all before the record says it
+	// ended, so a client that saw the end sees all of them.
+	settle := func() {
+		if !settled {
+			settled = true
+			cost = w.Settle(o.Charge)
+		}
+		if reported || hooks.RequestStarted == nil { // both hooks are set, or neither
+			return
+		}
+		reported = true
+		hooks.RequestDone(reqlog.RequestSummary{RequestID: w.RequestID, Route: Route, Method: http.MethodPost,
+			Team: w.Team, Key: w.Key, Model: model, Status: r.httpStatus(o),
+			Duration: time.Since(w.Started), InputTokens: o.Charge.Usage.InputTokens, OutputTokens: o.Charge.Usage.OutputTokens,
+			ErrorCode: o.Error.Code, UpstreamErr: o.UpstreamErr, UsageEstimated: o.Charge.Unknown, CostMicros: cost})
+	}
+	if hooks.RequestStarted != nil {
+		hooks.RequestStarted()
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			r.reg.log.Error("background response panic", slog.String("request_id", w.RequestID), slog.Any("panic", v))
+			if !settled {
+				o = Outcome{Status: stored.StatusFailed, Error: panicError,
+					Charge: accounting.UpperBound(w.Reserve, ratelimit.Usage{}, accounting.StreamCut)}
+			}
+			settle()
+			r.finish(Outcome{Status: stored.StatusFailed, Error: panicError})
+		}
+	}()
+	stopBeat := r.heartbeat()
+	defer stopBeat()
+
+	o = w.Call.Call(r.job.ctx, func() { r.progress(stored.StatusInProgress) })
+	if o.Cut {
+		o.Status, o.Error = r.cutShort(), r.cutError()
+	}
+	stopBeat() // no renewal may land after finish drops the claim
+	settle()
+	r.finish(o)
+	usage := o.Charge.Usage
+	r.reg.log.LogAttrs(context.Background(), slog.LevelInfo, "background response",
+		slog.String("request_id", w.RequestID), slog.String("team", w.Team), slog.String("key", w.Key),
+		slog.String("model", model), slog.String("status", o.Status),
+		slog.Duration("duration", time.Since(w.Started)),
+		slog.Int64("input_tokens", usage.InputTokens), slog.Int64("output_tokens", usage.OutputTokens),
+		slog.String("upstream_error", o.UpstreamErr))
+}
+
+// httpStatus is how a job's end shows in request metrics: 200 for an answer (complete or
+// not), 499 for a client's cancel, 503 for a shutdown, and the platform's status (502 when
+// it gave none) for a failure.
+func (r *run) httpStatus(o Outcome) int {
+	switch {
+	case o.Status == stored.StatusCancelled:
+		return statusClientClosedRequest
+	case o.Status != stored.StatusFailed:
+		return http.StatusOK
+	case errors.Is(context.Cause(r.job.ctx), errShutdown):
+		return http.StatusServiceUnavailable
+	case o.FailStatus != 0:
+		return o.FailStatus
+	}
+	return http.StatusBadGateway
+}
+
+// heartbeat renews the job's claim while it runs, and stops the job when its record was
+// cancelled through another replica.
+func (r *run) heartbeat() (stop func()) {
+	every := r.reg.lease / 3
+	k, owner, id := r.w.Keeper, r.job.owner, r.job.id
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+			if err := k.Claim(ctx, owner, id, r.reg.instance, r.reg.claimTTL()); err != nil {
+				r.reg.log.Warn("background response: claim not renewed", slog.String("request_id", r.w.RequestID), slog.String("error", err.Error()))
+			}
+			// Cancelled or deleted through another replica: the platform call is not wanted.
+			if cur, err := k.Get(ctx, owner, id); errors.Is(err, stored.ErrNotFound) || err == nil && cur.Status == stored.StatusCancelled {
+				r.job.cancel(errCancelledByClient)
+			}
+			cancel()
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(quit); wg.Wait() }) }
+}
+
+// cutShort is the status of a job its context ended: cancelled by the client, or failed by
+// a shutdown.
+func (r *run) cutShort() string {
+	if errors.Is(context.Cause(r.job.ctx), errShutdown) {
+		return stored.StatusFailed
+	}
+	return stored.StatusCancelled
+}
+
+func (r *run) cutError() ResponseError {
+	if errors.Is(context.Cause(r.job.ctx), errShutdown) {
+		return shutdownError
+	}
+	return ResponseError{}
+}
+
+// progress records that the job moved on (in_progress), unless it was cancelled meanwhile.
+func (r *run) progress(status string) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	k := r.w.Keeper
+	cur, err := k.Get(ctx, r.job.owner, r.job.id)
+	if err != nil || !stored.Unfinished(cur.Status) {
+		return
+	}
+	cur.Status = status
+	cur.Response = objectWith(cur.Response, status, ResponseError{}, nil, 0)
+	if err := k.Update(ctx, r.job.owner, cur); err != nil {
+		r.reg.log.Warn("background response: progress not recorded", slog.String("request_id", r.w.RequestID), slog.String("error", err.Error()))
+	}
+}
+
+// finish records how the job ended and drops its claim. A record cancelled meanwhile
+// through another replica stays cancelled.
+func (r *run) finish(o Outcome) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	k, owner, id := r.w.Keeper, r.job.owner, r.job.id
+	defer func() {
+		if err := k.Release(ctx, owner, id); err != nil {
+			r.reg.log.Warn("background response: claim not released", slog.String("request_id", r.w.RequestID), slog.String("error", err.Error()))
+		}
+	}()
+	cur, err := k.Get(ctx, owner, id)
+	if err != nil {
+		if !errors.Is(err, stored.ErrNotFound) { // deleted meanwhile: nothing to record
+			r.reg.log.Error("background response: result not recorded", slog.String("request_id", r.w.RequestID), slog.String("error", err.Error()))
+		}
+		return
+	}
+	status, final, rerr, output := o.Status, o.Final, o.Error, o.Output
+	if cur.Status == stored.StatusCancelled && status != stored.StatusCancelled {
+		status, final, rerr = stored.StatusCancelled, nil, ResponseError{}
+	}
+	rec := &stored.Record{ID: id, Parent: cur.Parent, Status: status, Model: cur.Model, Input: cur.Input}
+	now := r.reg.now().Unix()
+	if final != nil {
+		rec.Response = objectWith(finalObject(final, cur), status, rerr, nil, now)
+	} else {
+		if output == nil {
+			output = []byte("[]")
+		}
+		rec.Response = objectWith(cur.Response, status, rerr, output, now)
+	}
+	if err := k.Update(ctx, owner, rec); err != nil && !errors.Is(err, stored.ErrNotFound) {
+		r.reg.log.Error("background response: result not recorded", slog.String("request_id", r.w.RequestID), slog.String("error", err.Error()))
+	}
+}
