@@ -20,26 +20,18 @@ import (
 // stalledConfig gives team alpha a key with one request a minute (alpha-1) and one without
 // limits (alpha-2).
 func stalledConfig(p *platform, server string) string {
-	return fmt.Sprintf(`
-upstream:
-  gateway_url: %s
-  base_url: %s
-  api_key: ${PLATFORM_API_KEY}
-models:
-  - id: sim-chat
-ratelimit:
-  data_path: data
-teams:
-  - name: alpha
+	return gatewayYAML{
+		models: "  - id: sim-chat\n",
+		teams: `  - name: alpha
     keys:
       - name: alpha-1
         key: ${ALPHA_KEY}
         limits: { requests_per_minute: 1 }
       - name: alpha-2
         key: ${ALPHA2_KEY}
-admin_keys: [${ADMIN_KEY}]
-server:
-%s`, p.URL, p.URL, server)
+`,
+		more: adminKeys + "server:\n" + server,
+	}.render(p)
 }
 
 // gzipZeros is n zero bytes gzipped: a thousandth of n on the wire.
