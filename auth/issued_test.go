@@ -31,18 +31,26 @@ func hexSum(s string) string {
 	return hex.EncodeToString(d[:])
 }
 
-func TestIssuedKeys(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	is := NewIssued(func() time.Time { return now })
+// issuedAuth is an Authenticator of issuedConfig that also knows the keys of the returned Issued,
+// whose expiries are judged by now.
+func issuedAuth(t *testing.T, now func() time.Time) (*Authenticator, *Issued) {
+	t.Helper()
 	a, err := New(issuedConfig(t))
 	if err != nil {
 		t.Fatal(err)
 	}
+	is := NewIssued(now)
 	a.UseIssued(is)
+	return a, is
+}
+
+func TestIssuedKeys(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a, is := issuedAuth(t, func() time.Time { return now })
 	if _, err := a.Authenticate("Bearer mg-issued-1"); err != ErrUnknown {
 		t.Fatalf("before issue: %v", err)
 	}
-	err = is.Replace([]IssuedKey{
+	err := is.Replace([]IssuedKey{
 		{ID: "k1", Team: "alpha", Name: "bot", SHA256: hexSum("mg-issued-1"), Limits: config.Limits{RequestsPerMinute: 5}},
 		{ID: "k2", Team: "beta", Name: "temp", SHA256: hexSum("mg-issued-2"), ExpiresAt: now.Add(time.Minute)},
 		{ID: "k3", Team: "gone", Name: "orphan", SHA256: hexSum("mg-issued-3")},
@@ -125,12 +133,7 @@ func BenchmarkAuthenticateIssued(b *testing.B) {
 // not long gone.
 func TestIssuedKeyExpiryPast2262(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	is := NewIssued(func() time.Time { return now })
-	a, err := New(issuedConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.UseIssued(is)
+	a, is := issuedAuth(t, func() time.Time { return now })
 	far := time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)
 	if err := is.Replace([]IssuedKey{{ID: "k1", Team: "alpha", Name: "bot", SHA256: hexSum("mg-issued-1"), ExpiresAt: far}}); err != nil {
 		t.Fatal(err)

@@ -93,7 +93,7 @@ func (b *bench) throughput() error {
 	}
 	for round := range b.o.rounds {
 		for i, s := range scs {
-			runs := []func() error{
+			err := inTurn(round+i,
 				func() error {
 					r, err := b.wrkOnce(b.flr, "/v1/responses", sc[i].flr, b.o.threads, b.o.conns, b.o.duration)
 					s.flrRPS = append(s.flrRPS, r.res.rps)
@@ -107,15 +107,9 @@ func (b *bench) throughput() error {
 					s.mgCPU = append(s.mgCPU, us(r.cpuPerReq))
 					s.mgP50 = append(s.mgP50, us(r.res.p50))
 					return err
-				},
-			}
-			if (round+i)%2 == 1 {
-				runs[0], runs[1] = runs[1], runs[0]
-			}
-			for _, f := range runs {
-				if err := f(); err != nil {
-					return err
-				}
+				})
+			if err != nil {
+				return err
 			}
 			n := len(s.mgRPS) - 1
 			s.ratios = append(s.ratios, s.mgRPS[n]/s.flrRPS[n])
@@ -355,17 +349,7 @@ func (b *bench) overheadHeader() error {
 	}
 	defer p.stop()
 	client := &http.Client{}
-	for _, c := range []struct {
-		name, path string
-		body       []byte
-	}{
-		{"/v1/responses", "/v1/responses", respBody},
-		{"/v1/responses stream", "/v1/responses", respStreamBody},
-		{"/v1/chat/completions", "/v1/chat/completions", chatBody},
-		{"/v1/chat/completions stream", "/v1/chat/completions", chatStreamBody},
-		{"/v1/messages", "/v1/messages", msgsBody},
-		{"/v1/messages stream", "/v1/messages", msgsStreamBody},
-	} {
+	for _, c := range bodyRoutes() {
 		var vals []float64
 		for range 500 {
 			resp, err := post(context.Background(), client, target{url: p.url + c.path, key: benchKey, body: c.body})
