@@ -256,34 +256,24 @@ func medianBytes(xs []int64) int64 {
 // memory runs each check on a freshly started process, so earlier load does not blur it.
 func (b *bench) memory() error {
 	fresh := func(name string) (*proc, error) { return b.startModelgate(name, true) }
+	// freshStreams opens b.o.streams streams of body to path on a modelgate of its own.
+	freshStreams := func(name, path string, body []byte) func() (int64, int64, error) {
+		return func() (int64, int64, error) {
+			p, err := fresh(name)
+			if err != nil {
+				return 0, 0, err
+			}
+			defer p.stop()
+			return openStreamsRSS(p.pid(), target{name: p.name, url: p.url + path, key: benchKey, body: body}, b.o.streams)
+		}
+	}
 	checks := []struct {
 		name string
 		run  func() (int64, int64, error)
 	}{
-		{fmt.Sprintf("modelgate: %d open /v1/responses streams", b.o.streams), func() (int64, int64, error) {
-			p, err := fresh("mg-streams")
-			if err != nil {
-				return 0, 0, err
-			}
-			defer p.stop()
-			return openStreamsRSS(p.pid(), target{name: p.name, url: p.url + "/v1/responses", key: benchKey, body: slowBody}, b.o.streams)
-		}},
-		{fmt.Sprintf("modelgate: %d open chat streams", b.o.streams), func() (int64, int64, error) {
-			p, err := fresh("mg-chat-streams")
-			if err != nil {
-				return 0, 0, err
-			}
-			defer p.stop()
-			return openStreamsRSS(p.pid(), target{name: p.name, url: p.url + "/v1/chat/completions", key: benchKey, body: slowChatBody}, b.o.streams)
-		}},
-		{fmt.Sprintf("modelgate: %d open /v1/messages streams", b.o.streams), func() (int64, int64, error) {
-			p, err := fresh("mg-messages-streams")
-			if err != nil {
-				return 0, 0, err
-			}
-			defer p.stop()
-			return openStreamsRSS(p.pid(), target{name: p.name, url: p.url + "/v1/messages", key: benchKey, body: slowMsgsBody}, b.o.streams)
-		}},
+		{fmt.Sprintf("modelgate: %d open /v1/responses streams", b.o.streams), freshStreams("mg-streams", "/v1/responses", slowBody)},
+		{fmt.Sprintf("modelgate: %d open chat streams", b.o.streams), freshStreams("mg-chat-streams", "/v1/chat/completions", slowChatBody)},
+		{fmt.Sprintf("modelgate: %d open /v1/messages streams", b.o.streams), freshStreams("mg-messages-streams", "/v1/messages", slowMsgsBody)},
 		{fmt.Sprintf("floor: %d open streams", b.o.streams), func() (int64, int64, error) {
 			p, err := b.startReporting("floor-streams", "floor", "--upstream", b.up.url, "--key", platformKey)
 			if err != nil {
