@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	bolt "go.etcd.io/bbolt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/redis/go-redis/v9"
 
@@ -405,15 +406,23 @@ func TestClosed(t *testing.T) {
 	})
 }
 
-// Expiry on bbolt is judged by the injected clock.
-func TestBoltExpiry(t *testing.T) {
-	ctx := context.Background()
+// boltWithClock is a bbolt store whose expiries are judged by the returned clock, which
+// starts at noon on 2026-11-26; the test's cleanup closes it.
+func boltWithClock(t *testing.T) (*Bolt, *clock) {
+	t.Helper()
 	c := &clock{t: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
 	s, err := OpenBolt(t.TempDir(), BoltOptions{Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return s, c
+}
+
+// Expiry on bbolt is judged by the injected clock.
+func TestBoltExpiry(t *testing.T) {
+	ctx := context.Background()
+	s, c := boltWithClock(t)
 	if err := s.Put(ctx, "r", "short", []byte("x"), time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +477,7 @@ func TestBoltExpiry(t *testing.T) {
 		t.Fatalf("large record without ttl swept: %d bytes, %v", len(v), err)
 	}
 	// The expired large value is gone from the file, not only hidden.
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bolt.Tx) error {
 		bk := tx.Bucket([]byte("r"))
 		if bk.Bucket([]byte("large-short")) != nil || bk.Get([]byte("large-short")) != nil {
 			t.Error("the sweep left an expired large value in the file")
@@ -833,12 +842,7 @@ func TestUnversioned(t *testing.T) {
 // expired at once (a claimed name would otherwise be free again).
 func TestBoltExpiryPast2262(t *testing.T) {
 	ctx := context.Background()
-	c := &clock{t: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
-	s, err := OpenBolt(t.TempDir(), BoltOptions{Now: c.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := boltWithClock(t)
 	const longest = time.Duration(1<<63 - 1) // about 292 years: past 2262 from 2026
 	if won, err := s.Create(ctx, "r", "name", []byte("x"), longest); err != nil || !won {
 		t.Fatalf("Create = %v, %v", won, err)

@@ -3,7 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"errors"
-	"io"
+	"modelgate/apitest"
 	"net/http"
 	"reflect"
 	"slices"
@@ -317,23 +317,9 @@ func rawStreamContent(t *testing.T, raw string) string {
 // rawChatStream posts a chat body and returns the whole streamed answer as sent.
 func rawChatStream(t *testing.T, g *gateway, key, body string) string {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx(t), http.MethodPost, g.URL+"/v1/chat/completions", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		t.Fatalf("status %d, content type %q: %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	status, hdr, b := apitest.DoContext(t, ctx(t), http.MethodPost, g.URL+"/v1/chat/completions", key, strings.NewReader(body))
+	if status != http.StatusOK || !strings.HasPrefix(hdr.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("status %d, content type %q: %s", status, hdr.Get("Content-Type"), b)
 	}
 	return string(b)
 }

@@ -11,11 +11,11 @@ import (
 // environment; a ratelimit section; a team list), so the frame is written here once and each
 // test names only what is its own.
 type gatewayYAML struct {
-	upstream string // more lines of the upstream section, each indented two spaces
-	models   string // the models section's entries
-	dataPath string // ratelimit.data_path; "" is "data", below the test's working directory
-	teams    string // the team list's entries
-	more     string // further top-level sections, after teams
+	upstream  string // more lines of the upstream section, each indented two spaces
+	models    string // the models section's entries; none leaves the section out
+	ratelimit string // the ratelimit section's entries; "" keeps state in ./data
+	teams     string // the team list's entries
+	more      string // further top-level sections, after teams
 }
 
 // render returns the config text with p as the upstream. Tests that edit the text of
@@ -25,9 +25,10 @@ func (c gatewayYAML) render(p *platform) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "upstream:\n  gateway_url: %s\n  base_url: %s\n  api_key: ${PLATFORM_API_KEY}\n", p.URL, p.URL)
 	b.WriteString(c.upstream)
-	b.WriteString("models:\n")
-	b.WriteString(c.models)
-	fmt.Fprintf(&b, "ratelimit:\n  data_path: %s\nteams:\n", cmp.Or(c.dataPath, "data"))
+	if c.models != "" {
+		b.WriteString("models:\n" + c.models)
+	}
+	b.WriteString("ratelimit:\n" + cmp.Or(c.ratelimit, "  data_path: data\n") + "teams:\n")
 	b.WriteString(c.teams)
 	b.WriteString(c.more)
 	return b.String()

@@ -14,10 +14,10 @@ import (
 // selfServiceConfig keeps its data in dataDir, so a restarted process finds it again.
 func selfServiceConfig(p *platform, dataDir string) string {
 	return gatewayYAML{
-		models:   "  - id: sim-chat\n    price: {input: 1.5, output: 6}\n",
-		dataPath: dataDir,
-		teams:    alphaTeam("{spend_per_month: 100}"),
-		more:     "pricing:\n  currency: USD\n" + adminKeys,
+		models:    "  - id: sim-chat\n    price: {input: 1.5, output: 6}\n",
+		ratelimit: "  data_path: " + dataDir + "\n",
+		teams:     alphaTeam("{spend_per_month: 100}"),
+		more:      "pricing:\n  currency: USD\n" + adminKeys,
 	}.render(p)
 }
 
