@@ -34,6 +34,24 @@ func stalledConfig(p *platform, server string) string {
 	}.render(p)
 }
 
+// stallMany sends n stalled gzip bodies with key at once (stallGzip, 10 s each) and returns
+// each connection's status and error; the connections stay open until the test ends.
+func stallMany(t *testing.T, g *gateway, key string, gz []byte, n int) ([]int, []error) {
+	statuses, errs := make([]int, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			var conn net.Conn
+			conn, statuses[i], errs[i] = stallGzip(g, key, gz, 10*time.Second)
+			if conn != nil {
+				t.Cleanup(func() { conn.Close() })
+			}
+		})
+	}
+	wg.Wait()
+	return statuses, errs
+}
+
 // gzipZeros is n zero bytes gzipped: a thousandth of n on the wire.
 func gzipZeros(t testing.TB, n int) []byte {
 	t.Helper()
@@ -109,19 +127,7 @@ func TestStalledGzipBodiesHoldNoMemory(t *testing.T) {
 		t.Fatalf("first request: %d %s", status, body)
 	}
 	before := rssBytes(t, pid)
-	var wg sync.WaitGroup
-	statuses := make([]int, 12)
-	errs := make([]error, 12)
-	for i := range statuses {
-		wg.Go(func() {
-			var conn net.Conn
-			conn, statuses[i], errs[i] = stallGzip(g, alphaKey, gz, 10*time.Second)
-			if conn != nil {
-				t.Cleanup(func() { conn.Close() })
-			}
-		})
-	}
-	wg.Wait()
+	statuses, errs := stallMany(t, g, alphaKey, gz, 12)
 	for i := range statuses {
 		if errs[i] != nil || statuses[i] != http.StatusTooManyRequests {
 			t.Fatalf("connection %d: status %d, %v (want 429 before the body is read)", i, statuses[i], errs[i])
@@ -137,16 +143,7 @@ func TestStalledGzipBodiesHoldNoMemory(t *testing.T) {
 	// others are refused with 503 at once, and the held one is cut at the deadline.
 	before = rssBytes(t, pid)
 	start := time.Now()
-	for i := range statuses {
-		wg.Go(func() {
-			var conn net.Conn
-			conn, statuses[i], errs[i] = stallGzip(g, alpha2Key, gz, 10*time.Second)
-			if conn != nil {
-				t.Cleanup(func() { conn.Close() })
-			}
-		})
-	}
-	wg.Wait()
+	statuses, errs = stallMany(t, g, alpha2Key, gz, 12)
 	count := map[int]int{}
 	for i := range statuses {
 		if errs[i] != nil {
