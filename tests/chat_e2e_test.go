@@ -170,8 +170,7 @@ func userPrompt(text string) []openai.ChatCompletionMessageParamUnion {
 }
 
 func TestChatCompletionsGoClient(t *testing.T) {
-	p := startPlatform(t)
-	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, ""), Env: keysEnv(p)})
+	p, g := startKeysGateway(t, "")
 	client := sdkClient(g, alphaKey)
 
 	t.Run("non_stream", func(t *testing.T) { chatNonStream(t, p, client) })
@@ -604,8 +603,7 @@ func chatJSONSchema(t *testing.T, p *platform, client openai.Client) {
 // sequence, and the platform may charge a last delta after the client has its answer, which
 // would blur the exact usage checks of the other tests.
 func TestChatStopGoClient(t *testing.T) {
-	p := startPlatform(t)
-	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, ""), Env: keysEnv(p)})
+	p, g := startKeysGateway(t, "")
 	client := sdkClient(g, alphaKey)
 	// The stop word comes from the prompt, which the sim echoes, so where it falls is known; it
 	// is longer than one upstream delta, so it spans delta boundaries.
@@ -974,8 +972,7 @@ func chatReasoning(t *testing.T, client openai.Client) {
 }
 
 func TestResponsesGoClient(t *testing.T) {
-	p := startPlatform(t)
-	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, ""), Env: keysEnv(p)})
+	p, g := startKeysGateway(t, "")
 	client := sdkClient(g, alphaKey)
 	const prompt = "Hello over the Responses API"
 	params := responses.ResponseNewParams{

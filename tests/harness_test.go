@@ -256,6 +256,14 @@ func keysConfig(p *platform, extra string) string {
 	}.render(p)
 }
 
+// startKeysGateway starts a simulated platform and a modelgate in front of it, configured
+// by keysConfig(p, extra) with keysEnv's keys: the setup most end-to-end tests share.
+func startKeysGateway(t *testing.T, extra string) (*platform, *gateway) {
+	t.Helper()
+	p := startPlatform(t)
+	return p, startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, extra), Env: keysEnv(p)})
+}
+
 // Keys used with keysConfig.
 const (
 	alphaKey  = "mg-e2e-alpha"
