@@ -96,11 +96,15 @@ type Options struct {
 // The cap's bookkeeping, and with WriteBehind the records themselves, are written by a
 // background writer: a goroutine that runs while there is work and exits when there is none.
 type Keeper struct {
-	st     store.Store
-	now    func() time.Time
-	behind bool
-	onErr  func(error)
-	window time.Duration
+	st store.Store
+	// ownerTags remembers the tags of teams: there are as many as the config names, and a
+	// digest per request is work the request path need not do. Passthrough callers are not
+	// remembered: any bearer token makes one, so their number has no bound.
+	ownerTags sync.Map
+	now       func() time.Time
+	behind    bool
+	onErr     func(error)
+	window    time.Duration
 	// compaction is Options.Compaction with its defaults filled in.
 	compaction Compaction
 	limits     atomic.Pointer[limits]
@@ -188,22 +192,17 @@ func (k *Keeper) SetLimits(ttl time.Duration, maxPerOwner int64) {
 
 // ownerTag is how an owner appears in keys: a digest, so team names and passthrough callers'
 // key digests never show in the store, and every owner's keys have one length and alphabet.
-func ownerTag(owner string) string {
-	if t, ok := ownerTags.Load(owner); ok {
+func (k *Keeper) ownerTag(owner string) string {
+	if t, ok := k.ownerTags.Load(owner); ok {
 		return t.(string)
 	}
 	d := sha256.Sum256([]byte("modelgate/responses\x00" + owner))
 	t := hex.EncodeToString(d[:16])
 	if strings.HasPrefix(owner, "team:") {
-		ownerTags.Store(owner, t)
+		k.ownerTags.Store(owner, t)
 	}
 	return t
 }
-
-// ownerTags remembers the tags of teams: there are as many as the config names, and a
-// digest per request is work the request path need not do. Passthrough callers are not
-// remembered: any bearer token makes one, so their number has no bound.
-var ownerTags sync.Map
 
 func recordKey(tag, id string) string { return tag + "/" + id }
 
@@ -286,7 +285,7 @@ func (k *Keeper) keepWith(ctx context.Context, owner string, r *Record, done cha
 		r.CreatedAt = now.Unix()
 	}
 	r.ExpiresAt = now.Add(lim.ttl).UnixNano()
-	tag := ownerTag(owner)
+	tag := k.ownerTag(owner)
 	j := &job{tag: tag, key: recordKey(tag, r.ID), ttl: lim.ttl, max: lim.max}
 	if !k.behind {
 		ctx, cancel := context.WithTimeout(ctx, syncTimeout)
@@ -318,7 +317,7 @@ func (k *Keeper) keepWith(ctx context.Context, owner string, r *Record, done cha
 // Update replaces a kept record of owner (a background response moving on to its next
 // status); it keeps the record's place under the cap and its expiry.
 func (k *Keeper) Update(ctx context.Context, owner string, r *Record) error {
-	return k.updateTag(ctx, ownerTag(owner), r)
+	return k.updateTag(ctx, k.ownerTag(owner), r)
 }
 
 func (k *Keeper) updateTag(ctx context.Context, tag string, r *Record) error {
@@ -340,7 +339,7 @@ func (k *Keeper) updateTag(ctx context.Context, tag string, r *Record) error {
 
 // Get returns owner's live record of id, or ErrNotFound.
 func (k *Keeper) Get(ctx context.Context, owner, id string) (*Record, error) {
-	return k.get(ctx, ownerTag(owner), id)
+	return k.get(ctx, k.ownerTag(owner), id)
 }
 
 func (k *Keeper) get(ctx context.Context, tag, id string) (*Record, error) {
@@ -381,7 +380,7 @@ func (k *Keeper) Delete(ctx context.Context, owner, id string) (bool, error) {
 	if !validID(id) {
 		return false, nil
 	}
-	key := recordKey(ownerTag(owner), id)
+	key := recordKey(k.ownerTag(owner), id)
 	if k.behind {
 		return k.deleteBehind(ctx, key) // the index knows whether a live record is there
 	}
@@ -402,7 +401,7 @@ func (k *Keeper) Chain(ctx context.Context, owner, id string, maxBytes int64) ([
 	if !validID(id) {
 		return nil, ErrNotFound
 	}
-	tag := ownerTag(owner)
+	tag := k.ownerTag(owner)
 	var chain []*Record
 	var weight int64
 	// A chain never loops (a record names its parent when it is first written, and ids are
