@@ -5,6 +5,7 @@
 package apitest
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"testing"
@@ -15,7 +16,14 @@ import (
 // transport failure fails the test.
 func Do(t testing.TB, method, url, key string, body io.Reader, hdr ...string) (int, http.Header, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, body)
+	return DoContext(t, context.Background(), method, url, key, body, hdr...)
+}
+
+// DoContext is Do bounded by ctx: a test that must not hang on a stuck answer passes one
+// with a deadline.
+func DoContext(t testing.TB, ctx context.Context, method, url, key string, body io.Reader, hdr ...string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
 		t.Fatal(err)
 	}

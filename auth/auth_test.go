@@ -102,13 +102,15 @@ func TestPrincipalIsACopy(t *testing.T) {
 	}
 }
 
+// headerCase is an Authorization header Authenticate must refuse, and the error it must give.
+type headerCase struct {
+	name, header string
+	want         error
+}
+
 func TestAuthenticateEdgeCases(t *testing.T) {
 	a := newAuth(t, keysConfig(t))
-	cases := []struct {
-		name   string
-		header string
-		want   error
-	}{
+	cases := []headerCase{
 		{"missing", "", ErrMissing},
 		{"scheme_only", "Bearer", ErrMissing},
 		{"scheme_and_space", "Bearer ", ErrMalformed},
@@ -214,10 +216,7 @@ func TestPassthrough(t *testing.T) {
 	if other.ScopeID == p.ScopeID {
 		t.Error("distinct callers must get distinct scopes")
 	}
-	failures := []struct {
-		name, header string
-		want         error
-	}{
+	failures := []headerCase{
 		{"missing", "", ErrMissing},
 		{"empty_token", "Bearer ", ErrMalformed},
 		{"nul", "Bearer sk-x\x00", ErrMalformed},

@@ -93,11 +93,7 @@ func validate(c *Config, d *decoder) []*Error {
 	digests := v.teams(c, modelIDs)
 	v.adminKeys(c.AdminKeys, digests)
 	v.server(&c.Server)
-	switch c.Translate.ReasoningField {
-	case "", "reasoning_content", "reasoning":
-	default:
-		v.fail("translate.reasoning_field", "want reasoning_content or reasoning, got %q", c.Translate.ReasoningField)
-	}
+	v.either("translate.reasoning_field", c.Translate.ReasoningField, "reasoning_content", "reasoning")
 	v.nonNegativeDuration("sidecar.balance_cache_ttl", c.Sidecar.BalanceCacheTTL)
 	v.corsOrigins(c.Server.CORSOrigins)
 	v.maxN(c.Translate.MaxN)
@@ -184,6 +180,13 @@ func (v *validator) nonNegativeDuration(path string, d time.Duration) {
 	}
 }
 
+// either checks a setting that takes one of two values, or is left empty for its default.
+func (v *validator) either(path, got, a, b string) {
+	if got != "" && got != a && got != b {
+		v.fail(path, "want %s or %s, got %q", a, b, got)
+	}
+}
+
 func (v *validator) nonNegative(path string, n int64) {
 	if n < 0 {
 		v.fail(path, "must not be negative, got %d", n)
@@ -235,11 +238,7 @@ func (v *validator) ratelimit(r *Ratelimit) {
 		}
 	}
 	v.redis(r)
-	switch r.OnStoreError {
-	case "", "allow", "deny":
-	default:
-		v.fail("ratelimit.on_store_error", "want allow or deny, got %q", r.OnStoreError)
-	}
+	v.either("ratelimit.on_store_error", r.OnStoreError, "allow", "deny")
 	v.nonNegative("ratelimit.default_max_output_tokens", r.DefaultMaxOutputTokens)
 	v.nonNegative("ratelimit.passthrough_callers", r.PassthroughCallers)
 	v.limits("ratelimit.passthrough_limits", r.PassthroughLimits)
@@ -381,11 +380,7 @@ func (v *validator) teams(c *Config, modelIDs map[string]bool) map[[32]byte]stri
 			}
 		}
 		v.limits(tp+".limits", t.Limits)
-		switch t.Mode {
-		case "", "enforce", "shadow":
-		default:
-			v.fail(tp+".mode", "want enforce or shadow, got %q", t.Mode)
-		}
+		v.either(tp+".mode", t.Mode, "enforce", "shadow")
 		if len(t.Keys) == 0 {
 			// Without this a config whose teams all lack keys would quietly run in passthrough
 			// mode, forwarding any caller's token: fail closed instead.
@@ -474,16 +469,8 @@ func (v *validator) server(s *Server) {
 }
 
 func (v *validator) responses(r *Responses) {
-	switch r.Store {
-	case "", "local", "off":
-	default:
-		v.fail("responses.store", "want local or off, got %q", r.Store)
-	}
-	switch r.Scope {
-	case "", "team", "key":
-	default:
-		v.fail("responses.scope", "want team or key, got %q", r.Scope)
-	}
+	v.either("responses.store", r.Store, "local", "off")
+	v.either("responses.scope", r.Scope, "team", "key")
 	v.nonNegativeDuration("responses.store_ttl", r.StoreTTL)
 	v.nonNegative("responses.store_max_per_team", r.StoreMaxPerTeam)
 	v.nonNegative("responses.background_max_queued_per_team", r.BackgroundMaxQueuedPerTeam)

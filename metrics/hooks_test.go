@@ -10,6 +10,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"modelgate/config"
 	"modelgate/reqlog"
 )
 
@@ -82,6 +83,17 @@ func serve(h reqlog.Hooks, s reqlog.RequestSummary) {
 	h.RequestDone(s)
 }
 
+// servedAll is metrics for cfg that have counted each of summaries as a served request, and
+// their hooks, for more.
+func servedAll(cfg *config.Config, summaries []reqlog.RequestSummary) (*Metrics, reqlog.Hooks) {
+	m := New(cfg)
+	h := m.Hooks()
+	for _, s := range summaries {
+		serve(h, s)
+	}
+	return m, h
+}
+
 func TestRequestsAndTokens(t *testing.T) {
 	m := New(labelConfig())
 	h := m.Hooks()
@@ -149,18 +161,14 @@ func TestGaugesWhileOpen(t *testing.T) {
 }
 
 func TestRefusalsAndUpstreamErrors(t *testing.T) {
-	m := New(labelConfig())
-	h := m.Hooks()
-	for _, s := range []reqlog.RequestSummary{
+	m, _ := servedAll(labelConfig(), []reqlog.RequestSummary{
 		{Route: "/v1/chat/completions", Team: "alpha", Key: "alpha-1", Status: 429, Refusal: "requests_per_minute"},
 		{Route: "/v1/chat/completions", Team: "alpha", Key: "alpha-1", Status: 429, Refusal: "requests_per_minute"},
 		{Route: "/v1/chat/completions", Team: "beta", Key: "beta-1", Status: 200, Refusal: "shadow_tokens_per_minute"},
 		{Route: "/v1/chat/completions", Team: "beta", Key: "beta-1", Status: 200, Refusal: "store_unavailable_allowed"},
 		{Route: "/v1/responses", Team: "alpha", Key: "alpha-1", Status: 502, UpstreamErr: "dial", Attempts: 3},
 		{Route: "/v1/responses", Team: "alpha", Key: "alpha-1", Status: 502, UpstreamErr: "Weird Kind: with spaces"},
-	} {
-		serve(h, s)
-	}
+	})
 	for _, tc := range []struct {
 		name   string
 		metric string
@@ -259,19 +267,15 @@ func TestReloadDropsRemovedNames(t *testing.T) {
 	cfg := labelConfig()
 	cfg.Models = append(cfg.Models, configModel("m-kept"), configModel("m-gone"))
 	cfg.Teams = append(cfg.Teams, configTeam("kept", "k-kept", "k-gone"), configTeam("gone", "g-1"))
-	m := New(cfg)
-	h := m.Hooks()
 	const chat = "/v1/chat/completions"
-	for _, s := range []reqlog.RequestSummary{
+	m, h := servedAll(cfg, []reqlog.RequestSummary{
 		{Route: chat, Team: "kept", Key: "k-kept", Model: "m-kept", Status: 200, InputTokens: 3, OutputTokens: 2},
 		{Route: chat, Team: "kept", Key: "k-gone", Model: "m-kept", Status: 200, InputTokens: 3},
 		{Route: chat, Team: "kept", Key: "k-kept", Model: "m-gone", Status: 200, InputTokens: 3},
 		{Route: chat, Team: "gone", Key: "g-1", Model: "m-kept", Status: 200, InputTokens: 3},
 		{Route: chat, Team: "gone", Key: "g-1", Model: "m-kept", Status: 429, Refusal: "requests_per_minute"},
 		{Route: chat, Team: "gone", Key: "g-1", Model: "m-kept", Status: 200, Refusal: "shadow_tokens_per_minute"},
-	} {
-		serve(h, s)
-	}
+	})
 
 	next := labelConfig()
 	next.Models = append(next.Models, configModel("m-kept"))
@@ -307,16 +311,12 @@ func TestReloadDropsRemovedNames(t *testing.T) {
 
 // Requests settled at an estimate are counted by route and reason; the rest are not.
 func TestUsageEstimated(t *testing.T) {
-	m := New(labelConfig())
-	h := m.Hooks()
-	for _, s := range []reqlog.RequestSummary{
+	m, _ := servedAll(labelConfig(), []reqlog.RequestSummary{
 		{Route: "/v1/responses", Team: "alpha", Key: "alpha-1", Status: 504, UsageEstimated: "no_answer"},
 		{Route: "/v1/responses", Team: "alpha", Key: "alpha-1", Status: 504, UsageEstimated: "no_answer"},
 		{Route: "/v1/chat/completions", Team: "alpha", Key: "alpha-1", Status: 200, UsageEstimated: "early_cut"},
 		{Route: "/v1/chat/completions", Team: "alpha", Key: "alpha-1", Status: 200},
-	} {
-		serve(h, s)
-	}
+	})
 	if got := counterValue(t, m, "modelgate_usage_estimated_total", map[string]string{"route": "/v1/responses", "reason": "no_answer"}); got != 2 {
 		t.Errorf("no_answer = %v, want 2", got)
 	}

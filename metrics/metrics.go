@@ -54,10 +54,9 @@ func New(cfg *config.Config) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.labels.Store(newLabelTable(cfg))
 
-	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "modelgate_requests_total",
-		Help: "Requests answered, by route, team, key name, client-facing model and HTTP status.",
-	}, []string{"route", "team", "key", "model", "status"})
+	m.requests = counterVec("modelgate_requests_total",
+		"Requests answered, by route, team, key name, client-facing model and HTTP status.",
+		"route", "team", "key", "model", "status")
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "modelgate_request_duration_seconds",
 		Help:    "Time from receiving a request to the end of its answer (the whole stream for streams).",
@@ -68,30 +67,25 @@ func New(cfg *config.Config) *Metrics {
 		Help:    "Time from receiving a streamed request to its first byte of answer body.",
 		Buckets: ttfbBuckets,
 	}, []string{"route"})
-	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "modelgate_tokens_total",
-		Help: "Tokens the platform reported (or modelgate counted for cut streams), by team, model and direction (input or output).",
-	}, []string{"team", "model", "direction"})
-	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "modelgate_limit_refusals_total",
-		Help: "Requests refused by a local limit, by team and reason.",
-	}, []string{"team", "reason"})
-	m.shadowRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "modelgate_limit_shadow_refusals_total",
-		Help: "Requests a team in shadow mode let through that a limit would have refused, by team and reason.",
-	}, []string{"team", "reason"})
+	m.tokens = counterVec("modelgate_tokens_total",
+		"Tokens the platform reported (or modelgate counted for cut streams), by team, model and direction (input or output).",
+		"team", "model", "direction")
+	m.refusals = counterVec("modelgate_limit_refusals_total",
+		"Requests refused by a local limit, by team and reason.",
+		"team", "reason")
+	m.shadowRefusals = counterVec("modelgate_limit_shadow_refusals_total",
+		"Requests a team in shadow mode let through that a limit would have refused, by team and reason.",
+		"team", "reason")
 	m.storeFailOpen = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "modelgate_limit_store_fail_open_total",
 		Help: "Requests let through unchecked because the shared limit store was unreachable (on_store_error: allow).",
 	})
-	m.upstreamErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "modelgate_upstream_errors_total",
-		Help: "Requests whose upstream call failed, by route and kind of failure.",
-	}, []string{"route", "kind"})
-	m.upstreamRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "modelgate_upstream_retries_total",
-		Help: "Upstream attempts beyond the first, by route.",
-	}, []string{"route"})
+	m.upstreamErrors = counterVec("modelgate_upstream_errors_total",
+		"Requests whose upstream call failed, by route and kind of failure.",
+		"route", "kind")
+	m.upstreamRetries = counterVec("modelgate_upstream_retries_total",
+		"Upstream attempts beyond the first, by route.",
+		"route")
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "modelgate_in_flight_requests",
 		Help: "Requests being served right now, streams included.",
@@ -100,10 +94,9 @@ func New(cfg *config.Config) *Metrics {
 		Name: "modelgate_open_streams",
 		Help: "Streamed answers in progress, by route.",
 	}, []string{"route"})
-	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "modelgate_config_reloads_total",
-		Help: "Config reloads on SIGHUP, by result (applied or rejected).",
-	}, []string{"result"})
+	m.reloads = counterVec("modelgate_config_reloads_total",
+		"Config reloads on SIGHUP, by result (applied or rejected).",
+		"result")
 	m.lastReload = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "modelgate_config_last_applied_timestamp_seconds",
 		Help: "Unix time the running config was loaded or last reloaded.",
@@ -116,15 +109,13 @@ func New(cfg *config.Config) *Metrics {
 		m.requests, m.duration, m.ttfb, m.tokens, m.refusals, m.shadowRefusals, m.storeFailOpen,
 		m.upstreamErrors, m.upstreamRetries, m.inFlight, m.openStreams, m.reloads, m.lastReload,
 	)
-	m.spend = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "modelgate_spend_total",
-		Help: "What calls cost at the configured model prices, in pricing.currency, by team and client-facing model.",
-	}, []string{"team", "model"})
+	m.spend = counterVec("modelgate_spend_total",
+		"What calls cost at the configured model prices, in pricing.currency, by team and client-facing model.",
+		"team", "model")
 	m.reg.MustRegister(m.spend)
-	m.usageEstimated = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "modelgate_usage_estimated_total",
-		Help: "Requests the platform may have billed whose usage it did not report, settled at an upper bound (see docs/accounting.md), by route and reason.",
-	}, []string{"route", "reason"})
+	m.usageEstimated = counterVec("modelgate_usage_estimated_total",
+		"Requests the platform may have billed whose usage it did not report, settled at an upper bound (see docs/accounting.md), by route and reason.",
+		"route", "reason")
 	m.reg.MustRegister(m.usageEstimated)
 	// Both results exist from the start, so an alert on rejected reloads has a series to read.
 	m.reloads.WithLabelValues("applied")
@@ -185,4 +176,9 @@ func (m *Metrics) dropStale(prev, next *labelTable) {
 			m.tokens.DeletePartialMatch(prometheus.Labels{"model": model})
 		}
 	}
+}
+
+// counterVec is a counter of name, with its help and labels, not yet registered.
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 }

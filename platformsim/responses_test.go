@@ -13,6 +13,9 @@ import (
 
 const weatherTools = `[{"type":"function","name":"get_weather","strict":true,"parameters":{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string","enum":["celsius","fahrenheit"]},"days":{"type":"integer"},"detailed":{"type":"boolean"}},"required":["city","unit","days","detailed"]}},{"type":"function","name":"get_time","parameters":{"type":"object","properties":{"zone":{"type":"string"}}}}]`
 
+// textShape is the events of an answer of one text message, before the terminal event.
+const textShape = "created in_progress output_item.added content_part.added output_text.delta* output_text.done content_part.done output_item.done"
+
 // modelCases drive both the stream and the non-stream test: the same request must give the
 // same output and the same usage either way.
 var modelCases = []struct {
@@ -24,10 +27,10 @@ var modelCases = []struct {
 	reason     string // incomplete_details.reason
 }{
 	{"plain_text", `{"model":"sim-chat","input":"hi there"}`,
-		"created in_progress output_item.added content_part.added output_text.delta* output_text.done content_part.done output_item.done completed",
+		textShape + " completed",
 		"completed", "Hello from sim-chat. You said: hi there", ""},
 	{"any_model_name", `{"model":"gpt-4o-mini","input":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"input_text","text":"first"}]},{"role":"assistant","content":"ok"},{"role":"user","content":"second"}]}`,
-		"created in_progress output_item.added content_part.added output_text.delta* output_text.done content_part.done output_item.done completed",
+		textShape + " completed",
 		"completed", "Hello from gpt-4o-mini. You said: second", ""},
 	{"tools_call", `{"model":"sim-tools","input":"weather?","tools":` + weatherTools + `}`,
 		"created in_progress output_item.added function_call_arguments.delta* function_call_arguments.done output_item.done completed",
@@ -36,10 +39,10 @@ var modelCases = []struct {
 		"created in_progress output_item.added function_call_arguments.delta* function_call_arguments.done output_item.done output_item.added function_call_arguments.delta* function_call_arguments.done output_item.done completed",
 		"completed", "", ""},
 	{"tools_result", `{"model":"sim-tools","input":[{"role":"user","content":"weather?"},{"type":"function_call","call_id":"call_1","name":"get_weather","arguments":"{}"},{"type":"function_call_output","call_id":"call_1","output":"sunny, 21C"}],"tools":` + weatherTools + `}`,
-		"created in_progress output_item.added content_part.added output_text.delta* output_text.done content_part.done output_item.done completed",
+		textShape + " completed",
 		"completed", "sunny, 21C", ""},
 	{"tools_without_tools", `{"model":"sim-tools","input":"no tools"}`,
-		"created in_progress output_item.added content_part.added output_text.delta* output_text.done content_part.done output_item.done completed",
+		textShape + " completed",
 		"completed", "You said: no tools", ""},
 	{"reasoning", `{"model":"sim-reasoning","input":"think"}`,
 		"created in_progress output_item.added reasoning_summary_part.added reasoning_summary_text.delta* reasoning_summary_text.done reasoning_summary_part.done reasoning_summary_part.added reasoning_summary_text.delta* reasoning_summary_text.done reasoning_summary_part.done output_item.done output_item.added content_part.added output_text.delta* output_text.done content_part.done output_item.done completed",
@@ -48,21 +51,21 @@ var modelCases = []struct {
 		"created in_progress output_item.added content_part.added refusal.delta* refusal.done content_part.done output_item.done completed",
 		"completed", "", ""},
 	{"incomplete", `{"model":"sim-incomplete","input":"x"}`,
-		"created in_progress output_item.added content_part.added output_text.delta* output_text.done content_part.done output_item.done incomplete",
+		textShape + " incomplete",
 		"incomplete", "Hello", "max_output_tokens"},
 	{"filtered", `{"model":"sim-filtered","input":"x"}`,
-		"created in_progress output_item.added content_part.added output_text.delta* output_text.done content_part.done output_item.done incomplete",
+		textShape + " incomplete",
 		"incomplete", "Hello", "content_filter"},
 	{"failed", `{"model":"sim-failed","input":"x"}`,
 		"created in_progress failed", "failed", "", ""},
 	{"json_schema", `{"model":"sim-json","input":"x","text":{"format":{"type":"json_schema","name":"out","schema":{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}}}}}}`,
-		"created in_progress output_item.added content_part.added output_text.delta* output_text.done content_part.done output_item.done completed",
+		textShape + " completed",
 		"completed", `{"name":"sim name","age":1}`, ""},
 	{"max_output_tokens", `{"model":"sim-chat","input":"a long enough input","max_output_tokens":3}`,
-		"created in_progress output_item.added content_part.added output_text.delta* output_text.done content_part.done output_item.done incomplete",
+		textShape + " incomplete",
 		"incomplete", "Hello from s", "max_output_tokens"},
 	{"slow", `{"model":"sim-slow","input":"x"}`,
-		"created in_progress output_item.added content_part.added output_text.delta* output_text.done content_part.done output_item.done completed",
+		textShape + " completed",
 		"completed", "Hello from sim-slow", ""},
 }
 

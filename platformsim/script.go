@@ -27,7 +27,9 @@ type Reply struct {
 }
 
 // Event is one SSE event: "event: Type" (omitted when empty), Data as data lines, a blank line.
-// Delay is an extra pause before the event.
+// Each line of Data (split at LF, CRLF or a lone CR) is a data line; an empty Data, or a line
+// break at its end, adds none. Type must be one line: a stream ends before an event whose Type
+// is not. Delay is an extra pause before the event.
 type Event struct {
 	Type  string
 	Data  string

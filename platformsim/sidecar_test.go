@@ -27,6 +27,18 @@ func parseEnvelope(t *testing.T, b []byte) env {
 	return e
 }
 
+// getEnvelope GETs url with the test key and stops the test unless the answer is an envelope
+// of the given HTTP status and code.
+func getEnvelope(t *testing.T, url string, status, code int) (env, []byte) {
+	t.Helper()
+	got, _, b := call(t, "GET", url, testKey, nil)
+	e := parseEnvelope(t, b)
+	if got != status || *e.Code != code {
+		t.Fatalf("%d %s", got, b)
+	}
+	return e, b
+}
+
 func TestBalanceExactBody(t *testing.T) {
 	_, srv := newSim(t, Options{})
 	status, _, b := call(t, "GET", srv.URL+"/api/open/v2/balance/info", testKey, nil)
@@ -89,11 +101,7 @@ func TestModelRunInfo(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			status, _, b := call(t, "GET", srv.URL+"/api/open/v2/model-runs/info?"+tc.query, testKey, nil)
-			e := parseEnvelope(t, b)
-			if status != tc.status || *e.Code != tc.code {
-				t.Fatalf("%d %s", status, b)
-			}
+			e, b := getEnvelope(t, srv.URL+"/api/open/v2/model-runs/info?"+tc.query, tc.status, tc.code)
 			if tc.code != 0 {
 				if e.Msg == "" && e.Message == "" {
 					t.Errorf("no message: %s", b)
@@ -156,11 +164,7 @@ func TestModelRunList(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			status, _, b := call(t, "GET", srv.URL+"/api/open/v2/model-runs/list?"+tc.query, testKey, nil)
-			e := parseEnvelope(t, b)
-			if status != tc.status || *e.Code != tc.code {
-				t.Fatalf("%d %s", status, b)
-			}
+			e, _ := getEnvelope(t, srv.URL+"/api/open/v2/model-runs/list?"+tc.query, tc.status, tc.code)
 			if tc.code != 0 {
 				return
 			}

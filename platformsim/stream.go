@@ -1,11 +1,14 @@
 package platformsim
 
 import (
+	"bytes"
+	"io"
 	"maps"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/tmaxmax/go-sse"
 )
 
 // answer is what a route decided to send; send puts it on the wire with any scripted fault.
@@ -133,7 +136,7 @@ func (s *Sim) sendStream(w http.ResponseWriter, r *http.Request, a answer, rep R
 		pause = s.opts.EventDelay
 	}
 	cut := streamCut(rep.Fault, rep.AfterEvents, len(a.events))
-	var buf []byte
+	var buf bytes.Buffer // one per stream: each event is framed into it, then written at once
 	for i, ev := range a.events {
 		if i == cut && rep.Fault == FaultDeepNesting {
 			if _, err := w.Write(deepEvent()); err != nil || rc.Flush() != nil {
@@ -152,8 +155,7 @@ func (s *Sim) sendStream(w http.ResponseWriter, r *http.Request, a answer, rep R
 		if !s.wait(ctx, d) {
 			return
 		}
-		buf = appendEvent(buf[:0], ev)
-		if _, err := w.Write(buf); err != nil {
+		if writeEvent(w, &buf, ev) != nil {
 			return
 		}
 		if rc.Flush() != nil {
@@ -177,19 +179,27 @@ func (s *Sim) sendStream(w http.ResponseWriter, r *http.Request, a answer, rep R
 	}
 }
 
-// appendEvent frames ev as SSE; a multi-line Data becomes several data lines.
-func appendEvent(b []byte, ev Event) []byte {
+// writeEvent frames ev with go-sse, the design's SSE library, and writes it to w in one
+// write. buf is the stream's, reused from event to event. go-sse starts a data line at every
+// line break a client honours (LF, CRLF, a lone CR), so a client reads back the Data that was
+// scripted. A Type with a line break cannot be framed: the error ends the stream there. The
+// faults that put broken frames on the wire on purpose write them by hand (faults.go).
+func writeEvent(w io.Writer, buf *bytes.Buffer, ev Event) error {
+	var msg sse.Message
 	if ev.Type != "" {
-		b = append(b, "event: "...)
-		b = append(b, ev.Type...)
-		b = append(b, '\n')
+		typ, err := sse.NewType(ev.Type)
+		if err != nil {
+			return err
+		}
+		msg.Type = typ
 	}
-	for line := range strings.SplitSeq(ev.Data, "\n") {
-		b = append(b, "data: "...)
-		b = append(b, line...)
-		b = append(b, '\n')
+	msg.AppendData(ev.Data)
+	buf.Reset()
+	if _, err := msg.WriteTo(buf); err != nil {
+		return err
 	}
-	return append(b, '\n')
+	_, err := w.Write(buf.Bytes())
+	return err
 }
 
 // Totals is what the platform charged.

@@ -1,9 +1,6 @@
 package ratelimit
 
 import (
-	"context"
-	"strconv"
-	"sync/atomic"
 	"testing"
 
 	"modelgate/config"
@@ -28,29 +25,9 @@ func BenchmarkAdmitRedis(b *testing.B) {
 			return Options{Store: "redis", Redis: config.Redis{Addrs: redistest.StartCluster(b, 3).Addrs(), Cluster: true}}
 		}},
 	}
-	lim := config.Limits{RequestsPerMinute: 1 << 40, TokensPerMinute: 1 << 50, ConcurrentRequests: 1 << 20, TokensPerDay: 1 << 60}
 	for _, tp := range topologies {
 		b.Run(tp.name, func(b *testing.B) {
-			l := newLimiter(b, tp.opts(b))
-			ctx := context.Background()
-			var next atomic.Int64
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				team := "t" + strconv.FormatInt(next.Add(1), 10)
-				req := Request{
-					Key:    Scope{ID: "key:" + team + "/k", Limits: lim},
-					Team:   &Scope{ID: "team:" + team, Limits: lim},
-					Tokens: 1000,
-				}
-				for pb.Next() {
-					tk, d, err := l.Admit(ctx, req)
-					if err != nil || !d.Allowed {
-						b.Fatalf("refused: %+v %v", d, err)
-					}
-					tk.Settle(Usage{InputTokens: 300, OutputTokens: 200})
-				}
-			})
+			benchAdmitParallel(b, newLimiter(b, tp.opts(b)), distinctTeams)
 		})
 	}
 }

@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	bolt "go.etcd.io/bbolt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/redis/go-redis/v9"
 
@@ -56,98 +57,100 @@ func redisImpl() impl {
 
 func impls() []impl { return []impl{boltImpl(), redisImpl()} }
 
+// eachStore runs test once per implementation, as a subtest named after it, with a store
+// of its own.
+func eachStore(t *testing.T, test func(t *testing.T, s Store)) {
+	for _, im := range impls() {
+		t.Run(im.name, func(t *testing.T) { test(t, im.open(t)) })
+	}
+}
+
 func TestValues(t *testing.T) {
 	ctx := context.Background()
-	for _, im := range impls() {
-		t.Run(im.name, func(t *testing.T) {
-			s := im.open(t)
-			if _, err := s.Get(ctx, "b", "missing"); !errors.Is(err, ErrNotFound) {
-				t.Fatalf("Get missing: %v, want ErrNotFound", err)
-			}
-			if err := s.Put(ctx, "b", "k1", []byte("one"), 0); err != nil {
-				t.Fatal(err)
-			}
-			if v, err := s.Get(ctx, "b", "k1"); err != nil || string(v) != "one" {
-				t.Fatalf("Get k1 = %q, %v", v, err)
-			}
-			if err := s.Put(ctx, "b", "k1", []byte("uno"), 0); err != nil {
-				t.Fatal(err)
-			}
-			if v, _ := s.Get(ctx, "b", "k1"); string(v) != "uno" {
-				t.Fatalf("Put did not replace: %q", v)
-			}
-			// Buckets are separate namespaces.
-			if _, err := s.Get(ctx, "other", "k1"); !errors.Is(err, ErrNotFound) {
-				t.Fatalf("other bucket sees k1: %v", err)
-			}
-			ok, err := s.Create(ctx, "b", "k1", []byte("x"), 0)
-			if err != nil || ok {
-				t.Fatalf("Create over a live record = %v, %v; want false", ok, err)
-			}
-			ok, err = s.Create(ctx, "b", "k2", []byte("two"), 0)
-			if err != nil || !ok {
-				t.Fatalf("Create new = %v, %v; want true", ok, err)
-			}
-			existed, err := s.Delete(ctx, "b", "k2")
-			if err != nil || !existed {
-				t.Fatalf("Delete k2 = %v, %v", existed, err)
-			}
-			existed, err = s.Delete(ctx, "b", "k2")
-			if err != nil || existed {
-				t.Fatalf("second Delete k2 = %v, %v; want false", existed, err)
-			}
-			if _, err := s.Get(ctx, "b", "k2"); !errors.Is(err, ErrNotFound) {
-				t.Fatalf("deleted record still there: %v", err)
-			}
-		})
-	}
+	eachStore(t, func(t *testing.T, s Store) {
+		if _, err := s.Get(ctx, "b", "missing"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Get missing: %v, want ErrNotFound", err)
+		}
+		if err := s.Put(ctx, "b", "k1", []byte("one"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := s.Get(ctx, "b", "k1"); err != nil || string(v) != "one" {
+			t.Fatalf("Get k1 = %q, %v", v, err)
+		}
+		if err := s.Put(ctx, "b", "k1", []byte("uno"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := s.Get(ctx, "b", "k1"); string(v) != "uno" {
+			t.Fatalf("Put did not replace: %q", v)
+		}
+		// Buckets are separate namespaces.
+		if _, err := s.Get(ctx, "other", "k1"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("other bucket sees k1: %v", err)
+		}
+		ok, err := s.Create(ctx, "b", "k1", []byte("x"), 0)
+		if err != nil || ok {
+			t.Fatalf("Create over a live record = %v, %v; want false", ok, err)
+		}
+		ok, err = s.Create(ctx, "b", "k2", []byte("two"), 0)
+		if err != nil || !ok {
+			t.Fatalf("Create new = %v, %v; want true", ok, err)
+		}
+		existed, err := s.Delete(ctx, "b", "k2")
+		if err != nil || !existed {
+			t.Fatalf("Delete k2 = %v, %v", existed, err)
+		}
+		existed, err = s.Delete(ctx, "b", "k2")
+		if err != nil || existed {
+			t.Fatalf("second Delete k2 = %v, %v; want false", existed, err)
+		}
+		if _, err := s.Get(ctx, "b", "k2"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("deleted record still there: %v", err)
+		}
+	})
 }
 
 func TestGetRange(t *testing.T) {
 	ctx := context.Background()
-	for _, im := range impls() {
-		t.Run(im.name, func(t *testing.T) {
-			s := im.open(t)
-			if err := s.Put(ctx, "b", "k", []byte("0123456789"), time.Hour); err != nil {
-				t.Fatal(err)
-			}
-			cases := []struct {
-				off, n int
-				want   string // "" with found false: ErrNotFound
-				found  bool
-			}{
-				{0, 10, "0123456789", true},
-				{3, 4, "3456", true},
-				{9, 1, "9", true},
-				{10, 0, "", true},
-				{5, 0, "", true},
-				{8, 3, "", false},  // runs past the end
-				{11, 0, "", false}, // starts past the end
-				{-1, 2, "", false},
-				{0, -1, "", false},
-			}
-			for _, c := range cases {
-				v, err := s.GetRange(ctx, "b", "k", c.off, c.n)
-				if !c.found {
-					if !errors.Is(err, ErrNotFound) {
-						t.Errorf("GetRange(%d, %d) = %q, %v; want ErrNotFound", c.off, c.n, v, err)
-					}
-					continue
+	eachStore(t, func(t *testing.T, s Store) {
+		if err := s.Put(ctx, "b", "k", []byte("0123456789"), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		cases := []struct {
+			off, n int
+			want   string // "" with found false: ErrNotFound
+			found  bool
+		}{
+			{0, 10, "0123456789", true},
+			{3, 4, "3456", true},
+			{9, 1, "9", true},
+			{10, 0, "", true},
+			{5, 0, "", true},
+			{8, 3, "", false},  // runs past the end
+			{11, 0, "", false}, // starts past the end
+			{-1, 2, "", false},
+			{0, -1, "", false},
+		}
+		for _, c := range cases {
+			v, err := s.GetRange(ctx, "b", "k", c.off, c.n)
+			if !c.found {
+				if !errors.Is(err, ErrNotFound) {
+					t.Errorf("GetRange(%d, %d) = %q, %v; want ErrNotFound", c.off, c.n, v, err)
 				}
-				if err != nil || string(v) != c.want {
-					t.Errorf("GetRange(%d, %d) = %q, %v; want %q", c.off, c.n, v, err, c.want)
-				}
+				continue
 			}
-			for _, key := range []string{"missing"} {
-				if _, err := s.GetRange(ctx, "b", key, 0, 1); !errors.Is(err, ErrNotFound) {
-					t.Errorf("GetRange of a missing key: %v, want ErrNotFound", err)
-				}
-				if _, err := s.GetRange(ctx, "b", key, 0, 0); !errors.Is(err, ErrNotFound) {
-					t.Errorf("empty GetRange of a missing key: %v, want ErrNotFound", err)
-				}
+			if err != nil || string(v) != c.want {
+				t.Errorf("GetRange(%d, %d) = %q, %v; want %q", c.off, c.n, v, err, c.want)
 			}
-		})
-	}
+		}
+		for _, key := range []string{"missing"} {
+			if _, err := s.GetRange(ctx, "b", key, 0, 1); !errors.Is(err, ErrNotFound) {
+				t.Errorf("GetRange of a missing key: %v, want ErrNotFound", err)
+			}
+			if _, err := s.GetRange(ctx, "b", key, 0, 0); !errors.Is(err, ErrNotFound) {
+				t.Errorf("empty GetRange of a missing key: %v, want ErrNotFound", err)
+			}
+		}
+	})
 }
 
 // TestLargeValues covers values past the size bbolt keeps in a bucket of their own, and
@@ -155,284 +158,271 @@ func TestGetRange(t *testing.T) {
 func TestLargeValues(t *testing.T) {
 	ctx := context.Background()
 	big := func(c byte) []byte { return bytes.Repeat([]byte{c}, 100<<10) }
-	for _, im := range impls() {
-		t.Run(im.name, func(t *testing.T) {
-			s := im.open(t)
-			if err := s.Put(ctx, "b", "k", big('a'), time.Hour); err != nil {
-				t.Fatal(err)
+	eachStore(t, func(t *testing.T, s Store) {
+		if err := s.Put(ctx, "b", "k", big('a'), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := s.Get(ctx, "b", "k"); err != nil || !bytes.Equal(v, big('a')) {
+			t.Fatalf("Get of a large value: %d bytes, %v", len(v), err)
+		}
+		if v, err := s.GetRange(ctx, "b", "k", 50<<10, 3); err != nil || string(v) != "aaa" {
+			t.Fatalf("GetRange in a large value = %q, %v", v, err)
+		}
+		if ok, err := s.Create(ctx, "b", "k", []byte("small"), 0); err != nil || ok {
+			t.Fatalf("Create over a live large value = %v, %v; want false", ok, err)
+		}
+		// Large to small and back, in and out of a batch.
+		if err := s.Put(ctx, "b", "k", []byte("small"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := s.Get(ctx, "b", "k"); err != nil || string(v) != "small" {
+			t.Fatalf("after large -> small: %q, %v", v, err)
+		}
+		err := s.Batch(ctx, func(tx Tx) error {
+			if err := tx.Put("b", "k", big('b'), 0); err != nil {
+				return err
 			}
-			if v, err := s.Get(ctx, "b", "k"); err != nil || !bytes.Equal(v, big('a')) {
-				t.Fatalf("Get of a large value: %d bytes, %v", len(v), err)
+			if v, err := tx.Get("b", "k"); err != nil || !bytes.Equal(v, big('b')) {
+				t.Errorf("in a batch, small -> large: %d bytes, %v", len(v), err)
 			}
-			if v, err := s.GetRange(ctx, "b", "k", 50<<10, 3); err != nil || string(v) != "aaa" {
-				t.Fatalf("GetRange in a large value = %q, %v", v, err)
-			}
-			if ok, err := s.Create(ctx, "b", "k", []byte("small"), 0); err != nil || ok {
-				t.Fatalf("Create over a live large value = %v, %v; want false", ok, err)
-			}
-			// Large to small and back, in and out of a batch.
-			if err := s.Put(ctx, "b", "k", []byte("small"), 0); err != nil {
-				t.Fatal(err)
-			}
-			if v, err := s.Get(ctx, "b", "k"); err != nil || string(v) != "small" {
-				t.Fatalf("after large -> small: %q, %v", v, err)
-			}
-			err := s.Batch(ctx, func(tx Tx) error {
-				if err := tx.Put("b", "k", big('b'), 0); err != nil {
-					return err
-				}
-				if v, err := tx.Get("b", "k"); err != nil || !bytes.Equal(v, big('b')) {
-					t.Errorf("in a batch, small -> large: %d bytes, %v", len(v), err)
-				}
-				return tx.Put("b", "k2", big('c'), 0)
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			seen := map[string]int{}
-			if err := s.Scan(ctx, "b", "", func(k string, v []byte) error {
-				seen[k] = len(v)
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if seen["k"] != 100<<10 || seen["k2"] != 100<<10 || len(seen) != 2 {
-				t.Fatalf("Scan saw %v", seen)
-			}
-			if existed, err := s.Delete(ctx, "b", "k"); err != nil || !existed {
-				t.Fatalf("Delete of a large value = %v, %v", existed, err)
-			}
-			if err := s.Batch(ctx, func(tx Tx) error { return tx.Remove("b", "k2") }); err != nil {
-				t.Fatal(err)
-			}
-			for _, k := range []string{"k", "k2"} {
-				if _, err := s.Get(ctx, "b", k); !errors.Is(err, ErrNotFound) {
-					t.Errorf("%s still there after removal: %v", k, err)
-				}
-			}
-			if err := s.Put(ctx, "b", "k", []byte("small again"), 0); err != nil {
-				t.Fatalf("a small value where a removed large one was: %v", err)
-			}
+			return tx.Put("b", "k2", big('c'), 0)
 		})
-	}
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		if err := s.Scan(ctx, "b", "", func(k string, v []byte) error {
+			seen[k] = len(v)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if seen["k"] != 100<<10 || seen["k2"] != 100<<10 || len(seen) != 2 {
+			t.Fatalf("Scan saw %v", seen)
+		}
+		if existed, err := s.Delete(ctx, "b", "k"); err != nil || !existed {
+			t.Fatalf("Delete of a large value = %v, %v", existed, err)
+		}
+		if err := s.Batch(ctx, func(tx Tx) error { return tx.Remove("b", "k2") }); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"k", "k2"} {
+			if _, err := s.Get(ctx, "b", k); !errors.Is(err, ErrNotFound) {
+				t.Errorf("%s still there after removal: %v", k, err)
+			}
+		}
+		if err := s.Put(ctx, "b", "k", []byte("small again"), 0); err != nil {
+			t.Fatalf("a small value where a removed large one was: %v", err)
+		}
+	})
 }
 
 func TestScanPrefix(t *testing.T) {
 	ctx := context.Background()
-	for _, im := range impls() {
-		t.Run(im.name, func(t *testing.T) {
-			s := im.open(t)
-			// Glob characters in keys must match literally on Redis.
-			for _, k := range []string{"team-a/1", "team-a/2", "team-a*/3", "team-b/1", "team-[a]/9"} {
-				if err := s.Put(ctx, "scan", k, []byte("v:"+k), 0); err != nil {
-					t.Fatal(err)
-				}
-			}
-			cases := []struct {
-				prefix string
-				want   []string
-			}{
-				{"team-a/", []string{"team-a/1", "team-a/2"}},
-				{"team-a*", []string{"team-a*/3"}},
-				{"team-[a]", []string{"team-[a]/9"}},
-				{"", []string{"team-[a]/9", "team-a*/3", "team-a/1", "team-a/2", "team-b/1"}},
-				{"nobody", nil},
-			}
-			for _, c := range cases {
-				var got []string
-				err := s.Scan(ctx, "scan", c.prefix, func(k string, v []byte) error {
-					if string(v) != "v:"+k {
-						t.Errorf("value of %q = %q", k, v)
-					}
-					got = append(got, k)
-					return nil
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				slices.Sort(got)
-				if !slices.Equal(got, c.want) {
-					t.Errorf("Scan(%q) = %q, want %q", c.prefix, got, c.want)
-				}
-			}
-			stop := errors.New("stop")
-			n := 0
-			err := s.Scan(ctx, "scan", "", func(string, []byte) error { n++; return stop })
-			if !errors.Is(err, stop) || n != 1 {
-				t.Fatalf("Scan did not stop on fn's error: n=%d err=%v", n, err)
-			}
-		})
-	}
-}
-
-func TestCounters(t *testing.T) {
-	ctx := context.Background()
-	for _, im := range impls() {
-		t.Run(im.name, func(t *testing.T) {
-			s := im.open(t)
-			var wg sync.WaitGroup
-			// Concurrent adds to one record lose nothing.
-			for range 20 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					if err := s.Add(ctx, "usage", "2026-11-26/search", map[string]int64{"requests": 1, "input": 10}, time.Hour); err != nil {
-						t.Error(err)
-					}
-				}()
-			}
-			wg.Wait()
-			if err := s.Add(ctx, "usage", "2026-11-27/search", map[string]int64{"requests": 2}, 0); err != nil {
+	eachStore(t, func(t *testing.T, s Store) {
+		// Glob characters in keys must match literally on Redis.
+		for _, k := range []string{"team-a/1", "team-a/2", "team-a*/3", "team-b/1", "team-[a]/9"} {
+			if err := s.Put(ctx, "scan", k, []byte("v:"+k), 0); err != nil {
 				t.Fatal(err)
 			}
-			got := map[string]map[string]int64{}
-			err := s.ScanCounters(ctx, "usage", "2026-11-26/", func(k string, c map[string]int64) error {
-				got[k] = c
+		}
+		cases := []struct {
+			prefix string
+			want   []string
+		}{
+			{"team-a/", []string{"team-a/1", "team-a/2"}},
+			{"team-a*", []string{"team-a*/3"}},
+			{"team-[a]", []string{"team-[a]/9"}},
+			{"", []string{"team-[a]/9", "team-a*/3", "team-a/1", "team-a/2", "team-b/1"}},
+			{"nobody", nil},
+		}
+		for _, c := range cases {
+			var got []string
+			err := s.Scan(ctx, "scan", c.prefix, func(k string, v []byte) error {
+				if string(v) != "v:"+k {
+					t.Errorf("value of %q = %q", k, v)
+				}
+				got = append(got, k)
 				return nil
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := map[string]int64{"requests": 20, "input": 200}
-			if len(got) != 1 || fmt.Sprint(got["2026-11-26/search"]) != fmt.Sprint(want) {
-				t.Fatalf("ScanCounters = %v, want one record %v", got, want)
+			slices.Sort(got)
+			if !slices.Equal(got, c.want) {
+				t.Errorf("Scan(%q) = %q, want %q", c.prefix, got, c.want)
 			}
+		}
+		stop := errors.New("stop")
+		n := 0
+		err := s.Scan(ctx, "scan", "", func(string, []byte) error { n++; return stop })
+		if !errors.Is(err, stop) || n != 1 {
+			t.Fatalf("Scan did not stop on fn's error: n=%d err=%v", n, err)
+		}
+	})
+}
+
+func TestCounters(t *testing.T) {
+	ctx := context.Background()
+	eachStore(t, func(t *testing.T, s Store) {
+		var wg sync.WaitGroup
+		// Concurrent adds to one record lose nothing.
+		for range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := s.Add(ctx, "usage", "2026-11-26/search", map[string]int64{"requests": 1, "input": 10}, time.Hour); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if err := s.Add(ctx, "usage", "2026-11-27/search", map[string]int64{"requests": 2}, 0); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]map[string]int64{}
+		err := s.ScanCounters(ctx, "usage", "2026-11-26/", func(k string, c map[string]int64) error {
+			got[k] = c
+			return nil
 		})
-	}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]int64{"requests": 20, "input": 200}
+		if len(got) != 1 || fmt.Sprint(got["2026-11-26/search"]) != fmt.Sprint(want) {
+			t.Fatalf("ScanCounters = %v, want one record %v", got, want)
+		}
+	})
 }
 
 // TestIncrHandsOutDistinctValues: concurrent increments each see a value of their own, the
 // property sequence numbers shared by replicas rest on.
 func TestIncrHandsOutDistinctValues(t *testing.T) {
 	ctx := context.Background()
-	for _, im := range impls() {
-		t.Run(im.name, func(t *testing.T) {
-			s := im.open(t)
-			var (
-				wg   sync.WaitGroup
-				mu   sync.Mutex
-				seen = map[int64]bool{}
-			)
-			for range 30 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					n, err := s.Incr(ctx, "seq", "team-a", "n", 1, time.Hour)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					mu.Lock()
-					defer mu.Unlock()
-					if seen[n] {
-						t.Errorf("value %d handed out twice", n)
-					}
-					seen[n] = true
-				}()
-			}
-			wg.Wait()
-			for n := int64(1); n <= 30; n++ {
-				if !seen[n] {
-					t.Fatalf("value %d never handed out: %v", n, seen)
+	eachStore(t, func(t *testing.T, s Store) {
+		var (
+			wg   sync.WaitGroup
+			mu   sync.Mutex
+			seen = map[int64]bool{}
+		)
+		for range 30 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n, err := s.Incr(ctx, "seq", "team-a", "n", 1, time.Hour)
+				if err != nil {
+					t.Error(err)
+					return
 				}
-			}
-			if n, err := s.Incr(ctx, "seq", "team-a", "n", -5, 0); err != nil || n != 25 {
-				t.Fatalf("Incr -5 = %d, %v; want 25", n, err)
-			}
-			if n, err := s.Incr(ctx, "seq", "team-b", "n", 1, 0); err != nil || n != 1 {
-				t.Fatalf("another record starts at 1: %d, %v", n, err)
-			}
-			// The record stays a counter record like one Add wrote.
-			err := s.ScanCounters(ctx, "seq", "team-a", func(_ string, c map[string]int64) error {
-				if c["n"] != 25 {
-					t.Errorf("ScanCounters sees %v", c)
+				mu.Lock()
+				defer mu.Unlock()
+				if seen[n] {
+					t.Errorf("value %d handed out twice", n)
 				}
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
+				seen[n] = true
+			}()
+		}
+		wg.Wait()
+		for n := int64(1); n <= 30; n++ {
+			if !seen[n] {
+				t.Fatalf("value %d never handed out: %v", n, seen)
 			}
+		}
+		if n, err := s.Incr(ctx, "seq", "team-a", "n", -5, 0); err != nil || n != 25 {
+			t.Fatalf("Incr -5 = %d, %v; want 25", n, err)
+		}
+		if n, err := s.Incr(ctx, "seq", "team-b", "n", 1, 0); err != nil || n != 1 {
+			t.Fatalf("another record starts at 1: %d, %v", n, err)
+		}
+		// The record stays a counter record like one Add wrote.
+		err := s.ScanCounters(ctx, "seq", "team-a", func(_ string, c map[string]int64) error {
+			if c["n"] != 25 {
+				t.Errorf("ScanCounters sees %v", c)
+			}
+			return nil
 		})
-	}
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func TestVersionChangesOnWrite(t *testing.T) {
 	ctx := context.Background()
-	for _, im := range impls() {
-		t.Run(im.name, func(t *testing.T) {
-			s := im.open(t)
-			v0, err := s.Version(ctx, "keys")
+	eachStore(t, func(t *testing.T, s Store) {
+		v0, err := s.Version(ctx, "keys")
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps := []struct {
+			name    string
+			op      func() error
+			changes bool
+		}{
+			{"put", func() error { return s.Put(ctx, "keys", "a", []byte("1"), 0) }, true},
+			{"create-existing", func() error { _, err := s.Create(ctx, "keys", "a", []byte("1"), 0); return err }, false},
+			{"create-new", func() error { _, err := s.Create(ctx, "keys", "b", []byte("1"), 0); return err }, true},
+			{"delete", func() error { _, err := s.Delete(ctx, "keys", "a"); return err }, true},
+			{"delete-missing", func() error { _, err := s.Delete(ctx, "keys", "a"); return err }, false},
+			{"other-bucket", func() error { return s.Put(ctx, "other", "a", []byte("1"), 0) }, false},
+		}
+		prev := v0
+		for _, st := range steps {
+			if err := st.op(); err != nil {
+				t.Fatalf("%s: %v", st.name, err)
+			}
+			v, err := s.Version(ctx, "keys")
 			if err != nil {
 				t.Fatal(err)
 			}
-			steps := []struct {
-				name    string
-				op      func() error
-				changes bool
-			}{
-				{"put", func() error { return s.Put(ctx, "keys", "a", []byte("1"), 0) }, true},
-				{"create-existing", func() error { _, err := s.Create(ctx, "keys", "a", []byte("1"), 0); return err }, false},
-				{"create-new", func() error { _, err := s.Create(ctx, "keys", "b", []byte("1"), 0); return err }, true},
-				{"delete", func() error { _, err := s.Delete(ctx, "keys", "a"); return err }, true},
-				{"delete-missing", func() error { _, err := s.Delete(ctx, "keys", "a"); return err }, false},
-				{"other-bucket", func() error { return s.Put(ctx, "other", "a", []byte("1"), 0) }, false},
+			if (v != prev) != st.changes {
+				t.Errorf("%s: version %d -> %d, want changed=%v", st.name, prev, v, st.changes)
 			}
-			prev := v0
-			for _, st := range steps {
-				if err := st.op(); err != nil {
-					t.Fatalf("%s: %v", st.name, err)
-				}
-				v, err := s.Version(ctx, "keys")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if (v != prev) != st.changes {
-					t.Errorf("%s: version %d -> %d, want changed=%v", st.name, prev, v, st.changes)
-				}
-				prev = v
-			}
-		})
-	}
+			prev = v
+		}
+	})
 }
 
 func TestBadBucketNames(t *testing.T) {
 	ctx := context.Background()
-	for _, im := range impls() {
-		t.Run(im.name, func(t *testing.T) {
-			s := im.open(t)
-			for _, b := range []string{"", "a:b", "A", "a/b", "a*"} {
-				if err := s.Put(ctx, b, "k", nil, 0); err == nil {
-					t.Errorf("Put to bucket %q accepted", b)
-				}
+	eachStore(t, func(t *testing.T, s Store) {
+		for _, b := range []string{"", "a:b", "A", "a/b", "a*"} {
+			if err := s.Put(ctx, b, "k", nil, 0); err == nil {
+				t.Errorf("Put to bucket %q accepted", b)
 			}
-		})
-	}
+		}
+	})
 }
 
 func TestClosed(t *testing.T) {
 	ctx := context.Background()
-	for _, im := range impls() {
-		t.Run(im.name, func(t *testing.T) {
-			s := im.open(t)
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Get(ctx, "b", "k"); !errors.Is(err, ErrClosed) {
-				t.Fatalf("Get after Close: %v", err)
-			}
-		})
-	}
+	eachStore(t, func(t *testing.T, s Store) {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Get(ctx, "b", "k"); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Get after Close: %v", err)
+		}
+	})
 }
 
-// Expiry on bbolt is judged by the injected clock.
-func TestBoltExpiry(t *testing.T) {
-	ctx := context.Background()
+// boltWithClock is a bbolt store whose expiries are judged by the returned clock, which
+// starts at noon on 2026-11-26; the test's cleanup closes it.
+func boltWithClock(t *testing.T) (*Bolt, *clock) {
+	t.Helper()
 	c := &clock{t: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
 	s, err := OpenBolt(t.TempDir(), BoltOptions{Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return s, c
+}
+
+// Expiry on bbolt is judged by the injected clock.
+func TestBoltExpiry(t *testing.T) {
+	ctx := context.Background()
+	s, c := boltWithClock(t)
 	if err := s.Put(ctx, "r", "short", []byte("x"), time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +477,7 @@ func TestBoltExpiry(t *testing.T) {
 		t.Fatalf("large record without ttl swept: %d bytes, %v", len(v), err)
 	}
 	// The expired large value is gone from the file, not only hidden.
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bolt.Tx) error {
 		bk := tx.Bucket([]byte("r"))
 		if bk.Bucket([]byte("large-short")) != nil || bk.Get([]byte("large-short")) != nil {
 			t.Error("the sweep left an expired large value in the file")
@@ -638,77 +628,74 @@ func TestOpenPicksByConfig(t *testing.T) {
 // the next call of the same batch and to readers afterwards.
 func TestBatch(t *testing.T) {
 	ctx := context.Background()
-	for _, im := range impls() {
-		t.Run(im.name, func(t *testing.T) {
-			s := im.open(t)
-			if err := s.Put(ctx, "b", "old", []byte("x"), 0); err != nil {
-				t.Fatal(err)
+	eachStore(t, func(t *testing.T, s Store) {
+		if err := s.Put(ctx, "b", "old", []byte("x"), 0); err != nil {
+			t.Fatal(err)
+		}
+		v0, _ := s.Version(ctx, "b")
+		err := s.Batch(ctx, func(tx Tx) error {
+			if ok, err := tx.Create("b", "k1", []byte("one"), time.Hour); !ok || err != nil {
+				return fmt.Errorf("Create k1: %v %v", ok, err)
 			}
-			v0, _ := s.Version(ctx, "b")
-			err := s.Batch(ctx, func(tx Tx) error {
-				if ok, err := tx.Create("b", "k1", []byte("one"), time.Hour); !ok || err != nil {
-					return fmt.Errorf("Create k1: %v %v", ok, err)
-				}
-				if ok, err := tx.Create("b", "k1", []byte("again"), time.Hour); ok || err != nil {
-					return fmt.Errorf("second Create k1: %v %v", ok, err)
-				}
-				if v, err := tx.Get("b", "k1"); err != nil || string(v) != "one" {
-					return fmt.Errorf("Get k1 in the batch: %q %v", v, err)
-				}
-				if _, err := tx.Get("b", "none"); !errors.Is(err, ErrNotFound) {
-					return fmt.Errorf("Get none: %v", err)
-				}
-				if err := tx.Put("b", "k2", []byte("two"), 0); err != nil {
-					return err
-				}
-				if ok, err := tx.Delete("b", "old"); !ok || err != nil {
-					return fmt.Errorf("Delete old: %v %v", ok, err)
-				}
-				// A write held for the end of the batch is seen by the batch's next read.
-				if err := tx.Put("b", "k3", []byte("three"), 0); err != nil {
-					return err
-				}
-				vs, err := tx.GetMany("b", []string{"k1", "none", "k3", "old"})
-				if err != nil || len(vs) != 4 || string(vs[0]) != "one" || vs[1] != nil || string(vs[2]) != "three" || vs[3] != nil {
-					return fmt.Errorf("GetMany = %q %v", vs, err)
-				}
-				if err := tx.Remove("b", "k3"); err != nil {
-					return err
-				}
-				if err := tx.Remove("b", "never"); err != nil {
-					return fmt.Errorf("Remove of a missing key: %v", err)
-				}
-				if err := tx.Put("b", "k4", []byte("four"), time.Hour); err != nil {
-					return err
-				}
-				for want := int64(1); want <= 2; want++ {
-					if n, err := tx.Incr("c", "seq", "n", 1, 0); n != want || err != nil {
-						return fmt.Errorf("Incr = %d %v, want %d", n, err, want)
-					}
-				}
-				if _, err := tx.Get("Bad/Name", "k"); err == nil {
-					return errors.New("a bad bucket name was accepted")
-				}
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
+			if ok, err := tx.Create("b", "k1", []byte("again"), time.Hour); ok || err != nil {
+				return fmt.Errorf("second Create k1: %v %v", ok, err)
 			}
-			for k, want := range map[string]string{"k1": "one", "k2": "two", "k4": "four"} {
-				if v, err := s.Get(ctx, "b", k); err != nil || string(v) != want {
-					t.Errorf("after Batch %s = %q %v", k, v, err)
+			if v, err := tx.Get("b", "k1"); err != nil || string(v) != "one" {
+				return fmt.Errorf("Get k1 in the batch: %q %v", v, err)
+			}
+			if _, err := tx.Get("b", "none"); !errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("Get none: %v", err)
+			}
+			if err := tx.Put("b", "k2", []byte("two"), 0); err != nil {
+				return err
+			}
+			if ok, err := tx.Delete("b", "old"); !ok || err != nil {
+				return fmt.Errorf("Delete old: %v %v", ok, err)
+			}
+			// A write held for the end of the batch is seen by the batch's next read.
+			if err := tx.Put("b", "k3", []byte("three"), 0); err != nil {
+				return err
+			}
+			vs, err := tx.GetMany("b", []string{"k1", "none", "k3", "old"})
+			if err != nil || len(vs) != 4 || string(vs[0]) != "one" || vs[1] != nil || string(vs[2]) != "three" || vs[3] != nil {
+				return fmt.Errorf("GetMany = %q %v", vs, err)
+			}
+			if err := tx.Remove("b", "k3"); err != nil {
+				return err
+			}
+			if err := tx.Remove("b", "never"); err != nil {
+				return fmt.Errorf("Remove of a missing key: %v", err)
+			}
+			if err := tx.Put("b", "k4", []byte("four"), time.Hour); err != nil {
+				return err
+			}
+			for want := int64(1); want <= 2; want++ {
+				if n, err := tx.Incr("c", "seq", "n", 1, 0); n != want || err != nil {
+					return fmt.Errorf("Incr = %d %v, want %d", n, err, want)
 				}
 			}
-			for _, k := range []string{"old", "k3"} {
-				if _, err := s.Get(ctx, "b", k); !errors.Is(err, ErrNotFound) {
-					t.Errorf("%s deleted in Batch, still there: %v", k, err)
-				}
+			if _, err := tx.Get("Bad/Name", "k"); err == nil {
+				return errors.New("a bad bucket name was accepted")
 			}
-			if v1, _ := s.Version(ctx, "b"); v1 == v0 {
-				t.Error("Batch left the bucket's version unchanged")
-			}
+			return nil
 		})
-	}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, want := range map[string]string{"k1": "one", "k2": "two", "k4": "four"} {
+			if v, err := s.Get(ctx, "b", k); err != nil || string(v) != want {
+				t.Errorf("after Batch %s = %q %v", k, v, err)
+			}
+		}
+		for _, k := range []string{"old", "k3"} {
+			if _, err := s.Get(ctx, "b", k); !errors.Is(err, ErrNotFound) {
+				t.Errorf("%s deleted in Batch, still there: %v", k, err)
+			}
+		}
+		if v1, _ := s.Version(ctx, "b"); v1 == v0 {
+			t.Error("Batch left the bucket's version unchanged")
+		}
+	})
 }
 
 // TestBoltBatchRollsBack: on bbolt a batch is one transaction; fn's error undoes it.
@@ -807,31 +794,28 @@ func TestRedisBatchRoundTrips(t *testing.T) {
 func TestUnversioned(t *testing.T) {
 	ctx := context.Background()
 	Unversioned("nv_test")
-	for _, im := range impls() {
-		t.Run(im.name, func(t *testing.T) {
-			s := im.open(t)
-			if _, err := s.Version(ctx, "nv_test"); !errors.Is(err, ErrUnversioned) {
-				t.Errorf("Version of an unversioned bucket: %v", err)
-			}
-			if ok, err := s.Create(ctx, "nv_test", "k", []byte("v"), time.Hour); !ok || err != nil {
-				t.Fatalf("Create: %v %v", ok, err)
-			}
-			if v, err := s.Get(ctx, "nv_test", "k"); err != nil || string(v) != "v" {
-				t.Fatalf("Get: %q %v", v, err)
-			}
-			if ok, err := s.Delete(ctx, "nv_test", "k"); !ok || err != nil {
-				t.Fatalf("Delete: %v %v", ok, err)
-			}
-			v0, _ := s.Version(ctx, "b")
-			err := s.Batch(ctx, func(tx Tx) error { return tx.Put("nv_test", "k2", []byte("v"), 0) })
-			if err != nil {
-				t.Fatal(err)
-			}
-			if v1, _ := s.Version(ctx, "b"); v1 != v0 {
-				t.Errorf("a write to an unversioned bucket changed another's version")
-			}
-		})
-	}
+	eachStore(t, func(t *testing.T, s Store) {
+		if _, err := s.Version(ctx, "nv_test"); !errors.Is(err, ErrUnversioned) {
+			t.Errorf("Version of an unversioned bucket: %v", err)
+		}
+		if ok, err := s.Create(ctx, "nv_test", "k", []byte("v"), time.Hour); !ok || err != nil {
+			t.Fatalf("Create: %v %v", ok, err)
+		}
+		if v, err := s.Get(ctx, "nv_test", "k"); err != nil || string(v) != "v" {
+			t.Fatalf("Get: %q %v", v, err)
+		}
+		if ok, err := s.Delete(ctx, "nv_test", "k"); !ok || err != nil {
+			t.Fatalf("Delete: %v %v", ok, err)
+		}
+		v0, _ := s.Version(ctx, "b")
+		err := s.Batch(ctx, func(tx Tx) error { return tx.Put("nv_test", "k2", []byte("v"), 0) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v1, _ := s.Version(ctx, "b"); v1 != v0 {
+			t.Errorf("a write to an unversioned bucket changed another's version")
+		}
+	})
 	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr})
 	s := NewRedis(rdb)
 	t.Cleanup(func() { s.Close() })
@@ -858,12 +842,7 @@ func TestUnversioned(t *testing.T) {
 // expired at once (a claimed name would otherwise be free again).
 func TestBoltExpiryPast2262(t *testing.T) {
 	ctx := context.Background()
-	c := &clock{t: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
-	s, err := OpenBolt(t.TempDir(), BoltOptions{Now: c.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := boltWithClock(t)
 	const longest = time.Duration(1<<63 - 1) // about 292 years: past 2262 from 2026
 	if won, err := s.Create(ctx, "r", "name", []byte("x"), longest); err != nil || !won {
 		t.Fatalf("Create = %v, %v", won, err)

@@ -464,12 +464,12 @@ func dumpQueues[S any](t *testing.T, k *Keeper, model map[string][]S, o string) 
 	t.Logf("model %v", model[o])
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if q := k.queues[ownerTag(o)]; q != nil {
+	if q := k.queues[k.ownerTag(o)]; q != nil {
 		var ks []string
 		for _, it := range q.items[q.head:] {
 			ks = append(ks, fmt.Sprintf("%s:%d:%v", it.e.key[38:], it.ordinal, it.current()))
 		}
-		t.Logf("keeper %v, evicted to %d", ks, k.evicted[ownerTag(o)])
+		t.Logf("keeper %v, evicted to %d", ks, k.evicted[k.ownerTag(o)])
 	}
 }
 

@@ -18,19 +18,19 @@ const bucketJobs = "responses_jobs"
 // Claim records that instance runs owner's background response id, for ttl. Claim it again
 // before ttl is up to keep it (a heartbeat).
 func (k *Keeper) Claim(ctx context.Context, owner, id, instance string, ttl time.Duration) error {
-	return k.st.Put(ctx, bucketJobs, recordKey(ownerTag(owner), id), []byte(instance), ttl)
+	return k.st.Put(ctx, bucketJobs, recordKey(k.ownerTag(owner), id), []byte(instance), ttl)
 }
 
 // Release drops the claim on owner's background response id: it is finished.
 func (k *Keeper) Release(ctx context.Context, owner, id string) error {
-	_, err := k.st.Delete(ctx, bucketJobs, recordKey(ownerTag(owner), id))
+	_, err := k.st.Delete(ctx, bucketJobs, recordKey(k.ownerTag(owner), id))
 	return err
 }
 
 // Runner returns the instance whose claim on owner's background response id is live, or ""
 // when there is none (it finished, or its runner stopped renewing).
 func (k *Keeper) Runner(ctx context.Context, owner, id string) (string, error) {
-	b, err := k.st.Get(ctx, bucketJobs, recordKey(ownerTag(owner), id))
+	b, err := k.st.Get(ctx, bucketJobs, recordKey(k.ownerTag(owner), id))
 	if errors.Is(err, store.ErrNotFound) {
 		return "", nil
 	}

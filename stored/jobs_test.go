@@ -55,36 +55,34 @@ func TestClaimsExpireUnrenewed(t *testing.T) {
 // still unfinished are ended; a finished one is left as it is; a live runner's is untouched.
 func TestReapOrphansEndsOnlyDeadRunnersUnfinishedRecords(t *testing.T) {
 	ctx := context.Background()
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			k := newKeeper(t, boltStore(t, nil), time.Hour, 0, nil, m.behind)
-			for _, c := range []struct{ id, status, runner string }{
-				{"resp_dead", StatusInProgress, "mg_old"},
-				{"resp_dead_queued", StatusQueued, "mg_old"},
-				{"resp_dead_done", StatusCompleted, "mg_old"},
-				{"resp_live", StatusInProgress, "mg_now"},
-			} {
-				if err := k.Claim(ctx, "team:a", c.id, c.runner, 0); err != nil {
-					t.Fatal(err)
-				}
-				if err := k.Keep(ctx, "team:a", &Record{ID: c.id, Status: c.status, Response: []byte(`{"status":"` + c.status + `"}`)}); err != nil {
-					t.Fatal(err)
-				}
+	eachMode(t, func(t *testing.T, behind bool) {
+		k := newKeeper(t, boltStore(t, nil), time.Hour, 0, nil, behind)
+		for _, c := range []struct{ id, status, runner string }{
+			{"resp_dead", StatusInProgress, "mg_old"},
+			{"resp_dead_queued", StatusQueued, "mg_old"},
+			{"resp_dead_done", StatusCompleted, "mg_old"},
+			{"resp_live", StatusInProgress, "mg_now"},
+		} {
+			if err := k.Claim(ctx, "team:a", c.id, c.runner, 0); err != nil {
+				t.Fatal(err)
 			}
-			n, err := k.ReapOrphans(ctx, func(inst string) bool { return inst != "mg_now" }, func(r *Record) { r.Status = StatusFailed })
-			if err != nil || n != 2 {
-				t.Fatalf("reaped %d: %v", n, err)
+			if err := k.Keep(ctx, "team:a", &Record{ID: c.id, Status: c.status, Response: []byte(`{"status":"` + c.status + `"}`)}); err != nil {
+				t.Fatal(err)
 			}
-			for id, want := range map[string]string{"resp_dead": StatusFailed, "resp_dead_queued": StatusFailed, "resp_dead_done": StatusCompleted, "resp_live": StatusInProgress} {
-				r, err := k.Get(ctx, "team:a", id)
-				if err != nil || r.Status != want {
-					t.Errorf("%s: %+v %v, want %s", id, r, err, want)
-				}
-				runner, _ := k.Runner(ctx, "team:a", id)
-				if (runner != "") != (id == "resp_live") {
-					t.Errorf("%s claimed by %q after the reap", id, runner)
-				}
+		}
+		n, err := k.ReapOrphans(ctx, func(inst string) bool { return inst != "mg_now" }, func(r *Record) { r.Status = StatusFailed })
+		if err != nil || n != 2 {
+			t.Fatalf("reaped %d: %v", n, err)
+		}
+		for id, want := range map[string]string{"resp_dead": StatusFailed, "resp_dead_queued": StatusFailed, "resp_dead_done": StatusCompleted, "resp_live": StatusInProgress} {
+			r, err := k.Get(ctx, "team:a", id)
+			if err != nil || r.Status != want {
+				t.Errorf("%s: %+v %v, want %s", id, r, err, want)
 			}
-		})
-	}
+			runner, _ := k.Runner(ctx, "team:a", id)
+			if (runner != "") != (id == "resp_live") {
+				t.Errorf("%s claimed by %q after the reap", id, runner)
+			}
+		}
+	})
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,11 +96,15 @@ type Options struct {
 // The cap's bookkeeping, and with WriteBehind the records themselves, are written by a
 // background writer: a goroutine that runs while there is work and exits when there is none.
 type Keeper struct {
-	st     store.Store
-	now    func() time.Time
-	behind bool
-	onErr  func(error)
-	window time.Duration
+	st store.Store
+	// ownerTags remembers the tags of teams: there are as many as the config names, and a
+	// digest per request is work the request path need not do. Passthrough callers are not
+	// remembered: any bearer token makes one, so their number has no bound.
+	ownerTags sync.Map
+	now       func() time.Time
+	behind    bool
+	onErr     func(error)
+	window    time.Duration
 	// compaction is Options.Compaction with its defaults filled in.
 	compaction Compaction
 	limits     atomic.Pointer[limits]
@@ -189,22 +192,17 @@ func (k *Keeper) SetLimits(ttl time.Duration, maxPerOwner int64) {
 
 // ownerTag is how an owner appears in keys: a digest, so team names and passthrough callers'
 // key digests never show in the store, and every owner's keys have one length and alphabet.
-func ownerTag(owner string) string {
-	if t, ok := ownerTags.Load(owner); ok {
+func (k *Keeper) ownerTag(owner string) string {
+	if t, ok := k.ownerTags.Load(owner); ok {
 		return t.(string)
 	}
 	d := sha256.Sum256([]byte("modelgate/responses\x00" + owner))
 	t := hex.EncodeToString(d[:16])
 	if strings.HasPrefix(owner, "team:") {
-		ownerTags.Store(owner, t)
+		k.ownerTags.Store(owner, t)
 	}
 	return t
 }
-
-// ownerTags remembers the tags of teams: there are as many as the config names, and a
-// digest per request is work the request path need not do. Passthrough callers are not
-// remembered: any bearer token makes one, so their number has no bound.
-var ownerTags sync.Map
 
 func recordKey(tag, id string) string { return tag + "/" + id }
 
@@ -287,7 +285,7 @@ func (k *Keeper) keepWith(ctx context.Context, owner string, r *Record, done cha
 		r.CreatedAt = now.Unix()
 	}
 	r.ExpiresAt = now.Add(lim.ttl).UnixNano()
-	tag := ownerTag(owner)
+	tag := k.ownerTag(owner)
 	j := &job{tag: tag, key: recordKey(tag, r.ID), ttl: lim.ttl, max: lim.max}
 	if !k.behind {
 		ctx, cancel := context.WithTimeout(ctx, syncTimeout)
@@ -316,216 +314,10 @@ func (k *Keeper) keepWith(ctx context.Context, owner string, r *Record, done cha
 	return nil
 }
 
-func (k *Keeper) enqueue(j *job) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.enqueueLocked(j)
-}
-
-// enqueueLocked queues j for the writer. Called with k.mu held.
-func (k *Keeper) enqueueLocked(j *job) {
-	k.waitForRoom()
-	k.jobs = append(k.jobs, j)
-	if len(k.jobs) == batchMax {
-		k.wake()
-	}
-	k.startWriter()
-}
-
-// startWriter starts the writer goroutine unless it runs. Called with k.mu held.
-func (k *Keeper) startWriter() {
-	if !k.running {
-		k.running = true
-		go k.write()
-	}
-}
-
-// wake ends the writer's current window, or its next one if it is not in one.
-func (k *Keeper) wake() {
-	select {
-	case k.kick <- struct{}{}:
-	default:
-	}
-}
-
-// gather lets jobs queue up for the batch window, unless a full batch or a Flush is
-// already waiting.
-func (k *Keeper) gather() {
-	if k.window <= 0 {
-		return
-	}
-	k.mu.Lock()
-	skip := len(k.jobs) >= batchMax || k.waiting > 0
-	k.mu.Unlock()
-	if skip {
-		return
-	}
-	t := time.NewTimer(k.window)
-	select {
-	case <-t.C:
-	case <-k.kick:
-		t.Stop()
-	}
-}
-
-// write stores queued jobs, everything that queued up meanwhile in one batch, until none
-// is left.
-func (k *Keeper) write() {
-	for {
-		k.gather()
-		k.mu.Lock()
-		jobs, freed, buf, marks, compact := k.jobs, k.freed, k.fill, k.marks, k.compact
-		moves, moveBuf := k.moves, k.moveFill
-		k.jobs, k.freed, k.fill, k.compact, k.moves, k.moveFill = nil, nil, nil, nil, nil, nil
-		if len(marks) > 0 {
-			k.marks = map[string]uint64{}
-		}
-		if len(jobs) == 0 && len(freed) == 0 && len(marks) == 0 && len(compact) == 0 && len(moves) == 0 {
-			// A kick left from a Flush that found this writer busy would cut the next
-			// writer's first window short, at whatever point the keeps had reached.
-			select {
-			case <-k.kick:
-			default:
-			}
-			k.running = false
-			k.cond.Broadcast()
-			k.mu.Unlock()
-			return
-		}
-		k.cond.Broadcast() // room in the queue again
-		k.mu.Unlock()
-
-		// Moves first: they copied their records before any version now queued was, so in
-		// segment order (which a start-up replays) they come before those versions too.
-		if len(moves) > 0 {
-			if err := k.writeSegment(moves, moveBuf, nil, nil); err != nil && k.onErr != nil {
-				k.onErr(err)
-			}
-		}
-		var err error
-		switch {
-		case !k.behind:
-			err = k.writeCaps(jobs)
-		case len(jobs)+len(freed)+len(marks) > 0:
-			err = k.writeSegment(jobs, buf, freed, marks)
-		}
-		if err != nil && k.onErr != nil {
-			k.onErr(err)
-		}
-		if len(compact) > 0 {
-			k.compactSegments(compact)
-		}
-		k.mu.Lock()
-		if buf != nil && cap(buf.b) <= maxSpareBatch {
-			k.spare = buf // no job of it is pending any more: readers no longer copy from it
-		}
-		k.cond.Broadcast()
-		k.mu.Unlock()
-	}
-}
-
-// writeCaps gives records that Keep wrote to a shared store their places under their
-// owners' caps, evicting the oldest.
-func (k *Keeper) writeCaps(jobs []*job) error {
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	return k.st.Batch(ctx, func(tx store.Tx) error { return evict(tx, jobs) })
-}
-
-// evict gives each job's record its place under its owner's cap. An owner's responses are
-// numbered as they are kept (store.Incr: unique across replicas; one increment per owner
-// and batch), and response number n takes slot n mod max of a ring of max slots. The
-// slot's previous holder is response n-max: the oldest of the max+1 now kept, which is
-// deleted. Two writers only ever share a slot when their numbers are max apart, which
-// cannot happen while both are in flight for any sensible cap.
-//
-// A batch costs one increment, one read of the slots it takes (all at once) and writes
-// that need no answer, so on Redis it is three round trips however many responses it
-// holds. Within a batch the holders are worked out here: a batch longer than the cap
-// takes some slots twice, and the holder a later job evicts is then an earlier job of the
-// same batch, whose own slot write is skipped.
-func evict(tx store.Tx, jobs []*job) error {
-	byOwner := map[string][]*job{}
-	var order []string
-	for _, j := range jobs {
-		if byOwner[j.tag] == nil {
-			order = append(order, j.tag)
-		}
-		byOwner[j.tag] = append(byOwner[j.tag], j)
-	}
-	for _, tag := range order {
-		js := byOwner[tag]
-		lastJob := js[len(js)-1]
-		max, n := lastJob.max, int64(len(js)) // the newest limits rule the batch
-		last, err := tx.Incr(bucketSeq, tag, "n", n, lastJob.ttl)
-		if err != nil {
-			return err
-		}
-		first := last - n + 1 // js[i] is response number first+i
-		slot := func(i int) string { return tag + "/" + strconv.FormatInt((first+int64(i))%max, 10) }
-		// Jobs before the cap's length take slots last written by an earlier batch.
-		fromStore := min(n, max)
-		keys := make([]string, fromStore)
-		for i := range keys {
-			keys[i] = slot(i)
-		}
-		olds, err := tx.GetMany(bucketSlots, keys)
-		if err != nil {
-			return err
-		}
-		for i, j := range js {
-			var old string
-			if int64(i) < fromStore {
-				old = string(olds[i])
-			} else {
-				old = js[int64(i)-max].id
-			}
-			// The last max jobs hold their slots when the batch is done.
-			if int64(i) >= n-max {
-				if err := tx.Put(bucketSlots, slot(i), []byte(j.id), j.ttl); err != nil {
-					return err
-				}
-			}
-			if old != "" && old != j.id {
-				if err := tx.Remove(bucketRecords, recordKey(tag, old)); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// Flush waits until everything queued so far is written.
-func (k *Keeper) Flush() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.waiting++
-	defer func() { k.waiting-- }()
-	if k.running {
-		k.wake()
-	}
-	for k.running || len(k.jobs) > 0 {
-		k.cond.Wait()
-	}
-}
-
-// flushIfPending flushes when key is still waiting for the writer, so a write to it lands
-// after the writer's.
-func (k *Keeper) flushIfPending(key string) {
-	k.mu.Lock()
-	e := k.lookup(key)
-	queued := e != nil && e.job != nil
-	k.mu.Unlock()
-	if queued {
-		k.Flush()
-	}
-}
-
 // Update replaces a kept record of owner (a background response moving on to its next
 // status); it keeps the record's place under the cap and its expiry.
 func (k *Keeper) Update(ctx context.Context, owner string, r *Record) error {
-	return k.updateTag(ctx, ownerTag(owner), r)
+	return k.updateTag(ctx, k.ownerTag(owner), r)
 }
 
 func (k *Keeper) updateTag(ctx context.Context, tag string, r *Record) error {
@@ -547,7 +339,7 @@ func (k *Keeper) updateTag(ctx context.Context, tag string, r *Record) error {
 
 // Get returns owner's live record of id, or ErrNotFound.
 func (k *Keeper) Get(ctx context.Context, owner, id string) (*Record, error) {
-	return k.get(ctx, ownerTag(owner), id)
+	return k.get(ctx, k.ownerTag(owner), id)
 }
 
 func (k *Keeper) get(ctx context.Context, tag, id string) (*Record, error) {
@@ -588,7 +380,7 @@ func (k *Keeper) Delete(ctx context.Context, owner, id string) (bool, error) {
 	if !validID(id) {
 		return false, nil
 	}
-	key := recordKey(ownerTag(owner), id)
+	key := recordKey(k.ownerTag(owner), id)
 	if k.behind {
 		return k.deleteBehind(ctx, key) // the index knows whether a live record is there
 	}
@@ -609,7 +401,7 @@ func (k *Keeper) Chain(ctx context.Context, owner, id string, maxBytes int64) ([
 	if !validID(id) {
 		return nil, ErrNotFound
 	}
-	tag := ownerTag(owner)
+	tag := k.ownerTag(owner)
 	var chain []*Record
 	var weight int64
 	// A chain never loops (a record names its parent when it is first written, and ids are

@@ -41,6 +41,14 @@ var modes = []struct {
 	behind bool
 }{{"sync", false}, {"write_behind", true}}
 
+// eachMode runs test once per mode, as a subtest named after it; behind is whether the
+// keeper under test writes behind.
+func eachMode(t *testing.T, test func(t *testing.T, behind bool)) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { test(t, m.behind) })
+	}
+}
+
 // newKeeper is a keeper for a test; the test waits for its writer before it ends.
 func newKeeper(t testing.TB, st store.Store, ttl time.Duration, max int64, now func() time.Time, behind bool) *Keeper {
 	k := NewKeeper(st, Options{TTL: ttl, MaxPerOwner: max, Now: now, WriteBehind: behind,
@@ -74,159 +82,149 @@ func keepChain(t testing.TB, k *Keeper, owner, prefix string, n int) []string {
 }
 
 func TestKeeperExpiresWithItsClock(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			ctx := context.Background()
-			clk := newClock()
-			k := newKeeper(t, boltStore(t, clk.Now), time.Hour, 0, clk.Now, m.behind)
-			ids := keepChain(t, k, "team:a", "resp", 2)
-			clk.Advance(30 * time.Minute)
-			later := keepChain(t, k, "team:a", "later", 1)
-			clk.Advance(30*time.Minute - time.Nanosecond)
-			if _, err := k.Get(ctx, "team:a", ids[0]); err != nil {
-				t.Fatalf("gone before its ttl: %v", err)
-			}
-			clk.Advance(time.Nanosecond)
-			if _, err := k.Get(ctx, "team:a", ids[0]); !errors.Is(err, ErrNotFound) {
-				t.Fatalf("served at its ttl: %v", err)
-			}
-			if _, err := k.Chain(ctx, "team:a", ids[1], 0); !errors.Is(err, ErrNotFound) {
-				t.Fatalf("Chain of an expired response: %v", err)
-			}
-			if _, err := k.Get(ctx, "team:a", later[0]); err != nil {
-				t.Fatalf("a younger response expired with the old ones: %v", err)
-			}
-		})
-	}
+	eachMode(t, func(t *testing.T, behind bool) {
+		ctx := context.Background()
+		clk := newClock()
+		k := newKeeper(t, boltStore(t, clk.Now), time.Hour, 0, clk.Now, behind)
+		ids := keepChain(t, k, "team:a", "resp", 2)
+		clk.Advance(30 * time.Minute)
+		later := keepChain(t, k, "team:a", "later", 1)
+		clk.Advance(30*time.Minute - time.Nanosecond)
+		if _, err := k.Get(ctx, "team:a", ids[0]); err != nil {
+			t.Fatalf("gone before its ttl: %v", err)
+		}
+		clk.Advance(time.Nanosecond)
+		if _, err := k.Get(ctx, "team:a", ids[0]); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("served at its ttl: %v", err)
+		}
+		if _, err := k.Chain(ctx, "team:a", ids[1], 0); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Chain of an expired response: %v", err)
+		}
+		if _, err := k.Get(ctx, "team:a", later[0]); err != nil {
+			t.Fatalf("a younger response expired with the old ones: %v", err)
+		}
+	})
 }
 
 // TestKeeperEvictsOldestAtCap: with a cap of 3 the fourth response evicts the first, and a
 // conversation that lost its first turn cannot be continued.
 func TestKeeperEvictsOldestAtCap(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			ctx := context.Background()
-			k := newKeeper(t, boltStore(t, nil), time.Hour, 3, nil, m.behind)
-			other := keepChain(t, k, "team:b", "resp", 3) // same ids, another owner: counted apart
-			ids := keepChain(t, k, "team:a", "resp", 5)
-			k.Flush() // eviction is the background writer's work
-			for i, id := range ids {
-				_, err := k.Get(ctx, "team:a", id)
-				if kept := err == nil; kept != (i >= 2) {
-					t.Errorf("response %d kept=%v (%v); want the last 3 kept", i, kept, err)
-				}
+	eachMode(t, func(t *testing.T, behind bool) {
+		ctx := context.Background()
+		k := newKeeper(t, boltStore(t, nil), time.Hour, 3, nil, behind)
+		other := keepChain(t, k, "team:b", "resp", 3) // same ids, another owner: counted apart
+		ids := keepChain(t, k, "team:a", "resp", 5)
+		k.Flush() // eviction is the background writer's work
+		for i, id := range ids {
+			_, err := k.Get(ctx, "team:a", id)
+			if kept := err == nil; kept != (i >= 2) {
+				t.Errorf("response %d kept=%v (%v); want the last 3 kept", i, kept, err)
 			}
-			for _, id := range other {
-				if _, err := k.Get(ctx, "team:b", id); err != nil {
-					t.Errorf("another team's response was evicted: %v", err)
-				}
+		}
+		for _, id := range other {
+			if _, err := k.Get(ctx, "team:b", id); err != nil {
+				t.Errorf("another team's response was evicted: %v", err)
 			}
-			if _, err := k.Chain(ctx, "team:a", ids[4], 0); !errors.Is(err, ErrBrokenChain) {
-				t.Errorf("Chain over an evicted turn: %v, want ErrBrokenChain", err)
-			}
-			// A deleted response still holds its place until the ring comes round to it.
-			if ok, err := k.Delete(ctx, "team:a", ids[4]); !ok || err != nil {
-				t.Fatalf("Delete: %v %v", ok, err)
-			}
-			keepChain(t, k, "team:a", "more", 1)
-			k.Flush()
-			if _, err := k.Get(ctx, "team:a", ids[2]); !errors.Is(err, ErrNotFound) {
-				t.Errorf("oldest not evicted after a delete: %v", err)
-			}
-			if _, err := k.Get(ctx, "team:a", ids[3]); err != nil {
-				t.Errorf("second oldest evicted: %v", err)
-			}
-		})
-	}
+		}
+		if _, err := k.Chain(ctx, "team:a", ids[4], 0); !errors.Is(err, ErrBrokenChain) {
+			t.Errorf("Chain over an evicted turn: %v, want ErrBrokenChain", err)
+		}
+		// A deleted response still holds its place until the ring comes round to it.
+		if ok, err := k.Delete(ctx, "team:a", ids[4]); !ok || err != nil {
+			t.Fatalf("Delete: %v %v", ok, err)
+		}
+		keepChain(t, k, "team:a", "more", 1)
+		k.Flush()
+		if _, err := k.Get(ctx, "team:a", ids[2]); !errors.Is(err, ErrNotFound) {
+			t.Errorf("oldest not evicted after a delete: %v", err)
+		}
+		if _, err := k.Get(ctx, "team:a", ids[3]); err != nil {
+			t.Errorf("second oldest evicted: %v", err)
+		}
+	})
 }
 
 func TestKeeperScopesByOwner(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			ctx := context.Background()
-			k := newKeeper(t, boltStore(t, nil), time.Hour, 0, nil, m.behind)
-			ids := keepChain(t, k, "team:a", "resp", 2)
-			if _, err := k.Get(ctx, "team:b", ids[0]); !errors.Is(err, ErrNotFound) {
-				t.Errorf("another owner sees it: %v", err)
+	eachMode(t, func(t *testing.T, behind bool) {
+		ctx := context.Background()
+		k := newKeeper(t, boltStore(t, nil), time.Hour, 0, nil, behind)
+		ids := keepChain(t, k, "team:a", "resp", 2)
+		if _, err := k.Get(ctx, "team:b", ids[0]); !errors.Is(err, ErrNotFound) {
+			t.Errorf("another owner sees it: %v", err)
+		}
+		if _, err := k.Chain(ctx, "team:b", ids[1], 0); !errors.Is(err, ErrNotFound) {
+			t.Errorf("another owner walks it: %v", err)
+		}
+		if ok, _ := k.Delete(ctx, "team:b", ids[0]); ok {
+			t.Error("another owner deleted it")
+		}
+		if _, err := k.Get(ctx, "team:a", ids[0]); err != nil {
+			t.Errorf("the owner lost it: %v", err)
+		}
+		// A repeated id never replaces the first record.
+		if err := k.Keep(ctx, "team:a", turnRecord(ids[0], "", 9)); !errors.Is(err, ErrExists) {
+			t.Errorf("Keep of a kept id: %v", err)
+		}
+		if r, _ := k.Get(ctx, "team:a", ids[0]); string(r.Input) != `[{"role":"user","content":"q0"}]` {
+			t.Errorf("record replaced: %s", r.Input)
+		}
+		for _, bad := range []string{"", "a/b", "resp 1", string(make([]byte, 300))} {
+			if _, err := k.Get(ctx, "team:a", bad); !errors.Is(err, ErrNotFound) {
+				t.Errorf("Get(%q): %v", bad, err)
 			}
-			if _, err := k.Chain(ctx, "team:b", ids[1], 0); !errors.Is(err, ErrNotFound) {
-				t.Errorf("another owner walks it: %v", err)
-			}
-			if ok, _ := k.Delete(ctx, "team:b", ids[0]); ok {
-				t.Error("another owner deleted it")
-			}
-			if _, err := k.Get(ctx, "team:a", ids[0]); err != nil {
-				t.Errorf("the owner lost it: %v", err)
-			}
-			// A repeated id never replaces the first record.
-			if err := k.Keep(ctx, "team:a", turnRecord(ids[0], "", 9)); !errors.Is(err, ErrExists) {
-				t.Errorf("Keep of a kept id: %v", err)
-			}
-			if r, _ := k.Get(ctx, "team:a", ids[0]); string(r.Input) != `[{"role":"user","content":"q0"}]` {
-				t.Errorf("record replaced: %s", r.Input)
-			}
-			for _, bad := range []string{"", "a/b", "resp 1", string(make([]byte, 300))} {
-				if _, err := k.Get(ctx, "team:a", bad); !errors.Is(err, ErrNotFound) {
-					t.Errorf("Get(%q): %v", bad, err)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 func TestKeeperChainOldestFirst(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			k := newKeeper(t, boltStore(t, nil), time.Hour, 0, nil, m.behind)
-			ids := keepChain(t, k, "team:a", "resp", 4)
-			chain, err := k.Chain(context.Background(), "team:a", ids[3], 0)
-			if err != nil {
-				t.Fatal(err)
+	eachMode(t, func(t *testing.T, behind bool) {
+		k := newKeeper(t, boltStore(t, nil), time.Hour, 0, nil, behind)
+		ids := keepChain(t, k, "team:a", "resp", 4)
+		chain, err := k.Chain(context.Background(), "team:a", ids[3], 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range chain {
+			if r.ID != ids[i] {
+				t.Fatalf("chain[%d] = %s, want %s", i, r.ID, ids[i])
 			}
-			for i, r := range chain {
-				if r.ID != ids[i] {
-					t.Fatalf("chain[%d] = %s, want %s", i, r.ID, ids[i])
-				}
-			}
-			var weight int64
-			for _, r := range chain {
-				weight += int64(len(r.Input) + len(r.Output) + len(r.Response))
-			}
-			if _, err := k.Chain(context.Background(), "team:a", ids[3], weight); err != nil {
-				t.Errorf("a chain of exactly the limit: %v", err)
-			}
-			if _, err := k.Chain(context.Background(), "team:a", ids[3], weight-1); !errors.Is(err, ErrTooLarge) {
-				t.Errorf("a chain over the limit: %v", err)
-			}
-		})
-	}
+		}
+		var weight int64
+		for _, r := range chain {
+			weight += int64(len(r.Input) + len(r.Output) + len(r.Response))
+		}
+		if _, err := k.Chain(context.Background(), "team:a", ids[3], weight); err != nil {
+			t.Errorf("a chain of exactly the limit: %v", err)
+		}
+		if _, err := k.Chain(context.Background(), "team:a", ids[3], weight-1); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("a chain over the limit: %v", err)
+		}
+	})
 }
 
 func TestKeeperUpdateKeepsPlaceAndExpiry(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			ctx := context.Background()
-			clk := newClock()
-			k := newKeeper(t, boltStore(t, clk.Now), time.Hour, 0, clk.Now, m.behind)
-			r := &Record{ID: "resp_bg", Status: StatusQueued, Model: "m"}
-			if err := k.Keep(ctx, "team:a", r); err != nil {
-				t.Fatal(err)
-			}
-			exp := r.ExpiresAt
-			clk.Advance(10 * time.Minute)
-			done := turnRecord("resp_bg", "", 1)
-			if err := k.Update(ctx, "team:a", done); err != nil {
-				t.Fatal(err)
-			}
-			got, err := k.Get(ctx, "team:a", "resp_bg")
-			if err != nil || got.Status != StatusCompleted || got.ExpiresAt != exp {
-				t.Fatalf("after Update: %+v %v", got, err)
-			}
-			if err := k.Update(ctx, "team:a", &Record{ID: "resp_none"}); !errors.Is(err, ErrNotFound) {
-				t.Errorf("Update of nothing: %v", err)
-			}
-		})
-	}
+	eachMode(t, func(t *testing.T, behind bool) {
+		ctx := context.Background()
+		clk := newClock()
+		k := newKeeper(t, boltStore(t, clk.Now), time.Hour, 0, clk.Now, behind)
+		r := &Record{ID: "resp_bg", Status: StatusQueued, Model: "m"}
+		if err := k.Keep(ctx, "team:a", r); err != nil {
+			t.Fatal(err)
+		}
+		exp := r.ExpiresAt
+		clk.Advance(10 * time.Minute)
+		done := turnRecord("resp_bg", "", 1)
+		if err := k.Update(ctx, "team:a", done); err != nil {
+			t.Fatal(err)
+		}
+		got, err := k.Get(ctx, "team:a", "resp_bg")
+		if err != nil || got.Status != StatusCompleted || got.ExpiresAt != exp {
+			t.Fatalf("after Update: %+v %v", got, err)
+		}
+		if err := k.Update(ctx, "team:a", &Record{ID: "resp_none"}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Update of nothing: %v", err)
+		}
+	})
 }
 
 // TestKeeperRedisReplicas: two replicas, each with its own connection to one Redis, share

@@ -60,8 +60,7 @@ func teamDayTokens(t *testing.T, g *gateway, team string) (in, out int64) {
 }
 
 func TestBackgroundResponsesGoClient(t *testing.T) {
-	p := startPlatform(t)
-	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, ""), Env: keysEnv(p)})
+	p, g := startKeysGateway(t, "")
 	alpha, beta := sdkClient(g, alphaKey), sdkClient(g, betaKey)
 
 	// Submit: answered at once, queued, with modelgate's id.

@@ -16,8 +16,7 @@ import (
 // by modelgate the same way, as the official client reads it, and never reaches the platform:
 // n over translate.max_n, the tool_choice cases, and a gzip bomb.
 func TestBadInputRefusedLocally(t *testing.T) {
-	p := startPlatform(t)
-	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, "translate:\n  max_n: 4\n"), Env: keysEnv(p)})
+	p, g := startKeysGateway(t, "translate:\n  max_n: 4\n")
 	client := sdkClient(g, alphaKey)
 	msgs := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}
 	tool := openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: "lookup"})

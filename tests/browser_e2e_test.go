@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -37,26 +36,11 @@ func chromiumPath(t *testing.T) string {
 }
 
 func browserConfig(p *platform, origins string) string {
-	return fmt.Sprintf(`
-upstream:
-  gateway_url: %s
-  base_url: %s
-  api_key: ${PLATFORM_API_KEY}
-models:
-  - id: gpt-4o-mini
-    upstream: sim-chat
-ratelimit:
-  data_path: data
-teams:
-  - name: alpha
-    limits:
-      requests_per_minute: 1000
-    keys:
-      - name: alpha-1
-        key: ${ALPHA_KEY}
-server:
-  cors_origins: %s
-`, p.URL, p.URL, origins)
+	return gatewayYAML{
+		models: chatAlias,
+		teams:  alphaTeam("{requests_per_minute: 1000}"),
+		more:   "server:\n  cors_origins: " + origins + "\n",
+	}.render(p)
 }
 
 // pageServer serves the test page and the openai npm package's files from one loopback

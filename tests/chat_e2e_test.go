@@ -3,7 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"errors"
-	"io"
+	"modelgate/apitest"
 	"net/http"
 	"reflect"
 	"slices"
@@ -170,8 +170,7 @@ func userPrompt(text string) []openai.ChatCompletionMessageParamUnion {
 }
 
 func TestChatCompletionsGoClient(t *testing.T) {
-	p := startPlatform(t)
-	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, ""), Env: keysEnv(p)})
+	p, g := startKeysGateway(t, "")
 	client := sdkClient(g, alphaKey)
 
 	t.Run("non_stream", func(t *testing.T) { chatNonStream(t, p, client) })
@@ -317,23 +316,9 @@ func rawStreamContent(t *testing.T, raw string) string {
 // rawChatStream posts a chat body and returns the whole streamed answer as sent.
 func rawChatStream(t *testing.T, g *gateway, key, body string) string {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx(t), http.MethodPost, g.URL+"/v1/chat/completions", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		t.Fatalf("status %d, content type %q: %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	status, hdr, b := apitest.DoContext(t, ctx(t), http.MethodPost, g.URL+"/v1/chat/completions", key, strings.NewReader(body))
+	if status != http.StatusOK || !strings.HasPrefix(hdr.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("status %d, content type %q: %s", status, hdr.Get("Content-Type"), b)
 	}
 	return string(b)
 }
@@ -618,8 +603,7 @@ func chatJSONSchema(t *testing.T, p *platform, client openai.Client) {
 // sequence, and the platform may charge a last delta after the client has its answer, which
 // would blur the exact usage checks of the other tests.
 func TestChatStopGoClient(t *testing.T) {
-	p := startPlatform(t)
-	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, ""), Env: keysEnv(p)})
+	p, g := startKeysGateway(t, "")
 	client := sdkClient(g, alphaKey)
 	// The stop word comes from the prompt, which the sim echoes, so where it falls is known; it
 	// is longer than one upstream delta, so it spans delta boundaries.
@@ -988,8 +972,7 @@ func chatReasoning(t *testing.T, client openai.Client) {
 }
 
 func TestResponsesGoClient(t *testing.T) {
-	p := startPlatform(t)
-	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, ""), Env: keysEnv(p)})
+	p, g := startKeysGateway(t, "")
 	client := sdkClient(g, alphaKey)
 	const prompt = "Hello over the Responses API"
 	params := responses.ResponseNewParams{

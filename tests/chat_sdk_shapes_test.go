@@ -13,8 +13,7 @@ import (
 // Shapes the official Go client must parse: cache-write tokens in chat usage, and streamed
 // custom tool calls, for which the Chat Completions specification has no chunk type.
 func TestChatSDKShapes(t *testing.T) {
-	p := startPlatform(t)
-	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, ""), Env: keysEnv(p)})
+	p, g := startKeysGateway(t, "")
 	client := sdkClient(g, alphaKey)
 	t.Run("cache_write_tokens", func(t *testing.T) { chatCacheWriteTokens(t, p, client) })
 	t.Run("custom_tool_call_stream", func(t *testing.T) { chatCustomToolStream(t, p, client) })

@@ -232,24 +232,15 @@ func (g *gateway) assertNoSecret(t testing.TB, secret string) {
 
 // keysConfig is a keys-mode config whose upstream is p; teams alpha and beta.
 func keysConfig(p *platform, extra string) string {
-	return fmt.Sprintf(`
-upstream:
-  gateway_url: %s
-  base_url: %s
-  api_key: ${PLATFORM_API_KEY}
-models:
-  - id: gpt-4o-mini
-    upstream: sim-chat
-  - id: sim-chat
+	return gatewayYAML{
+		models: chatAlias + `  - id: sim-chat
   - id: sim-tools
   - id: sim-json
   - id: sim-long
   - id: sim-slow
   - id: sim-reasoning
-ratelimit:
-  data_path: data
-teams:
-  - name: alpha
+`,
+		teams: `  - name: alpha
     keys:
       - name: alpha-1
         key: ${ALPHA_KEY}
@@ -260,8 +251,17 @@ teams:
     keys:
       - name: beta-1
         key: ${BETA_KEY}
-admin_keys: [${ADMIN_KEY}]
-%s`, p.URL, p.URL, extra)
+`,
+		more: adminKeys + extra,
+	}.render(p)
+}
+
+// startKeysGateway starts a simulated platform and a modelgate in front of it, configured
+// by keysConfig(p, extra) with keysEnv's keys: the setup most end-to-end tests share.
+func startKeysGateway(t *testing.T, extra string) (*platform, *gateway) {
+	t.Helper()
+	p := startPlatform(t)
+	return p, startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, extra), Env: keysEnv(p)})
 }
 
 // Keys used with keysConfig.

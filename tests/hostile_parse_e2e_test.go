@@ -19,8 +19,7 @@ func TestCrashInputsRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends bodies of tens of megabytes")
 	}
-	p := startPlatform(t)
-	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, "server:\n  max_body_bytes: 67108864\n"), Env: keysEnv(p)})
+	p, g := startKeysGateway(t, "server:\n  max_body_bytes: 67108864\n")
 	mark := len(p.Sim.Requests())
 
 	var deep bytes.Buffer

@@ -92,24 +92,11 @@ func (p *idleCuttingProxy) relay(client net.Conn, target string, idle time.Durat
 }
 
 func keepAliveConfig(p *platform, every string) string {
-	return fmt.Sprintf(`
-upstream:
-  gateway_url: %s
-  base_url: %s
-  api_key: ${PLATFORM_API_KEY}
-  keepalive_interval: %s
-models:
-  - id: gpt-4o-mini
-    upstream: sim-chat
-  - id: sim-chat
-ratelimit:
-  data_path: data
-teams:
-  - name: alpha
-    keys:
-      - name: alpha-1
-        key: ${ALPHA_KEY}
-`, p.URL, p.URL, every)
+	return gatewayYAML{
+		upstream: "  keepalive_interval: " + every + "\n",
+		models:   chatAlias + "  - id: sim-chat\n",
+		teams:    alphaTeam(""),
+	}.render(p)
 }
 
 // thinkingReply makes the platform's next answer pause for thinkFor after its first events.

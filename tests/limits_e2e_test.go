@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -66,22 +65,17 @@ func postJSON(t testing.TB, url, key, body string) (int, http.Header, []byte) {
 func TestTwoGatewaysShareOneTeamLimit(t *testing.T) {
 	redisURL := startRedis(t)
 	p := startPlatform(t)
-	cfg := fmt.Sprintf(`
-upstream:
-  gateway_url: %s
-  base_url: %s
-  api_key: ${PLATFORM_API_KEY}
-ratelimit:
-  store: %s
-teams:
-  - name: alpha
+	cfg := gatewayYAML{
+		ratelimit: "  store: " + redisURL + "\n",
+		teams: `  - name: alpha
     limits: { requests_per_minute: 10 }
     keys:
       - name: alpha-1
         key: ${ALPHA_KEY}
       - name: alpha-2
         key: ${BETA_KEY}
-`, p.URL, p.URL, redisURL)
+`,
+	}.render(p)
 	env := map[string]string{"PLATFORM_API_KEY": p.Key, "ALPHA_KEY": alphaKey, "BETA_KEY": betaKey}
 	g1 := startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: env})
 	g2 := startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: env})
@@ -118,20 +112,10 @@ teams:
 func TestRestartKeepsDailyBudget(t *testing.T) {
 	p := startPlatform(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
-	cfg := fmt.Sprintf(`
-upstream:
-  gateway_url: %s
-  base_url: %s
-  api_key: ${PLATFORM_API_KEY}
-ratelimit:
-  data_path: %s
-teams:
-  - name: alpha
-    limits: { tokens_per_day: 100 }
-    keys:
-      - name: alpha-1
-        key: ${ALPHA_KEY}
-`, p.URL, p.URL, dataDir)
+	cfg := gatewayYAML{
+		ratelimit: "  data_path: " + dataDir + "\n",
+		teams:     alphaTeam("{ tokens_per_day: 100 }"),
+	}.render(p)
 	env := map[string]string{"PLATFORM_API_KEY": p.Key, "ALPHA_KEY": alphaKey}
 
 	g := startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: env})

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -22,32 +21,12 @@ const spentKey = "mg-e2e-spent"
 // messagesConfig is a keys-mode config for the Messages tests: team alpha without limits,
 // team spent with a small daily token budget, and keep-alive pings every 20 ms.
 func messagesConfig(p *platform) string {
-	return fmt.Sprintf(`
-upstream:
-  gateway_url: %s
-  base_url: %s
-  api_key: ${PLATFORM_API_KEY}
-  keepalive_interval: 20ms
-models:
-  - id: claude-test
-    upstream: sim-chat
-  - id: sim-chat
-  - id: sim-tools
-  - id: sim-reasoning
-ratelimit:
-  data_path: data
-teams:
-  - name: alpha
-    keys:
-      - name: alpha-1
-        key: ${ALPHA_KEY}
-  - name: spent
-    limits: { tokens_per_day: 100 }
-    keys:
-      - name: spent-1
-        key: ${SPENT_KEY}
-admin_keys: [${ADMIN_KEY}]
-`, p.URL, p.URL)
+	return gatewayYAML{
+		upstream: "  keepalive_interval: 20ms\n",
+		models:   "  - id: claude-test\n    upstream: sim-chat\n  - id: sim-chat\n  - id: sim-tools\n  - id: sim-reasoning\n",
+		teams:    alphaTeam("") + spentTeam,
+		more:     adminKeys,
+	}.render(p)
 }
 
 func messagesEnv(p *platform) map[string]string {

@@ -36,12 +36,7 @@ func TestNodeClient(t *testing.T) {
 
 	p := startPlatform(t)
 	// keysConfig plus a team whose small daily budget one answer spends (messages.test.mjs).
-	cfg := strings.Replace(keysConfig(p, ""), "admin_keys:", `  - name: spent
-    limits: { tokens_per_day: 100 }
-    keys:
-      - name: spent-1
-        key: ${SPENT_KEY}
-admin_keys:`, 1)
+	cfg := strings.Replace(keysConfig(p, ""), "admin_keys:", spentTeam+"admin_keys:", 1)
 	env := keysEnv(p)
 	env["SPENT_KEY"] = spentKey
 	g := startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: env})

@@ -19,8 +19,7 @@ func TestSIGTERMDrainsStreams(t *testing.T) {
 		{"responses", "/v1/responses", responsesBody("sim-slow", slowPrompt, true), "response.completed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := startPlatform(t)
-			g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, ""), Env: keysEnv(p)})
+			_, g := startKeysGateway(t, "")
 
 			stream := startStream(t, g.URL+tc.route, alphaKey, tc.body)
 			if stream.status != http.StatusOK {

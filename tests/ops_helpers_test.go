@@ -215,3 +215,25 @@ func counterSum(fams map[string]*dto.MetricFamily, name string, want map[string]
 	}
 	return sum
 }
+
+// keyWant is the status a chat call with key must get (name says why, in the failure).
+type keyWant struct {
+	name, key string
+	want      int
+}
+
+// checkRefusedReload checks what a refused reload leaves: each key's chat call to g gets the
+// status it should (the old config's keys still work, the refused one's new keys do not), and
+// nothing in g's output says the config was reloaded.
+func checkRefusedReload(t *testing.T, g *gateway, keys []keyWant) {
+	t.Helper()
+	chatURL := g.URL + "/v1/chat/completions"
+	for _, k := range keys {
+		if code, body := opsMust(t, "POST", chatURL, k.key, chatBody("sim-chat", "hi", false)); code != k.want {
+			t.Errorf("%s: %d, want %d: %.200s", k.name, code, k.want, body)
+		}
+	}
+	if strings.Contains(g.Output.String(), "config reloaded") {
+		t.Error("a refused config was reported as reloaded")
+	}
+}

@@ -12,8 +12,7 @@ import (
 // scrapes /metrics and checks the per-team request and token series, the latency histograms
 // and that nothing client-chosen became a label.
 func TestMetricsAfterTraffic(t *testing.T) {
-	p := startPlatform(t)
-	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, ""), Env: keysEnv(p)})
+	p, g := startKeysGateway(t, "")
 	chat := g.URL + "/v1/chat/completions"
 
 	steps := []struct {

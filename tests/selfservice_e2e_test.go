@@ -2,7 +2,6 @@ package tests
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -14,26 +13,12 @@ import (
 
 // selfServiceConfig keeps its data in dataDir, so a restarted process finds it again.
 func selfServiceConfig(p *platform, dataDir string) string {
-	return fmt.Sprintf(`
-upstream:
-  gateway_url: %s
-  base_url: %s
-  api_key: ${PLATFORM_API_KEY}
-models:
-  - id: sim-chat
-    price: {input: 1.5, output: 6}
-ratelimit:
-  data_path: %s
-pricing:
-  currency: USD
-teams:
-  - name: alpha
-    limits: {spend_per_month: 100}
-    keys:
-      - name: alpha-1
-        key: ${ALPHA_KEY}
-admin_keys: [${ADMIN_KEY}]
-`, p.URL, p.URL, dataDir)
+	return gatewayYAML{
+		models:    "  - id: sim-chat\n    price: {input: 1.5, output: 6}\n",
+		ratelimit: "  data_path: " + dataDir + "\n",
+		teams:     alphaTeam("{spend_per_month: 100}"),
+		more:      "pricing:\n  currency: USD\n" + adminKeys,
+	}.render(p)
 }
 
 // keysCLI runs the real binary's keys subcommand with the admin key in its environment.

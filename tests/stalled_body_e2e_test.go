@@ -20,26 +20,36 @@ import (
 // stalledConfig gives team alpha a key with one request a minute (alpha-1) and one without
 // limits (alpha-2).
 func stalledConfig(p *platform, server string) string {
-	return fmt.Sprintf(`
-upstream:
-  gateway_url: %s
-  base_url: %s
-  api_key: ${PLATFORM_API_KEY}
-models:
-  - id: sim-chat
-ratelimit:
-  data_path: data
-teams:
-  - name: alpha
+	return gatewayYAML{
+		models: "  - id: sim-chat\n",
+		teams: `  - name: alpha
     keys:
       - name: alpha-1
         key: ${ALPHA_KEY}
         limits: { requests_per_minute: 1 }
       - name: alpha-2
         key: ${ALPHA2_KEY}
-admin_keys: [${ADMIN_KEY}]
-server:
-%s`, p.URL, p.URL, server)
+`,
+		more: adminKeys + "server:\n" + server,
+	}.render(p)
+}
+
+// stallMany sends n stalled gzip bodies with key at once (stallGzip, 10 s each) and returns
+// each connection's status and error; the connections stay open until the test ends.
+func stallMany(t *testing.T, g *gateway, key string, gz []byte, n int) ([]int, []error) {
+	statuses, errs := make([]int, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			var conn net.Conn
+			conn, statuses[i], errs[i] = stallGzip(g, key, gz, 10*time.Second)
+			if conn != nil {
+				t.Cleanup(func() { conn.Close() })
+			}
+		})
+	}
+	wg.Wait()
+	return statuses, errs
 }
 
 // gzipZeros is n zero bytes gzipped: a thousandth of n on the wire.
@@ -117,19 +127,7 @@ func TestStalledGzipBodiesHoldNoMemory(t *testing.T) {
 		t.Fatalf("first request: %d %s", status, body)
 	}
 	before := rssBytes(t, pid)
-	var wg sync.WaitGroup
-	statuses := make([]int, 12)
-	errs := make([]error, 12)
-	for i := range statuses {
-		wg.Go(func() {
-			var conn net.Conn
-			conn, statuses[i], errs[i] = stallGzip(g, alphaKey, gz, 10*time.Second)
-			if conn != nil {
-				t.Cleanup(func() { conn.Close() })
-			}
-		})
-	}
-	wg.Wait()
+	statuses, errs := stallMany(t, g, alphaKey, gz, 12)
 	for i := range statuses {
 		if errs[i] != nil || statuses[i] != http.StatusTooManyRequests {
 			t.Fatalf("connection %d: status %d, %v (want 429 before the body is read)", i, statuses[i], errs[i])
@@ -145,16 +143,7 @@ func TestStalledGzipBodiesHoldNoMemory(t *testing.T) {
 	// others are refused with 503 at once, and the held one is cut at the deadline.
 	before = rssBytes(t, pid)
 	start := time.Now()
-	for i := range statuses {
-		wg.Go(func() {
-			var conn net.Conn
-			conn, statuses[i], errs[i] = stallGzip(g, alpha2Key, gz, 10*time.Second)
-			if conn != nil {
-				t.Cleanup(func() { conn.Close() })
-			}
-		})
-	}
-	wg.Wait()
+	statuses, errs = stallMany(t, g, alpha2Key, gz, 12)
 	count := map[int]int{}
 	for i := range statuses {
 		if errs[i] != nil {

@@ -70,8 +70,7 @@ func notFound(err error) bool {
 }
 
 func TestStoredConversationGoClient(t *testing.T) {
-	p := startPlatform(t)
-	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, ""), Env: keysEnv(p)})
+	p, g := startKeysGateway(t, "")
 	alpha, alpha2, beta := sdkClient(g, alphaKey), sdkClient(g, alpha2Key), sdkClient(g, betaKey)
 
 	// Three turns, the second streamed; each continues the one before.

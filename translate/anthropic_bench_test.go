@@ -32,23 +32,8 @@ func BenchmarkMessagesToResponses(b *testing.B) {
 // BenchmarkMessagesStream200To is BenchmarkStream200To for the Messages converter: the same
 // 200 upstream events, one output buffer reused across events as the relay does.
 func BenchmarkMessagesStream200To(b *testing.B) {
-	evs := stream200()
-	data := make([][]byte, len(evs))
-	for i, e := range evs {
-		data[i] = []byte(e[1])
-	}
 	meta := MessagesMeta{ID: "msg_bench", Model: "claude-sonnet"}
-	var buf []byte
-	b.ReportAllocs()
-	for b.Loop() {
-		c := NewMessagesStream(meta)
-		for i, e := range evs {
-			var done bool
-			if buf, done = c.FeedTo(buf[:0], e[0], data[i]); done {
-				break
-			}
-		}
-	}
+	benchFeed200(b, func() *MessagesStream { return NewMessagesStream(meta) })
 }
 
 func BenchmarkResponseToMessage(b *testing.B) {

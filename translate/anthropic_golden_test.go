@@ -2,10 +2,7 @@ package translate
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,20 +22,11 @@ func baseMessagesMeta() MessagesMeta { return MessagesMeta{ID: "msg_test", Model
 func loadMessagesMeta(t *testing.T, path string) MessagesMeta {
 	t.Helper()
 	m := baseMessagesMeta()
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return m
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 	var raw struct {
 		Stop          []string
 		StopSequences []string
 	}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	overlayJSON(t, path, &raw)
 	m.StopSequences = append(raw.StopSequences, raw.Stop...)
 	return m
 }
@@ -46,10 +34,7 @@ func loadMessagesMeta(t *testing.T, path string) MessagesMeta {
 // anthropicErrorJSON renders an error result the way the proxy would answer it.
 func anthropicErrorJSON(t *testing.T, err error) []byte {
 	t.Helper()
-	var te *Error
-	if !errors.As(err, &te) {
-		t.Fatalf("error %v (%T) is not a *Error", err, err)
-	}
+	te := asError(t, err)
 	status, typ := AnthropicStatus(te.HTTPStatus())
 	return []byte(`{"status":` + itoa(status) + `,"body":` + string(AnthropicErrorJSON(typ, te.Message)) + `}`)
 }

@@ -24,26 +24,40 @@ func baseMeta() Meta {
 func loadMeta(t *testing.T, path string) Meta {
 	t.Helper()
 	m := baseMeta()
+	overlayJSON(t, path, &m)
+	return m
+}
+
+// overlayJSON decodes the JSON file at path, if there is one, into v: a case's meta file
+// overlays the base meta, and a case without one keeps it.
+func overlayJSON(t *testing.T, path string, v any) {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return m
+		return
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(b, &m); err != nil {
+	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	return m
 }
 
-// errorJSON renders an error result the way goldens store it.
-func errorJSON(t *testing.T, err error) []byte {
+// asError is err as the *Error every translation failure must be.
+func asError(t *testing.T, err error) *Error {
 	t.Helper()
 	var te *Error
 	if !errors.As(err, &te) {
 		t.Fatalf("error %v (%T) is not a *Error", err, err)
 	}
+	return te
+}
+
+// errorJSON renders an error result the way goldens store it.
+func errorJSON(t *testing.T, err error) []byte {
+	t.Helper()
+	te := asError(t, err)
 	return []byte(`{"status":` + itoa(te.HTTPStatus()) + `,"body":` + string(te.JSON()) + `}`)
 }
 

@@ -204,6 +204,37 @@ var (
 	ticksMsgsBody  = []byte(`{"model":"bench-ticks","max_tokens":4096,"stream":true,"messages":[{"role":"user","content":"tick"}]}`)
 )
 
+// routeCase is a route and the body a phase sends it, named as the report names it.
+type routeCase struct {
+	name, path string
+	body       []byte
+}
+
+// bodyRoutes are the plain and streamed requests of each route, Responses and chat first:
+// phases that leave Messages out take the first four.
+func bodyRoutes() []routeCase {
+	return []routeCase{
+		{"/v1/responses", "/v1/responses", respBody},
+		{"/v1/responses stream", "/v1/responses", respStreamBody},
+		{"/v1/chat/completions", "/v1/chat/completions", chatBody},
+		{"/v1/chat/completions stream", "/v1/chat/completions", chatStreamBody},
+		{"/v1/messages", "/v1/messages", msgsBody},
+		{"/v1/messages stream", "/v1/messages", msgsStreamBody},
+	}
+}
+
+// inTurn runs first and second, the other way round on odd turns, so that neither side of
+// a comparison always runs on a machine the other has just warmed.
+func inTurn(turn int, first, second func() error) error {
+	if turn%2 == 1 {
+		first, second = second, first
+	}
+	if err := first(); err != nil {
+		return err
+	}
+	return second()
+}
+
 // upstreamEquivalentMessages is the Responses body modelgate sends for a Messages body.
 func upstreamEquivalentMessages(body []byte) []byte {
 	req, err := translate.ParseMessages(body)

@@ -93,7 +93,7 @@ func (b *bench) throughput() error {
 	}
 	for round := range b.o.rounds {
 		for i, s := range scs {
-			runs := []func() error{
+			err := inTurn(round+i,
 				func() error {
 					r, err := b.wrkOnce(b.flr, "/v1/responses", sc[i].flr, b.o.threads, b.o.conns, b.o.duration)
 					s.flrRPS = append(s.flrRPS, r.res.rps)
@@ -107,15 +107,9 @@ func (b *bench) throughput() error {
 					s.mgCPU = append(s.mgCPU, us(r.cpuPerReq))
 					s.mgP50 = append(s.mgP50, us(r.res.p50))
 					return err
-				},
-			}
-			if (round+i)%2 == 1 {
-				runs[0], runs[1] = runs[1], runs[0]
-			}
-			for _, f := range runs {
-				if err := f(); err != nil {
-					return err
-				}
+				})
+			if err != nil {
+				return err
 			}
 			n := len(s.mgRPS) - 1
 			s.ratios = append(s.ratios, s.mgRPS[n]/s.flrRPS[n])
@@ -262,34 +256,24 @@ func medianBytes(xs []int64) int64 {
 // memory runs each check on a freshly started process, so earlier load does not blur it.
 func (b *bench) memory() error {
 	fresh := func(name string) (*proc, error) { return b.startModelgate(name, true) }
+	// freshStreams opens b.o.streams streams of body to path on a modelgate of its own.
+	freshStreams := func(name, path string, body []byte) func() (int64, int64, error) {
+		return func() (int64, int64, error) {
+			p, err := fresh(name)
+			if err != nil {
+				return 0, 0, err
+			}
+			defer p.stop()
+			return openStreamsRSS(p.pid(), target{name: p.name, url: p.url + path, key: benchKey, body: body}, b.o.streams)
+		}
+	}
 	checks := []struct {
 		name string
 		run  func() (int64, int64, error)
 	}{
-		{fmt.Sprintf("modelgate: %d open /v1/responses streams", b.o.streams), func() (int64, int64, error) {
-			p, err := fresh("mg-streams")
-			if err != nil {
-				return 0, 0, err
-			}
-			defer p.stop()
-			return openStreamsRSS(p.pid(), target{name: p.name, url: p.url + "/v1/responses", key: benchKey, body: slowBody}, b.o.streams)
-		}},
-		{fmt.Sprintf("modelgate: %d open chat streams", b.o.streams), func() (int64, int64, error) {
-			p, err := fresh("mg-chat-streams")
-			if err != nil {
-				return 0, 0, err
-			}
-			defer p.stop()
-			return openStreamsRSS(p.pid(), target{name: p.name, url: p.url + "/v1/chat/completions", key: benchKey, body: slowChatBody}, b.o.streams)
-		}},
-		{fmt.Sprintf("modelgate: %d open /v1/messages streams", b.o.streams), func() (int64, int64, error) {
-			p, err := fresh("mg-messages-streams")
-			if err != nil {
-				return 0, 0, err
-			}
-			defer p.stop()
-			return openStreamsRSS(p.pid(), target{name: p.name, url: p.url + "/v1/messages", key: benchKey, body: slowMsgsBody}, b.o.streams)
-		}},
+		{fmt.Sprintf("modelgate: %d open /v1/responses streams", b.o.streams), freshStreams("mg-streams", "/v1/responses", slowBody)},
+		{fmt.Sprintf("modelgate: %d open chat streams", b.o.streams), freshStreams("mg-chat-streams", "/v1/chat/completions", slowChatBody)},
+		{fmt.Sprintf("modelgate: %d open /v1/messages streams", b.o.streams), freshStreams("mg-messages-streams", "/v1/messages", slowMsgsBody)},
 		{fmt.Sprintf("floor: %d open streams", b.o.streams), func() (int64, int64, error) {
 			p, err := b.startReporting("floor-streams", "floor", "--upstream", b.up.url, "--key", platformKey)
 			if err != nil {
@@ -355,17 +339,7 @@ func (b *bench) overheadHeader() error {
 	}
 	defer p.stop()
 	client := &http.Client{}
-	for _, c := range []struct {
-		name, path string
-		body       []byte
-	}{
-		{"/v1/responses", "/v1/responses", respBody},
-		{"/v1/responses stream", "/v1/responses", respStreamBody},
-		{"/v1/chat/completions", "/v1/chat/completions", chatBody},
-		{"/v1/chat/completions stream", "/v1/chat/completions", chatStreamBody},
-		{"/v1/messages", "/v1/messages", msgsBody},
-		{"/v1/messages stream", "/v1/messages", msgsStreamBody},
-	} {
+	for _, c := range bodyRoutes() {
 		var vals []float64
 		for range 500 {
 			resp, err := post(context.Background(), client, target{url: p.url + c.path, key: benchKey, body: c.body})

@@ -47,7 +47,7 @@ func (b *bench) storeCost() error {
 	}
 	for round := range b.o.rounds {
 		for i, c := range cases {
-			runs := []func() error{
+			err := inTurn(round+i,
 				func() error {
 					r, err := b.wrkOnce(off, "/v1/responses", scripts[i], b.o.threads, b.o.conns, b.o.duration)
 					c.offRPS, c.offCPU = append(c.offRPS, r.res.rps), append(c.offCPU, us(r.cpuPerReq))
@@ -57,15 +57,9 @@ func (b *bench) storeCost() error {
 					r, err := b.wrkOnce(local, "/v1/responses", scripts[i], b.o.threads, b.o.conns, b.o.duration)
 					c.localRPS, c.localCPU = append(c.localRPS, r.res.rps), append(c.localCPU, us(r.cpuPerReq))
 					return err
-				},
-			}
-			if (round+i)%2 == 1 {
-				runs[0], runs[1] = runs[1], runs[0]
-			}
-			for _, f := range runs {
-				if err := f(); err != nil {
-					return err
-				}
+				})
+			if err != nil {
+				return err
 			}
 			n := len(c.offRPS) - 1
 			c.ratios = append(c.ratios, c.localRPS[n]/c.offRPS[n])

@@ -31,15 +31,7 @@ func (b *bench) tracing() error {
 	if err != nil {
 		return err
 	}
-	cases := []struct {
-		name, path string
-		body       []byte
-	}{
-		{"/v1/responses", "/v1/responses", respBody},
-		{"/v1/responses stream", "/v1/responses", respStreamBody},
-		{"/v1/chat/completions", "/v1/chat/completions", chatBody},
-		{"/v1/chat/completions stream", "/v1/chat/completions", chatStreamBody},
-	}
+	cases := bodyRoutes()[:4] // Responses and chat
 	scripts := make([]string, len(cases))
 	for i, c := range cases {
 		if scripts[i], err = luaScript(b.o.workDir, "tr-"+strconv.Itoa(i), benchKey, c.body); err != nil {
