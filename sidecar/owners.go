@@ -43,12 +43,14 @@ func decodeOwner(b []byte) Owner {
 // ownersBucket is the record store's bucket of asset owners. No cache polls it.
 const ownersBucket = "asset_owners"
 
-func init() { store.Unversioned(ownersBucket) }
 
 // StoreOwners keeps asset owners in the shared record store, so every replica agrees. The
 // store expires each record after its ttl: on Redis by a relative TTL, never an instant
 // (see docs/architecture.md, "Time").
-func StoreOwners(s store.Store) Owners { return storeOwners{s} }
+func StoreOwners(s store.Store) Owners {
+	s.Unversioned(ownersBucket)
+	return storeOwners{s}
+}
 
 type storeOwners struct{ s store.Store }
 

@@ -32,7 +32,7 @@ func (b *Bolt) Batch(_ context.Context, fn func(tx Tx) error) error {
 	})
 	if err == nil {
 		for name := range changed {
-			if versioned(name) {
+			if b.versioned(name) {
 				b.version(name).Add(1)
 			}
 		}
@@ -167,7 +167,7 @@ func (t *redisTx) send(add func(p redis.Pipeliner)) error {
 			return nil
 		}
 		for bucket := range t.written {
-			if versioned(bucket) {
+			if t.r.versioned(bucket) {
 				p.Incr(t.ctx, versionKey(bucket))
 			}
 		}

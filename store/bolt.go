@@ -28,6 +28,7 @@ const initialMmap = 256 << 20
 // Bolt is the embedded store: one bbolt file owned by one process. Every value carries an
 // 8-byte expiry (Unix nanoseconds, 0 = never) in front of the caller's bytes.
 type Bolt struct {
+	bucketKinds
 	db  *bolt.DB
 	now func() time.Time
 
@@ -280,7 +281,7 @@ func (b *Bolt) update(bucket string, fn func(bk *bolt.Bucket, nowNanos int64) (c
 		}
 		return b.maybeSweep(bucket, bk, now)
 	})
-	if err == nil && changed && versioned(bucket) {
+	if err == nil && changed && b.versioned(bucket) {
 		b.version(bucket).Add(1)
 	}
 	return err
@@ -455,7 +456,7 @@ func (b *Bolt) Version(_ context.Context, bucket string) (uint64, error) {
 	if err := b.check(bucket); err != nil {
 		return 0, err
 	}
-	if !versioned(bucket) {
+	if !b.versioned(bucket) {
 		return 0, ErrUnversioned
 	}
 	return b.version(bucket).Load(), nil

@@ -22,6 +22,7 @@ const scanBatch = 256
 // server, Sentinel or Cluster alike, because every command touches one key (writes that also
 // bump a bucket's version do so in a plain pipeline, not a transaction across slots).
 type Redis struct {
+	bucketKinds
 	rdb    redis.UniversalClient
 	closed atomic.Bool
 }
@@ -91,7 +92,7 @@ func (r *Redis) GetRange(ctx context.Context, bucket, key string, off, n int) ([
 
 // bump increments the bucket's version after a write went through.
 func (r *Redis) bump(ctx context.Context, bucket string) error {
-	if !versioned(bucket) {
+	if !r.versioned(bucket) {
 		return nil
 	}
 	return r.rdb.Incr(ctx, versionKey(bucket)).Err()
@@ -104,7 +105,7 @@ func (r *Redis) Put(ctx context.Context, bucket, key string, value []byte, ttl t
 	}
 	// One round trip: a Put always changes the bucket, so the bump need not wait for the
 	// write's answer (should the write fail, a spurious bump only makes a cache reload).
-	if !versioned(bucket) {
+	if !r.versioned(bucket) {
 		return r.rdb.Set(ctx, recordKey(bucket, key), value, ttl).Err()
 	}
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -194,7 +195,7 @@ func (r *Redis) Version(ctx context.Context, bucket string) (uint64, error) {
 	if err := r.check(bucket); err != nil {
 		return 0, err
 	}
-	if !versioned(bucket) {
+	if !r.versioned(bucket) {
 		return 0, ErrUnversioned
 	}
 	v, err := r.rdb.Get(ctx, versionKey(bucket)).Uint64()

@@ -56,6 +56,8 @@ type Store interface {
 	// the whole bucket on every request. A bucket declared with Unversioned has none: its
 	// writes skip the bump and Version refuses it with ErrUnversioned.
 	Version(ctx context.Context, bucket string) (uint64, error)
+	// Unversioned declares buckets that keep no version (see bucketKinds.Unversioned).
+	Unversioned(buckets ...string)
 
 	// Batch runs fn with a Tx whose writes reach the store together: on bbolt in one
 	// transaction, so many writes cost one sync to disk instead of one each, and an error
@@ -111,21 +113,22 @@ var ErrClosed = errors.New("store: closed")
 // ErrUnversioned is Version's answer for a bucket declared with Unversioned.
 var ErrUnversioned = errors.New("store: the bucket keeps no version")
 
-// unversioned holds the buckets declared with Unversioned (name -> true).
-var unversioned sync.Map
+// bucketKinds is what a store instance knows of its buckets: which were declared
+// unversioned. Each store holds its own, filled by the packages that use it as they start.
+type bucketKinds struct{ unversioned sync.Map }
 
-// Unversioned declares buckets that no cache polls, so their writes need not bump a
-// version: on Redis a bump is a command of its own, and for a write whose answer decides
-// whether to bump (Create, Delete) a round trip of its own. Declare them at start-up (a
-// package's init), before any write: every replica runs the same code, so all agree on
-// which buckets have versions.
-func Unversioned(buckets ...string) {
+// Unversioned implements Store: it declares buckets that no cache polls, so their writes
+// need not bump a version. On Redis a bump is a command of its own, and for a write whose
+// answer decides whether to bump (Create, Delete) a round trip of its own. The package that
+// owns a bucket declares it when it is handed the store, before any write: every replica
+// runs the same code, so all agree on which buckets have versions.
+func (k *bucketKinds) Unversioned(buckets ...string) {
 	for _, b := range buckets {
-		unversioned.Store(b, true)
+		k.unversioned.Store(b, true)
 	}
 }
 
-func versioned(bucket string) bool {
-	_, no := unversioned.Load(bucket)
+func (k *bucketKinds) versioned(bucket string) bool {
+	_, no := k.unversioned.Load(bucket)
 	return !no
 }

@@ -793,8 +793,8 @@ func TestRedisBatchRoundTrips(t *testing.T) {
 // and on Redis a Create or Delete there is one round trip, not two.
 func TestUnversioned(t *testing.T) {
 	ctx := context.Background()
-	Unversioned("nv_test")
 	eachStore(t, func(t *testing.T, s Store) {
+		s.Unversioned("nv_test")
 		if _, err := s.Version(ctx, "nv_test"); !errors.Is(err, ErrUnversioned) {
 			t.Errorf("Version of an unversioned bucket: %v", err)
 		}
@@ -818,6 +818,7 @@ func TestUnversioned(t *testing.T) {
 	})
 	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr})
 	s := NewRedis(rdb)
+	s.Unversioned("nv_test")
 	t.Cleanup(func() { s.Close() })
 	if err := s.Put(ctx, "nv_test", "warm", []byte("x"), 0); err != nil {
 		t.Fatal(err)
@@ -852,5 +853,28 @@ func TestBoltExpiryPast2262(t *testing.T) {
 	}
 	if won, _ := s.Create(ctx, "r", "name", []byte("y"), 0); won {
 		t.Fatal("the name was claimed twice")
+	}
+}
+
+// TestUnversionedIsPerStore: a declaration belongs to the store it was made on; another
+// store, in the same process, still versions the bucket.
+func TestUnversionedIsPerStore(t *testing.T) {
+	ctx := context.Background()
+	a, err := OpenBolt(t.TempDir(), BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	a.Unversioned("nv_other")
+	b, err := OpenBolt(t.TempDir(), BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if _, err := a.Version(ctx, "nv_other"); !errors.Is(err, ErrUnversioned) {
+		t.Errorf("declaring store: %v, want ErrUnversioned", err)
+	}
+	if _, err := b.Version(ctx, "nv_other"); err != nil {
+		t.Errorf("another store: %v, want a version", err)
 	}
 }

@@ -35,7 +35,6 @@ const (
 	bucketEvicted = "responses_evicted"
 )
 
-func init() { store.Unversioned(bucketSegments, bucketGone, bucketEvicted) }
 
 // place is where a written version of a record is.
 type place struct {

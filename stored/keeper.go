@@ -28,7 +28,6 @@ const (
 
 // No cache polls these buckets (a lookup reads the record it needs), so their writes
 // skip the version bump: on Redis that halves the round trips of keeping a response.
-func init() { store.Unversioned(bucketRecords, bucketSeq, bucketSlots) }
 
 // Errors of the keeper's lookups.
 var (
@@ -162,6 +161,8 @@ type job struct {
 
 // NewKeeper returns a keeper over st.
 func NewKeeper(st store.Store, o Options) *Keeper {
+	// No cache polls these buckets: their writes skip the version bump.
+	st.Unversioned(bucketRecords, bucketSeq, bucketSlots, bucketSegments, bucketGone, bucketEvicted)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
