@@ -43,7 +43,6 @@ func decodeOwner(b []byte) Owner {
 // ownersBucket is the record store's bucket of asset owners. No cache polls it.
 const ownersBucket = "asset_owners"
 
-
 // StoreOwners keeps asset owners in the shared record store, so every replica agrees. The
 // store expires each record after its ttl: on Redis by a relative TTL, never an instant
 // (see docs/architecture.md, "Time").

@@ -35,7 +35,6 @@ const (
 	bucketEvicted = "responses_evicted"
 )
 
-
 // place is where a written version of a record is.
 type place struct {
 	seg     uint64
