@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
@@ -18,10 +17,7 @@ func (a *API) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]b
 	if err == nil {
 		return body, true
 	}
-	var e *reqbody.Error
-	if !errors.As(err, &e) {
-		e = &reqbody.Error{Kind: reqbody.Unreadable, Err: err}
-	}
+	e := reqbody.Reason(err)
 	status := e.Kind.Status()
 	switch e.Kind {
 	case reqbody.TooLarge:

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"errors"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -37,10 +36,7 @@ func readJSONBody(c *gin.Context, l reqbody.Limits) ([]byte, bool) {
 // to Anthropic's on the Messages routes), and notes on the request's record what the access
 // log and metrics tell apart: a refusal for want of inflating room, a client that left.
 func bodyRefused(c *gin.Context, err error) {
-	var e *reqbody.Error
-	if !errors.As(err, &e) {
-		e = &reqbody.Error{Kind: reqbody.Unreadable, Err: err}
-	}
+	e := reqbody.Reason(err)
 	status := e.Kind.Status()
 	switch e.Kind {
 	case reqbody.TooLarge:

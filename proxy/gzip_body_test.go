@@ -93,13 +93,11 @@ func TestGzipRequestBodies(t *testing.T) {
 // the status and code clients see today, and noted on the request's record.
 func TestBodyRefusals(t *testing.T) {
 	cases := []struct {
-		name       string
-		err        error
-		status     int
-		code       string
-		refusal    string
-		clientGone bool
-		retryAfter bool
+		name                   string
+		err                    error
+		status                 int
+		code, refusal          string
+		clientGone, retryAfter bool
 	}{
 		{name: "too_large", err: &reqbody.Error{Kind: reqbody.TooLarge, Limit: 32 << 20}, status: 413, code: "request_too_large"},
 		{name: "timed_out", err: &reqbody.Error{Kind: reqbody.TimedOut, Err: os.ErrDeadlineExceeded}, status: 408, code: "request_timeout"},

@@ -1,6 +1,7 @@
 package reqbody
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 )
@@ -86,3 +87,16 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Reason is the *Error in err's chain, or an Unreadable one around an error Read did not
+// make; nil for nil. A caller switches on its Kind without a fallback of its own.
+func Reason(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		e = &Error{Kind: Unreadable, Err: err}
+	}
+	return e
+}
