@@ -1,38 +1,35 @@
 package admin
 
 import (
-	"errors"
-	"io"
 	"net/http"
-	"os"
 	"time"
+
+	"modelgate/reqbody"
 )
 
-// readBody reads a small JSON body whole, within server.body_read_timeout as the /v1 routes
-// do: a body that stops arriving would otherwise hold its connection and goroutine for as
-// long as the client cares to wait. On failure it has answered (413, 408 or 400).
+// readBody reads a small JSON body whole as the /v1 routes do (reqbody): within
+// server.body_read_timeout, since a body that stops arriving would otherwise hold its
+// connection and goroutine for as long as the client cares to wait, and gzip inflated under
+// the same limit. No inflating room is shared: limit bounds what one body can hold. On
+// failure it has answered in the API's shape.
 func (a *API) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
-	var rc *http.ResponseController
-	if timeout := a.bodyReadTimeout(); timeout > 0 && r.ContentLength != 0 {
-		rc = http.NewResponseController(w)
-		if rc.SetReadDeadline(time.Now().Add(timeout)) != nil {
-			rc = nil // a writer without deadlines (tests' recorders): nothing to lift
-		}
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	var tooLarge *http.MaxBytesError
-	switch {
-	case err == nil:
-		if rc != nil {
-			_ = rc.SetReadDeadline(time.Time{}) // read whole: the deadline must not reach the answer
-		}
+	body, err := reqbody.Read(w, r, reqbody.Limits{MaxBytes: limit, Timeout: a.bodyReadTimeout()})
+	if err == nil {
 		return body, true
-	case errors.As(err, &tooLarge):
-		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", "", "The request body is too large.")
-	case errors.Is(err, os.ErrDeadlineExceeded):
+	}
+	e := reqbody.Reason(err)
+	status := e.Kind.Status()
+	switch e.Kind {
+	case reqbody.TooLarge:
+		writeError(w, status, "body_too_large", "", "The request body is too large.")
+	case reqbody.TimedOut:
 		// The deadline stays: net/http's discard of the rest ends at it, and the
 		// connection closes after the answer.
-		writeError(w, http.StatusRequestTimeout, "request_timeout", "", "The request body did not arrive in time.")
+		writeError(w, status, "request_timeout", "", "The request body did not arrive in time.")
+	case reqbody.UnsupportedEncoding:
+		writeError(w, status, "unsupported_content_encoding", "", "Unsupported Content-Encoding: only gzip request bodies are accepted.")
+	case reqbody.BadGzip:
+		writeError(w, status, "invalid_body", "", "The request body is not valid gzip data.")
 	default:
 		writeError(w, http.StatusBadRequest, "invalid_body", "", "The request body could not be read.")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"modelgate/auth"
 	"modelgate/ratelimit"
+	"modelgate/reqbody"
 )
 
 const (
@@ -181,7 +182,7 @@ func (s *Server) check(c *gin.Context, route string, req ratelimit.Request) {
 		return
 	}
 	ri.route = route
-	abandonBody(c) // the answer does not wait for a body that may never come
+	reqbody.Abandon(c.Writer, c.Request) // the answer does not wait for a body that may never come
 	s.refuseDecision(c, d, err, true)
 }
 

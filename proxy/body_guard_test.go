@@ -81,8 +81,8 @@ func TestInflatingRoomShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Close()
-	if !waitFor(5*time.Second, func() bool { return env.server.inflating.used.Load() >= 2<<20 }) {
-		t.Fatalf("the first body never took its room: %d", env.server.inflating.used.Load())
+	if !waitFor(5*time.Second, func() bool { return env.server.inflating.Used() >= 2<<20 }) {
+		t.Fatalf("the first body never took its room: %d", env.server.inflating.Used())
 	}
 	resp, body, err := sendStalled(t, env.front.URL, "POST", "/v1/chat/completions", keyAlpha1, len(gz), gz, 3*time.Second, "Content-Encoding", "gzip")
 	if err != nil {
@@ -92,8 +92,8 @@ func TestInflatingRoomShared(t *testing.T) {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
 	first.Close() // the stalled body ends: its room comes back
-	if !waitFor(5*time.Second, func() bool { return env.server.inflating.used.Load() == 0 }) {
-		t.Fatalf("room not given back: %d", env.server.inflating.used.Load())
+	if !waitFor(5*time.Second, func() bool { return env.server.inflating.Used() == 0 }) {
+		t.Fatalf("room not given back: %d", env.server.inflating.Used())
 	}
 	status, _, b := env.do(t, "POST", "/v1/chat/completions", keyAlpha1, gzipped(t, []byte(chatBody)), "Content-Encoding", "gzip")
 	if status != 200 {

@@ -3,15 +3,19 @@ package proxy
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
 
 	"modelgate/config"
+	"modelgate/reqbody"
+	"modelgate/translate"
 )
 
 func gzipped(t testing.TB, p []byte) []byte {
@@ -85,64 +89,60 @@ func TestGzipRequestBodies(t *testing.T) {
 	}
 }
 
-// countingReader counts what the handler took from the request body.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// TestGzipBombRefusedEarly: a bomb is refused once limit bytes came out of it, having read a
-// small part of what was sent and held no more than the limit.
-func TestGzipBombRefusedEarly(t *testing.T) {
-	const limit = 1 << 20
-	b := bomb(t, 64<<20)
-	body := &countingReader{r: bytes.NewReader(b)}
-	w := httptest.NewRecorder()
-	c, _ := gin.CreateTestContext(w)
-	c.Request = httptest.NewRequest(http.MethodPost, "/v1/chat/completions", body)
-	c.Request.Header.Set("Content-Encoding", "gzip")
-	c.Request.ContentLength = -1
-	if _, ok := readJSONBody(c, limit); ok || w.Code != http.StatusRequestEntityTooLarge {
-		t.Fatalf("ok %v, status %d", ok, w.Code)
+// TestBodyRefusals: each way reqbody refuses a body is answered in the route's shape, with
+// the status and code clients see today, and noted on the request's record.
+func TestBodyRefusals(t *testing.T) {
+	cases := []struct {
+		name                   string
+		err                    error
+		status                 int
+		code, refusal          string
+		clientGone, retryAfter bool
+	}{
+		{name: "too_large", err: &reqbody.Error{Kind: reqbody.TooLarge, Limit: 32 << 20}, status: 413, code: "request_too_large"},
+		{name: "timed_out", err: &reqbody.Error{Kind: reqbody.TimedOut, Err: os.ErrDeadlineExceeded}, status: 408, code: "request_timeout"},
+		{name: "encoding", err: &reqbody.Error{Kind: reqbody.UnsupportedEncoding}, status: 415, code: "unsupported_content_encoding"},
+		{name: "busy", err: &reqbody.Error{Kind: reqbody.Busy}, status: 503, code: "server_busy", refusal: "inflating", retryAfter: true},
+		{name: "bad_gzip", err: &reqbody.Error{Kind: reqbody.BadGzip}, status: 400, code: "invalid_body"},
+		{name: "client_gone", err: &reqbody.Error{Kind: reqbody.ClientGone, Err: io.ErrUnexpectedEOF}, status: 400, code: "invalid_body", clientGone: true},
+		{name: "unreadable", err: &reqbody.Error{Kind: reqbody.Unreadable}, status: 400, code: "invalid_body"},
+		{name: "not_typed", err: io.ErrClosedPipe, status: 400, code: "invalid_body"},
 	}
-	if body.n > int64(len(b))/8 {
-		t.Fatalf("read %d of %d compressed bytes before refusing", body.n, len(b))
+	for _, tc := range cases {
+		for _, anthropic := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/anthropic=%v", tc.name, anthropic), func(t *testing.T) {
+				w := httptest.NewRecorder()
+				c, _ := gin.CreateTestContext(w)
+				c.Request = httptest.NewRequest(http.MethodPost, "/v1/responses", nil)
+				ri := info(c)
+				ri.anthropic = anthropic
+				bodyRefused(c, tc.err)
+				want := tc.status
+				if anthropic {
+					want, _ = translate.AnthropicStatus(tc.status) // 503 is Anthropic's 529, overloaded
+				}
+				if w.Code != want || ri.errCode != tc.code || ri.refusal != tc.refusal || ri.clientGone != tc.clientGone {
+					t.Fatalf("status %d code %q refusal %q gone %v: %s", w.Code, ri.errCode, ri.refusal, ri.clientGone, w.Body)
+				}
+				if (w.Header().Get("Retry-After") != "") != tc.retryAfter {
+					t.Fatalf("Retry-After %q", w.Header().Get("Retry-After"))
+				}
+				shape := `"code":"` + tc.code + `"`
+				if anthropic {
+					shape = `"type":"error"`
+				}
+				if !strings.Contains(w.Body.String(), shape) || !c.IsAborted() {
+					t.Fatalf("answer %s, aborted %v: want %s", w.Body, c.IsAborted(), shape)
+				}
+			})
+		}
 	}
-	t.Logf("64 MiB bomb (%d bytes gzipped): refused after reading %d bytes", len(b), body.n)
-}
-
-// FuzzReadJSONBody: whatever the body and Content-Encoding, the reader never panics, never
-// returns more than the limit, and a body it accepts uncompressed comes back unchanged.
-func FuzzReadJSONBody(f *testing.F) {
-	f.Add([]byte(chatBody), "")
-	f.Add(gzipped(f, []byte(chatBody)), "gzip")
-	f.Add(gzipped(f, []byte(strings.Repeat("x", 5000))), "x-gzip, identity")
-	f.Add([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff}, "gzip")
-	f.Add([]byte("{}"), "deflate")
-	f.Fuzz(func(t *testing.T, raw []byte, encoding string) {
-		const limit = 4096
-		w := httptest.NewRecorder()
-		c, _ := gin.CreateTestContext(w)
-		c.Request = httptest.NewRequest(http.MethodPost, "/v1/responses", bytes.NewReader(raw))
-		c.Request.Header.Set("Content-Encoding", encoding)
-		out, ok := readJSONBody(c, limit)
-		if !ok {
-			if w.Code < 400 || w.Code > 499 {
-				t.Fatalf("refused with status %d", w.Code)
-			}
-			return
-		}
-		if len(out) > limit || cap(out) > limit+1 {
-			t.Fatalf("returned %d bytes (room for %d) past the limit %d", len(out), cap(out), limit)
-		}
-		if g, _ := requestGzipped(c); !g && !bytes.Equal(out, raw) {
-			t.Fatalf("plain body changed")
-		}
-	})
+	if _, ok := readJSONBody(func() *gin.Context {
+		c, _ := gin.CreateTestContext(httptest.NewRecorder())
+		c.Request = httptest.NewRequest(http.MethodPost, "/v1/responses", strings.NewReader("{}"))
+		c.Request.Header.Set("Content-Encoding", "br")
+		return c
+	}(), reqbody.Limits{MaxBytes: 1 << 10}); ok {
+		t.Fatal("readJSONBody accepted a body reqbody refused")
+	}
 }

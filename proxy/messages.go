@@ -229,7 +229,7 @@ func (s *Server) countTokens(c *gin.Context) {
 	ri := info(c)
 	ri.route = messagesRoute + "/count_tokens"
 	p, st := principal(c), requestState(c)
-	body, ok := readJSONBody(c, st.cfg.Server.MaxBodyBytes)
+	body, ok := readJSONBody(c, s.bodyLimits(st.cfg))
 	if !ok {
 		return
 	}

@@ -79,7 +79,7 @@ func (s *Server) checkCall(c *gin.Context, route string, d dialect) *modelCall {
 	ri := info(c)
 	ri.route = route
 	st := requestState(c)
-	body, ok := readJSONBody(c, st.cfg.Server.MaxBodyBytes)
+	body, ok := readJSONBody(c, s.bodyLimits(st.cfg))
 	if !ok {
 		return nil
 	}

@@ -21,6 +21,7 @@ import (
 	"modelgate/jobs"
 	"modelgate/platform"
 	"modelgate/ratelimit"
+	"modelgate/reqbody"
 	"modelgate/reqlog"
 	"modelgate/sidecar"
 	"modelgate/store"
@@ -105,7 +106,7 @@ type Server struct {
 	traced   atomic.Int64    // traced requests whose span has not ended yet
 	owners   sidecar.Owners  // who uploaded each asset (sidecar routes)
 	// inflating is the room gzip request bodies being inflated share (max_inflating_bytes).
-	inflating inflateBudget
+	inflating reqbody.Budget
 }
 
 // New builds a Server. The config must already be validated.

@@ -1,0 +1,93 @@
+package reqbody
+
+import (
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// Budget is the room the whole process gives to gzip request bodies being inflated: a few
+// kilobytes of gzip can ask for tens of megabytes each, so the sum is bounded, not only each
+// body (server.max_inflating_bytes). A body that cannot get room is refused, never queued:
+// waiting would hold its connection and what it inflated so far. A server owns one Budget
+// and hands it to every Read through Limits; the zero value is empty and ready.
+type Budget struct{ used atomic.Int64 }
+
+// Used is the room held now by bodies being inflated.
+func (b *Budget) Used() int64 { return b.used.Load() }
+
+// take reserves n more bytes if that keeps the total within max.
+func (b *Budget) take(n, max int64) bool {
+	for {
+		cur := b.used.Load()
+		if cur+n > max {
+			return false
+		}
+		if b.used.CompareAndSwap(cur, cur+n) {
+			return true
+		}
+	}
+}
+
+func (b *Budget) give(n int64) { b.used.Add(-n) }
+
+// guard bounds one body read: its connection deadline and its share of the inflating room.
+// It lives on Read's stack; its zero value bounds nothing.
+type guard struct {
+	rc     *http.ResponseController
+	timed  bool // the connection's read deadline is set for this body
+	budget *Budget
+	max    int64
+	taken  int64
+}
+
+// start sets the read deadline of l for r's body, when there is a body to wait for.
+func (g *guard) start(w http.ResponseWriter, r *http.Request, l Limits) {
+	g.budget, g.max = l.Budget, l.MaxInflating
+	if l.Timeout > 0 && r.ContentLength != 0 {
+		g.rc = http.NewResponseController(w)
+		// The connection's own deadline: a read blocked on a stalled body returns at it, and
+		// the connection is not reused (net/http closes it after the answer). A writer without
+		// deadlines (a test's recorder) leaves nothing to lift.
+		g.timed = g.rc.SetReadDeadline(time.Now().Add(l.Timeout)) == nil
+	}
+}
+
+// grow asks for n more bytes of inflating room; without a budget any n is granted.
+func (g *guard) grow(n int64) bool {
+	if g.budget == nil || g.max <= 0 {
+		return true
+	}
+	if !g.budget.take(n, g.max) {
+		return false
+	}
+	g.taken += n
+	return true
+}
+
+// done gives the inflating room back once the body is read (or refused): the room bounds
+// bodies being inflated, and a body read whole is no longer one. After a whole read the
+// deadline is lifted, so it can never cut the answer or a long stream: net/http's check for
+// a client that went away reads the same connection. After a failed read it stays, bounding
+// what net/http still reads of the body to discard it.
+func (g *guard) done(readWhole bool) {
+	if g.taken > 0 {
+		g.budget.give(g.taken)
+		g.taken = 0
+	}
+	if g.timed && readWhole {
+		_ = g.rc.SetReadDeadline(time.Time{})
+		g.timed = false
+	}
+}
+
+// Abandon is for a request refused before its body was read whole: net/http would read up
+// to 256 KB of what is left before it writes the answer, waiting on a stalled body, so the
+// connection's read deadline is set to now. The answer goes out at once and the connection
+// closes after it.
+func Abandon(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 {
+		return
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+}
