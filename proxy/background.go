@@ -458,15 +458,15 @@ func (r *bgRun) call() (status string, final []byte, rerr responseError, output 
 	if f != nil {
 		// Charged as a foreground call is: nothing when the request never reached the
 		// platform or it refused it, the reservation when it may have billed.
-		r.upstreamErr = f.kind
-		if f.maybeBilled {
+		r.upstreamErr = f.Kind
+		if f.MaybeBilled {
 			ch = accounting.UpperBound(r.reserve, ratelimit.Usage{}, accounting.NoAnswer)
 		}
-		if f.clientGone {
+		if f.ClientGone {
 			return r.cutShort(), nil, r.cutError(), nil, ch
 		}
-		r.failStatus = f.status
-		e := gjson.GetManyBytes(f.body, "error.code", "error.message")
+		r.failStatus = f.Status
+		e := gjson.GetManyBytes(f.Body, "error.code", "error.message")
 		return stored.StatusFailed, nil, responseError{e[0].Str, e[1].Str}, nil, ch
 	}
 	defer cancel()
