@@ -55,3 +55,37 @@ func TestRetryPolicyDecide(t *testing.T) {
 		})
 	}
 }
+
+// FuzzRetryAfter: whatever the platform sends in its retry headers, the wait read from them
+// is never negative and never beyond what the parser bounds (a million seconds), and a header
+// that says nothing usable leaves the backoff to apply.
+func FuzzRetryAfter(f *testing.F) {
+	for _, seed := range [][2]string{{"", "2"}, {"12.5", ""}, {"-1", "-1"}, {"", "Mon, 02 Jan 2006 15:04:05 GMT"}, {"1e12", "NaN"}, {"", "Inf"}} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, ms, secs string) {
+		h := http.Header{}
+		if ms != "" {
+			h.Set("Retry-After-Ms", ms)
+		}
+		if secs != "" {
+			h.Set("Retry-After", secs)
+		}
+		wait, ok := RetryAfter(h)
+		if wait < 0 {
+			t.Fatalf("RetryAfter(%q, %q) = %v, negative", ms, secs, wait)
+		}
+		if !ok && wait != 0 {
+			t.Fatalf("RetryAfter(%q, %q) = %v without a value", ms, secs, wait)
+		}
+		if ok && wait > 1e6*time.Second && !isDate(secs) {
+			t.Fatalf("RetryAfter(%q, %q) = %v, beyond the bound", ms, secs, wait)
+		}
+	})
+}
+
+// isDate reports whether v parses as an HTTP date: a date far ahead is the platform's word.
+func isDate(v string) bool {
+	_, err := http.ParseTime(v)
+	return err == nil
+}
