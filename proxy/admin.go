@@ -92,8 +92,8 @@ func (s *Server) adminUsage(c *gin.Context) {
 	teams := make([]usageEntry, 0, len(st.cfg.Teams))
 	for _, t := range st.cfg.Teams {
 		te := usageEntry{Name: t.Name, Limits: limitsOf(t.Limits), Usage: byScope["team:"+t.Name]}
-		if pool := st.pools[t.Name]; pool != nil {
-			te.PlatformKeys = pool.states()
+		if pool := st.gateway.Pool(t.Name); pool != nil {
+			te.PlatformKeys = pool.States()
 		}
 		for _, k := range t.Keys {
 			te.Keys = append(te.Keys, usageEntry{Name: k.Name, Limits: limitsOf(k.Limits), Usage: byScope["key:"+t.Name+"/"+k.Name]})

@@ -34,16 +34,16 @@ func (c *backgroundCall) Call(ctx context.Context, started func()) (o jobs.Outco
 	if f != nil {
 		// Charged as a foreground call is: nothing when the request never reached the
 		// platform or it refused it, the reservation when it may have billed.
-		o.UpstreamErr = f.kind
-		if f.maybeBilled {
+		o.UpstreamErr = f.Kind
+		if f.MaybeBilled {
 			o.Charge = accounting.UpperBound(c.reserve, ratelimit.Usage{}, accounting.NoAnswer)
 		}
-		if f.clientGone {
+		if f.ClientGone {
 			o.Cut = true
 			return o
 		}
-		o.FailStatus = f.status
-		e := gjson.GetManyBytes(f.body, "error.code", "error.message")
+		o.FailStatus = f.Status
+		e := gjson.GetManyBytes(f.Body, "error.code", "error.message")
 		o.Status, o.Error = stored.StatusFailed, jobs.ResponseError{Code: e[0].Str, Message: e[1].Str}
 		return o
 	}

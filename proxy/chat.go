@@ -19,6 +19,7 @@ import (
 	"modelgate/config"
 	"modelgate/ratelimit"
 	"modelgate/translate"
+	"modelgate/upstream"
 )
 
 // chatCall is one Chat Completions request on its way through the gateway.
@@ -179,11 +180,11 @@ func usagesOf(convs []*translate.StreamConverter) []translate.Usage {
 // openAll opens one upstream call per choice, in parallel. If any fails, the first failure
 // is returned along with the charge for every choice: the platform may have billed those
 // that it answered, and those whose request it received before the call broke.
-func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.CancelFunc, *upstreamFailure, accounting.Charge) {
+func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.CancelFunc, *upstream.Failure, accounting.Charge) {
 	n := cc.req.N
 	resps := make([]*http.Response, n)
 	cancels := make([]context.CancelFunc, n)
-	fails := make([]*upstreamFailure, n)
+	fails := make([]*upstream.Failure, n)
 	if n == 1 {
 		resps[0], cancels[0], fails[0] = cc.s.openGateway(ctx, cc.st, cc.p, cc.ri, cc.upBody, cc.upStream)
 	} else {
@@ -197,7 +198,7 @@ func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.Ca
 		wg.Wait()
 		cc.ri.attempts = n
 	}
-	var first *upstreamFailure
+	var first *upstream.Failure
 	for _, f := range fails {
 		if f != nil {
 			first = f
@@ -210,7 +211,7 @@ func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.Ca
 	var ch accounting.Charge
 	for i := range n {
 		switch {
-		case fails[i] != nil && fails[i].maybeBilled:
+		case fails[i] != nil && fails[i].MaybeBilled:
 			ch = ch.Plus(accounting.UpperBound(cc.reserve, ratelimit.Usage{}, accounting.NoAnswer))
 		case fails[i] != nil:
 			// Refused by the platform, or never sent: nothing billed.

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"modelgate/platformsim"
 	"modelgate/reqlog"
 	"modelgate/testclock"
+	"modelgate/upstream"
 )
 
 // poolYAML gives team alpha a pool of two platform keys and leaves beta on the canary.
@@ -71,7 +71,7 @@ func newPoolEnv(t *testing.T, acceptA, acceptB bool) *poolEnv {
 
 // pinTies makes the pool break ties with index i (of the tied keys, in config order).
 func (pe *poolEnv) pinTies(i int) {
-	pe.server.state().pools["alpha"].intn = func(n int) int { return min(i, n-1) }
+	pe.server.state().gateway.Pool("alpha").BreakTiesWith(func(n int) int { return min(i, n-1) })
 }
 
 // call sends one chat completion as alpha and checks that no pool key leaks into the answer.
@@ -158,7 +158,7 @@ func TestKeyPoolRejectedKeyCostsOneTry(t *testing.T) {
 	if a != 1 || b != 6 {
 		t.Errorf("platform saw key A %d times and key B %d times, want 1 and 6", a, b)
 	}
-	fpA, fpB := keyFingerprint(pe.keyA), keyFingerprint(pe.keyB)
+	fpA, fpB := upstream.Fingerprint(pe.keyA), upstream.Fingerprint(pe.keyB)
 	if got := pe.keyStates(t); got[fpA] != reqlog.KeyOut || got[fpB] != reqlog.KeyHealthy {
 		t.Errorf("key states = %v, want A (%s) out and B (%s) healthy", got, fpA, fpB)
 	}
@@ -176,7 +176,7 @@ func TestKeyPoolReprobeAndReload(t *testing.T) {
 	pe := newPoolEnv(t, true, true)
 	pe.sim.SetKeyReply(pe.keyA, platformsim.Reply{Status: 401, Body: []byte(`{"error":{"message":"bad key","type":"invalid_request_error"}}`)})
 	pe.call(t, false)
-	pe.clock.Advance(outBackoff - time.Second)
+	pe.clock.Advance(upstream.OutBackoff - time.Second)
 	pe.call(t, false)
 	if a, _ := pe.sent(); a != 1 {
 		t.Fatalf("key A was tried %d times before its back-off ended", a)
@@ -188,24 +188,24 @@ func TestKeyPoolReprobeAndReload(t *testing.T) {
 	if a, _ := pe.sent(); a != 2 {
 		t.Fatalf("key A was not probed after its back-off: %d tries", a)
 	}
-	pe.clock.Advance(outBackoff) // the back-off doubled: not yet
+	pe.clock.Advance(upstream.OutBackoff) // the back-off doubled: not yet
 	pe.call(t, false)
 	if a, _ := pe.sent(); a != 2 {
 		t.Fatalf("key A probed again before its doubled back-off: %d tries", a)
 	}
 	pe.sim.ClearKeyReply(pe.keyA)
-	pe.clock.Advance(outBackoff)
+	pe.clock.Advance(upstream.OutBackoff)
 	pe.call(t, false)
 	if a, _ := pe.sent(); a != 3 {
 		t.Fatalf("key A: %d tries, want the third probe", a)
 	}
-	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != reqlog.KeyHealthy {
+	if got := pe.keyStates(t)[upstream.Fingerprint(pe.keyA)]; got != reqlog.KeyHealthy {
 		t.Errorf("key A after a good probe: %s", got)
 	}
 
 	pe.sim.SetKeyReply(pe.keyA, platformsim.Reply{Status: 403, Body: []byte(`{}`)})
 	pe.call(t, false)
-	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != reqlog.KeyOut {
+	if got := pe.keyStates(t)[upstream.Fingerprint(pe.keyA)]; got != reqlog.KeyOut {
 		t.Fatalf("key A after a 403: %s", got)
 	}
 	a, err := auth.New(pe.cfg)
@@ -213,7 +213,7 @@ func TestKeyPoolReprobeAndReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	pe.server.Reload(pe.cfg, a)
-	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != reqlog.KeyHealthy {
+	if got := pe.keyStates(t)[upstream.Fingerprint(pe.keyA)]; got != reqlog.KeyHealthy {
 		t.Errorf("key A after a reload: %s", got)
 	}
 }
@@ -244,7 +244,7 @@ func TestKeyPoolRateLimitedKeyMovesTraffic(t *testing.T) {
 	if a, b := pe.sent(); a != 1 || b != 5 {
 		t.Errorf("A %d, B %d; want the 429 once on A, then everything on B", a, b)
 	}
-	if got := pe.keyStates(t)[keyFingerprint(pe.keyA)]; got != reqlog.KeyCooling {
+	if got := pe.keyStates(t)[upstream.Fingerprint(pe.keyA)]; got != reqlog.KeyCooling {
 		t.Errorf("key A after a 429: %s", got)
 	}
 	pe.sim.ClearKeyReply(pe.keyA)
@@ -264,8 +264,8 @@ func TestKeyPoolSpreadsLoad(t *testing.T) {
 		defer close(done)
 		pe.call(t, false)
 	}()
-	pool := pe.server.state().pools["alpha"]
-	for deadline := time.Now().Add(5 * time.Second); pool.keys[0].inflight.Load() == 0; {
+	pool := pe.server.state().gateway.Pool("alpha")
+	for deadline := time.Now().Add(5 * time.Second); pool.States()[0].InFlight == 0; {
 		if time.Now().After(deadline) {
 			t.Fatal("the slow call never started")
 		}
@@ -277,7 +277,7 @@ func TestKeyPoolSpreadsLoad(t *testing.T) {
 		t.Fatalf("A %d, B %d: the second call did not go to the idle key", a, b)
 	}
 
-	pool.intn = rand.IntN // ties at random again
+	pool.BreakTiesWith(nil) // ties at random again
 	for range 40 {
 		pe.call(t, false)
 	}
@@ -296,7 +296,7 @@ func TestKeyPoolAssetReadWithUploadingKey(t *testing.T) {
 		t.Fatalf("upload went A %d, B %d", a, b)
 	}
 	o, ok, err := pe.server.owners.Owner(t.Context(), asset)
-	if err != nil || !ok || o.Team != "alpha" || o.KeyFingerprint != keyFingerprint(pe.keyA) {
+	if err != nil || !ok || o.Team != "alpha" || o.KeyFingerprint != upstream.Fingerprint(pe.keyA) {
 		t.Fatalf("owner record = %+v %v %v", o, ok, err)
 	}
 	pe.pinTies(1) // the pool would now pick B

@@ -2,12 +2,10 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -76,31 +74,6 @@ type requestInfo struct {
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.
 const overheadHeader = "X-Modelgate-Overhead-Ms"
-
-// traceUpstreamWait makes every platform call under ctx add its wait for the first
-// response byte to ri.upstreamWait when the overhead header is on; otherwise it is ctx.
-// Retries each count; a backoff sleep between them counts as modelgate's time, since it is
-// modelgate's choice to wait. Each call site adds it to its own context: the request's own
-// is left alone, so an open stream holds no copy of its request for it.
-func traceUpstreamWait(ctx context.Context, ri *requestInfo) context.Context {
-	if !ri.keepWait {
-		return ctx
-	}
-	return httptrace.WithClientTrace(ctx, addUpstreamWait(&httptrace.ClientTrace{}, ri))
-}
-
-// addUpstreamWait sets t's hooks that time the wait for the first response byte (see
-// traceUpstreamWait), for a call site that traces its calls already.
-func addUpstreamWait(t *httptrace.ClientTrace, ri *requestInfo) *httptrace.ClientTrace {
-	var began atomic.Int64
-	t.GetConn = func(string) { began.Store(monoNow()) }
-	t.GotFirstResponseByte = func() {
-		if b := began.Load(); b != 0 {
-			ri.upstreamWait.Add(monoNow() - b)
-		}
-	}
-	return t
-}
 
 // timedRead reads into buf from r, adding the time spent to ri's upstream wait when it is kept.
 func timedRead(ri *requestInfo, keep bool, buf *bytes.Buffer, r io.Reader) (int64, error) {

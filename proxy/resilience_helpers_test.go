@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"modelgate/platform"
+	"modelgate/upstream"
 )
 
 // resEnv is a testEnv built for failure tests: its own client, modelgate's upstream dials
@@ -56,13 +57,20 @@ func leakCheck(t testing.TB) {
 	})
 }
 
+// withSleep is g retrying with sleep between attempts (nil: a real timer).
+func withSleep(g *upstream.Gateway, sleep func(ctx context.Context, d time.Duration) error) *upstream.Gateway {
+	p := g.Policy()
+	p.Sleep = sleep
+	return g.WithPolicy(p)
+}
+
 func newResEnv(t testing.TB, o envOptions) *resEnv {
 	t.Helper()
 	leakCheck(t)
 	env := startEnv(t, o)
 	waits := &waitLog{}
 	st := *env.server.state()
-	st.retry.sleep = waits.sleep
+	st.gateway = withSleep(st.gateway, waits.sleep)
 	env.server.st.Store(&st)
 	ct := &http.Transport{MaxIdleConnsPerHost: 64}
 	t.Cleanup(ct.CloseIdleConnections)

@@ -22,8 +22,6 @@ import (
 // maxUpstreamJSON caps a non-stream upstream answer held in memory.
 const maxUpstreamJSON = 64 << 20
 
-// maxUpstreamError caps an upstream error body read for translation.
-const maxUpstreamError = 1 << 20
 
 // responses passes POST /v1/responses through: the body goes upstream with the model alias
 // applied and modelgate's credential, and the answer comes back as it is, streamed event by
@@ -43,7 +41,7 @@ func (s *Server) responses(c *gin.Context) {
 	resp, cancel, f := s.callGateway(c, rc.st, rc.p, rc.body, ri.stream)
 	rc.body = nil // the platform has it: a stream that runs for minutes need not hold it
 	if f != nil {
-		if f.maybeBilled {
+		if f.MaybeBilled {
 			ch = accounting.UpperBound(rc.reserve, ratelimit.Usage{}, accounting.NoAnswer)
 		}
 		// Otherwise nothing reached the platform, or it refused the call: nothing to bill.

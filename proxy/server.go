@@ -27,6 +27,7 @@ import (
 	"modelgate/store"
 	"modelgate/stored"
 	"modelgate/tracing"
+	"modelgate/upstream"
 )
 
 // Deps are what a Server is built from.
@@ -68,10 +69,10 @@ type state struct {
 	cfg    *config.Config
 	auth   *auth.Authenticator
 	models modelTable
-	retry  retryPolicy
 	keeper *stored.Keeper // stored responses; nil when not kept (store: off, or no store)
 	prices billing.Prices
-	pools  map[string]*keyPool // team name -> its platform keys
+	// gateway calls the platform with this config's retry policy and key pools.
+	gateway *upstream.Gateway
 }
 
 // outputReserve is how many output tokens admission reserves for a call that asked for at
@@ -135,15 +136,16 @@ func New(d Deps) (*Server, error) {
 	return s, nil
 }
 
-func retries(cfg *config.Config) int {
-	if cfg.Upstream.MaxRetries != nil {
-		return *cfg.Upstream.MaxRetries
-	}
-	return 2
+func newState(cfg *config.Config, a *auth.Authenticator) *state {
+	return &state{cfg: cfg, auth: a, models: newModelTable(cfg.Models), prices: billing.NewPrices(cfg)}
 }
 
-func newState(cfg *config.Config, a *auth.Authenticator) *state {
-	return &state{cfg: cfg, auth: a, models: newModelTable(cfg.Models), retry: defaultRetryPolicy(retries(cfg)), prices: billing.NewPrices(cfg)}
+// withGateway gives st the platform calls of its config. Pools belong to one loaded config,
+// so a reload puts every key back in service.
+func (s *Server) withGateway(st *state) *state {
+	deps := upstream.Deps{Platform: s.platform, Tracer: s.tracer, Log: s.log, Now: s.now}
+	st.gateway = upstream.New(deps, st.cfg, st.auth.Mode() == auth.ModeKeys)
+	return st
 }
 
 // Reload swaps in a new, validated config. In-flight requests finish under the old one;
@@ -152,7 +154,7 @@ func (s *Server) Reload(cfg *config.Config, a *auth.Authenticator) {
 	if s.issued != nil {
 		a.UseIssued(s.issued) // before the authenticator is published
 	}
-	s.st.Store(s.withPools(s.withKeeper(newState(cfg, a))))
+	s.st.Store(s.withGateway(s.withKeeper(newState(cfg, a))))
 }
 
 // CheckReload reports why cfg cannot replace the serving config although it is valid on its
@@ -397,7 +399,7 @@ func (s *Server) healthz(c *gin.Context) {
 
 func (s *Server) readyz(c *gin.Context) {
 	info(c).route = "/readyz"
-	if s.draining.Load() || !s.ready.Load() || s.state().teamWithoutKeys() != "" {
+	if s.draining.Load() || !s.ready.Load() || s.state().gateway.TeamWithoutKeys() != "" {
 		c.Data(http.StatusServiceUnavailable, "application/json", []byte(`{"status":"unavailable"}`))
 		return
 	}

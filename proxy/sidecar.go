@@ -1,11 +1,9 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -13,6 +11,7 @@ import (
 	"modelgate/platform"
 	"modelgate/ratelimit"
 	"modelgate/sidecar"
+	"modelgate/upstream"
 )
 
 // sidecarRoutes registers the platform REST routes (package sidecar) behind modelgate's own
@@ -75,7 +74,7 @@ func (s *Server) sidecarAdmit(c *gin.Context) {
 	call := &sidecar.Call{
 		RequestID: ri.requestID, Route: ri.route, Team: p.Team,
 		Shared: st.auth.Mode() != auth.ModePassthrough,
-		Keys:   &sidecarKeys{s: s, st: st, p: p, ri: ri},
+		Keys:   sidecarKeys{st.gateway.Lender(p, ri.trail())},
 		Settings: sidecar.Settings{
 			RequestTimeout:    st.cfg.Upstream.RequestTimeout,
 			BalanceCacheTTL:   st.cfg.Sidecar.BalanceCacheTTL,
@@ -94,78 +93,11 @@ func (s *Server) sidecarAdmit(c *gin.Context) {
 	ri.clientGone = ri.clientGone || call.ClientGone
 }
 
-// sidecarKeys lends one caller's platform keys to the sidecar routes: the team's pool in
-// keys mode, the caller's own key in passthrough. The pool's state (in-flight counts, keys
-// cooling or out) stays here.
-type sidecarKeys struct {
-	s  *Server
-	st *state
-	p  *auth.Principal
-	ri *requestInfo
-}
+// sidecarKeys lends one caller's platform keys to the sidecar routes through the gateway's
+// Lender; only the lease's type is adapted to the sidecar's interface.
+type sidecarKeys struct{ *upstream.Lender }
 
-func (k *sidecarKeys) Send(ctx context.Context, prefer string, build func(ctx context.Context, key string) (*http.Request, error)) (*http.Response, error) {
-	keys := keysFor(k.st, k.p)
-	if prefer != "" && keys.pool != nil {
-		keys.pin = keys.pool.byFingerprint(prefer)
-	}
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(k.st.cfg.Upstream.RequestTimeout)
-	}
-	return k.s.attempt(traceUpstreamWait(ctx, k.ri), k.st, k.ri, deadline, keys, build)
-}
-
-func (k *sidecarKeys) Lease(ctx context.Context) (context.Context, sidecar.Lease) {
-	k.ri.attempts = 1
-	keys := keysFor(k.st, k.p)
-	l := &keyLease{secret: keys.plain, pool: keys.pool}
-	if keys.pool != nil {
-		l.key, _ = keys.next(nil)
-		l.secret = l.key.secret
-		l.key.inflight.Add(1)
-	}
-	return traceUpstreamWait(ctx, k.ri), l
-}
-
-// Quoted reports whether b contains the caller's platform key or any key of its team's
-// pool: with failover the answer may come from any of them.
-func (k *sidecarKeys) Quoted(b []byte) bool {
-	if key := k.p.PlatformKey.Reveal(); key != "" && bytes.Contains(b, []byte(key)) {
-		return true
-	}
-	if ks := keysFor(k.st, k.p); ks.pool != nil {
-		for _, pk := range ks.pool.keys {
-			if pk.secret != "" && bytes.Contains(b, []byte(pk.secret)) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func (k *sidecarKeys) Caller() string { return k.p.PlatformKey.Reveal() }
-
-// keyLease is one key lent for a call that goes once: a pool key counted in flight until
-// Done, whose answer updates the key's state; or the caller's own key.
-type keyLease struct {
-	secret string
-	pool   *keyPool
-	key    *poolKey // nil: the caller's own key
-}
-
-func (l *keyLease) Key() string { return l.secret }
-
-func (l *keyLease) Fingerprint() string {
-	if l.key == nil {
-		return ""
-	}
-	return l.key.fingerprint
-}
-
-func (l *keyLease) Done(resp *http.Response, err error) {
-	if l.key != nil {
-		l.key.inflight.Add(-1)
-		l.pool.observe(l.key, resp, err)
-	}
+func (k sidecarKeys) Lease(ctx context.Context) (context.Context, sidecar.Lease) {
+	ctx, l := k.Lender.Lease(ctx)
+	return ctx, l
 }

@@ -188,7 +188,7 @@ func TestSoak(t *testing.T) {
 	}
 	// The retry waits are real here.
 	st := *env.server.state()
-	st.retry.sleep = nil
+	st.gateway = withSleep(st.gateway, nil)
 	env.server.st.Store(&st)
 
 	keys := []string{"mg-soak-key-1", "mg-soak-key-2", "mg-soak-key-3", "mg-soak-key-4"}

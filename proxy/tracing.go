@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,7 +12,6 @@ import (
 	"github.com/tidwall/gjson"
 	"go.opentelemetry.io/otel/trace"
 
-	"modelgate/platform"
 	"modelgate/reqlog"
 	"modelgate/tracing"
 )
@@ -312,63 +309,4 @@ func (s *Server) endTrace(ri *requestInfo, sum *reqlog.RequestSummary) {
 		// A connection lost while draining was most likely closed by the drain's timeout.
 		CutByShutdown: ri.clientGone && s.draining.Load(),
 	}, g)
-}
-
-// startAttempt opens the client span of one upstream attempt, below the request's span.
-//
-//go:noinline
-func (s *Server) startAttempt(ctx context.Context, ri *requestInfo) (context.Context, trace.Span) {
-	return s.tracer.StartAttempt(trace.ContextWithSpan(ctx, ri.trace.span))
-}
-
-// sendAttempt puts the attempt span's context on its request (traceparent, and the caller's
-// tracestate).
-//
-//go:noinline
-func (s *Server) sendAttempt(ctx context.Context, req *http.Request) {
-	s.tracer.Inject(ctx, req.Header)
-}
-
-// endAttempt closes an attempt that will not be relayed: retried, or failed without an answer.
-//
-//go:noinline
-func (s *Server) endAttempt(span trace.Span, req *http.Request, n int, resp *http.Response, err error) {
-	a := tracing.Attempt{Request: req, N: n}
-	if resp != nil {
-		a.Status = resp.StatusCode
-	}
-	if err != nil {
-		a.ErrKind = platform.ErrorKind(err)
-	}
-	s.tracer.EndAttempt(span, a)
-}
-
-// finalAttempt ends the span of an attempt that failed for good, or hands it to the answer
-// the caller will read: it ends when that answer is closed, so a stream's attempt span lasts
-// as long as the stream.
-//
-//go:noinline
-func (s *Server) finalAttempt(span trace.Span, req *http.Request, n int, resp *http.Response, err error) {
-	if err != nil || resp == nil {
-		s.endAttempt(span, req, n, resp, err)
-		return
-	}
-	resp.Body = &spanBody{ReadCloser: resp.Body, tracer: s.tracer, span: span, attempt: tracing.Attempt{Request: req, N: n, Status: resp.StatusCode}}
-}
-
-// spanBody ends an attempt's span when the answer it carries is closed.
-type spanBody struct {
-	io.ReadCloser
-	tracer  *tracing.Tracer
-	span    trace.Span
-	attempt tracing.Attempt
-	once    atomic.Bool
-}
-
-func (b *spanBody) Close() error {
-	err := b.ReadCloser.Close()
-	if b.once.CompareAndSwap(false, true) {
-		b.tracer.EndAttempt(b.span, b.attempt)
-	}
-	return err
 }

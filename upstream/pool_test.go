@@ -1,11 +1,12 @@
-package proxy
+package upstream
 
 import (
-	"modelgate/reqlog"
-	"modelgate/testclock"
 	"net/http"
 	"testing"
 	"time"
+
+	"modelgate/reqlog"
+	"modelgate/testclock"
 )
 
 func answer(status int, hdr ...string) *http.Response {
@@ -19,7 +20,7 @@ func answer(status int, hdr ...string) *http.Response {
 // TestKeyPoolRules walks one pool through each rule with an injected clock.
 func TestKeyPoolRules(t *testing.T) {
 	clock := testclock.At(time.Unix(1_700_000_000, 0))
-	p := newKeyPool("t", []string{"sk-a", "sk-b", "sk-c"}, clock.Now)
+	p := newPool("t", []string{"sk-a", "sk-b", "sk-c"}, clock.Now)
 	p.intn = func(int) int { return 0 }
 	a, b, c := p.keys[0], p.keys[1], p.keys[2]
 	pick := func(tried ...*poolKey) (*poolKey, bool) { return p.pick(tried) }
@@ -48,7 +49,7 @@ func TestKeyPoolRules(t *testing.T) {
 	if k, _ := pick(c); k != a {
 		t.Fatalf("a's Retry-After passed: got %s", k.fingerprint)
 	}
-	if got := p.states()[1].State; got != reqlog.KeyCooling {
+	if got := p.States()[1].State; got != reqlog.KeyCooling {
 		t.Fatalf("b after 5s: %s", got)
 	}
 	clock.Advance(defaultCoolDown)
@@ -60,12 +61,12 @@ func TestKeyPoolRules(t *testing.T) {
 	if k, ok := pick(a); k != b || ok {
 		t.Fatalf("only b (cooling) and c (out) left: got %s ok=%v", k.fingerprint, ok)
 	}
-	if p.hasUsable() != true {
+	if p.HasUsable() != true {
 		t.Fatal("a and b are not out")
 	}
 
 	// After the back-off one probe may go; a second caller does not probe at the same time.
-	clock.Advance(outBackoff)
+	clock.Advance(OutBackoff)
 	if k, ok := pick(a, b); k != c || !ok {
 		t.Fatalf("c's back-off is over: got %s ok=%v", k.fingerprint, ok)
 	}
@@ -74,32 +75,32 @@ func TestKeyPoolRules(t *testing.T) {
 	}
 	// A failed probe doubles the back-off; a good one brings the key back.
 	p.observe(c, answer(403), nil)
-	clock.Advance(outBackoff)
+	clock.Advance(OutBackoff)
 	if _, ok := pick(a, b); ok {
 		t.Fatal("c probed again before its doubled back-off")
 	}
-	clock.Advance(outBackoff)
+	clock.Advance(OutBackoff)
 	k, ok := pick(a, b)
 	if k != c || !ok {
 		t.Fatal("c not probed after its doubled back-off")
 	}
 	p.observe(c, answer(200), nil)
-	if got := p.states()[2].State; got != reqlog.KeyHealthy {
+	if got := p.States()[2].State; got != reqlog.KeyHealthy {
 		t.Fatalf("c after a good probe: %s", got)
 	}
 
 	// A transport error says nothing about a key.
 	p.observe(a, nil, http.ErrHandlerTimeout)
-	if got := p.states()[0].State; got != reqlog.KeyHealthy {
+	if got := p.States()[0].State; got != reqlog.KeyHealthy {
 		t.Fatalf("a after a transport error: %s", got)
 	}
 	for _, k := range p.keys {
 		p.observe(k, answer(401), nil)
 	}
-	if p.hasUsable() {
+	if p.HasUsable() {
 		t.Fatal("every key out, yet usable")
 	}
-	if keyFingerprint("sk-a") != a.fingerprint || len(a.fingerprint) != 8 {
+	if Fingerprint("sk-a") != a.fingerprint || len(a.fingerprint) != 8 {
 		t.Fatalf("fingerprint %q", a.fingerprint)
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"crypto/sha256"
@@ -14,14 +14,16 @@ import (
 )
 
 // Key pool timings. A 429 without Retry-After cools a key for defaultCoolDown; a rejected key
-// is tried again after outBackoff, doubling per failed probe up to maxOutBackoff, so a key
+// is tried again after OutBackoff, doubling per failed probe up to maxOutBackoff, so a key
 // revoked for good costs one request every few minutes and a key restored at the platform
 // comes back on its own.
 const (
 	defaultCoolDown = 10 * time.Second
 	maxCoolDown     = 10 * time.Minute
-	outBackoff      = 30 * time.Second
-	maxOutBackoff   = 10 * time.Minute
+	// OutBackoff is how long a key the platform rejected stays out before one request
+	// probes it again.
+	OutBackoff    = 30 * time.Second
+	maxOutBackoff = 10 * time.Minute
 )
 
 // poolKey is one platform key and what the pool knows about it.
@@ -37,16 +39,16 @@ type poolKey struct {
 	probing bool          // out: one request is testing the key now
 }
 
-// keyFingerprint names a platform key in logs, metrics and owner records without revealing it.
-func keyFingerprint(key string) string {
+// Fingerprint names a platform key in logs, metrics and owner records without revealing it.
+func Fingerprint(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:4])
 }
 
-// keyPool spreads one team's calls over its platform keys and takes keys the platform
-// refuses out of the rotation. It lives as long as one loaded config: a reload starts every
-// key healthy again.
-type keyPool struct {
+// Pool spreads one team's calls over its platform keys and takes keys the platform refuses
+// out of the rotation. It lives as long as one loaded config (one Gateway): a reload starts
+// every key healthy again.
+type Pool struct {
 	team string
 	keys []*poolKey
 	now  func() time.Time
@@ -55,10 +57,10 @@ type keyPool struct {
 	intn func(n int) int
 }
 
-func newKeyPool(team string, secrets []string, now func() time.Time) *keyPool {
-	p := &keyPool{team: team, now: now, intn: rand.IntN}
+func newPool(team string, secrets []string, now func() time.Time) *Pool {
+	p := &Pool{team: team, now: now, intn: rand.IntN}
 	for _, s := range secrets {
-		p.keys = append(p.keys, &poolKey{secret: s, fingerprint: keyFingerprint(s), state: reqlog.KeyHealthy})
+		p.keys = append(p.keys, &poolKey{secret: s, fingerprint: Fingerprint(s), state: reqlog.KeyHealthy})
 	}
 	return p
 }
@@ -88,7 +90,7 @@ func (k *poolKey) usable(now time.Time) (ok, probe bool) {
 // one that recovers soonest is returned all the same, so the platform's own answer (a 429 or
 // 401) reaches the client rather than one modelgate made up; ok is false then. nil means
 // every key was tried.
-func (p *keyPool) pick(tried []*poolKey) (k *poolKey, ok bool) {
+func (p *Pool) pick(tried []*poolKey) (k *poolKey, ok bool) {
 	now := p.now()
 	var best []*poolKey
 	var bestLoad int64
@@ -160,7 +162,7 @@ const (
 
 // observe updates k from one attempt's answer and says what it showed about the key.
 // Transport errors say nothing about the key; a probe that ends that way may probe again.
-func (p *keyPool) observe(k *poolKey, resp *http.Response, err error) keyVerdict {
+func (p *Pool) observe(k *poolKey, resp *http.Response, err error) keyVerdict {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	wasProbe := k.probing
@@ -177,7 +179,7 @@ func (p *keyPool) observe(k *poolKey, resp *http.Response, err error) keyVerdict
 			"status", resp.StatusCode, "probe_in", k.backoff.String())
 		return keyRejected
 	case http.StatusTooManyRequests:
-		wait, ok := retryAfter(resp.Header)
+		wait, ok := RetryAfter(resp.Header)
 		if !ok || wait <= 0 {
 			wait = defaultCoolDown
 		}
@@ -200,12 +202,22 @@ func (p *keyPool) observe(k *poolKey, resp *http.Response, err error) keyVerdict
 // nextBackoff doubles the wait after a failed probe and starts it afresh otherwise.
 func nextBackoff(cur time.Duration, failedProbe bool) time.Duration {
 	if !failedProbe || cur <= 0 {
-		return outBackoff
+		return OutBackoff
 	}
 	return min(2*cur, maxOutBackoff)
 }
 
-func (p *keyPool) say(msg string, args ...any) {
+// BreakTiesWith sets how pick chooses among equally loaded keys: intn(n) names one of n.
+// Tests pin it to make a run repeatable; nil restores the random choice. Set it while no call
+// is being made.
+func (p *Pool) BreakTiesWith(intn func(n int) int) {
+	if intn == nil {
+		intn = rand.IntN
+	}
+	p.intn = intn
+}
+
+func (p *Pool) say(msg string, args ...any) {
 	if p.log != nil {
 		p.log(msg, args...)
 	}
@@ -220,7 +232,7 @@ func (k *poolKey) release() {
 }
 
 // byFingerprint returns the key with fingerprint fp, if the pool holds it.
-func (p *keyPool) byFingerprint(fp string) *poolKey {
+func (p *Pool) byFingerprint(fp string) *poolKey {
 	for _, k := range p.keys {
 		if k.fingerprint == fp {
 			return k
@@ -229,7 +241,8 @@ func (p *keyPool) byFingerprint(fp string) *poolKey {
 	return nil
 }
 
-func (p *keyPool) states() []reqlog.KeyState {
+// States reports each key of the pool by fingerprint, with its state and calls in flight.
+func (p *Pool) States() []reqlog.KeyState {
 	now := p.now()
 	out := make([]reqlog.KeyState, 0, len(p.keys))
 	for _, k := range p.keys {
@@ -244,9 +257,9 @@ func (p *keyPool) states() []reqlog.KeyState {
 	return out
 }
 
-// hasUsable reports whether any key is not out of service. Cooling keys count: they recover
+// HasUsable reports whether any key is not out of service. Cooling keys count: they recover
 // by themselves within their Retry-After.
-func (p *keyPool) hasUsable() bool {
+func (p *Pool) HasUsable() bool {
 	for _, k := range p.keys {
 		k.mu.Lock()
 		st := k.state
