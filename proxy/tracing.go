@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"modelgate/platform"
+	"modelgate/relay"
 	"modelgate/reqlog"
 	"modelgate/tracing"
 )
@@ -100,8 +101,8 @@ func (ri *requestInfo) recording() *traceState {
 // A GenAI route (chat, Responses, Messages) calls:
 //   - traceRequest once the request is checked;
 //   - traceAnswer with the platform's Responses object of a non-stream answer;
-//   - traceEvent with every upstream stream event (type and data), and traceSent for every
-//     write of events to the client.
+//   - the relay reports every upstream stream event and every write of events to the
+//     client through the record's relay.Observer methods (Event, Sent: relay_record.go).
 // The usage, status, attempts and limit decision are taken from the request's info when it
 // ends.
 
@@ -221,45 +222,21 @@ func (ri *requestInfo) noteAnswer(view string) {
 	}
 }
 
-// traceEvent counts one upstream stream event and reads a terminal one, which carries the
-// whole response.
-func (ri *requestInfo) traceEvent(typ string, data []byte) {
-	if ri.trace != nil {
-		ri.traceEventOn(typ, data)
-	}
-}
-
-// traceSent counts one write of events to the client.
-func (ri *requestInfo) traceSent() {
-	if ri.trace != nil {
-		ri.trace.eventsSent.Add(1)
-	}
-}
-
-// traceRelayed counts an event the Responses passthrough read and passed on.
-func (ri *requestInfo) traceRelayed() {
-	if ri.trace != nil {
-		ri.trace.eventsReceived.Add(1)
-		ri.trace.eventsSent.Add(1)
-	}
-}
-
+// traceEventOn counts one upstream stream event (relay reports it through Event) and reads
+// a terminal one, which carries the whole response.
+//
 //go:noinline
 func (ri *requestInfo) traceEventOn(typ string, data []byte) {
 	ri.trace.eventsReceived.Add(1)
-	if typ == "" {
-		typ = gjson.GetBytes(data, "type").Str
-	}
-	switch typ {
-	case "response.completed", "response.incomplete", "response.failed":
+	if relay.KindOf(typ, data) == relay.KindTerminal {
 		ri.traceTerminal(data)
 	}
 }
 
 // traceTerminal reads the response a terminal stream event carries.
 func (ri *requestInfo) traceTerminal(data []byte) {
-	if r := gjson.Get(unsafe.String(unsafe.SliceData(data), len(data)), "response"); r.IsObject() {
-		ri.noteAnswer(r.Raw)
+	if obj := relay.ResponseObject(data); obj != nil {
+		ri.noteAnswer(unsafe.String(unsafe.SliceData(obj), len(obj)))
 	}
 }
 

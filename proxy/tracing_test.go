@@ -463,7 +463,7 @@ func FuzzTraceAnswer(f *testing.F) {
 		defer span.End()
 		ri := &requestInfo{trace: &traceState{span: span, contentMax: 64, genai: &tracing.GenAI{}}}
 		ri.traceAnswer(data)
-		ri.traceEvent(typ, data)
+		ri.Event(typ, data)
 		g := ri.trace.genai
 		if len(g.FinishReasons) > 2 {
 			t.Fatalf("%d finish reasons from one answer and one event", len(g.FinishReasons))
