@@ -15,6 +15,7 @@ import (
 
 	"modelgate/config"
 	"modelgate/ratelimit"
+	"modelgate/relay"
 )
 
 // FuzzResponsesForward: whatever the upstream streams, the client gets a well-formed event
@@ -43,33 +44,33 @@ func FuzzResponsesForward(f *testing.F) {
 		defer cancel()
 		s.forwardResponsesStream(c, st, resp, ratelimit.Usage{InputTokens: 1}, cancel)
 		out := w.Body.Bytes()
-		er := newEventReader(bytes.NewReader(out), maxEventSize)
+		er := relay.NewEventReader(bytes.NewReader(out), relay.MaxEventSize)
 		ends := 0
 		var forwarded []byte
 		for {
-			ev, err := er.next()
+			ev, err := er.Next()
 			if err != nil {
 				if !errors.Is(err, io.EOF) {
 					t.Fatalf("client stream is not well formed: %v: %q", err, out)
 				}
 				break
 			}
-			if ev.malformed || (ev.data != nil && !jsonValid(ev.data)) {
-				t.Fatalf("client got a malformed event %q", ev.raw)
+			if ev.Malformed || (ev.Data != nil && !jsonValid(ev.Data)) {
+				t.Fatalf("client got a malformed event %q", ev.Raw)
 			}
 			if ends > 0 {
-				t.Fatalf("event after the end: %q", ev.raw)
+				t.Fatalf("event after the end: %q", ev.Raw)
 			}
-			typ := ev.typ
+			typ := ev.Type
 			if typ == "" {
-				typ = jsonType(ev.data)
+				typ = jsonType(ev.Data)
 			}
 			switch typ {
 			case "response.completed", "response.incomplete", "response.failed", "error":
 				ends++
 			}
-			if !bytes.HasPrefix(ev.raw, []byte("event: error\ndata: {\"type\":\"error\",\"code\":\"")) {
-				forwarded = append(forwarded, ev.raw...)
+			if !bytes.HasPrefix(ev.Raw, []byte("event: error\ndata: {\"type\":\"error\",\"code\":\"")) {
+				forwarded = append(forwarded, ev.Raw...)
 			}
 		}
 		if ends != 1 {

@@ -55,9 +55,8 @@ func (p *Pump) Responses(body io.Reader, cancel context.CancelFunc) accounting.C
 	return r.end(p, body, events, idle, cancel)
 }
 
-// relayed is what a Responses relay counted of the events it read. It lives on the heap,
-// and its bookkeeping in calls of their own, so the loop that holds a stream open keeps a
-// small frame.
+// relayed is what a Responses relay counted of the events it read. Its bookkeeping runs in
+// calls of their own, so the loop that holds a stream open keeps a small frame.
 type relayed struct {
 	reserve  ratelimit.Usage
 	deltas   int64

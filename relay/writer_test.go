@@ -21,6 +21,12 @@ func (r *lockedRecorder) Write(p []byte) (int, error) {
 	return r.ResponseRecorder.Write(p)
 }
 
+func (r *lockedRecorder) WriteString(s string) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ResponseRecorder.WriteString(s)
+}
+
 func (r *lockedRecorder) Flush() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
