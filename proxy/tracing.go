@@ -171,54 +171,28 @@ func (ri *requestInfo) traceAnswerOn(obj []byte) {
 }
 
 // noteAnswer reads a Responses object in view, which may be a view of a buffer that is
-// reused once the call returns: what the span keeps of it is copied. One pass over the
-// object's top level: an answer holds the whole output, and a lookup per field would scan
-// it each time.
+// reused once the call returns: what the span keeps of it is copied.
 func (ri *requestInfo) noteAnswer(view string) {
 	ts := ri.recording()
 	if ts == nil {
 		return
 	}
-	var id, model, status, incomplete string
-	var output gjson.Result
-	// The platform writes these fields before usage, tools, text and the request's echo:
-	// once all five are read, the rest of the object is not scanned.
-	const want = 5
-	seen := 0
-	gjson.Parse(view).ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "id":
-			id = v.Str
-		case "model":
-			model = v.Str
-		case "status":
-			status = v.Str
-		case "incomplete_details":
-			incomplete = v.Get("reason").Str
-		case "output":
-			output = v
-		default:
-			return true
-		}
-		seen++
-		return seen < want
-	})
-	reason := finishReason(status, incomplete, output)
+	sum := relay.Summarize(view)
 	ts.mu.Lock()
 	if g := ts.genai; g != nil {
 		if g.ResponseID == "" {
-			g.ResponseID = strings.Clone(printable(id, maxTracedID))
+			g.ResponseID = strings.Clone(printable(sum.ID, maxTracedID))
 		}
 		if g.ResponseModel == "" {
-			g.ResponseModel = strings.Clone(printable(model, maxLoggedModel))
+			g.ResponseModel = strings.Clone(printable(sum.Model, maxLoggedModel))
 		}
-		if reason != "" {
-			g.FinishReasons = append(g.FinishReasons, reason)
+		if sum.FinishReason != "" {
+			g.FinishReasons = append(g.FinishReasons, sum.FinishReason)
 		}
 	}
 	ts.mu.Unlock()
-	if ts.contentMax > 0 && output.Exists() {
-		tracing.RecordContent(ts.span, tracing.EventCompletion, tracing.AttrOutputMessages, output.Raw, ts.contentMax)
+	if ts.contentMax > 0 && sum.Output != "" {
+		tracing.RecordContent(ts.span, tracing.EventCompletion, tracing.AttrOutputMessages, sum.Output, ts.contentMax)
 	}
 }
 
@@ -238,47 +212,6 @@ func (ri *requestInfo) traceTerminal(data []byte) {
 	if obj := relay.ResponseObject(data); obj != nil {
 		ri.noteAnswer(unsafe.String(unsafe.SliceData(obj), len(obj)))
 	}
-}
-
-// mayHoldToolCall is false when output surely holds no function or custom tool call: their
-// type names end in "_call" and a JSON string can only hide that behind a \u escape. One
-// substring search instead of a lookup in every output item, most answers being text.
-func mayHoldToolCall(output string) bool {
-	return strings.Contains(output, "_call") || strings.Contains(output, `\u`)
-}
-
-// finishReason names how a Responses answer ended in the chat vocabulary the conventions'
-// examples use: stop, length, content_filter, tool_calls, error.
-func finishReason(status, incomplete string, output gjson.Result) string {
-	switch status {
-	case "completed":
-		if !mayHoldToolCall(output.Raw) {
-			return "stop"
-		}
-		calls := false
-		output.ForEach(func(_, item gjson.Result) bool {
-			switch item.Get("type").Str {
-			case "function_call", "custom_tool_call":
-				calls = true
-			}
-			return !calls
-		})
-		if calls {
-			return "tool_calls"
-		}
-		return "stop"
-	case "incomplete":
-		switch incomplete {
-		case "max_output_tokens":
-			return "length"
-		case "":
-			return "incomplete"
-		}
-		return incomplete
-	case "failed":
-		return "error"
-	}
-	return status
 }
 
 // endTrace records the request's outcome and ends its span; sum gains the trace id the
