@@ -40,13 +40,10 @@ func (a *Aggregate) Close() {
 // Read feeds every event to feed until it reports the answer done or the stream stops.
 func (a *Aggregate) Read(feed func(eventType string, data []byte) bool) {
 	for {
-		ev, err := a.events.Next()
+		ev, err := nextContent(a.events)
 		if err != nil {
 			a.readErr = err
 			return
-		}
-		if ev.Type == "" && ev.Data == nil {
-			continue // a comment
 		}
 		a.obs.Event(ev.Type, ev.Data)
 		// A copy: the reader reuses its buffer, and an aggregator may keep views of an

@@ -85,11 +85,8 @@ func (e *eventByEvent) Read(p []byte) (int, error) {
 	if len(e.b) == 0 {
 		return 0, io.EOF
 	}
-	end := len(e.b)
-	if i := bytes.Index(e.b, []byte("\n\n")); i >= 0 {
-		end = i + 2
-	}
-	n := copy(p, e.b[:end])
+	event, _, _ := bytes.Cut(e.b, []byte("\n\n"))
+	n := copy(p, e.b[:min(len(e.b), len(event)+2)])
 	e.b = e.b[n:]
 	return n, nil
 }

@@ -60,16 +60,11 @@ func (p *Pump) Direct(body io.Reader, cancel context.CancelFunc, conv Converter)
 	defer p.Out.Flush()
 	var readErr error
 	for {
-		ev, err := events.Next()
+		buf, out, done, err := p.feedNext(events, conv)
 		if err != nil {
 			readErr = truncation(err)
 			break
 		}
-		if ev.Type == "" && ev.Data == nil {
-			continue // a comment or a stray blank line: nothing to convert
-		}
-		p.Obs.Event(ev.Type, ev.Data)
-		buf, out, done := feedPooled(conv, ev.Type, ev.Data)
 		sent := p.send(out, false) // the writer has copied out when send returns
 		putChunkBuf(buf, out)
 		if !sent || done {
@@ -124,6 +119,29 @@ func (p *Pump) cutCharge(events *EventReader, cancel context.CancelFunc, conv Co
 		return accounting.Known(read)
 	}
 	return accounting.EarlyCut(p.Reserve, read, accounting.EarlyEnd)
+}
+
+// feedNext reads the next event that carries content, reports it and converts it into a
+// pooled buffer (see feedPooled). An error is the end of the stream (see truncation).
+func (p *Pump) feedNext(events *EventReader, conv Converter) (buf *[]byte, out []byte, done bool, err error) {
+	ev, err := nextContent(events)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	p.Obs.Event(ev.Type, ev.Data)
+	buf, out, done = feedPooled(conv, ev.Type, ev.Data)
+	return buf, out, done, nil
+}
+
+// nextContent is the next event that carries something for a converter: comments and stray
+// blank lines are skipped.
+func nextContent(events *EventReader) (Event, error) {
+	for {
+		ev, err := events.Next()
+		if err != nil || ev.Type != "" || ev.Data != nil {
+			return ev, err
+		}
+	}
 }
 
 // truncation keeps the translated relays' reading of a stream's end: a stream that simply
@@ -185,16 +203,11 @@ func (p *Pump) merge(bodies []io.Reader, cancels []context.CancelFunc, convs []*
 			}
 			var readErr error
 			for {
-				ev, err := events.Next()
+				buf, out, done, err := p.feedNext(events, convs[i])
 				if err != nil {
 					readErr = truncation(err)
 					break
 				}
-				if ev.Type == "" && ev.Data == nil {
-					continue // a comment or a stray blank line
-				}
-				p.Obs.Event(ev.Type, ev.Data)
-				buf, out, done := feedPooled(convs[i], ev.Type, ev.Data)
 				if len(out) == 0 && !done {
 					putChunkBuf(buf, out)
 					continue
