@@ -32,9 +32,8 @@ type chatCall struct {
 	req      *translate.ChatRequest
 	upBody   []byte
 	meta     translate.Meta
-	estimate int64      // input tokens estimate of one upstream call
-	upStream bool       // the upstream is asked to stream
-	pump     relay.Pump // the client stream's relay, once started
+	estimate int64 // input tokens estimate of one upstream call
+	upStream bool  // the upstream is asked to stream
 	// reserve is one choice's reservation: its input estimate and output cap.
 	reserve ratelimit.Usage
 }
@@ -339,17 +338,17 @@ func (cc *chatCall) stream() accounting.Charge {
 	// The platform has the request: a stream that runs for minutes need not hold it.
 	cc.req, cc.upBody = nil, nil
 	startStream(c)
-	cc.pump = relay.Pump{Out: relay.NewWriter(c.Writer, cc.st.cfg.Upstream.KeepAliveInterval), Obs: cc.ri,
+	p := relay.Pump{Out: relay.NewWriter(c.Writer, cc.st.cfg.Upstream.KeepAliveInterval), Obs: cc.ri,
 		Client: c.Request.Context(), Idle: cc.st.cfg.Upstream.StreamIdleTimeout, Reserve: cc.reserve}
-	defer cc.pump.Out.Stop()
+	defer p.Out.Stop()
 	if cc.s.hooks.StreamOpened != nil {
 		cc.s.hooks.StreamOpened(cc.ri.route)
 		defer cc.s.hooks.StreamClosed(cc.ri.route)
 	}
 	if len(resps) == 1 {
-		return cc.pump.Direct(resps[0].Body, cancels[0], cc.newConverter(0, 1))
+		return p.Direct(resps[0].Body, cancels[0], cc.newConverter(0, 1))
 	}
-	return cc.streamMerged(resps, cancels)
+	return cc.streamMerged(p, resps, cancels)
 }
 
 // newConverter makes choice i's stream converter, in a call of its own so the Meta it copies
@@ -366,14 +365,16 @@ func (cc *chatCall) newConverter(i, n int) *translate.StreamConverter {
 }
 
 // streamMerged relays n>1 choices side by side and returns what to charge for all of them.
+// It takes its own copy of the pump: the choices' goroutines share it, which puts it on the
+// heap, and only this rarer path should pay for that.
 //
 //go:noinline
-func (cc *chatCall) streamMerged(resps []*http.Response, cancels []context.CancelFunc) accounting.Charge {
+func (cc *chatCall) streamMerged(p relay.Pump, resps []*http.Response, cancels []context.CancelFunc) accounting.Charge {
 	convs := make([]*translate.StreamConverter, len(resps))
 	bodies := make([]io.Reader, len(resps))
 	for i := range convs {
 		convs[i] = cc.newConverter(i, len(resps))
 		bodies[i] = resps[i].Body
 	}
-	return cc.pump.Merged(bodies, cancels, convs, cc.meta)
+	return p.Merged(bodies, cancels, convs, cc.meta)
 }
