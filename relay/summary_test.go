@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -64,4 +65,19 @@ func TestSummarize(t *testing.T) {
 			t.Errorf("Summarize(%s) = %+v, want %+v", tc.obj, got, tc.want)
 		}
 	}
+}
+
+// Whatever the platform's answer holds, summarizing it does not panic, and what it names is
+// the object's own text.
+func FuzzSummarize(f *testing.F) {
+	f.Add(`{"id":"resp_1","model":"m","status":"completed","output":[{"type":"function_call"}]}`)
+	f.Add(`{"status":"incomplete","incomplete_details":{"reason":"content_filter"}}`)
+	f.Add(`{"output":"\u005fcall","status":"completed"}`)
+	f.Add(`[1,2]`)
+	f.Fuzz(func(t *testing.T, obj string) {
+		s := Summarize(obj)
+		if s.Output != "" && !strings.Contains(obj, s.Output) {
+			t.Fatalf("output %q is not the object's", s.Output)
+		}
+	})
 }
