@@ -64,12 +64,10 @@ func KindOf(typ string, data []byte) Kind {
 // Kind classifies the event (see KindOf).
 func (ev *Event) Kind() Kind { return KindOf(ev.Type, ev.Data) }
 
-// usageFields are the platform's usage figures, inside a usage object.
-var usageFields = [...]string{"input_tokens", "output_tokens", "input_tokens_details.cached_tokens", "output_tokens_details.reasoning_tokens"}
-
-// usageOf reads a usage object already found.
+// usageOf reads the platform's figures from a usage object already found: the one place
+// that knows where they are.
 func usageOf(raw string) ratelimit.Usage {
-	f := gjson.GetMany(raw, usageFields[:]...)
+	f := gjson.GetMany(raw, "input_tokens", "output_tokens", "input_tokens_details.cached_tokens", "output_tokens_details.reasoning_tokens")
 	return ratelimit.Usage{InputTokens: f[0].Int(), OutputTokens: f[1].Int(), CachedInputTokens: f[2].Int(), ReasoningTokens: f[3].Int()}
 }
 
