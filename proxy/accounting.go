@@ -1,12 +1,9 @@
 package proxy
 
 import (
-	"context"
 	"log/slog"
-	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/tidwall/gjson"
 
 	"modelgate/accounting"
 	"modelgate/ratelimit"
@@ -35,48 +32,4 @@ func (s *Server) settleInfo(ri *requestInfo, t *ratelimit.Ticket, ch accounting.
 			slog.Int64("output_tokens", ch.Usage.OutputTokens),
 		)
 	}
-}
-
-// After modelgate ends a stream at a stop sequence, it reads on for a moment, forwarding
-// nothing, before it cancels the call: what the platform already sent is in flight, billed,
-// and can still be counted. The read stops at the terminal event (whose usage is then the platform's own
-// figure), after cutDrainBytes, or after cutDrainTime, whichever comes first; the platform
-// stops generating when the cancellation reaches it.
-const (
-	cutDrainBytes = 1 << 20
-	cutDrainTime  = 500 * time.Millisecond
-)
-
-// drainAfterCut reads events after a cut and returns read plus the output they carried, and
-// whether a terminal event reported the platform's usage (then that usage is returned).
-// cancel ends the call; it is called when the time runs out and before returning.
-func drainAfterCut(events *eventReader, cancel context.CancelFunc, read ratelimit.Usage) (ratelimit.Usage, bool) {
-	defer cancel()
-	stop := time.AfterFunc(cutDrainTime, cancel)
-	defer stop.Stop()
-	events.beforeWait = nil // nothing goes to the client any more
-	n := 0
-	for n < cutDrainBytes {
-		ev, err := events.next()
-		if err != nil || ev.malformed {
-			break
-		}
-		n += len(ev.raw)
-		typ := ev.typ
-		if typ == "" && ev.data != nil {
-			typ = gjson.GetBytes(ev.data, "type").Str
-		}
-		switch {
-		case isCountedDelta(typ):
-			read.OutputTokens++
-		case typ == "response.completed" || typ == "response.incomplete" || typ == "response.failed":
-			if u, ok := terminalUsage(ev.data); ok {
-				return u, true
-			}
-			return read, false
-		case typ == "error":
-			return read, false
-		}
-	}
-	return read, false
 }

@@ -218,45 +218,6 @@ func TestPassthroughCountsTerminalUsageWhenTheClientLeaves(t *testing.T) {
 	}
 }
 
-// Issue 18: the idle timer measures the platform's silence while modelgate waits for it, not
-// the time modelgate spends blocked writing to a slow client.
-func TestIdleTimerIgnoresTimeSpentWriting(t *testing.T) {
-	cancelled := false
-	cancel := func() { cancelled = true }
-	it := newIdleTimer(time.Hour, cancel) // fired by hand below, never by itself
-	defer it.stop()
-	r := &idleReader{r: strings.NewReader("event bytes"), idle: it}
-	if _, err := r.Read(make([]byte, 64)); err != nil {
-		t.Fatal(err)
-	}
-	// The relay has been writing that read's events to a slow client for two hours.
-	it.last.Store(monoNow() - int64(2*time.Hour))
-	it.expire(cancel)
-	if cancelled || it.fired.Load() {
-		t.Fatal("a relay blocked on its client was cut as idle")
-	}
-
-	// A read that has waited for the platform longer than the window is cut.
-	pr, pw := io.Pipe()
-	defer pw.Close()
-	r = &idleReader{r: pr, idle: it}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = r.Read(make([]byte, 64))
-	}()
-	if !waitFor(5*time.Second, it.waiting.Load) {
-		t.Fatal("the read did not start")
-	}
-	it.last.Store(monoNow() - int64(2*time.Hour))
-	it.expire(cancel)
-	if !cancelled || !it.fired.Load() {
-		t.Error("a platform silent for longer than the window was not cut")
-	}
-	pw.CloseWithError(errors.New("done"))
-	<-done
-}
-
 // deafConn is an upstream connection modelgate never gets to read from: whatever the
 // platform answers stays in the socket until the connection is closed.
 type deafConn struct {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"modelgate/accounting"
 	"modelgate/auth"
 	"modelgate/ratelimit"
+	"modelgate/relay"
 	"modelgate/tokens"
 	"modelgate/translate"
 )
@@ -24,7 +24,7 @@ const messagesRoute = "/v1/messages"
 
 // pingEvent is what an idle Messages stream sends: Anthropic's own keep-alive, which its
 // clients read and ignore.
-var pingEvent = []byte("event: ping\ndata: {\"type\":\"ping\"}\n\n")
+const pingEvent = "event: ping\ndata: {\"type\":\"ping\"}\n\n"
 
 // defaultPingInterval paces pings when upstream.keepalive_interval is 0: Anthropic's API
 // pings its streams, and clients of it may count on that.
@@ -135,15 +135,15 @@ func (s *Server) messagesAggregate(ctx context.Context, c *gin.Context, st *stat
 	ri := info(c)
 	agg := translate.NewMessagesAggregator(meta)
 	agg.SetInputEstimate(reserve.InputTokens)
-	a := newStreamAggregate(ri, st, resp, cancel)
-	defer a.close()
-	a.read(ri, agg.Feed)
-	ch := a.charge(c, cancel, reserve, agg.Usage())
-	if !a.finished {
+	a := relay.NewAggregate(resp.Body, st.cfg.Upstream.StreamIdleTimeout, cancel, ri, ri.waitClock())
+	defer a.Close()
+	a.Read(agg.Feed)
+	ch := a.Charge(c.Request.Context(), cancel, reserve, agg.Usage())
+	if !a.Finished() {
 		// Cut short by modelgate, not by the platform: say why, so the client gets a 504
 		// for a timeout and nothing at all when it left.
 		switch {
-		case a.idle.fired.Load():
+		case a.IdleFired():
 			ri.upstreamErr = "stream_idle"
 			s.upstreamFailed(c, fmt.Errorf("upstream stream idle: %w", context.DeadlineExceeded))
 			return ch
@@ -151,7 +151,7 @@ func (s *Server) messagesAggregate(ctx context.Context, c *gin.Context, st *stat
 			s.upstreamFailed(c, ctx.Err())
 			return ch
 		}
-		agg.End(chatReadErr(a.readErr))
+		agg.End(a.ReadErr())
 	}
 	out, _, err := agg.Result()
 	if err != nil {
@@ -167,20 +167,15 @@ func (s *Server) messagesAggregate(ctx context.Context, c *gin.Context, st *stat
 // reports no usage, is charged the reservation.
 func (s *Server) messagesComplete(c *gin.Context, ri *requestInfo, resp *http.Response, meta translate.MessagesMeta, reserve ratelimit.Usage) accounting.Charge {
 	var buf bytes.Buffer
-	if _, err := timedRead(ri, ri.keepWait, &buf, io.LimitReader(resp.Body, maxUpstreamJSON+1)); err != nil {
-		s.upstreamFailed(c, err)
-		return accounting.UpperBound(reserve, ratelimit.Usage{}, accounting.BadBody)
-	}
-	if buf.Len() > maxUpstreamJSON || !translate.ValidJSON(buf.Bytes()) {
-		ri.upstreamErr = "invalid_body"
-		abortAnthropic(c, http.StatusBadGateway, "upstream_invalid_response", "The platform returned an invalid response.")
+	if err := relay.ReadAnswer(&buf, resp.Body, ri.waitClock()); err != nil {
+		s.answerFailed(c, err) // in Anthropic's shape: the route is marked anthropic
 		return accounting.UpperBound(reserve, ratelimit.Usage{}, accounting.BadBody)
 	}
 	ri.traceAnswer(buf.Bytes())
 	out, usage, err := translate.ResponseToMessage(buf.Bytes(), meta)
-	ch := accounting.Known(toUsage(usage))
+	ch := accounting.Known(relay.UsageOf(usage))
 	if !usage.Reported {
-		ch = accounting.UpperBound(reserve, toUsage(usage), accounting.BadBody)
+		ch = accounting.UpperBound(reserve, relay.UsageOf(usage), accounting.BadBody)
 	}
 	if err != nil {
 		var te *translate.Error
@@ -195,8 +190,8 @@ func (s *Server) messagesComplete(c *gin.Context, ri *requestInfo, resp *http.Re
 	return ch
 }
 
-// messagesStream relays the upstream stream as Anthropic events through the chat bridge's
-// relay loop, with Anthropic's ping for keep-alive, and settles the same way.
+// messagesStream relays the upstream stream as Anthropic events through the same pump as
+// chat (relay.Pump.Direct), with Anthropic's ping for keep-alive, and settles the same way.
 func (s *Server) messagesStream(c *gin.Context, st *state, resp *http.Response, cancel context.CancelFunc, meta translate.MessagesMeta, reserve ratelimit.Usage) accounting.Charge {
 	startStream(c) // above the relay's frame (see startStream)
 	return s.relayMessagesStream(c, st, resp, cancel, &meta, reserve)
@@ -211,15 +206,16 @@ func (s *Server) relayMessagesStream(c *gin.Context, st *state, resp *http.Respo
 	if every <= 0 {
 		every = defaultPingInterval
 	}
-	cc := &chatCall{s: s, c: c, st: st, ri: ri, reserve: reserve, sw: newStreamWriterFrame(c.Writer, every, pingEvent)}
-	defer cc.sw.stop()
+	p := &relay.Pump{Out: relay.NewWriterFrame(c.Writer, every, pingEvent), Obs: ri,
+		Client: c.Request.Context(), Idle: st.cfg.Upstream.StreamIdleTimeout, Reserve: reserve}
+	defer p.Out.Stop()
 	if s.hooks.StreamOpened != nil {
 		s.hooks.StreamOpened(ri.route)
 		defer s.hooks.StreamClosed(ri.route)
 	}
 	conv := translate.NewMessagesStream(*meta)
 	conv.SetInputEstimate(reserve.InputTokens)
-	return cc.pumpDirect(resp, cancel, conv)
+	return p.Direct(resp.Body, cancel, conv)
 }
 
 // countTokens serves POST /v1/messages/count_tokens: the estimate admission would reserve

@@ -1,11 +1,9 @@
 package proxy
 
 import (
-	"bytes"
-	"io"
+	"errors"
 	"net/http"
 	"strconv"
-	"sync"
 	"unsafe"
 
 	"github.com/gin-gonic/gin"
@@ -16,12 +14,9 @@ import (
 	"modelgate/auth"
 	"modelgate/jobs"
 	"modelgate/ratelimit"
+	"modelgate/relay"
 	"modelgate/translate"
 )
-
-// maxUpstreamJSON caps a non-stream upstream answer held in memory.
-const maxUpstreamJSON = 64 << 20
-
 
 // responses passes POST /v1/responses through: the body goes upstream with the model alias
 // applied and modelgate's credential, and the answer comes back as it is, streamed event by
@@ -50,7 +45,7 @@ func (s *Server) responses(c *gin.Context) {
 	defer cancel()
 	defer resp.Body.Close()
 
-	if isEventStream(resp) != ri.stream {
+	if relay.IsEventStream(resp) != ri.stream {
 		// The platform answered in the other form than asked: neither can be relayed as the
 		// client expects it, and what it billed for the answer cannot be read.
 		ri.upstreamErr = "invalid_body"
@@ -311,35 +306,22 @@ func modelNotFound(c *gin.Context, model string) {
 		"The model '"+sanitizePath(model)+"' does not exist or you do not have access to it.")
 }
 
-func isEventStream(resp *http.Response) bool {
-	ct := resp.Header.Get("Content-Type")
-	return len(ct) >= 17 && ct[:17] == "text/event-stream"
-}
-
 // forwardResponsesJSON relays a non-stream answer unchanged and returns its usage. The
 // platform billed the whole answer before sending it, so an answer that cannot be read, or
 // reports no usage, is charged the reservation.
 func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, reserve ratelimit.Usage) accounting.Charge {
 	ri := info(c)
-	buf := getAnswerBuf(resp.ContentLength)
-	defer putAnswerBuf(buf)
-	_, err := timedRead(ri, ri.keepWait, buf, io.LimitReader(resp.Body, maxUpstreamJSON+1))
-	switch {
-	case err != nil:
-		s.upstreamFailed(c, err)
-		return accounting.UpperBound(reserve, ratelimit.Usage{}, accounting.BadBody)
-	case buf.Len() > maxUpstreamJSON || !translate.ValidJSON(buf.Bytes()):
-		ri.upstreamErr = "invalid_body"
-		abortOpenAI(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
+	buf := relay.GetAnswerBuf(resp.ContentLength)
+	defer relay.PutAnswerBuf(buf)
+	if err := relay.ReadAnswer(buf, resp.Body, ri.waitClock()); err != nil {
+		s.answerFailed(c, err)
 		return accounting.UpperBound(reserve, ratelimit.Usage{}, accounting.BadBody)
 	}
 	b := buf.Bytes()
 	ri.traceAnswer(b)
 	ch := accounting.UpperBound(reserve, ratelimit.Usage{}, accounting.BadBody)
-	if u := gjson.GetBytes(b, "usage"); u.IsObject() {
-		// One scan of the answer for the usage object, then lookups inside it only.
-		f := gjson.GetMany(u.Raw, "input_tokens", "output_tokens", "input_tokens_details.cached_tokens", "output_tokens_details.reasoning_tokens")
-		ch = accounting.Known(ratelimit.Usage{InputTokens: f[0].Int(), OutputTokens: f[1].Int(), CachedInputTokens: f[2].Int(), ReasoningTokens: f[3].Int()})
+	if u, ok := relay.ResponseUsage(b); ok {
+		ch = accounting.Known(u)
 	}
 	if ri.onResponse != nil {
 		ri.onResponse(b) // kept before the client can name it in its next turn
@@ -348,23 +330,13 @@ func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, reser
 	return ch
 }
 
-// answerBufs recycles the buffers non-stream answers are read into. One larger than
-// maxPooledAnswer is left to the collector, so a rare huge answer is not kept alive.
-var answerBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-const maxPooledAnswer = 256 << 10
-
-func getAnswerBuf(contentLength int64) *bytes.Buffer {
-	buf := answerBufs.Get().(*bytes.Buffer)
-	buf.Reset()
-	if contentLength > 0 && contentLength <= maxPooledAnswer {
-		buf.Grow(int(contentLength) + 1) // +1: ReadFrom wants room to see EOF
+// answerFailed answers the client of a non-stream call whose answer could not be read
+// (relay.ReadAnswer's error), in the route's error shape.
+func (s *Server) answerFailed(c *gin.Context, err error) {
+	if errors.Is(err, relay.ErrInvalidAnswer) {
+		info(c).upstreamErr = "invalid_body"
+		abortOpenAI(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
+		return
 	}
-	return buf
-}
-
-func putAnswerBuf(buf *bytes.Buffer) {
-	if buf.Cap() <= maxPooledAnswer {
-		answerBufs.Put(buf)
-	}
+	s.upstreamFailed(c, err)
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
-	"unsafe"
 
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
@@ -205,34 +204,6 @@ func (s *Server) keepTurn(c *gin.Context, st *state, turn *storedTurn, response 
 		}
 		s.log.LogAttrs(context.Background(), level, "response not kept",
 			slog.String("request_id", ri.requestID), slog.String("team", ri.team), slog.String("error", err.Error()))
-	}
-}
-
-// observeTerminal hands a stream's terminal response to the request's observer. Not
-// inlined: it stays out of the frame of the loop that holds the stream open.
-//
-//go:noinline
-func observeTerminal(ri *requestInfo, ev rawEvent) {
-	if ev.data == nil {
-		return
-	}
-	typ := ev.typ
-	if typ == "" {
-		typ = gjson.GetBytes(ev.data, "type").Str
-	}
-	switch typ {
-	case "response.completed", "response.incomplete", "response.failed":
-		// Looked up in a view of the event's bytes, not with GetBytes, which would copy the
-		// whole object out: the keeper copies what it keeps, so the object is lent in place.
-		if r := gjson.Get(unsafe.String(unsafe.SliceData(ev.data), len(ev.data)), "response"); r.IsObject() {
-			raw := []byte(nil)
-			if i := r.Index; i > 0 && i+len(r.Raw) <= len(ev.data) {
-				raw = ev.data[i : i+len(r.Raw) : i+len(r.Raw)]
-			} else {
-				raw = []byte(r.Raw) // a copy: the object was not found verbatim
-			}
-			ri.onResponse(raw)
-		}
 	}
 }
 

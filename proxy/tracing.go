@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 	"go.opentelemetry.io/otel/trace"
 
+	"modelgate/relay"
 	"modelgate/reqlog"
 	"modelgate/tracing"
 )
@@ -97,8 +98,8 @@ func (ri *requestInfo) recording() *traceState {
 // A GenAI route (chat, Responses, Messages) calls:
 //   - traceRequest once the request is checked;
 //   - traceAnswer with the platform's Responses object of a non-stream answer;
-//   - traceEvent with every upstream stream event (type and data), and traceSent for every
-//     write of events to the client.
+//   - the relay reports every upstream stream event and every write of events to the
+//     client through the record's relay.Observer methods (Event, Sent: relay_record.go).
 // The usage, status, attempts and limit decision are taken from the request's info when it
 // ends.
 
@@ -150,138 +151,47 @@ func (ri *requestInfo) traceAnswerOn(obj []byte) {
 }
 
 // noteAnswer reads a Responses object in view, which may be a view of a buffer that is
-// reused once the call returns: what the span keeps of it is copied. One pass over the
-// object's top level: an answer holds the whole output, and a lookup per field would scan
-// it each time.
+// reused once the call returns: what the span keeps of it is copied.
 func (ri *requestInfo) noteAnswer(view string) {
 	ts := ri.recording()
 	if ts == nil {
 		return
 	}
-	var id, model, status, incomplete string
-	var output gjson.Result
-	// The platform writes these fields before usage, tools, text and the request's echo:
-	// once all five are read, the rest of the object is not scanned.
-	const want = 5
-	seen := 0
-	gjson.Parse(view).ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "id":
-			id = v.Str
-		case "model":
-			model = v.Str
-		case "status":
-			status = v.Str
-		case "incomplete_details":
-			incomplete = v.Get("reason").Str
-		case "output":
-			output = v
-		default:
-			return true
-		}
-		seen++
-		return seen < want
-	})
-	reason := finishReason(status, incomplete, output)
+	sum := relay.Summarize(view)
 	ts.mu.Lock()
 	if g := ts.genai; g != nil {
 		if g.ResponseID == "" {
-			g.ResponseID = strings.Clone(printable(id, maxTracedID))
+			g.ResponseID = strings.Clone(printable(sum.ID, maxTracedID))
 		}
 		if g.ResponseModel == "" {
-			g.ResponseModel = strings.Clone(printable(model, maxLoggedModel))
+			g.ResponseModel = strings.Clone(printable(sum.Model, maxLoggedModel))
 		}
-		if reason != "" {
-			g.FinishReasons = append(g.FinishReasons, reason)
+		if sum.FinishReason != "" {
+			g.FinishReasons = append(g.FinishReasons, sum.FinishReason)
 		}
 	}
 	ts.mu.Unlock()
-	if ts.contentMax > 0 && output.Exists() {
-		tracing.RecordContent(ts.span, tracing.EventCompletion, tracing.AttrOutputMessages, output.Raw, ts.contentMax)
+	if ts.contentMax > 0 && sum.Output != "" {
+		tracing.RecordContent(ts.span, tracing.EventCompletion, tracing.AttrOutputMessages, sum.Output, ts.contentMax)
 	}
 }
 
-// traceEvent counts one upstream stream event and reads a terminal one, which carries the
-// whole response.
-func (ri *requestInfo) traceEvent(typ string, data []byte) {
-	if ri.trace != nil {
-		ri.traceEventOn(typ, data)
-	}
-}
-
-// traceSent counts one write of events to the client.
-func (ri *requestInfo) traceSent() {
-	if ri.trace != nil {
-		ri.trace.eventsSent.Add(1)
-	}
-}
-
-// traceRelayed counts an event the Responses passthrough read and passed on.
-func (ri *requestInfo) traceRelayed() {
-	if ri.trace != nil {
-		ri.trace.eventsReceived.Add(1)
-		ri.trace.eventsSent.Add(1)
-	}
-}
-
+// traceEventOn counts one upstream stream event (relay reports it through Event) and reads
+// a terminal one, which carries the whole response.
+//
 //go:noinline
 func (ri *requestInfo) traceEventOn(typ string, data []byte) {
 	ri.trace.eventsReceived.Add(1)
-	if typ == "" {
-		typ = gjson.GetBytes(data, "type").Str
-	}
-	switch typ {
-	case "response.completed", "response.incomplete", "response.failed":
+	if relay.KindOf(typ, data) == relay.KindTerminal {
 		ri.traceTerminal(data)
 	}
 }
 
 // traceTerminal reads the response a terminal stream event carries.
 func (ri *requestInfo) traceTerminal(data []byte) {
-	if r := gjson.Get(unsafe.String(unsafe.SliceData(data), len(data)), "response"); r.IsObject() {
-		ri.noteAnswer(r.Raw)
+	if obj := relay.ResponseObject(data); obj != nil {
+		ri.noteAnswer(unsafe.String(unsafe.SliceData(obj), len(obj)))
 	}
-}
-
-// mayHoldToolCall is false when output surely holds no function or custom tool call: their
-// type names end in "_call" and a JSON string can only hide that behind a \u escape. One
-// substring search instead of a lookup in every output item, most answers being text.
-func mayHoldToolCall(output string) bool {
-	return strings.Contains(output, "_call") || strings.Contains(output, `\u`)
-}
-
-// finishReason names how a Responses answer ended in the chat vocabulary the conventions'
-// examples use: stop, length, content_filter, tool_calls, error.
-func finishReason(status, incomplete string, output gjson.Result) string {
-	switch status {
-	case "completed":
-		if !mayHoldToolCall(output.Raw) {
-			return "stop"
-		}
-		calls := false
-		output.ForEach(func(_, item gjson.Result) bool {
-			switch item.Get("type").Str {
-			case "function_call", "custom_tool_call":
-				calls = true
-			}
-			return !calls
-		})
-		if calls {
-			return "tool_calls"
-		}
-		return "stop"
-	case "incomplete":
-		switch incomplete {
-		case "max_output_tokens":
-			return "length"
-		case "":
-			return "incomplete"
-		}
-		return incomplete
-	case "failed":
-		return "error"
-	}
-	return status
 }
 
 // endTrace records the request's outcome and ends its span; sum gains the trace id the

@@ -11,7 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tidwall/gjson"
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -463,34 +462,12 @@ func FuzzTraceAnswer(f *testing.F) {
 		defer span.End()
 		ri := &requestInfo{trace: &traceState{span: span, contentMax: 64, genai: &tracing.GenAI{}}}
 		ri.traceAnswer(data)
-		ri.traceEvent(typ, data)
+		ri.Event(typ, data)
 		g := ri.trace.genai
 		if len(g.FinishReasons) > 2 {
 			t.Fatalf("%d finish reasons from one answer and one event", len(g.FinishReasons))
 		}
 	})
-}
-
-// finishReason maps how a Responses answer ended to the chat vocabulary.
-func TestFinishReason(t *testing.T) {
-	cases := []struct {
-		status, incomplete, output, want string
-	}{
-		{"completed", "", `[{"type":"message"}]`, "stop"},
-		{"completed", "", `[{"type":"reasoning"},{"type":"function_call"}]`, "tool_calls"},
-		{"completed", "", `[{"type":"custom_tool_call"}]`, "tool_calls"},
-		{"incomplete", "max_output_tokens", `[]`, "length"},
-		{"incomplete", "content_filter", `[]`, "content_filter"},
-		{"incomplete", "", `[]`, "incomplete"},
-		{"failed", "", `[]`, "error"},
-		{"cancelled", "", `[]`, "cancelled"},
-		{"", "", ``, ""},
-	}
-	for _, tc := range cases {
-		if got := finishReason(tc.status, tc.incomplete, gjson.Parse(tc.output)); got != tc.want {
-			t.Errorf("finishReason(%q, %q, %s) = %q, want %q", tc.status, tc.incomplete, tc.output, got, tc.want)
-		}
-	}
 }
 
 // Sampling is the SDK's, from OTEL_TRACES_SAMPLER: a request it drops exports nothing and

@@ -376,6 +376,12 @@ func (a *answer) appendCalls(b []byte, legacy bool) []byte {
 	return append(b, ']')
 }
 
+// FinishReason names how a Responses answer ended in chat's vocabulary: the one mapping the
+// chat converters and the relay's traces share, so a span says what the client was told.
+func FinishReason(status, incompleteReason string, sawCall, legacy bool) string {
+	return finishReason(status, incompleteReason, sawCall, legacy)
+}
+
 // finishReason follows PROTOCOL.md: a truncated answer is length even if it holds a call.
 func finishReason(status, incompleteReason string, sawCall, legacy bool) string {
 	switch {

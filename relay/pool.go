@@ -1,4 +1,4 @@
-package proxy
+package relay
 
 import (
 	"sync"
@@ -9,7 +9,8 @@ import (
 // A chat stream spends most of its life waiting for the platform's next event. What it
 // needs only while it converts one (the converter's working memory and the buffer the
 // chunks are written into) is lent from these pools for that moment, so a thousand open
-// streams do not each hold a copy through every wait.
+// streams do not each hold a copy through every wait. Pools are shared caches, not state:
+// what they hand out carries nothing from its last user.
 var (
 	convScratch = sync.Pool{New: func() any { return new(translate.Scratch) }}
 	chunkBufs   = sync.Pool{New: func() any { b := make([]byte, 0, chunkBufSize); return &b }}
@@ -24,7 +25,7 @@ const (
 
 // feedPooled converts one upstream event into a pooled buffer; the caller returns it with
 // putChunkBuf once out has been written (or dropped).
-func feedPooled(conv eventConverter, eventType string, data []byte) (buf *[]byte, out []byte, done bool) {
+func feedPooled(conv Converter, eventType string, data []byte) (buf *[]byte, out []byte, done bool) {
 	scratch := convScratch.Get().(*translate.Scratch)
 	buf = chunkBufs.Get().(*[]byte)
 	out, done = conv.FeedWith(scratch, (*buf)[:0], eventType, data)

@@ -1,0 +1,88 @@
+package proxy
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"modelgate/accounting"
+	"modelgate/ratelimit"
+	"modelgate/relay"
+)
+
+// The request record is what package relay reports to (relay.Observer): the relay tells,
+// the record keeps, and the relay never reaches the server or the gin context.
+
+// Event notes one upstream event for the trace; a terminal one carries the whole response.
+func (ri *requestInfo) Event(typ string, data []byte) {
+	if ri.trace != nil {
+		ri.traceEventOn(typ, data)
+	}
+}
+
+// Sent notes a write that reached the client: the first one is the time to first byte.
+func (ri *requestInfo) Sent() {
+	if ri.ttfb == 0 {
+		ri.ttfb = time.Since(ri.start)
+	}
+	if ri.trace != nil {
+		ri.trace.eventsSent.Add(1)
+	}
+}
+
+// Response hands a Responses stream's terminal response to the request's observer (stored
+// responses keep it there). The object is lent in place: the keeper copies what it keeps.
+func (ri *requestInfo) Response(terminal []byte) {
+	if ri.onResponse != nil {
+		if obj := relay.ResponseObject(terminal); obj != nil {
+			ri.onResponse(obj)
+		}
+	}
+}
+
+// ClientGone notes that the client left before the answer was complete.
+func (ri *requestInfo) ClientGone() { ri.clientGone = true }
+
+// UpstreamFailed names the platform-side failure for the access log and the metrics.
+func (ri *requestInfo) UpstreamFailed(kind string) { ri.upstreamErr = kind }
+
+// waitClock is where reading an answer counts as upstream time, or nil when that time is
+// not kept (server.overhead_header off).
+func (ri *requestInfo) waitClock() *atomic.Int64 {
+	if !ri.keepWait {
+		return nil
+	}
+	return &ri.upstreamWait
+}
+
+// monoNow is relay's monotonic clock, shared so upstream waits and idle silences are
+// measured alike.
+func monoNow() int64 { return relay.MonoNow() }
+
+// startStream commits the answer as a 200 event stream (see relay.StartStream, and why the
+// frames above it are kept small).
+func startStream(c *gin.Context) { relay.StartStream(c.Writer) }
+
+// forwardResponsesStream relays a Responses event stream byte for byte (relay.Pump.Responses).
+func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Response, reserve ratelimit.Usage, cancel context.CancelFunc) accounting.Charge {
+	startStream(c) // above the relay's frame (see startStream)
+	return s.relayResponsesStream(c, st, resp, reserve, cancel)
+}
+
+// relayResponsesStream is forwardResponsesStream's relay, entered once the stream started.
+//
+//go:noinline
+func (s *Server) relayResponsesStream(c *gin.Context, st *state, resp *http.Response, reserve ratelimit.Usage, cancel context.CancelFunc) accounting.Charge {
+	ri := info(c)
+	if s.hooks.StreamOpened != nil {
+		s.hooks.StreamOpened(ri.route)
+		defer s.hooks.StreamClosed(ri.route)
+	}
+	p := relay.Pump{Out: relay.NewWriter(c.Writer, st.cfg.Upstream.KeepAliveInterval), Obs: ri,
+		Client: c.Request.Context(), Idle: st.cfg.Upstream.StreamIdleTimeout, Reserve: reserve}
+	defer p.Out.Stop()
+	return p.Responses(resp.Body, cancel)
+}

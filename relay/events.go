@@ -1,0 +1,155 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+
+	"modelgate/platform"
+	"modelgate/ratelimit"
+	"modelgate/translate"
+)
+
+// Kind is what a Responses stream event means to modelgate's accounting and bookkeeping.
+// Every reader of the platform's events (the relays, the drain after a cut, background jobs,
+// stored responses, tracing) asks Classify, so they never disagree on what ends a stream or
+// what the platform bills.
+type Kind uint8
+
+const (
+	// KindOther is any event that neither bills output nor ends the stream.
+	KindOther Kind = iota
+	// KindDelta is an output delta the platform bills: a stream cut short is charged one
+	// token for each (see package tokens).
+	KindDelta
+	// KindItemDone is response.output_item.done: one whole output item.
+	KindItemDone
+	// KindTerminal is response.completed, response.incomplete or response.failed: the
+	// event carries the whole response and, normally, its usage.
+	KindTerminal
+	// KindError is the error event: the stream ends without a response.
+	KindError
+)
+
+// Classify says what an event of type typ is.
+func Classify(typ string) Kind {
+	switch typ {
+	case "response.output_text.delta", "response.refusal.delta",
+		"response.reasoning_summary_text.delta", "response.reasoning_text.delta",
+		"response.function_call_arguments.delta", "response.custom_tool_call_input.delta":
+		return KindDelta
+	case "response.output_item.done":
+		return KindItemDone
+	case "response.completed", "response.incomplete", "response.failed":
+		return KindTerminal
+	case "error":
+		return KindError
+	}
+	return KindOther
+}
+
+// KindOf classifies an event by its "event:" name, or by its data's "type" when it came
+// without one.
+func KindOf(typ string, data []byte) Kind {
+	if typ == "" && data != nil {
+		typ = gjson.GetBytes(data, "type").Str
+	}
+	return Classify(typ)
+}
+
+// Kind classifies the event (see KindOf).
+func (ev *Event) Kind() Kind { return KindOf(ev.Type, ev.Data) }
+
+// usageOf reads the platform's figures from a usage object already found: the one place
+// that knows where they are.
+func usageOf(raw string) ratelimit.Usage {
+	f := gjson.GetMany(raw, "input_tokens", "output_tokens", "input_tokens_details.cached_tokens", "output_tokens_details.reasoning_tokens")
+	return ratelimit.Usage{InputTokens: f[0].Int(), OutputTokens: f[1].Int(), CachedInputTokens: f[2].Int(), ReasoningTokens: f[3].Int()}
+}
+
+// TerminalUsage is the usage a terminal event's data reports, and whether it reports one.
+// Not inlined: its lookups would otherwise widen the frame of the loop that holds the
+// stream open.
+//
+//go:noinline
+func TerminalUsage(data []byte) (ratelimit.Usage, bool) {
+	// A view of data, not GetBytes: that would copy the object out of an event that may
+	// repeat megabytes of output.
+	u := gjson.Get(unsafe.String(unsafe.SliceData(data), len(data)), "response.usage")
+	if !u.IsObject() {
+		return ratelimit.Usage{}, false
+	}
+	return usageOf(u.Raw), true
+}
+
+// ResponseUsage is the usage a Responses object (a non-stream answer, or a terminal
+// event's response) reports, and whether it reports one. One scan of the object for the
+// usage, then lookups inside it only.
+func ResponseUsage(obj []byte) (ratelimit.Usage, bool) {
+	u := gjson.Get(unsafe.String(unsafe.SliceData(obj), len(obj)), "usage")
+	if !u.IsObject() {
+		return ratelimit.Usage{}, false
+	}
+	return usageOf(u.Raw), true
+}
+
+// UsageOf is a converter's usage as the limiter counts it.
+func UsageOf(u translate.Usage) ratelimit.Usage {
+	return ratelimit.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CachedInputTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens}
+}
+
+// ResponseObject is the response a terminal event's data carries, lent in place: a view of
+// data, not a copy (the terminal event repeats the whole output, and whoever keeps it copies
+// what it keeps). nil when there is none.
+func ResponseObject(data []byte) []byte {
+	r := gjson.Get(unsafe.String(unsafe.SliceData(data), len(data)), "response")
+	if !r.IsObject() {
+		return nil
+	}
+	if i := r.Index; i > 0 && i+len(r.Raw) <= len(data) {
+		return data[i : i+len(r.Raw) : i+len(r.Raw)]
+	}
+	return []byte(r.Raw) // a copy: the object was not found verbatim
+}
+
+// ErrorEvent is the error event that ends a failed Responses stream. It carries the
+// specification's flat fields and the nested error object the live API sends, so clients
+// of either reading raise an error instead of taking a truncated answer as complete.
+func ErrorEvent(code, msg string) []byte {
+	type nestedError struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    string  `json:"code"`
+	}
+	nested, _ := json.Marshal(nestedError{Message: msg, Type: "server_error", Code: code}) // plain strings cannot fail
+	frame := make([]byte, 0, 2*len(nested)+80)
+	frame = append(frame, "event: error\ndata: {\"type\":\"error\",\"code\":\""...)
+	frame = append(frame, code...)
+	frame = append(frame, "\",\"message\":\""...)
+	frame = append(frame, msg...) // constant messages: nothing to escape
+	frame = append(frame, "\",\"param\":null,\"error\":"...)
+	frame = append(frame, nested...)
+	frame = append(frame, "}\n\n"...)
+	return frame
+}
+
+// StreamEndKind names why a stream stopped before its terminal event, for the access log
+// and the metrics (bounded values): nil is a plain truncation.
+func StreamEndKind(err error) string {
+	if err == nil {
+		return "stream_truncated"
+	}
+	if errors.Is(err, context.Canceled) {
+		return "canceled"
+	}
+	if errors.Is(err, ErrEventTooLarge) || strings.Contains(err.Error(), "too long") || strings.Contains(err.Error(), "token") {
+		return "stream_event_too_large"
+	}
+	return platform.ErrorKind(err)
+}

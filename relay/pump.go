@@ -1,0 +1,282 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"modelgate/accounting"
+	"modelgate/ratelimit"
+	"modelgate/translate"
+)
+
+// Converter is what a translated relay feeds: the chat converter or the Messages one, so
+// both dialects stream and settle the same way.
+type Converter interface {
+	FeedWith(s *translate.Scratch, dst []byte, eventType string, data []byte) ([]byte, bool)
+	End(err error) []byte
+	Usage() translate.Usage
+}
+
+// Pump relays a request's upstream stream to its streaming client, once the stream started
+// (see StartStream). It holds what every relay needs, given explicitly by the route.
+type Pump struct {
+	Out     *Writer         // the client's stream
+	Obs     Observer        // the request's record
+	Client  context.Context // the client's request: done once it left
+	Idle    time.Duration   // upstream.stream_idle_timeout
+	Reserve ratelimit.Usage // one upstream call's reservation: input estimate and output cap
+}
+
+// send writes converted bytes to the client (flushed, or queued for the flush before the
+// next wait). false means the client is gone.
+func (p *Pump) send(out []byte, flush bool) bool {
+	if len(out) == 0 {
+		return true
+	}
+	if p.Out.send(out, flush) != nil {
+		p.Obs.ClientGone()
+		return false
+	}
+	p.Obs.Sent()
+	return true
+}
+
+// Direct converts one upstream stream on the caller's goroutine: the common case, with no
+// channel hop between upstream read and client write. Converted chunks are queued and
+// flushed whenever the relay is about to wait for the platform (see Writer).
+//
+// It returns what to charge. Each event is converted, and so counted, before it is written;
+// a stream modelgate ends itself (the client left, a stop sequence) is drained of what is in
+// flight first (see DrainAfterCut).
+func (p *Pump) Direct(body io.Reader, cancel context.CancelFunc, conv Converter) accounting.Charge {
+	idle, events := OpenUpstream(body, p.Idle, cancel, nil)
+	defer idle.Stop()
+	defer events.Release()
+	events.BeforeWait = p.Out.Flush
+	defer p.Out.Flush()
+	var readErr error
+	for {
+		buf, out, done, err := p.feedNext(events, conv)
+		if err != nil {
+			readErr = truncation(err)
+			break
+		}
+		sent := p.send(out, false) // the writer has copied out when send returns
+		putChunkBuf(buf, out)
+		if !sent || done {
+			// The client left, or a stop sequence or the terminal event ended the answer:
+			// nothing more is needed upstream.
+			p.Out.Flush()
+			return p.cutCharge(events, cancel, conv)
+		}
+	}
+	cancel()
+	return p.endCharge(readErr, idle, conv)
+}
+
+// endCharge ends a stream that stopped without modelgate cutting it (the platform ended or
+// broke it, or the client left while modelgate waited for the platform) and returns what to
+// charge for it. A call of its own so the relay loop's frame stays small.
+//
+//go:noinline
+func (p *Pump) endCharge(readErr error, idle *IdleTimer, conv Converter) accounting.Charge {
+	u := conv.Usage()
+	if p.Client.Err() != nil {
+		p.Obs.ClientGone()
+		if u.Reported {
+			return accounting.Known(UsageOf(u))
+		}
+		return accounting.EarlyCut(p.Reserve, UsageOf(u), accounting.EarlyEnd)
+	}
+	if idle.Fired() {
+		p.Obs.UpstreamFailed("stream_idle")
+	} else {
+		p.Obs.UpstreamFailed(StreamEndKind(readErr))
+	}
+	p.send(conv.End(readErr), true)
+	if u.Reported {
+		return accounting.Known(UsageOf(u))
+	}
+	return accounting.UpperBound(p.Reserve, UsageOf(u), accounting.StreamCut)
+}
+
+// cutCharge ends a stream modelgate stopped relaying (the client left, a stop sequence, or
+// the terminal event) and returns what to charge for it.
+//
+//go:noinline
+func (p *Pump) cutCharge(events *EventReader, cancel context.CancelFunc, conv Converter) accounting.Charge {
+	u := conv.Usage()
+	if u.Reported {
+		cancel()
+		return accounting.Known(UsageOf(u))
+	}
+	read, reported := DrainAfterCut(events, cancel, UsageOf(u))
+	if reported {
+		return accounting.Known(read)
+	}
+	return accounting.EarlyCut(p.Reserve, read, accounting.EarlyEnd)
+}
+
+// feedNext reads the next event that carries content, reports it and converts it into a
+// pooled buffer (see feedPooled). An error is the end of the stream (see truncation).
+func (p *Pump) feedNext(events *EventReader, conv Converter) (buf *[]byte, out []byte, done bool, err error) {
+	ev, err := nextContent(events)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	p.Obs.Event(ev.Type, ev.Data)
+	buf, out, done = feedPooled(conv, ev.Type, ev.Data)
+	return buf, out, done, nil
+}
+
+// nextContent is the next event that carries something for a converter: comments and stray
+// blank lines are skipped.
+func nextContent(events *EventReader) (Event, error) {
+	for {
+		ev, err := events.Next()
+		if err != nil || ev.Type != "" || ev.Data != nil {
+			return ev, err
+		}
+	}
+}
+
+// truncation keeps the translated relays' reading of a stream's end: a stream that simply
+// stopped, on an event boundary or inside one, is a truncation (nil), not a transport error.
+func truncation(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil
+	}
+	return err
+}
+
+// chunkMsg is converted output of one choice on its way to the client.
+type chunkMsg struct {
+	out  []byte
+	buf  *[]byte // the pooled buffer out lies in, returned once out is written; may be nil
+	last bool    // the choice is finished
+}
+
+// Merged relays n>1 chat choices side by side: one reader per choice, their chunks written
+// in arrival order, then one usage chunk (when meta asks for it) and one [DONE]. An error in
+// any choice ends the whole stream after its error frame. It returns what to charge for all
+// of them.
+func (p *Pump) Merged(bodies []io.Reader, cancels []context.CancelFunc, convs []*translate.StreamConverter, meta translate.Meta) accounting.Charge {
+	p.merge(bodies, cancels, convs, meta)
+	var total accounting.Charge
+	for _, conv := range convs {
+		u := conv.Usage()
+		if u.Reported {
+			total = total.Plus(accounting.Known(UsageOf(u)))
+			continue
+		}
+		// Cut by the platform, or by modelgate while the choices run side by side (the
+		// client left, a sibling failed, a stop sequence): the reservation. Several
+		// streams are not drained after a cut; n>1 streams with a cut are rare.
+		total = total.Plus(accounting.UpperBound(p.Reserve, UsageOf(u), accounting.StreamCut))
+	}
+	return total
+}
+
+func (p *Pump) merge(bodies []io.Reader, cancels []context.CancelFunc, convs []*translate.StreamConverter, meta translate.Meta) {
+	msgs := make(chan chunkMsg, 16)
+	ctx, stopAll := context.WithCancel(p.Client)
+	defer stopAll()
+	var wg sync.WaitGroup
+	for i := range bodies {
+		wg.Go(func() {
+			idle, events := OpenUpstream(bodies[i], p.Idle, cancels[i], nil)
+			defer idle.Stop()
+			defer cancels[i]()
+			// The single-choice relay's reader and pooled buffers: an event costs no allocation.
+			defer events.Release()
+			send := func(m chunkMsg) bool {
+				select {
+				case msgs <- m:
+					return true
+				case <-ctx.Done():
+					return false
+				}
+			}
+			var readErr error
+			for {
+				buf, out, done, err := p.feedNext(events, convs[i])
+				if err != nil {
+					readErr = truncation(err)
+					break
+				}
+				if len(out) == 0 && !done {
+					putChunkBuf(buf, out)
+					continue
+				}
+				if !send(chunkMsg{out: out, buf: buf, last: done}) {
+					putChunkBuf(buf, out)
+					return
+				}
+				if done {
+					return
+				}
+			}
+			if ctx.Err() == nil {
+				send(chunkMsg{out: convs[i].End(readErr), last: true})
+			}
+		})
+	}
+	go func() { wg.Wait(); close(msgs) }()
+
+	remaining := len(bodies)
+	failed := false
+	for m := range msgs {
+		if failed {
+			putChunkBuf(m.buf, m.out)
+			continue // draining after an error frame
+		}
+		written := p.send(m.out, true)
+		errFrame := m.last && isErrorFrame(m.out)
+		putChunkBuf(m.buf, m.out)
+		if !written {
+			stopAll()
+			failed = true
+			continue
+		}
+		if m.last {
+			remaining--
+			if errFrame {
+				p.Obs.UpstreamFailed("stream_error")
+				stopAll()
+				failed = true
+			}
+		}
+	}
+	if failed || remaining > 0 {
+		return
+	}
+	if meta.IncludeUsage {
+		p.send(translate.UsageChunk(meta, sumUsage(convs)), true)
+	}
+	p.send([]byte(translate.DoneFrame), true)
+}
+
+// isErrorFrame reports whether a choice ended with an error frame rather than a finish chunk.
+func isErrorFrame(out []byte) bool {
+	return bytes.Contains(out, []byte(`data: {"error":`))
+}
+
+// sumUsage adds up the usage of the n choices of one request.
+func sumUsage(convs []*translate.StreamConverter) translate.Usage {
+	var total translate.Usage
+	for _, conv := range convs {
+		u := conv.Usage()
+		total.InputTokens += u.InputTokens
+		total.OutputTokens += u.OutputTokens
+		total.TotalTokens += u.TotalTokens
+		total.CachedTokens += u.CachedTokens
+		total.ReasoningTokens += u.ReasoningTokens
+		total.CacheWriteTokens += u.CacheWriteTokens
+		total.HasCacheWrite = total.HasCacheWrite || u.HasCacheWrite
+	}
+	return total
+}

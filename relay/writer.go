@@ -1,0 +1,183 @@
+package relay
+
+import (
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// FlushWriter is the client's side of a stream: gin's and net/http's response writers both
+// are one.
+type FlushWriter interface {
+	io.Writer
+	http.Flusher
+}
+
+// Writer is how bytes reach a streaming client once the stream started. Events are queued
+// as they complete and flushed whenever the relay is about to wait for the upstream, so an
+// event is never held back, and events that arrived together leave in one write. With
+// keep-alive on, a keep-alive frame goes out whenever nothing was written for the interval,
+// so idle-cutting front proxies and clients keep the stream open while the model thinks.
+// The timer's frame and the handler's events then share one lock, so a frame never lands
+// inside an event, and nothing is written once Stop returned; without keep-alive the
+// handler is the only writer and takes no lock.
+type Writer struct {
+	mu      sync.Mutex
+	w       FlushWriter
+	every   time.Duration
+	timer   *time.Timer
+	last    time.Time
+	stopped bool
+	pending bool   // written but not yet flushed
+	err     error  // the first failed write: the client is gone
+	frame   string // the dialect's keep-alive, whole SSE frame(s)
+}
+
+// KeepAliveComment is the OpenAI dialects' keep-alive: an SSE comment, which every SSE
+// parser (the official SDKs included) drops without surfacing an event.
+const KeepAliveComment = ": keep-alive\n\n"
+
+// NewWriter is a Writer whose keep-alive is KeepAliveComment (chat, Responses); every <= 0
+// sends none.
+func NewWriter(w FlushWriter, every time.Duration) *Writer {
+	return NewWriterFrame(w, every, KeepAliveComment)
+}
+
+// NewWriterFrame is a Writer whose keep-alive is frame: a dialect whose clients expect a
+// keep-alive event of their own (Anthropic's "event: ping") passes it here. frame must be
+// one or more complete SSE events or comments, ending in a blank line.
+func NewWriterFrame(w FlushWriter, every time.Duration, frame string) *Writer {
+	sw := &Writer{w: w, every: every, frame: frame}
+	if every > 0 {
+		sw.last = time.Now()
+		sw.timer = time.AfterFunc(every, sw.keepAlive)
+	}
+	return sw
+}
+
+// Write sends p and flushes. An error means the client is gone; later writes are skipped.
+func (sw *Writer) Write(p []byte) error {
+	return sw.send(p, true)
+}
+
+// Queue sends p without flushing; Flush (or the next Write) pushes it out.
+func (sw *Writer) Queue(p []byte) error {
+	return sw.send(p, false)
+}
+
+// Err is the first failed write's error: the client is gone. nil while it is there.
+func (sw *Writer) Err() error {
+	if sw.timer == nil {
+		return sw.err
+	}
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.err
+}
+
+func (sw *Writer) send(p []byte, flush bool) error {
+	if sw.timer == nil {
+		return sw.sendLocked(p, flush)
+	}
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.sendLocked(p, flush)
+}
+
+func (sw *Writer) sendLocked(p []byte, flush bool) error {
+	if sw.err != nil || sw.stopped {
+		return sw.err
+	}
+	if _, err := sw.w.Write(p); err != nil {
+		sw.err = err
+		return err
+	}
+	sw.pending = true
+	if flush {
+		sw.flushLocked()
+	}
+	return nil
+}
+
+// Flush pushes queued bytes to the client.
+func (sw *Writer) Flush() {
+	if sw.timer == nil {
+		sw.flushLocked()
+		return
+	}
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.flushLocked()
+}
+
+func (sw *Writer) flushLocked() {
+	if !sw.pending || sw.err != nil {
+		return
+	}
+	sw.w.Flush()
+	sw.pending = false
+	if sw.every > 0 {
+		sw.last = time.Now()
+	}
+}
+
+func (sw *Writer) keepAlive() {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.stopped || sw.err != nil {
+		return
+	}
+	if idle := time.Since(sw.last); idle < sw.every {
+		sw.timer.Reset(sw.every - idle)
+		return
+	}
+	if sw.err != nil || sw.stopped {
+		return
+	}
+	var err error
+	if ws, ok := sw.w.(io.StringWriter); ok {
+		_, err = ws.WriteString(sw.frame) // no copy of the frame per keep-alive
+	} else {
+		_, err = sw.w.Write([]byte(sw.frame))
+	}
+	if err != nil {
+		sw.err = err
+		return
+	}
+	sw.pending = true
+	sw.flushLocked()
+	sw.timer.Reset(sw.every)
+}
+
+// Stop ends keep-alives; it returns once no keep-alive is being written.
+func (sw *Writer) Stop() {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.stopped = true
+	if sw.timer != nil {
+		sw.timer.Stop()
+	}
+}
+
+// StartStream commits the answer as a 200 event stream. Everything that had to be said in
+// headers (request id, rate-limit headers) has been set before this point.
+//
+// The headers go out here, through net/http's chunkWriter.writeHeader (a 2.8 KB frame) and a
+// sort of the header keys: about 4 KB of stack below this call. The handler's goroutine runs
+// on 8 KB by then; if the frames above this call leave too little of it, the stack doubles to
+// 16 KB and stays so for the stream's whole life: 8 KB more per open stream, which costs
+// about 55 KB in all. So the frames between the handler and this call are kept small: checks
+// and admission run in calls that return before it, and the relay loops are entered after
+// it. proxy's TestOpenStreamStack holds each route to this; bench/tools/stackgrowth.py shows
+// a chain that grows the stack of a running binary.
+func StartStream(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // ask nginx-like front proxies not to buffer
+	w.WriteHeader(http.StatusOK)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
