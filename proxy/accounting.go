@@ -19,14 +19,14 @@ func (s *Server) settle(c *gin.Context, t *ratelimit.Ticket, ch accounting.Charg
 // settleInfo is settle for a request known by its requestInfo alone (a background job).
 func (s *Server) settleInfo(ri *requestInfo, t *ratelimit.Ticket, ch accounting.Charge) {
 	t.Settle(ch.Usage)
-	ri.inputTokens, ri.outputTokens = ch.Usage.InputTokens, ch.Usage.OutputTokens
-	ri.cachedTokens, ri.reasoningTokens = ch.Usage.CachedInputTokens, ch.Usage.ReasoningTokens
-	ri.usageEstimated = ch.Unknown
+	ri.InputTokens, ri.OutputTokens = ch.Usage.InputTokens, ch.Usage.OutputTokens
+	ri.CachedTokens, ri.ReasoningTokens = ch.Usage.CachedInputTokens, ch.Usage.ReasoningTokens
+	ri.UsageEstimated = ch.Unknown
 	if ch.Unknown != "" {
 		s.log.Warn("billed, usage unknown",
-			slog.String("request_id", ri.requestID),
-			slog.String("route", ri.route),
-			slog.String("team", ri.team),
+			slog.String("request_id", ri.RequestID),
+			slog.String("route", ri.Route),
+			slog.String("team", ri.Team),
 			slog.String("reason", ch.Unknown),
 			slog.Int64("input_tokens", ch.Usage.InputTokens),
 			slog.Int64("output_tokens", ch.Usage.OutputTokens),

@@ -213,7 +213,7 @@ func TestPassthroughCountsTerminalUsageWhenTheClientLeaves(t *testing.T) {
 	if ch.Usage != (ratelimit.Usage{InputTokens: 100, OutputTokens: 50}) || ch.Unknown != "" {
 		t.Errorf("settled %+v (estimated %q), want the terminal event's 100/50", ch.Usage, ch.Unknown)
 	}
-	if !info(c).clientGone {
+	if !info(c).ClientClosed {
 		t.Errorf("the client's departure was not noted")
 	}
 }

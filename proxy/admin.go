@@ -23,7 +23,7 @@ func (s *Server) adminRoutes(e *gin.Engine) {
 		admin.GET("/usage/history", h)
 		// The page itself holds no data and asks for the admin key: no credential needed.
 		page := func(c *gin.Context) {
-			info(c).route = "/admin/ui/"
+			info(c).Route = "/admin/ui/"
 			s.admin.ServeHTTP(c.Writer, c.Request)
 		}
 		e.GET("/admin/ui", page)
@@ -34,19 +34,19 @@ func (s *Server) adminRoutes(e *gin.Engine) {
 // authenticateAdmin lets only admin keys in. A valid team key is told it lacks permission; any
 // other credential gets the same 401 as on /v1.
 func (s *Server) authenticateAdmin(c *gin.Context) {
-	info(c).route = c.FullPath()
+	info(c).Route = c.FullPath()
 	st := s.state()
 	header := c.GetHeader("Authorization")
 	if st.auth.IsAdmin(header) {
 		c.Set(stateKey, st)
-		info(c).keyName = "admin"
+		info(c).Key = "admin"
 		return
 	}
 	if _, err := st.auth.Authenticate(header); err == nil {
-		abortOpenAI(c, http.StatusForbidden, typeInvalidRequest, "permission_denied", "", "This route needs an admin key.")
+		abortError(c, http.StatusForbidden, typeInvalidRequest, "permission_denied", "", "This route needs an admin key.")
 		return
 	}
-	abortOpenAI(c, http.StatusUnauthorized, typeInvalidRequest, "invalid_api_key", "", "Incorrect API key provided.")
+	abortError(c, http.StatusUnauthorized, typeInvalidRequest, "invalid_api_key", "", "Incorrect API key provided.")
 }
 
 type usageLimits struct {
@@ -82,7 +82,7 @@ func (s *Server) adminUsage(c *gin.Context) {
 	}
 	usage, err := s.limiter.Usage(c.Request.Context(), scopes)
 	if err != nil {
-		abortOpenAI(c, http.StatusServiceUnavailable, typeServer, "limiter_unavailable", "", "Usage could not be read from the limit store.")
+		abortError(c, http.StatusServiceUnavailable, typeServer, "limiter_unavailable", "", "Usage could not be read from the limit store.")
 		return
 	}
 	byScope := make(map[string]*ratelimit.ScopeUsage, len(usage))
@@ -104,7 +104,7 @@ func (s *Server) adminUsage(c *gin.Context) {
 		Teams []usageEntry `json:"teams"`
 	}{teams})
 	if err != nil {
-		abortOpenAI(c, http.StatusInternalServerError, typeServer, "internal_error", "", "internal error")
+		abortError(c, http.StatusInternalServerError, typeServer, "internal_error", "", "internal error")
 		return
 	}
 	c.Data(http.StatusOK, "application/json", b)

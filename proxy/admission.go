@@ -26,22 +26,22 @@ const (
 func (s *Server) authenticate(c *gin.Context) {
 	st := s.state()
 	ri := info(c)
-	p, err := st.auth.Authenticate(authorization(c, ri.anthropic))
+	p, err := st.auth.Authenticate(authorization(c, speaksAnthropic(c)))
 	if err != nil {
 		msg := "Incorrect API key provided."
 		if errors.Is(err, auth.ErrMissing) {
 			msg = "You didn't provide an API key. Send it in the Authorization header as 'Bearer <key>'."
 		}
-		if ri.anthropic {
+		if speaksAnthropic(c) {
 			msg = anthropicAuthMessage(err)
 		}
-		abortOpenAI(c, http.StatusUnauthorized, typeInvalidRequest, "invalid_api_key", "", msg)
+		abortError(c, http.StatusUnauthorized, typeInvalidRequest, "invalid_api_key", "", msg)
 		return
 	}
 	if st.auth.Mode() == auth.ModePassthrough {
 		s.limitPassthrough(p, st.cfg.Ratelimit)
 	}
-	ri.team, ri.keyName, ri.principal = p.Team, p.KeyName, p
+	ri.Team, ri.Key, ri.principal = p.Team, p.KeyName, p
 	c.Set(principalKey, p)
 	c.Set(stateKey, st)
 }
@@ -65,11 +65,11 @@ func limitRequest(p *auth.Principal, reserve ratelimit.Usage) ratelimit.Request 
 // a known caller carries them. Nothing is charged.
 func peekLimitHeaders(c *gin.Context) {
 	ri := info(c)
-	if ri.principal == nil || ri.limitHeadersOK || ri.srv == nil {
+	if ri.principal == nil || ri.limitHeadersOK || ri.limits == nil {
 		return
 	}
 	ri.limitHeadersOK = true
-	h, err := ri.srv.limiter.Peek(c.Request.Context(), limitRequest(ri.principal, ratelimit.Usage{}))
+	h, err := ri.limits.Peek(c.Request.Context(), limitRequest(ri.principal, ratelimit.Usage{}))
 	if err == nil {
 		applyLimitHeaders(c, ri, h)
 	}
@@ -92,12 +92,12 @@ func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve ratelimit.Usag
 	applyLimitHeaders(c, ri, d.Headers)
 	ri.limitHeadersOK = true
 	if d.WouldRefuse != "" {
-		ri.refusal = "shadow_" + string(d.WouldRefuse)
+		ri.Refusal = "shadow_" + string(d.WouldRefuse)
 	}
 	if d.StoreError && d.Allowed {
 		// The shared store failed and the config says to let traffic through; the limiter
 		// has logged it.
-		ri.refusal = "store_unavailable_allowed"
+		ri.Refusal = "store_unavailable_allowed"
 	}
 	if ri.trace != nil {
 		ri.trace.limitDecision = "refused"
@@ -106,7 +106,7 @@ func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve ratelimit.Usag
 		}
 	}
 	if d.Allowed {
-		ri.admitted = true
+		ri.Admitted = true
 		return ticket
 	}
 	s.refuseDecision(c, d, err, openAIShape)
@@ -116,7 +116,7 @@ func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve ratelimit.Usag
 // refuseDecision answers a request the limiter refused: 503 when its store failed, 429 with
 // Retry-After otherwise.
 func (s *Server) refuseDecision(c *gin.Context, d ratelimit.Decision, err error, openAIShape bool) {
-	info(c).refusal = string(d.Reason)
+	info(c).Refusal = string(d.Reason)
 	if d.Reason == ratelimit.ReasonStoreUnavailable || (err != nil && d.Reason == ratelimit.ReasonNone) {
 		s.refuse(c, http.StatusServiceUnavailable, typeServer, "limiter_unavailable",
 			"modelgate cannot reach its limit store; try again shortly", 0, openAIShape)
@@ -181,7 +181,7 @@ func (s *Server) check(c *gin.Context, route string, req ratelimit.Request) {
 	if d.Allowed {
 		return
 	}
-	ri.route = route
+	ri.Route = route
 	reqbody.Abandon(c.Writer, c.Request) // the answer does not wait for a body that may never come
 	s.refuseDecision(c, d, err, true)
 }
@@ -191,7 +191,7 @@ func (s *Server) refuse(c *gin.Context, status int, typ, code, msg string, retry
 		c.Header("Retry-After", strconv.FormatInt(int64(math.Ceil(retry.Seconds())), 10))
 	}
 	if openAIShape {
-		abortOpenAI(c, status, typ, code, "", msg)
+		abortError(c, status, typ, code, "", msg)
 		return
 	}
 	abortEnvelope(c, status, -1, msg)

@@ -12,6 +12,7 @@ import (
 
 	"modelgate/accounting"
 	"modelgate/jobs"
+	"modelgate/reqlog"
 	"modelgate/stored"
 )
 
@@ -42,28 +43,28 @@ func (s *Server) submitBackground(c *gin.Context, a *admission, job *jobs.Job, t
 	if err := s.bg.Record(ctx, st.keeper, job, rec); err != nil {
 		ticket.Release()
 		s.bg.Abandon(job)
-		storeUnavailable(c, err)
+		s.storeUnavailable(c, err)
 		return
 	}
 	body, err := backgroundUpstreamBody(a.call.upBody)
 	if err != nil { // cannot happen for a body that was parsed already; answered as any other
 		ticket.Release()
 		s.bg.Abandon(job)
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
 		return
 	}
 	// The job settles and bills the call when it ends: it takes the spend hold along, and
 	// this request records nothing of its own.
-	jobInfo := &requestInfo{start: time.Now(), requestID: ri.requestID, srv: s, route: "/v1/responses",
-		team: ri.team, keyName: ri.keyName, principal: p, model: ri.model, admitted: true, spend: ri.spend}
-	ri.spend, ri.billedLater = nil, true
+	jobInfo := &requestInfo{Record: reqlog.Record{Start: time.Now(), RequestID: ri.RequestID, Route: "/v1/responses",
+		Team: ri.Team, Key: ri.Key, Model: ri.Model, Admitted: true}, principal: p, limits: s.limiter, spend: ri.spend}
+	ri.spend, ri.BilledLater = nil, true
 	s.bg.Start(job, jobs.Work{Keeper: st.keeper,
 		Call: &backgroundCall{s: s, st: st, p: p, ri: jobInfo, body: body, reserve: reserve},
 		Settle: func(ch accounting.Charge) int64 {
 			s.settleInfo(jobInfo, ticket, ch)
 			return s.settleBilling(jobInfo)
 		},
-		Reserve: reserve, RequestID: ri.requestID, Team: ri.team, Key: ri.keyName, Model: turn.model, Started: jobInfo.start})
+		Reserve: reserve, RequestID: ri.RequestID, Team: ri.Team, Key: ri.Key, Model: turn.model, Started: jobInfo.Start})
 	c.Data(http.StatusOK, "application/json", obj)
 }
 
@@ -91,7 +92,7 @@ func (s *Server) cancelResponse(c *gin.Context) {
 	st := requestState(c)
 	who := owner(st, principal(c))
 	if !gjson.GetBytes(r.Response, "background").Bool() {
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_request", "",
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_request", "",
 			"Only responses created with background=true can be cancelled.")
 		return
 	}
@@ -104,8 +105,8 @@ func (s *Server) cancelResponse(c *gin.Context) {
 	case err != nil && ctx.Err() != nil: // the client left while the job was stopping
 		return
 	case err != nil:
-		storeUnavailable(c, err)
+		s.storeUnavailable(c, err)
 		return
 	}
-	writeResponseObject(c, r)
+	s.writeResponseObject(c, r)
 }

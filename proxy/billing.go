@@ -25,10 +25,10 @@ func (s *Server) reserveSpend(c *gin.Context, st *state, p *auth.Principal, inpu
 		{Scope: p.ScopeID, PerDay: billing.MicrosOf(p.KeyLimits.SpendPerDay), PerMonth: billing.MicrosOf(p.KeyLimits.SpendPerMonth)},
 		{Scope: p.TeamScopeID, PerDay: billing.MicrosOf(p.TeamLimits.SpendPerDay), PerMonth: billing.MicrosOf(p.TeamLimits.SpendPerMonth)},
 	}
-	amount := st.prices.Estimate(ri.model, inputTokens, outputCap)
+	amount := st.prices.Estimate(ri.Model, inputTokens, outputCap)
 	hold, refused := s.ledger.Reserve(budgets[:], amount)
 	if refused != nil && p.Shadow {
-		ri.refusal = "shadow_spend_" + refused.Period
+		ri.Refusal = "shadow_spend_" + refused.Period
 		for i := range budgets { // charged, not limited: the spend is still counted
 			budgets[i].PerDay, budgets[i].PerMonth = 0, 0
 		}
@@ -41,11 +41,11 @@ func (s *Server) reserveSpend(c *gin.Context, st *state, p *auth.Principal, inpu
 	now := s.now().UTC()
 	next := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
 	msg := "You exceeded your daily spend budget (%s). It resets at 00:00 UTC."
-	ri.refusal = "daily_spend"
+	ri.Refusal = "daily_spend"
 	if refused.Period == "month" {
 		next = time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC)
 		msg = "You exceeded your monthly spend budget (%s). It resets on the first of the month at 00:00 UTC."
-		ri.refusal = "monthly_spend"
+		ri.Refusal = "monthly_spend"
 	}
 	if refused.TooLarge {
 		// Not spent, but this call could cost more than is left: a smaller output cap may fit.
@@ -63,19 +63,19 @@ func (s *Server) reserveSpend(c *gin.Context, st *state, p *auth.Principal, inpu
 // settleBilling runs once a request is answered: it settles the spend hold with the real
 // cost and adds the request to the usage history. It returns the cost in micro-units.
 func (s *Server) settleBilling(ri *requestInfo) int64 {
-	if !ri.admitted {
+	if !ri.Admitted {
 		ri.spend.Cancel() // refused by the limiter after the spend was held
 		return 0
 	}
-	if ri.billedLater {
+	if ri.BilledLater {
 		return 0 // a background submission: its job settles and records the call when it ends
 	}
-	if ri.team == "" || ri.model == "" {
+	if ri.Team == "" || ri.Model == "" {
 		return 0 // passthrough callers have no team; calls without a model (sidecar) no tokens
 	}
-	u := billing.Usage{InputTokens: ri.inputTokens, CachedInputTokens: ri.cachedTokens,
-		OutputTokens: ri.outputTokens, ReasoningTokens: ri.reasoningTokens}
-	cost := s.state().prices.Cost(ri.model, u)
+	u := billing.Usage{InputTokens: ri.InputTokens, CachedInputTokens: ri.CachedTokens,
+		OutputTokens: ri.OutputTokens, ReasoningTokens: ri.ReasoningTokens}
+	cost := s.state().prices.Cost(ri.Model, u)
 	switch {
 	case ri.spend != nil:
 		ri.spend.Settle(cost)
@@ -84,7 +84,7 @@ func (s *Server) settleBilling(ri *requestInfo) int64 {
 		s.ledger.Charge([]string{ri.principal.ScopeID, ri.principal.TeamScopeID}, cost)
 	}
 	if s.history != nil && !platformRefused(ri, u) {
-		s.history.Record(ri.team, ri.keyName, ri.model, u, cost)
+		s.history.Record(ri.Team, ri.Key, ri.Model, u, cost)
 	}
 	return cost
 }
@@ -96,5 +96,5 @@ func (s *Server) settleBilling(ri *requestInfo) int64 {
 // settleBilling's history at all (they are not admitted). The request still shows in the
 // logs and metrics.
 func platformRefused(ri *requestInfo, u billing.Usage) bool {
-	return ri.upstreamErr != "" && ri.usageEstimated == "" && u == (billing.Usage{})
+	return ri.UpstreamErr != "" && ri.UsageEstimated == "" && u == (billing.Usage{})
 }

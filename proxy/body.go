@@ -40,27 +40,27 @@ func bodyRefused(c *gin.Context, err error) {
 	status := e.Kind.Status()
 	switch e.Kind {
 	case reqbody.TooLarge:
-		abortOpenAI(c, status, typeInvalidRequest, "request_too_large", "",
+		abortError(c, status, typeInvalidRequest, "request_too_large", "",
 			"Request body too large: the limit is "+formatBytes(e.Limit)+".")
 	case reqbody.TimedOut:
-		abortOpenAI(c, status, typeInvalidRequest, "request_timeout", "",
+		abortError(c, status, typeInvalidRequest, "request_timeout", "",
 			"The request body did not arrive in time.")
 	case reqbody.UnsupportedEncoding:
-		abortOpenAI(c, status, typeInvalidRequest, "unsupported_content_encoding", "",
+		abortError(c, status, typeInvalidRequest, "unsupported_content_encoding", "",
 			"Unsupported Content-Encoding: only gzip request bodies are accepted.")
 	case reqbody.Busy:
 		// Refused mid-body, the rest not waited for: counted with the limits' refusals.
-		info(c).refusal = "inflating" // server.max_inflating_bytes
+		info(c).Refusal = "inflating" // server.max_inflating_bytes
 		c.Header("Retry-After", "1")
-		abortOpenAI(c, status, typeServer, "server_busy", "",
+		abortError(c, status, typeServer, "server_busy", "",
 			"modelgate is inflating too many compressed request bodies at once; retry shortly, or send this one uncompressed.")
 	case reqbody.BadGzip:
-		abortOpenAI(c, status, typeInvalidRequest, "invalid_body", "", "The request body is not valid gzip data.")
+		abortError(c, status, typeInvalidRequest, "invalid_body", "", "The request body is not valid gzip data.")
 	default:
 		if e.Kind == reqbody.ClientGone {
-			info(c).clientGone = true
+			info(c).ClientClosed = true
 		}
-		abortOpenAI(c, status, typeInvalidRequest, "invalid_body", "", "The request body could not be read.")
+		abortError(c, status, typeInvalidRequest, "invalid_body", "", "The request body could not be read.")
 	}
 }
 

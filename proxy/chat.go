@@ -18,6 +18,7 @@ import (
 	"modelgate/config"
 	"modelgate/ratelimit"
 	"modelgate/relay"
+	"modelgate/reqlog"
 	"modelgate/translate"
 	"modelgate/upstream"
 )
@@ -53,7 +54,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	call := d.newCall(s, c, a)
 	var ch accounting.Charge
 	defer func() { s.settle(c, a.ticket, ch) }()
-	if call.ri.stream {
+	if call.ri.Stream {
 		ch = call.stream()
 		return
 	}
@@ -82,7 +83,7 @@ func (d *chatDialect) newCall(s *Server, c *gin.Context, a *admission) *chatCall
 //
 //go:noinline
 func tooManyChoices(c *gin.Context, maxN int) {
-	abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "n",
+	abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "n",
 		"Invalid value for 'n': this gateway allows at most "+strconv.Itoa(maxN)+" choices per request (translate.max_n).")
 }
 
@@ -134,7 +135,7 @@ func maxChoices(cfg *config.Config) int {
 func writeTranslateError(c *gin.Context, err error) {
 	var te *translate.Error
 	if !errors.As(err, &te) {
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_request", "", "The request could not be translated.")
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_request", "", "The request could not be translated.")
 		return
 	}
 	status := te.Status
@@ -145,7 +146,7 @@ func writeTranslateError(c *gin.Context, err error) {
 	if typ == "" {
 		typ = typeInvalidRequest
 	}
-	abortOpenAI(c, status, typ, te.Code, te.Param, te.Message)
+	abortError(c, status, typ, te.Code, te.Param, te.Message)
 }
 
 // openAll opens one upstream call per choice, in parallel. If any fails, the first failure
@@ -162,12 +163,12 @@ func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.Ca
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				ri := &requestInfo{requestID: cc.ri.requestID, trace: cc.ri.trace}
+				ri := &requestInfo{Record: reqlog.Record{RequestID: cc.ri.RequestID}, trace: cc.ri.trace}
 				resps[i], cancels[i], fails[i] = cc.s.openGateway(ctx, cc.st, cc.p, ri, cc.upBody, cc.upStream)
 			})
 		}
 		wg.Wait()
-		cc.ri.attempts = n
+		cc.ri.Attempts = n
 	}
 	var first *upstream.Failure
 	for _, f := range fails {
@@ -345,8 +346,8 @@ func (cc *chatCall) stream() accounting.Charge {
 		Client: c.Request.Context(), Idle: cc.st.cfg.Upstream.StreamIdleTimeout, Reserve: cc.reserve}
 	defer p.Out.Stop()
 	if cc.s.hooks.StreamOpened != nil {
-		cc.s.hooks.StreamOpened(cc.ri.route)
-		defer cc.s.hooks.StreamClosed(cc.ri.route)
+		cc.s.hooks.StreamOpened(cc.ri.Route)
+		defer cc.s.hooks.StreamClosed(cc.ri.Route)
 	}
 	if len(resps) == 1 {
 		return p.Direct(resps[0].Body, cancels[0], cc.newConverter(0, 1))

@@ -71,7 +71,7 @@ func (s *Server) cors(c *gin.Context) {
 	if !allowed {
 		if preflight {
 			// No CORS headers: the browser refuses the call and it never reaches a handler.
-			info(c).route = corsPreflightRoute
+			info(c).Route = corsPreflightRoute
 			c.AbortWithStatus(http.StatusForbidden)
 		}
 		return
@@ -85,7 +85,7 @@ func (s *Server) cors(c *gin.Context) {
 		h.Set("Access-Control-Expose-Headers", corsExposedHeaders)
 		return
 	}
-	info(c).route = corsPreflightRoute
+	info(c).Route = corsPreflightRoute
 	h.Add("Vary", "Access-Control-Request-Method")
 	h.Add("Vary", "Access-Control-Request-Headers")
 	h.Set("Access-Control-Allow-Methods", corsAllowedMethods)

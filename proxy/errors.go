@@ -44,21 +44,23 @@ func openAIErrorJSON(typ, code, param, msg string) []byte {
 	return b
 }
 
-// abortOpenAI answers a /v1 route with an OpenAI-shaped error and stops the handler chain.
-func abortOpenAI(c *gin.Context, status int, typ, code, param, msg string) {
-	if info(c).anthropic {
+// abortError answers a /v1 route with an error in its clients' shape (OpenAI's, or
+// Anthropic's on the routes markAnthropic names) and stops the handler chain. Callers give
+// the OpenAI terms; the Anthropic shape maps the status to its error type.
+func abortError(c *gin.Context, status int, typ, code, param, msg string) {
+	if speaksAnthropic(c) {
 		abortAnthropic(c, status, code, msg) // the same refusal in the Messages clients' shape
 		return
 	}
 	peekLimitHeaders(c)
-	info(c).errCode = code
+	info(c).ErrCode = code
 	c.Data(status, "application/json", openAIErrorJSON(typ, code, param, msg))
 	c.Abort()
 }
 
 // abortEnvelope answers a sidecar route with the platform's envelope.
 func abortEnvelope(c *gin.Context, status, code int, msg string) {
-	info(c).errCode = strconv.Itoa(code)
+	info(c).ErrCode = strconv.Itoa(code)
 	c.Data(status, "application/json", sidecar.Envelope(code, msg))
 	c.Abort()
 }
@@ -67,7 +69,7 @@ func abortEnvelope(c *gin.Context, status, code int, msg string) {
 const statusClientClosedRequest = 499
 
 func notFoundOpenAI(c *gin.Context) {
-	abortOpenAI(c, http.StatusNotFound, typeInvalidRequest, "unknown_url",
+	abortError(c, http.StatusNotFound, typeInvalidRequest, "unknown_url",
 		"", "Unknown request URL: "+c.Request.Method+" "+sanitizePath(c.Request.URL.Path)+".")
 }
 

@@ -23,12 +23,12 @@ func (s *Server) openGateway(parent context.Context, st *state, p *auth.Principa
 // trail is where ri's platform calls report: attempts made, the wait for the overhead
 // header when it is on, and the request's span as the parent of each attempt's.
 func (ri *requestInfo) trail() upstream.Trail {
-	tr := upstream.Trail{RequestID: ri.requestID, Attempts: &ri.attempts}
+	tr := upstream.Trail{RequestID: ri.RequestID, Attempts: &ri.Attempts}
 	if ri.trace != nil {
 		tr.Span = ri.trace.span
 	}
-	if ri.keepWait {
-		tr.Wait = &ri.upstreamWait
+	if ri.KeepWait {
+		tr.Wait = &ri.UpstreamWait
 	}
 	return tr
 }
@@ -46,9 +46,9 @@ func (s *Server) callGateway(c *gin.Context, st *state, p *auth.Principal, body 
 // writeFailure answers a failed gateway call in the route's dialect.
 func writeFailure(c *gin.Context, f *upstream.Failure) {
 	ri := info(c)
-	ri.upstreamErr = f.Kind
+	ri.UpstreamErr = f.Kind
 	if f.ClientGone {
-		ri.clientGone = true
+		ri.ClientClosed = true
 		c.Abort()
 		return
 	}
@@ -57,8 +57,8 @@ func writeFailure(c *gin.Context, f *upstream.Failure) {
 			c.Header(k, v)
 		}
 	}
-	ri.errCode = gjson.GetBytes(f.Body, "error.code").String()
-	if ri.anthropic {
+	ri.ErrCode = gjson.GetBytes(f.Body, "error.code").String()
+	if speaksAnthropic(c) {
 		status, typ := translate.AnthropicStatus(f.Status)
 		c.Data(status, "application/json", translate.AnthropicErrorJSON(typ, gjson.GetBytes(f.Body, "error.message").String()))
 		c.Abort()

@@ -115,14 +115,16 @@ func TestBodyRefusals(t *testing.T) {
 				c, _ := gin.CreateTestContext(w)
 				c.Request = httptest.NewRequest(http.MethodPost, "/v1/responses", nil)
 				ri := info(c)
-				ri.anthropic = anthropic
+				if anthropic {
+					c.Set(shapeKey, anthropicShape{})
+				}
 				bodyRefused(c, tc.err)
 				want := tc.status
 				if anthropic {
 					want, _ = translate.AnthropicStatus(tc.status) // 503 is Anthropic's 529, overloaded
 				}
-				if w.Code != want || ri.errCode != tc.code || ri.refusal != tc.refusal || ri.clientGone != tc.clientGone {
-					t.Fatalf("status %d code %q refusal %q gone %v: %s", w.Code, ri.errCode, ri.refusal, ri.clientGone, w.Body)
+				if w.Code != want || ri.ErrCode != tc.code || ri.Refusal != tc.refusal || ri.ClientClosed != tc.clientGone {
+					t.Fatalf("status %d code %q refusal %q gone %v: %s", w.Code, ri.ErrCode, ri.Refusal, ri.ClientClosed, w.Body)
 				}
 				if (w.Header().Get("Retry-After") != "") != tc.retryAfter {
 					t.Fatalf("Retry-After %q", w.Header().Get("Retry-After"))

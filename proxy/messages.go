@@ -144,7 +144,7 @@ func (s *Server) messagesAggregate(ctx context.Context, c *gin.Context, st *stat
 		// for a timeout and nothing at all when it left.
 		switch {
 		case a.IdleFired():
-			ri.upstreamErr = "stream_idle"
+			ri.UpstreamErr = "stream_idle"
 			s.upstreamFailed(c, fmt.Errorf("upstream stream idle: %w", context.DeadlineExceeded))
 			return ch
 		case ctx.Err() != nil:
@@ -210,8 +210,8 @@ func (s *Server) relayMessagesStream(c *gin.Context, st *state, resp *http.Respo
 		Client: c.Request.Context(), Idle: st.cfg.Upstream.StreamIdleTimeout, Reserve: reserve}
 	defer p.Out.Stop()
 	if s.hooks.StreamOpened != nil {
-		s.hooks.StreamOpened(ri.route)
-		defer s.hooks.StreamClosed(ri.route)
+		s.hooks.StreamOpened(ri.Route)
+		defer s.hooks.StreamClosed(ri.Route)
 	}
 	conv := translate.NewMessagesStream(*meta)
 	conv.SetInputEstimate(reserve.InputTokens)
@@ -223,7 +223,7 @@ func (s *Server) relayMessagesStream(c *gin.Context, st *state, resp *http.Respo
 // charges nothing and sends nothing upstream.
 func (s *Server) countTokens(c *gin.Context) {
 	ri := info(c)
-	ri.route = messagesRoute + "/count_tokens"
+	ri.Route = messagesRoute + "/count_tokens"
 	p, st := principal(c), requestState(c)
 	body, ok := readJSONBody(c, s.bodyLimits(st.cfg))
 	if !ok {
@@ -235,7 +235,7 @@ func (s *Server) countTokens(c *gin.Context) {
 		writeTranslateError(c, err)
 		return
 	}
-	ri.model = req.Model
+	ri.Model = req.Model
 	if !p.AllowsModel(req.Model) {
 		modelNotFound(c, req.Model)
 		return

@@ -14,15 +14,28 @@ import (
 
 // The Messages routes share every check of the /v1 routes (drain, auth, body limits,
 // admission, allow-lists, upstream failures); only the shape of what a client is told
-// differs. markAnthropic flags the request first, and the shared answer paths (abortOpenAI,
-// writeFailure, the limit headers) speak Anthropic for it.
+// differs. markAnthropic names the route's error shape first, and the shared answer paths
+// (abortError, writeFailure, the limit headers) answer in it.
+
+// shapeKey is the gin context key of a route's error shape: set (to anthropicShape) on the
+// routes Anthropic's clients call, absent on the OpenAI-shaped ones. The sidecar routes
+// answer in the platform's envelope through their own functions (abortEnvelope).
+const shapeKey = "modelgate.shape"
+
+// anthropicShape marks a route whose clients read Anthropic's error shape and header names.
+type anthropicShape struct{}
 
 // markAnthropic runs before the /v1/messages middleware chain.
 func (s *Server) markAnthropic(c *gin.Context) {
-	ri := info(c)
-	ri.anthropic = true
+	c.Set(shapeKey, anthropicShape{})
 	// Anthropic's SDKs read request-id; X-Request-Id stays for everything else.
-	c.Header("request-id", ri.requestID)
+	c.Header("request-id", info(c).RequestID)
+}
+
+// speaksAnthropic reports whether the route's clients read Anthropic's shapes.
+func speaksAnthropic(c *gin.Context) bool {
+	_, ok := c.Get(shapeKey)
+	return ok
 }
 
 // authorization is the credential of a request in Authorization-header form. Anthropic
@@ -48,7 +61,7 @@ func anthropicAuthMessage(err error) string {
 // status for the kind of failure; code is what logs and metrics record, as on the other routes.
 func abortAnthropic(c *gin.Context, status int, code, msg string) {
 	peekLimitHeaders(c)
-	info(c).errCode = code
+	info(c).ErrCode = code
 	st, typ := translate.AnthropicStatus(status)
 	c.Data(st, "application/json", translate.AnthropicErrorJSON(typ, msg))
 	c.Abort()
@@ -58,7 +71,7 @@ func abortAnthropic(c *gin.Context, status int, code, msg string) {
 // Messages routes, the same figures under Anthropic's names.
 func applyLimitHeaders(c *gin.Context, ri *requestInfo, h ratelimit.Headers) {
 	h.Apply(c.Header)
-	if !ri.anthropic {
+	if !speaksAnthropic(c) {
 		return
 	}
 	// The reset is an instant the client reads against its own clock, so it is the real

@@ -49,7 +49,7 @@ type modelObject struct {
 var modelsCreated = time.Date(2025, 8, 1, 0, 0, 0, 0, time.UTC).Unix()
 
 func (s *Server) listModels(c *gin.Context) {
-	info(c).route = "/v1/models"
+	info(c).Route = "/v1/models"
 	p, st := principal(c), requestState(c)
 	data := make([]modelObject, 0, len(st.models.list))
 	for _, m := range st.models.list {
@@ -57,7 +57,7 @@ func (s *Server) listModels(c *gin.Context) {
 			data = append(data, modelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "modelgate"})
 		}
 	}
-	if info(c).anthropic {
+	if speaksAnthropic(c) {
 		writeAnthropicModels(c, data)
 		return
 	}
@@ -70,11 +70,11 @@ func (s *Server) listModels(c *gin.Context) {
 }
 
 func (s *Server) getModel(c *gin.Context) {
-	info(c).route = "/v1/models/{id}"
+	info(c).Route = "/v1/models/{id}"
 	p, st := principal(c), requestState(c)
 	id := c.Param("id")
 	if _, ok := st.models.upstream[id]; ok && p.AllowsModel(id) {
-		if info(c).anthropic {
+		if speaksAnthropic(c) {
 			writeAnthropicModel(c, id)
 			return
 		}
@@ -83,6 +83,6 @@ func (s *Server) getModel(c *gin.Context) {
 		c.Data(http.StatusOK, "application/json", b)
 		return
 	}
-	abortOpenAI(c, http.StatusNotFound, typeInvalidRequest, "model_not_found", "model",
+	abortError(c, http.StatusNotFound, typeInvalidRequest, "model_not_found", "model",
 		"The model '"+sanitizePath(id)+"' does not exist or you do not have access to it.")
 }

@@ -77,7 +77,7 @@ func (s *Server) preflight(c *gin.Context, route string, d dialect) *admission {
 //go:noinline
 func (s *Server) checkCall(c *gin.Context, route string, d dialect) *modelCall {
 	ri := info(c)
-	ri.route = route
+	ri.Route = route
 	st := requestState(c)
 	body, ok := readJSONBody(c, s.bodyLimits(st.cfg))
 	if !ok {
@@ -88,7 +88,7 @@ func (s *Server) checkCall(c *gin.Context, route string, d dialect) *modelCall {
 		noteAsked(ri, body)
 		return nil
 	}
-	ri.model, ri.stream = call.model, call.stream
+	ri.Model, ri.Stream = call.model, call.stream
 	p := principal(c)
 	if !p.AllowsModel(call.model) {
 		modelNotFound(c, call.model)
@@ -134,12 +134,12 @@ func (s *Server) admitCall(c *gin.Context, d dialect, call *modelCall) *admissio
 //
 //go:noinline
 func noteAsked(ri *requestInfo, body []byte) {
-	if ri.model != "" || len(body) == 0 {
+	if ri.Model != "" || len(body) == 0 {
 		return
 	}
 	asked := gjson.GetManyBytes(body, "model", "stream")
 	if asked[0].Type == gjson.String {
-		ri.model = asked[0].Str
+		ri.Model = asked[0].Str
 	}
-	ri.stream = asked[1].Type == gjson.True
+	ri.Stream = asked[1].Type == gjson.True
 }

@@ -25,8 +25,8 @@ func (ri *requestInfo) Event(typ string, data []byte) {
 
 // Sent notes a write that reached the client: the first one is the time to first byte.
 func (ri *requestInfo) Sent() {
-	if ri.ttfb == 0 {
-		ri.ttfb = time.Since(ri.start)
+	if ri.TTFB == 0 {
+		ri.TTFB = time.Since(ri.Start)
 	}
 	if ri.trace != nil {
 		ri.trace.eventsSent.Add(1)
@@ -44,18 +44,18 @@ func (ri *requestInfo) Response(terminal []byte) {
 }
 
 // ClientGone notes that the client left before the answer was complete.
-func (ri *requestInfo) ClientGone() { ri.clientGone = true }
+func (ri *requestInfo) ClientGone() { ri.ClientClosed = true }
 
 // UpstreamFailed names the platform-side failure for the access log and the metrics.
-func (ri *requestInfo) UpstreamFailed(kind string) { ri.upstreamErr = kind }
+func (ri *requestInfo) UpstreamFailed(kind string) { ri.UpstreamErr = kind }
 
 // waitClock is where reading an answer counts as upstream time, or nil when that time is
 // not kept (server.overhead_header off).
 func (ri *requestInfo) waitClock() *atomic.Int64 {
-	if !ri.keepWait {
+	if !ri.KeepWait {
 		return nil
 	}
-	return &ri.upstreamWait
+	return &ri.UpstreamWait
 }
 
 // monoNow is relay's monotonic clock, shared so upstream waits and idle silences are
@@ -78,8 +78,8 @@ func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Re
 func (s *Server) relayResponsesStream(c *gin.Context, st *state, resp *http.Response, reserve ratelimit.Usage, cancel context.CancelFunc) accounting.Charge {
 	ri := info(c)
 	if s.hooks.StreamOpened != nil {
-		s.hooks.StreamOpened(ri.route)
-		defer s.hooks.StreamClosed(ri.route)
+		s.hooks.StreamOpened(ri.Route)
+		defer s.hooks.StreamClosed(ri.Route)
 	}
 	p := relay.Pump{Out: relay.NewWriter(c.Writer, st.cfg.Upstream.KeepAliveInterval), Obs: ri,
 		Client: c.Request.Context(), Idle: st.cfg.Upstream.StreamIdleTimeout, Reserve: reserve}

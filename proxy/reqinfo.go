@@ -1,90 +1,45 @@
 package proxy
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"modelgate/auth"
 	"modelgate/billing"
+	"modelgate/ratelimit"
+	"modelgate/reqlog"
 )
 
-// requestInfo collects what the access log and the metrics report about one request. Handlers
-// fill it in as they learn things; the logging middleware reads it once the handler returns.
+// requestInfo is one request as the HTTP layer knows it: the record the access log and the
+// metrics read once the handler returns (reqlog.Record, which the layers below are handed
+// explicitly), and what only this layer uses: the caller, the spend hold, the trace, and the
+// stored-responses hook.
 type requestInfo struct {
-	start        time.Time
-	requestID    string
-	route        string // the route pattern, never the raw path
-	team         string
-	keyName      string
-	model        string
-	stream       bool
-	inputTokens  int64
-	outputTokens int64
-	attempts     int
-	errCode      string
-	refusal      string        // limit refusal reason, if any
-	ttfb         time.Duration // time to first byte of a stream, when there was one
-	upstreamErr  string        // kind of upstream failure: dial, timeout, status_5xx, ...
-	clientGone   bool
+	reqlog.Record
 
 	// For answers that never reached the limiter: who asked, so their x-ratelimit-* headers
 	// can still be read (see peekLimitHeaders).
-	srv            *Server
 	principal      *auth.Principal
-	limitHeadersOK bool // the limiter's headers are already on the answer
-	keepWait       bool // server.overhead_header is on (beside the other flag: one word for both)
-
-	// upstreamWait is the time spent waiting on the platform (nanoseconds): from asking for
-	// a connection to the first byte of each answer, plus reading non-stream answer bodies.
-	// Only kept when server.overhead_header is on; atomic because n>1 chat calls run in
-	// parallel.
-	upstreamWait atomic.Int64
+	limits         *ratelimit.Limiter // the limiter to peek at; set with principal
+	limitHeadersOK bool               // the limiter's headers are already on the answer
 
 	// onResponse, when set, is handed the final response object of a /v1/responses call
 	// (the non-stream answer, or a stream's terminal event's response) before the client
 	// gets it: stored responses keep it there.
 	onResponse func(response []byte)
-	// Billing: the spend reservation of an admitted call and the usage detail its cost and
-	// history row are computed from (see settleBilling).
-	admitted        bool
-	cachedTokens    int64
-	reasoningTokens int64
-	spend           *billing.Hold
-	costMicros      int64
-	// billedLater: the call's cost and history row belong to a background job that outlives
-	// this request (see submitBackground), which takes the spend hold with it.
-	billedLater bool
-	// usageEstimated names why the settled usage is an estimate (see charge); "" when it
-	// is the platform's own figure.
-	usageEstimated string
-	// anthropic: the route speaks Anthropic's Messages API, so errors and rate-limit
-	// headers take Anthropic's shape and names (see messages_errors.go).
-	anthropic bool
+	// spend is the spend reservation of an admitted call (see settleBilling).
+	spend *billing.Hold
 
 	trace *traceState // nil: the request is not traced
 }
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.
 const overheadHeader = "X-Modelgate-Overhead-Ms"
-
-// timedRead reads into buf from r, adding the time spent to ri's upstream wait when it is kept.
-func timedRead(ri *requestInfo, keep bool, buf *bytes.Buffer, r io.Reader) (int64, error) {
-	if !keep {
-		return buf.ReadFrom(r)
-	}
-	t0 := monoNow()
-	n, err := buf.ReadFrom(r)
-	ri.upstreamWait.Add(monoNow() - t0)
-	return n, err
-}
 
 // overheadWriter puts x-modelgate-overhead-ms on the answer just before its headers go out:
 // the handler's time so far minus the time it waited on the platform. For a non-stream
@@ -101,7 +56,7 @@ func (w *overheadWriter) stamp() {
 		return
 	}
 	w.done = true
-	own := max(time.Since(w.ri.start)-time.Duration(w.ri.upstreamWait.Load()), 0)
+	own := max(time.Since(w.ri.Start)-time.Duration(w.ri.UpstreamWait.Load()), 0)
 	w.Header().Set(overheadHeader, strconv.FormatFloat(float64(own)/float64(time.Millisecond), 'f', 3, 64))
 }
 
@@ -126,7 +81,7 @@ func info(c *gin.Context) *requestInfo {
 	if v, ok := c.Get(infoKey); ok {
 		return v.(*requestInfo)
 	}
-	ri := &requestInfo{start: time.Now()}
+	ri := &requestInfo{Record: reqlog.Record{Start: time.Now()}}
 	c.Set(infoKey, ri)
 	return ri
 }

@@ -33,7 +33,7 @@ func (s *Server) responses(c *gin.Context) {
 	if rc.turn != nil {
 		ri.onResponse = func(resp []byte) { s.keepTurn(c, rc.st, rc.turn, resp) }
 	}
-	resp, cancel, f := s.callGateway(c, rc.st, rc.p, rc.body, ri.stream)
+	resp, cancel, f := s.callGateway(c, rc.st, rc.p, rc.body, ri.Stream)
 	rc.body = nil // the platform has it: a stream that runs for minutes need not hold it
 	if f != nil {
 		if f.MaybeBilled {
@@ -45,15 +45,15 @@ func (s *Server) responses(c *gin.Context) {
 	defer cancel()
 	defer resp.Body.Close()
 
-	if relay.IsEventStream(resp) != ri.stream {
+	if relay.IsEventStream(resp) != ri.Stream {
 		// The platform answered in the other form than asked: neither can be relayed as the
 		// client expects it, and what it billed for the answer cannot be read.
-		ri.upstreamErr = "invalid_body"
-		abortOpenAI(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
+		ri.UpstreamErr = "invalid_body"
+		abortError(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
 		ch = accounting.UpperBound(rc.reserve, ratelimit.Usage{}, accounting.BadBody)
 		return
 	}
-	if ri.stream {
+	if ri.Stream {
 		ch = s.forwardResponsesStream(c, rc.st, resp, rc.reserve, cancel)
 		return
 	}
@@ -108,7 +108,7 @@ type responsesDialect struct {
 //go:noinline
 func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {
 	if !jsonObject(body) {
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "",
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "",
 			"We could not parse the JSON body of your request. The body must be a JSON object.")
 		return false
 	}
@@ -119,7 +119,7 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 	}
 	model, input, stream, maxOut := f.model, f.input, f.stream, f.maxOut
 	if model.Type != gjson.String || model.Str == "" {
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "model", "Missing required parameter: 'model'.")
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "model", "Missing required parameter: 'model'.")
 		return false
 	}
 	if err := translate.CheckModelName(model.Str); err != nil {
@@ -129,16 +129,16 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 	switch {
 	case !present(input) && !f.turnCarried():
 		// previous_response_id, a stored prompt or a conversation may carry the turn alone.
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "input", "Missing required parameter: 'input'.")
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "input", "Missing required parameter: 'input'.")
 		return false
 	case present(input) && input.Type != gjson.String && !input.IsArray():
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "input", "Invalid type for 'input': expected a string or an array.")
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "input", "Invalid type for 'input': expected a string or an array.")
 		return false
 	case stream.Exists() && !stream.IsBool() && stream.Type != gjson.Null:
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "stream", "Invalid type for 'stream': expected a boolean.")
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "stream", "Invalid type for 'stream': expected a boolean.")
 		return false
 	case maxOut.Exists() && maxOut.Type != gjson.Null && (maxOut.Type != gjson.Number || maxOut.Num != float64(int64(maxOut.Num)) || maxOut.Num < 0):
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "max_output_tokens", "Invalid 'max_output_tokens': expected a non-negative integer.")
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "max_output_tokens", "Invalid 'max_output_tokens': expected a non-negative integer.")
 		return false
 	}
 	if !f.turnCarried() {
@@ -152,17 +152,17 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 	switch {
 	case !present(f.background):
 	case !f.background.IsBool():
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "background", "Invalid type for 'background': expected a boolean.")
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "background", "Invalid type for 'background': expected a boolean.")
 		return false
 	case st.keeper == nil:
 		// Responses are not kept here (responses.store: off): background is the platform's
 		// business, and goes to it untouched.
 	case f.background.Bool() && f.store.Type == gjson.False:
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "store",
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "store",
 			"Background responses require 'store' to be true: they are kept so they can be polled.")
 		return false
 	case f.background.Bool() && stream.Bool():
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "unsupported_parameter", "stream",
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "unsupported_parameter", "stream",
 			"Streaming a background response is not supported; poll GET /v1/responses/{id} instead.")
 		return false
 	default:
@@ -178,13 +178,13 @@ func (d *responsesDialect) prepare(c *gin.Context, st *state, p *auth.Principal,
 	body, ok := call.upBody, true
 	if st.keeper != nil {
 		// The expanded input is what the platform charges, so it is what the estimate sees.
-		if body, d.turn, ok = expandPrevious(c, st, p, body, &d.fields); !ok {
+		if body, d.turn, ok = d.s.expandPrevious(c, st, p, body, &d.fields); !ok {
 			return false
 		}
 	}
 	body, err := prepareResponsesBody(body, st.models.upstreamName(call.model), call.model, d.fields.steering)
 	if err != nil {
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
 		return false
 	}
 	call.upBody = body
@@ -201,13 +201,13 @@ func (d *responsesDialect) hold(c *gin.Context, st *state) (func(), bool) {
 	limit := st.cfg.Responses.BackgroundMaxQueuedPerTeam
 	job, ok := d.s.bg.Add(d.turn.owner, jobs.NewResponseID(), limit)
 	if !ok {
-		info(c).refusal = "background_queue"
+		info(c).Refusal = "background_queue"
 		peekLimitHeaders(c)
 		if d.s.draining.Load() {
-			abortOpenAI(c, http.StatusServiceUnavailable, typeServer, "shutting_down", "", "modelgate is shutting down; retry on another instance")
+			abortError(c, http.StatusServiceUnavailable, typeServer, "shutting_down", "", "modelgate is shutting down; retry on another instance")
 			return nil, false
 		}
-		abortOpenAI(c, http.StatusTooManyRequests, "requests", "rate_limit_exceeded", "",
+		abortError(c, http.StatusTooManyRequests, "requests", "rate_limit_exceeded", "",
 			"Too many unfinished background responses ("+strconv.FormatInt(limit, 10)+" at most per team); wait for one to finish or cancel one.")
 		return nil, false
 	}
@@ -302,7 +302,7 @@ func prepareResponsesBody(body []byte, upstreamModel, clientModel string, steeri
 //
 //go:noinline
 func modelNotFound(c *gin.Context, model string) {
-	abortOpenAI(c, http.StatusNotFound, typeInvalidRequest, "model_not_found", "model",
+	abortError(c, http.StatusNotFound, typeInvalidRequest, "model_not_found", "model",
 		"The model '"+sanitizePath(model)+"' does not exist or you do not have access to it.")
 }
 
@@ -334,8 +334,8 @@ func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, reser
 // (relay.ReadAnswer's error), in the route's error shape.
 func (s *Server) answerFailed(c *gin.Context, err error) {
 	if errors.Is(err, relay.ErrInvalidAnswer) {
-		info(c).upstreamErr = "invalid_body"
-		abortOpenAI(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
+		info(c).UpstreamErr = "invalid_body"
+		abortError(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
 		return
 	}
 	s.upstreamFailed(c, err)

@@ -217,7 +217,7 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	e.GET("/readyz", s.readyz)
 	if metrics != nil {
 		e.GET("/metrics", func(c *gin.Context) {
-			info(c).route = "/metrics"
+			info(c).Route = "/metrics"
 			if !metricsAllowed(s.state().cfg.Metrics.BearerToken, c.GetHeader("Authorization")) {
 				c.Header("WWW-Authenticate", `Bearer realm="metrics"`)
 				c.Data(http.StatusUnauthorized, "text/plain; charset=utf-8", []byte("metrics.bearer_token is set: send it as Authorization: Bearer <token>\n"))
@@ -263,7 +263,7 @@ func metricsAllowed(token, header string) bool {
 }
 
 func (s *Server) noRoute(c *gin.Context) {
-	info(c).route = "unknown"
+	info(c).Route = "unknown"
 	if strings.HasPrefix(c.Request.URL.Path, "/v1/messages/") {
 		s.markAnthropic(c) // an Anthropic client's 404 in its own shape
 	}
@@ -281,16 +281,16 @@ func (s *Server) noRoute(c *gin.Context) {
 
 // observe assigns the request id, times the request and reports it when done.
 func (s *Server) observe(c *gin.Context) {
-	ri := &requestInfo{start: time.Now(), srv: s}
+	ri := &requestInfo{Record: reqlog.Record{Start: time.Now()}, limits: s.limiter}
 	if id := c.GetHeader("X-Request-Id"); saneRequestID(id) {
-		ri.requestID = id
+		ri.RequestID = id
 	} else {
-		ri.requestID = newRequestID()
+		ri.RequestID = newRequestID()
 	}
 	c.Set(infoKey, ri)
-	c.Header("X-Request-Id", ri.requestID)
+	c.Header("X-Request-Id", ri.RequestID)
 	if s.state().cfg.Server.OverheadHeader {
-		ri.keepWait = true // platform calls time their wait (see traceUpstreamWait)
+		ri.KeepWait = true // platform calls time their wait (see traceUpstreamWait)
 		c.Writer = &overheadWriter{ResponseWriter: c.Writer, ri: ri}
 	}
 	if s.tracer != nil {
@@ -309,21 +309,14 @@ func (s *Server) observe(c *gin.Context) {
 //
 //go:noinline
 func (s *Server) finish(c *gin.Context, ri *requestInfo) {
-	if ri.route == "" {
-		ri.route = c.FullPath()
+	if ri.Route == "" {
+		ri.Route = c.FullPath()
 	}
 	status := c.Writer.Status()
-	if ri.clientGone && !c.Writer.Written() {
+	if ri.ClientClosed && !c.Writer.Written() {
 		status = statusClientClosedRequest
 	}
-	sum := reqlog.RequestSummary{
-		RequestID: ri.requestID, Route: ri.route, Method: c.Request.Method,
-		Team: ri.team, Key: ri.keyName, Model: printable(ri.model, maxLoggedModel), Status: status, Stream: ri.stream,
-		Duration: time.Since(ri.start), TTFB: ri.ttfb,
-		InputTokens: ri.inputTokens, OutputTokens: ri.outputTokens, Attempts: ri.attempts,
-		ErrorCode: ri.errCode, Refusal: ri.refusal, UpstreamErr: ri.upstreamErr,
-		UsageEstimated: ri.usageEstimated,
-	}
+	sum := ri.Summary(c.Request.Method, status, maxLoggedModel)
 	sum.CostMicros = s.settleBilling(ri)
 	if ri.trace != nil {
 		s.endTrace(ri, &sum)
@@ -376,9 +369,9 @@ func (s *Server) recoverer(c *gin.Context) {
 			if r == http.ErrAbortHandler {
 				panic(r)
 			}
-			s.log.Error("handler panic", slog.String("request_id", info(c).requestID), slog.Any("panic", r))
+			s.log.Error("handler panic", slog.String("request_id", info(c).RequestID), slog.Any("panic", r))
 			if !c.Writer.Written() {
-				abortOpenAI(c, http.StatusInternalServerError, typeServer, "internal_error", "", "internal error")
+				abortError(c, http.StatusInternalServerError, typeServer, "internal_error", "", "internal error")
 			}
 		}
 	}()
@@ -388,17 +381,17 @@ func (s *Server) recoverer(c *gin.Context) {
 func (s *Server) refuseWhileDraining(c *gin.Context) {
 	if s.draining.Load() {
 		c.Header("Connection", "close")
-		abortOpenAI(c, http.StatusServiceUnavailable, typeServer, "shutting_down", "", "modelgate is shutting down; retry on another instance")
+		abortError(c, http.StatusServiceUnavailable, typeServer, "shutting_down", "", "modelgate is shutting down; retry on another instance")
 	}
 }
 
 func (s *Server) healthz(c *gin.Context) {
-	info(c).route = "/healthz"
+	info(c).Route = "/healthz"
 	c.Data(http.StatusOK, "application/json", []byte(`{"status":"ok"}`))
 }
 
 func (s *Server) readyz(c *gin.Context) {
-	info(c).route = "/readyz"
+	info(c).Route = "/readyz"
 	if s.draining.Load() || !s.ready.Load() || s.state().gateway.TeamWithoutKeys() != "" {
 		c.Data(http.StatusServiceUnavailable, "application/json", []byte(`{"status":"unavailable"}`))
 		return

@@ -31,7 +31,7 @@ func (s *Server) sidecarOwners() sidecar.Owners {
 }
 
 func (s *Server) sidecarDraining(c *gin.Context) {
-	info(c).route = c.FullPath()
+	info(c).Route = c.FullPath()
 	if s.draining.Load() {
 		c.Header("Connection", "close")
 		abortEnvelope(c, http.StatusServiceUnavailable, platform.CodeSystem, "modelgate is shutting down; retry on another instance")
@@ -56,7 +56,7 @@ func (s *Server) sidecarAuthenticate(c *gin.Context) {
 		s.limitPassthrough(p, st.cfg.Ratelimit)
 	}
 	ri := info(c)
-	ri.team, ri.keyName = p.Team, p.KeyName
+	ri.Team, ri.Key = p.Team, p.KeyName
 	c.Set(principalKey, p)
 	c.Set(stateKey, st)
 }
@@ -72,7 +72,7 @@ func (s *Server) sidecarAdmit(c *gin.Context) {
 	}
 	defer ticket.Settle(ratelimit.Usage{})
 	call := &sidecar.Call{
-		RequestID: ri.requestID, Route: ri.route, Team: p.Team,
+		RequestID: ri.RequestID, Route: ri.Route, Team: p.Team,
 		Shared: st.auth.Mode() != auth.ModePassthrough,
 		Keys:   sidecarKeys{st.gateway.Lender(p, ri.trail())},
 		Settings: sidecar.Settings{
@@ -85,12 +85,12 @@ func (s *Server) sidecarAdmit(c *gin.Context) {
 	sidecar.WithCall(c, call)
 	c.Next()
 	if call.ErrCode != "" {
-		ri.errCode = call.ErrCode
+		ri.ErrCode = call.ErrCode
 	}
 	if call.UpstreamErr != "" {
-		ri.upstreamErr = call.UpstreamErr
+		ri.UpstreamErr = call.UpstreamErr
 	}
-	ri.clientGone = ri.clientGone || call.ClientGone
+	ri.ClientClosed = ri.ClientClosed || call.ClientGone
 }
 
 // sidecarKeys lends one caller's platform keys to the sidecar routes through the gateway's

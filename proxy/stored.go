@@ -98,14 +98,14 @@ type storedTurn struct {
 // to keep (nil under store: false). A refusal has answered the client; nothing went upstream.
 //
 //go:noinline
-func expandPrevious(c *gin.Context, st *state, p *auth.Principal, body []byte, f *responsesFields) ([]byte, *storedTurn, bool) {
+func (s *Server) expandPrevious(c *gin.Context, st *state, p *auth.Principal, body []byte, f *responsesFields) ([]byte, *storedTurn, bool) {
 	keep := true
 	switch {
 	case !f.store.Exists() || f.store.Type == gjson.Null:
 	case f.store.IsBool():
 		keep = f.store.Bool()
 	default:
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "store", "Invalid type for 'store': expected a boolean.")
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "store", "Invalid type for 'store': expected a boolean.")
 		return nil, nil, false
 	}
 	prev, continued := "", false
@@ -114,7 +114,7 @@ func expandPrevious(c *gin.Context, st *state, p *auth.Principal, body []byte, f
 	case f.previous.Type == gjson.String:
 		prev, continued = f.previous.Str, true // "" included: it names no response
 	default:
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "previous_response_id", "Invalid type for 'previous_response_id': expected a string.")
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "previous_response_id", "Invalid type for 'previous_response_id': expected a string.")
 		return nil, nil, false
 	}
 	if !keep && !continued {
@@ -122,7 +122,7 @@ func expandPrevious(c *gin.Context, st *state, p *auth.Principal, body []byte, f
 	}
 	turnInput, err := stored.TurnInput(f.input.Raw)
 	if err != nil {
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "input", "Invalid type for 'input': expected a string or an array.")
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "input", "Invalid type for 'input': expected a string or an array.")
 		return nil, nil, false
 	}
 	who := owner(st, p)
@@ -133,7 +133,7 @@ func expandPrevious(c *gin.Context, st *state, p *auth.Principal, body []byte, f
 		cancel()
 		switch {
 		case errors.Is(err, stored.ErrTooLarge):
-			abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "context_length_exceeded", "previous_response_id",
+			abortError(c, http.StatusBadRequest, typeInvalidRequest, "context_length_exceeded", "previous_response_id",
 				"The conversation of response '"+sanitizePath(prev)+"' is larger than "+formatBytes(st.cfg.Server.MaxBodyBytes)+" and cannot be sent whole; start a new one.")
 			return nil, nil, false
 		case errors.Is(err, stored.ErrNotFound), errors.Is(err, stored.ErrBrokenChain):
@@ -141,13 +141,13 @@ func expandPrevious(c *gin.Context, st *state, p *auth.Principal, body []byte, f
 			if errors.Is(err, stored.ErrBrokenChain) {
 				msg = "Previous response with id '" + sanitizePath(prev) + "' cannot be continued: an earlier response of its conversation has expired or was deleted."
 			}
-			abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "previous_response_not_found", "previous_response_id", msg)
+			abortError(c, http.StatusBadRequest, typeInvalidRequest, "previous_response_not_found", "previous_response_id", msg)
 			return nil, nil, false
 		case err != nil:
-			storeUnavailable(c, err)
+			s.storeUnavailable(c, err)
 			return nil, nil, false
-		case stored.Unfinished(chain[len(chain)-1].Status) && stillRunning(c, st, who, chain[len(chain)-1]):
-			abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_request", "previous_response_id",
+		case stored.Unfinished(chain[len(chain)-1].Status) && s.stillRunning(c, st, who, chain[len(chain)-1]):
+			abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_request", "previous_response_id",
 				"Previous response with id '"+sanitizePath(prev)+"' is not finished yet; wait until it is completed.")
 			return nil, nil, false
 		}
@@ -156,7 +156,7 @@ func expandPrevious(c *gin.Context, st *state, p *auth.Principal, body []byte, f
 			body, err = deleteAll(body, "previous_response_id")
 		}
 		if err != nil {
-			abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
+			abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
 			return nil, nil, false
 		}
 	}
@@ -168,11 +168,7 @@ func expandPrevious(c *gin.Context, st *state, p *auth.Principal, body []byte, f
 
 // stillRunning reports whether an unfinished background response is still being run (one
 // whose runner is gone is marked failed here, and can be continued).
-func stillRunning(c *gin.Context, st *state, who string, r *stored.Record) bool {
-	s := info(c).srv
-	if s == nil {
-		return true
-	}
+func (s *Server) stillRunning(c *gin.Context, st *state, who string, r *stored.Record) bool {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), storeTimeout)
 	defer cancel()
 	return stored.Unfinished(s.checkOrphan(ctx, st, who, r).Status)
@@ -203,14 +199,12 @@ func (s *Server) keepTurn(c *gin.Context, st *state, turn *storedTurn, response 
 			level = slog.LevelWarn // the platform repeated an id: the first response keeps it
 		}
 		s.log.LogAttrs(context.Background(), level, "response not kept",
-			slog.String("request_id", ri.requestID), slog.String("team", ri.team), slog.String("error", err.Error()))
+			slog.String("request_id", ri.RequestID), slog.String("team", ri.Team), slog.String("error", err.Error()))
 	}
 }
 
-func storeUnavailable(c *gin.Context, err error) {
-	info(c).upstreamErr = "store"
-	if s := info(c).srv; s != nil {
-		s.log.Error("record store failed", slog.String("request_id", info(c).requestID), slog.String("error", err.Error()))
-	}
-	abortOpenAI(c, http.StatusServiceUnavailable, typeServer, "store_unavailable", "", "modelgate cannot reach its response store; try again shortly.")
+func (s *Server) storeUnavailable(c *gin.Context, err error) {
+	info(c).UpstreamErr = "store"
+	s.log.Error("record store failed", slog.String("request_id", info(c).RequestID), slog.String("error", err.Error()))
+	abortError(c, http.StatusServiceUnavailable, typeServer, "store_unavailable", "", "modelgate cannot reach its response store; try again shortly.")
 }

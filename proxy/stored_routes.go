@@ -26,7 +26,7 @@ const (
 // there is none. (Without storage every id is unknown.)
 func (s *Server) keptRecord(c *gin.Context, route string) (*stored.Record, bool) {
 	ri := info(c)
-	ri.route = route
+	ri.Route = route
 	st, p := requestState(c), principal(c)
 	id := c.Param("id")
 	if st.keeper == nil {
@@ -42,16 +42,16 @@ func (s *Server) keptRecord(c *gin.Context, route string) (*stored.Record, bool)
 		responseNotFound(c, id)
 		return nil, false
 	case err != nil:
-		storeUnavailable(c, err)
+		s.storeUnavailable(c, err)
 		return nil, false
 	}
 	r = s.checkOrphan(ctx, st, who, r)
-	ri.model = r.Model
+	ri.Model = r.Model
 	return r, true
 }
 
 func responseNotFound(c *gin.Context, id string) {
-	abortOpenAI(c, http.StatusNotFound, typeInvalidRequest, "response_not_found", "",
+	abortError(c, http.StatusNotFound, typeInvalidRequest, "response_not_found", "",
 		"Response with id '"+sanitizePath(id)+"' not found.")
 }
 
@@ -59,8 +59,8 @@ func responseNotFound(c *gin.Context, id string) {
 // status (a background response is polled here too).
 func (s *Server) getResponse(c *gin.Context) {
 	if v := c.Query("stream"); v != "" && v != "false" {
-		info(c).route = "/v1/responses/{id}"
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "unsupported_parameter", "stream",
+		info(c).Route = "/v1/responses/{id}"
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "unsupported_parameter", "stream",
 			"Streaming a kept response is not supported; retrieve it without 'stream'.")
 		return
 	}
@@ -68,14 +68,14 @@ func (s *Server) getResponse(c *gin.Context) {
 	if !ok {
 		return
 	}
-	writeResponseObject(c, r)
+	s.writeResponseObject(c, r)
 }
 
 // writeResponseObject answers with a kept record as OpenAI's Response object.
-func writeResponseObject(c *gin.Context, r *stored.Record) {
+func (s *Server) writeResponseObject(c *gin.Context, r *stored.Record) {
 	obj, err := stored.ResponseObject(r)
 	if err != nil {
-		storeUnavailable(c, err)
+		s.storeUnavailable(c, err)
 		return
 	}
 	peekLimitHeaders(c)
@@ -96,7 +96,7 @@ func (s *Server) deleteResponse(c *gin.Context) {
 	deleted, err := st.keeper.Delete(ctx, who, r.ID)
 	switch {
 	case err != nil:
-		storeUnavailable(c, err)
+		s.storeUnavailable(c, err)
 		return
 	case !deleted: // gone since it was read: another request deleted it, or it expired
 		responseNotFound(c, r.ID)
@@ -118,19 +118,19 @@ func (s *Server) deleteResponse(c *gin.Context) {
 // paged as OpenAI pages them (limit 1-100, default 20; order desc by default or asc; after
 // an item id).
 func (s *Server) listInputItems(c *gin.Context) {
-	info(c).route = "/v1/responses/{id}/input_items"
+	info(c).Route = "/v1/responses/{id}/input_items"
 	limit := defaultItemsLimit
 	if v, ok := c.GetQuery("limit"); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxItemsLimit {
-			abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "limit", "Invalid 'limit': expected an integer between 1 and 100.")
+			abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "limit", "Invalid 'limit': expected an integer between 1 and 100.")
 			return
 		}
 		limit = n
 	}
 	order := c.DefaultQuery("order", "desc")
 	if order != "asc" && order != "desc" {
-		abortOpenAI(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "order", "Invalid 'order': expected 'asc' or 'desc'.")
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "order", "Invalid 'order': expected 'asc' or 'desc'.")
 		return
 	}
 	r, ok := s.keptRecord(c, "/v1/responses/{id}/input_items")
@@ -178,7 +178,7 @@ func (s *Server) listInputItems(c *gin.Context) {
 	}
 	b, err := json.Marshal(page)
 	if err != nil {
-		storeUnavailable(c, err)
+		s.storeUnavailable(c, err)
 		return
 	}
 	peekLimitHeaders(c)

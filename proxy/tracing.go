@@ -215,8 +215,8 @@ func (s *Server) endTrace(ri *requestInfo, sum *reqlog.RequestSummary) {
 		Attempts: sum.Attempts, LimitDecision: ts.limitDecision, LimitReason: sum.Refusal,
 		Stream: sum.Stream, TTFB: sum.TTFB,
 		EventsReceived: ts.eventsReceived.Load(), EventsSent: ts.eventsSent.Load(),
-		ErrorCode: sum.ErrorCode, UpstreamError: sum.UpstreamErr, ClientGone: ri.clientGone,
+		ErrorCode: sum.ErrorCode, UpstreamError: sum.UpstreamErr, ClientGone: ri.ClientClosed,
 		// A connection lost while draining was most likely closed by the drain's timeout.
-		CutByShutdown: ri.clientGone && s.draining.Load(),
+		CutByShutdown: ri.ClientClosed && s.draining.Load(),
 	}, g)
 }

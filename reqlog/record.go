@@ -1,0 +1,54 @@
+package reqlog
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Record is what one request tells the access log and the metrics, filled in by the layer
+// that learns each thing: the route and the caller at admission, the model and stream flag
+// by the preflight, attempts and failures by the upstream calls, the time to first byte and
+// a client that left by the relay, the usage and cost by accounting. Plain values: no HTTP
+// framework and no server behind it, so it is handed explicitly to the parts that fill it.
+type Record struct {
+	Start     time.Time
+	RequestID string
+	Route     string // the route pattern, never the raw path
+	Team, Key string // who asked (the key's name, never its secret)
+	Model     string // as the client named it; capped when logged
+	Stream    bool
+
+	// Usage as settled (see package accounting), and what it cost.
+	InputTokens, OutputTokens     int64
+	CachedTokens, ReasoningTokens int64
+	CostMicros                    int64
+	UsageEstimated                string // why the usage is an estimate; "" when it is the platform's figure
+	Admitted                      bool   // the limiter admitted the call: it settles once
+	BilledLater                   bool   // a background job settles and bills it when it ends
+	Attempts                      int
+	ErrCode                       string
+	Refusal                       string        // limit refusal reason, if any
+	TTFB                          time.Duration // time to first byte of a stream, when there was one
+	UpstreamErr                   string        // kind of upstream failure: dial, timeout, status_5xx, ...
+	ClientClosed                  bool          // the client left before its answer was complete
+
+	// KeepWait is set when server.overhead_header is on: the platform calls then add their
+	// wait (nanoseconds, from asking for a connection to each answer's first byte, plus
+	// reading non-stream bodies) to UpstreamWait, atomically since n>1 chat calls run in
+	// parallel.
+	KeepWait     bool
+	UpstreamWait atomic.Int64
+}
+
+// Summary is the record of the finished request: its figures with the method and final
+// status the HTTP layer knows, the model capped at maxModel printable bytes.
+func (r *Record) Summary(method string, status int, maxModel int) RequestSummary {
+	return RequestSummary{
+		RequestID: r.RequestID, Route: r.Route, Method: method,
+		Team: r.Team, Key: r.Key, Model: Printable(r.Model, maxModel), Status: status, Stream: r.Stream,
+		Duration: time.Since(r.Start), TTFB: r.TTFB,
+		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Attempts: r.Attempts,
+		ErrorCode: r.ErrCode, Refusal: r.Refusal, UpstreamErr: r.UpstreamErr,
+		UsageEstimated: r.UsageEstimated,
+	}
+}
