@@ -22,7 +22,7 @@ var allowedImports = map[string][]string{
 	"modelgate/proxy":               {"accounting", "jobs", "relay", "reqbody", "translate", "ratelimit", "auth", "platform", "store", "stored", "billing", "tracing", "tokens", "reqlog", "sidecar", "config", "upstream"},
 	"modelgate/upstream":            {"auth", "config", "platform", "reqlog", "tracing", "translate"},
 	"modelgate/admin":               {"auth", "billing", "ratelimit", "reqbody", "store", "config"},
-	"modelgate/accounting":          {"ratelimit"},
+	"modelgate/accounting":          {"billing", "ratelimit", "reqlog"},
 	"modelgate/reqbody":             {},
 	"modelgate/jobs":                {"accounting", "ratelimit", "reqlog", "store", "stored"},
 	"modelgate/relay":               {"accounting", "translate", "ratelimit", "platform"},

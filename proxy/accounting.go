@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"log/slog"
-
 	"github.com/gin-gonic/gin"
 
 	"modelgate/accounting"
@@ -18,18 +16,16 @@ func (s *Server) settle(c *gin.Context, t *ratelimit.Ticket, ch accounting.Charg
 
 // settleInfo is settle for a request known by its requestInfo alone (a background job).
 func (s *Server) settleInfo(ri *requestInfo, t *ratelimit.Ticket, ch accounting.Charge) {
-	t.Settle(ch.Usage)
-	ri.InputTokens, ri.OutputTokens = ch.Usage.InputTokens, ch.Usage.OutputTokens
-	ri.CachedTokens, ri.ReasoningTokens = ch.Usage.CachedInputTokens, ch.Usage.ReasoningTokens
-	ri.UsageEstimated = ch.Unknown
-	if ch.Unknown != "" {
-		s.log.Warn("billed, usage unknown",
-			slog.String("request_id", ri.RequestID),
-			slog.String("route", ri.Route),
-			slog.String("team", ri.Team),
-			slog.String("reason", ch.Unknown),
-			slog.Int64("input_tokens", ch.Usage.InputTokens),
-			slog.Int64("output_tokens", ch.Usage.OutputTokens),
-		)
+	s.settler.Settle(t, ch, &ri.Record)
+}
+
+// settleBilling runs once a request is answered: the spend hold settles with the real cost
+// and the request joins the usage history (accounting.Settler.Bill). It returns the cost in
+// micro-units.
+func (s *Server) settleBilling(ri *requestInfo) int64 {
+	spend := accounting.Spend{Hold: ri.spend}
+	if ri.principal != nil {
+		spend.KeyScope, spend.TeamScope = ri.principal.ScopeID, ri.principal.TeamScopeID
 	}
+	return s.settler.Bill(&ri.Record, spend, s.state().prices)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/accounting"
 	"modelgate/auth"
 	"modelgate/billing"
 	"modelgate/config"
@@ -101,6 +102,7 @@ type Server struct {
 	issued   *auth.Issued
 	ledger   *billing.Ledger
 	history  *billing.Recorder
+	settler  accounting.Settler
 	callers  *callerScopes   // passthrough callers with a limit scope of their own
 	bg       *jobs.Registry  // background responses this instance runs
 	tracer   *tracing.Tracer // nil: tracing off
@@ -123,6 +125,7 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
 		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, callers: newCallerScopes(), tracer: d.Tracer}
+	s.settler = accounting.Settler{Log: d.Logger, Ledger: d.Ledger, History: d.History}
 	var err error
 	if s.keeper, err = s.newKeeper(d.Config); err != nil {
 		return nil, err

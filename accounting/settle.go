@@ -1,0 +1,85 @@
+package accounting
+
+import (
+	"log/slog"
+
+	"modelgate/billing"
+	"modelgate/ratelimit"
+	"modelgate/reqlog"
+)
+
+// Settler settles admitted requests, each exactly once: their limiter ticket, their record,
+// their spend budgets and their usage-history row. Ledger and History may be nil.
+type Settler struct {
+	Log     *slog.Logger
+	Ledger  *billing.Ledger
+	History *billing.Recorder
+}
+
+// Settle settles the request's ticket with ch and writes the usage into its record for the
+// access log and the metrics. When the usage is estimated it also logs the "billed, usage
+// unknown" warning an operator reconciles against the platform's bill.
+func (s Settler) Settle(t *ratelimit.Ticket, ch Charge, rec *reqlog.Record) {
+	t.Settle(ch.Usage)
+	rec.InputTokens, rec.OutputTokens = ch.Usage.InputTokens, ch.Usage.OutputTokens
+	rec.CachedTokens, rec.ReasoningTokens = ch.Usage.CachedInputTokens, ch.Usage.ReasoningTokens
+	rec.UsageEstimated = ch.Unknown
+	if ch.Unknown != "" {
+		s.Log.Warn("billed, usage unknown",
+			slog.String("request_id", rec.RequestID),
+			slog.String("route", rec.Route),
+			slog.String("team", rec.Team),
+			slog.String("reason", ch.Unknown),
+			slog.Int64("input_tokens", ch.Usage.InputTokens),
+			slog.Int64("output_tokens", ch.Usage.OutputTokens),
+		)
+	}
+}
+
+// Spend is what a request holds against the spend budgets: the hold its admission took (nil
+// when it took none), and the key's and team's budget scopes to charge directly when it
+// took none ("" when there is no caller to charge).
+type Spend struct {
+	Hold                *billing.Hold
+	KeyScope, TeamScope string
+}
+
+// Bill runs once a request is answered, after Settle: it settles the spend hold with the
+// cost of the settled usage at prices and adds the request to the usage history. It returns
+// the cost in micro-units.
+func (s Settler) Bill(rec *reqlog.Record, spend Spend, prices billing.Prices) int64 {
+	if !rec.Admitted {
+		spend.Hold.Cancel() // refused by the limiter after the spend was held
+		return 0
+	}
+	if rec.BilledLater {
+		return 0 // a background submission: its job settles and records the call when it ends
+	}
+	if rec.Team == "" || rec.Model == "" {
+		return 0 // passthrough callers have no team; calls without a model (sidecar) no tokens
+	}
+	u := billing.Usage{InputTokens: rec.InputTokens, CachedInputTokens: rec.CachedTokens,
+		OutputTokens: rec.OutputTokens, ReasoningTokens: rec.ReasoningTokens}
+	cost := prices.Cost(rec.Model, u)
+	switch {
+	case spend.Hold != nil:
+		spend.Hold.Settle(cost)
+	case s.Ledger != nil && spend.KeyScope != "" && cost > 0:
+		// A route that reserved nothing: still charged.
+		s.Ledger.Charge([]string{spend.KeyScope, spend.TeamScope}, cost)
+	}
+	if s.History != nil && !platformRefused(rec, u) {
+		s.History.Record(rec.Team, rec.Key, rec.Model, u, cost)
+	}
+	return cost
+}
+
+// platformRefused reports a call that failed upstream with nothing billed: no usage, and no
+// bound charged in its place. The usage history counts what the platform did (and bills);
+// a refusal did nothing, and a row per refusal would let any caller fill the history with
+// rows of made-up model names the platform rejects. Modelgate's own refusals never reach
+// the history at all (they are not admitted). The request still shows in the logs and
+// metrics.
+func platformRefused(rec *reqlog.Record, u billing.Usage) bool {
+	return rec.UpstreamErr != "" && rec.UsageEstimated == "" && u == (billing.Usage{})
+}
