@@ -1,10 +1,8 @@
 package proxy
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -74,17 +72,6 @@ type requestInfo struct {
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.
 const overheadHeader = "X-Modelgate-Overhead-Ms"
-
-// timedRead reads into buf from r, adding the time spent to ri's upstream wait when it is kept.
-func timedRead(ri *requestInfo, keep bool, buf *bytes.Buffer, r io.Reader) (int64, error) {
-	if !keep {
-		return buf.ReadFrom(r)
-	}
-	t0 := monoNow()
-	n, err := buf.ReadFrom(r)
-	ri.upstreamWait.Add(monoNow() - t0)
-	return n, err
-}
 
 // overheadWriter puts x-modelgate-overhead-ms on the answer just before its headers go out:
 // the handler's time so far minus the time it waited on the platform. For a non-stream
