@@ -24,7 +24,7 @@ var allowedImports = map[string][]string{
 	"modelgate/admin":               {"auth", "billing", "ratelimit", "reqbody", "store", "config"},
 	"modelgate/accounting":          {"billing", "ratelimit", "reqlog"},
 	"modelgate/reqbody":             {},
-	"modelgate/jobs":                {"accounting", "ratelimit", "reqlog", "store", "stored"},
+	"modelgate/jobs":                {"accounting", "ratelimit", "relay", "reqlog", "store", "stored", "translate"},
 	"modelgate/relay":               {"accounting", "translate", "ratelimit", "platform"},
 	"modelgate/billing":             {"store", "config"},
 	"modelgate/stored":              {"store"},

@@ -58,10 +58,6 @@ func (ri *requestInfo) waitClock() *atomic.Int64 {
 	return &ri.UpstreamWait
 }
 
-// monoNow is relay's monotonic clock, shared so upstream waits and idle silences are
-// measured alike.
-func monoNow() int64 { return relay.MonoNow() }
-
 // startStream commits the answer as a 200 event stream (see relay.StartStream, and why the
 // frames above it are kept small).
 func startStream(c *gin.Context) { relay.StartStream(c.Writer) }

@@ -1,4 +1,4 @@
-package proxy
+package jobs
 
 import (
 	"strings"
@@ -7,18 +7,19 @@ import (
 	"github.com/tidwall/gjson"
 
 	"modelgate/ratelimit"
+	"modelgate/relay"
 	"modelgate/stored"
 )
 
-func scanString(stream string) backgroundStream {
-	events := newEventReader(strings.NewReader(stream), maxEventSize)
-	defer events.release()
-	return scanBackgroundStream(events, 7)
+func scanString(stream string) scanned {
+	events := relay.NewEventReader(strings.NewReader(stream), relay.MaxEventSize)
+	defer events.Release()
+	return scan(events, 7)
 }
 
 func bgEvent(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
 
-func TestScanBackgroundStream(t *testing.T) {
+func TestScan(t *testing.T) {
 	item := `{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"hi"}]}`
 	delta := bgEvent("response.output_text.delta", `{"type":"response.output_text.delta","delta":"hi"}`)
 	itemDone := bgEvent("response.output_item.done", `{"type":"response.output_item.done","item":`+item+`}`)
@@ -65,9 +66,9 @@ func TestScanBackgroundStream(t *testing.T) {
 	}
 }
 
-// FuzzScanBackgroundStream: whatever the platform streams, the scan ends with a status it
+// FuzzScan: whatever the platform streams, the scan ends with a status it
 // may record and output that is a JSON array (or none).
-func FuzzScanBackgroundStream(f *testing.F) {
+func FuzzScan(f *testing.F) {
 	f.Add(bgEvent("response.output_item.done", `{"item":{"a":1}}`) + bgEvent("response.completed", `{"response":{"status":"completed","usage":{}}}`))
 	f.Add(bgEvent("error", `{"code":1,"message":[]}`))
 	f.Add("data: {}\r\n\r\ndata: [\n\n")
