@@ -54,21 +54,23 @@ func TestBill(t *testing.T) {
 	in := 1.0
 	cfg := &config.Config{Models: []config.Model{{ID: "m", Price: &config.Price{Input: in, Output: 2}}}}
 	prices := billing.NewPrices(cfg)
-	billed := reqlog.Record{Team: "alpha", Key: "k", Model: "m", Admitted: true, InputTokens: 1_000_000, OutputTokens: 500_000}
+	billed := func() *reqlog.Record {
+		return &reqlog.Record{Team: "alpha", Key: "k", Model: "m", Admitted: true, InputTokens: 1_000_000, OutputTokens: 500_000}
+	}
 	const cost = 2_000_000 // 1M input at 1 plus 0.5M output at 2, in micro-units
 	tests := []struct {
 		name    string
-		rec     reqlog.Record
+		rec     *reqlog.Record
 		hold    bool
 		want    int64
 		spent   float64 // the key's day total afterwards, in currency units
 		history int
 	}{
-		{"held_and_settled", billed, true, cost, 2, 1},
-		{"charged_without_hold", billed, false, cost, 2, 1},
-		{"refused_by_limiter", reqlog.Record{Team: "alpha", Model: "m"}, true, 0, 0, 0},
-		{"billed_later", func() reqlog.Record { r := billed; r.BilledLater = true; return r }(), true, 0, 0, 0},
-		{"platform_refused", reqlog.Record{Team: "alpha", Key: "k", Model: "m", Admitted: true, UpstreamErr: "status_4xx"}, true, 0, 0, 0},
+		{"held_and_settled", billed(), true, cost, 2, 1},
+		{"charged_without_hold", billed(), false, cost, 2, 1},
+		{"refused_by_limiter", &reqlog.Record{Team: "alpha", Model: "m"}, true, 0, 0, 0},
+		{"billed_later", func() *reqlog.Record { r := billed(); r.BilledLater = true; return r }(), true, 0, 0, 0},
+		{"platform_refused", &reqlog.Record{Team: "alpha", Key: "k", Model: "m", Admitted: true, UpstreamErr: "status_4xx"}, true, 0, 0, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,8 +93,7 @@ func TestBill(t *testing.T) {
 				}
 				spend.Hold = h
 			}
-			rec := tc.rec
-			if got := s.Bill(&rec, spend, prices); got != tc.want {
+			if got := s.Bill(tc.rec, spend, prices); got != tc.want {
 				t.Errorf("cost %d, want %d", got, tc.want)
 			}
 			if day, _ := ledger.Spent(spend.KeyScope); day != tc.spent {
