@@ -46,74 +46,38 @@ type msgBlock struct {
 // NewMessagesStream prepares a converter for one upstream stream.
 func NewMessagesStream(meta MessagesMeta) *MessagesStream {
 	c := &MessagesStream{meta: meta, open: -1}
+	c.d = c
 	for _, s := range meta.StopSequences {
 		c.maxStop = max(c.maxStop, len(s))
 	}
 	return c
 }
 
-// Feed converts one upstream event; see FeedTo.
-func (c *MessagesStream) Feed(eventType string, data []byte) (out []byte, done bool) {
-	return c.FeedTo(nil, eventType, data)
-}
-
-// FeedTo converts one upstream event, appending complete SSE frames to dst. done means the
-// Messages stream is finished and the caller should stop reading and cancel the upstream.
-func (c *MessagesStream) FeedTo(dst []byte, eventType string, data []byte) (out []byte, done bool) {
-	return c.FeedWith(c.ownScratch(), dst, eventType, data)
-}
-
-// FeedWith is FeedTo using s as its working memory; s may serve another converter as soon
-// as the call returns.
-func (c *MessagesStream) FeedWith(s *Scratch, dst []byte, eventType string, data []byte) (out []byte, done bool) {
-	return c.feedWith(s, dst, eventType, data, c.feed)
-}
-
-func (c *MessagesStream) feed(dst []byte, eventType string, data []byte) (out []byte, done bool) {
-	out = dst
+// convert is the Messages half of feed; every event opens the message first.
+func (c *MessagesStream) convert(out []byte, typ string, oi int64, data []byte) []byte {
 	f := c.ev
-	if !f.scan(data) {
-		return out, false
-	}
-	typ := f.typ.Str
-	if typ == "" {
-		typ = eventType
-	}
 	out = c.start(out)
-	oi := f.outputIndex.Int()
-	if f.outputIndex.Exists() {
-		c.markSeen(oi)
-	}
 	switch typ {
 	case "response.output_item.added":
 		if f.item.Get("type").Str == "function_call" {
 			out = c.announce(out, oi, f.item)
 		}
-	case "response.output_text.delta":
-		c.deltas++
-		out = c.text(out, partKey{'t', oi, f.contentIndex.Int()}, f.delta.String())
-	case "response.output_text.done":
-		out = c.textOnce(out, partKey{'t', oi, f.contentIndex.Int()}, f.text.String())
-	case "response.refusal.delta":
-		c.deltas++
-		c.sawRefusal = true
-		out = c.text(out, partKey{'f', oi, f.contentIndex.Int()}, f.delta.String())
-	case "response.refusal.done":
-		c.sawRefusal = true
-		out = c.textOnce(out, partKey{'f', oi, f.contentIndex.Int()}, f.refusal.String())
-	case "response.reasoning_summary_text.delta":
-		c.deltas++
-		out = c.thinking(out, partKey{'s', oi, f.summaryIndex.Int()}, f.delta.String())
-	case "response.reasoning_summary_text.done":
-		if k := (partKey{'s', oi, f.summaryIndex.Int()}); !c.wasEmitted(k) {
-			out = c.thinking(out, k, f.text.String())
+	case "response.output_text.delta", "response.output_text.done":
+		if k, text, ok := c.part('t', oi, typ); ok {
+			out = c.text(out, k, text)
 		}
-	case "response.reasoning_text.delta":
-		c.deltas++
-		out = c.thinking(out, partKey{'r', oi, f.contentIndex.Int()}, f.delta.String())
-	case "response.reasoning_text.done":
-		if k := (partKey{'r', oi, f.contentIndex.Int()}); !c.wasEmitted(k) {
-			out = c.thinking(out, k, f.text.String())
+	case "response.refusal.delta", "response.refusal.done":
+		c.sawRefusal = true
+		if k, text, ok := c.part('f', oi, typ); ok {
+			out = c.text(out, k, text)
+		}
+	case "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done":
+		if k, text, ok := c.part('s', oi, typ); ok {
+			out = c.thinking(out, k, text)
+		}
+	case "response.reasoning_text.delta", "response.reasoning_text.done":
+		if k, text, ok := c.part('r', oi, typ); ok {
+			out = c.thinking(out, k, text)
 		}
 	case "response.function_call_arguments.delta":
 		c.deltas++
@@ -129,9 +93,9 @@ func (c *MessagesStream) feed(dst []byte, eventType string, data []byte) (out []
 	case "response.completed", "response.incomplete":
 		out = c.finish(out, typ, f.response)
 	case "response.failed", "error":
-		out = c.errorEvent(out, c.upstreamFailure(typ, data))
+		out = c.fail(out, c.upstreamFailure(typ, data))
 	}
-	return out, c.done
+	return out
 }
 
 // start sends message_start before anything else. Its usage holds the input estimate; the
@@ -391,10 +355,11 @@ func (c *MessagesStream) End(err error) []byte {
 	if c.done {
 		return nil
 	}
-	return c.errorEvent(nil, &Error{Status: 502, Type: typeServer, Code: "upstream_stream_incomplete", Message: incompleteMessage(err)})
+	return c.fail(nil, &Error{Status: 502, Type: typeServer, Code: "upstream_stream_incomplete", Message: incompleteMessage(err)})
 }
 
-func (c *MessagesStream) errorEvent(out []byte, e *Error) []byte {
+// fail ends the stream with one error event, after the text held back; no message_stop.
+func (c *MessagesStream) fail(out []byte, e *Error) []byte {
 	if c.open >= 0 && len(c.held) > 0 {
 		out = c.delta(out, c.open, "text_delta", "text", str(c.held))
 		c.held = c.held[:0]

@@ -154,3 +154,30 @@ func TestUpstreamErrorDeepBody(t *testing.T) {
 		t.Errorf("got %s", out)
 	}
 }
+
+// A Messages stream ends on the same event with one error event in Anthropic's shape, after
+// the text before it: it used to pass over the event and go on as if nothing had come.
+func TestMessagesStreamEndsOnDeepEvent(t *testing.T) {
+	conv := NewMessagesStream(MessagesMeta{ID: "msg_1", Model: "m"})
+	out, done := conv.Feed("", []byte(`{"type":"response.output_text.delta","output_index":0,"content_index":0,"delta":"kept"}`))
+	if done {
+		t.Fatal("done after the first delta")
+	}
+	b, done := conv.Feed("", []byte(deepDelta))
+	if !done {
+		t.Fatal("a Messages stream went on past an event nested too deeply")
+	}
+	out = append(out, b...)
+	if more, done := conv.Feed("", []byte(`{"type":"response.completed","response":{"status":"completed"}}`)); len(more) != 0 || !done {
+		t.Fatalf("output after the error event: %q", more)
+	}
+	frames := bytes.Split(bytes.TrimSuffix(out, []byte("\n\n")), []byte("\n\n"))
+	last := string(frames[len(frames)-1])
+	want := "event: error\ndata: " + string(AnthropicErrorJSON("api_error", errEventTooDeep().Message))
+	if last != want {
+		t.Errorf("last frame %s\nwant %s", last, want)
+	}
+	if !bytes.Contains(out, []byte(`"text":"kept"`)) || bytes.Contains(out, []byte("lost")) || bytes.Contains(out, []byte("message_stop")) {
+		t.Errorf("stream %s", out)
+	}
+}

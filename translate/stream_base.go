@@ -2,16 +2,56 @@ package translate
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
 	"modelgate/tokens"
 )
 
+// Converter is what every client dialect's stream converter offers the relay that feeds it
+// a Responses event stream: *StreamConverter for Chat Completions, *MessagesStream for
+// Anthropic's Messages. Feed, FeedTo and FeedWith are one conversion with the output buffer
+// and working memory made, passed in, or lent; none allocates per event once its buffer has
+// grown. A Converter is not safe for concurrent use.
+type Converter interface {
+	// Feed converts one upstream event into complete client frames; done means the client's
+	// stream is finished and the caller should stop reading and cancel the upstream.
+	Feed(eventType string, data []byte) (out []byte, done bool)
+	// FeedTo is Feed appending to dst.
+	FeedTo(dst []byte, eventType string, data []byte) (out []byte, done bool)
+	// FeedWith is FeedTo using s as its working memory for the call.
+	FeedWith(s *Scratch, dst []byte, eventType string, data []byte) (out []byte, done bool)
+	// End closes a stream whose upstream stopped before a terminal event (err is the read
+	// error, nil for a clean end): the dialect's error frame, nil when already done.
+	End(err error) []byte
+	// Usage is the usage reported by the upstream, or the estimate when none arrived.
+	Usage() Usage
+	// SetInputEstimate sets the input tokens reported before (and unless) the upstream does.
+	SetInputEstimate(n int64)
+}
+
+var (
+	_ Converter = (*StreamConverter)(nil)
+	_ Converter = (*MessagesStream)(nil)
+)
+
+// dialect is the half of a converter that differs by client dialect: what one scanned event
+// becomes, and how the stream ends in error. streamBase does the rest.
+type dialect interface {
+	// convert handles one event, already scanned into the lent fields, of type typ about
+	// output item oi; data is the raw event.
+	convert(out []byte, typ string, oi int64, data []byte) []byte
+	// fail ends the stream with e, after whatever text was held back.
+	fail(out []byte, e *Error) []byte
+}
+
 // streamBase is the bookkeeping every dialect's stream converter keeps the same way: the
 // usage reported or estimated, which upstream items and parts were shown, and the event
-// fields lent for one call. Each converter embeds it and keeps its own output logic.
+// fields lent for one call. Each converter embeds it, sets d to itself and keeps its own
+// output logic.
 type streamBase struct {
+	d    dialect
 	done bool
 
 	seen    []int64   // output indexes that had any event
@@ -53,27 +93,90 @@ func estimatedUsage(input, deltas int64) Usage {
 	return Usage{InputTokens: input, OutputTokens: out, TotalTokens: input + out}
 }
 
-// ownScratch is the Scratch FeedTo lends itself.
-func (c *streamBase) ownScratch() *Scratch {
+// Feed converts one upstream event; see FeedTo.
+func (c *streamBase) Feed(eventType string, data []byte) (out []byte, done bool) {
+	return c.FeedTo(nil, eventType, data)
+}
+
+// FeedTo converts one upstream event, appending complete SSE frames to dst. done means the
+// client's stream is finished and the caller should stop reading and cancel the upstream. A
+// caller that is done with the previous frames can pass the same buffer back (dst[:0]), so
+// a stream costs no allocation per event.
+func (c *streamBase) FeedTo(dst []byte, eventType string, data []byte) (out []byte, done bool) {
 	if c.own == nil {
 		c.own = new(Scratch)
 	}
-	return c.own
+	return c.FeedWith(c.own, dst, eventType, data)
 }
 
-// feedWith runs a converter's feed on one event with s's fields lent to it, and forgets
-// them before returning: they are views into data, which the caller may reuse.
-func (c *streamBase) feedWith(s *Scratch, dst []byte, eventType string, data []byte,
-	feed func(dst []byte, eventType string, data []byte) ([]byte, bool)) (out []byte, done bool) {
+// FeedWith is FeedTo using s as its working memory; s may serve another converter as soon
+// as the call returns. The fields are forgotten before returning: they are views into data,
+// which the caller may reuse.
+func (c *streamBase) FeedWith(s *Scratch, dst []byte, eventType string, data []byte) (out []byte, done bool) {
 	if c.done {
 		return dst, true
 	}
 	c.ev = &s.ev
-	out, done = feed(dst, eventType, data)
+	out = c.feed(dst, eventType, data)
 	c.ev.clear()
 	c.ev = nil
-	return out, done
+	return out, c.done
 }
+
+// feed scans one event and hands it to the dialect. An event that is not JSON (a comment,
+// a lenient upstream's [DONE]) converts to nothing; one nested past MaxEventDepth ends the
+// stream: a platform that broken is not trusted with the rest of the answer.
+func (c *streamBase) feed(out []byte, eventType string, data []byte) []byte {
+	f := c.ev
+	if !f.scan(data) {
+		if f.tooDeep {
+			return c.d.fail(out, errEventTooDeep())
+		}
+		return out
+	}
+	typ := f.typ.Str
+	if typ == "" {
+		typ = eventType
+	}
+	oi := f.outputIndex.Int()
+	if f.outputIndex.Exists() {
+		c.markSeen(oi)
+	}
+	return c.d.convert(out, typ, oi, data)
+}
+
+// part reads a text, refusal or reasoning event (kind as in partKey) about output item oi:
+// the part it shows and its text. A delta counts toward the output estimate; a done event
+// whose part a delta already showed gives ok false. Marking the part shown is the caller's.
+func (c *streamBase) part(kind byte, oi int64, typ string) (k partKey, s string, ok bool) {
+	f := c.ev
+	idx := f.contentIndex
+	if kind == 's' {
+		idx = f.summaryIndex
+	}
+	k = partKey{kind, oi, idx.Int()}
+	if strings.HasSuffix(typ, ".delta") {
+		c.deltas++
+		return k, f.delta.String(), true
+	}
+	if c.wasEmitted(k) {
+		return k, "", false
+	}
+	if kind == 'f' {
+		return k, f.refusal.String(), true
+	}
+	return k, f.text.String(), true
+}
+
+// errEventTooDeep ends a stream whose platform sent an event nested past MaxEventDepth.
+func errEventTooDeep() *Error {
+	return &Error{Status: 502, Type: typeServer, Code: CodeEventTooDeep,
+		Message: "The platform sent an event nested too deeply; the stream was closed."}
+}
+
+// CodeEventTooDeep is the error code of a stream or answer ended by JSON nested past
+// MaxEventDepth, in every dialect.
+const CodeEventTooDeep = "upstream_event_too_deep"
 
 func (c *streamBase) markSeen(oi int64) {
 	if !c.wasSeen(oi) {
