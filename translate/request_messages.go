@@ -307,31 +307,28 @@ func (w *reqWriter) toolCall(tc gjson.Result, i, j, start int) *Error {
 	w.calls = append(w.calls, callRef{id: id.Str, msg: i, idx: j, custom: custom})
 	w.sep(start)
 	if custom {
-		cc := tc.Get("custom")
-		name := cc.Get("name")
-		if name.Type != gjson.String || name.Str == "" {
-			return missing(param + ".custom.name")
-		}
-		w.b = append(w.b, `{"type":"custom_tool_call","call_id":`...)
-		w.b = append(w.b, id.Raw...)
-		w.b = append(w.b, `,"name":`...)
-		w.b = append(w.b, name.Raw...)
-		w.b = append(w.b, `,"input":`...)
-		w.arguments(cc.Get("input"))
-		w.b = append(w.b, '}')
-		return nil
+		return w.call(tc.Get("custom"), param+".custom", "custom_tool_call", "input", id)
 	}
-	fn := tc.Get("function")
+	return w.call(tc.Get("function"), param+".function", "function_call", "arguments", id)
+}
+
+// call writes one call item of the Responses type typ from a chat tool call's function (or
+// custom) object fn, whose arguments are under argKey in both shapes.
+func (w *reqWriter) call(fn gjson.Result, param, typ, argKey string, id gjson.Result) *Error {
 	name := fn.Get("name")
 	if name.Type != gjson.String || name.Str == "" {
-		return missing(param + ".function.name")
+		return missing(param + ".name")
 	}
-	w.b = append(w.b, `{"type":"function_call","call_id":`...)
+	w.b = append(w.b, `{"type":"`...)
+	w.b = append(w.b, typ...)
+	w.b = append(w.b, `","call_id":`...)
 	w.b = append(w.b, id.Raw...)
 	w.b = append(w.b, `,"name":`...)
 	w.b = append(w.b, name.Raw...)
-	w.b = append(w.b, `,"arguments":`...)
-	w.arguments(fn.Get("arguments"))
+	w.b = append(w.b, `,"`...)
+	w.b = append(w.b, argKey...)
+	w.b = append(w.b, `":`...)
+	w.arguments(fn.Get(argKey))
 	w.b = append(w.b, '}')
 	return nil
 }
