@@ -149,6 +149,22 @@ func (c *MessagesStream) openBlock(out []byte, b msgBlock, item gjson.Result) []
 	return append(out, "\n\n"...)
 }
 
+// isOpen reports that the open block is the one of kind showing upstream item oi.
+func (c *MessagesStream) isOpen(kind byte, oi int64) bool {
+	return c.open >= 0 && c.blocks[c.open].kind == kind && c.blocks[c.open].oi == oi
+}
+
+// openFor opens a text or thinking block for upstream item oi unless it is the open one.
+func (c *MessagesStream) openFor(out []byte, kind byte, oi int64) []byte {
+	if c.isOpen(kind, oi) {
+		return out
+	}
+	return c.openBlock(out, msgBlock{kind: kind, oi: oi}, gjson.Result{})
+}
+
+// cut: the message has ended, a stop sequence among the ways.
+func (c *MessagesStream) cut() bool { return c.done }
+
 // closeOpen stops the open block, sending the text it held back first.
 func (c *MessagesStream) closeOpen(out []byte) []byte {
 	if c.open < 0 {
@@ -176,14 +192,6 @@ func (c *MessagesStream) delta(out []byte, index int, typ, key, s string) []byte
 	return append(out, "}}\n\n"...)
 }
 
-// textOnce sends a part's full text from a done event when no delta carried it.
-func (c *MessagesStream) textOnce(out []byte, k partKey, s string) []byte {
-	if c.wasEmitted(k) {
-		return out
-	}
-	return c.text(out, k, s)
-}
-
 // text sends output text (or a refusal) into the text block of its message item. With stop
 // sequences, the tail that could start one is held back, max(len(stop))-1 bytes widened to a
 // character boundary, as on chat.
@@ -192,9 +200,7 @@ func (c *MessagesStream) text(out []byte, k partKey, s string) []byte {
 	if s == "" {
 		return out
 	}
-	if c.open < 0 || c.blocks[c.open].kind != 't' || c.blocks[c.open].oi != k.oi {
-		out = c.openBlock(out, msgBlock{kind: 't', oi: k.oi}, gjson.Result{})
-	}
+	out = c.openFor(out, 't', k.oi)
 	if c.maxStop == 0 {
 		return c.delta(out, c.open, "text_delta", "text", s)
 	}
@@ -228,9 +234,7 @@ func (c *MessagesStream) thinking(out []byte, k partKey, s string) []byte {
 	if s == "" {
 		return out
 	}
-	if c.open < 0 || c.blocks[c.open].kind != 'h' || c.blocks[c.open].oi != k.oi {
-		out = c.openBlock(out, msgBlock{kind: 'h', oi: k.oi}, gjson.Result{})
-	}
+	out = c.openFor(out, 'h', k.oi)
 	b := &c.blocks[c.open]
 	if b.hasText && b.last != k {
 		out = c.delta(out, c.open, "thinking_delta", "thinking", "\n\n")
@@ -272,19 +276,16 @@ func (c *MessagesStream) arguments(out []byte, b int, s string) []byte {
 func (c *MessagesStream) itemDone(out []byte, oi int64, item gjson.Result) []byte {
 	switch item.Get("type").Str {
 	case "message":
-		ci := int64(0)
-		each(item.Get("content"), func(_, p gjson.Result) bool {
-			switch p.Get("type").Str {
-			case "output_text":
-				out = c.textOnce(out, partKey{'t', oi, ci}, p.Get("text").String())
-			case "refusal":
+		c.eachMessagePart(oi, item, func(k partKey, p gjson.Result) bool {
+			if k.kind == 't' {
+				out = c.text(out, k, p.Get("text").String())
+			} else {
 				c.sawRefusal = true
-				out = c.textOnce(out, partKey{'f', oi, ci}, p.Get("refusal").String())
+				out = c.text(out, k, p.Get("refusal").String())
 			}
-			ci++
 			return !c.done
 		})
-		if !c.done && c.open >= 0 && c.blocks[c.open].kind == 't' && c.blocks[c.open].oi == oi {
+		if !c.done && c.isOpen('t', oi) {
 			out = c.closeOpen(out)
 		}
 	case "reasoning":
@@ -292,13 +293,10 @@ func (c *MessagesStream) itemDone(out []byte, oi int64, item gjson.Result) []byt
 			out = c.thinking(out, k, text)
 		})
 		enc := item.Get("encrypted_content").String()
-		open := c.open >= 0 && c.blocks[c.open].kind == 'h' && c.blocks[c.open].oi == oi
-		if !open && enc == "" {
+		if !c.isOpen('h', oi) && enc == "" {
 			return out // nothing shown and nothing to resume: no block
 		}
-		if !open {
-			out = c.openBlock(out, msgBlock{kind: 'h', oi: oi}, gjson.Result{})
-		}
+		out = c.openFor(out, 'h', oi)
 		out = c.delta(out, c.open, "signature_delta", "signature", makeSignature(item.Get("id").String(), enc))
 		out = c.closeOpen(out)
 	case "function_call":
@@ -320,10 +318,7 @@ func (c *MessagesStream) itemDone(out []byte, oi int64, item gjson.Result) []byt
 // finish handles response.completed and response.incomplete: items the stream never showed
 // are sent from the final output, then message_delta and message_stop.
 func (c *MessagesStream) finish(out []byte, typ string, resp gjson.Result) []byte {
-	status := c.finalOutput(typ, resp, func(oi int64, item gjson.Result) bool {
-		out = c.itemDone(out, oi, item)
-		return !c.done
-	})
+	out, status := c.finalOutput(out, typ, resp)
 	if c.done {
 		return out // a stop sequence in the final output ended the message
 	}

@@ -408,21 +408,13 @@ func (c *StreamConverter) arguments(out []byte, s *toolSlot, delta string) []byt
 func (c *StreamConverter) itemDone(out []byte, oi int64, item gjson.Result) []byte {
 	switch item.Get("type").Str {
 	case "message":
-		ci := int64(0)
-		each(item.Get("content"), func(_, p gjson.Result) bool {
-			switch p.Get("type").Str {
-			case "output_text":
-				if k := (partKey{'t', oi, ci}); !c.wasEmitted(k) {
-					c.markEmitted(k)
-					out = c.text(out, p.Get("text").String(), p.Get("logprobs"))
-				}
-			case "refusal":
-				if k := (partKey{'f', oi, ci}); !c.wasEmitted(k) {
-					c.markEmitted(k)
-					out = c.refusal(out, p.Get("refusal").String())
-				}
+		c.eachMessagePart(oi, item, func(k partKey, p gjson.Result) bool {
+			c.markEmitted(k)
+			if k.kind == 't' {
+				out = c.text(out, p.Get("text").String(), p.Get("logprobs"))
+			} else {
+				out = c.refusal(out, p.Get("refusal").String())
 			}
-			ci++
 			return !c.stopHit
 		})
 	case "function_call", "custom_tool_call":
@@ -448,10 +440,7 @@ func (c *StreamConverter) itemDone(out []byte, oi int64, item gjson.Result) []by
 // finish handles response.completed and response.incomplete: items the stream never showed
 // are sent from the final output, then the finish chunk, the usage chunk and [DONE].
 func (c *StreamConverter) finish(out []byte, typ string, resp gjson.Result) []byte {
-	status := c.finalOutput(typ, resp, func(oi int64, item gjson.Result) bool {
-		out = c.itemDone(out, oi, item)
-		return !c.stopHit
-	})
+	out, status := c.finalOutput(out, typ, resp)
 	if c.stopHit {
 		return out // Feed closes with finish_reason stop
 	}
@@ -460,6 +449,9 @@ func (c *StreamConverter) finish(out []byte, typ string, resp gjson.Result) []by
 	out = c.close(c.open(out), reason)
 	return c.trailer(out)
 }
+
+// cut: a stop sequence was reached; Feed closes with finish_reason stop.
+func (c *StreamConverter) cut() bool { return c.stopHit }
 
 func (c *StreamConverter) trailer(out []byte) []byte {
 	c.done = true

@@ -44,6 +44,10 @@ type dialect interface {
 	convert(out []byte, typ string, oi int64, data []byte) []byte
 	// fail ends the stream with e, after whatever text was held back.
 	fail(out []byte, e *Error) []byte
+	// itemDone shows what of a finished output item no event showed.
+	itemDone(out []byte, oi int64, item gjson.Result) []byte
+	// cut reports that a stop sequence ended the answer: nothing more is shown.
+	cut() bool
 }
 
 // streamBase is the bookkeeping every dialect's stream converter keeps the same way: the
@@ -228,27 +232,45 @@ func incompleteMessage(err error) string {
 	return "upstream stream terminated unexpectedly"
 }
 
-// finalOutput reads a terminal response for a converter: it keeps the usage reported and
-// hands show, in order, each output item no event showed, until show returns false. The
-// status is the response's, or the one the event type names when the response has none.
-func (c *streamBase) finalOutput(typ string, resp gjson.Result, show func(oi int64, item gjson.Result) bool) (status string) {
+// finalOutput reads a terminal response: it keeps the usage reported and has the dialect
+// show, in order, each output item no event showed, until a stop sequence cuts the answer.
+// The status is the response's, or the one the event type names when the response has none.
+func (c *streamBase) finalOutput(out []byte, typ string, resp gjson.Result) (_ []byte, status string) {
 	if u, ok := parseUsage(resp.Get("usage")); ok {
 		c.usage = u
 	}
 	i := int64(0)
 	each(resp.Get("output"), func(_, item gjson.Result) bool {
-		more := true
 		if !c.wasSeen(i) {
 			c.markSeen(i)
-			more = show(i, item)
+			out = c.d.itemDone(out, i, item)
 		}
 		i++
-		return more
+		return !c.d.cut()
 	})
 	if status = resp.Get("status").Str; status == "" {
 		status = typ[len("response."):]
 	}
-	return status
+	return out, status
+}
+
+// eachMessagePart hands fn each output text ('t') or refusal ('f') part of message item oi
+// that no event showed, until fn returns false.
+func (c *streamBase) eachMessagePart(oi int64, item gjson.Result, fn func(k partKey, p gjson.Result) bool) {
+	ci := int64(0)
+	each(item.Get("content"), func(_, p gjson.Result) bool {
+		k := partKey{0, oi, ci}
+		ci++
+		switch p.Get("type").Str {
+		case "output_text":
+			k.kind = 't'
+		case "refusal":
+			k.kind = 'f'
+		default:
+			return true
+		}
+		return c.wasEmitted(k) || fn(k, p)
+	})
 }
 
 // eachReasoningPart hands fn each part of reasoning item oi that no delta sent: its summary
