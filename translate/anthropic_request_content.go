@@ -161,19 +161,13 @@ func (w *msgWriter) user(c gjson.Result, param string, start int) *Error {
 // eachBlock hands fn each content block of a message, its parameter path and its type; a
 // block that is not an object, or fn's error, ends the walk with that error.
 func eachBlock(content gjson.Result, param string, fn func(blk gjson.Result, bp, typ string) *Error) *Error {
-	var err *Error
-	j := 0
-	content.ForEach(func(_, blk gjson.Result) bool {
+	return walk(content, func(j int, blk gjson.Result) *Error {
 		bp := param + ".content." + strconv.Itoa(j)
-		j++
 		if !blk.IsObject() {
-			err = badRequest(codeInvalidType, bp, bp+": Input should be a valid dictionary")
-		} else {
-			err = fn(blk, bp, blk.Get("type").Str)
+			return badRequest(codeInvalidType, bp, bp+": Input should be a valid dictionary")
 		}
-		return err == nil
+		return fn(blk, bp, blk.Get("type").Str)
 	})
-	return err
 }
 
 // blockTypeError refuses a block whose type the message's role cannot hold: a missing type,

@@ -9,7 +9,7 @@ import (
 // reqWriter renders the translated fields of a chat request. Values that keep their JSON
 // form (texts, schemas, arguments) are copied verbatim from the source.
 type reqWriter struct {
-	b     []byte
+	bodyWriter
 	calls []callRef // tool calls seen so far, for the pairing check
 }
 
@@ -172,18 +172,11 @@ func (w *reqWriter) tools(f *chatFields) *Error {
 	}
 	w.b = append(w.b, `,"tools":[`...)
 	start := len(w.b)
-	var err *Error
 	if hasTools {
 		if !f.tools.IsArray() {
 			return badRequest(codeInvalidType, "tools", "Invalid type for 'tools': expected an array.")
 		}
-		i := 0
-		f.tools.ForEach(func(_, t gjson.Result) bool {
-			err = w.tool(t, i, start)
-			i++
-			return err == nil
-		})
-		if err != nil {
+		if err := walk(f.tools, func(i int, t gjson.Result) *Error { return w.tool(t, i, start) }); err != nil {
 			return err
 		}
 	}
@@ -191,11 +184,8 @@ func (w *reqWriter) tools(f *chatFields) *Error {
 		if !f.functions.IsArray() {
 			return badRequest(codeInvalidType, "functions", "Invalid type for 'functions': expected an array.")
 		}
-		i := 0
-		f.functions.ForEach(func(_, fn gjson.Result) bool {
-			err = w.function(fn, "functions["+strconv.Itoa(i)+"]", start)
-			i++
-			return err == nil
+		err := walk(f.functions, func(i int, fn gjson.Result) *Error {
+			return w.function(fn, "functions["+strconv.Itoa(i)+"]", start)
 		})
 		if err != nil {
 			return err
@@ -208,12 +198,6 @@ func (w *reqWriter) tools(f *chatFields) *Error {
 	}
 	w.b = append(w.b, ']')
 	return nil
-}
-
-func (w *reqWriter) sep(start int) {
-	if len(w.b) > start {
-		w.b = append(w.b, ',')
-	}
 }
 
 func (w *reqWriter) tool(t gjson.Result, i, start int) *Error {

@@ -12,14 +12,7 @@ import (
 // mistake with a message that names Responses items the client never sent.
 func (w *reqWriter) messages(msgs gjson.Result) *Error {
 	start := len(w.b)
-	var err *Error
-	i := 0
-	msgs.ForEach(func(_, m gjson.Result) bool {
-		err = w.message(m, i, start)
-		i++
-		return err == nil
-	})
-	if err != nil {
+	if err := walk(msgs, func(i int, m gjson.Result) *Error { return w.message(m, i, start) }); err != nil {
 		return err
 	}
 	for _, c := range w.calls {
@@ -76,13 +69,9 @@ func (w *reqWriter) plainMessage(m gjson.Result, i, start int, roleRaw string, u
 	case c.IsArray():
 		w.b = append(w.b, '[')
 		pstart := len(w.b)
-		var err *Error
-		j := 0
-		c.ForEach(func(_, p gjson.Result) bool {
+		err := walk(c, func(j int, p gjson.Result) *Error {
 			w.sep(pstart)
-			err = w.inputPart(p, msgParam(i)+".content["+strconv.Itoa(j)+"]", user)
-			j++
-			return err == nil
+			return w.inputPart(p, msgParam(i)+".content["+strconv.Itoa(j)+"]", user)
 		})
 		if err != nil {
 			return err
@@ -190,14 +179,7 @@ func (w *reqWriter) assistant(m gjson.Result, i, start int) *Error {
 		if !tcs.IsArray() {
 			return badRequest(codeInvalidType, msgParam(i)+".tool_calls", "Invalid type for '"+msgParam(i)+".tool_calls': expected an array.")
 		}
-		var err *Error
-		j := 0
-		tcs.ForEach(func(_, tc gjson.Result) bool {
-			err = w.toolCall(tc, i, j, start)
-			j++
-			return err == nil
-		})
-		if err != nil {
+		if err := walk(tcs, func(j int, tc gjson.Result) *Error { return w.toolCall(tc, i, j, start) }); err != nil {
 			return err
 		}
 	}
