@@ -356,9 +356,7 @@ func (w *msgWriter) assistant(c gjson.Result, param string, start int) *Error {
 				return nil
 			}
 			w.openGroup(&g, start, "assistant")
-			w.b = append(w.b, `{"type":"output_text","text":`...)
-			w.b = append(w.b, t.Raw...)
-			w.b = append(w.b, `,"annotations":[]}`...)
+			w.textPart(t.Raw)
 			return nil
 		case "tool_use":
 			w.closeGroup(&g)

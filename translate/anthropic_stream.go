@@ -71,12 +71,9 @@ func (c *MessagesStream) convert(out []byte, typ string, oi int64, data []byte) 
 		if k, text, ok := c.part('f', oi, typ); ok {
 			out = c.text(out, k, text)
 		}
-	case "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done":
-		if k, text, ok := c.part('s', oi, typ); ok {
-			out = c.thinking(out, k, text)
-		}
-	case "response.reasoning_text.delta", "response.reasoning_text.done":
-		if k, text, ok := c.part('r', oi, typ); ok {
+	case "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
+		"response.reasoning_text.delta", "response.reasoning_text.done":
+		if k, text, ok := c.part(reasoningKind(typ), oi, typ); ok {
 			out = c.thinking(out, k, text)
 		}
 	case "response.function_call_arguments.delta":

@@ -211,14 +211,9 @@ func (w *reqWriter) tool(t gjson.Result, i, start int) *Error {
 		return w.function(t.Get("function"), param+".function", start)
 	case "custom":
 		c := t.Get("custom")
-		name := c.Get("name")
-		if name.Type != gjson.String || name.Str == "" {
-			return missing(param + ".custom.name")
+		if err := w.toolHead(c, param+".custom", "custom", start); err != nil {
+			return err
 		}
-		w.sep(start)
-		w.b = append(w.b, `{"type":"custom","name":`...)
-		w.b = append(w.b, name.Raw...)
-		w.optional(c, "description")
 		if fm := c.Get("format"); fm.IsObject() {
 			w.b = append(w.b, `,"format":`...)
 			if fm.Get("type").Str == "grammar" {
@@ -242,20 +237,31 @@ func (w *reqWriter) tool(t gjson.Result, i, start int) *Error {
 	return nil
 }
 
+// toolHead checks that a tool definition has a name and opens its Responses tool: the type,
+// the name and the description if any.
+func (w *reqWriter) toolHead(def gjson.Result, param, typ string, start int) *Error {
+	name := def.Get("name")
+	if name.Type != gjson.String || name.Str == "" {
+		return missing(param + ".name")
+	}
+	w.sep(start)
+	w.b = append(w.b, `{"type":"`...)
+	w.b = append(w.b, typ...)
+	w.b = append(w.b, `","name":`...)
+	w.b = append(w.b, name.Raw...)
+	w.optional(def, "description")
+	return nil
+}
+
 // function writes one flattened function tool. strict is always explicit: Responses requires
 // the key, and chat's default is false.
 func (w *reqWriter) function(fn gjson.Result, param string, start int) *Error {
 	if !fn.IsObject() {
 		return badRequest(codeInvalidType, param, "Invalid type for '"+param+"': expected an object.")
 	}
-	name := fn.Get("name")
-	if name.Type != gjson.String || name.Str == "" {
-		return missing(param + ".name")
+	if err := w.toolHead(fn, param, "function", start); err != nil {
+		return err
 	}
-	w.sep(start)
-	w.b = append(w.b, `{"type":"function","name":`...)
-	w.b = append(w.b, name.Raw...)
-	w.optional(fn, "description")
 	if p := fn.Get("parameters"); p.IsObject() {
 		w.b = append(w.b, `,"parameters":`...)
 		w.b = append(w.b, p.Raw...)

@@ -82,3 +82,17 @@ func (w *bodyWriter) sep(start int) {
 		w.b = append(w.b, ',')
 	}
 }
+
+// textPart writes an assistant's text as a Responses output_text part; raw is its JSON.
+func (w *bodyWriter) textPart(raw string) {
+	w.b = append(w.b, `{"type":"output_text","text":`...)
+	w.b = append(w.b, raw...)
+	w.b = append(w.b, `,"annotations":[]}`...)
+}
+
+// refusalPart writes an assistant's refusal as a Responses refusal part; raw is its JSON.
+func (w *bodyWriter) refusalPart(raw string) {
+	w.b = append(w.b, `{"type":"refusal","refusal":`...)
+	w.b = append(w.b, raw...)
+	w.b = append(w.b, '}')
+}

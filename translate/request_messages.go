@@ -210,55 +210,41 @@ func (w *reqWriter) assistantParts(c, refusal gjson.Result, hasRefusal bool, i, 
 	mark := len(w.b)
 	w.b = append(w.b, `{"type":"message","role":"assistant","content":[`...)
 	pstart := len(w.b)
-	var err *Error
 	if c.Type == gjson.String && c.Str != "" {
-		w.b = append(w.b, `{"type":"output_text","text":`...)
-		w.b = append(w.b, c.Raw...)
-		w.b = append(w.b, `,"annotations":[]}`...)
+		w.textPart(c.Raw)
 	}
-	j := 0
 	parts := c
 	if !c.IsArray() {
 		parts = gjson.Result{} // ForEach on a string would visit the string itself
 	}
-	parts.ForEach(func(_, p gjson.Result) bool {
+	err := walk(parts, func(j int, p gjson.Result) *Error {
 		param := msgParam(i) + ".content[" + strconv.Itoa(j) + "]"
-		j++
-		switch p.Get("type").Str {
-		case "text", "output_text":
-			t := p.Get("text")
-			if t.Type != gjson.String {
-				err = badRequest(codeInvalidType, param+".text", "Invalid type for '"+param+".text': expected a string.")
-				return false
-			}
-			w.sep(pstart)
-			w.b = append(w.b, `{"type":"output_text","text":`...)
-			w.b = append(w.b, t.Raw...)
-			w.b = append(w.b, `,"annotations":[]}`...)
-		case "refusal":
-			r := p.Get("refusal")
-			if r.Type != gjson.String {
-				err = badRequest(codeInvalidType, param+".refusal", "Invalid type for '"+param+".refusal': expected a string.")
-				return false
-			}
-			w.sep(pstart)
-			w.b = append(w.b, `{"type":"refusal","refusal":`...)
-			w.b = append(w.b, r.Raw...)
-			w.b = append(w.b, '}')
+		key := p.Get("type").Str
+		switch key {
+		case "output_text":
+			key = "text"
+		case "text", "refusal":
 		default:
-			err = badRequest(codeInvalidValue, param+".type", "Invalid value for '"+param+".type': assistant content parts must be 'text' or 'refusal'.")
-			return false
+			return badRequest(codeInvalidValue, param+".type", "Invalid value for '"+param+".type': assistant content parts must be 'text' or 'refusal'.")
 		}
-		return true
+		v := p.Get(key)
+		if v.Type != gjson.String {
+			return badRequest(codeInvalidType, param+"."+key, "Invalid type for '"+param+"."+key+"': expected a string.")
+		}
+		w.sep(pstart)
+		if key == "text" {
+			w.textPart(v.Raw)
+		} else {
+			w.refusalPart(v.Raw)
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
 	if hasRefusal {
 		w.sep(pstart)
-		w.b = append(w.b, `{"type":"refusal","refusal":`...)
-		w.b = append(w.b, refusal.Raw...)
-		w.b = append(w.b, '}')
+		w.refusalPart(refusal.Raw)
 	}
 	if len(w.b) == pstart { // nothing to say: no message item at all
 		w.b = w.b[:mark]

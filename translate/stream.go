@@ -99,12 +99,9 @@ func (c *StreamConverter) convert(out []byte, typ string, oi int64, data []byte)
 			c.markEmitted(k)
 			out = c.refusal(out, text)
 		}
-	case "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done":
-		if k, text, ok := c.part('s', oi, typ); ok {
-			out = c.reasoning(out, k, text)
-		}
-	case "response.reasoning_text.delta", "response.reasoning_text.done":
-		if k, text, ok := c.part('r', oi, typ); ok {
+	case "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
+		"response.reasoning_text.delta", "response.reasoning_text.done":
+		if k, text, ok := c.part(reasoningKind(typ), oi, typ); ok {
 			out = c.reasoning(out, k, text)
 		}
 	case "response.function_call_arguments.delta", "response.custom_tool_call_input.delta":

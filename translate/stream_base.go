@@ -172,6 +172,15 @@ func (c *streamBase) part(kind byte, oi int64, typ string) (k partKey, s string,
 	return k, f.text.String(), true
 }
 
+// reasoningKind is the partKey kind of a reasoning event: 's' for a summary's text, 'r' for
+// the reasoning text itself.
+func reasoningKind(typ string) byte {
+	if strings.HasPrefix(typ, "response.reasoning_summary") {
+		return 's'
+	}
+	return 'r'
+}
+
 // errEventTooDeep ends a stream whose platform sent an event nested past MaxEventDepth.
 func errEventTooDeep() *Error {
 	return &Error{Status: 502, Type: typeServer, Code: CodeEventTooDeep,
