@@ -85,12 +85,8 @@ func (c *MessagesStream) convert(out []byte, typ string, oi int64, data []byte) 
 		if b := c.block('c', oi); b >= 0 && !c.blocks[b].argsSent {
 			out = c.arguments(out, b, f.arguments.String())
 		}
-	case "response.output_item.done":
-		out = c.itemDone(out, oi, f.item)
-	case "response.completed", "response.incomplete":
-		out = c.finish(out, typ, f.response)
-	case "response.failed", "error":
-		out = c.fail(out, c.upstreamFailure(typ, data))
+	default:
+		out = c.ending(out, typ, oi, data)
 	}
 	return out
 }

@@ -117,12 +117,8 @@ func (c *StreamConverter) convert(out []byte, typ string, oi int64, data []byte)
 		if s := c.slot(oi); s != nil && !s.argsSent {
 			out = c.arguments(out, s, f.input.String())
 		}
-	case "response.output_item.done":
-		out = c.itemDone(out, oi, f.item)
-	case "response.completed", "response.incomplete":
-		out = c.finish(out, typ, f.response)
-	case "response.failed", "error":
-		out = c.fail(out, c.upstreamFailure(typ, data))
+	default:
+		out = c.ending(out, typ, oi, data)
 	}
 	if c.stopHit && !c.done {
 		out = c.close(c.open(out), "stop")

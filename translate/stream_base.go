@@ -44,6 +44,9 @@ type dialect interface {
 	convert(out []byte, typ string, oi int64, data []byte) []byte
 	// fail ends the stream with e, after whatever text was held back.
 	fail(out []byte, e *Error) []byte
+	// finish ends the stream on a completed or incomplete response: what the stream never
+	// showed from its final output, then the dialect's closing frames.
+	finish(out []byte, typ string, resp gjson.Result) []byte
 	// itemDone shows what of a finished output item no event showed.
 	itemDone(out []byte, oi int64, item gjson.Result) []byte
 	// cut reports that a stop sequence ended the answer: nothing more is shown.
@@ -147,6 +150,21 @@ func (c *streamBase) feed(out []byte, eventType string, data []byte) []byte {
 		c.markSeen(oi)
 	}
 	return c.d.convert(out, typ, oi, data)
+}
+
+// ending handles the events that end an output item or the whole stream, the same in every
+// dialect but for what the dialect writes: a finished item, a terminal response, a failure.
+// Other events convert to nothing.
+func (c *streamBase) ending(out []byte, typ string, oi int64, data []byte) []byte {
+	switch typ {
+	case "response.output_item.done":
+		return c.d.itemDone(out, oi, c.ev.item)
+	case "response.completed", "response.incomplete":
+		return c.d.finish(out, typ, c.ev.response)
+	case "response.failed", "error":
+		return c.d.fail(out, c.upstreamFailure(typ, data))
+	}
+	return out
 }
 
 // part reads a text, refusal or reasoning event (kind as in partKey) about output item oi:
