@@ -211,7 +211,7 @@ func (w *reqWriter) tool(t gjson.Result, i, start int) *Error {
 		return w.function(t.Get("function"), param+".function", start)
 	case "custom":
 		c := t.Get("custom")
-		if err := w.toolHead(c, param+".custom", "custom", start); err != nil {
+		if err := w.toolHead(c, param, ".custom", "custom", start); err != nil {
 			return err
 		}
 		if fm := c.Get("format"); fm.IsObject() {
@@ -237,12 +237,13 @@ func (w *reqWriter) tool(t gjson.Result, i, start int) *Error {
 	return nil
 }
 
-// toolHead checks that a tool definition has a name and opens its Responses tool: the type,
-// the name and the description if any.
-func (w *reqWriter) toolHead(def gjson.Result, param, typ string, start int) *Error {
+// toolHead checks that a tool definition, at param+sub, has a name and opens its Responses
+// tool: the type, the name and the description if any. The parameter path of an error is
+// built only when there is one.
+func (w *reqWriter) toolHead(def gjson.Result, param, sub, typ string, start int) *Error {
 	name := def.Get("name")
 	if name.Type != gjson.String || name.Str == "" {
-		return missing(param + ".name")
+		return missing(param + sub + ".name")
 	}
 	w.sep(start)
 	w.b = append(w.b, `{"type":"`...)
@@ -259,7 +260,7 @@ func (w *reqWriter) function(fn gjson.Result, param string, start int) *Error {
 	if !fn.IsObject() {
 		return badRequest(codeInvalidType, param, "Invalid type for '"+param+"': expected an object.")
 	}
-	if err := w.toolHead(fn, param, "function", start); err != nil {
+	if err := w.toolHead(fn, param, "", "function", start); err != nil {
 		return err
 	}
 	if p := fn.Get("parameters"); p.IsObject() {

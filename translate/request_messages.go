@@ -275,17 +275,19 @@ func (w *reqWriter) toolCall(tc gjson.Result, i, j, start int) *Error {
 	w.calls = append(w.calls, callRef{id: id.Str, msg: i, idx: j, custom: custom})
 	w.sep(start)
 	if custom {
-		return w.call(tc.Get("custom"), param+".custom", "custom_tool_call", "input", id)
+		return w.call(tc, param, "custom", "custom_tool_call", "input", id)
 	}
-	return w.call(tc.Get("function"), param+".function", "function_call", "arguments", id)
+	return w.call(tc, param, "function", "function_call", "arguments", id)
 }
 
-// call writes one call item of the Responses type typ from a chat tool call's function (or
-// custom) object fn, whose arguments are under argKey in both shapes.
-func (w *reqWriter) call(fn gjson.Result, param, typ, argKey string, id gjson.Result) *Error {
+// call writes one call item of the Responses type typ from chat tool call tc, whose name and
+// arguments are in its object shape ("function" or "custom"), the arguments under argKey.
+// The parameter path of an error is built only when there is one.
+func (w *reqWriter) call(tc gjson.Result, param, shape, typ, argKey string, id gjson.Result) *Error {
+	fn := tc.Get(shape)
 	name := fn.Get("name")
 	if name.Type != gjson.String || name.Str == "" {
-		return missing(param + ".name")
+		return missing(param + "." + shape + ".name")
 	}
 	w.b = append(w.b, `{"type":"`...)
 	w.b = append(w.b, typ...)
