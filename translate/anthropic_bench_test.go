@@ -18,15 +18,13 @@ var typicalMessages = []byte(`{"model":"claude-sonnet","stream":true,"temperatur
 
 // BenchmarkMessagesToResponses is BenchmarkChatToResponses for the Messages dialect.
 func BenchmarkMessagesToResponses(b *testing.B) {
-	b.SetBytes(int64(len(typicalMessages)))
-	b.ReportAllocs()
-	for b.Loop() {
-		r, err := ParseMessages(typicalMessages)
-		if err != nil {
-			b.Fatal(err)
+	benchTranslate(b, typicalMessages, func(body []byte) error {
+		r, err := ParseMessages(body)
+		if err == nil {
+			_ = r.ToResponses("up-model", RequestOptions{})
 		}
-		_ = r.ToResponses("up-model", RequestOptions{})
-	}
+		return err
+	})
 }
 
 // BenchmarkMessagesStream200To is BenchmarkStream200To for the Messages converter: the same

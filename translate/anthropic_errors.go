@@ -5,25 +5,21 @@ package translate
 // 529. A platform that is overloaded or unavailable is 529 overloaded_error; other server
 // faults are 500 api_error, except a timeout.
 func AnthropicStatus(status int) (int, string) {
+	for _, kept := range [...]struct {
+		status int
+		typ    string
+	}{
+		{400, "invalid_request_error"}, {401, "authentication_error"}, {402, "billing_error"},
+		{403, "permission_error"}, {404, "not_found_error"}, {413, "request_too_large"},
+		{429, "rate_limit_error"}, {504, "timeout_error"},
+	} {
+		if status == kept.status {
+			return status, kept.typ
+		}
+	}
 	switch {
-	case status == 400:
-		return 400, "invalid_request_error"
-	case status == 401:
-		return 401, "authentication_error"
-	case status == 402:
-		return 402, "billing_error"
-	case status == 403:
-		return 403, "permission_error"
-	case status == 404:
-		return 404, "not_found_error"
-	case status == 413:
-		return 413, "request_too_large"
-	case status == 429:
-		return 429, "rate_limit_error"
 	case status == 503 || status == 529:
 		return 529, "overloaded_error"
-	case status == 504:
-		return 504, "timeout_error"
 	case status >= 400 && status < 500:
 		return status, "invalid_request_error"
 	}

@@ -56,22 +56,10 @@ func (r *MessagesRequest) UpstreamMaxTokens() int64 { return max(r.MaxTokens, mi
 func ParseMessagesCount(body []byte) (*MessagesRequest, error) { return parseMessages(body, true) }
 
 func parseMessages(body []byte, count bool) (*MessagesRequest, error) {
-	if err := checkBody(body); err != nil {
-		return nil, err
-	}
-	src := string(body) // every result below is a substring of this one copy
-	root := gjson.Parse(src)
-	if !root.IsObject() {
-		return nil, badRequest(codeInvalidType, "", "The request body must be a JSON object.")
-	}
 	f := newMessagesFields()
 	defer f.release()
 	r := &MessagesRequest{}
-	var perr *Error
-	root.ForEach(func(k, v gjson.Result) bool {
-		perr = f.set(r, k, v)
-		return perr == nil
-	})
+	src, perr := parseTopLevel(body, func(k, v gjson.Result) *Error { return f.set(r, k, v) })
 	if perr != nil {
 		return nil, perr
 	}
@@ -81,7 +69,7 @@ func parseMessages(body []byte, count bool) (*MessagesRequest, error) {
 	if err := f.check(r); err != nil {
 		return nil, err
 	}
-	w := msgWriter{b: make([]byte, 0, len(src)+256)}
+	w := msgWriter{bodyWriter: bodyWriter{b: make([]byte, 0, len(src)+256)}}
 	if err := w.write(f, r); err != nil {
 		return nil, err
 	}
@@ -145,16 +133,18 @@ func (f *messagesFields) set(r *MessagesRequest, k, v gjson.Result) *Error {
 
 // check validates the scalar fields and fills the exported summary.
 func (f *messagesFields) check(r *MessagesRequest) *Error {
-	if f.model.Type != gjson.String || f.model.Str == "" {
-		if !f.model.Exists() || f.model.Type == gjson.Null {
-			return badRequest(codeMissing, "model", "model: Field required")
-		}
-		return badRequest(codeInvalidType, "model", "model: Input should be a non-empty string")
+	words := requiredWords{
+		modelMissing: "model: Field required",
+		modelType:    "model: Input should be a non-empty string",
+		listMissing:  "messages: Field required",
+		listType:     "messages: Input should be a valid list",
+		listEmpty:    "messages: at least one message is required",
+		emptyCode:    codeInvalidValue,
 	}
-	if err := CheckModelName(f.model.Str); err != nil {
+	var err *Error
+	if r.Model, err = requiredModel(f.model, words); err != nil {
 		return err
 	}
-	r.Model = f.model.Str
 	if !f.maxTokens.Exists() || f.maxTokens.Type == gjson.Null {
 		return badRequest(codeMissing, "max_tokens", "max_tokens: Field required")
 	}
@@ -163,16 +153,9 @@ func (f *messagesFields) check(r *MessagesRequest) *Error {
 		return badRequest(codeInvalidValue, "max_tokens", "max_tokens: Input should be a positive integer")
 	}
 	r.MaxTokens = n
-	if !f.messages.Exists() || f.messages.Type == gjson.Null {
-		return badRequest(codeMissing, "messages", "messages: Field required")
+	if err = requiredList(f.messages, "messages", words); err != nil {
+		return err
 	}
-	if !f.messages.IsArray() {
-		return badRequest(codeInvalidType, "messages", "messages: Input should be a valid list")
-	}
-	if !hasElements(f.messages) {
-		return badRequest(codeInvalidValue, "messages", "messages: at least one message is required")
-	}
-	var err *Error
 	if r.Stream, err = optBool(f.stream, "stream"); err != nil {
 		return err
 	}
@@ -255,7 +238,7 @@ func (r *MessagesRequest) ToResponses(upstreamModel string, opt RequestOptions) 
 
 // msgWriter renders the translated fields of a Messages request.
 type msgWriter struct {
-	b     []byte
+	bodyWriter
 	calls []string // tool_use ids seen so far, for the pairing check
 }
 
@@ -265,14 +248,7 @@ func (w *msgWriter) write(f *messagesFields, r *MessagesRequest) *Error {
 	if err := w.system(f.system, start); err != nil {
 		return err
 	}
-	i := 0
-	var err *Error
-	f.messages.ForEach(func(_, m gjson.Result) bool {
-		err = w.message(m, i, start)
-		i++
-		return err == nil
-	})
-	if err != nil {
+	if err := walk(f.messages, func(i int, m gjson.Result) *Error { return w.message(m, i, start) }); err != nil {
 		return err
 	}
 	// Anthropic keeps nothing between calls; the Responses default would store every turn.
@@ -371,12 +347,6 @@ func safetyIdentifier(id string) string {
 	}
 	sum := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(sum[:])
-}
-
-func (w *msgWriter) sep(start int) {
-	if len(w.b) > start {
-		w.b = append(w.b, ',')
-	}
 }
 
 // tools maps client tools to function tools. Anthropic's server tools (web search, bash,

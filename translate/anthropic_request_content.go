@@ -130,16 +130,7 @@ func (w *msgWriter) user(c gjson.Result, param string, start int) *Error {
 	}
 	var g group
 	var toolImages []gjson.Result
-	var err *Error
-	j := 0
-	c.ForEach(func(_, blk gjson.Result) bool {
-		bp := param + ".content." + strconv.Itoa(j)
-		j++
-		if !blk.IsObject() {
-			err = badRequest(codeInvalidType, bp, bp+": Input should be a valid dictionary")
-			return false
-		}
-		typ := blk.Get("type").Str
+	err := eachBlock(c, param, func(blk gjson.Result, bp, typ string) *Error {
 		if typ != "tool_result" && len(toolImages) > 0 {
 			w.closeGroup(&g)
 			w.toolImages(toolImages, start)
@@ -148,18 +139,14 @@ func (w *msgWriter) user(c gjson.Result, param string, start int) *Error {
 		switch typ {
 		case "text", "image", "document":
 			w.openGroup(&g, start, "user")
-			err = w.inputBlock(blk, bp, typ)
+			return w.inputBlock(blk, bp, typ)
 		case "tool_result":
 			w.closeGroup(&g)
+			var err *Error
 			toolImages, err = w.toolResult(blk, bp, start, toolImages)
-		case "thinking", "redacted_thinking", "tool_use":
-			err = badRequest(codeInvalidValue, bp+".type", bp+".type: '"+typ+"' blocks belong in assistant messages")
-		case "":
-			err = badRequest(codeMissing, bp+".type", bp+".type: Field required")
-		default:
-			err = unsupportedBlock(bp, typ)
+			return err
 		}
-		return err == nil
+		return blockTypeError(bp, typ)
 	})
 	if err != nil {
 		return err
@@ -169,6 +156,32 @@ func (w *msgWriter) user(c gjson.Result, param string, start int) *Error {
 		w.toolImages(toolImages, start)
 	}
 	return nil
+}
+
+// eachBlock hands fn each content block of a message, its parameter path and its type; a
+// block that is not an object, or fn's error, ends the walk with that error.
+func eachBlock(content gjson.Result, param string, fn func(blk gjson.Result, bp, typ string) *Error) *Error {
+	return walk(content, func(j int, blk gjson.Result) *Error {
+		bp := param + ".content." + strconv.Itoa(j)
+		if !blk.IsObject() {
+			return badRequest(codeInvalidType, bp, bp+": Input should be a valid dictionary")
+		}
+		return fn(blk, bp, blk.Get("type").Str)
+	})
+}
+
+// blockTypeError refuses a block whose type the message's role cannot hold: a missing type,
+// one that belongs to the other role, or one the gateway does not support.
+func blockTypeError(bp, typ string) *Error {
+	switch typ {
+	case "":
+		return badRequest(codeMissing, bp+".type", bp+".type: Field required")
+	case "thinking", "redacted_thinking", "tool_use":
+		return badRequest(codeInvalidValue, bp+".type", bp+".type: '"+typ+"' blocks belong in assistant messages")
+	case "image", "document", "tool_result":
+		return badRequest(codeInvalidValue, bp+".type", bp+".type: '"+typ+"' blocks belong in user messages")
+	}
+	return unsupportedBlock(bp, typ)
 }
 
 func unsupportedBlock(param, typ string) *Error {
@@ -332,45 +345,29 @@ func (w *msgWriter) assistant(c gjson.Result, param string, start int) *Error {
 		return nil
 	}
 	var g group
-	var err *Error
-	j := 0
-	c.ForEach(func(_, blk gjson.Result) bool {
-		bp := param + ".content." + strconv.Itoa(j)
-		j++
-		if !blk.IsObject() {
-			err = badRequest(codeInvalidType, bp, bp+": Input should be a valid dictionary")
-			return false
-		}
-		switch typ := blk.Get("type").Str; typ {
+	err := eachBlock(c, param, func(blk gjson.Result, bp, typ string) *Error {
+		switch typ {
 		case "text":
 			t := blk.Get("text")
 			if t.Type != gjson.String {
-				err = badRequest(codeInvalidType, bp+".text", bp+".text: Input should be a valid string")
-				return false
+				return badRequest(codeInvalidType, bp+".text", bp+".text: Input should be a valid string")
 			}
 			if t.Str == "" {
-				return true
+				return nil
 			}
 			w.openGroup(&g, start, "assistant")
-			w.b = append(w.b, `{"type":"output_text","text":`...)
-			w.b = append(w.b, t.Raw...)
-			w.b = append(w.b, `,"annotations":[]}`...)
+			w.textPart(t.Raw)
+			return nil
 		case "tool_use":
 			w.closeGroup(&g)
-			err = w.toolUse(blk, bp, start)
+			return w.toolUse(blk, bp, start)
 		case "thinking":
 			w.closeGroup(&g)
-			err = w.thinking(blk, bp, start)
+			return w.thinking(blk, bp, start)
 		case "redacted_thinking":
-			// Anthropic's encrypted thinking: nothing this platform can read.
-		case "":
-			err = badRequest(codeMissing, bp+".type", bp+".type: Field required")
-		case "image", "document", "tool_result":
-			err = badRequest(codeInvalidValue, bp+".type", bp+".type: '"+typ+"' blocks belong in user messages")
-		default:
-			err = unsupportedBlock(bp, typ)
+			return nil // Anthropic's encrypted thinking: nothing this platform can read
 		}
-		return err == nil
+		return blockTypeError(bp, typ)
 	})
 	if err != nil {
 		return err

@@ -46,74 +46,35 @@ type msgBlock struct {
 // NewMessagesStream prepares a converter for one upstream stream.
 func NewMessagesStream(meta MessagesMeta) *MessagesStream {
 	c := &MessagesStream{meta: meta, open: -1}
+	c.d = c
 	for _, s := range meta.StopSequences {
 		c.maxStop = max(c.maxStop, len(s))
 	}
 	return c
 }
 
-// Feed converts one upstream event; see FeedTo.
-func (c *MessagesStream) Feed(eventType string, data []byte) (out []byte, done bool) {
-	return c.FeedTo(nil, eventType, data)
-}
-
-// FeedTo converts one upstream event, appending complete SSE frames to dst. done means the
-// Messages stream is finished and the caller should stop reading and cancel the upstream.
-func (c *MessagesStream) FeedTo(dst []byte, eventType string, data []byte) (out []byte, done bool) {
-	return c.FeedWith(c.ownScratch(), dst, eventType, data)
-}
-
-// FeedWith is FeedTo using s as its working memory; s may serve another converter as soon
-// as the call returns.
-func (c *MessagesStream) FeedWith(s *Scratch, dst []byte, eventType string, data []byte) (out []byte, done bool) {
-	return c.feedWith(s, dst, eventType, data, c.feed)
-}
-
-func (c *MessagesStream) feed(dst []byte, eventType string, data []byte) (out []byte, done bool) {
-	out = dst
+// convert is the Messages half of feed; every event opens the message first.
+func (c *MessagesStream) convert(out []byte, typ string, oi int64, data []byte) []byte {
 	f := c.ev
-	if !f.scan(data) {
-		return out, false
-	}
-	typ := f.typ.Str
-	if typ == "" {
-		typ = eventType
-	}
 	out = c.start(out)
-	oi := f.outputIndex.Int()
-	if f.outputIndex.Exists() {
-		c.markSeen(oi)
-	}
 	switch typ {
 	case "response.output_item.added":
 		if f.item.Get("type").Str == "function_call" {
 			out = c.announce(out, oi, f.item)
 		}
-	case "response.output_text.delta":
-		c.deltas++
-		out = c.text(out, partKey{'t', oi, f.contentIndex.Int()}, f.delta.String())
-	case "response.output_text.done":
-		out = c.textOnce(out, partKey{'t', oi, f.contentIndex.Int()}, f.text.String())
-	case "response.refusal.delta":
-		c.deltas++
-		c.sawRefusal = true
-		out = c.text(out, partKey{'f', oi, f.contentIndex.Int()}, f.delta.String())
-	case "response.refusal.done":
-		c.sawRefusal = true
-		out = c.textOnce(out, partKey{'f', oi, f.contentIndex.Int()}, f.refusal.String())
-	case "response.reasoning_summary_text.delta":
-		c.deltas++
-		out = c.thinking(out, partKey{'s', oi, f.summaryIndex.Int()}, f.delta.String())
-	case "response.reasoning_summary_text.done":
-		if k := (partKey{'s', oi, f.summaryIndex.Int()}); !c.wasEmitted(k) {
-			out = c.thinking(out, k, f.text.String())
+	case "response.output_text.delta", "response.output_text.done":
+		if k, text, ok := c.part('t', oi, typ); ok {
+			out = c.text(out, k, text)
 		}
-	case "response.reasoning_text.delta":
-		c.deltas++
-		out = c.thinking(out, partKey{'r', oi, f.contentIndex.Int()}, f.delta.String())
-	case "response.reasoning_text.done":
-		if k := (partKey{'r', oi, f.contentIndex.Int()}); !c.wasEmitted(k) {
-			out = c.thinking(out, k, f.text.String())
+	case "response.refusal.delta", "response.refusal.done":
+		c.sawRefusal = true
+		if k, text, ok := c.part('f', oi, typ); ok {
+			out = c.text(out, k, text)
+		}
+	case "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
+		"response.reasoning_text.delta", "response.reasoning_text.done":
+		if k, text, ok := c.part(reasoningKind(typ), oi, typ); ok {
+			out = c.thinking(out, k, text)
 		}
 	case "response.function_call_arguments.delta":
 		c.deltas++
@@ -124,14 +85,10 @@ func (c *MessagesStream) feed(dst []byte, eventType string, data []byte) (out []
 		if b := c.block('c', oi); b >= 0 && !c.blocks[b].argsSent {
 			out = c.arguments(out, b, f.arguments.String())
 		}
-	case "response.output_item.done":
-		out = c.itemDone(out, oi, f.item)
-	case "response.completed", "response.incomplete":
-		out = c.finish(out, typ, f.response)
-	case "response.failed", "error":
-		out = c.errorEvent(out, c.upstreamFailure(typ, data))
+	default:
+		out = c.ending(out, typ, oi, data)
 	}
-	return out, c.done
+	return out
 }
 
 // start sends message_start before anything else. Its usage holds the input estimate; the
@@ -185,6 +142,22 @@ func (c *MessagesStream) openBlock(out []byte, b msgBlock, item gjson.Result) []
 	return append(out, "\n\n"...)
 }
 
+// isOpen reports that the open block is the one of kind showing upstream item oi.
+func (c *MessagesStream) isOpen(kind byte, oi int64) bool {
+	return c.open >= 0 && c.blocks[c.open].kind == kind && c.blocks[c.open].oi == oi
+}
+
+// openFor opens a text or thinking block for upstream item oi unless it is the open one.
+func (c *MessagesStream) openFor(out []byte, kind byte, oi int64) []byte {
+	if c.isOpen(kind, oi) {
+		return out
+	}
+	return c.openBlock(out, msgBlock{kind: kind, oi: oi}, gjson.Result{})
+}
+
+// cut: the message has ended, a stop sequence among the ways.
+func (c *MessagesStream) cut() bool { return c.done }
+
 // closeOpen stops the open block, sending the text it held back first.
 func (c *MessagesStream) closeOpen(out []byte) []byte {
 	if c.open < 0 {
@@ -212,14 +185,6 @@ func (c *MessagesStream) delta(out []byte, index int, typ, key, s string) []byte
 	return append(out, "}}\n\n"...)
 }
 
-// textOnce sends a part's full text from a done event when no delta carried it.
-func (c *MessagesStream) textOnce(out []byte, k partKey, s string) []byte {
-	if c.wasEmitted(k) {
-		return out
-	}
-	return c.text(out, k, s)
-}
-
 // text sends output text (or a refusal) into the text block of its message item. With stop
 // sequences, the tail that could start one is held back, max(len(stop))-1 bytes widened to a
 // character boundary, as on chat.
@@ -228,9 +193,7 @@ func (c *MessagesStream) text(out []byte, k partKey, s string) []byte {
 	if s == "" {
 		return out
 	}
-	if c.open < 0 || c.blocks[c.open].kind != 't' || c.blocks[c.open].oi != k.oi {
-		out = c.openBlock(out, msgBlock{kind: 't', oi: k.oi}, gjson.Result{})
-	}
+	out = c.openFor(out, 't', k.oi)
 	if c.maxStop == 0 {
 		return c.delta(out, c.open, "text_delta", "text", s)
 	}
@@ -264,9 +227,7 @@ func (c *MessagesStream) thinking(out []byte, k partKey, s string) []byte {
 	if s == "" {
 		return out
 	}
-	if c.open < 0 || c.blocks[c.open].kind != 'h' || c.blocks[c.open].oi != k.oi {
-		out = c.openBlock(out, msgBlock{kind: 'h', oi: k.oi}, gjson.Result{})
-	}
+	out = c.openFor(out, 'h', k.oi)
 	b := &c.blocks[c.open]
 	if b.hasText && b.last != k {
 		out = c.delta(out, c.open, "thinking_delta", "thinking", "\n\n")
@@ -308,19 +269,16 @@ func (c *MessagesStream) arguments(out []byte, b int, s string) []byte {
 func (c *MessagesStream) itemDone(out []byte, oi int64, item gjson.Result) []byte {
 	switch item.Get("type").Str {
 	case "message":
-		ci := int64(0)
-		each(item.Get("content"), func(_, p gjson.Result) bool {
-			switch p.Get("type").Str {
-			case "output_text":
-				out = c.textOnce(out, partKey{'t', oi, ci}, p.Get("text").String())
-			case "refusal":
+		c.eachMessagePart(oi, item, func(k partKey, p gjson.Result) bool {
+			if k.kind == 't' {
+				out = c.text(out, k, p.Get("text").String())
+			} else {
 				c.sawRefusal = true
-				out = c.textOnce(out, partKey{'f', oi, ci}, p.Get("refusal").String())
+				out = c.text(out, k, p.Get("refusal").String())
 			}
-			ci++
 			return !c.done
 		})
-		if !c.done && c.open >= 0 && c.blocks[c.open].kind == 't' && c.blocks[c.open].oi == oi {
+		if !c.done && c.isOpen('t', oi) {
 			out = c.closeOpen(out)
 		}
 	case "reasoning":
@@ -328,13 +286,10 @@ func (c *MessagesStream) itemDone(out []byte, oi int64, item gjson.Result) []byt
 			out = c.thinking(out, k, text)
 		})
 		enc := item.Get("encrypted_content").String()
-		open := c.open >= 0 && c.blocks[c.open].kind == 'h' && c.blocks[c.open].oi == oi
-		if !open && enc == "" {
+		if !c.isOpen('h', oi) && enc == "" {
 			return out // nothing shown and nothing to resume: no block
 		}
-		if !open {
-			out = c.openBlock(out, msgBlock{kind: 'h', oi: oi}, gjson.Result{})
-		}
+		out = c.openFor(out, 'h', oi)
 		out = c.delta(out, c.open, "signature_delta", "signature", makeSignature(item.Get("id").String(), enc))
 		out = c.closeOpen(out)
 	case "function_call":
@@ -356,10 +311,7 @@ func (c *MessagesStream) itemDone(out []byte, oi int64, item gjson.Result) []byt
 // finish handles response.completed and response.incomplete: items the stream never showed
 // are sent from the final output, then message_delta and message_stop.
 func (c *MessagesStream) finish(out []byte, typ string, resp gjson.Result) []byte {
-	status := c.finalOutput(typ, resp, func(oi int64, item gjson.Result) bool {
-		out = c.itemDone(out, oi, item)
-		return !c.done
-	})
+	out, status := c.finalOutput(out, typ, resp)
 	if c.done {
 		return out // a stop sequence in the final output ended the message
 	}
@@ -391,10 +343,11 @@ func (c *MessagesStream) End(err error) []byte {
 	if c.done {
 		return nil
 	}
-	return c.errorEvent(nil, &Error{Status: 502, Type: typeServer, Code: "upstream_stream_incomplete", Message: incompleteMessage(err)})
+	return c.fail(nil, &Error{Status: 502, Type: typeServer, Code: "upstream_stream_incomplete", Message: incompleteMessage(err)})
 }
 
-func (c *MessagesStream) errorEvent(out []byte, e *Error) []byte {
+// fail ends the stream with one error event, after the text held back; no message_stop.
+func (c *MessagesStream) fail(out []byte, e *Error) []byte {
 	if c.open >= 0 && len(c.held) > 0 {
 		out = c.delta(out, c.open, "text_delta", "text", str(c.held))
 		c.held = c.held[:0]

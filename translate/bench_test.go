@@ -22,14 +22,21 @@ var typicalChat = []byte(`{"model":"gpt-5.4","stream":true,"stream_options":{"in
 ]}`)
 
 func BenchmarkChatToResponses(b *testing.B) {
-	b.SetBytes(int64(len(typicalChat)))
+	benchTranslate(b, typicalChat, func(body []byte) error {
+		r, err := ParseChat(body)
+		if err == nil {
+			_, err = r.ToResponses("gpt-5.4-up", RequestOptions{})
+		}
+		return err
+	})
+}
+
+// benchTranslate times one dialect's request translation, parse and framing, of body.
+func benchTranslate(b *testing.B, body []byte, translate func(body []byte) error) {
+	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		r, err := ParseChat(typicalChat)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := r.ToResponses("gpt-5.4-up", RequestOptions{}); err != nil {
+		if err := translate(body); err != nil {
 			b.Fatal(err)
 		}
 	}

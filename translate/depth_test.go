@@ -77,12 +77,36 @@ var deepDelta = `{"type":"response.output_text.delta","output_index":0,"content_
 // An event nested past the cap ends a chat stream with one error frame in the chat shape:
 // the text before it, then {"error":...}, no finish chunk and no [DONE].
 func TestStreamConverterEndsOnDeepEvent(t *testing.T) {
-	conv := NewStreamConverter(Meta{ID: "chatcmpl-1", Model: "m", IncludeUsage: true})
+	out := feedToDeepEvent(t, NewStreamConverter(Meta{ID: "chatcmpl-1", Model: "m", IncludeUsage: true}),
+		`{"type":"response.created","response":{}}`)
+	want := `data: {"error":{"message":"The platform sent an event nested too deeply; the stream was closed.","type":"server_error","param":null,"code":"upstream_event_too_deep"}}`
+	if last := lastFrame(out); last != want {
+		t.Errorf("last frame %s\nwant %s", last, want)
+	}
+	if !bytes.Contains(out, []byte(`"content":"kept"`)) || bytes.Contains(out, []byte("lost")) || bytes.Contains(out, []byte("[DONE]")) || bytes.Contains(out, []byte(`"finish_reason":"`)) {
+		t.Errorf("stream %s", out)
+	}
+}
+
+// A Messages stream ends on the same event with one error event in Anthropic's shape, after
+// the text before it: it used to pass over the event and go on as if nothing had come.
+func TestMessagesStreamEndsOnDeepEvent(t *testing.T) {
+	out := feedToDeepEvent(t, NewMessagesStream(MessagesMeta{ID: "msg_1", Model: "m"}))
+	want := "event: error\ndata: " + string(AnthropicErrorJSON("api_error", errEventTooDeep().Message))
+	if last := lastFrame(out); last != want {
+		t.Errorf("last frame %s\nwant %s", last, want)
+	}
+	if !bytes.Contains(out, []byte(`"text":"kept"`)) || bytes.Contains(out, []byte("lost")) || bytes.Contains(out, []byte("message_stop")) {
+		t.Errorf("stream %s", out)
+	}
+}
+
+// feedToDeepEvent feeds conv the events before, a text delta "kept", then deepDelta, which
+// must end the stream so that a terminal event after it gives nothing; it returns the output.
+func feedToDeepEvent(t *testing.T, conv Converter, before ...string) []byte {
+	t.Helper()
 	var out []byte
-	for _, ev := range []string{
-		`{"type":"response.created","response":{}}`,
-		`{"type":"response.output_text.delta","output_index":0,"content_index":0,"delta":"kept"}`,
-	} {
+	for _, ev := range append(before, `{"type":"response.output_text.delta","output_index":0,"content_index":0,"delta":"kept"}`) {
 		b, done := conv.Feed("", []byte(ev))
 		if done {
 			t.Fatalf("done after %s", ev)
@@ -95,17 +119,15 @@ func TestStreamConverterEndsOnDeepEvent(t *testing.T) {
 	}
 	out = append(out, b...)
 	if more, done := conv.Feed("", []byte(`{"type":"response.completed","response":{"status":"completed"}}`)); len(more) != 0 || !done {
-		t.Fatalf("output after the error frame: %q", more)
+		t.Fatalf("output after the error: %q", more)
 	}
+	return out
+}
+
+// lastFrame is the last SSE frame of out, without its blank line.
+func lastFrame(out []byte) string {
 	frames := bytes.Split(bytes.TrimSuffix(out, []byte("\n\n")), []byte("\n\n"))
-	last := string(frames[len(frames)-1])
-	want := `data: {"error":{"message":"The platform sent an event nested too deeply; the stream was closed.","type":"server_error","param":null,"code":"upstream_event_too_deep"}}`
-	if last != want {
-		t.Errorf("last frame %s\nwant %s", last, want)
-	}
-	if !bytes.Contains(out, []byte(`"content":"kept"`)) || bytes.Contains(out, []byte("lost")) || bytes.Contains(out, []byte("[DONE]")) || bytes.Contains(out, []byte(`"finish_reason":"`)) {
-		t.Errorf("stream %s", out)
-	}
+	return string(frames[len(frames)-1])
 }
 
 // The aggregator behind non-stream chat calls served from an upstream stream fails the

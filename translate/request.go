@@ -46,31 +46,19 @@ const maxN = 128
 // ParseChat validates a Chat Completions body and translates it. Bad input gives a *Error
 // whose Param names the offending field.
 func ParseChat(body []byte) (*ChatRequest, error) {
-	if err := checkBody(body); err != nil {
-		return nil, err
-	}
-	// One copy of the body as a string: every gjson result below is a substring of it, so
-	// parsing allocates nothing more, and the caller may reuse its buffer afterwards.
-	src := string(body)
-	root := gjson.Parse(src)
-	if !root.IsObject() {
-		return nil, badRequest(codeInvalidType, "", "The request body must be a JSON object.")
-	}
 	f := newChatFields()
 	defer f.release()
 	r := &ChatRequest{N: 1}
-	var perr *Error
-	root.ForEach(func(k, v gjson.Result) bool {
-		perr = f.set(r, k, v)
-		return perr == nil
-	})
+	// One copy of the body as a string: every gjson result below is a substring of it, so
+	// parsing allocates nothing more, and the caller may reuse its buffer afterwards.
+	src, perr := parseTopLevel(body, func(k, v gjson.Result) *Error { return f.set(r, k, v) })
 	if perr != nil {
 		return nil, perr
 	}
 	if err := f.check(r); err != nil {
 		return nil, err
 	}
-	w := reqWriter{b: make([]byte, 0, len(src)+256)}
+	w := reqWriter{bodyWriter: bodyWriter{b: make([]byte, 0, len(src)+256)}}
 	if err := w.write(f, r); err != nil {
 		return nil, err
 	}
@@ -282,28 +270,27 @@ func checkModalities(v gjson.Result) *Error {
 	return err
 }
 
+// chatWords are OpenAI's words for the fields every dialect requires.
+func chatWords() requiredWords {
+	return requiredWords{
+		modelMissing: "You must provide a model parameter.",
+		modelType:    "Invalid type for 'model': expected a non-empty string.",
+		listMissing:  "Missing required parameter: 'messages'.",
+		listType:     "Invalid type for 'messages': expected an array.",
+		listEmpty:    "Invalid 'messages': empty array. Expected an array with minimum length 1.",
+		emptyCode:    "empty_array",
+	}
+}
+
 // check validates the scalar fields and fills the exported summary.
 func (f *chatFields) check(r *ChatRequest) *Error {
-	if f.model.Type != gjson.String || f.model.Str == "" {
-		if !f.model.Exists() || f.model.Type == gjson.Null {
-			return badRequest(codeMissing, "model", "You must provide a model parameter.")
-		}
-		return badRequest(codeInvalidType, "model", "Invalid type for 'model': expected a non-empty string.")
-	}
-	if err := CheckModelName(f.model.Str); err != nil {
+	var err *Error
+	if r.Model, err = requiredModel(f.model, chatWords()); err != nil {
 		return err
 	}
-	r.Model = f.model.Str
-	if !f.messages.Exists() || f.messages.Type == gjson.Null {
-		return missing("messages")
+	if err = requiredList(f.messages, "messages", chatWords()); err != nil {
+		return err
 	}
-	if !f.messages.IsArray() {
-		return badRequest(codeInvalidType, "messages", "Invalid type for 'messages': expected an array.")
-	}
-	if !hasElements(f.messages) {
-		return badRequest("empty_array", "messages", "Invalid 'messages': empty array. Expected an array with minimum length 1.")
-	}
-	var err *Error
 	if r.Stream, err = optBool(f.stream, "stream"); err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 // reqWriter renders the translated fields of a chat request. Values that keep their JSON
 // form (texts, schemas, arguments) are copied verbatim from the source.
 type reqWriter struct {
-	b     []byte
+	bodyWriter
 	calls []callRef // tool calls seen so far, for the pairing check
 }
 
@@ -172,18 +172,11 @@ func (w *reqWriter) tools(f *chatFields) *Error {
 	}
 	w.b = append(w.b, `,"tools":[`...)
 	start := len(w.b)
-	var err *Error
 	if hasTools {
 		if !f.tools.IsArray() {
 			return badRequest(codeInvalidType, "tools", "Invalid type for 'tools': expected an array.")
 		}
-		i := 0
-		f.tools.ForEach(func(_, t gjson.Result) bool {
-			err = w.tool(t, i, start)
-			i++
-			return err == nil
-		})
-		if err != nil {
+		if err := walk(f.tools, func(i int, t gjson.Result) *Error { return w.tool(t, i, start) }); err != nil {
 			return err
 		}
 	}
@@ -191,11 +184,8 @@ func (w *reqWriter) tools(f *chatFields) *Error {
 		if !f.functions.IsArray() {
 			return badRequest(codeInvalidType, "functions", "Invalid type for 'functions': expected an array.")
 		}
-		i := 0
-		f.functions.ForEach(func(_, fn gjson.Result) bool {
-			err = w.function(fn, "functions["+strconv.Itoa(i)+"]", start)
-			i++
-			return err == nil
+		err := walk(f.functions, func(i int, fn gjson.Result) *Error {
+			return w.function(fn, "functions["+strconv.Itoa(i)+"]", start)
 		})
 		if err != nil {
 			return err
@@ -210,12 +200,6 @@ func (w *reqWriter) tools(f *chatFields) *Error {
 	return nil
 }
 
-func (w *reqWriter) sep(start int) {
-	if len(w.b) > start {
-		w.b = append(w.b, ',')
-	}
-}
-
 func (w *reqWriter) tool(t gjson.Result, i, start int) *Error {
 	param := "tools[" + strconv.Itoa(i) + "]"
 	if !t.IsObject() {
@@ -227,14 +211,9 @@ func (w *reqWriter) tool(t gjson.Result, i, start int) *Error {
 		return w.function(t.Get("function"), param+".function", start)
 	case "custom":
 		c := t.Get("custom")
-		name := c.Get("name")
-		if name.Type != gjson.String || name.Str == "" {
-			return missing(param + ".custom.name")
+		if err := w.toolHead(c, param, ".custom", "custom", start); err != nil {
+			return err
 		}
-		w.sep(start)
-		w.b = append(w.b, `{"type":"custom","name":`...)
-		w.b = append(w.b, name.Raw...)
-		w.optional(c, "description")
 		if fm := c.Get("format"); fm.IsObject() {
 			w.b = append(w.b, `,"format":`...)
 			if fm.Get("type").Str == "grammar" {
@@ -258,20 +237,32 @@ func (w *reqWriter) tool(t gjson.Result, i, start int) *Error {
 	return nil
 }
 
+// toolHead checks that a tool definition, at param+sub, has a name and opens its Responses
+// tool: the type, the name and the description if any. The parameter path of an error is
+// built only when there is one.
+func (w *reqWriter) toolHead(def gjson.Result, param, sub, typ string, start int) *Error {
+	name := def.Get("name")
+	if name.Type != gjson.String || name.Str == "" {
+		return missing(param + sub + ".name")
+	}
+	w.sep(start)
+	w.b = append(w.b, `{"type":"`...)
+	w.b = append(w.b, typ...)
+	w.b = append(w.b, `","name":`...)
+	w.b = append(w.b, name.Raw...)
+	w.optional(def, "description")
+	return nil
+}
+
 // function writes one flattened function tool. strict is always explicit: Responses requires
 // the key, and chat's default is false.
 func (w *reqWriter) function(fn gjson.Result, param string, start int) *Error {
 	if !fn.IsObject() {
 		return badRequest(codeInvalidType, param, "Invalid type for '"+param+"': expected an object.")
 	}
-	name := fn.Get("name")
-	if name.Type != gjson.String || name.Str == "" {
-		return missing(param + ".name")
+	if err := w.toolHead(fn, param, "", "function", start); err != nil {
+		return err
 	}
-	w.sep(start)
-	w.b = append(w.b, `{"type":"function","name":`...)
-	w.b = append(w.b, name.Raw...)
-	w.optional(fn, "description")
 	if p := fn.Get("parameters"); p.IsObject() {
 		w.b = append(w.b, `,"parameters":`...)
 		w.b = append(w.b, p.Raw...)

@@ -12,14 +12,7 @@ import (
 // mistake with a message that names Responses items the client never sent.
 func (w *reqWriter) messages(msgs gjson.Result) *Error {
 	start := len(w.b)
-	var err *Error
-	i := 0
-	msgs.ForEach(func(_, m gjson.Result) bool {
-		err = w.message(m, i, start)
-		i++
-		return err == nil
-	})
-	if err != nil {
+	if err := walk(msgs, func(i int, m gjson.Result) *Error { return w.message(m, i, start) }); err != nil {
 		return err
 	}
 	for _, c := range w.calls {
@@ -76,13 +69,9 @@ func (w *reqWriter) plainMessage(m gjson.Result, i, start int, roleRaw string, u
 	case c.IsArray():
 		w.b = append(w.b, '[')
 		pstart := len(w.b)
-		var err *Error
-		j := 0
-		c.ForEach(func(_, p gjson.Result) bool {
+		err := walk(c, func(j int, p gjson.Result) *Error {
 			w.sep(pstart)
-			err = w.inputPart(p, msgParam(i)+".content["+strconv.Itoa(j)+"]", user)
-			j++
-			return err == nil
+			return w.inputPart(p, msgParam(i)+".content["+strconv.Itoa(j)+"]", user)
 		})
 		if err != nil {
 			return err
@@ -190,14 +179,7 @@ func (w *reqWriter) assistant(m gjson.Result, i, start int) *Error {
 		if !tcs.IsArray() {
 			return badRequest(codeInvalidType, msgParam(i)+".tool_calls", "Invalid type for '"+msgParam(i)+".tool_calls': expected an array.")
 		}
-		var err *Error
-		j := 0
-		tcs.ForEach(func(_, tc gjson.Result) bool {
-			err = w.toolCall(tc, i, j, start)
-			j++
-			return err == nil
-		})
-		if err != nil {
+		if err := walk(tcs, func(j int, tc gjson.Result) *Error { return w.toolCall(tc, i, j, start) }); err != nil {
 			return err
 		}
 	}
@@ -228,55 +210,41 @@ func (w *reqWriter) assistantParts(c, refusal gjson.Result, hasRefusal bool, i, 
 	mark := len(w.b)
 	w.b = append(w.b, `{"type":"message","role":"assistant","content":[`...)
 	pstart := len(w.b)
-	var err *Error
 	if c.Type == gjson.String && c.Str != "" {
-		w.b = append(w.b, `{"type":"output_text","text":`...)
-		w.b = append(w.b, c.Raw...)
-		w.b = append(w.b, `,"annotations":[]}`...)
+		w.textPart(c.Raw)
 	}
-	j := 0
 	parts := c
 	if !c.IsArray() {
 		parts = gjson.Result{} // ForEach on a string would visit the string itself
 	}
-	parts.ForEach(func(_, p gjson.Result) bool {
+	err := walk(parts, func(j int, p gjson.Result) *Error {
 		param := msgParam(i) + ".content[" + strconv.Itoa(j) + "]"
-		j++
-		switch p.Get("type").Str {
-		case "text", "output_text":
-			t := p.Get("text")
-			if t.Type != gjson.String {
-				err = badRequest(codeInvalidType, param+".text", "Invalid type for '"+param+".text': expected a string.")
-				return false
-			}
-			w.sep(pstart)
-			w.b = append(w.b, `{"type":"output_text","text":`...)
-			w.b = append(w.b, t.Raw...)
-			w.b = append(w.b, `,"annotations":[]}`...)
-		case "refusal":
-			r := p.Get("refusal")
-			if r.Type != gjson.String {
-				err = badRequest(codeInvalidType, param+".refusal", "Invalid type for '"+param+".refusal': expected a string.")
-				return false
-			}
-			w.sep(pstart)
-			w.b = append(w.b, `{"type":"refusal","refusal":`...)
-			w.b = append(w.b, r.Raw...)
-			w.b = append(w.b, '}')
+		key := p.Get("type").Str
+		switch key {
+		case "output_text":
+			key = "text"
+		case "text", "refusal":
 		default:
-			err = badRequest(codeInvalidValue, param+".type", "Invalid value for '"+param+".type': assistant content parts must be 'text' or 'refusal'.")
-			return false
+			return badRequest(codeInvalidValue, param+".type", "Invalid value for '"+param+".type': assistant content parts must be 'text' or 'refusal'.")
 		}
-		return true
+		v := p.Get(key)
+		if v.Type != gjson.String {
+			return badRequest(codeInvalidType, param+"."+key, "Invalid type for '"+param+"."+key+"': expected a string.")
+		}
+		w.sep(pstart)
+		if key == "text" {
+			w.textPart(v.Raw)
+		} else {
+			w.refusalPart(v.Raw)
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
 	if hasRefusal {
 		w.sep(pstart)
-		w.b = append(w.b, `{"type":"refusal","refusal":`...)
-		w.b = append(w.b, refusal.Raw...)
-		w.b = append(w.b, '}')
+		w.refusalPart(refusal.Raw)
 	}
 	if len(w.b) == pstart { // nothing to say: no message item at all
 		w.b = w.b[:mark]
@@ -307,31 +275,30 @@ func (w *reqWriter) toolCall(tc gjson.Result, i, j, start int) *Error {
 	w.calls = append(w.calls, callRef{id: id.Str, msg: i, idx: j, custom: custom})
 	w.sep(start)
 	if custom {
-		cc := tc.Get("custom")
-		name := cc.Get("name")
-		if name.Type != gjson.String || name.Str == "" {
-			return missing(param + ".custom.name")
-		}
-		w.b = append(w.b, `{"type":"custom_tool_call","call_id":`...)
-		w.b = append(w.b, id.Raw...)
-		w.b = append(w.b, `,"name":`...)
-		w.b = append(w.b, name.Raw...)
-		w.b = append(w.b, `,"input":`...)
-		w.arguments(cc.Get("input"))
-		w.b = append(w.b, '}')
-		return nil
+		return w.call(tc, param, "custom", "custom_tool_call", "input", id)
 	}
-	fn := tc.Get("function")
+	return w.call(tc, param, "function", "function_call", "arguments", id)
+}
+
+// call writes one call item of the Responses type typ from chat tool call tc, whose name and
+// arguments are in its object shape ("function" or "custom"), the arguments under argKey.
+// The parameter path of an error is built only when there is one.
+func (w *reqWriter) call(tc gjson.Result, param, shape, typ, argKey string, id gjson.Result) *Error {
+	fn := tc.Get(shape)
 	name := fn.Get("name")
 	if name.Type != gjson.String || name.Str == "" {
-		return missing(param + ".function.name")
+		return missing(param + "." + shape + ".name")
 	}
-	w.b = append(w.b, `{"type":"function_call","call_id":`...)
+	w.b = append(w.b, `{"type":"`...)
+	w.b = append(w.b, typ...)
+	w.b = append(w.b, `","call_id":`...)
 	w.b = append(w.b, id.Raw...)
 	w.b = append(w.b, `,"name":`...)
 	w.b = append(w.b, name.Raw...)
-	w.b = append(w.b, `,"arguments":`...)
-	w.arguments(fn.Get("arguments"))
+	w.b = append(w.b, `,"`...)
+	w.b = append(w.b, argKey...)
+	w.b = append(w.b, `":`...)
+	w.arguments(fn.Get(argKey))
 	w.b = append(w.b, '}')
 	return nil
 }

@@ -63,57 +63,20 @@ type partKey struct {
 // NewStreamConverter prepares a converter for one upstream stream.
 func NewStreamConverter(meta Meta) *StreamConverter {
 	c := &StreamConverter{meta: meta, reasonKey: meta.reasoningKey()}
+	c.d = c
 	for _, s := range meta.Stop {
 		c.maxStop = max(c.maxStop, len(s))
 	}
-	h := make([]byte, 0, 128+len(meta.ID)+len(meta.Model))
-	h = append(h, `data: {"id":`...)
-	h = appendString(h, meta.ID)
-	h = append(h, `,"object":"chat.completion.chunk","created":`...)
-	h = appendInt(h, meta.Created)
-	h = append(h, `,"model":`...)
-	h = appendString(h, meta.Model)
+	h := appendChunkHead(make([]byte, 0, 128+len(meta.ID)+len(meta.Model)), &meta)
 	h = append(h, `,"choices":[{"index":`...)
 	h = appendInt(h, int64(meta.ChoiceIndex))
 	c.head = append(h, `,"delta":{`...)
 	return c
 }
 
-// Feed converts one upstream event. out holds complete SSE frames; done means the chat
-// stream is finished and the caller should stop reading and cancel the upstream.
-func (c *StreamConverter) Feed(eventType string, data []byte) (out []byte, done bool) {
-	return c.FeedTo(nil, eventType, data)
-}
-
-// FeedTo is Feed appending to dst. A caller that is done with the previous frames can pass
-// the same buffer back (dst[:0]), so a stream costs no allocation per chunk.
-func (c *StreamConverter) FeedTo(dst []byte, eventType string, data []byte) (out []byte, done bool) {
-	return c.FeedWith(c.ownScratch(), dst, eventType, data)
-}
-
-// FeedWith is FeedTo using s as its working memory; s may serve another converter as soon
-// as the call returns.
-func (c *StreamConverter) FeedWith(s *Scratch, dst []byte, eventType string, data []byte) (out []byte, done bool) {
-	return c.feedWith(s, dst, eventType, data, c.feed)
-}
-
-func (c *StreamConverter) feed(out []byte, eventType string, data []byte) ([]byte, bool) {
-	// Zero-copy views: nothing read from the fields outlives this call unless cloned.
-	f := c.ev
-	if !f.scan(data) {
-		if f.tooDeep {
-			return c.errorFrame(out, errEventTooDeep()), true
-		}
-		return out, false // comments, [DONE] from lenient upstreams, garbage: nothing to convert
-	}
-	typ := f.typ.Str
-	if typ == "" {
-		typ = eventType
-	}
-	oi := f.outputIndex.Int()
-	if f.outputIndex.Exists() {
-		c.markSeen(oi)
-	}
+// convert is the chat half of feed.
+func (c *StreamConverter) convert(out []byte, typ string, oi int64, data []byte) []byte {
+	f := c.ev // zero-copy views: nothing read from them outlives the call unless cloned
 	switch typ {
 	case "response.created":
 		if !c.roleSent {
@@ -126,37 +89,20 @@ func (c *StreamConverter) feed(out []byte, eventType string, data []byte) ([]byt
 		if t := f.item.Get("type").Str; t == "function_call" || t == "custom_tool_call" {
 			out = c.announce(out, oi, f.item)
 		}
-	case "response.output_text.delta":
-		c.deltas++
-		c.markEmitted(partKey{'t', oi, f.contentIndex.Int()})
-		out = c.text(out, f.delta.String(), f.logprobs)
-	case "response.output_text.done":
-		if k := (partKey{'t', oi, f.contentIndex.Int()}); !c.wasEmitted(k) {
+	case "response.output_text.delta", "response.output_text.done":
+		if k, text, ok := c.part('t', oi, typ); ok {
 			c.markEmitted(k)
-			out = c.text(out, f.text.String(), f.logprobs)
+			out = c.text(out, text, f.logprobs)
 		}
-	case "response.refusal.delta":
-		c.deltas++
-		c.markEmitted(partKey{'f', oi, f.contentIndex.Int()})
-		out = c.refusal(out, f.delta.String())
-	case "response.refusal.done":
-		if k := (partKey{'f', oi, f.contentIndex.Int()}); !c.wasEmitted(k) {
+	case "response.refusal.delta", "response.refusal.done":
+		if k, text, ok := c.part('f', oi, typ); ok {
 			c.markEmitted(k)
-			out = c.refusal(out, f.refusal.String())
+			out = c.refusal(out, text)
 		}
-	case "response.reasoning_summary_text.delta":
-		c.deltas++
-		out = c.reasoning(out, partKey{'s', oi, f.summaryIndex.Int()}, f.delta.String())
-	case "response.reasoning_summary_text.done":
-		if k := (partKey{'s', oi, f.summaryIndex.Int()}); !c.wasEmitted(k) {
-			out = c.reasoning(out, k, f.text.String())
-		}
-	case "response.reasoning_text.delta":
-		c.deltas++
-		out = c.reasoning(out, partKey{'r', oi, f.contentIndex.Int()}, f.delta.String())
-	case "response.reasoning_text.done":
-		if k := (partKey{'r', oi, f.contentIndex.Int()}); !c.wasEmitted(k) {
-			out = c.reasoning(out, k, f.text.String())
+	case "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
+		"response.reasoning_text.delta", "response.reasoning_text.done":
+		if k, text, ok := c.part(reasoningKind(typ), oi, typ); ok {
+			out = c.reasoning(out, k, text)
 		}
 	case "response.function_call_arguments.delta", "response.custom_tool_call_input.delta":
 		c.deltas++
@@ -171,30 +117,15 @@ func (c *StreamConverter) feed(out []byte, eventType string, data []byte) ([]byt
 		if s := c.slot(oi); s != nil && !s.argsSent {
 			out = c.arguments(out, s, f.input.String())
 		}
-	case "response.output_item.done":
-		out = c.itemDone(out, oi, f.item)
-	case "response.completed", "response.incomplete":
-		out = c.finish(out, typ, f.response)
-	case "response.failed", "error":
-		out = c.errorFrame(out, c.upstreamFailure(typ, data))
+	default:
+		out = c.ending(out, typ, oi, data)
 	}
 	if c.stopHit && !c.done {
 		out = c.close(c.open(out), "stop")
 		out = c.trailer(out)
 	}
-	return out, c.done
+	return out
 }
-
-// errEventTooDeep ends a stream whose platform sent an event nested past MaxEventDepth: a
-// platform that broken is not trusted with the rest of the answer.
-func errEventTooDeep() *Error {
-	return &Error{Status: 502, Type: typeServer, Code: CodeEventTooDeep,
-		Message: "The platform sent an event nested too deeply; the stream was closed."}
-}
-
-// CodeEventTooDeep is the error code of a stream or answer ended by JSON nested past
-// MaxEventDepth, in every dialect.
-const CodeEventTooDeep = "upstream_event_too_deep"
 
 // End closes a stream whose upstream ended before a terminal event: held-back text, then
 // one error frame. No finish_reason is invented: the answer is incomplete.
@@ -202,7 +133,7 @@ func (c *StreamConverter) End(err error) []byte {
 	if c.done {
 		return nil
 	}
-	return c.errorFrame(nil, &Error{Status: 502, Type: typeServer, Message: incompleteMessage(err)})
+	return c.fail(nil, &Error{Status: 502, Type: typeServer, Message: incompleteMessage(err)})
 }
 
 func (c *StreamConverter) slot(oi int64) *toolSlot {
@@ -470,21 +401,13 @@ func (c *StreamConverter) arguments(out []byte, s *toolSlot, delta string) []byt
 func (c *StreamConverter) itemDone(out []byte, oi int64, item gjson.Result) []byte {
 	switch item.Get("type").Str {
 	case "message":
-		ci := int64(0)
-		each(item.Get("content"), func(_, p gjson.Result) bool {
-			switch p.Get("type").Str {
-			case "output_text":
-				if k := (partKey{'t', oi, ci}); !c.wasEmitted(k) {
-					c.markEmitted(k)
-					out = c.text(out, p.Get("text").String(), p.Get("logprobs"))
-				}
-			case "refusal":
-				if k := (partKey{'f', oi, ci}); !c.wasEmitted(k) {
-					c.markEmitted(k)
-					out = c.refusal(out, p.Get("refusal").String())
-				}
+		c.eachMessagePart(oi, item, func(k partKey, p gjson.Result) bool {
+			c.markEmitted(k)
+			if k.kind == 't' {
+				out = c.text(out, p.Get("text").String(), p.Get("logprobs"))
+			} else {
+				out = c.refusal(out, p.Get("refusal").String())
 			}
-			ci++
 			return !c.stopHit
 		})
 	case "function_call", "custom_tool_call":
@@ -510,10 +433,7 @@ func (c *StreamConverter) itemDone(out []byte, oi int64, item gjson.Result) []by
 // finish handles response.completed and response.incomplete: items the stream never showed
 // are sent from the final output, then the finish chunk, the usage chunk and [DONE].
 func (c *StreamConverter) finish(out []byte, typ string, resp gjson.Result) []byte {
-	status := c.finalOutput(typ, resp, func(oi int64, item gjson.Result) bool {
-		out = c.itemDone(out, oi, item)
-		return !c.stopHit
-	})
+	out, status := c.finalOutput(out, typ, resp)
 	if c.stopHit {
 		return out // Feed closes with finish_reason stop
 	}
@@ -522,6 +442,9 @@ func (c *StreamConverter) finish(out []byte, typ string, resp gjson.Result) []by
 	out = c.close(c.open(out), reason)
 	return c.trailer(out)
 }
+
+// cut: a stop sequence was reached; Feed closes with finish_reason stop.
+func (c *StreamConverter) cut() bool { return c.stopHit }
 
 func (c *StreamConverter) trailer(out []byte) []byte {
 	c.done = true
@@ -534,9 +457,9 @@ func (c *StreamConverter) trailer(out []byte) []byte {
 	return append(out, DoneFrame...)
 }
 
-// errorFrame ends the stream with one {"error":...} frame. Text already generated is sent
+// fail ends the stream with one {"error":...} frame. Text already generated is sent
 // first; no finish chunk, which would disguise the failure as a complete answer.
-func (c *StreamConverter) errorFrame(out []byte, e *Error) []byte {
+func (c *StreamConverter) fail(out []byte, e *Error) []byte {
 	out = c.flush(out)
 	c.done = true
 	out = append(out, "data: "...)
@@ -551,13 +474,19 @@ func UsageChunk(meta Meta, u Usage) []byte {
 }
 
 func appendUsageChunk(b []byte, meta *Meta, u Usage) []byte {
+	b = appendChunkHead(b, meta)
+	b = append(b, `,"choices":[],"usage":`...)
+	b = appendUsage(b, u)
+	return append(b, "}\n\n"...)
+}
+
+// appendChunkHead opens a chunk frame: its id, object, created time and model, which every
+// chunk of one completion repeats.
+func appendChunkHead(b []byte, meta *Meta) []byte {
 	b = append(b, `data: {"id":`...)
 	b = appendString(b, meta.ID)
 	b = append(b, `,"object":"chat.completion.chunk","created":`...)
 	b = appendInt(b, meta.Created)
 	b = append(b, `,"model":`...)
-	b = appendString(b, meta.Model)
-	b = append(b, `,"choices":[],"usage":`...)
-	b = appendUsage(b, u)
-	return append(b, "}\n\n"...)
+	return appendString(b, meta.Model)
 }

@@ -2,16 +2,63 @@ package translate
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
 	"modelgate/tokens"
 )
 
+// Converter is what every client dialect's stream converter offers the relay that feeds it
+// a Responses event stream: *StreamConverter for Chat Completions, *MessagesStream for
+// Anthropic's Messages. Feed, FeedTo and FeedWith are one conversion with the output buffer
+// and working memory made, passed in, or lent; none allocates per event once its buffer has
+// grown. A Converter is not safe for concurrent use.
+type Converter interface {
+	// Feed converts one upstream event into complete client frames; done means the client's
+	// stream is finished and the caller should stop reading and cancel the upstream.
+	Feed(eventType string, data []byte) (out []byte, done bool)
+	// FeedTo is Feed appending to dst.
+	FeedTo(dst []byte, eventType string, data []byte) (out []byte, done bool)
+	// FeedWith is FeedTo using s as its working memory for the call.
+	FeedWith(s *Scratch, dst []byte, eventType string, data []byte) (out []byte, done bool)
+	// End closes a stream whose upstream stopped before a terminal event (err is the read
+	// error, nil for a clean end): the dialect's error frame, nil when already done.
+	End(err error) []byte
+	// Usage is the usage reported by the upstream, or the estimate when none arrived.
+	Usage() Usage
+	// SetInputEstimate sets the input tokens reported before (and unless) the upstream does.
+	SetInputEstimate(n int64)
+}
+
+var (
+	_ Converter = (*StreamConverter)(nil)
+	_ Converter = (*MessagesStream)(nil)
+)
+
+// dialect is the half of a converter that differs by client dialect: what one scanned event
+// becomes, and how the stream ends in error. streamBase does the rest.
+type dialect interface {
+	// convert handles one event, already scanned into the lent fields, of type typ about
+	// output item oi; data is the raw event.
+	convert(out []byte, typ string, oi int64, data []byte) []byte
+	// fail ends the stream with e, after whatever text was held back.
+	fail(out []byte, e *Error) []byte
+	// finish ends the stream on a completed or incomplete response: what the stream never
+	// showed from its final output, then the dialect's closing frames.
+	finish(out []byte, typ string, resp gjson.Result) []byte
+	// itemDone shows what of a finished output item no event showed.
+	itemDone(out []byte, oi int64, item gjson.Result) []byte
+	// cut reports that a stop sequence ended the answer: nothing more is shown.
+	cut() bool
+}
+
 // streamBase is the bookkeeping every dialect's stream converter keeps the same way: the
 // usage reported or estimated, which upstream items and parts were shown, and the event
-// fields lent for one call. Each converter embeds it and keeps its own output logic.
+// fields lent for one call. Each converter embeds it, sets d to itself and keeps its own
+// output logic.
 type streamBase struct {
+	d    dialect
 	done bool
 
 	seen    []int64   // output indexes that had any event
@@ -53,27 +100,114 @@ func estimatedUsage(input, deltas int64) Usage {
 	return Usage{InputTokens: input, OutputTokens: out, TotalTokens: input + out}
 }
 
-// ownScratch is the Scratch FeedTo lends itself.
-func (c *streamBase) ownScratch() *Scratch {
+// Feed converts one upstream event; see FeedTo.
+func (c *streamBase) Feed(eventType string, data []byte) (out []byte, done bool) {
+	return c.FeedTo(nil, eventType, data)
+}
+
+// FeedTo converts one upstream event, appending complete SSE frames to dst. done means the
+// client's stream is finished and the caller should stop reading and cancel the upstream. A
+// caller that is done with the previous frames can pass the same buffer back (dst[:0]), so
+// a stream costs no allocation per event.
+func (c *streamBase) FeedTo(dst []byte, eventType string, data []byte) (out []byte, done bool) {
 	if c.own == nil {
 		c.own = new(Scratch)
 	}
-	return c.own
+	return c.FeedWith(c.own, dst, eventType, data)
 }
 
-// feedWith runs a converter's feed on one event with s's fields lent to it, and forgets
-// them before returning: they are views into data, which the caller may reuse.
-func (c *streamBase) feedWith(s *Scratch, dst []byte, eventType string, data []byte,
-	feed func(dst []byte, eventType string, data []byte) ([]byte, bool)) (out []byte, done bool) {
+// FeedWith is FeedTo using s as its working memory; s may serve another converter as soon
+// as the call returns. The fields are forgotten before returning: they are views into data,
+// which the caller may reuse.
+func (c *streamBase) FeedWith(s *Scratch, dst []byte, eventType string, data []byte) (out []byte, done bool) {
 	if c.done {
 		return dst, true
 	}
 	c.ev = &s.ev
-	out, done = feed(dst, eventType, data)
+	out = c.feed(dst, eventType, data)
 	c.ev.clear()
 	c.ev = nil
-	return out, done
+	return out, c.done
 }
+
+// feed scans one event and hands it to the dialect. An event that is not JSON (a comment,
+// a lenient upstream's [DONE]) converts to nothing; one nested past MaxEventDepth ends the
+// stream: a platform that broken is not trusted with the rest of the answer.
+func (c *streamBase) feed(out []byte, eventType string, data []byte) []byte {
+	f := c.ev
+	if !f.scan(data) {
+		if f.tooDeep {
+			return c.d.fail(out, errEventTooDeep())
+		}
+		return out
+	}
+	typ := f.typ.Str
+	if typ == "" {
+		typ = eventType
+	}
+	oi := f.outputIndex.Int()
+	if f.outputIndex.Exists() {
+		c.markSeen(oi)
+	}
+	return c.d.convert(out, typ, oi, data)
+}
+
+// ending handles the events that end an output item or the whole stream, the same in every
+// dialect but for what the dialect writes: a finished item, a terminal response, a failure.
+// Other events convert to nothing.
+func (c *streamBase) ending(out []byte, typ string, oi int64, data []byte) []byte {
+	switch typ {
+	case "response.output_item.done":
+		return c.d.itemDone(out, oi, c.ev.item)
+	case "response.completed", "response.incomplete":
+		return c.d.finish(out, typ, c.ev.response)
+	case "response.failed", "error":
+		return c.d.fail(out, c.upstreamFailure(typ, data))
+	}
+	return out
+}
+
+// part reads a text, refusal or reasoning event (kind as in partKey) about output item oi:
+// the part it shows and its text. A delta counts toward the output estimate; a done event
+// whose part a delta already showed gives ok false. Marking the part shown is the caller's.
+func (c *streamBase) part(kind byte, oi int64, typ string) (k partKey, s string, ok bool) {
+	f := c.ev
+	idx := f.contentIndex
+	if kind == 's' {
+		idx = f.summaryIndex
+	}
+	k = partKey{kind, oi, idx.Int()}
+	if strings.HasSuffix(typ, ".delta") {
+		c.deltas++
+		return k, f.delta.String(), true
+	}
+	if c.wasEmitted(k) {
+		return k, "", false
+	}
+	if kind == 'f' {
+		return k, f.refusal.String(), true
+	}
+	return k, f.text.String(), true
+}
+
+// reasoningKind is the partKey kind of a reasoning event: 's' for a summary's text, 'r' for
+// the reasoning text itself.
+func reasoningKind(typ string) byte {
+	if strings.HasPrefix(typ, "response.reasoning_summary") {
+		return 's'
+	}
+	return 'r'
+}
+
+// errEventTooDeep ends a stream whose platform sent an event nested past MaxEventDepth.
+func errEventTooDeep() *Error {
+	return &Error{Status: 502, Type: typeServer, Code: CodeEventTooDeep,
+		Message: "The platform sent an event nested too deeply; the stream was closed."}
+}
+
+// CodeEventTooDeep is the error code of a stream or answer ended by JSON nested past
+// MaxEventDepth, in every dialect.
+const CodeEventTooDeep = "upstream_event_too_deep"
 
 func (c *streamBase) markSeen(oi int64) {
 	if !c.wasSeen(oi) {
@@ -125,27 +259,45 @@ func incompleteMessage(err error) string {
 	return "upstream stream terminated unexpectedly"
 }
 
-// finalOutput reads a terminal response for a converter: it keeps the usage reported and
-// hands show, in order, each output item no event showed, until show returns false. The
-// status is the response's, or the one the event type names when the response has none.
-func (c *streamBase) finalOutput(typ string, resp gjson.Result, show func(oi int64, item gjson.Result) bool) (status string) {
+// finalOutput reads a terminal response: it keeps the usage reported and has the dialect
+// show, in order, each output item no event showed, until a stop sequence cuts the answer.
+// The status is the response's, or the one the event type names when the response has none.
+func (c *streamBase) finalOutput(out []byte, typ string, resp gjson.Result) (_ []byte, status string) {
 	if u, ok := parseUsage(resp.Get("usage")); ok {
 		c.usage = u
 	}
 	i := int64(0)
 	each(resp.Get("output"), func(_, item gjson.Result) bool {
-		more := true
 		if !c.wasSeen(i) {
 			c.markSeen(i)
-			more = show(i, item)
+			out = c.d.itemDone(out, i, item)
 		}
 		i++
-		return more
+		return !c.d.cut()
 	})
 	if status = resp.Get("status").Str; status == "" {
 		status = typ[len("response."):]
 	}
-	return status
+	return out, status
+}
+
+// eachMessagePart hands fn each output text ('t') or refusal ('f') part of message item oi
+// that no event showed, until fn returns false.
+func (c *streamBase) eachMessagePart(oi int64, item gjson.Result, fn func(k partKey, p gjson.Result) bool) {
+	ci := int64(0)
+	each(item.Get("content"), func(_, p gjson.Result) bool {
+		k := partKey{0, oi, ci}
+		ci++
+		switch p.Get("type").Str {
+		case "output_text":
+			k.kind = 't'
+		case "refusal":
+			k.kind = 'f'
+		default:
+			return true
+		}
+		return c.wasEmitted(k) || fn(k, p)
+	})
 }
 
 // eachReasoningPart hands fn each part of reasoning item oi that no delta sent: its summary

@@ -1,0 +1,98 @@
+package translate
+
+import "github.com/tidwall/gjson"
+
+// What the client dialects' request parsers share: reading the top-level object, the
+// checks of the fields every dialect requires (the same checks, worded as each dialect's
+// clients expect), walking a list to its first error, and the writer's separators.
+
+// parseTopLevel checks that body is a bounded JSON object and hands set each top-level
+// field, stopping at set's first error. src is the one string copy of body every result
+// views, so the caller may reuse body afterwards.
+func parseTopLevel(body []byte, set func(k, v gjson.Result) *Error) (src string, err *Error) {
+	if err := checkBody(body); err != nil {
+		return "", err
+	}
+	src = string(body)
+	root := gjson.Parse(src)
+	if !root.IsObject() {
+		return "", badRequest(codeInvalidType, "", "The request body must be a JSON object.")
+	}
+	root.ForEach(func(k, v gjson.Result) bool {
+		err = set(k, v)
+		return err == nil
+	})
+	return src, err
+}
+
+// requiredWords are one dialect's messages for the fields every dialect requires.
+type requiredWords struct {
+	modelMissing, modelType string
+	// the conversation list: absent, not a list, empty (with the code of that error)
+	listMissing, listType, listEmpty, emptyCode string
+}
+
+// requiredModel reads the model: a non-empty string that is a valid model name.
+func requiredModel(v gjson.Result, w requiredWords) (string, *Error) {
+	if v.Type != gjson.String || v.Str == "" {
+		if !v.Exists() || v.Type == gjson.Null {
+			return "", badRequest(codeMissing, "model", w.modelMissing)
+		}
+		return "", badRequest(codeInvalidType, "model", w.modelType)
+	}
+	if err := CheckModelName(v.Str); err != nil {
+		return "", err
+	}
+	return v.Str, nil
+}
+
+// requiredList checks the conversation, param: a list with at least one element.
+func requiredList(v gjson.Result, param string, w requiredWords) *Error {
+	switch {
+	case !v.Exists() || v.Type == gjson.Null:
+		return badRequest(codeMissing, param, w.listMissing)
+	case !v.IsArray():
+		return badRequest(codeInvalidType, param, w.listType)
+	case !hasElements(v):
+		return badRequest(w.emptyCode, param, w.listEmpty)
+	}
+	return nil
+}
+
+// walk hands fn each element of arr and its position, stopping at fn's first error, which
+// it returns. Like gjson's ForEach it visits a scalar as a one-element list: callers check
+// that arr is a list first, or have fn refuse what is not an element.
+func walk(arr gjson.Result, fn func(i int, v gjson.Result) *Error) *Error {
+	var err *Error
+	i := 0
+	arr.ForEach(func(_, v gjson.Result) bool {
+		err = fn(i, v)
+		i++
+		return err == nil
+	})
+	return err
+}
+
+// bodyWriter is the Responses body a request translator writes.
+type bodyWriter struct{ b []byte }
+
+// sep writes the comma before a list element, unless it is the first one after start.
+func (w *bodyWriter) sep(start int) {
+	if len(w.b) > start {
+		w.b = append(w.b, ',')
+	}
+}
+
+// textPart writes an assistant's text as a Responses output_text part; raw is its JSON.
+func (w *bodyWriter) textPart(raw string) {
+	w.b = append(w.b, `{"type":"output_text","text":`...)
+	w.b = append(w.b, raw...)
+	w.b = append(w.b, `,"annotations":[]}`...)
+}
+
+// refusalPart writes an assistant's refusal as a Responses refusal part; raw is its JSON.
+func (w *bodyWriter) refusalPart(raw string) {
+	w.b = append(w.b, `{"type":"refusal","refusal":`...)
+	w.b = append(w.b, raw...)
+	w.b = append(w.b, '}')
+}
