@@ -25,7 +25,7 @@ const (
 
 // feedPooled converts one upstream event into a pooled buffer; the caller returns it with
 // putChunkBuf once out has been written (or dropped).
-func feedPooled(conv Converter, eventType string, data []byte) (buf *[]byte, out []byte, done bool) {
+func feedPooled(conv translate.Converter, eventType string, data []byte) (buf *[]byte, out []byte, done bool) {
 	scratch := convScratch.Get().(*translate.Scratch)
 	buf = chunkBufs.Get().(*[]byte)
 	out, done = conv.FeedWith(scratch, (*buf)[:0], eventType, data)

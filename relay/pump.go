@@ -13,14 +13,6 @@ import (
 	"modelgate/translate"
 )
 
-// Converter is what a translated relay feeds: the chat converter or the Messages one, so
-// both dialects stream and settle the same way.
-type Converter interface {
-	FeedWith(s *translate.Scratch, dst []byte, eventType string, data []byte) ([]byte, bool)
-	End(err error) []byte
-	Usage() translate.Usage
-}
-
 // Pump relays a request's upstream stream to its streaming client, once the stream started
 // (see StartStream). It holds what every relay needs, given explicitly by the route.
 type Pump struct {
@@ -52,7 +44,7 @@ func (p *Pump) send(out []byte, flush bool) bool {
 // It returns what to charge. Each event is converted, and so counted, before it is written;
 // a stream modelgate ends itself (the client left, a stop sequence) is drained of what is in
 // flight first (see DrainAfterCut).
-func (p *Pump) Direct(body io.Reader, cancel context.CancelFunc, conv Converter) accounting.Charge {
+func (p *Pump) Direct(body io.Reader, cancel context.CancelFunc, conv translate.Converter) accounting.Charge {
 	idle, events := OpenUpstream(body, p.Idle, cancel, nil)
 	defer idle.Stop()
 	defer events.Release()
@@ -83,7 +75,7 @@ func (p *Pump) Direct(body io.Reader, cancel context.CancelFunc, conv Converter)
 // charge for it. A call of its own so the relay loop's frame stays small.
 //
 //go:noinline
-func (p *Pump) endCharge(readErr error, idle *IdleTimer, conv Converter) accounting.Charge {
+func (p *Pump) endCharge(readErr error, idle *IdleTimer, conv translate.Converter) accounting.Charge {
 	u := conv.Usage()
 	if p.Client.Err() != nil {
 		p.Obs.ClientGone()
@@ -108,7 +100,7 @@ func (p *Pump) endCharge(readErr error, idle *IdleTimer, conv Converter) account
 // the terminal event) and returns what to charge for it.
 //
 //go:noinline
-func (p *Pump) cutCharge(events *EventReader, cancel context.CancelFunc, conv Converter) accounting.Charge {
+func (p *Pump) cutCharge(events *EventReader, cancel context.CancelFunc, conv translate.Converter) accounting.Charge {
 	u := conv.Usage()
 	if u.Reported {
 		cancel()
@@ -123,7 +115,7 @@ func (p *Pump) cutCharge(events *EventReader, cancel context.CancelFunc, conv Co
 
 // feedNext reads the next event that carries content, reports it and converts it into a
 // pooled buffer (see feedPooled). An error is the end of the stream (see truncation).
-func (p *Pump) feedNext(events *EventReader, conv Converter) (buf *[]byte, out []byte, done bool, err error) {
+func (p *Pump) feedNext(events *EventReader, conv translate.Converter) (buf *[]byte, out []byte, done bool, err error) {
 	ev, err := nextContent(events)
 	if err != nil {
 		return nil, nil, false, err
