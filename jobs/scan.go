@@ -98,10 +98,10 @@ func finalStatus(objStatus, eventType string) string {
 	if knownFinal(objStatus) && objStatus != stored.StatusCancelled {
 		return objStatus
 	}
-	switch eventType {
-	case "response.completed":
+	switch relay.TerminalStatus(eventType) {
+	case "completed":
 		return stored.StatusCompleted
-	case "response.incomplete":
+	case "incomplete":
 		return stored.StatusIncomplete
 	}
 	return stored.StatusFailed

@@ -52,6 +52,20 @@ func Classify(typ string) Kind {
 	return KindOther
 }
 
+// TerminalStatus is the response status a terminal event of type typ states: "completed",
+// "incomplete" or "failed" (the Responses API's names); "" for any other event.
+func TerminalStatus(typ string) string {
+	switch typ {
+	case "response.completed":
+		return "completed"
+	case "response.incomplete":
+		return "incomplete"
+	case "response.failed":
+		return "failed"
+	}
+	return ""
+}
+
 // KindOf classifies an event by its "event:" name, or by its data's "type" when it came
 // without one.
 func KindOf(typ string, data []byte) Kind {

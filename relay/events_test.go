@@ -185,3 +185,18 @@ func TestDrainAfterCut(t *testing.T) {
 		}
 	}
 }
+
+// Every terminal event states a status, and only terminal events do.
+func TestTerminalStatus(t *testing.T) {
+	for typ, want := range map[string]string{
+		"response.completed": "completed", "response.incomplete": "incomplete", "response.failed": "failed",
+		"response.output_item.done": "", "error": "", "": "",
+	} {
+		if got := TerminalStatus(typ); got != want {
+			t.Errorf("TerminalStatus(%q) = %q, want %q", typ, got, want)
+		}
+		if (TerminalStatus(typ) != "") != (Classify(typ) == KindTerminal) {
+			t.Errorf("%q: TerminalStatus and Classify disagree", typ)
+		}
+	}
+}
