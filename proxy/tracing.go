@@ -90,7 +90,7 @@ func (ri *requestInfo) noteAnswer(view string) {
 	}
 	sum := relay.Summarize(view)
 	ri.trace.Answer(tracing.Answer{ID: printable(sum.ID, maxTracedID), Model: printable(sum.Model, maxLoggedModel),
-		FinishReason: sum.FinishReason, Output: sum.Output})
+		FinishReason: printable(sum.FinishReason, maxTracedID), Output: sum.Output})
 }
 
 // traceEventOn counts one upstream stream event (relay reports it through Event) and reads

@@ -111,7 +111,7 @@ func (q *Request) Call(model string, maxTokens int64, body []byte) {
 // buffer that is reused once Answer returns.
 type Answer struct {
 	ID, Model    string // bounded by the caller
-	FinishReason string // one of the GenAI conventions' reasons, or ""
+	FinishReason string // the conventions' (stop, length, ...), another bounded by the caller, or ""
 	Output       string // the answer's output as raw JSON, captured (capped) when content is
 }
 
@@ -130,13 +130,27 @@ func (q *Request) Answer(a Answer) {
 			g.ResponseModel = strings.Clone(a.Model)
 		}
 		if a.FinishReason != "" {
-			g.FinishReasons = append(g.FinishReasons, a.FinishReason)
+			g.FinishReasons = append(g.FinishReasons, keptReason(a.FinishReason))
 		}
 	}
 	q.mu.Unlock()
 	if q.contentMax > 0 && a.Output != "" {
 		RecordContent(q.span, EventCompletion, AttrOutputMessages, a.Output, q.contentMax)
 	}
+}
+
+// keptReason is a finish reason the span may keep: the usual ones are constants, another
+// is copied out of the view it came in.
+func keptReason(r string) string {
+	switch r {
+	case "stop":
+		return "stop"
+	case "length":
+		return "length"
+	case "tool_calls":
+		return "tool_calls"
+	}
+	return strings.Clone(r)
 }
 
 // EventReceived counts one upstream stream event.

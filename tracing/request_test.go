@@ -157,19 +157,21 @@ func TestRequestRecordsWhatRoutesLearn(t *testing.T) {
 func TestRequestCopiesWhatItKeeps(t *testing.T) {
 	tr, exp := newRequestTracer(t, 0)
 	q := tr.StartRequest(context.Background(), incoming(""), "/v1/responses")
-	buf := []byte("model-a resp_abc model-b")
+	buf := []byte("model-a resp_abc model-b paused stop")
 	view := func(from, to int) string { return string(buf[from:to]) }
 	unsafeView := func(from, to int) string { return unsafeString(buf[from:to]) }
 	q.Call(unsafeView(0, 7), 0, nil)
-	q.Answer(Answer{ID: unsafeView(8, 16), Model: unsafeView(17, 24)})
-	wantModel, wantID, wantResp := view(0, 7), view(8, 16), view(17, 24)
+	q.Answer(Answer{ID: unsafeView(8, 16), Model: unsafeView(17, 24), FinishReason: unsafeView(25, 31)})
+	q.Answer(Answer{FinishReason: unsafeView(32, 36)})
+	want := map[string]string{AttrRequestModel: view(0, 7), AttrResponseID: view(8, 16), AttrResponseModel: view(17, 24),
+		AttrFinishReasons: "[" + view(25, 31) + " " + view(32, 36) + "]"}
 	for i := range buf {
 		buf[i] = 'X'
 	}
 	q.End(Outcome{Status: 200})
 	got := attrsOf(endedSpan(t, tr, exp))
-	for k, want := range map[string]string{AttrRequestModel: wantModel, AttrResponseID: wantID, AttrResponseModel: wantResp} {
-		if g := got[k].AsString(); g != want {
+	for k, want := range want {
+		if g := fmt.Sprint(got[k].AsInterface()); g != want {
 			t.Errorf("%s = %q after its buffer was reused, want %q", k, g, want)
 		}
 	}
