@@ -100,10 +100,7 @@ func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve ratelimit.Usag
 		ri.Refusal = "store_unavailable_allowed"
 	}
 	if ri.trace != nil {
-		ri.trace.limitDecision = "refused"
-		if d.Allowed {
-			ri.trace.limitDecision = "allowed"
-		}
+		ri.trace.Limited(d.Allowed)
 	}
 	if d.Allowed {
 		ri.Admitted = true

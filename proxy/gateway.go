@@ -25,7 +25,7 @@ func (s *Server) openGateway(parent context.Context, st *state, p *auth.Principa
 func (ri *requestInfo) trail() upstream.Trail {
 	tr := upstream.Trail{RequestID: ri.RequestID, Attempts: &ri.Attempts}
 	if ri.trace != nil {
-		tr.Span = ri.trace.span
+		tr.Span = ri.trace.Span()
 	}
 	if ri.KeepWait {
 		tr.Wait = &ri.UpstreamWait

@@ -29,7 +29,7 @@ func (ri *requestInfo) Sent() {
 		ri.TTFB = time.Since(ri.Start)
 	}
 	if ri.trace != nil {
-		ri.trace.eventsSent.Add(1)
+		ri.trace.EventSent()
 	}
 }
 

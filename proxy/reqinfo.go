@@ -13,6 +13,7 @@ import (
 	"modelgate/billing"
 	"modelgate/ratelimit"
 	"modelgate/reqlog"
+	"modelgate/tracing"
 )
 
 // requestInfo is one request as the HTTP layer knows it: the record the access log and the
@@ -35,7 +36,7 @@ type requestInfo struct {
 	// spend is the spend reservation of an admitted call (see settleBilling).
 	spend *billing.Hold
 
-	trace *traceState // nil: the request is not traced
+	trace *tracing.Request // nil: the request is not traced
 }
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.

@@ -106,7 +106,6 @@ type Server struct {
 	callers  *callerScopes   // passthrough callers with a limit scope of their own
 	bg       *jobs.Registry  // background responses this instance runs
 	tracer   *tracing.Tracer // nil: tracing off
-	traced   atomic.Int64    // traced requests whose span has not ended yet
 	owners   sidecar.Owners  // who uploaded each asset (sidecar routes)
 	// inflating is the room gzip request bodies being inflated share (max_inflating_bytes).
 	inflating reqbody.Budget

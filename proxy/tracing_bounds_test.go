@@ -3,6 +3,8 @@ package proxy
 import (
 	"strings"
 	"testing"
+
+	"modelgate/platformsim"
 )
 
 // Every span attribute a client chooses is bounded: a model name up to the 256 bytes a
@@ -23,6 +25,38 @@ func TestTracingModelAttributeBounded(t *testing.T) {
 			got, _ := srv.Attrs["gen_ai.request.model"].(string)
 			if len(got) == 0 || len(got) > maxLoggedModel || printable(got, len(got)) != got {
 				t.Errorf("gen_ai.request.model is %d bytes: %.40q", len(got), got)
+			}
+		})
+	}
+}
+
+// The platform names how an answer ended; a status no convention knows reaches the span as
+// its own finish reason, bounded and printable like every attribute the platform chooses.
+func TestTracingFinishReasonBounded(t *testing.T) {
+	status := strings.Repeat("s", 1000) + `\u0007`
+	answer := `{"id":"resp_1","object":"response","model":"sim-chat","status":"` + status + `","output":[],` +
+		`"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}`
+	for _, tc := range []struct {
+		name, body string
+		reply      platformsim.Reply
+	}{
+		{"answer", respBody, platformsim.Reply{Status: 200, Header: map[string]string{"Content-Type": "application/json"}, Body: []byte(answer)}},
+		{"stream", respStreamBody, platformsim.Reply{Events: []platformsim.Event{
+			{Type: "response.completed", Data: `{"type":"response.completed","sequence_number":0,"response":` + answer + `}`}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newTracedEnv(t, 0)
+			env.sim.Enqueue("/v1/responses", tc.reply)
+			if code, _, body := env.call(t, "/v1/responses", keyAlpha1, tc.body); code != 200 {
+				t.Fatalf("status %d: %s", code, body)
+			}
+			srv := oneServerSpan(t, env.spans(t, 1), "POST /v1/responses")
+			reasons, _ := srv.Attrs["gen_ai.response.finish_reasons"].([]any)
+			if len(reasons) != 1 {
+				t.Fatalf("finish reasons %v, want the one the platform named", srv.Attrs["gen_ai.response.finish_reasons"])
+			}
+			if got, _ := reasons[0].(string); len(got) == 0 || len(got) > maxTracedID || printable(got, len(got)) != got {
+				t.Errorf("gen_ai.response.finish_reasons holds %d bytes: %.40q", len(got), got)
 			}
 		})
 	}

@@ -455,17 +455,30 @@ func FuzzTraceAnswer(f *testing.F) {
 	f.Add([]byte(`{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}}`), "")
 	f.Add([]byte(`{"response":[1,2]}`), "response.failed")
 	f.Add([]byte(`not json`), "response.completed")
-	tp := sdktrace.NewTracerProvider()
-	defer tp.Shutdown(context.Background())
+	exp := tracetest.NewInMemoryExporter()
+	tr, err := tracing.NewWithExporter(context.Background(), exp, tracing.Options{CaptureContent: true, ContentMaxBytes: 64,
+		Getenv: func(string) string { return "" }})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer tr.Shutdown(context.Background())
+	in := httptest.NewRequest(http.MethodPost, "/v1/responses", nil)
 	f.Fuzz(func(t *testing.T, data []byte, typ string) {
-		_, span := tp.Tracer("fuzz").Start(context.Background(), "s")
-		defer span.End()
-		ri := &requestInfo{trace: &traceState{span: span, contentMax: 64, genai: &tracing.GenAI{}}}
+		exp.Reset()
+		ri := &requestInfo{trace: tr.StartRequest(context.Background(), in, "/v1/responses")}
+		ri.trace.Call("m", 0, nil)
 		ri.traceAnswer(data)
 		ri.Event(typ, data)
-		g := ri.trace.genai
-		if len(g.FinishReasons) > 2 {
-			t.Fatalf("%d finish reasons from one answer and one event", len(g.FinishReasons))
+		ri.trace.End(tracing.Outcome{})
+		if err := tr.ForceFlush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for _, span := range exp.GetSpans() {
+			for _, kv := range span.Attributes {
+				if string(kv.Key) == tracing.AttrFinishReasons && len(kv.Value.AsStringSlice()) > 2 {
+					t.Fatalf("%d finish reasons from one answer and one event", len(kv.Value.AsStringSlice()))
+				}
+			}
 		}
 	})
 }

@@ -149,6 +149,9 @@ type Outcome struct {
 	// CutByShutdown: the connection was lost during a shutdown, most likely closed by the
 	// drain's timeout rather than by the client.
 	CutByShutdown bool
+	// InputTokens and OutputTokens are the usage charged. Request.End reports them as a
+	// GenAI call's usage; EndServer reads the usage from its GenAI instead.
+	InputTokens, OutputTokens int64
 }
 
 // EndServer records the outcome on a server span, with g's GenAI attributes when g is set

@@ -56,6 +56,7 @@ type Tracer struct {
 	prop       propagation.TraceContext
 	contentMax int // 0: content is not captured
 	names      *spanStarts
+	open       openCount // requests started (StartRequest) whose span has not ended
 }
 
 // Enabled reports whether the environment asks for traces: an OTLP endpoint is named and
