@@ -20,7 +20,7 @@ var allowedImports = map[string][]string{
 	"modelgate/reqlog":              {},
 	"modelgate/sidecar":             {"platform", "store", "reqlog"},
 	"modelgate/proxy":               {"accounting", "jobs", "relay", "reqbody", "translate", "ratelimit", "auth", "platform", "store", "stored", "billing", "tracing", "tokens", "reqlog", "sidecar", "config", "upstream"},
-	"modelgate/upstream":            {"auth", "config", "platform", "reqlog", "tracing", "translate"},
+	"modelgate/upstream":            {"accounting", "auth", "config", "platform", "ratelimit", "reqlog", "tracing", "translate"},
 	"modelgate/admin":               {"auth", "billing", "ratelimit", "reqbody", "store", "config"},
 	"modelgate/accounting":          {"billing", "ratelimit", "reqlog"},
 	"modelgate/reqbody":             {},

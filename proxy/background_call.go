@@ -5,7 +5,6 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"modelgate/accounting"
 	"modelgate/auth"
 	"modelgate/jobs"
 	"modelgate/ratelimit"
@@ -32,12 +31,8 @@ func (c *backgroundCall) Call(ctx context.Context, started func()) (o jobs.Outco
 		return jobs.ReadAnswer(ctx, jobs.Answer{Resp: resp, Cancel: cancel,
 			Idle: c.st.cfg.Upstream.StreamIdleTimeout, Reserve: c.reserve}, started)
 	}
-	// Charged as a foreground call is: nothing when the request never reached the platform
-	// or it refused it, the reservation when it may have billed.
-	o.UpstreamErr = f.Kind
-	if f.MaybeBilled {
-		o.Charge = accounting.UpperBound(c.reserve, ratelimit.Usage{}, accounting.NoAnswer)
-	}
+	// Charged as a foreground call is (Failure.Charge).
+	o.UpstreamErr, o.Charge = f.Kind, f.Charge(c.reserve)
 	if f.ClientGone {
 		o.Cut = true
 		return o

@@ -183,10 +183,8 @@ func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.Ca
 	var ch accounting.Charge
 	for i := range n {
 		switch {
-		case fails[i] != nil && fails[i].MaybeBilled:
-			ch = ch.Plus(accounting.UpperBound(cc.reserve, ratelimit.Usage{}, accounting.NoAnswer))
 		case fails[i] != nil:
-			// Refused by the platform, or never sent: nothing billed.
+			ch = ch.Plus(fails[i].Charge(cc.reserve))
 		default:
 			ch = ch.Plus(cc.abandon(resps[i], cancels[i]))
 		}

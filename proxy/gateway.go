@@ -34,7 +34,7 @@ func (ri *requestInfo) trail() upstream.Trail {
 }
 
 // callGateway is openGateway for a single upstream call whose failure goes straight to the
-// client. A non-nil failure has been answered; its MaybeBilled says what to charge.
+// client. A non-nil failure has been answered; its Charge says what it costs.
 func (s *Server) callGateway(c *gin.Context, st *state, p *auth.Principal, body []byte, stream bool) (*http.Response, context.CancelFunc, *upstream.Failure) {
 	resp, cancel, f := s.openGateway(c.Request.Context(), st, p, info(c), body, stream)
 	if f != nil {

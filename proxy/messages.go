@@ -54,9 +54,7 @@ func (s *Server) messages(c *gin.Context) {
 	m.upBody = nil // the platform has it: a stream that runs for minutes need not hold it
 	if f != nil {
 		writeFailure(c, f)
-		if f.MaybeBilled {
-			ch = accounting.UpperBound(m.reserve, ratelimit.Usage{}, accounting.NoAnswer)
-		}
+		ch = f.Charge(m.reserve)
 		return
 	}
 	defer resp.Body.Close()

@@ -36,10 +36,7 @@ func (s *Server) responses(c *gin.Context) {
 	resp, cancel, f := s.callGateway(c, rc.st, rc.p, rc.body, ri.Stream)
 	rc.body = nil // the platform has it: a stream that runs for minutes need not hold it
 	if f != nil {
-		if f.MaybeBilled {
-			ch = accounting.UpperBound(rc.reserve, ratelimit.Usage{}, accounting.NoAnswer)
-		}
-		// Otherwise nothing reached the platform, or it refused the call: nothing to bill.
+		ch = f.Charge(rc.reserve)
 		return
 	}
 	defer cancel()

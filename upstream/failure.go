@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"strconv"
 
+	"modelgate/accounting"
 	"modelgate/platform"
+	"modelgate/ratelimit"
 	"modelgate/translate"
 )
 
@@ -67,4 +69,14 @@ func (g *Gateway) statusFailure(requestID string, resp *http.Response) *Failure 
 		}
 	}
 	return f
+}
+
+// Charge is what a failed call costs: its reservation, as an upper bound, when the request
+// reached the platform whole and no answer came (the platform may have billed it); nothing
+// when it never reached the platform or the platform refused it.
+func (f *Failure) Charge(reserve ratelimit.Usage) accounting.Charge {
+	if f.MaybeBilled {
+		return accounting.UpperBound(reserve, ratelimit.Usage{}, accounting.NoAnswer)
+	}
+	return accounting.Charge{}
 }

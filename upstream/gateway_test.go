@@ -15,9 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/accounting"
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/platform"
+	"modelgate/ratelimit"
 	"modelgate/reqlog"
 	"modelgate/testclock"
 )
@@ -276,5 +278,16 @@ func TestLenderLease(t *testing.T) {
 	env.gw.Pool("alpha").observe(env.gw.Pool("alpha").keys[1], &http.Response{StatusCode: http.StatusForbidden}, nil)
 	if env.gw.TeamWithoutKeys() != "alpha" {
 		t.Error("every key of alpha is out, yet the team is served")
+	}
+}
+
+// A failed call costs its reservation only when the platform may have billed it.
+func TestFailureCharge(t *testing.T) {
+	reserve := ratelimit.Usage{InputTokens: 10, OutputTokens: 100}
+	if ch := (&Failure{MaybeBilled: true}).Charge(reserve); ch.Usage != reserve || ch.Unknown != accounting.NoAnswer {
+		t.Errorf("maybe billed: %+v, want the reservation as an upper bound", ch)
+	}
+	if ch := (&Failure{}).Charge(reserve); ch != (accounting.Charge{}) {
+		t.Errorf("never billed: %+v, want nothing", ch)
 	}
 }
