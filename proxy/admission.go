@@ -28,14 +28,7 @@ func (s *Server) authenticate(c *gin.Context) {
 	ri := info(c)
 	p, err := st.auth.Authenticate(authorization(c, speaksAnthropic(c)))
 	if err != nil {
-		msg := "Incorrect API key provided."
-		if errors.Is(err, auth.ErrMissing) {
-			msg = "You didn't provide an API key. Send it in the Authorization header as 'Bearer <key>'."
-		}
-		if speaksAnthropic(c) {
-			msg = anthropicAuthMessage(err)
-		}
-		abortError(c, http.StatusUnauthorized, typeInvalidRequest, "invalid_api_key", "", msg)
+		abortError(c, http.StatusUnauthorized, typeInvalidRequest, "invalid_api_key", "", unauthorizedMessage(c, errors.Is(err, auth.ErrMissing)))
 		return
 	}
 	if st.auth.Mode() == auth.ModePassthrough {
@@ -86,7 +79,7 @@ func requestState(c *gin.Context) *state {
 // admit asks the limiter for room for one request that may use up to reserve (its input
 // estimate and output cap). It sets
 // the x-ratelimit-* headers either way. On refusal it has answered the client and returns nil.
-func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve ratelimit.Usage, openAIShape bool) *ratelimit.Ticket {
+func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve ratelimit.Usage) *ratelimit.Ticket {
 	ticket, d, err := s.limiter.Admit(c.Request.Context(), limitRequest(p, reserve))
 	ri := info(c)
 	applyLimitHeaders(c, ri, d.Headers)
@@ -106,28 +99,28 @@ func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve ratelimit.Usag
 		ri.Admitted = true
 		return ticket
 	}
-	s.refuseDecision(c, d, err, openAIShape)
+	s.refuseDecision(c, d, err)
 	return nil
 }
 
 // refuseDecision answers a request the limiter refused: 503 when its store failed, 429 with
 // Retry-After otherwise.
-func (s *Server) refuseDecision(c *gin.Context, d ratelimit.Decision, err error, openAIShape bool) {
+func (s *Server) refuseDecision(c *gin.Context, d ratelimit.Decision, err error) {
 	info(c).Refusal = string(d.Reason)
 	if d.Reason == ratelimit.ReasonStoreUnavailable || (err != nil && d.Reason == ratelimit.ReasonNone) {
 		s.refuse(c, http.StatusServiceUnavailable, typeServer, "limiter_unavailable",
-			"modelgate cannot reach its limit store; try again shortly", 0, openAIShape)
+			"modelgate cannot reach its limit store; try again shortly", 0)
 		return
 	}
 	retry := d.RetryAfter
 	if d.Reason == ratelimit.ReasonDailyTokens {
 		c.Header("X-Should-Retry", "false")
 		s.refuse(c, http.StatusTooManyRequests, typeQuota, "insufficient_quota",
-			fmt.Sprintf("You exceeded your daily token budget (%s). It resets at 00:00 UTC.", scopeKind(d.Scope)), retry, openAIShape)
+			fmt.Sprintf("You exceeded your daily token budget (%s). It resets at 00:00 UTC.", scopeKind(d.Scope)), retry)
 		return
 	}
 	s.refuse(c, http.StatusTooManyRequests, rateLimitType(d.Reason), "rate_limit_exceeded",
-		fmt.Sprintf("Rate limit reached for %s (%s). Please try again in %s.", reasonText(d.Reason), scopeKind(d.Scope), humanDuration(retry)), retry, openAIShape)
+		fmt.Sprintf("Rate limit reached for %s (%s). Please try again in %s.", reasonText(d.Reason), scopeKind(d.Scope), humanDuration(retry)), retry)
 }
 
 // admitEarly refuses, before its body is read, a model call whose key or team the limiter
@@ -180,18 +173,14 @@ func (s *Server) check(c *gin.Context, route string, req ratelimit.Request) {
 	}
 	ri.Route = route
 	reqbody.Abandon(c.Writer, c.Request) // the answer does not wait for a body that may never come
-	s.refuseDecision(c, d, err, true)
+	s.refuseDecision(c, d, err)
 }
 
-func (s *Server) refuse(c *gin.Context, status int, typ, code, msg string, retry time.Duration, openAIShape bool) {
+func (s *Server) refuse(c *gin.Context, status int, typ, code, msg string, retry time.Duration) {
 	if retry > 0 {
 		c.Header("Retry-After", strconv.FormatInt(int64(math.Ceil(retry.Seconds())), 10))
 	}
-	if openAIShape {
-		abortError(c, status, typ, code, "", msg)
-		return
-	}
-	abortEnvelope(c, status, -1, msg)
+	abortError(c, status, typ, code, "", msg)
 }
 
 func rateLimitType(r ratelimit.Reason) string {

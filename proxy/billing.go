@@ -16,7 +16,7 @@ import (
 // admits it. A spent budget is refused like a spent daily token budget: 429
 // insufficient_quota, x-should-retry: false. It reports whether the call may go on; the hold
 // is settled with the real cost once the request is done (settleBilling).
-func (s *Server) reserveSpend(c *gin.Context, st *state, p *auth.Principal, inputTokens, outputCap int64, openAIShape bool) bool {
+func (s *Server) reserveSpend(c *gin.Context, st *state, p *auth.Principal, inputTokens, outputCap int64) bool {
 	if s.ledger == nil || p.Team == "" {
 		return true
 	}
@@ -56,6 +56,6 @@ func (s *Server) reserveSpend(c *gin.Context, st *state, p *auth.Principal, inpu
 	}
 	peekLimitHeaders(c)
 	c.Header("X-Should-Retry", "false")
-	s.refuse(c, http.StatusTooManyRequests, typeQuota, "insufficient_quota", fmt.Sprintf(msg, scopeKind(refused.Scope)), next.Sub(now), openAIShape)
+	s.refuse(c, http.StatusTooManyRequests, typeQuota, "insufficient_quota", fmt.Sprintf(msg, scopeKind(refused.Scope)), next.Sub(now))
 	return false
 }

@@ -44,12 +44,17 @@ func openAIErrorJSON(typ, code, param, msg string) []byte {
 	return b
 }
 
-// abortError answers a /v1 route with an error in its clients' shape (OpenAI's, or
-// Anthropic's on the routes markAnthropic names) and stops the handler chain. Callers give
-// the OpenAI terms; the Anthropic shape maps the status to its error type.
+// abortError answers with an error in the shape of the route's clients (OpenAI's,
+// Anthropic's, or the platform's envelope on the sidecar routes; see shape.go) and stops the
+// handler chain. Callers give the OpenAI terms; the other shapes map them.
 func abortError(c *gin.Context, status int, typ, code, param, msg string) {
-	if speaksAnthropic(c) {
-		abortAnthropic(c, status, code, msg) // the same refusal in the Messages clients' shape
+	switch shapeOf(c) {
+	case shapeAnthropic:
+		abortAnthropic(c, status, code, msg)
+		return
+	case shapeEnvelope:
+		abortEnvelope(c, status, envelopeCode(code), msg)
+		info(c).ErrCode = code
 		return
 	}
 	peekLimitHeaders(c)

@@ -116,7 +116,7 @@ func TestBodyRefusals(t *testing.T) {
 				c.Request = httptest.NewRequest(http.MethodPost, "/v1/responses", nil)
 				ri := info(c)
 				if anthropic {
-					c.Set(shapeKey, anthropicShape{})
+					c.Set(shapeKey, shapeAnthropic)
 				}
 				bodyRefused(c, tc.err)
 				want := tc.status

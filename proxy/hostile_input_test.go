@@ -22,15 +22,6 @@ import (
 // fields, wrong types and bad encodings each get the right 4xx in the route's own shape,
 // nothing reaches the platform, and the server goes on answering.
 
-// errorShape is the error body a route's clients read.
-type errorShape int
-
-const (
-	shapeOpenAI    errorShape = iota // {"error":{"message","type","param","code"}}
-	shapeAnthropic                   // {"type":"error","error":{"type","message"}}
-	shapeEnvelope                    // the platform's {"code","msg","data"}
-)
-
 type hostileCase struct {
 	name, method, path string
 	body               []byte

@@ -1,41 +1,25 @@
 package proxy
 
 import (
-	"errors"
 	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"modelgate/auth"
 	"modelgate/ratelimit"
 	"modelgate/translate"
 )
 
 // The Messages routes share every check of the /v1 routes (drain, auth, body limits,
 // admission, allow-lists, upstream failures); only the shape of what a client is told
-// differs. markAnthropic names the route's error shape first, and the shared answer paths
-// (abortError, writeFailure, the limit headers) answer in it.
-
-// shapeKey is the gin context key of a route's error shape: set (to anthropicShape) on the
-// routes Anthropic's clients call, absent on the OpenAI-shaped ones. The sidecar routes
-// answer in the platform's envelope through their own functions (abortEnvelope).
-const shapeKey = "modelgate.shape"
-
-// anthropicShape marks a route whose clients read Anthropic's error shape and header names.
-type anthropicShape struct{}
+// differs. markAnthropic names the route's error shape first (shape.go), and the shared
+// answer paths (abortError, writeFailure, the limit headers) answer in it.
 
 // markAnthropic runs before the /v1/messages middleware chain.
 func (s *Server) markAnthropic(c *gin.Context) {
-	c.Set(shapeKey, anthropicShape{})
+	c.Set(shapeKey, shapeAnthropic)
 	// Anthropic's SDKs read request-id; X-Request-Id stays for everything else.
 	c.Header("request-id", info(c).RequestID)
-}
-
-// speaksAnthropic reports whether the route's clients read Anthropic's shapes.
-func speaksAnthropic(c *gin.Context) bool {
-	_, ok := c.Get(shapeKey)
-	return ok
 }
 
 // authorization is the credential of a request in Authorization-header form. Anthropic
@@ -48,13 +32,6 @@ func authorization(c *gin.Context, anthropic bool) string {
 		}
 	}
 	return c.GetHeader("Authorization")
-}
-
-func anthropicAuthMessage(err error) string {
-	if errors.Is(err, auth.ErrMissing) {
-		return "x-api-key header is required (or Authorization: Bearer <key>)"
-	}
-	return "invalid x-api-key"
 }
 
 // abortAnthropic answers with {"type":"error","error":{"type","message"}} and Anthropic's

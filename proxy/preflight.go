@@ -115,11 +115,11 @@ func (s *Server) admitCall(c *gin.Context, d dialect, call *modelCall) *admissio
 	}
 	estimate, outCap, n := tokens.EstimateResponsesInput(call.upBody), st.outputReserve(call.maxOut), int64(max(call.choices, 1))
 	// n choices are n upstream generations: reserve for all of them, count one request.
-	if !s.reserveSpend(c, st, p, estimate*n, outCap*n, true) {
+	if !s.reserveSpend(c, st, p, estimate*n, outCap*n) {
 		release()
 		return nil
 	}
-	ticket := s.admit(c, p, ratelimit.Usage{InputTokens: estimate * n, OutputTokens: outCap * n}, true)
+	ticket := s.admit(c, p, ratelimit.Usage{InputTokens: estimate * n, OutputTokens: outCap * n})
 	if ticket == nil {
 		release()
 		return nil

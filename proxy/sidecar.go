@@ -2,13 +2,10 @@ package proxy
 
 import (
 	"context"
-	"errors"
-	"net/http"
 
 	"github.com/gin-gonic/gin"
 
 	"modelgate/auth"
-	"modelgate/platform"
 	"modelgate/ratelimit"
 	"modelgate/sidecar"
 	"modelgate/upstream"
@@ -18,7 +15,7 @@ import (
 // gate: draining, authentication and admission, each answered in the platform's envelope.
 func (s *Server) sidecarRoutes(e *gin.Engine, owners sidecar.Owners) {
 	routes := sidecar.New(sidecar.Deps{Platform: s.platform, Owners: owners, Log: s.log, Now: s.now})
-	routes.Register(e.Group("/api/open/v2", s.sidecarDraining, s.sidecarAuthenticate, s.sidecarAdmit))
+	routes.Register(e.Group("/api/open/v2", markEnvelope, s.routeLabel, s.refuseWhileDraining, s.authenticate, s.sidecarAdmit))
 }
 
 // sidecarOwners is where asset owners are kept: the shared record store, or this process's
@@ -30,43 +27,16 @@ func (s *Server) sidecarOwners() sidecar.Owners {
 	return sidecar.StoreOwners(s.records)
 }
 
-func (s *Server) sidecarDraining(c *gin.Context) {
-	info(c).Route = c.FullPath()
-	if s.draining.Load() {
-		c.Header("Connection", "close")
-		abortEnvelope(c, http.StatusServiceUnavailable, platform.CodeSystem, "modelgate is shutting down; retry on another instance")
-	}
-}
-
-// sidecarAuthenticate is the /v1 authentication with the platform's answer to a bad key:
-// HTTP 401, envelope code 2. Nothing is read from the body and nothing goes upstream before
-// it passed.
-func (s *Server) sidecarAuthenticate(c *gin.Context) {
-	st := s.state()
-	p, err := st.auth.Authenticate(c.GetHeader("Authorization"))
-	if err != nil {
-		msg := "invalid API key"
-		if errors.Is(err, auth.ErrMissing) {
-			msg = "missing API key: send it in the Authorization header as 'Bearer <key>'"
-		}
-		abortEnvelope(c, http.StatusUnauthorized, platform.CodeNotLoggedIn, msg)
-		return
-	}
-	if st.auth.Mode() == auth.ModePassthrough {
-		s.limitPassthrough(p, st.cfg.Ratelimit)
-	}
-	ri := info(c)
-	ri.Team, ri.Key = p.Team, p.KeyName
-	c.Set(principalKey, p)
-	c.Set(stateKey, st)
-}
+// routeLabel names the request by its route pattern for the log, before anything can refuse
+// it.
+func (s *Server) routeLabel(c *gin.Context) { info(c).Route = c.FullPath() }
 
 // sidecarAdmit counts the call against the request and concurrency limits (sidecar calls
 // use no model tokens, so none are reserved and none are charged), hands the routes their
 // Call, and copies what they report into the request's record.
 func (s *Server) sidecarAdmit(c *gin.Context) {
 	p, st, ri := principal(c), requestState(c), info(c)
-	ticket := s.admit(c, p, ratelimit.Usage{}, false)
+	ticket := s.admit(c, p, ratelimit.Usage{})
 	if ticket == nil {
 		return
 	}
