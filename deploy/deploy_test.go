@@ -310,23 +310,46 @@ func TestKubernetesSidecar(t *testing.T) {
 	})
 }
 
+// composeFile holds the fields the checks read from any of the Compose files here.
 type composeFile struct {
 	Services map[string]struct {
 		Image       string            `yaml:"image"`
 		Command     []string          `yaml:"command"`
 		Environment map[string]string `yaml:"environment"`
 		Volumes     []string          `yaml:"volumes"`
+		Ports       []string          `yaml:"ports"`
 		NetworkMode string            `yaml:"network_mode"`
 		ReadOnly    bool              `yaml:"read_only"`
-		DependsOn   map[string]struct {
-			Condition string `yaml:"condition"`
-		} `yaml:"depends_on"`
+		DependsOn   dependsOn         `yaml:"depends_on"`
 		Healthcheck struct {
 			Test []string `yaml:"test"`
 		} `yaml:"healthcheck"`
 		StopGracePeriod string `yaml:"stop_grace_period"`
 	} `yaml:"services"`
 	Volumes map[string]any `yaml:"volumes"`
+}
+
+// dependsOn is a service's depends_on, which Compose accepts as a list of service names or
+// as a map from name to condition; a listed name has no condition.
+type dependsOn map[string]dependency
+
+type dependency struct {
+	Condition string `yaml:"condition"`
+}
+
+func (d *dependsOn) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.SequenceNode {
+		return n.Decode((*map[string]dependency)(d))
+	}
+	var names []string
+	if err := n.Decode(&names); err != nil {
+		return err
+	}
+	*d = make(dependsOn, len(names))
+	for _, name := range names {
+		(*d)[name] = dependency{}
+	}
+	return nil
 }
 
 func TestComposeSidecar(t *testing.T) {
@@ -461,15 +484,7 @@ func first(s []string) string {
 // The local tracing example: modelgate exports to the Jaeger service of the same file, and
 // the UI is published on loopback only.
 func TestTracingCompose(t *testing.T) {
-	var cf struct {
-		Services map[string]struct {
-			Image       string            `yaml:"image"`
-			Command     []string          `yaml:"command"`
-			Environment map[string]string `yaml:"environment"`
-			Ports       []string          `yaml:"ports"`
-			DependsOn   []string          `yaml:"depends_on"`
-		} `yaml:"services"`
-	}
+	var cf composeFile
 	if err := yaml.Unmarshal(readFile(t, "tracing/docker-compose.yaml"), &cf); err != nil {
 		t.Fatalf("tracing/docker-compose.yaml: %v", err)
 	}
@@ -484,7 +499,8 @@ func TestTracingCompose(t *testing.T) {
 	if got := mg.Environment["OTEL_EXPORTER_OTLP_ENDPOINT"]; got != "http://jaeger:4318" {
 		t.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT = %q, want Jaeger's OTLP/HTTP port http://jaeger:4318", got)
 	}
-	if mg.Environment["OTEL_SERVICE_NAME"] == "" || !slices.Contains(mg.DependsOn, "jaeger") {
+	_, dependsOnJaeger := mg.DependsOn["jaeger"]
+	if mg.Environment["OTEL_SERVICE_NAME"] == "" || !dependsOnJaeger {
 		t.Error("modelgate should name its service and start after jaeger")
 	}
 	if !slices.Contains(mg.Command, "--simulate") {
