@@ -602,23 +602,24 @@ func FuzzBoltValue(f *testing.F) {
 }
 
 func TestOpenPicksByConfig(t *testing.T) {
-	s, err := Open(config.Ratelimit{Store: "memory", DataPath: t.TempDir()}, nil)
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		cfg  config.Ratelimit
+		want string
+	}{
+		{"memory store", config.Ratelimit{Store: "memory", DataPath: t.TempDir()}, "*store.Bolt"},
+		{"redis URL", config.Ratelimit{Store: "redis://127.0.0.1:1/0"}, "*store.Redis"},
+	} {
+		s, err := Open(tc.cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprintf("%T", s); got != tc.want {
+			t.Fatalf("%s opened %s, want %s", tc.name, got, tc.want)
+		}
+		s.Close()
 	}
-	if _, ok := s.(*Bolt); !ok {
-		t.Fatalf("memory store opened %T, want *Bolt", s)
-	}
-	s.Close()
-	s, err = Open(config.Ratelimit{Store: "redis://127.0.0.1:1/0"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := s.(*Redis); !ok {
-		t.Fatalf("redis URL opened %T, want *Redis", s)
-	}
-	s.Close()
-	_, err = Open(config.Ratelimit{Store: "redis://user:s3cret@[bad"}, nil)
+	_, err := Open(config.Ratelimit{Store: "redis://user:s3cret@[bad"}, nil)
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("bad URL: %v (must fail without echoing the password)", err)
 	}
