@@ -11,7 +11,7 @@ func TestSummaryKeysMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := cfg.Summary()
-	for _, want := range []string{
+	summaryHas(t, s,
 		"mode: keys (1 teams, 2 keys)",
 		"listen: 0.0.0.0:9090",
 		"gateway_url: https://gateway.example.com",
@@ -26,11 +26,7 @@ func TestSummaryKeysMode(t *testing.T) {
 		"key search-hashed (key_sha256): unlimited",
 		"admin keys: 1",
 		"ratelimit store: redis://redis.internal:6379/1 (credentials hidden); on store error: deny",
-	} {
-		if !strings.Contains(s, want) {
-			t.Errorf("summary lacks %q:\n%s", want, s)
-		}
-	}
+	)
 	for _, secret := range []string{"sk-platform-0123456789", "mg-search-prod-key", "mg-admin-key-xyz", "hunter2", "9f86d0"} {
 		if strings.Contains(s, secret) {
 			t.Errorf("summary reveals %q:\n%s", secret, s)
@@ -42,7 +38,7 @@ func TestSummaryPassthrough(t *testing.T) {
 	cfg := Default()
 	cfg.Limits.RequestsPerMinute = 30
 	s := cfg.Summary()
-	for _, want := range []string{
+	summaryHas(t, s,
 		"mode: passthrough",
 		"listen: 127.0.0.1:8080",
 		"gateway_url: (unset",
@@ -51,7 +47,13 @@ func TestSummaryPassthrough(t *testing.T) {
 		"models: none configured",
 		"ratelimit store: memory (daily usage kept in modelgate-data)",
 		"admin keys: 0",
-	} {
+	)
+}
+
+// summaryHas fails t for each line part the summary s lacks.
+func summaryHas(t *testing.T, s string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, s)
 		}
