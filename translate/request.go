@@ -330,13 +330,11 @@ func (f *chatFields) check(r *ChatRequest) *Error {
 			r.MaxOutputTokens = max(n, minOutputTokens)
 		}
 	}
-	for _, num := range [...]struct {
-		v     gjson.Result
-		param string
-	}{{f.temperature, "temperature"}, {f.topP, "top_p"}} {
-		if num.v.Exists() && num.v.Type != gjson.Null && num.v.Type != gjson.Number {
-			return badRequest(codeInvalidType, num.param, "Invalid type for '"+num.param+"': expected a number.")
-		}
+	if err = optOfType(f.temperature, "temperature", gjson.Number, "a number"); err != nil {
+		return err
+	}
+	if err = optOfType(f.topP, "top_p", gjson.Number, "a number"); err != nil {
+		return err
 	}
 	if r.Logprobs, err = optBool(f.logprobs, "logprobs"); err != nil {
 		return err
@@ -353,13 +351,11 @@ func (f *chatFields) check(r *ChatRequest) *Error {
 	if _, err = optBool(f.store, "store"); err != nil {
 		return err
 	}
-	for _, s := range [...]struct {
-		v     gjson.Result
-		param string
-	}{{f.verbosity, "verbosity"}, {f.reasoningEffort, "reasoning_effort"}} {
-		if s.v.Exists() && s.v.Type != gjson.Null && s.v.Type != gjson.String {
-			return badRequest(codeInvalidType, s.param, "Invalid type for '"+s.param+"': expected a string.")
-		}
+	if err = optOfType(f.verbosity, "verbosity", gjson.String, "a string"); err != nil {
+		return err
+	}
+	if err = optOfType(f.reasoningEffort, "reasoning_effort", gjson.String, "a string"); err != nil {
+		return err
 	}
 	if m := f.metadata; m.Exists() && m.Type != gjson.Null && !m.IsObject() {
 		return badRequest(codeInvalidType, "metadata", "Invalid type for 'metadata': expected an object.")
@@ -382,6 +378,15 @@ func each(arr gjson.Result, fn func(k, v gjson.Result) bool) {
 	if arr.IsArray() {
 		arr.ForEach(fn)
 	}
+}
+
+// optOfType refuses v, when present and not null, unless it is of type want; what names the
+// type in the message, as OpenAI does ("a number").
+func optOfType(v gjson.Result, param string, want gjson.Type, what string) *Error {
+	if !v.Exists() || v.Type == gjson.Null || v.Type == want {
+		return nil
+	}
+	return badRequest(codeInvalidType, param, "Invalid type for '"+param+"': expected "+what+".")
 }
 
 func optBool(v gjson.Result, param string) (bool, *Error) {
