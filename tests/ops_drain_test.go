@@ -12,12 +12,7 @@ import (
 // ends with its terminal event, a request sent after the signal is refused, and the process
 // exits 0.
 func TestSIGTERMDrainsStreams(t *testing.T) {
-	for _, tc := range []struct {
-		name, route, body, terminal string
-	}{
-		{"chat", "/v1/chat/completions", chatBody("sim-slow", slowPrompt, true), "data: [DONE]"},
-		{"responses", "/v1/responses", responsesBody("sim-slow", slowPrompt, true), "response.completed"},
-	} {
+	for _, tc := range slowStreams() {
 		t.Run(tc.name, func(t *testing.T) {
 			_, g := startKeysGateway(t, "")
 

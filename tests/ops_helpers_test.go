@@ -53,6 +53,20 @@ func opsMust(t testing.TB, method, url, key, body string) (int, string) {
 // for about two and a half seconds: long enough to signal the process in the middle.
 var slowPrompt = strings.Repeat("slow please ", 12)
 
+// slowStream is a stream on sim-slow that is still open while a test acts on the process,
+// with the terminal event that shows it ended whole.
+type slowStream struct {
+	name, route, body, terminal string
+}
+
+// slowStreams are one slow stream of each streaming dialect the gateway serves.
+func slowStreams() []slowStream {
+	return []slowStream{
+		{"chat_stream", "/v1/chat/completions", chatBody("sim-slow", slowPrompt, true), "data: [DONE]"},
+		{"responses_stream", "/v1/responses", responsesBody("sim-slow", slowPrompt, true), "response.completed"},
+	}
+}
+
 // stillOpen fails the test when the stream has already ended, which would make a test of
 // what happens to streams in flight prove nothing.
 func (s *openStream) stillOpen(t testing.TB, when string) {

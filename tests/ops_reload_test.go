@@ -58,12 +58,7 @@ func writeConfig(t *testing.T, g *gateway, text string) {
 // key works at once, the removed key is refused, the stream finishes with its terminal event,
 // no request of a surviving key fails, and a surviving key's limiter state is kept.
 func TestReloadUnderLoad(t *testing.T) {
-	for _, tc := range []struct {
-		name, route, body, terminal string
-	}{
-		{"chat_stream", "/v1/chat/completions", chatBody("sim-slow", slowPrompt, true), "data: [DONE]"},
-		{"responses_stream", "/v1/responses", responsesBody("sim-slow", slowPrompt, true), "response.completed"},
-	} {
+	for _, tc := range slowStreams() {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startPlatform(t)
 			before := withTeams(keysConfig(p, ""), deltaTeam)
