@@ -57,16 +57,12 @@ func New(cfg *config.Config) *Metrics {
 	m.requests = counterVec("modelgate_requests_total",
 		"Requests answered, by route, team, key name, client-facing model and HTTP status.",
 		"route", "team", "key", "model", "status")
-	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "modelgate_request_duration_seconds",
-		Help:    "Time from receiving a request to the end of its answer (the whole stream for streams).",
-		Buckets: durationBuckets,
-	}, []string{"route"})
-	m.ttfb = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "modelgate_stream_time_to_first_byte_seconds",
-		Help:    "Time from receiving a streamed request to its first byte of answer body.",
-		Buckets: ttfbBuckets,
-	}, []string{"route"})
+	m.duration = histogramVec("modelgate_request_duration_seconds",
+		"Time from receiving a request to the end of its answer (the whole stream for streams).",
+		durationBuckets, "route")
+	m.ttfb = histogramVec("modelgate_stream_time_to_first_byte_seconds",
+		"Time from receiving a streamed request to its first byte of answer body.",
+		ttfbBuckets, "route")
 	m.tokens = counterVec("modelgate_tokens_total",
 		"Tokens the platform reported (or modelgate counted for cut streams), by team, model and direction (input or output).",
 		"team", "model", "direction")
@@ -86,10 +82,8 @@ func New(cfg *config.Config) *Metrics {
 	m.upstreamRetries = counterVec("modelgate_upstream_retries_total",
 		"Upstream attempts beyond the first, by route.",
 		"route")
-	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "modelgate_in_flight_requests",
-		Help: "Requests being served right now, streams included.",
-	})
+	m.inFlight = gauge("modelgate_in_flight_requests",
+		"Requests being served right now, streams included.")
 	m.openStreams = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "modelgate_open_streams",
 		Help: "Streamed answers in progress, by route.",
@@ -97,10 +91,8 @@ func New(cfg *config.Config) *Metrics {
 	m.reloads = counterVec("modelgate_config_reloads_total",
 		"Config reloads on SIGHUP, by result (applied or rejected).",
 		"result")
-	m.lastReload = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "modelgate_config_last_applied_timestamp_seconds",
-		Help: "Unix time the running config was loaded or last reloaded.",
-	})
+	m.lastReload = gauge("modelgate_config_last_applied_timestamp_seconds",
+		"Unix time the running config was loaded or last reloaded.")
 	m.lastReload.SetToCurrentTime()
 
 	m.reg.MustRegister(
@@ -181,4 +173,12 @@ func (m *Metrics) dropStale(prev, next *labelTable) {
 // counterVec is a counter of name, with its help and labels, not yet registered.
 func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+}
+
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 }
