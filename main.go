@@ -25,6 +25,7 @@ import (
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/metrics"
+	"modelgate/periodic"
 	"modelgate/platform"
 	"modelgate/platformsim"
 	"modelgate/proxy"
@@ -472,16 +473,9 @@ func probeReadiness(ctx context.Context, srv *proxy.Server, client *platform.Cli
 	if every <= 0 {
 		every = 15 * time.Second
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			srv.SetReady(platformReachable(ctx, client))
-		}
-	}
+	periodic.Every(ctx, every, func(ctx context.Context) {
+		srv.SetReady(platformReachable(ctx, client))
+	})
 }
 
 func platformReachable(ctx context.Context, client *platform.Client) bool {

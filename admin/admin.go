@@ -15,6 +15,7 @@ import (
 	"modelgate/auth"
 	"modelgate/billing"
 	"modelgate/config"
+	"modelgate/periodic"
 	"modelgate/ratelimit"
 	"modelgate/store"
 )
@@ -99,18 +100,11 @@ func (a *API) Run(ctx context.Context) {
 	if a.d.Store == nil {
 		return
 	}
-	t := time.NewTicker(a.d.PollEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := a.Refresh(ctx); err != nil && ctx.Err() == nil {
-				a.d.Logger.Warn("issued keys: refresh failed; the last loaded keys stay in force", "err", err.Error())
-			}
+	periodic.Every(ctx, a.d.PollEvery, func(ctx context.Context) {
+		if err := a.Refresh(ctx); err != nil && ctx.Err() == nil {
+			a.d.Logger.Warn("issued keys: refresh failed; the last loaded keys stay in force", "err", err.Error())
 		}
-	}
+	})
 }
 
 // adminOnly lets only admin keys through. The proxy checks the same before it hands a

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"modelgate/periodic"
 )
 
 // flushEvery is the loop the ledger and the usage history run to write their batches: flush
@@ -12,23 +14,16 @@ import (
 // it is only logged, under what; after a flush that succeeded, then (when not nil) runs.
 func flushEvery(ctx context.Context, every time.Duration, log *slog.Logger, what string,
 	flush func(context.Context) error, then func(context.Context)) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			if err := flush(context.Background()); err != nil {
-				log.Warn(what+": final flush failed", "err", err.Error())
-			}
+	periodic.Every(ctx, every, func(ctx context.Context) {
+		if err := flush(ctx); err != nil {
+			log.Warn(what+": flush failed; will retry", "err", err.Error())
 			return
-		case <-t.C:
-			if err := flush(ctx); err != nil {
-				log.Warn(what+": flush failed; will retry", "err", err.Error())
-				continue
-			}
-			if then != nil {
-				then(ctx)
-			}
 		}
+		if then != nil {
+			then(ctx)
+		}
+	})
+	if err := flush(context.Background()); err != nil {
+		log.Warn(what+": final flush failed", "err", err.Error())
 	}
 }
