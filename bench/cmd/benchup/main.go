@@ -12,10 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
-	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,6 +20,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"modelgate/bench/benchserve"
 	"modelgate/platformsim"
 )
 
@@ -39,14 +37,7 @@ func main() {
 		ticks:   *ticks,
 		tickGap: *tickGap,
 	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		log.Fatal(err)
-	}
-	// The address goes to stdout so the driver can read the chosen port.
-	fmt.Fprintln(os.Stdout, "http://"+ln.Addr().String())
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	log.Fatal(srv.Serve(ln))
+	benchserve.Run(*listen, h)
 }
 
 type dispatch struct {

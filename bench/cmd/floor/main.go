@@ -5,14 +5,14 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"time"
+
+	"modelgate/bench/benchserve"
 )
 
 func main() {
@@ -39,11 +39,5 @@ func main() {
 			DisableCompression:  true,
 		},
 	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Fprintln(os.Stdout, "http://"+ln.Addr().String())
-	srv := &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
-	log.Fatal(srv.Serve(ln))
+	benchserve.Run(*listen, rp)
 }
