@@ -8,52 +8,39 @@ import (
 	"time"
 )
 
-// flushEvery flushes on each tick, runs then only after a flush that succeeded, and flushes
-// once more under a live context when its own context ends.
+// flushEvery flushes on each tick and runs then only after a flush that succeeded; when its
+// context ends it flushes once more, under a context that is still live. The second tick's
+// flush ends the loop's context, so the test needs no clock of its own.
 func TestFlushEvery(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		flushErr error
-		wantThen bool
+		name      string
+		flushErr  error
+		wantThens int
 	}{
-		{"flushed", nil, true},
-		{"flush_failed", errors.New("store down"), false},
+		{"flushed", nil, 2},
+		{"flush_failed", errors.New("store down"), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			flushes := make(chan context.Context) // unbuffered: each flush waits for the test
-			thens := make(chan struct{}, 16)
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				flushEvery(ctx, time.Millisecond, slog.New(slog.DiscardHandler), "test",
-					func(c context.Context) error { flushes <- c; return tc.flushErr },
-					func(context.Context) { thens <- struct{}{} })
-			}()
-			for range 2 {
-				select {
-				case <-flushes:
-				case <-time.After(10 * time.Second):
-					t.Fatal("no flush within 10s at an interval of 1ms")
+			var flushed []context.Context
+			thens := 0
+			flush := func(c context.Context) error {
+				if flushed = append(flushed, c); len(flushed) == 2 {
+					cancel()
 				}
+				return tc.flushErr
 			}
-			cancel()
-			var last context.Context
-			for wait := true; wait; {
-				select {
-				case last = <-flushes:
-				case <-done:
-					wait = false
-				case <-time.After(10 * time.Second):
-					t.Fatal("flushEvery did not return after its context ended")
-				}
+			flushEvery(ctx, time.Millisecond, slog.New(slog.DiscardHandler), "test", flush,
+				func(context.Context) { thens++ })
+			if len(flushed) != 3 {
+				t.Fatalf("%d flushes, want 2 on ticks and a final one", len(flushed))
 			}
-			if last == nil || last.Err() != nil {
-				t.Errorf("final flush under context %v; want a live one", last)
+			if final := flushed[2]; final.Err() != nil {
+				t.Errorf("final flush under an ended context: %v", final.Err())
 			}
-			if got := len(thens) > 0; got != tc.wantThen {
-				t.Errorf("then ran: %v, want %v", got, tc.wantThen)
+			if thens != tc.wantThens {
+				t.Errorf("then ran %d times, want %d", thens, tc.wantThens)
 			}
 		})
 	}
