@@ -253,12 +253,11 @@ type keyView struct {
 
 // keyUsage is a key's traffic now: this minute, today and the spend of the day and month.
 type keyUsage struct {
-	MinuteRequests  int64   `json:"minute_requests"`
-	DayRequests     int64   `json:"day_requests"`
-	DayInputTokens  int64   `json:"day_input_tokens"`
-	DayOutputTokens int64   `json:"day_output_tokens"`
-	SpendDay        float64 `json:"spend_day"`
-	SpendMonth      float64 `json:"spend_month"`
+	MinuteRequests  int64 `json:"minute_requests"`
+	DayRequests     int64 `json:"day_requests"`
+	DayInputTokens  int64 `json:"day_input_tokens"`
+	DayOutputTokens int64 `json:"day_output_tokens"`
+	spend
 }
 
 // listKeys lists config and issued keys, of one team with ?team=.
@@ -327,10 +326,7 @@ func (a *API) describe(ctx context.Context, cfg *config.Config, views []keyView)
 	for i, v := range views {
 		scopes[i] = ratelimit.Scope{ID: "key:" + v.Team + "/" + v.Name, Limits: v.Limits.config()}
 	}
-	var usage []ratelimit.ScopeUsage
-	if a.d.Limiter != nil && len(scopes) > 0 {
-		usage, _ = a.d.Limiter.Usage(ctx, scopes) // usage is a nicety here; a store hiccup shows nulls
-	}
+	usage := a.usage(ctx, scopes)
 	var lastUse map[string]time.Time
 	if a.d.History != nil {
 		lastUse, _ = a.d.History.LastUse(ctx)
@@ -341,9 +337,7 @@ func (a *API) describe(ctx context.Context, cfg *config.Config, views []keyView)
 			u.MinuteRequests, u.DayRequests = usage[i].MinuteRequests, usage[i].DayRequests
 			u.DayInputTokens, u.DayOutputTokens = usage[i].DayInputTokens, usage[i].DayOutputTokens
 		}
-		if a.d.Ledger != nil {
-			u.SpendDay, u.SpendMonth = a.d.Ledger.Spent(scopes[i].ID)
-		}
+		u.spend = a.spent(scopes[i].ID)
 		views[i].Usage = u
 		if t, ok := lastUse[views[i].Team+"/"+views[i].Name]; ok && (views[i].LastUsedAt == nil || t.After(*views[i].LastUsedAt)) {
 			views[i].LastUsedAt = &t

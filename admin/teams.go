@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -19,13 +20,37 @@ type teamView struct {
 }
 
 type teamNow struct {
-	MinuteRequests int64   `json:"minute_requests"`
-	DayRequests    int64   `json:"day_requests"`
-	DayTokens      int64   `json:"day_tokens"`
-	MonthRequests  int64   `json:"month_requests"`
-	MonthTokens    int64   `json:"month_tokens"`
-	SpendDay       float64 `json:"spend_day"`
-	SpendMonth     float64 `json:"spend_month"`
+	MinuteRequests int64 `json:"minute_requests"`
+	DayRequests    int64 `json:"day_requests"`
+	DayTokens      int64 `json:"day_tokens"`
+	MonthRequests  int64 `json:"month_requests"`
+	MonthTokens    int64 `json:"month_tokens"`
+	spend
+}
+
+// spend is what a scope's calls cost today and this month, at the configured prices.
+type spend struct {
+	SpendDay   float64 `json:"spend_day"`
+	SpendMonth float64 `json:"spend_month"`
+}
+
+// spent is scope's spend; zero without a ledger.
+func (a *API) spent(scope string) spend {
+	var s spend
+	if a.d.Ledger != nil {
+		s.SpendDay, s.SpendMonth = a.d.Ledger.Spent(scope)
+	}
+	return s
+}
+
+// usage reads the limiter's figures for scopes, one per scope, or none without a limiter.
+// Usage is a nicety on the admin pages: a store hiccup shows empty figures, not an error.
+func (a *API) usage(ctx context.Context, scopes []ratelimit.Scope) []ratelimit.ScopeUsage {
+	if a.d.Limiter == nil || len(scopes) == 0 {
+		return nil
+	}
+	usage, _ := a.d.Limiter.Usage(ctx, scopes)
+	return usage
 }
 
 // teams reports every configured team with its figures: the dashboard's main table.
@@ -36,10 +61,7 @@ func (a *API) teams(w http.ResponseWriter, r *http.Request) {
 	for i, t := range cfg.Teams {
 		scopes[i] = ratelimit.Scope{ID: "team:" + t.Name, Limits: t.Limits}
 	}
-	var usage []ratelimit.ScopeUsage
-	if a.d.Limiter != nil && len(scopes) > 0 {
-		usage, _ = a.d.Limiter.Usage(ctx, scopes)
-	}
+	usage := a.usage(ctx, scopes)
 	month := map[string][2]int64{} // team -> requests, tokens
 	if a.d.History != nil {
 		now := a.d.Now().UTC()
@@ -72,9 +94,7 @@ func (a *API) teams(w http.ResponseWriter, r *http.Request) {
 		}
 		m := month[t.Name]
 		v.Now.MonthRequests, v.Now.MonthTokens = m[0], m[1]
-		if a.d.Ledger != nil {
-			v.Now.SpendDay, v.Now.SpendMonth = a.d.Ledger.Spent("team:" + t.Name)
-		}
+		v.Now.spend = a.spent("team:" + t.Name)
 		out[i] = v
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"currency": cfg.Pricing.Currency, "teams": out})
