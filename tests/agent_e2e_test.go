@@ -42,13 +42,7 @@ func claudeCLI(t *testing.T) string {
 	if err != nil {
 		t.Fatal("MODELGATE_AGENT_E2E=1 needs npm to install tests/agent")
 	}
-	c, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(c, npm, "ci", "--no-audit", "--no-fund")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-	}
+	npmCI(t, npm, dir, 10*time.Minute)
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("no Claude Code binary for %s/%s after npm ci: %v", runtime.GOOS, runtime.GOARCH, err)
 	}

@@ -84,13 +84,20 @@ func ensureNodeModules(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal("node is installed but npm is not, and tests/node/node_modules is missing: install npm or run `npm ci` in tests/node")
 	}
-	c, cancel := context.WithTimeout(context.Background(), npmCITimeout)
+	npmCI(t, npm, dir, npmCITimeout)
+}
+
+// npmCI installs dir's locked node_modules with npm ci, failing t when that fails or takes
+// longer than timeout.
+func npmCI(t *testing.T, npm, dir string, timeout time.Duration) {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(c, npm, "ci", "--no-audit", "--no-fund")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if c.Err() != nil {
-		t.Fatalf("npm ci in %s did not finish within %v:\n%s", dir, npmCITimeout, out)
+		t.Fatalf("npm ci in %s did not finish within %v:\n%s", dir, timeout, out)
 	}
 	if err != nil {
 		t.Fatalf("npm ci in %s failed (%v):\n%s", dir, err, out)
