@@ -53,13 +53,13 @@ var allowedImports = map[string][]string{
 // impureForTranslate are the standard packages that would give translate I/O or a clock.
 var impureForTranslate = []string{"net", "net/http", "os", "time", "io/fs", "math/rand", "math/rand/v2", "log", "log/slog"}
 
-func TestImportFlow(t *testing.T) {
+// eachPackage calls fn with the import path and the non-test imports of every package of
+// the module (test data, hidden folders and node_modules skipped).
+func eachPackage(t *testing.T, fn func(importPath string, imports []string)) {
+	t.Helper()
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
-		if err != nil {
+		if err != nil || !d.IsDir() {
 			return err
-		}
-		if !d.IsDir() {
-			return nil
 		}
 		name := d.Name()
 		if path != "." && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "node_modules") {
@@ -76,12 +76,22 @@ func TestImportFlow(t *testing.T) {
 		if path != "." {
 			importPath += "/" + filepath.ToSlash(path)
 		}
+		fn(importPath, pkg.Imports)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestImportFlow(t *testing.T) {
+	eachPackage(t, func(importPath string, imports []string) {
 		allowed, known := allowedImports[importPath]
 		if !known {
 			t.Errorf("%s is not placed in the import flow: add it to allowedImports and to docs/architecture.md", importPath)
-			return nil
+			return
 		}
-		for _, imp := range pkg.Imports {
+		for _, imp := range imports {
 			if importPath == "modelgate/translate" && slices.Contains(impureForTranslate, imp) {
 				t.Errorf("translate imports %s: it must stay pure (no I/O, no clock)", imp)
 			}
@@ -93,9 +103,5 @@ func TestImportFlow(t *testing.T) {
 				t.Errorf("%s imports %s, against the flow in docs/architecture.md", importPath, imp)
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
