@@ -180,14 +180,21 @@ func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.Ca
 	if first == nil {
 		return resps, cancels, nil, accounting.Charge{}
 	}
-	var ch accounting.Charge
+	// The answered choices are drained side by side, so the failure's answer waits for one
+	// drain at most, not one per choice.
+	charges := make([]accounting.Charge, n)
+	var wg sync.WaitGroup
 	for i := range n {
-		switch {
-		case fails[i] != nil:
-			ch = ch.Plus(fails[i].Charge(cc.reserve))
-		default:
-			ch = ch.Plus(cc.abandon(resps[i], cancels[i]))
+		if fails[i] != nil {
+			charges[i] = fails[i].Charge(cc.reserve)
+			continue
 		}
+		wg.Go(func() { charges[i] = cc.abandon(resps[i], cancels[i]) })
+	}
+	wg.Wait()
+	var ch accounting.Charge
+	for _, c := range charges {
+		ch = ch.Plus(c)
 	}
 	return nil, nil, first, ch
 }
@@ -195,13 +202,19 @@ func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.Ca
 // abandon closes a choice the platform answered while another choice of the request failed,
 // and returns what the platform billed for it. A non-stream answer was produced and billed
 // before its headers came, so it is read for its usage (it is already there, and reading it
-// costs the platform nothing); a stream is ended at once and charged its reservation, since
-// it ran for as long as the slowest sibling took to fail.
+// costs the platform nothing). A stream is read on, forwarding nothing, to its terminal
+// event's usage within the bounded drain (relay.DrainAbandoned); only a stream that does not
+// finish in time is charged its reservation, since it may have run on for as long as the
+// slowest sibling took to fail.
 func (cc *chatCall) abandon(resp *http.Response, cancel context.CancelFunc) accounting.Charge {
 	defer cancel()
 	defer resp.Body.Close()
 	if cc.upStream {
-		return accounting.UpperBound(cc.reserve, ratelimit.Usage{}, accounting.FanoutCut)
+		read, reported := relay.DrainAbandoned(resp.Body, cancel)
+		if reported {
+			return accounting.Known(read)
+		}
+		return accounting.UpperBound(cc.reserve, read, accounting.FanoutCut)
 	}
 	buf := relay.GetAnswerBuf(resp.ContentLength)
 	defer relay.PutAnswerBuf(buf)

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"modelgate/ratelimit"
@@ -45,4 +46,15 @@ func DrainAfterCut(events *EventReader, cancel context.CancelFunc, read ratelimi
 		}
 	}
 	return read, false
+}
+
+// DrainAbandoned reads a stream modelgate gives up before relaying any of it (another choice
+// of its request failed) within the same bounds as DrainAfterCut, forwarding nothing: the
+// platform answered and bills it whole, and its terminal event, when it comes in time, says
+// how much. It returns that usage and true, or what was read and false. cancel ends the call;
+// it is called when the time runs out and before returning.
+func DrainAbandoned(body io.Reader, cancel context.CancelFunc) (ratelimit.Usage, bool) {
+	events := NewEventReader(body, MaxEventSize)
+	defer events.Release()
+	return DrainAfterCut(events, cancel, ratelimit.Usage{})
 }

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"modelgate/ratelimit"
 )
@@ -198,5 +201,49 @@ func TestTerminalStatus(t *testing.T) {
 		if (TerminalStatus(typ) != "") != (Classify(typ) == KindTerminal) {
 			t.Errorf("%q: TerminalStatus and Classify disagree", typ)
 		}
+	}
+}
+
+// An abandoned stream is read to its terminal usage; one that stalls is given up after the
+// drain's time bound, its call cancelled, with what was read.
+func TestDrainAbandoned(t *testing.T) {
+	delta := "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"x\"}\n\n"
+	terminal := "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":3,\"output_tokens\":9}}}\n\n"
+	cases := []struct {
+		name, stream string
+		stall        bool // the stream stays open after its bytes until the call is cancelled
+		want         ratelimit.Usage
+		reported     bool
+	}{
+		{name: "terminal", stream: delta + delta + terminal, want: ratelimit.Usage{InputTokens: 3, OutputTokens: 9}, reported: true},
+		{name: "truncated", stream: delta + delta, want: ratelimit.Usage{OutputTokens: 2}},
+		{name: "stalls", stream: delta, stall: true, want: ratelimit.Usage{OutputTokens: 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pr, pw := io.Pipe()
+			go func() {
+				_, _ = pw.Write([]byte(tc.stream))
+				if !tc.stall {
+					pw.Close()
+				}
+			}()
+			cancelled := make(chan struct{})
+			var once sync.Once
+			cancel := func() { once.Do(func() { close(cancelled); pr.CloseWithError(context.Canceled) }) }
+			start := time.Now()
+			u, reported := DrainAbandoned(pr, cancel)
+			if elapsed := time.Since(start); elapsed > cutDrainTime+2*time.Second {
+				t.Errorf("the drain took %v", elapsed)
+			}
+			select {
+			case <-cancelled:
+			default:
+				t.Errorf("the call was not cancelled")
+			}
+			if u != tc.want || reported != tc.reported {
+				t.Errorf("%+v %t, want %+v %t", u, reported, tc.want, tc.reported)
+			}
+		})
 	}
 }
