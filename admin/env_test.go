@@ -69,7 +69,7 @@ type replica struct {
 	ledger  *billing.Ledger
 	history *billing.Recorder
 	stop    func()
-	logs    *bytes.Buffer
+	logs    *apitest.SyncBuffer
 	now     func() time.Time // the clock of everything but the limiter, when the test set none
 }
 
@@ -122,8 +122,8 @@ func startReplica(t testing.TB, o envOptions) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &bytes.Buffer{}
-	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))
+	logs := &apitest.SyncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
 	// One clock, running from testclock's origin unless the test sets its own, so a shifted
 	// run (.ci/flakes) moves every day these figures are kept by.
 	if o.now == nil {
@@ -183,17 +183,6 @@ func startReplica(t testing.TB, o envOptions) *replica {
 	}
 	t.Cleanup(r.stop)
 	return r
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // do sends a request with key as bearer token; body is JSON-encoded unless it is a string.

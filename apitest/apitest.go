@@ -23,6 +23,23 @@ func Do(t testing.TB, method, url, key string, body io.Reader, hdr ...string) (i
 // with a deadline.
 func DoContext(t testing.TB, ctx context.Context, method, url, key string, body io.Reader, hdr ...string) (int, http.Header, []byte) {
 	t.Helper()
+	resp, err := http.DefaultClient.Do(NewRequest(t, ctx, method, url, key, body, hdr...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, b
+}
+
+// NewRequest builds the request Do sends, for a test that sends it with its own client or
+// reads the answer as a stream: key as bearer token (none when empty), a JSON content type,
+// then hdr as name/value pairs.
+func NewRequest(t testing.TB, ctx context.Context, method, url, key string, body io.Reader, hdr ...string) *http.Request {
+	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
 		t.Fatal(err)
@@ -34,14 +51,5 @@ func DoContext(t testing.TB, ctx context.Context, method, url, key string, body 
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, b
+	return req
 }

@@ -3,14 +3,11 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,35 +29,10 @@ type testEnv struct {
 	simSrv  *httptest.Server
 	server  *Server
 	front   *httptest.Server
-	logs    *syncBuffer
-	canary  string // the platform key: must never be seen outside
+	logs    *apitest.SyncBuffer // log output of concurrent handlers
+	canary  string              // the platform key: must never be seen outside
 	cfg     *config.Config
 	limiter *ratelimit.Limiter
-}
-
-// syncBuffer collects log output from concurrent handlers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// held is the memory the buffer itself holds.
-func (s *syncBuffer) held() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return uint64(s.b.Cap())
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 const (
@@ -98,14 +70,6 @@ teams:
         key: mg-beta-key-1
 admin_keys: [mg-admin-key]
 `
-
-func randomCanary(t testing.TB) string {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	return "sk-CANARY-" + hex.EncodeToString(b[:])
-}
 
 // newTestEnv starts the simulated platform and modelgate with yamlText (baseYAML when empty).
 // mutate may adjust the parsed config before the server is built.
@@ -150,7 +114,7 @@ type envOptions struct {
 // key never reached a log line and that no handler panicked.
 func startEnv(t testing.TB, o envOptions) *testEnv {
 	t.Helper()
-	env := &testEnv{canary: randomCanary(t), logs: &syncBuffer{}}
+	env := &testEnv{canary: apitest.Canary(t), logs: &apitest.SyncBuffer{}}
 	env.sim = platformsim.New(platformsim.Options{APIKeys: append([]string{env.canary}, o.simKeys...)})
 	var upstream http.Handler = env.sim
 	if o.upstream != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/auth"
 	"modelgate/platformsim"
 	"modelgate/reqlog"
@@ -48,7 +49,7 @@ type poolEnv struct {
 // which key a request starts on.
 func newPoolEnv(t *testing.T, acceptA, acceptB bool) *poolEnv {
 	t.Helper()
-	pe := &poolEnv{clock: testclock.New(), keyA: randomCanary(t) + "-A", keyB: randomCanary(t) + "-B"}
+	pe := &poolEnv{clock: testclock.New(), keyA: apitest.Canary(t) + "-A", keyB: apitest.Canary(t) + "-B"}
 	var sim []string
 	if acceptA {
 		sim = append(sim, pe.keyA)
