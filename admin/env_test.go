@@ -30,16 +30,12 @@ const (
 	adminKey = "mg-admin-key-for-tests"
 	alphaKey = "mg-alpha-config-key"
 	betaKey  = "mg-beta-config-key"
+	// simPlatformKey is the platform key the simulated platform accepts and the config uses.
+	simPlatformKey = "sk-platform-test"
 )
 
 // testYAML has two teams with config keys, priced models and an admin key.
-const testYAML = `
-listen: 127.0.0.1:0
-upstream:
-  gateway_url: ${SIM_URL}
-  base_url: ${SIM_URL}
-  api_key: sk-platform-test
-models:
+const testYAML = apitest.SimUpstreamYAML + `models:
   - id: sim-chat
     price: {input: 1.0, cached_input: 0.5, output: 4.0}
   - id: sim-long
@@ -88,7 +84,7 @@ type envOptions struct {
 // newSim starts a simulated platform accepting the test's platform key.
 func newSim(t testing.TB) *httptest.Server {
 	t.Helper()
-	sim := platformsim.New(platformsim.Options{APIKeys: []string{"sk-platform-test"}})
+	sim := platformsim.New(platformsim.Options{APIKeys: []string{simPlatformKey}})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	t.Cleanup(sim.Close)
@@ -107,8 +103,11 @@ func startReplica(t testing.TB, o envOptions) *replica {
 		o.dataDir = t.TempDir()
 	}
 	cfg, err := config.Parse([]byte(o.yaml), "test.yaml", func(name string) (string, bool) {
-		if name == "SIM_URL" {
+		switch name {
+		case "SIM_URL":
 			return o.sim.URL, true
+		case "CANARY":
+			return simPlatformKey, true
 		}
 		return "", false
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/tidwall/gjson"
 
+	"modelgate/apitest"
 	"modelgate/config"
 	"modelgate/jobs"
 	"modelgate/platformsim"
@@ -23,12 +24,7 @@ import (
 )
 
 // bgYAML gives team alpha one concurrency slot, so a running job's hold on it shows.
-const bgYAML = `
-upstream:
-  gateway_url: ${SIM_URL}
-  base_url: ${SIM_URL}
-  api_key: ${CANARY}
-  max_retries: 0
+const bgYAML = apitest.SimUpstreamYAML + `  max_retries: 0
 models:
   - id: sim-chat
   - id: sim-slow
@@ -40,12 +36,7 @@ teams:
     keys:
       - name: alpha-1
         key: mg-alpha-key-1
-  - name: beta
-    keys:
-      - name: beta-1
-        key: mg-beta-key-1
-admin_keys: [mg-admin-key]
-`
+` + betaTeamYAML
 
 // bgEnv is a test environment with an embedded record store, closed (jobs cancelled) at
 // the end of the test.

@@ -44,13 +44,7 @@ const (
 
 // baseYAML is a keys-mode config; ${CANARY} is the platform key and the two URLs point at the
 // simulated platform.
-const baseYAML = `
-listen: 127.0.0.1:0
-upstream:
-  gateway_url: ${SIM_URL}
-  base_url: ${SIM_URL}
-  api_key: ${CANARY}
-models:
+const baseYAML = apitest.SimUpstreamYAML + `models:
   - id: gpt-4o-mini
     upstream: sim-chat
   - id: sim-chat
@@ -65,6 +59,14 @@ teams:
         key: mg-alpha-key-2
   - name: beta
     models: [sim-chat]
+    keys:
+      - name: beta-1
+        key: mg-beta-key-1
+admin_keys: [mg-admin-key]
+`
+
+// betaTeamYAML ends a config's teams with team beta, its one config key, and the admin key.
+const betaTeamYAML = `  - name: beta
     keys:
       - name: beta-1
         key: mg-beta-key-1

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/config"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
@@ -32,13 +33,7 @@ var soakFull = flag.Bool("soak", false, "run the full one-minute soak (also MODE
 
 // soakYAML: four teams, each with its own platform key so the platform's totals are per
 // team, three of them with limits the load reaches.
-const soakYAML = `
-listen: 127.0.0.1:0
-upstream:
-  gateway_url: ${SIM_URL}
-  base_url: ${SIM_URL}
-  api_key: ${CANARY}
-models:
+const soakYAML = apitest.SimUpstreamYAML + `models:
   - id: sim-chat
   - id: sim-long
   - id: sim-slow
