@@ -198,11 +198,7 @@ func TestBackgroundCancelEndsThePlatformCall(t *testing.T) {
 	if got := pollUntil(t, env, keyAlpha1, id, "cancelled", "failed", "completed"); got.Get("status").Str != "cancelled" {
 		t.Errorf("after cancel: %s", got.Raw)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(env.sim.Cancellations()) == before && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if len(env.sim.Cancellations()) == before {
+	if !waitFor(5*time.Second, func() bool { return len(env.sim.Cancellations()) > before }) {
 		t.Error("the platform call was not ended")
 	}
 	// Settled: the slot is free, and the cut stream was charged for its input and what it
@@ -434,10 +430,7 @@ func TestBackgroundCancelThroughAnotherReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The runner notices at its heartbeat, ends the platform call and gives back its slot.
-	deadline := time.Now().Add(10 * time.Second)
-	for (len(env.sim.Cancellations()) == before || teamUsage(t, env, "alpha").Remaining["concurrent_requests"] != 1) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(10*time.Second, func() bool { return jobStopped(t, env, before) })
 	if len(env.sim.Cancellations()) == before {
 		t.Error("the platform call was not ended")
 	}
@@ -449,6 +442,12 @@ func TestBackgroundCancelThroughAnotherReplica(t *testing.T) {
 	}
 }
 
+// jobStopped reports whether a job's platform call has ended (the platform saw more
+// cancellations than before) and team alpha's one concurrency slot is free again.
+func jobStopped(t *testing.T, env *testEnv, before int) bool {
+	return len(env.sim.Cancellations()) > before && teamUsage(t, env, "alpha").Remaining["concurrent_requests"] == 1
+}
+
 func TestBackgroundDeleteEndsTheJob(t *testing.T) {
 	env := bgEnv(t, nil)
 	silentReply(env)
@@ -458,11 +457,7 @@ func TestBackgroundDeleteEndsTheJob(t *testing.T) {
 	if status, _, b := env.do(t, "DELETE", "/v1/responses/"+id, keyAlpha1, nil); status != 200 {
 		t.Fatalf("delete: %d %s", status, b)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for (len(env.sim.Cancellations()) == before || teamUsage(t, env, "alpha").Remaining["concurrent_requests"] != 1) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if len(env.sim.Cancellations()) == before || teamUsage(t, env, "alpha").Remaining["concurrent_requests"] != 1 {
+	if !waitFor(5*time.Second, func() bool { return jobStopped(t, env, before) }) {
 		t.Error("the deleted job's platform call still runs")
 	}
 	if status, _, b := env.do(t, "GET", "/v1/responses/"+id, keyAlpha1, nil); status != 404 {
@@ -497,11 +492,7 @@ func TestBackgroundTwoReplicasOnRedis(t *testing.T) {
 	if status != 200 || gjson.GetBytes(body, "status").Str != "cancelled" {
 		t.Fatalf("cancel through the other replica: %d %s", status, body)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for (len(a.sim.Cancellations()) == before || teamUsage(t, a, "alpha").Remaining["concurrent_requests"] != 1) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if len(a.sim.Cancellations()) == before || teamUsage(t, a, "alpha").Remaining["concurrent_requests"] != 1 {
+	if !waitFor(5*time.Second, func() bool { return jobStopped(t, a, before) }) {
 		t.Error("the runner did not stop its platform call")
 	}
 	if got := pollUntil(t, a, keyAlpha1, id, "cancelled", "completed", "failed"); got.Get("status").Str != "cancelled" {
@@ -518,11 +509,7 @@ func TestBackgroundCancelBeforeThePlatformAnswers(t *testing.T) {
 	env.sim.Enqueue("/v1/responses", platformsim.Reply{Delay: time.Hour})
 	before := len(env.sim.Requests())
 	id := submit(t, env, keyAlpha1, `{"model":"sim-slow","input":"think long","background":true}`).Get("id").Str
-	deadline := time.Now().Add(5 * time.Second)
-	for len(env.sim.Requests()) == before && time.Now().Before(deadline) {
-		time.Sleep(2 * time.Millisecond)
-	}
-	if len(env.sim.Requests()) == before {
+	if !waitFor(5*time.Second, func() bool { return len(env.sim.Requests()) > before }) {
 		t.Fatal("the platform call did not start")
 	}
 	status, _, b := env.do(t, "POST", "/v1/responses/"+id+"/cancel", keyAlpha1, nil)
