@@ -3,8 +3,6 @@ package proxy
 import (
 	"encoding/base64"
 	"net/http"
-	"os"
-	"os/exec"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"modelgate/apitest"
 	"modelgate/config"
 	"modelgate/store"
 	"modelgate/translate"
@@ -205,10 +204,7 @@ func TestCrashInputsAnswer400(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends bodies of tens of megabytes")
 	}
-	if os.Getenv(crashChildEnv) == "" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashInputsAnswer400$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), crashChildEnv+"=1")
-		out, err := cmd.CombinedOutput()
+	if inChild, out, err := apitest.RunInChild(t, crashChildEnv); !inChild {
 		if err != nil {
 			t.Fatalf("the server process died or a check failed: %v\n%.4000s", err, out)
 		}
