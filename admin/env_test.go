@@ -30,8 +30,6 @@ const (
 	adminKey = "mg-admin-key-for-tests"
 	alphaKey = "mg-alpha-config-key"
 	betaKey  = "mg-beta-config-key"
-	// simPlatformKey is the platform key the simulated platform accepts and the config uses.
-	simPlatformKey = "sk-platform-test"
 )
 
 // testYAML has two teams with config keys, priced models and an admin key.
@@ -80,6 +78,9 @@ type envOptions struct {
 	// figures gives one that cannot cross a minute boundary while it runs.
 	limiterNow func() time.Time
 }
+
+// simPlatformKey is the platform key the simulated platform accepts and the config uses.
+const simPlatformKey = "sk-platform-test"
 
 // newSim starts a simulated platform accepting the test's platform key.
 func newSim(t testing.TB) *httptest.Server {
