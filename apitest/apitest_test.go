@@ -7,6 +7,13 @@ import (
 	"testing"
 )
 
+func TestCanaryFresh(t *testing.T) {
+	a, b := Canary(t), Canary(t)
+	if a == b || !strings.HasPrefix(a, "sk-CANARY-") || len(a) != len("sk-CANARY-")+24 {
+		t.Errorf("canaries %q and %q", a, b)
+	}
+}
+
 func TestNewRequestHeaders(t *testing.T) {
 	// want names every header the test looks at; "" is absent.
 	tests := []struct {
@@ -49,13 +56,6 @@ func TestSyncBufferConcurrentWrites(t *testing.T) {
 	}
 	if b.Held() < uint64(len(b.String())) {
 		t.Errorf("held %d is less than the %d bytes written", b.Held(), len(b.String()))
-	}
-}
-
-func TestCanaryFresh(t *testing.T) {
-	a, b := Canary(t), Canary(t)
-	if a == b || !strings.HasPrefix(a, "sk-CANARY-") || len(a) != len("sk-CANARY-")+24 {
-		t.Errorf("canaries %q and %q", a, b)
 	}
 }
 
