@@ -23,7 +23,14 @@ func Do(t testing.TB, method, url, key string, body io.Reader, hdr ...string) (i
 // with a deadline.
 func DoContext(t testing.TB, ctx context.Context, method, url, key string, body io.Reader, hdr ...string) (int, http.Header, []byte) {
 	t.Helper()
-	resp, err := http.DefaultClient.Do(NewRequest(t, ctx, method, url, key, body, hdr...))
+	return Send(t, http.DefaultClient, NewRequest(t, ctx, method, url, key, body, hdr...))
+}
+
+// Send sends req with client and returns status, headers and the whole body. Any transport
+// failure fails the test.
+func Send(t testing.TB, client *http.Client, req *http.Request) (int, http.Header, []byte) {
+	t.Helper()
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

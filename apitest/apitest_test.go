@@ -2,6 +2,9 @@ package apitest
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -73,5 +76,20 @@ func TestRunInChild(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "hello from the child") || !strings.Contains(string(out), "PASS") {
 		t.Errorf("child output:\n%s", out)
+	}
+}
+
+// Do sends the request Send is given and hands back status, headers and the whole body.
+func TestDoReadsTheWholeAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Auth", r.Header.Get("Authorization"))
+		w.WriteHeader(http.StatusTeapot)
+		_, _ = w.Write(append([]byte("got "), b...))
+	}))
+	defer srv.Close()
+	status, h, body := Do(t, "POST", srv.URL, "k1", strings.NewReader("hi"))
+	if status != http.StatusTeapot || h.Get("X-Auth") != "Bearer k1" || string(body) != "got hi" {
+		t.Errorf("status %d, X-Auth %q, body %q", status, h.Get("X-Auth"), body)
 	}
 }

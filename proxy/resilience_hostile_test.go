@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/config"
 )
 
@@ -70,21 +71,13 @@ func TestHostileBodies(t *testing.T) {
 			if tt.chunked {
 				body = io.MultiReader(body) // hides the length: sent chunked
 			}
-			req, _ := http.NewRequest(http.MethodPost, env.front.URL+tt.path, body)
 			key := keyAlpha1
 			if tt.want == 404 {
 				key = keyBeta // beta may use sim-chat only
 			}
-			req.Header.Set("Authorization", "Bearer "+key)
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := env.client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != tt.want {
-				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.want, got)
+			status, _, got := apitest.Send(t, env.client, apitest.NewRequest(t, context.Background(), http.MethodPost, env.front.URL+tt.path, key, body))
+			if status != tt.want {
+				t.Fatalf("status %d, want %d: %s", status, tt.want, got)
 			}
 			assertOpenAIError(t, got)
 			if n := len(env.sim.Requests()); n != 0 {
