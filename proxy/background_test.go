@@ -42,11 +42,7 @@ teams:
 // the end of the test.
 func bgEnv(t *testing.T, mutate func(*config.Config), hooks ...reqlog.Hooks) *testEnv {
 	t.Helper()
-	st, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := tempBolt(t, store.BoltOptions{})
 	o := envOptions{yaml: bgYAML, mutate: mutate, store: st}
 	if len(hooks) > 0 {
 		o.hooks = hooks[0]
@@ -331,11 +327,7 @@ func TestBackgroundPreviousResponseMustBeFinished(t *testing.T) {
 type sharedStore struct{ store.Store }
 
 func TestBackgroundOrphans(t *testing.T) {
-	bolt, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bolt.Close() })
+	bolt := tempBolt(t, store.BoltOptions{})
 	ctx := context.Background()
 	// The records' expiry is an instant on the keepers' clock: the test's keepers and the
 	// servers read one clock, as replicas of one deployment do.
@@ -356,11 +348,7 @@ func TestBackgroundOrphans(t *testing.T) {
 	}
 
 	t.Run("embedded_restart", func(t *testing.T) {
-		own, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { own.Close() })
+		own := tempBolt(t, store.BoltOptions{})
 		// Left by the previous life of the process, which kept its records as a server over
 		// the embedded store does: failed as the new one starts.
 		prev := stored.NewKeeper(own, stored.Options{TTL: time.Hour, WriteBehind: true, Now: clock})
@@ -406,11 +394,7 @@ func TestBackgroundOrphans(t *testing.T) {
 }
 
 func TestBackgroundCancelThroughAnotherReplica(t *testing.T) {
-	bolt, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bolt.Close() })
+	bolt := tempBolt(t, store.BoltOptions{})
 	// Heartbeats every 20ms.
 	env := startEnv(t, envOptions{yaml: bgYAML, store: sharedStore{bolt}, bgLease: 60 * time.Millisecond})
 	t.Cleanup(env.server.Close)

@@ -237,3 +237,15 @@ func mustClient(t testing.TB, url string) *platform.Client {
 	}
 	return c
 }
+
+// tempBolt opens an embedded record store in the test's temporary directory, closed when the
+// test ends.
+func tempBolt(t testing.TB, o store.BoltOptions) *store.Bolt {
+	t.Helper()
+	st, err := store.OpenBolt(t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}

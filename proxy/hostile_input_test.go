@@ -136,11 +136,7 @@ func hostileCases(t *testing.T) []hostileCase {
 }
 
 func TestHostileInputEveryRoute(t *testing.T) {
-	st, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := tempBolt(t, store.BoltOptions{})
 	env := startEnv(t, envOptions{store: st, mutate: func(c *config.Config) { c.Server.MaxBodyBytes = 1 << 20 }})
 	t.Cleanup(env.server.Close)
 	for _, tc := range hostileCases(t) {
@@ -254,11 +250,7 @@ func TestCrashInputsAnswer400(t *testing.T) {
 // row is in package admin.)
 func TestHostileStalledBodyEveryRoute(t *testing.T) {
 	const timeout = 200 * time.Millisecond
-	st, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := tempBolt(t, store.BoltOptions{})
 	env := startEnv(t, envOptions{store: st, mutate: func(c *config.Config) { c.Server.BodyReadTimeout = timeout }})
 	t.Cleanup(env.server.Close)
 	for _, r := range []struct {

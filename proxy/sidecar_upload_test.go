@@ -603,11 +603,7 @@ func TestSidecarAssetOwnership(t *testing.T) {
 // that did not take the upload still lets the uploading team read the asset, and still
 // hides it from other teams.
 func TestSidecarAssetOwnersShared(t *testing.T) {
-	bolt, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bolt.Close() })
+	bolt := tempBolt(t, store.BoltOptions{})
 	uploader := startEnv(t, envOptions{store: sharedStore{bolt}})
 	asset := uploadedAsset(t, uploader, keyAlpha1, 64)
 	// The other replica asks its own platform, which has never seen the asset: a 404 from
@@ -706,11 +702,7 @@ func TestSidecarUploadStalledClient(t *testing.T) {
 // TestSidecarOwnerStoreDown: when the shared store cannot be reached, asset reads fail closed
 // (503, platform not asked) and an upload that cannot be recorded is not reported as done.
 func TestSidecarOwnerStoreDown(t *testing.T) {
-	bolt, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bolt.Close() })
+	bolt := tempBolt(t, store.BoltOptions{})
 	env := startEnv(t, envOptions{store: unreachableStore{bolt}})
 
 	status, _, body := env.do(t, "GET", "/api/open/v2/assets/ast_000001", keyAlpha1, nil)
