@@ -21,6 +21,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"modelgate/apitest"
 	"modelgate/config"
 	"modelgate/platformsim"
 	"modelgate/sidecar"
@@ -114,24 +115,17 @@ func postUpload(t *testing.T, env *testEnv, key string, body io.Reader, length i
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "POST", env.front.URL+"/api/open/v2/assets", io.NopCloser(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	status, h, b := apitest.Send(t, http.DefaultClient, newUploadRequest(t, ctx, env.front.URL+"/api/open/v2/assets", key, io.NopCloser(body), length))
+	env.assertCanaryAbsent(t, h, b)
+	return status, h, b
+}
+
+// newUploadRequest is a multipart upload to url of length bytes (-1: chunked) with key.
+func newUploadRequest(t *testing.T, ctx context.Context, url, key string, body io.Reader, length int64) *http.Request {
+	t.Helper()
+	req := apitest.NewRequest(t, ctx, "POST", url, key, body, "Content-Type", "multipart/form-data; boundary="+testBoundary)
 	req.ContentLength = length
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "multipart/form-data; boundary="+testBoundary)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("upload: %v", err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.assertCanaryAbsent(t, resp.Header, b)
-	return resp.StatusCode, resp.Header, b
+	return req
 }
 
 func uploadSpecRequest(t *testing.T, env *testEnv, key string, spec uploadSpec, chunked bool) (int, []byte) {
@@ -336,17 +330,9 @@ func TestSidecarUploadRejectsBadInputBeforeSending(t *testing.T) {
 	})
 	t.Run("query_string", func(t *testing.T) {
 		r, n := uploadSpec{fileSize: 10}.body()
-		req, _ := http.NewRequest("POST", env.front.URL+"/api/open/v2/assets?x=1", r)
-		req.ContentLength = n
-		req.Header.Set("Authorization", "Bearer "+keyAlpha1)
-		req.Header.Set("Content-Type", "multipart/form-data; boundary="+testBoundary)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("status %d", resp.StatusCode)
+		req := newUploadRequest(t, context.Background(), env.front.URL+"/api/open/v2/assets?x=1", keyAlpha1, r, n)
+		if status, _, _ := apitest.Send(t, http.DefaultClient, req); status != http.StatusBadRequest {
+			t.Errorf("status %d", status)
 		}
 	})
 	cp.assertNoUpload(t)
@@ -507,11 +493,7 @@ func TestHeapPeakDuringSeesAllocations(t *testing.T) {
 // never grows by more than 16 MB. Client, modelgate and platform share this process, so the
 // figure bounds all three together.
 func TestSidecarUpload100MBMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("100 MB upload")
-	}
-	cp := newCountingPlatform(t)
-	env := newTestEnv(t, "", withPlatform(cp, 0))
+	cp, env := hundredMBEnv(t)
 	if env.cfg.Server.MaxUploadBytes != hundredMB {
 		t.Fatalf("default upload limit %d, want %d", env.cfg.Server.MaxUploadBytes, hundredMB)
 	}
@@ -538,16 +520,21 @@ func TestSidecarUpload100MBMemory(t *testing.T) {
 }
 
 func TestSidecarUpload100MBPlusOneRefused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("100 MB upload")
-	}
-	cp := newCountingPlatform(t)
-	env := newTestEnv(t, "", withPlatform(cp, 0))
+	cp, env := hundredMBEnv(t)
 	for _, chunked := range []bool{false, true} {
 		t.Run(fmt.Sprintf("chunked_%v", chunked), func(t *testing.T) {
 			assertUploadTooLarge(t, env, cp, hundredMB, chunked)
 		})
 	}
+}
+
+// hundredMBEnv is the environment of the 100 MB upload tests, which -short leaves out.
+func hundredMBEnv(t *testing.T) (*countingPlatform, *testEnv) {
+	if testing.Short() {
+		t.Skip("100 MB upload")
+	}
+	cp := newCountingPlatform(t)
+	return cp, newTestEnv(t, "", withPlatform(cp, 0))
 }
 
 // uploadedAsset uploads a file of size bytes with key and returns the new asset's id.
