@@ -421,24 +421,36 @@ func TestSidecarUploadDeclaredLengthRefused(t *testing.T) {
 	noLeaks(t)
 	cp := newCountingPlatform(t)
 	env := newTestEnv(t, "", withPlatform(cp, 0))
+	status, b, err := partialUpload(t, env, 10*time.Second, int64(10)<<30, "")
+	if err != nil {
+		t.Fatalf("no answer before the body was sent: %v", err)
+	}
+	if status != http.StatusRequestEntityTooLarge || *assertEnvelope(t, b).Code != 1 {
+		t.Fatalf("status %d: %s", status, b)
+	}
+	cp.assertNoUpload(t)
+}
+
+// partialUpload declares an upload of length bytes on a raw connection, sends only sent of
+// it, and reads the answer, all within timeout: what a client that lies about its length,
+// or stalls, looks like to modelgate.
+func partialUpload(t *testing.T, env *testEnv, timeout time.Duration, length int64, sent string) (int, []byte, error) {
+	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(env.front.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = conn.SetDeadline(time.Now().Add(timeout))
 	fmt.Fprintf(conn, "POST /api/open/v2/assets HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\n"+
-		"Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n", keyAlpha1, testBoundary, int64(10)<<30)
+		"Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n%s", keyAlpha1, testBoundary, length, sent)
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
-		t.Fatalf("no answer before the body was sent: %v", err)
+		return 0, nil, err
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || *assertEnvelope(t, b).Code != 1 {
-		t.Fatalf("status %d: %s", resp.StatusCode, b)
-	}
-	cp.assertNoUpload(t)
+	return resp.StatusCode, b, nil
 }
 
 const hundredMB = 100 * 1000 * 1000
@@ -662,24 +674,14 @@ func TestSidecarUploadStalledClient(t *testing.T) {
 		c.Server.UploadIdleTimeout = 300 * time.Millisecond
 	})
 
-	conn, err := net.Dial("tcp", strings.TrimPrefix(env.front.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	// The file's first 64 KiB of a declared MiB, and nothing more.
 	head := "--" + testBoundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n\r\n" + strings.Repeat("x", 64<<10)
-	fmt.Fprintf(conn, "POST /api/open/v2/assets HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\n"+
-		"Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n%s", keyAlpha1, testBoundary, 1<<20, head)
-	// ...and nothing more.
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	status, b, err := partialUpload(t, env, 20*time.Second, 1<<20, head)
 	if err != nil {
 		t.Fatalf("no answer to a stalled upload: %v", err)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestTimeout || *assertEnvelope(t, b).Code != 1 {
-		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	if status != http.StatusRequestTimeout || *assertEnvelope(t, b).Code != 1 {
+		t.Fatalf("status %d: %s", status, b)
 	}
 	if s := cp.next(t); s.complete {
 		t.Errorf("the platform received a complete upload: %+v", s)
