@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestCanaryFresh(t *testing.T) {
@@ -91,5 +92,24 @@ func TestDoReadsTheWholeAnswer(t *testing.T) {
 	status, h, body := Do(t, "POST", srv.URL, "k1", strings.NewReader("hi"))
 	if status != http.StatusTeapot || h.Get("X-Auth") != "Bearer k1" || string(body) != "got hi" {
 		t.Errorf("status %d, X-Auth %q, body %q", status, h.Get("X-Auth"), body)
+	}
+}
+
+// RawHTTP sends the bytes it is given and reads the answer; a server that never answers is
+// an error once the timeout passes.
+func TestRawHTTP(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		_, _ = w.Write(append([]byte(r.Method+" "+r.URL.Path+" "), b...))
+	}))
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+	status, body, err := RawHTTP(t, addr, 5*time.Second, "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi")
+	if err != nil || status != http.StatusOK || string(body) != "POST /x hi" {
+		t.Errorf("status %d body %q err %v", status, body, err)
+	}
+	// Two of four declared bytes: the server waits for the rest until the deadline ends it.
+	if _, _, err := RawHTTP(t, addr, 200*time.Millisecond, "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nhi"); err == nil {
+		t.Error("an unanswered request returned no error")
 	}
 }

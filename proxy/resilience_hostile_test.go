@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -195,24 +194,13 @@ func TestHostilePaths(t *testing.T) {
 // rawHTTP writes one HTTP/1.1 request byte for byte and reads the answer.
 func rawHTTP(t testing.TB, env *resEnv, method, path, header, body string) (int, []byte) {
 	t.Helper()
-	conn, err := net.Dial("tcp", env.front.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 	msg := method + " " + path + " HTTP/1.1\r\nHost: modelgate\r\nContent-Type: application/json\r\n" +
 		header + "\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body
-	if _, err := io.WriteString(conn, msg); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	status, b, err := apitest.RawHTTP(t, env.front.Listener.Addr().String(), 10*time.Second, msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return status, b
 }
 
 // Nothing the client sends can choose the upstream host, path, credential or extra headers:

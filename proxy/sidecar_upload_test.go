@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -436,21 +434,9 @@ func TestSidecarUploadDeclaredLengthRefused(t *testing.T) {
 // or stalls, looks like to modelgate.
 func partialUpload(t *testing.T, env *testEnv, timeout time.Duration, length int64, sent string) (int, []byte, error) {
 	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(env.front.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(timeout))
-	fmt.Fprintf(conn, "POST /api/open/v2/assets HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\n"+
+	msg := fmt.Sprintf("POST /api/open/v2/assets HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\n"+
 		"Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n%s", keyAlpha1, testBoundary, length, sent)
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, b, nil
+	return apitest.RawHTTP(t, env.front.Listener.Addr().String(), timeout, msg)
 }
 
 const hundredMB = 100 * 1000 * 1000
