@@ -1,7 +1,10 @@
 // Package apitest sends requests to a modelgate under test the way its clients do: a
-// bearer key, a JSON content type, and the whole answer read back. The proxy's and the
-// admin API's test environments share it; it imports nothing of modelgate, so any test
-// package can use it without an import cycle.
+// bearer key, a JSON content type, and the whole answer read back (or, for requests no
+// client would send, the bytes written by hand). It also holds what the test environments
+// would otherwise each write again: a locked buffer for logs, canary platform keys, the
+// config head of a simulated platform, a test rerun in a child process. The proxy's, the
+// admin API's and the end-to-end environments share it; it imports nothing of modelgate,
+// so any test package can use it without an import cycle.
 package apitest
 
 import (
