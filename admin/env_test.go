@@ -33,13 +33,7 @@ const (
 )
 
 // testYAML has two teams with config keys, priced models and an admin key.
-const testYAML = `
-listen: 127.0.0.1:0
-upstream:
-  gateway_url: ${SIM_URL}
-  base_url: ${SIM_URL}
-  api_key: sk-platform-test
-models:
+const testYAML = apitest.SimUpstreamYAML + `models:
   - id: sim-chat
     price: {input: 1.0, cached_input: 0.5, output: 4.0}
   - id: sim-long
@@ -69,7 +63,7 @@ type replica struct {
 	ledger  *billing.Ledger
 	history *billing.Recorder
 	stop    func()
-	logs    *bytes.Buffer
+	logs    *apitest.SyncBuffer
 	now     func() time.Time // the clock of everything but the limiter, when the test set none
 }
 
@@ -85,10 +79,13 @@ type envOptions struct {
 	limiterNow func() time.Time
 }
 
+// simPlatformKey is the platform key the simulated platform accepts and the config uses.
+const simPlatformKey = "sk-platform-test"
+
 // newSim starts a simulated platform accepting the test's platform key.
 func newSim(t testing.TB) *httptest.Server {
 	t.Helper()
-	sim := platformsim.New(platformsim.Options{APIKeys: []string{"sk-platform-test"}})
+	sim := platformsim.New(platformsim.Options{APIKeys: []string{simPlatformKey}})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	t.Cleanup(sim.Close)
@@ -107,8 +104,11 @@ func startReplica(t testing.TB, o envOptions) *replica {
 		o.dataDir = t.TempDir()
 	}
 	cfg, err := config.Parse([]byte(o.yaml), "test.yaml", func(name string) (string, bool) {
-		if name == "SIM_URL" {
+		switch name {
+		case "SIM_URL":
 			return o.sim.URL, true
+		case "CANARY":
+			return simPlatformKey, true
 		}
 		return "", false
 	})
@@ -122,8 +122,8 @@ func startReplica(t testing.TB, o envOptions) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &bytes.Buffer{}
-	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))
+	logs := &apitest.SyncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
 	// One clock, running from testclock's origin unless the test sets its own, so a shifted
 	// run (.ci/flakes) moves every day these figures are kept by.
 	if o.now == nil {
@@ -183,17 +183,6 @@ func startReplica(t testing.TB, o envOptions) *replica {
 	}
 	t.Cleanup(r.stop)
 	return r
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // do sends a request with key as bearer token; body is JSON-encoded unless it is a string.

@@ -104,7 +104,7 @@ func TestUsageHistoryBadInput(t *testing.T) {
 // A call the platform refused, billed nothing, leaves no history row: the history counts
 // what the platform did.
 func TestRefusedCallsLeaveNoHistory(t *testing.T) {
-	sim := platformsim.New(platformsim.Options{APIKeys: []string{"sk-platform-test"}})
+	sim := platformsim.New(platformsim.Options{APIKeys: []string{simPlatformKey}})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	t.Cleanup(sim.Close)

@@ -19,6 +19,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/accounting"
+	"modelgate/apitest"
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/platformsim"
@@ -33,7 +34,7 @@ type settledRecord struct {
 }
 
 // settledFor waits for the access log line of request id and returns what it settled.
-func settledFor(t testing.TB, logs *syncBuffer, id string) settledRecord {
+func settledFor(t testing.TB, logs *apitest.SyncBuffer, id string) settledRecord {
 	t.Helper()
 	var got settledRecord
 	found := waitFor(3*time.Second, func() bool {

@@ -85,12 +85,10 @@ func backgroundUpstreamBody(body []byte) ([]byte, error) {
 // stopped (its platform call ended) and answered cancelled; a finished one is answered as it
 // is, as OpenAI does (cancelling is idempotent). Only background responses can be cancelled.
 func (s *Server) cancelResponse(c *gin.Context) {
-	r, ok := s.keptRecord(c, "/v1/responses/{id}/cancel")
+	r, st, who, ok := s.keptRecord(c, "/v1/responses/{id}/cancel")
 	if !ok {
 		return
 	}
-	st := requestState(c)
-	who := owner(st, principal(c))
 	if !gjson.GetBytes(r.Response, "background").Bool() {
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_request", "",
 			"Only responses created with background=true can be cancelled.")

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/tidwall/gjson"
 
+	"modelgate/apitest"
 	"modelgate/config"
 	"modelgate/jobs"
 	"modelgate/platformsim"
@@ -23,12 +24,7 @@ import (
 )
 
 // bgYAML gives team alpha one concurrency slot, so a running job's hold on it shows.
-const bgYAML = `
-upstream:
-  gateway_url: ${SIM_URL}
-  base_url: ${SIM_URL}
-  api_key: ${CANARY}
-  max_retries: 0
+const bgYAML = apitest.SimUpstreamYAML + `  max_retries: 0
 models:
   - id: sim-chat
   - id: sim-slow
@@ -40,22 +36,13 @@ teams:
     keys:
       - name: alpha-1
         key: mg-alpha-key-1
-  - name: beta
-    keys:
-      - name: beta-1
-        key: mg-beta-key-1
-admin_keys: [mg-admin-key]
-`
+` + betaTeamYAML
 
 // bgEnv is a test environment with an embedded record store, closed (jobs cancelled) at
 // the end of the test.
 func bgEnv(t *testing.T, mutate func(*config.Config), hooks ...reqlog.Hooks) *testEnv {
 	t.Helper()
-	st, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := tempBolt(t, store.BoltOptions{})
 	o := envOptions{yaml: bgYAML, mutate: mutate, store: st}
 	if len(hooks) > 0 {
 		o.hooks = hooks[0]
@@ -207,11 +194,7 @@ func TestBackgroundCancelEndsThePlatformCall(t *testing.T) {
 	if got := pollUntil(t, env, keyAlpha1, id, "cancelled", "failed", "completed"); got.Get("status").Str != "cancelled" {
 		t.Errorf("after cancel: %s", got.Raw)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(env.sim.Cancellations()) == before && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if len(env.sim.Cancellations()) == before {
+	if !waitFor(5*time.Second, func() bool { return len(env.sim.Cancellations()) > before }) {
 		t.Error("the platform call was not ended")
 	}
 	// Settled: the slot is free, and the cut stream was charged for its input and what it
@@ -344,11 +327,7 @@ func TestBackgroundPreviousResponseMustBeFinished(t *testing.T) {
 type sharedStore struct{ store.Store }
 
 func TestBackgroundOrphans(t *testing.T) {
-	bolt, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bolt.Close() })
+	bolt := tempBolt(t, store.BoltOptions{})
 	ctx := context.Background()
 	// The records' expiry is an instant on the keepers' clock: the test's keepers and the
 	// servers read one clock, as replicas of one deployment do.
@@ -369,11 +348,7 @@ func TestBackgroundOrphans(t *testing.T) {
 	}
 
 	t.Run("embedded_restart", func(t *testing.T) {
-		own, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { own.Close() })
+		own := tempBolt(t, store.BoltOptions{})
 		// Left by the previous life of the process, which kept its records as a server over
 		// the embedded store does: failed as the new one starts.
 		prev := stored.NewKeeper(own, stored.Options{TTL: time.Hour, WriteBehind: true, Now: clock})
@@ -419,11 +394,7 @@ func TestBackgroundOrphans(t *testing.T) {
 }
 
 func TestBackgroundCancelThroughAnotherReplica(t *testing.T) {
-	bolt, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bolt.Close() })
+	bolt := tempBolt(t, store.BoltOptions{})
 	// Heartbeats every 20ms.
 	env := startEnv(t, envOptions{yaml: bgYAML, store: sharedStore{bolt}, bgLease: 60 * time.Millisecond})
 	t.Cleanup(env.server.Close)
@@ -443,10 +414,7 @@ func TestBackgroundCancelThroughAnotherReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The runner notices at its heartbeat, ends the platform call and gives back its slot.
-	deadline := time.Now().Add(10 * time.Second)
-	for (len(env.sim.Cancellations()) == before || teamUsage(t, env, "alpha").Remaining["concurrent_requests"] != 1) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(10*time.Second, func() bool { return jobStopped(t, env, before) })
 	if len(env.sim.Cancellations()) == before {
 		t.Error("the platform call was not ended")
 	}
@@ -458,6 +426,12 @@ func TestBackgroundCancelThroughAnotherReplica(t *testing.T) {
 	}
 }
 
+// jobStopped reports whether a job's platform call has ended (the platform saw more
+// cancellations than before) and team alpha's one concurrency slot is free again.
+func jobStopped(t *testing.T, env *testEnv, before int) bool {
+	return len(env.sim.Cancellations()) > before && teamUsage(t, env, "alpha").Remaining["concurrent_requests"] == 1
+}
+
 func TestBackgroundDeleteEndsTheJob(t *testing.T) {
 	env := bgEnv(t, nil)
 	silentReply(env)
@@ -467,11 +441,7 @@ func TestBackgroundDeleteEndsTheJob(t *testing.T) {
 	if status, _, b := env.do(t, "DELETE", "/v1/responses/"+id, keyAlpha1, nil); status != 200 {
 		t.Fatalf("delete: %d %s", status, b)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for (len(env.sim.Cancellations()) == before || teamUsage(t, env, "alpha").Remaining["concurrent_requests"] != 1) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if len(env.sim.Cancellations()) == before || teamUsage(t, env, "alpha").Remaining["concurrent_requests"] != 1 {
+	if !waitFor(5*time.Second, func() bool { return jobStopped(t, env, before) }) {
 		t.Error("the deleted job's platform call still runs")
 	}
 	if status, _, b := env.do(t, "GET", "/v1/responses/"+id, keyAlpha1, nil); status != 404 {
@@ -506,11 +476,7 @@ func TestBackgroundTwoReplicasOnRedis(t *testing.T) {
 	if status != 200 || gjson.GetBytes(body, "status").Str != "cancelled" {
 		t.Fatalf("cancel through the other replica: %d %s", status, body)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for (len(a.sim.Cancellations()) == before || teamUsage(t, a, "alpha").Remaining["concurrent_requests"] != 1) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if len(a.sim.Cancellations()) == before || teamUsage(t, a, "alpha").Remaining["concurrent_requests"] != 1 {
+	if !waitFor(5*time.Second, func() bool { return jobStopped(t, a, before) }) {
 		t.Error("the runner did not stop its platform call")
 	}
 	if got := pollUntil(t, a, keyAlpha1, id, "cancelled", "completed", "failed"); got.Get("status").Str != "cancelled" {
@@ -527,11 +493,7 @@ func TestBackgroundCancelBeforeThePlatformAnswers(t *testing.T) {
 	env.sim.Enqueue("/v1/responses", platformsim.Reply{Delay: time.Hour})
 	before := len(env.sim.Requests())
 	id := submit(t, env, keyAlpha1, `{"model":"sim-slow","input":"think long","background":true}`).Get("id").Str
-	deadline := time.Now().Add(5 * time.Second)
-	for len(env.sim.Requests()) == before && time.Now().Before(deadline) {
-		time.Sleep(2 * time.Millisecond)
-	}
-	if len(env.sim.Requests()) == before {
+	if !waitFor(5*time.Second, func() bool { return len(env.sim.Requests()) > before }) {
 		t.Fatal("the platform call did not start")
 	}
 	status, _, b := env.do(t, "POST", "/v1/responses/"+id+"/cancel", keyAlpha1, nil)

@@ -109,13 +109,9 @@ func (d *chatDialect) check(c *gin.Context, st *state, body []byte, call *modelC
 }
 
 func (d *chatDialect) prepare(c *gin.Context, st *state, _ *auth.Principal, call *modelCall) bool {
-	// A non-stream client with stop sequences is served from an upstream stream, so the
-	// upstream can be ended as soon as a stop sequence appears.
-	d.upStream = d.req.Stream || len(d.req.Stop) > 0
-	upBody, err := d.req.ToResponses(st.models.upstreamName(d.req.Model), translate.RequestOptions{
-		DropExtraFields: st.cfg.Translate.DropExtraFields,
-		ForceStream:     d.upStream && !d.req.Stream,
-	})
+	var opts translate.RequestOptions
+	d.upStream, opts = translatedUpstream(st, d.req.Stream, len(d.req.Stop) > 0)
+	upBody, err := d.req.ToResponses(st.models.upstreamName(d.req.Model), opts)
 	if err != nil {
 		writeTranslateError(c, err)
 		return false

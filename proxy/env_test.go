@@ -3,14 +3,11 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,35 +29,10 @@ type testEnv struct {
 	simSrv  *httptest.Server
 	server  *Server
 	front   *httptest.Server
-	logs    *syncBuffer
-	canary  string // the platform key: must never be seen outside
+	logs    *apitest.SyncBuffer // log output of concurrent handlers
+	canary  string              // the platform key: must never be seen outside
 	cfg     *config.Config
 	limiter *ratelimit.Limiter
-}
-
-// syncBuffer collects log output from concurrent handlers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// held is the memory the buffer itself holds.
-func (s *syncBuffer) held() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return uint64(s.b.Cap())
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 const (
@@ -72,13 +44,7 @@ const (
 
 // baseYAML is a keys-mode config; ${CANARY} is the platform key and the two URLs point at the
 // simulated platform.
-const baseYAML = `
-listen: 127.0.0.1:0
-upstream:
-  gateway_url: ${SIM_URL}
-  base_url: ${SIM_URL}
-  api_key: ${CANARY}
-models:
+const baseYAML = apitest.SimUpstreamYAML + `models:
   - id: gpt-4o-mini
     upstream: sim-chat
   - id: sim-chat
@@ -99,13 +65,13 @@ teams:
 admin_keys: [mg-admin-key]
 `
 
-func randomCanary(t testing.TB) string {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	return "sk-CANARY-" + hex.EncodeToString(b[:])
-}
+// betaTeamYAML ends a config's teams with team beta, its one config key, and the admin key.
+const betaTeamYAML = `  - name: beta
+    keys:
+      - name: beta-1
+        key: mg-beta-key-1
+admin_keys: [mg-admin-key]
+`
 
 // newTestEnv starts the simulated platform and modelgate with yamlText (baseYAML when empty).
 // mutate may adjust the parsed config before the server is built.
@@ -150,7 +116,7 @@ type envOptions struct {
 // key never reached a log line and that no handler panicked.
 func startEnv(t testing.TB, o envOptions) *testEnv {
 	t.Helper()
-	env := &testEnv{canary: randomCanary(t), logs: &syncBuffer{}}
+	env := &testEnv{canary: apitest.Canary(t), logs: &apitest.SyncBuffer{}}
 	env.sim = platformsim.New(platformsim.Options{APIKeys: append([]string{env.canary}, o.simKeys...)})
 	var upstream http.Handler = env.sim
 	if o.upstream != nil {
@@ -270,4 +236,16 @@ func mustClient(t testing.TB, url string) *platform.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// tempBolt opens an embedded record store in the test's temporary directory, closed when the
+// test ends.
+func tempBolt(t testing.TB, o store.BoltOptions) *store.Bolt {
+	t.Helper()
+	st, err := store.OpenBolt(t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }

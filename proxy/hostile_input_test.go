@@ -3,8 +3,6 @@ package proxy
 import (
 	"encoding/base64"
 	"net/http"
-	"os"
-	"os/exec"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"modelgate/apitest"
 	"modelgate/config"
 	"modelgate/store"
 	"modelgate/translate"
@@ -128,11 +127,7 @@ func hostileCases(t *testing.T) []hostileCase {
 }
 
 func TestHostileInputEveryRoute(t *testing.T) {
-	st, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := tempBolt(t, store.BoltOptions{})
 	env := startEnv(t, envOptions{store: st, mutate: func(c *config.Config) { c.Server.MaxBodyBytes = 1 << 20 }})
 	t.Cleanup(env.server.Close)
 	for _, tc := range hostileCases(t) {
@@ -196,10 +191,7 @@ func TestCrashInputsAnswer400(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends bodies of tens of megabytes")
 	}
-	if os.Getenv(crashChildEnv) == "" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashInputsAnswer400$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), crashChildEnv+"=1")
-		out, err := cmd.CombinedOutput()
+	if inChild, out, err := apitest.RunInChild(t, crashChildEnv); !inChild {
 		if err != nil {
 			t.Fatalf("the server process died or a check failed: %v\n%.4000s", err, out)
 		}
@@ -249,11 +241,7 @@ func TestCrashInputsAnswer400(t *testing.T) {
 // row is in package admin.)
 func TestHostileStalledBodyEveryRoute(t *testing.T) {
 	const timeout = 200 * time.Millisecond
-	st, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := tempBolt(t, store.BoltOptions{})
 	env := startEnv(t, envOptions{store: st, mutate: func(c *config.Config) { c.Server.BodyReadTimeout = timeout }})
 	t.Cleanup(env.server.Close)
 	for _, r := range []struct {

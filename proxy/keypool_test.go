@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/auth"
 	"modelgate/platformsim"
 	"modelgate/reqlog"
@@ -16,13 +17,7 @@ import (
 )
 
 // poolYAML gives team alpha a pool of two platform keys and leaves beta on the canary.
-const poolYAML = `
-listen: 127.0.0.1:0
-upstream:
-  gateway_url: ${SIM_URL}
-  base_url: ${SIM_URL}
-  api_key: ${CANARY}
-models:
+const poolYAML = apitest.SimUpstreamYAML + `models:
   - id: sim-chat
 teams:
   - name: alpha
@@ -30,12 +25,7 @@ teams:
     keys:
       - name: alpha-1
         key: mg-alpha-key-1
-  - name: beta
-    keys:
-      - name: beta-1
-        key: mg-beta-key-1
-admin_keys: [mg-admin-key]
-`
+` + betaTeamYAML
 
 type poolEnv struct {
 	*testEnv
@@ -48,7 +38,7 @@ type poolEnv struct {
 // which key a request starts on.
 func newPoolEnv(t *testing.T, acceptA, acceptB bool) *poolEnv {
 	t.Helper()
-	pe := &poolEnv{clock: testclock.New(), keyA: randomCanary(t) + "-A", keyB: randomCanary(t) + "-B"}
+	pe := &poolEnv{clock: testclock.New(), keyA: apitest.Canary(t) + "-A", keyB: apitest.Canary(t) + "-B"}
 	var sim []string
 	if acceptA {
 		sim = append(sim, pe.keyA)

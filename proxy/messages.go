@@ -116,13 +116,9 @@ func (d *messagesDialect) check(c *gin.Context, _ *state, body []byte, call *mod
 }
 
 func (d *messagesDialect) prepare(_ *gin.Context, st *state, _ *auth.Principal, call *modelCall) bool {
-	// A non-stream client with stop sequences is served from an upstream stream, so the
-	// platform can be stopped as soon as a sequence appears.
-	d.upStream = d.req.Stream || len(d.req.StopSequences) > 0
-	call.upBody = d.req.ToResponses(st.models.upstreamName(d.req.Model), translate.RequestOptions{
-		DropExtraFields: st.cfg.Translate.DropExtraFields,
-		ForceStream:     d.upStream && !d.req.Stream,
-	})
+	var opts translate.RequestOptions
+	d.upStream, opts = translatedUpstream(st, d.req.Stream, len(d.req.StopSequences) > 0)
+	call.upBody = d.req.ToResponses(st.models.upstreamName(d.req.Model), opts)
 	return true
 }
 

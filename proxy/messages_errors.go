@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -66,14 +65,8 @@ func anthropicLimitHeaders(h ratelimit.Headers, now time.Time, set func(name, va
 		}
 		return t.Format(time.RFC3339)
 	}
-	if h.HasRequests {
-		set("anthropic-ratelimit-requests-limit", strconv.FormatInt(h.LimitRequests, 10))
-		set("anthropic-ratelimit-requests-remaining", strconv.FormatInt(h.RemainingRequests, 10))
-		set("anthropic-ratelimit-requests-reset", reset(h.ResetRequests))
-	}
-	if h.HasTokens {
-		set("anthropic-ratelimit-tokens-limit", strconv.FormatInt(h.LimitTokens, 10))
-		set("anthropic-ratelimit-tokens-remaining", strconv.FormatInt(h.RemainingTokens, 10))
-		set("anthropic-ratelimit-tokens-reset", reset(h.ResetTokens))
-	}
+	h.ApplyAs(ratelimit.HeaderNames{
+		LimitRequests: "anthropic-ratelimit-requests-limit", RemainingRequests: "anthropic-ratelimit-requests-remaining", ResetRequests: "anthropic-ratelimit-requests-reset",
+		LimitTokens: "anthropic-ratelimit-tokens-limit", RemainingTokens: "anthropic-ratelimit-tokens-remaining", ResetTokens: "anthropic-ratelimit-tokens-reset",
+	}, reset, set)
 }

@@ -7,6 +7,7 @@ import (
 	"modelgate/auth"
 	"modelgate/ratelimit"
 	"modelgate/tokens"
+	"modelgate/translate"
 )
 
 // modelCall is what a dialect makes of a request: the one call to the platform's gateway it
@@ -142,4 +143,15 @@ func noteAsked(ri *requestInfo, body []byte) {
 		ri.Model = asked[0].Str
 	}
 	ri.Stream = asked[1].Type == gjson.True
+}
+
+// translatedUpstream decides how a translated dialect's request goes to the platform: as a
+// stream when the client streams, and also when a non-stream client sent stop sequences, so
+// the platform can be stopped as soon as one appears; the options say so to the translator.
+func translatedUpstream(st *state, clientStream, stopSequences bool) (upStream bool, opts translate.RequestOptions) {
+	upStream = clientStream || stopSequences
+	return upStream, translate.RequestOptions{
+		DropExtraFields: st.cfg.Translate.DropExtraFields,
+		ForceStream:     upStream && !clientStream,
+	}
 }

@@ -37,6 +37,17 @@ var routes = []route{
 	{"chat_stop", "/v1/chat/completions", `{"model":"sim-chat","messages":[{"role":"user","content":"hello"}],"stop":["zzz"]}`, false},
 }
 
+// streamRoutes are the routes on which the client asks for a stream.
+func streamRoutes() []route {
+	var out []route
+	for _, rt := range routes {
+		if rt.stream {
+			out = append(out, rt)
+		}
+	}
+	return out
+}
+
 // Every injected platform fault, on every route, ends in a well-formed client error: an HTTP
 // error in OpenAI shape before the first byte, an error frame after it. Never a hang, a
 // panic, garbage passed on, or a stream that looks complete.
@@ -156,10 +167,7 @@ func TestTimeouts(t *testing.T) {
 	})
 
 	t.Run("idle_mid_stream_gives_error_frame", func(t *testing.T) {
-		for _, rt := range routes {
-			if !rt.stream {
-				continue
-			}
+		for _, rt := range streamRoutes() {
 			t.Run(rt.name, func(t *testing.T) {
 				env := newResEnv(t, envOptions{mutate: func(c *config.Config) {
 					c.Upstream.StreamIdleTimeout = 250 * time.Millisecond
@@ -192,10 +200,7 @@ func TestTimeouts(t *testing.T) {
 	t.Run("slow_steady_stream_not_cut", func(t *testing.T) {
 		// One event every 50ms for 1.5s against a 500ms idle timeout and a 300ms request
 		// timeout: only the idle timer may bound a stream, and it must not fire.
-		for _, rt := range routes {
-			if !rt.stream {
-				continue
-			}
+		for _, rt := range streamRoutes() {
 			t.Run(rt.name, func(t *testing.T) {
 				env := newResEnv(t, envOptions{mutate: func(c *config.Config) {
 					c.Upstream.StreamIdleTimeout = 500 * time.Millisecond

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"modelgate/apitest"
 	"modelgate/platform"
 	"modelgate/upstream"
 )
@@ -80,16 +81,7 @@ func newResEnv(t testing.TB, o envOptions) *resEnv {
 // send posts body to path with key and returns the open response; the caller closes it.
 func (env *resEnv) send(t testing.TB, ctx context.Context, path, key, body string, hdr ...string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, env.front.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := env.client.Do(req)
+	resp, err := env.client.Do(apitest.NewRequest(t, ctx, http.MethodPost, env.front.URL+path, key, strings.NewReader(body), hdr...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/config"
 )
 
@@ -70,21 +70,13 @@ func TestHostileBodies(t *testing.T) {
 			if tt.chunked {
 				body = io.MultiReader(body) // hides the length: sent chunked
 			}
-			req, _ := http.NewRequest(http.MethodPost, env.front.URL+tt.path, body)
 			key := keyAlpha1
 			if tt.want == 404 {
 				key = keyBeta // beta may use sim-chat only
 			}
-			req.Header.Set("Authorization", "Bearer "+key)
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := env.client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != tt.want {
-				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.want, got)
+			status, _, got := apitest.Send(t, env.client, apitest.NewRequest(t, context.Background(), http.MethodPost, env.front.URL+tt.path, key, body))
+			if status != tt.want {
+				t.Fatalf("status %d, want %d: %s", status, tt.want, got)
 			}
 			assertOpenAIError(t, got)
 			if n := len(env.sim.Requests()); n != 0 {
@@ -202,24 +194,13 @@ func TestHostilePaths(t *testing.T) {
 // rawHTTP writes one HTTP/1.1 request byte for byte and reads the answer.
 func rawHTTP(t testing.TB, env *resEnv, method, path, header, body string) (int, []byte) {
 	t.Helper()
-	conn, err := net.Dial("tcp", env.front.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 	msg := method + " " + path + " HTTP/1.1\r\nHost: modelgate\r\nContent-Type: application/json\r\n" +
 		header + "\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body
-	if _, err := io.WriteString(conn, msg); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	status, b, err := apitest.RawHTTP(t, env.front.Listener.Addr().String(), 10*time.Second, msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return status, b
 }
 
 // Nothing the client sends can choose the upstream host, path, credential or extra headers:

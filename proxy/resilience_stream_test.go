@@ -21,10 +21,7 @@ func TestKeepAliveComments(t *testing.T) {
 		evs[3].Delay = 1050 * time.Millisecond
 		return evs
 	}
-	for _, rt := range routes {
-		if !rt.stream {
-			continue
-		}
+	for _, rt := range streamRoutes() {
 		for _, every := range []time.Duration{0, 100 * time.Millisecond} {
 			t.Run(rt.name+"/"+every.String(), func(t *testing.T) {
 				env := newResEnv(t, envOptions{mutate: func(c *config.Config) { c.Upstream.KeepAliveInterval = every }})

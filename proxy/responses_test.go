@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/config"
 	"modelgate/platformsim"
 )
@@ -129,18 +130,10 @@ func TestResponsesBadInputNeverReachesUpstream(t *testing.T) {
 			if tt.chunked {
 				rd = io.MultiReader(strings.NewReader(tt.body)) // hides the length: sent chunked
 			}
-			req, _ := http.NewRequest("POST", env.front.URL+"/v1/responses", rd)
-			if key != "" {
-				req.Header.Set("Authorization", "Bearer "+key)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != tt.wantStatus {
-				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.wantStatus, body)
+			status, h, body := apitest.Do(t, "POST", env.front.URL+"/v1/responses", key, rd)
+			env.assertCanaryAbsent(t, h, body)
+			if status != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %s", status, tt.wantStatus, body)
 			}
 			e := assertOpenAIError(t, body)
 			if tt.wantParam != "" && (e.Error.Param == nil || *e.Error.Param != tt.wantParam) {

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -21,6 +19,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"modelgate/apitest"
 	"modelgate/config"
 	"modelgate/platformsim"
 	"modelgate/sidecar"
@@ -114,24 +113,17 @@ func postUpload(t *testing.T, env *testEnv, key string, body io.Reader, length i
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "POST", env.front.URL+"/api/open/v2/assets", io.NopCloser(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	status, h, b := apitest.Send(t, http.DefaultClient, newUploadRequest(t, ctx, env.front.URL+"/api/open/v2/assets", key, io.NopCloser(body), length))
+	env.assertCanaryAbsent(t, h, b)
+	return status, h, b
+}
+
+// newUploadRequest is a multipart upload to url of length bytes (-1: chunked) with key.
+func newUploadRequest(t *testing.T, ctx context.Context, url, key string, body io.Reader, length int64) *http.Request {
+	t.Helper()
+	req := apitest.NewRequest(t, ctx, "POST", url, key, body, "Content-Type", "multipart/form-data; boundary="+testBoundary)
 	req.ContentLength = length
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "multipart/form-data; boundary="+testBoundary)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("upload: %v", err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.assertCanaryAbsent(t, resp.Header, b)
-	return resp.StatusCode, resp.Header, b
+	return req
 }
 
 func uploadSpecRequest(t *testing.T, env *testEnv, key string, spec uploadSpec, chunked bool) (int, []byte) {
@@ -336,17 +328,9 @@ func TestSidecarUploadRejectsBadInputBeforeSending(t *testing.T) {
 	})
 	t.Run("query_string", func(t *testing.T) {
 		r, n := uploadSpec{fileSize: 10}.body()
-		req, _ := http.NewRequest("POST", env.front.URL+"/api/open/v2/assets?x=1", r)
-		req.ContentLength = n
-		req.Header.Set("Authorization", "Bearer "+keyAlpha1)
-		req.Header.Set("Content-Type", "multipart/form-data; boundary="+testBoundary)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("status %d", resp.StatusCode)
+		req := newUploadRequest(t, context.Background(), env.front.URL+"/api/open/v2/assets?x=1", keyAlpha1, r, n)
+		if status, _, _ := apitest.Send(t, http.DefaultClient, req); status != http.StatusBadRequest {
+			t.Errorf("status %d", status)
 		}
 	})
 	cp.assertNoUpload(t)
@@ -435,24 +419,24 @@ func TestSidecarUploadDeclaredLengthRefused(t *testing.T) {
 	noLeaks(t)
 	cp := newCountingPlatform(t)
 	env := newTestEnv(t, "", withPlatform(cp, 0))
-	conn, err := net.Dial("tcp", strings.TrimPrefix(env.front.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	fmt.Fprintf(conn, "POST /api/open/v2/assets HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\n"+
-		"Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n", keyAlpha1, testBoundary, int64(10)<<30)
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	status, b, err := partialUpload(t, env, 10*time.Second, int64(10)<<30, "")
 	if err != nil {
 		t.Fatalf("no answer before the body was sent: %v", err)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || *assertEnvelope(t, b).Code != 1 {
-		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	if status != http.StatusRequestEntityTooLarge || *assertEnvelope(t, b).Code != 1 {
+		t.Fatalf("status %d: %s", status, b)
 	}
 	cp.assertNoUpload(t)
+}
+
+// partialUpload declares an upload of length bytes on a raw connection, sends only sent of
+// it, and reads the answer, all within timeout: what a client that lies about its length,
+// or stalls, looks like to modelgate.
+func partialUpload(t *testing.T, env *testEnv, timeout time.Duration, length int64, sent string) (int, []byte, error) {
+	t.Helper()
+	msg := fmt.Sprintf("POST /api/open/v2/assets HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n%s", keyAlpha1, testBoundary, length, sent)
+	return apitest.RawHTTP(t, env.front.Listener.Addr().String(), timeout, msg)
 }
 
 const hundredMB = 100 * 1000 * 1000
@@ -507,11 +491,7 @@ func TestHeapPeakDuringSeesAllocations(t *testing.T) {
 // never grows by more than 16 MB. Client, modelgate and platform share this process, so the
 // figure bounds all three together.
 func TestSidecarUpload100MBMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("100 MB upload")
-	}
-	cp := newCountingPlatform(t)
-	env := newTestEnv(t, "", withPlatform(cp, 0))
+	cp, env := hundredMBEnv(t)
 	if env.cfg.Server.MaxUploadBytes != hundredMB {
 		t.Fatalf("default upload limit %d, want %d", env.cfg.Server.MaxUploadBytes, hundredMB)
 	}
@@ -538,16 +518,21 @@ func TestSidecarUpload100MBMemory(t *testing.T) {
 }
 
 func TestSidecarUpload100MBPlusOneRefused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("100 MB upload")
-	}
-	cp := newCountingPlatform(t)
-	env := newTestEnv(t, "", withPlatform(cp, 0))
+	cp, env := hundredMBEnv(t)
 	for _, chunked := range []bool{false, true} {
 		t.Run(fmt.Sprintf("chunked_%v", chunked), func(t *testing.T) {
 			assertUploadTooLarge(t, env, cp, hundredMB, chunked)
 		})
 	}
+}
+
+// hundredMBEnv is the environment of the 100 MB upload tests, which -short leaves out.
+func hundredMBEnv(t *testing.T) (*countingPlatform, *testEnv) {
+	if testing.Short() {
+		t.Skip("100 MB upload")
+	}
+	cp := newCountingPlatform(t)
+	return cp, newTestEnv(t, "", withPlatform(cp, 0))
 }
 
 // uploadedAsset uploads a file of size bytes with key and returns the new asset's id.
@@ -603,11 +588,7 @@ func TestSidecarAssetOwnership(t *testing.T) {
 // that did not take the upload still lets the uploading team read the asset, and still
 // hides it from other teams.
 func TestSidecarAssetOwnersShared(t *testing.T) {
-	bolt, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bolt.Close() })
+	bolt := tempBolt(t, store.BoltOptions{})
 	uploader := startEnv(t, envOptions{store: sharedStore{bolt}})
 	asset := uploadedAsset(t, uploader, keyAlpha1, 64)
 	// The other replica asks its own platform, which has never seen the asset: a 404 from
@@ -679,24 +660,14 @@ func TestSidecarUploadStalledClient(t *testing.T) {
 		c.Server.UploadIdleTimeout = 300 * time.Millisecond
 	})
 
-	conn, err := net.Dial("tcp", strings.TrimPrefix(env.front.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	// The file's first 64 KiB of a declared MiB, and nothing more.
 	head := "--" + testBoundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n\r\n" + strings.Repeat("x", 64<<10)
-	fmt.Fprintf(conn, "POST /api/open/v2/assets HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\n"+
-		"Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n%s", keyAlpha1, testBoundary, 1<<20, head)
-	// ...and nothing more.
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	status, b, err := partialUpload(t, env, 20*time.Second, 1<<20, head)
 	if err != nil {
 		t.Fatalf("no answer to a stalled upload: %v", err)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestTimeout || *assertEnvelope(t, b).Code != 1 {
-		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	if status != http.StatusRequestTimeout || *assertEnvelope(t, b).Code != 1 {
+		t.Fatalf("status %d: %s", status, b)
 	}
 	if s := cp.next(t); s.complete {
 		t.Errorf("the platform received a complete upload: %+v", s)
@@ -706,11 +677,7 @@ func TestSidecarUploadStalledClient(t *testing.T) {
 // TestSidecarOwnerStoreDown: when the shared store cannot be reached, asset reads fail closed
 // (503, platform not asked) and an upload that cannot be recorded is not reported as done.
 func TestSidecarOwnerStoreDown(t *testing.T) {
-	bolt, err := store.OpenBolt(t.TempDir(), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bolt.Close() })
+	bolt := tempBolt(t, store.BoltOptions{})
 	env := startEnv(t, envOptions{store: unreachableStore{bolt}})
 
 	status, _, body := env.do(t, "GET", "/api/open/v2/assets/ast_000001", keyAlpha1, nil)

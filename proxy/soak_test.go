@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/config"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
@@ -32,13 +33,7 @@ var soakFull = flag.Bool("soak", false, "run the full one-minute soak (also MODE
 
 // soakYAML: four teams, each with its own platform key so the platform's totals are per
 // team, three of them with limits the load reaches.
-const soakYAML = `
-listen: 127.0.0.1:0
-upstream:
-  gateway_url: ${SIM_URL}
-  base_url: ${SIM_URL}
-  api_key: ${CANARY}
-models:
+const soakYAML = apitest.SimUpstreamYAML + `models:
   - id: sim-chat
   - id: sim-long
   - id: sim-slow
@@ -253,14 +248,14 @@ func TestSoak(t *testing.T) {
 		elapsed.Round(time.Millisecond), cfg.workers, cfg.faultPercent, map[bool]string{false: "memory", true: "redis"}[cfg.redis], stats.requests.Load(), float64(stats.requests.Load())/elapsed.Seconds(), stats.ok.Load(), stats.refused.Load(),
 		stats.upstreamErrors.Load(), stats.streamErrors.Load(), stats.faults.Load(), stats.cancels.Load(), stats.anomalies.Load())
 	t.Logf("goroutines: before %d, mid-run %d, after %d; heap: before %.1f MiB, mid-run %.1f MiB, after %.1f MiB (%.1f MiB of it the test's log); RSS: before %.1f MiB, mid-run %.1f MiB, after %.1f MiB",
-		before.goroutines, mid.goroutines, after.goroutines, mib(before.heap), mib(mid.heap), mib(after.heap), mib(env.logs.held()), mib(before.rss), mib(mid.rss), mib(after.rss))
+		before.goroutines, mid.goroutines, after.goroutines, mib(before.heap), mib(mid.heap), mib(after.heap), mib(env.logs.Held()), mib(before.rss), mib(mid.rss), mib(after.rss))
 	t.Logf("upstream failures by kind (from the access log): %v", upstreamErrorKinds(env.logs.String()))
 	if !settled {
 		t.Errorf("goroutines grew: %d before, %d after the load", before.goroutines, after.goroutines)
 	}
 	// The access log this test keeps in memory grows with every request (about 12 MiB in a
 	// minute); it is the test's, not modelgate's.
-	if kept := after.heap - min(env.logs.held(), after.heap); kept > before.heap+16<<20 {
+	if kept := after.heap - min(env.logs.Held(), after.heap); kept > before.heap+16<<20 {
 		t.Errorf("heap grew from %.1f to %.1f MiB, %.1f MiB of it the test's log", mib(before.heap), mib(after.heap), mib(after.heap-kept))
 	}
 	if stats.anomalies.Load() > 0 {

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/config"
 	"modelgate/reqlog"
 )
@@ -38,10 +37,7 @@ func TestOpenStreamStack(t *testing.T) {
 	if raceEnabled || runtime.GOARCH != "amd64" {
 		t.Skip("the 8 KB budget is checked on amd64 without the race detector")
 	}
-	if os.Getenv(stackChildEnv) == "" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestOpenStreamStack$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), stackChildEnv+"=1")
-		out, err := cmd.CombinedOutput()
+	if inChild, out, err := apitest.RunInChild(t, stackChildEnv); !inChild {
 		if err != nil {
 			t.Fatalf("an open stream needed more than 8 KB of stack: %v\n%s", err, firstLines(out, 150))
 		}

@@ -23,31 +23,32 @@ const (
 )
 
 // keptRecord finds the caller's record named in the path, answering the client itself when
-// there is none. (Without storage every id is unknown.)
-func (s *Server) keptRecord(c *gin.Context, route string) (*stored.Record, bool) {
+// there is none (without storage every id is unknown); st and who are the request state and
+// the owner it was found under.
+func (s *Server) keptRecord(c *gin.Context, route string) (r *stored.Record, st *state, who string, ok bool) {
 	ri := info(c)
 	ri.Route = route
-	st, p := requestState(c), principal(c)
+	st = requestState(c)
 	id := c.Param("id")
 	if st.keeper == nil {
 		responseNotFound(c, id)
-		return nil, false
+		return nil, nil, "", false
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), storeTimeout)
 	defer cancel()
-	who := owner(st, p)
+	who = owner(st, principal(c))
 	r, err := st.keeper.Get(ctx, who, id)
 	switch {
 	case errors.Is(err, stored.ErrNotFound):
 		responseNotFound(c, id)
-		return nil, false
+		return nil, nil, "", false
 	case err != nil:
 		s.storeUnavailable(c, err)
-		return nil, false
+		return nil, nil, "", false
 	}
 	r = s.checkOrphan(ctx, st, who, r)
 	ri.Model = r.Model
-	return r, true
+	return r, st, who, true
 }
 
 func responseNotFound(c *gin.Context, id string) {
@@ -64,7 +65,7 @@ func (s *Server) getResponse(c *gin.Context) {
 			"Streaming a kept response is not supported; retrieve it without 'stream'.")
 		return
 	}
-	r, ok := s.keptRecord(c, "/v1/responses/{id}")
+	r, _, _, ok := s.keptRecord(c, "/v1/responses/{id}")
 	if !ok {
 		return
 	}
@@ -74,23 +75,27 @@ func (s *Server) getResponse(c *gin.Context) {
 // writeResponseObject answers with a kept record as OpenAI's Response object.
 func (s *Server) writeResponseObject(c *gin.Context, r *stored.Record) {
 	obj, err := stored.ResponseObject(r)
+	s.answerJSON(c, obj, err)
+}
+
+// answerJSON answers 200 with body, or, when building it failed, that the record store is
+// unavailable.
+func (s *Server) answerJSON(c *gin.Context, body []byte, err error) {
 	if err != nil {
 		s.storeUnavailable(c, err)
 		return
 	}
 	peekLimitHeaders(c)
-	c.Data(http.StatusOK, "application/json", obj)
+	c.Data(http.StatusOK, "application/json", body)
 }
 
 // deleteResponse answers DELETE /v1/responses/{id}. Later turns that continued it can no
 // longer be continued themselves: their conversation lost a turn.
 func (s *Server) deleteResponse(c *gin.Context) {
-	r, ok := s.keptRecord(c, "/v1/responses/{id}")
+	r, st, who, ok := s.keptRecord(c, "/v1/responses/{id}")
 	if !ok {
 		return
 	}
-	st := requestState(c)
-	who := owner(st, principal(c))
 	ctx, cancel := context.WithTimeout(c.Request.Context(), storeTimeout)
 	defer cancel()
 	deleted, err := st.keeper.Delete(ctx, who, r.ID)
@@ -110,8 +115,7 @@ func (s *Server) deleteResponse(c *gin.Context) {
 		Object  string `json:"object"`
 		Deleted bool   `json:"deleted"`
 	}{r.ID, "response", true})
-	peekLimitHeaders(c)
-	c.Data(http.StatusOK, "application/json", b)
+	s.answerJSON(c, b, nil)
 }
 
 // listInputItems answers GET /v1/responses/{id}/input_items: the response's own input items,
@@ -133,7 +137,7 @@ func (s *Server) listInputItems(c *gin.Context) {
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "order", "Invalid 'order': expected 'asc' or 'desc'.")
 		return
 	}
-	r, ok := s.keptRecord(c, "/v1/responses/{id}/input_items")
+	r, _, _, ok := s.keptRecord(c, "/v1/responses/{id}/input_items")
 	if !ok {
 		return
 	}
@@ -177,10 +181,5 @@ func (s *Server) listInputItems(c *gin.Context) {
 		page.FirstID, page.LastID = &ids[start], &ids[end-1]
 	}
 	b, err := json.Marshal(page)
-	if err != nil {
-		s.storeUnavailable(c, err)
-		return
-	}
-	peekLimitHeaders(c)
-	c.Data(http.StatusOK, "application/json", b)
+	s.answerJSON(c, b, err)
 }

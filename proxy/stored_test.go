@@ -16,11 +16,7 @@ import (
 // storedEnv is a test environment with an embedded record store on the given clock.
 func storedEnv(t *testing.T, mutate func(*config.Config), now func() time.Time) *testEnv {
 	t.Helper()
-	st, err := store.OpenBolt(t.TempDir(), store.BoltOptions{Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := tempBolt(t, store.BoltOptions{Now: now})
 	return startEnv(t, envOptions{mutate: mutate, store: st, now: now})
 }
 

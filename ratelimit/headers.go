@@ -20,17 +20,32 @@ type Headers struct {
 	ResetTokens     time.Duration
 }
 
+// HeaderNames name the six headers the figures are written under, for a dialect that calls
+// them otherwise than OpenAI's x-ratelimit-*.
+type HeaderNames struct {
+	LimitRequests, RemainingRequests, ResetRequests string
+	LimitTokens, RemainingTokens, ResetTokens       string
+}
+
 // Apply writes the headers that apply, e.g. Apply(c.Header) or Apply(w.Header().Set).
 func (h Headers) Apply(set func(name, value string)) {
+	h.ApplyAs(HeaderNames{
+		LimitRequests: "x-ratelimit-limit-requests", RemainingRequests: "x-ratelimit-remaining-requests", ResetRequests: "x-ratelimit-reset-requests",
+		LimitTokens: "x-ratelimit-limit-tokens", RemainingTokens: "x-ratelimit-remaining-tokens", ResetTokens: "x-ratelimit-reset-tokens",
+	}, FormatReset, set)
+}
+
+// ApplyAs writes the headers that apply under names, each reset written by reset.
+func (h Headers) ApplyAs(names HeaderNames, reset func(time.Duration) string, set func(name, value string)) {
 	if h.HasRequests {
-		set("x-ratelimit-limit-requests", strconv.FormatInt(h.LimitRequests, 10))
-		set("x-ratelimit-remaining-requests", strconv.FormatInt(h.RemainingRequests, 10))
-		set("x-ratelimit-reset-requests", FormatReset(h.ResetRequests))
+		set(names.LimitRequests, strconv.FormatInt(h.LimitRequests, 10))
+		set(names.RemainingRequests, strconv.FormatInt(h.RemainingRequests, 10))
+		set(names.ResetRequests, reset(h.ResetRequests))
 	}
 	if h.HasTokens {
-		set("x-ratelimit-limit-tokens", strconv.FormatInt(h.LimitTokens, 10))
-		set("x-ratelimit-remaining-tokens", strconv.FormatInt(h.RemainingTokens, 10))
-		set("x-ratelimit-reset-tokens", FormatReset(h.ResetTokens))
+		set(names.LimitTokens, strconv.FormatInt(h.LimitTokens, 10))
+		set(names.RemainingTokens, strconv.FormatInt(h.RemainingTokens, 10))
+		set(names.ResetTokens, reset(h.ResetTokens))
 	}
 }
 

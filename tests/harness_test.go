@@ -3,10 +3,7 @@
 package tests
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
@@ -20,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/platformsim"
 )
 
@@ -70,24 +68,6 @@ func noteSources(root string) {
 	})
 }
 
-// syncBuffer collects a process's output while tests read it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // platform is a simulated platform served on loopback for one test.
 type platform struct {
 	Sim *platformsim.Sim
@@ -104,20 +84,15 @@ func startPlatform(t testing.TB) *platform {
 	return &platform{Sim: sim, URL: srv.URL, Key: key}
 }
 
-func canary(t testing.TB) string {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	return "sk-CANARY-" + hex.EncodeToString(b[:])
-}
+// canary is a fresh platform key that must never leak.
+func canary(t testing.TB) string { return apitest.Canary(t) }
 
 // gateway is one running modelgate process.
 type gateway struct {
 	cmd        *exec.Cmd
 	URL        string // http://127.0.0.1:port
 	ConfigPath string
-	Output     *syncBuffer // everything the process printed (logs)
+	Output     *apitest.SyncBuffer // everything the process printed (logs)
 	exited     chan struct{}
 	exitErr    error
 }
@@ -145,7 +120,7 @@ func startGateway(t testing.TB, o gatewayOptions) *gateway {
 	notedSources.Do(func() { noteSources("..") })
 	waitPastMidnight(t, time.Minute)
 	addr := freePort(t)
-	g := &gateway{URL: "http://" + addr, Output: &syncBuffer{}, exited: make(chan struct{})}
+	g := &gateway{URL: "http://" + addr, Output: &apitest.SyncBuffer{}, exited: make(chan struct{})}
 	args := []string{"--listen", addr}
 	if o.ConfigYAML != "" {
 		g.ConfigPath = filepath.Join(t.TempDir(), "config.yaml")
