@@ -19,27 +19,25 @@ func TestSharedRefusalsSpeakTheRoutesShape(t *testing.T) {
 		{"sidecar", "GET", "/api/open/v2/balance/info", nil, shapeEnvelope},
 	}
 	env := newTestEnv(t, "", nil)
+	keys := []struct {
+		name, key, envelopeMsg string
+	}{
+		{"missing_key", "", "missing API key: send it in the Authorization header as 'Bearer <key>'"},
+		{"wrong_key", "mg-not-a-key", "invalid API key"},
+	}
 	for _, r := range routes {
-		t.Run(r.name+"/missing_key", func(t *testing.T) {
-			status, _, b := env.do(t, r.method, r.path, "", r.body)
-			if status != http.StatusUnauthorized {
-				t.Fatalf("status %d: %s", status, b)
-			}
-			assertShape(t, r.shape, b)
-			if r.shape == shapeEnvelope {
-				assertEnvelopeSays(t, b, 2, "missing API key: send it in the Authorization header as 'Bearer <key>'")
-			}
-		})
-		t.Run(r.name+"/wrong_key", func(t *testing.T) {
-			status, _, b := env.do(t, r.method, r.path, "mg-not-a-key", r.body)
-			if status != http.StatusUnauthorized {
-				t.Fatalf("status %d: %s", status, b)
-			}
-			assertShape(t, r.shape, b)
-			if r.shape == shapeEnvelope {
-				assertEnvelopeSays(t, b, 2, "invalid API key")
-			}
-		})
+		for _, k := range keys {
+			t.Run(r.name+"/"+k.name, func(t *testing.T) {
+				status, _, b := env.do(t, r.method, r.path, k.key, r.body)
+				if status != http.StatusUnauthorized {
+					t.Fatalf("status %d: %s", status, b)
+				}
+				assertShape(t, r.shape, b)
+				if r.shape == shapeEnvelope {
+					assertEnvelopeSays(t, b, 2, k.envelopeMsg)
+				}
+			})
+		}
 	}
 	env.server.StartDrain()
 	for _, r := range routes {
