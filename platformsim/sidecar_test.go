@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"mime/multipart"
+	"modelgate/apitest"
 	"net/http"
 	"strings"
 	"testing"
@@ -218,16 +219,8 @@ func multipartBody(t *testing.T, fields [][2]string, filename string, size int) 
 
 func postUpload(t *testing.T, url, key string, body io.Reader, ctype string) (int, env) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", url+"/api/open/v2/assets", body)
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", ctype)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, parseEnvelope(t, b)
+	status, _, b := apitest.Do(t, "POST", url+"/api/open/v2/assets", key, body, "Content-Type", ctype)
+	return status, parseEnvelope(t, b)
 }
 
 func TestAssetUploadAndScope(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/apitest"
 	"modelgate/platform"
 	"modelgate/platformsim"
 	"modelgate/testclock"
@@ -93,13 +93,8 @@ func routesEnv(t *testing.T) (*httptest.Server, *fakeKeys, *platformsim.Sim) {
 func send(t *testing.T, req *http.Request, team string) (int, []byte) {
 	t.Helper()
 	req.Header.Set("X-Team", team)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	status, _, b := apitest.Send(t, http.DefaultClient, req)
+	return status, b
 }
 
 // TestRoutesLeaseAndOwner: an upload goes with one lent key, ended once with the platform's
