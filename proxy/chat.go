@@ -25,16 +25,15 @@ import (
 
 // chatCall is one Chat Completions request on its way through the gateway.
 type chatCall struct {
-	s        *Server
-	c        *gin.Context
-	st       *state
-	p        *auth.Principal
-	ri       *requestInfo
-	req      *translate.ChatRequest
-	upBody   []byte
-	meta     translate.Meta
-	estimate int64 // input tokens estimate of one upstream call
-	upStream bool  // the upstream is asked to stream
+	chatDialect // the parsed request and whether the upstream is asked to stream
+	s           *Server
+	c           *gin.Context
+	st          *state
+	p           *auth.Principal
+	ri          *requestInfo
+	upBody      []byte
+	meta        translate.Meta
+	estimate    int64 // input tokens estimate of one upstream call
 	// reserve is one choice's reservation: its input estimate and output cap.
 	reserve ratelimit.Usage
 }
@@ -46,12 +45,12 @@ type chatCall struct {
 // Its frame stays under a stream for minutes, so all that is checked and built before the
 // call is done in the preflight, whose frame is gone by then (see startStream).
 func (s *Server) chatCompletions(c *gin.Context) {
-	d := &chatDialect{}
-	a := s.preflight(c, "/v1/chat/completions", d)
+	call := new(chatCall) // the dialect the preflight fills, and the call once admitted
+	a := s.preflight(c, "/v1/chat/completions", call)
 	if a == nil {
 		return
 	}
-	call := d.newCall(s, c, a)
+	call.admitted(s, c, a)
 	var ch accounting.Charge
 	defer func() { s.settle(c, a.ticket, ch) }()
 	if call.ri.Stream {
@@ -61,19 +60,18 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	ch = call.complete()
 }
 
-// newCall is an admitted chat request on its way to the platform.
+// admitted makes the checked request the call on its way to the platform. Out of line, so
+// the Meta it builds takes no room in the handler's frame under a stream.
 //
 //go:noinline
-func (d *chatDialect) newCall(s *Server, c *gin.Context, a *admission) *chatCall {
-	req := d.req
-	return &chatCall{
-		s: s, c: c, st: a.st, p: a.p, ri: info(c), req: req, upBody: a.call.upBody, upStream: d.upStream,
-		estimate: a.estimate, reserve: a.reserve,
-		meta: translate.Meta{
-			ID: "chatcmpl-" + newRequestID()[4:], Created: time.Now().Unix(), Model: req.Model,
-			ReasoningField: a.st.cfg.Translate.ReasoningField,
-			IncludeUsage:   req.IncludeUsage, Legacy: req.Legacy, Logprobs: req.Logprobs, Stop: req.Stop,
-		},
+func (cc *chatCall) admitted(s *Server, c *gin.Context, a *admission) {
+	req := cc.req
+	cc.s, cc.c, cc.st, cc.p, cc.ri = s, c, a.st, a.p, info(c)
+	cc.upBody, cc.estimate, cc.reserve = a.call.upBody, a.estimate, a.reserve
+	cc.meta = translate.Meta{
+		ID: "chatcmpl-" + newRequestID()[4:], Created: time.Now().Unix(), Model: req.Model,
+		ReasoningField: a.st.cfg.Translate.ReasoningField,
+		IncludeUsage:   req.IncludeUsage, Legacy: req.Legacy, Logprobs: req.Logprobs, Stop: req.Stop,
 	}
 }
 

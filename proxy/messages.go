@@ -71,14 +71,14 @@ func (s *Server) messages(c *gin.Context) {
 
 // messagesCall is a checked and admitted Messages request.
 type messagesCall struct {
-	st       *state
-	p        *auth.Principal
-	upBody   []byte // as it goes upstream; dropped once sent
-	stream   bool   // the client asked for a stream
-	upStream bool   // the platform is asked for a stream
-	meta     translate.MessagesMeta
-	reserve  ratelimit.Usage
-	ticket   *ratelimit.Ticket
+	messagesDialect // the parsed request and whether the platform is asked to stream
+	st              *state
+	p               *auth.Principal
+	upBody          []byte // as it goes upstream; dropped once sent
+	stream          bool   // the client asked for a stream
+	meta            translate.MessagesMeta
+	reserve         ratelimit.Usage
+	ticket          *ratelimit.Ticket
 }
 
 // checkMessages checks, translates and admits a Messages request through the preflight,
@@ -86,16 +86,15 @@ type messagesCall struct {
 //
 //go:noinline
 func (s *Server) checkMessages(c *gin.Context) *messagesCall {
-	d := &messagesDialect{}
-	a := s.preflight(c, messagesRoute, d)
+	m := new(messagesCall) // the dialect the preflight fills, and the call once admitted
+	a := s.preflight(c, messagesRoute, m)
 	if a == nil {
 		return nil
 	}
-	return &messagesCall{
-		st: a.st, p: a.p, upBody: a.call.upBody, stream: a.call.stream, upStream: d.upStream,
-		meta:    translate.MessagesMeta{ID: "msg_" + newRequestID()[4:], Model: a.call.model, StopSequences: d.req.StopSequences},
-		reserve: a.reserve, ticket: a.ticket,
-	}
+	m.st, m.p, m.upBody, m.stream = a.st, a.p, a.call.upBody, a.call.stream
+	m.meta = translate.MessagesMeta{ID: "msg_" + newRequestID()[4:], Model: a.call.model, StopSequences: m.req.StopSequences}
+	m.reserve, m.ticket = a.reserve, a.ticket
+	return m
 }
 
 // messagesDialect is Anthropic Messages' part of the preflight.

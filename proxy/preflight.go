@@ -64,11 +64,11 @@ type admission struct {
 //
 //go:noinline
 func (s *Server) preflight(c *gin.Context, route string, d dialect) *admission {
-	call := s.checkCall(c, route, d)
-	if call == nil {
+	a := new(admission) // the one allocation of the preflight: the call is built in place
+	if !s.checkCall(c, route, d, &a.call) || !s.admitCall(c, d, a) {
 		return nil
 	}
-	return s.admitCall(c, d, call)
+	return a
 }
 
 // checkCall is the preflight's first half: the body, its check, the allow-list, the
@@ -76,57 +76,57 @@ func (s *Server) preflight(c *gin.Context, route string, d dialect) *admission {
 // the second half needs (TestOpenStreamStack).
 //
 //go:noinline
-func (s *Server) checkCall(c *gin.Context, route string, d dialect) *modelCall {
+func (s *Server) checkCall(c *gin.Context, route string, d dialect, call *modelCall) bool {
 	ri := info(c)
 	ri.Route = route
 	st := requestState(c)
 	body, ok := readJSONBody(c, s.bodyLimits(st.cfg))
 	if !ok {
-		return nil
+		return false
 	}
-	call := new(modelCall)
 	if !d.check(c, st, body, call) {
 		noteAsked(ri, body)
-		return nil
+		return false
 	}
 	ri.Model, ri.Stream = call.model, call.stream
 	p := principal(c)
 	if !p.AllowsModel(call.model) {
 		modelNotFound(c, call.model)
-		return nil
+		return false
 	}
 	if !d.prepare(c, st, p, call) {
-		return nil
+		return false
 	}
 	ri.traceCall(call)
-	return call
+	return true
 }
 
 // admitCall is the preflight's second half: a dialect's own hold, the spend budgets and the
 // limiter.
 //
 //go:noinline
-func (s *Server) admitCall(c *gin.Context, d dialect, call *modelCall) *admission {
-	p, st := principal(c), requestState(c)
+func (s *Server) admitCall(c *gin.Context, d dialect, a *admission) bool {
+	p, st, call := principal(c), requestState(c), &a.call
 	release := func() {}
 	if h, ok := d.(holder); ok {
 		if release, ok = h.hold(c, st); !ok {
-			return nil
+			return false
 		}
 	}
 	estimate, outCap, n := tokens.EstimateResponsesInput(call.upBody), st.outputReserve(call.maxOut), int64(max(call.choices, 1))
 	// n choices are n upstream generations: reserve for all of them, count one request.
 	if !s.reserveSpend(c, st, p, estimate*n, outCap*n) {
 		release()
-		return nil
+		return false
 	}
 	ticket := s.admit(c, p, ratelimit.Usage{InputTokens: estimate * n, OutputTokens: outCap * n})
 	if ticket == nil {
 		release()
-		return nil
+		return false
 	}
-	return &admission{call: *call, st: st, p: p, estimate: estimate,
-		reserve: ratelimit.Usage{InputTokens: estimate, OutputTokens: outCap}, ticket: ticket}
+	a.st, a.p, a.estimate, a.ticket = st, p, estimate, ticket
+	a.reserve = ratelimit.Usage{InputTokens: estimate, OutputTokens: outCap}
+	return true
 }
 
 // noteAsked records the model and stream flag a refused body asked for, as far as they can
