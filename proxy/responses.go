@@ -91,7 +91,8 @@ func (s *Server) admitResponses(c *gin.Context) *admittedResponses {
 // background response holds a place in its team's queue.
 type responsesDialect struct {
 	s          *Server
-	fields     responsesFields
+	ask        turnAsk     // what it asks of stored responses (read where they are kept)
+	steering   bool        // it carries steering fields, which are removed
 	background bool        // asked to run in the background, where modelgate runs those
 	turn       *storedTurn // to keep once answered; nil when the response is not kept
 	job        *jobs.Job   // the background job's place, once held
@@ -165,7 +166,14 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 	default:
 		d.background = f.background.Bool()
 	}
-	d.fields = f
+	if st.keeper != nil {
+		ask, ok := askedTurn(c, &f)
+		if !ok {
+			return false
+		}
+		d.ask = ask
+	}
+	d.steering = f.steering
 	*call = modelCall{model: model.Str, stream: stream.Bool(), maxOut: maxOut.Int(), choices: 1, upBody: body}
 	return true
 }
@@ -175,11 +183,11 @@ func (d *responsesDialect) prepare(c *gin.Context, st *state, p *auth.Principal,
 	body, ok := call.upBody, true
 	if st.keeper != nil {
 		// The expanded input is what the platform charges, so it is what the estimate sees.
-		if body, d.turn, ok = d.s.expandPrevious(c, st, p, body, &d.fields); !ok {
+		if body, d.turn, ok = d.s.expandPrevious(c, st, p, body, d.ask); !ok {
 			return false
 		}
 	}
-	body, err := prepareResponsesBody(body, st.models.upstreamName(call.model), call.model, d.fields.steering)
+	body, err := prepareResponsesBody(body, st.models.upstreamName(call.model), call.model, d.steering)
 	if err != nil {
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
 		return false

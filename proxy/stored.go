@@ -93,34 +93,51 @@ type storedTurn struct {
 	input  []byte // this turn's own items
 }
 
+// turnAsk is what a Responses request asks of stored responses, read from its fields by
+// askedTurn: whether to keep its answer, the response it continues, and its own input.
+type turnAsk struct {
+	keep      bool
+	continued bool   // previous_response_id was given ("" included: it names no response)
+	prev      string // previous_response_id
+	inputRaw  string // the request's own input, raw JSON
+	model     string // client-facing
+}
+
+// askedTurn reads what the request asks of stored responses, refusing a store or
+// previous_response_id of the wrong type (then it has answered the client). It keeps plain
+// values only: the parsed fields stay in the check's frame.
+func askedTurn(c *gin.Context, f *responsesFields) (turnAsk, bool) {
+	t := turnAsk{keep: true, inputRaw: f.input.Raw, model: f.model.Str}
+	switch {
+	case !f.store.Exists() || f.store.Type == gjson.Null:
+	case f.store.IsBool():
+		t.keep = f.store.Bool()
+	default:
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "store", "Invalid type for 'store': expected a boolean.")
+		return t, false
+	}
+	switch {
+	case !f.previous.Exists() || f.previous.Type == gjson.Null:
+	case f.previous.Type == gjson.String:
+		t.prev, t.continued = f.previous.Str, true
+	default:
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "previous_response_id", "Invalid type for 'previous_response_id': expected a string.")
+		return t, false
+	}
+	return t, true
+}
+
 // expandPrevious replaces a previous_response_id by the conversation it names: the earlier
 // turns' items, oldest first, then the new input. It returns the body to send and the turn
 // to keep (nil under store: false). A refusal has answered the client; nothing went upstream.
 //
 //go:noinline
-func (s *Server) expandPrevious(c *gin.Context, st *state, p *auth.Principal, body []byte, f *responsesFields) ([]byte, *storedTurn, bool) {
-	keep := true
-	switch {
-	case !f.store.Exists() || f.store.Type == gjson.Null:
-	case f.store.IsBool():
-		keep = f.store.Bool()
-	default:
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "store", "Invalid type for 'store': expected a boolean.")
-		return nil, nil, false
-	}
-	prev, continued := "", false
-	switch {
-	case !f.previous.Exists() || f.previous.Type == gjson.Null:
-	case f.previous.Type == gjson.String:
-		prev, continued = f.previous.Str, true // "" included: it names no response
-	default:
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "previous_response_id", "Invalid type for 'previous_response_id': expected a string.")
-		return nil, nil, false
-	}
+func (s *Server) expandPrevious(c *gin.Context, st *state, p *auth.Principal, body []byte, t turnAsk) ([]byte, *storedTurn, bool) {
+	keep, prev, continued := t.keep, t.prev, t.continued
 	if !keep && !continued {
 		return body, nil, true // nothing to add and nothing to keep: forwarded as it came
 	}
-	turnInput, err := stored.TurnInput(f.input.Raw)
+	turnInput, err := stored.TurnInput(t.inputRaw)
 	if err != nil {
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "input", "Invalid type for 'input': expected a string or an array.")
 		return nil, nil, false
@@ -163,7 +180,7 @@ func (s *Server) expandPrevious(c *gin.Context, st *state, p *auth.Principal, bo
 	if !keep {
 		return body, nil, true
 	}
-	return body, &storedTurn{owner: who, parent: prev, model: f.model.Str, input: turnInput}, true
+	return body, &storedTurn{owner: who, parent: prev, model: t.model, input: turnInput}, true
 }
 
 // stillRunning reports whether an unfinished background response is still being run (one
