@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -32,7 +33,9 @@ func TestRefusedRequestLogsWhatItAsked(t *testing.T) {
 		{"responses_duplicate_field", "/v1/responses", keyAlpha1, `{"model":"sim-chat","stream":true,"input":"a","input":"b"}`, 400, "sim-chat", true},
 		{"count_tokens_bad_messages", "/v1/messages/count_tokens", keyAlpha1, `{"model":"sim-chat","messages":5}`, 400, "sim-chat", false},
 		{"model_not_allowed", "/v1/responses", keyBeta, `{"model":"sim-reasoner","stream":true,"input":"hi"}`, 404, "sim-reasoner", true},
-		{"not_json", "/v1/chat/completions", keyAlpha1, `{"model":"sim-chat","stream":true,`, 400, "sim-chat", true},
+		// A body that is not JSON names no model: it is not read past the bounded check.
+		{"not_json", "/v1/chat/completions", keyAlpha1, `{"model":"sim-chat","stream":true,`, 400, "", false},
+		{"too_deep", "/v1/responses", keyAlpha1, `{"model":"sim-chat","stream":true,"input":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`, 400, "", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

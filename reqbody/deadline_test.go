@@ -22,8 +22,8 @@ type readResult struct {
 }
 
 // deadlineServer serves each request by reading its body with timeout; after a whole read
-// it waits three times the timeout, so a deadline left on the connection would have fired,
-// and answers 200.
+// it waits past the time the deadline would have fired (it was set when the read began), so
+// a deadline left on the connection would have cut the wait, and answers 200.
 func deadlineServer(t *testing.T, timeout time.Duration) (string, <-chan readResult) {
 	t.Helper()
 	results := make(chan readResult, 1)
@@ -38,7 +38,7 @@ func deadlineServer(t *testing.T, timeout time.Duration) (string, <-chan readRes
 		}
 		select {
 		case <-r.Context().Done():
-		case <-time.After(3 * timeout):
+		case <-time.After(timeout + 250*time.Millisecond):
 		}
 		res.canceled = r.Context().Err() != nil
 		results <- res
@@ -52,7 +52,10 @@ func deadlineServer(t *testing.T, timeout time.Duration) (string, <-chan readRes
 // body read whole has its deadline lifted, so the wait after it (a long answer, a stream)
 // is never cut by it.
 func TestReadDeadline(t *testing.T) {
-	const timeout = 150 * time.Millisecond
+	// A stalled body is cut at a short deadline; a whole body gets a deadline long enough for
+	// any read of it on a loaded machine under -race (inflating 8 MiB took over 150 ms there),
+	// so only a deadline left on the connection after the read can fire.
+	const stalledTimeout, wholeTimeout = 150 * time.Millisecond, 2 * time.Second
 	bomb := zeros(t, 8<<20)
 	whole := `{"model":"m"}`
 	cases := []struct {
@@ -69,6 +72,10 @@ func TestReadDeadline(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			timeout := wholeTimeout
+			if tc.kind == reqbody.TimedOut {
+				timeout = stalledTimeout
+			}
 			addr, results := deadlineServer(t, timeout)
 			conn, err := net.Dial("tcp", addr)
 			if err != nil {
