@@ -222,9 +222,10 @@ func (s *Server) countTokens(c *gin.Context) {
 	if !ok {
 		return
 	}
+	asked := peekable(body)
 	req, err := translate.ParseMessagesCount(body)
 	if err != nil {
-		noteAsked(ri, body)
+		noteAsked(ri, asked)
 		writeTranslateError(c, err)
 		return
 	}

@@ -84,8 +84,9 @@ func (s *Server) checkCall(c *gin.Context, route string, d dialect, call *modelC
 	if !ok {
 		return false
 	}
+	asked := peekable(body)
 	if !d.check(c, st, body, call) {
-		noteAsked(ri, body)
+		noteAsked(ri, asked)
 		return false
 	}
 	ri.Model, ri.Stream = call.model, call.stream
@@ -127,6 +128,20 @@ func (s *Server) admitCall(c *gin.Context, d dialect, a *admission) bool {
 	a.st, a.p, a.estimate, a.ticket = st, p, estimate, ticket
 	a.reserve = ratelimit.Usage{InputTokens: estimate, OutputTokens: outCap}
 	return true
+}
+
+// maxPeek is the largest refused body whose model is read for the log. A larger one names
+// none: keeping it reachable until its parse has failed would hold it beside the parser's
+// own copy, doubling what a large hostile body costs at its peak.
+const maxPeek = 1 << 20
+
+// peekable is body when it is small enough to be read for its model after a refusal, or
+// nil. Only what it returns stays reachable across the dialect's parse.
+func peekable(body []byte) []byte {
+	if len(body) > maxPeek {
+		return nil
+	}
+	return body
 }
 
 // noteAsked records the model and stream flag a refused body asked for, as far as they can
