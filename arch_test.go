@@ -27,6 +27,7 @@ var allowedImports = map[string][]string{
 	"modelgate/jobs":                {"accounting", "ratelimit", "relay", "reqlog", "store", "stored", "translate"},
 	"modelgate/relay":               {"accounting", "translate", "ratelimit", "platform"},
 	"modelgate/billing":             {"store", "config", "periodic"},
+	"modelgate/calibration":         {"store", "periodic"},
 	"modelgate/stored":              {"store"},
 	"modelgate/translate":           {"tokens"},
 	"modelgate/ratelimit":           {"redisconn", "config"},
