@@ -16,7 +16,7 @@ var allowedImports = map[string][]string{
 	"modelgate":                     {"*"},
 	"modelgate/tracing":             {},
 	"modelgate/tracing/tracingtest": {},
-	"modelgate/metrics":             {"reqlog", "auth", "config"},
+	"modelgate/metrics":             {"reqlog", "auth", "config", "calibration"},
 	"modelgate/reqlog":              {},
 	"modelgate/sidecar":             {"platform", "store", "reqlog"},
 	"modelgate/proxy":               {"accounting", "jobs", "relay", "reqbody", "translate", "ratelimit", "auth", "platform", "store", "stored", "billing", "tracing", "tokens", "reqlog", "sidecar", "config", "upstream"},
