@@ -19,7 +19,7 @@ var allowedImports = map[string][]string{
 	"modelgate/metrics":             {"reqlog", "auth", "config", "calibration"},
 	"modelgate/reqlog":              {},
 	"modelgate/sidecar":             {"platform", "store", "reqlog"},
-	"modelgate/proxy":               {"accounting", "jobs", "relay", "reqbody", "translate", "ratelimit", "auth", "platform", "store", "stored", "billing", "tracing", "tokens", "reqlog", "sidecar", "config", "upstream"},
+	"modelgate/proxy":               {"accounting", "calibration", "jobs", "relay", "reqbody", "translate", "ratelimit", "auth", "platform", "store", "stored", "billing", "tracing", "tokens", "reqlog", "sidecar", "config", "upstream"},
 	"modelgate/upstream":            {"accounting", "auth", "config", "platform", "ratelimit", "reqlog", "tracing", "translate"},
 	"modelgate/admin":               {"auth", "billing", "ratelimit", "reqbody", "store", "config", "periodic"},
 	"modelgate/accounting":          {"billing", "ratelimit", "reqlog"},

@@ -307,7 +307,8 @@ func serve(o options, logger *slog.Logger) error {
 	}
 	srv, err := proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: client, Logger: logger,
 		Hooks: obs.Hooks(), MetricsHandler: obs.Handler(), Store: records, Tracer: tracer,
-		Admin: self.deps.Admin, Issued: self.deps.Issued, Ledger: self.deps.Ledger, History: self.deps.History})
+		Admin: self.deps.Admin, Issued: self.deps.Issued, Ledger: self.deps.Ledger, History: self.deps.History,
+		Estimates: self.deps.Estimates})
 	if err != nil {
 		return err
 	}
@@ -315,6 +316,7 @@ func serve(o options, logger *slog.Logger) error {
 	defer self.stop() // before the store closes: the last spend and history are flushed
 	defer srv.Close() // before the store closes: responses still being written get there
 	obs.WatchPlatformKeys(srv.KeyStates)
+	obs.WatchEstimates(self.calib)
 	if self.deps.History != nil {
 		obs.WatchHistoryDrops(self.deps.History.DroppedRows)
 	}

@@ -9,6 +9,7 @@ import (
 	"modelgate/admin"
 	"modelgate/auth"
 	"modelgate/billing"
+	"modelgate/calibration"
 	"modelgate/config"
 	"modelgate/proxy"
 	"modelgate/ratelimit"
@@ -16,11 +17,12 @@ import (
 )
 
 // selfService is team self-service as main wires it: issued keys, spend budgets, usage
-// history and the admin API over them, with the background loops that keep them in step
-// with the store.
+// history and the admin API over them, and the per-model calibration of token estimates,
+// with the background loops that keep them in step with the store.
 type selfService struct {
 	deps   proxy.Deps // only the self-service fields are set
 	api    *admin.API
+	calib  *calibration.Table
 	srv    *proxy.Server
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -45,12 +47,13 @@ func newSelfService(cfg *config.Config, records store.Store, limiter *ratelimit.
 		return nil, err
 	}
 	ss.api = api
-	ss.deps = proxy.Deps{Admin: api, Issued: issued, Ledger: ledger, History: hist}
+	ss.calib = calibration.New(records, nil, logger)
+	ss.deps = proxy.Deps{Admin: api, Issued: issued, Ledger: ledger, History: hist, Estimates: ss.calib}
 	return ss, nil
 }
 
-// start runs the loops: the issued-key poll, and the spend and history flushes (every second,
-// off the request path).
+// start runs the loops: the issued-key poll, the spend and history flushes (every second,
+// off the request path), and the calibration's sync (every calibrationSync).
 func (ss *selfService) start(srv *proxy.Server) {
 	ss.srv = srv
 	ctx, cancel := context.WithCancel(context.Background())
@@ -60,7 +63,13 @@ func (ss *selfService) start(srv *proxy.Server) {
 	if ss.deps.History != nil {
 		ss.wg.Go(func() { ss.deps.History.Run(ctx, time.Second) })
 	}
+	ss.wg.Go(func() { ss.calib.Run(ctx, calibrationSync) })
 }
+
+// calibrationSync is how often a replica writes its calibration samples and reads the other
+// replicas'. Its own samples count at once; each sync reads the whole calibration bucket
+// (on Redis a SCAN), so it runs far less often than the spend flush.
+const calibrationSync = 10 * time.Second
 
 // stop ends the loops after a last flush; the store must still be open.
 func (ss *selfService) stop() {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/calibration"
 	"modelgate/config"
 	"modelgate/ratelimit"
 	"modelgate/reqlog"
@@ -49,6 +50,12 @@ func (s *Server) authenticateAdmin(c *gin.Context) {
 	abortError(c, http.StatusUnauthorized, typeInvalidRequest, "invalid_api_key", "", "Incorrect API key provided.")
 }
 
+// EstimateSource is what GET /admin/usage lists the calibrated estimates from
+// (calibration.Table).
+type EstimateSource interface {
+	Models() []calibration.ModelFactor
+}
+
 type usageLimits struct {
 	RequestsPerMinute  int64 `json:"requests_per_minute"`
 	TokensPerMinute    int64 `json:"tokens_per_minute"`
@@ -70,7 +77,9 @@ func limitsOf(l config.Limits) usageLimits {
 }
 
 // adminUsage reports, per team and key, this minute's and this UTC day's requests and tokens
-// and what remains of each budget.
+// and what remains of each budget; and per model, how its token estimates are calibrated
+// (ratio, spread, samples), so an operator can see how far the raw estimate is from what
+// the platform counts.
 func (s *Server) adminUsage(c *gin.Context) {
 	st := requestState(c)
 	var scopes []ratelimit.Scope
@@ -100,9 +109,14 @@ func (s *Server) adminUsage(c *gin.Context) {
 		}
 		teams = append(teams, te)
 	}
+	estimates := []calibration.ModelFactor{}
+	if s.estimates != nil {
+		estimates = append(estimates, s.estimates.Models()...)
+	}
 	b, err := json.Marshal(struct {
-		Teams []usageEntry `json:"teams"`
-	}{teams})
+		Teams     []usageEntry              `json:"teams"`
+		Estimates []calibration.ModelFactor `json:"estimates"`
+	}{teams, estimates})
 	if err != nil {
 		abortError(c, http.StatusInternalServerError, typeServer, "internal_error", "", "internal error")
 		return

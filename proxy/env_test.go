@@ -110,6 +110,8 @@ type envOptions struct {
 	hooks reqlog.Hooks
 	// bgLease is background jobs' claim lease; 0 is the default.
 	bgLease time.Duration
+	// estimates are the calibrated estimates /admin/usage lists; nil lists none.
+	estimates EstimateSource
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -182,7 +184,7 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { env.limiter.Close() })
-	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease})
+	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease, Estimates: o.estimates})
 	if err != nil {
 		t.Fatal(err)
 	}

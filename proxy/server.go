@@ -55,6 +55,9 @@ type Deps struct {
 	Issued  *auth.Issued
 	Ledger  *billing.Ledger
 	History *billing.Recorder
+	// Estimates lists each model's calibrated token estimate for GET /admin/usage (a
+	// calibration.Table); nil lists none.
+	Estimates EstimateSource
 
 	// Tracer, when set, traces requests (see package tracing); nil is tracing off.
 	Tracer *tracing.Tracer
@@ -109,6 +112,8 @@ type Server struct {
 	owners   sidecar.Owners  // who uploaded each asset (sidecar routes)
 	// inflating is the room gzip request bodies being inflated share (max_inflating_bytes).
 	inflating reqbody.Budget
+	// estimates is each model's calibration, for GET /admin/usage; nil: none.
+	estimates EstimateSource
 }
 
 // New builds a Server. The config must already be validated.
@@ -123,7 +128,7 @@ func New(d Deps) (*Server, error) {
 		d.Now = time.Now
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
-		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, callers: newCallerScopes(), tracer: d.Tracer}
+		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, estimates: d.Estimates, callers: newCallerScopes(), tracer: d.Tracer}
 	s.settler = accounting.Settler{Log: d.Logger, Ledger: d.Ledger, History: d.History}
 	var err error
 	if s.keeper, err = s.newKeeper(d.Config); err != nil {
