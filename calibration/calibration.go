@@ -22,7 +22,8 @@
 // The view a Factor is read from combines the slots with weights that halve every two
 // slots (a 12-hour half-life, so a model whose tokenizer changes is learned anew within
 // about a day), plus the samples of this replica not yet reloaded, at full weight, so a
-// sample counts on its replica at once.
+// sample counts on its replica at once. A table without a store (tests) keeps its samples
+// at full weight for as long as it lives.
 //
 // # Factor
 //
@@ -170,14 +171,10 @@ func (t *Table) Observe(model string, estimated, reported int64) {
 		if e == nil {
 			return // the table is full
 		}
-		e.mu.Lock()
-		if !e.gone {
-			e.pending.add(s)
-			e.mu.Unlock()
+		if e.add(s) {
 			return
 		}
-		// A reload dropped the entry between the lookup and the lock: look it up again.
-		e.mu.Unlock()
+		// A reload dropped the entry between the lookup and the add: look it up again.
 	}
 }
 
@@ -276,6 +273,17 @@ type entry struct {
 	// gone marks an entry a reload dropped, so an Observe that found it just before
 	// looks again.
 	gone bool
+}
+
+// add adds s to the pending samples, unless a reload has dropped the entry.
+func (e *entry) add(s sums) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.gone {
+		return false
+	}
+	e.pending.add(s)
+	return true
 }
 
 // view is the entry's samples as a Factor sees them; e.mu is held.

@@ -53,12 +53,15 @@ func parseKey(key string) (slot int64, model string, ok bool) {
 	return slot, model, err == nil
 }
 
-// Run loads the shared view, then every interval writes this replica's samples and reloads
-// it, until ctx ends; then it writes what is pending a last time. Without a store it
-// returns at once.
+// Run loads the shared view, then every interval (10s when not positive) writes this
+// replica's samples and reloads it, until ctx ends; then it writes what is pending a last
+// time. Without a store it returns at once.
 func (t *Table) Run(ctx context.Context, every time.Duration) {
 	if t.st == nil {
 		return
+	}
+	if every <= 0 {
+		every = 10 * time.Second
 	}
 	if err := t.Sync(ctx); err != nil {
 		t.log.Warn("calibration: could not load the shared view; using local samples until the store answers", "err", err.Error())

@@ -136,8 +136,15 @@ func TestReplicasShareSamples(t *testing.T) {
 			}
 			wg.Wait()
 			mustSync(t, a, b, a)
-			if ga, gb := a.Factor("m"), b.Factor("m"); ga.Samples != 1060 || ga != gb {
+			ga, gb := a.Factor("m"), b.Factor("m")
+			if ga.Samples != 1060 || ga != gb {
 				t.Errorf("after concurrent syncs: a %+v, b %+v, want 1060 samples on both", ga, gb)
+			}
+			// A replica started later (or restarted) learns it all at its first sync.
+			c := New(st, clock.Now, nil)
+			mustSync(t, c)
+			if gc := c.Factor("m"); gc != ga {
+				t.Errorf("a new replica: %+v, want %+v", gc, ga)
 			}
 		})
 	}
@@ -290,6 +297,28 @@ func TestFullTableGivesWay(t *testing.T) {
 	tb.Observe("new", 100, 200)
 	if got := tb.Factor("new"); got.Samples != 1 {
 		t.Errorf("after the old models gave way: %+v", got)
+	}
+}
+
+// An Observe that looked its model up just before a reload dropped the entry (all its
+// samples expired) does not add to the dropped entry, whose samples nobody would read: it
+// looks again.
+func TestObserveRacingADrop(t *testing.T) {
+	clock := slotClock()
+	st := openBolt(t, t.TempDir(), clock.Now)
+	defer st.Close()
+	tb := New(st, clock.Now, nil)
+	tb.Observe("m", 100, 200)
+	mustSync(t, tb)
+	clock.Advance(time.Duration(keptSlots+2) * slotLength)
+	found := tb.entry("m", true) // Observe's lookup
+	mustSync(t, tb)              // the reload drops the entry
+	if found.add(sums{n: 1, r: 2 * micro, r2: 4 * micro}) {
+		t.Fatal("a sample was added to an entry the table no longer holds")
+	}
+	tb.Observe("m", 100, 200)
+	if got := tb.Factor("m"); got.Samples != 1 {
+		t.Errorf("after the drop: %+v", got)
 	}
 }
 
