@@ -227,6 +227,7 @@ func TestRelearnedWithinADay(t *testing.T) {
 		t.Fatalf("settled: %+v", got)
 	}
 	hourly(24, 1500)
+	t.Logf("a day after the change: %+v", tb.Factor("m"))
 	if got := tb.Factor("m"); math.Abs(got.Ratio-1.5)/1.5 > 0.1 {
 		t.Errorf("a day after the change: %+v, want within 10%% of 1.5", got)
 	}
