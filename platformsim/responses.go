@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
-
-	"modelgate/tokens"
 )
 
 // slowEventDelay is sim-slow's pause between events when Options.EventDelay is not set.
@@ -113,7 +111,7 @@ func (s *Sim) generate(req *request, key string) answer {
 		p.truncate(int(req.maxOutput), "max_output_tokens")
 	}
 
-	b := &bill{key: key, input: tokens.EstimateResponsesInput(req.body)}
+	b := &bill{key: key, input: s.inputTokens(req.model, req.body)}
 	if req.model == "sim-error-event" {
 		// Before a stream starts the failure is an HTTP error; nothing is generated or charged.
 		if !req.stream {
@@ -233,8 +231,8 @@ type minimalKey struct {
 // minimalAnswer is Options.Minimal's fixed reply: the smallest valid Response or stream, with
 // no request fields echoed, rendered once per model, input size and mode and then reused.
 func (s *Sim) minimalAnswer(body []byte, key string) answer {
-	in := tokens.EstimateResponsesInput(body)
 	r := gjson.GetManyBytes(body, "model", "stream")
+	in := s.inputTokens(r[0].Str, body)
 	mk := minimalKey{model: r[0].Str, input: in, stream: r[1].Type == gjson.True}
 	b := &bill{key: key, input: in, output: 1}
 	if cached, ok := s.minimal.Load(mk); ok {

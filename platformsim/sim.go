@@ -15,8 +15,9 @@
 // request turns the platform's thinking switch on (thinking.type enabled) leads its answer
 // with a reasoning summary.
 //
-// Usage follows package tokens: input = tokens.EstimateResponsesInput(body), one output token
-// per delta event, so a cut stream's charge can be checked against what was streamed.
+// Usage follows package tokens by default: input = tokens.EstimateResponsesInput(body), one
+// output token per delta event, so a cut stream's charge can be checked against what was
+// streamed. Options.Counter makes the platform count input tokens its own way instead.
 package platformsim
 
 import (
@@ -27,6 +28,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"modelgate/tokens"
 )
 
 // Options configure a Sim.
@@ -39,6 +42,23 @@ type Options struct {
 	// IDTag, when set, goes into every id after its prefix (resp_<tag>000001), so ids of
 	// two runs never meet: modelgate --simulate keeps responses across restarts, keyed by id.
 	IDTag string
+	// Counter, when set, counts the input tokens the platform bills (a PieceCounter, for a
+	// platform whose tokenizer differs from modelgate's estimate); default
+	// tokens.EstimateResponsesInput.
+	Counter InputCounter
+}
+
+// InputCounter counts the input tokens of a Responses request body under a model.
+type InputCounter interface {
+	Count(model string, body []byte) int64
+}
+
+// inputTokens is what the platform bills as the input of body.
+func (s *Sim) inputTokens(model string, body []byte) int64 {
+	if s.opts.Counter != nil {
+		return s.opts.Counter.Count(model, body)
+	}
+	return tokens.EstimateResponsesInput(body)
 }
 
 // Sim is the simulated platform. It is an http.Handler and safe for concurrent use.
