@@ -308,7 +308,7 @@ func serve(o options, logger *slog.Logger) error {
 	srv, err := proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: client, Logger: logger,
 		Hooks: obs.Hooks(), MetricsHandler: obs.Handler(), Store: records, Tracer: tracer,
 		Admin: self.deps.Admin, Issued: self.deps.Issued, Ledger: self.deps.Ledger, History: self.deps.History,
-		Estimates: self.deps.Estimates})
+		Calibration: self.deps.Calibration})
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func newSelfService(cfg *config.Config, records store.Store, limiter *ratelimit.
 	}
 	ss.api = api
 	ss.calib = calibration.New(records, nil, logger)
-	ss.deps = proxy.Deps{Admin: api, Issued: issued, Ledger: ledger, History: hist, Estimates: ss.calib}
+	ss.deps = proxy.Deps{Admin: api, Issued: issued, Ledger: ledger, History: hist, Calibration: ss.calib}
 	return ss, nil
 }
 

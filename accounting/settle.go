@@ -9,11 +9,21 @@ import (
 )
 
 // Settler settles admitted requests, each exactly once: their limiter ticket, their record,
-// their spend budgets and their usage-history row. Ledger and History may be nil.
+// their spend budgets and their usage-history row. Ledger, History and Calibration may be
+// nil.
 type Settler struct {
 	Log     *slog.Logger
 	Ledger  *billing.Ledger
 	History *billing.Recorder
+	// Calibration learns from every settlement at the platform's own figure how its input
+	// tokens compare with modelgate's estimate (a calibration.Table).
+	Calibration Learner
+}
+
+// Learner learns from one request whose input the platform reported: estimated is
+// modelgate's first estimate of all its platform calls, reported their input tokens.
+type Learner interface {
+	Observe(model string, estimated, reported int64)
 }
 
 // Settle settles the request's ticket with ch and writes the usage into its record for the
@@ -24,6 +34,9 @@ func (s Settler) Settle(t *ratelimit.Ticket, ch Charge, rec *reqlog.Record) {
 	rec.InputTokens, rec.OutputTokens = ch.Usage.InputTokens, ch.Usage.OutputTokens
 	rec.CachedTokens, rec.ReasoningTokens = ch.Usage.CachedInputTokens, ch.Usage.ReasoningTokens
 	rec.UsageEstimated = ch.Unknown
+	if ch.Unknown == "" && s.Calibration != nil && rec.InputEstimate > 0 && ch.Usage.InputTokens > 0 {
+		s.Calibration.Observe(rec.Model, rec.InputEstimate, ch.Usage.InputTokens)
+	}
 	if ch.Unknown != "" {
 		s.Log.Warn("billed, usage unknown",
 			slog.String("request_id", rec.RequestID),

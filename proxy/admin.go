@@ -50,12 +50,6 @@ func (s *Server) authenticateAdmin(c *gin.Context) {
 	abortError(c, http.StatusUnauthorized, typeInvalidRequest, "invalid_api_key", "", "Incorrect API key provided.")
 }
 
-// EstimateSource is what GET /admin/usage lists the calibrated estimates from
-// (calibration.Table).
-type EstimateSource interface {
-	Models() []calibration.ModelFactor
-}
-
 type usageLimits struct {
 	RequestsPerMinute  int64 `json:"requests_per_minute"`
 	TokensPerMinute    int64 `json:"tokens_per_minute"`
@@ -110,8 +104,8 @@ func (s *Server) adminUsage(c *gin.Context) {
 		teams = append(teams, te)
 	}
 	estimates := []calibration.ModelFactor{}
-	if s.estimates != nil {
-		estimates = append(estimates, s.estimates.Models()...)
+	if s.calibration != nil {
+		estimates = append(estimates, s.calibration.Models()...)
 	}
 	b, err := json.Marshal(struct {
 		Teams     []usageEntry              `json:"teams"`

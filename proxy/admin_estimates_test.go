@@ -18,17 +18,17 @@ func TestAdminUsageEstimates(t *testing.T) {
 	tb.Observe("sim-chat", 100, 150)
 	for _, tc := range []struct {
 		name string
-		src  EstimateSource
+		src  *calibration.Table
 		want []calibration.ModelFactor
 	}{
-		{"none", nil, []calibration.ModelFactor{}},
+		{"none", calibration.New(nil, nil, nil), []calibration.ModelFactor{}},
 		{"calibrated", tb, []calibration.ModelFactor{
 			{Model: "gpt-4o-mini", Factor: calibration.Factor{Ratio: (12.0 + 4) / 12, Spread: 0.5 / 1.5, Samples: 8}},
 			{Model: "sim-chat", Factor: calibration.Factor{Ratio: (1.5 + 4) / 5, Samples: 1}},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := startEnv(t, envOptions{estimates: tc.src})
+			env := startEnv(t, envOptions{calibration: tc.src})
 			status, _, b := env.do(t, "GET", "/admin/usage", keyAdmin, nil)
 			if status != 200 {
 				t.Fatalf("%d %s", status, b)

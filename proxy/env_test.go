@@ -13,6 +13,7 @@ import (
 
 	"modelgate/apitest"
 	"modelgate/auth"
+	"modelgate/calibration"
 	"modelgate/config"
 	"modelgate/platform"
 	"modelgate/platformsim"
@@ -110,8 +111,8 @@ type envOptions struct {
 	hooks reqlog.Hooks
 	// bgLease is background jobs' claim lease; 0 is the default.
 	bgLease time.Duration
-	// estimates are the calibrated estimates /admin/usage lists; nil lists none.
-	estimates EstimateSource
+	// calibration is the server's calibration table; nil: the server's own.
+	calibration *calibration.Table
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -184,7 +185,7 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { env.limiter.Close() })
-	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease, Estimates: o.estimates})
+	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease, Calibration: o.calibration})
 	if err != nil {
 		t.Fatal(err)
 	}

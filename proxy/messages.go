@@ -235,6 +235,7 @@ func (s *Server) countTokens(c *gin.Context) {
 		return
 	}
 	peekLimitHeaders(c)
-	n := tokens.EstimateResponsesInput(req.ToResponses(st.models.upstreamName(req.Model), translate.RequestOptions{}))
+	raw := tokens.EstimateResponsesInput(req.ToResponses(st.models.upstreamName(req.Model), translate.RequestOptions{}))
+	n := s.calibration.Factor(req.Model).Count(raw)
 	c.Data(http.StatusOK, "application/json", []byte(`{"input_tokens":`+strconv.FormatInt(n, 10)+`}`))
 }

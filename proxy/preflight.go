@@ -45,7 +45,8 @@ type admission struct {
 	call modelCall
 	st   *state
 	p    *auth.Principal
-	// estimate is the input-token estimate of one upstream call, from the prepared body.
+	// estimate is the input reservation of one upstream call: the first estimate of the
+	// prepared body, calibrated for the model, with its margin.
 	estimate int64
 	// reserve is one choice's reservation: its input estimate and output cap.
 	reserve ratelimit.Usage
@@ -114,7 +115,10 @@ func (s *Server) admitCall(c *gin.Context, d dialect, a *admission) bool {
 			return false
 		}
 	}
-	estimate, outCap, n := tokens.EstimateResponsesInput(call.upBody), st.outputReserve(call.maxOut), int64(max(call.choices, 1))
+	raw, outCap, n := tokens.EstimateResponsesInput(call.upBody), st.outputReserve(call.maxOut), int64(max(call.choices, 1))
+	estimate := s.calibration.Factor(call.model).Reserve(raw)
+	ri := info(c)
+	ri.InputEstimate, ri.InputReserved = raw*n, estimate*n
 	// n choices are n upstream generations: reserve for all of them, count one request.
 	if !s.reserveSpend(c, st, p, estimate*n, outCap*n) {
 		release()

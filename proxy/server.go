@@ -18,6 +18,7 @@ import (
 	"modelgate/accounting"
 	"modelgate/auth"
 	"modelgate/billing"
+	"modelgate/calibration"
 	"modelgate/config"
 	"modelgate/jobs"
 	"modelgate/platform"
@@ -55,9 +56,10 @@ type Deps struct {
 	Issued  *auth.Issued
 	Ledger  *billing.Ledger
 	History *billing.Recorder
-	// Estimates lists each model's calibrated token estimate for GET /admin/usage (a
-	// calibration.Table); nil lists none.
-	Estimates EstimateSource
+	// Calibration learns how each model's reported input tokens compare with modelgate's
+	// estimates, for reservations, count_tokens and GET /admin/usage. Nil: one of this
+	// process alone, kept in memory.
+	Calibration *calibration.Table
 
 	// Tracer, when set, traces requests (see package tracing); nil is tracing off.
 	Tracer *tracing.Tracer
@@ -112,8 +114,8 @@ type Server struct {
 	owners   sidecar.Owners  // who uploaded each asset (sidecar routes)
 	// inflating is the room gzip request bodies being inflated share (max_inflating_bytes).
 	inflating reqbody.Budget
-	// estimates is each model's calibration, for GET /admin/usage; nil: none.
-	estimates EstimateSource
+	// calibration learns each model's ratio of reported to estimated input tokens; never nil.
+	calibration *calibration.Table
 }
 
 // New builds a Server. The config must already be validated.
@@ -128,8 +130,11 @@ func New(d Deps) (*Server, error) {
 		d.Now = time.Now
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
-		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, estimates: d.Estimates, callers: newCallerScopes(), tracer: d.Tracer}
-	s.settler = accounting.Settler{Log: d.Logger, Ledger: d.Ledger, History: d.History}
+		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer}
+	if s.calibration == nil {
+		s.calibration = calibration.New(nil, d.Now, d.Logger) // this process only
+	}
+	s.settler = accounting.Settler{Log: d.Logger, Ledger: d.Ledger, History: d.History, Calibration: s.calibration}
 	var err error
 	if s.keeper, err = s.newKeeper(d.Config); err != nil {
 		return nil, err
@@ -353,6 +358,7 @@ func (s *Server) logRequest(r reqlog.RequestSummary) {
 		slog.Duration("ttfb", r.TTFB),
 		slog.Int64("input_tokens", r.InputTokens),
 		slog.Int64("output_tokens", r.OutputTokens),
+		slog.Int64("input_reserved", r.InputReserved),
 		slog.Int("attempts", r.Attempts),
 		slog.String("error_code", r.ErrorCode),
 		slog.String("refusal", r.Refusal),

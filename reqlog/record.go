@@ -18,6 +18,11 @@ type Record struct {
 	Model     string // as the client named it; capped when logged
 	Stream    bool
 
+	// InputEstimate is modelgate's first estimate of the input tokens of all the request's
+	// platform calls (package tokens), what calibration compares the platform's figure
+	// with; InputReserved is the input part of its reservation (calibrated, with margin).
+	InputEstimate, InputReserved int64
+
 	// Usage as settled (see package accounting), and what it cost.
 	InputTokens, OutputTokens     int64
 	CachedTokens, ReasoningTokens int64
@@ -47,7 +52,7 @@ func (r *Record) Summary(method string, status int, maxModel int) RequestSummary
 		RequestID: r.RequestID, Route: r.Route, Method: method,
 		Team: r.Team, Key: r.Key, Model: Printable(r.Model, maxModel), Status: status, Stream: r.Stream,
 		Duration: time.Since(r.Start), TTFB: r.TTFB,
-		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Attempts: r.Attempts,
+		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, InputReserved: r.InputReserved, Attempts: r.Attempts,
 		ErrorCode: r.ErrCode, Refusal: r.Refusal, UpstreamErr: r.UpstreamErr,
 		UsageEstimated: r.UsageEstimated,
 	}

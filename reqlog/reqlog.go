@@ -30,11 +30,13 @@ type RequestSummary struct {
 	TTFB         time.Duration
 	InputTokens  int64
 	OutputTokens int64
-	Attempts     int
-	ErrorCode    string
-	Refusal      string
-	UpstreamErr  string
-	CostMicros   int64 // what the call cost at the model's price, in micro-units of pricing.currency
+	// InputReserved is the input part of the request's reservation (0 when none was made).
+	InputReserved int64
+	Attempts      int
+	ErrorCode     string
+	Refusal       string
+	UpstreamErr   string
+	CostMicros    int64 // what the call cost at the model's price, in micro-units of pricing.currency
 	// UsageEstimated names why the settled usage is an upper bound rather than the
 	// platform's figure; "" when it is the platform's (see docs/accounting.md).
 	UsageEstimated string
