@@ -13,6 +13,7 @@ import (
 
 	"modelgate/apitest"
 	"modelgate/auth"
+	"modelgate/billing"
 	"modelgate/config"
 	"modelgate/platform"
 	"modelgate/platformsim"
@@ -110,6 +111,9 @@ type envOptions struct {
 	hooks reqlog.Hooks
 	// bgLease is background jobs' claim lease; 0 is the default.
 	bgLease time.Duration
+	// spend gives the server a spend ledger in memory, on the server's clock, so spend
+	// budgets are enforced; without it they are not.
+	spend bool
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -182,7 +186,13 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { env.limiter.Close() })
-	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease})
+	var ledger *billing.Ledger
+	if o.spend {
+		if ledger, err = billing.NewLedger(context.Background(), nil, o.now, logger); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease, Ledger: ledger})
 	if err != nil {
 		t.Fatal(err)
 	}
