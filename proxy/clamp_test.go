@@ -16,6 +16,7 @@ import (
 	"modelgate/config"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
+	"modelgate/store"
 	"modelgate/tokens"
 )
 
@@ -328,5 +329,49 @@ func TestClampLeavesRateLimitsAlone(t *testing.T) {
 	}
 	if env.upstreamCalls() != 1 {
 		t.Errorf("a refused call reached the platform")
+	}
+}
+
+// A background response is clamped when it is queued: the header is on the queued answer,
+// and the job asks the platform for the clamped cap.
+func TestClampBackgroundResponse(t *testing.T) {
+	env := startEnv(t, envOptions{yaml: clampYAML, spend: true, store: tempBolt(t, store.BoltOptions{})})
+	t.Cleanup(env.server.Close)
+	status, h, b := env.do(t, "POST", "/v1/responses", keyBeta, []byte(`{"model":"sim-long","max_output_tokens":2000,"input":"tell me a long story","background":true}`))
+	if status != http.StatusOK || gjson.GetBytes(b, "status").Str != "queued" {
+		t.Fatalf("submit: %d %s", status, b)
+	}
+	capped := clampedTo(t, h)
+	done := pollUntil(t, env, keyBeta, gjson.GetBytes(b, "id").Str, "completed", "incomplete")
+	if got := done.Get("usage.output_tokens").Int(); got == 0 || got > capped {
+		t.Errorf("the job produced %d output tokens, cap %d", got, capped)
+	}
+	caps := env.upstreamCaps(0)
+	if len(caps) != 1 || caps[0] != capped {
+		t.Fatalf("the platform was asked for %v output tokens, the header says %d", caps, capped)
+	}
+}
+
+// In passthrough mode the top-level limits are each caller's, and so is their
+// on_budget_exceeded.
+func TestClampPassthroughCaller(t *testing.T) {
+	const caller = "sk-passthrough-caller-1"
+	yaml := apitest.SimUpstreamYAML + `models:
+  - id: sim-long
+limits: {tokens_per_day: 150, on_budget_exceeded: clamp}
+`
+	env := startEnv(t, envOptions{yaml: yaml, simKeys: []string{caller}})
+	r := clampRoutes[1]
+	if status, _, b := env.clampCall(t, r, caller, false, 16, 1, storyPrompt); status != http.StatusOK {
+		t.Fatalf("first call: %d %s", status, b)
+	}
+	// The first call's reservation touched the budget: the second's cap no longer fits.
+	status, h, b := env.clampCall(t, r, caller, false, 2000, 1, storyPrompt)
+	if status != http.StatusOK {
+		t.Fatalf("clamped call: %d %s", status, b)
+	}
+	capped := clampedTo(t, h)
+	if caps := env.upstreamCaps(1); len(caps) != 1 || caps[0] != capped || capped < minClampedOutput || capped >= 2000 {
+		t.Fatalf("clamped to %d, the platform was asked for %v", capped, caps)
 	}
 }
