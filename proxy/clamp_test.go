@@ -13,10 +13,12 @@ import (
 	"github.com/tidwall/gjson"
 
 	"modelgate/apitest"
+	"modelgate/billing"
 	"modelgate/config"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
 	"modelgate/store"
+	"modelgate/testclock"
 	"modelgate/tokens"
 )
 
@@ -55,7 +57,17 @@ func clampEnv(t *testing.T, yaml, mode string) *testEnv {
 	if mode == "refuse" {
 		mutate = func(cfg *config.Config) { cfg.Limits.OnBudgetExceeded = "" }
 	}
-	return startEnv(t, envOptions{yaml: yaml, mutate: mutate, spend: true})
+	return startEnv(t, envOptions{yaml: yaml, mutate: mutate, ledger: memoryLedger(t)})
+}
+
+// memoryLedger enforces spend budgets in memory, on testclock's running clock like the env's.
+func memoryLedger(t *testing.T) *billing.Ledger {
+	t.Helper()
+	l, err := billing.NewLedger(context.Background(), nil, testclock.Running(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 // clampRoute is one model route and how a client of it asks for a capped answer.
@@ -335,7 +347,7 @@ func TestClampLeavesRateLimitsAlone(t *testing.T) {
 // A background response is clamped when it is queued: the header is on the queued answer,
 // and the job asks the platform for the clamped cap.
 func TestClampBackgroundResponse(t *testing.T) {
-	env := startEnv(t, envOptions{yaml: clampYAML, spend: true, store: tempBolt(t, store.BoltOptions{})})
+	env := startEnv(t, envOptions{yaml: clampYAML, ledger: memoryLedger(t), store: tempBolt(t, store.BoltOptions{})})
 	t.Cleanup(env.server.Close)
 	status, h, b := env.do(t, "POST", "/v1/responses", keyBeta, []byte(`{"model":"sim-long","max_output_tokens":2000,"input":"tell me a long story","background":true}`))
 	if status != http.StatusOK || gjson.GetBytes(b, "status").Str != "queued" {

@@ -111,9 +111,8 @@ type envOptions struct {
 	hooks reqlog.Hooks
 	// bgLease is background jobs' claim lease; 0 is the default.
 	bgLease time.Duration
-	// spend gives the server a spend ledger in memory, on the server's clock, so spend
-	// budgets are enforced; without it they are not.
-	spend bool
+	// ledger is the spend budgets; nil leaves the server without them.
+	ledger *billing.Ledger
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -186,13 +185,8 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { env.limiter.Close() })
-	var ledger *billing.Ledger
-	if o.spend {
-		if ledger, err = billing.NewLedger(context.Background(), nil, o.now, logger); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease, Ledger: ledger})
+	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease,
+		Ledger: o.ledger})
 	if err != nil {
 		t.Fatal(err)
 	}
