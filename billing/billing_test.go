@@ -10,7 +10,7 @@ import (
 	"modelgate/store"
 )
 
-func pricesFor(t *testing.T) Prices {
+func pricesFor(t testing.TB) Prices {
 	t.Helper()
 	half := 0.5
 	return NewPrices(&config.Config{Models: []config.Model{

@@ -153,6 +153,33 @@ func over(t *total, limit, amount int64) bool {
 	return limit > 0 && (t.charged() >= limit || t.charged()+t.reserved+amount > limit)
 }
 
+// Left is the most a call may still reserve against budgets now: what is left of the
+// tightest of their limits, after what is charged and reserved (0 when one is spent). It is
+// -1 when none of them is limited. Reserve still decides: another call may take the room
+// first.
+func (l *Ledger) Left(budgets []Budget) int64 {
+	budgets = budgets[:min(len(budgets), 2)]
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	day, month := l.days.at(now)
+	left := int64(-1)
+	room := func(t *total, limit int64) {
+		if limit <= 0 {
+			return
+		}
+		r := max(limit-t.charged()-t.reserved, 0)
+		if left < 0 || r < left {
+			left = r
+		}
+	}
+	for _, b := range budgets {
+		room(l.get(day, b.Scope), b.PerDay)
+		room(l.get(month, b.Scope), b.PerMonth)
+	}
+	return left
+}
+
 // Settle replaces the reservation with what the call really cost.
 func (h *Hold) Settle(cost int64) {
 	if h == nil || h.done {

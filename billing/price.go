@@ -66,6 +66,35 @@ func (p Prices) Estimate(model string, inputTokens, outputCap int64) int64 {
 	return p.Cost(model, Usage{InputTokens: inputTokens, OutputTokens: outputCap})
 }
 
+// OutputWithin is the most output tokens a call with this input estimate may be capped at
+// on model and cost at most amount micro-units: what a clamped call can afford. It is -1
+// when the input alone costs more than amount, and math.MaxInt64 when output is free (an
+// unpriced model, or a zero output price).
+func (p Prices) OutputWithin(model string, inputTokens, amount int64) int64 {
+	pr, ok := p[model]
+	if !ok || pr.output <= 0 {
+		return math.MaxInt64
+	}
+	if p.Estimate(model, inputTokens, 0) > amount {
+		return -1
+	}
+	// Cost rounds the whole sum up, not each part, so the division only brackets the answer:
+	// hi costs more than amount whatever the input's fraction, and the search finds the edge.
+	lo, hi := int64(0), toMicros(math.Floor(float64(amount+1)/pr.output))+1
+	if p.Estimate(model, inputTokens, hi) <= amount {
+		return hi // only at the cap toMicros puts on amounts
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if p.Estimate(model, inputTokens, mid) <= amount {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
 // MicrosOf converts an amount of currency to micro-units.
 func MicrosOf(amount float64) int64 { return toMicros(math.Round(amount * Micro)) }
 

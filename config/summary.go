@@ -88,6 +88,9 @@ func (c *Config) Summary() string {
 			w("  models: %s", strings.Join(t.Models, ", "))
 		}
 		w("  team limits: %s", limitsText(t.Limits))
+		if t.Limits.OnBudgetExceeded != "" {
+			w("  on budget exceeded: %s", t.Limits.OnBudgetExceeded)
+		}
 		for _, k := range t.Keys {
 			form := "key"
 			if k.KeySHA256 != "" {
@@ -108,6 +111,7 @@ func (c *Config) Summary() string {
 		}
 	}
 	w("default max output tokens reserved: %d", r.DefaultMaxOutputTokens)
+	w("on budget exceeded: %s", budgetActionText(c.Limits.OnBudgetExceeded))
 
 	s := c.Server
 	w("server: max body %d bytes, max upload %d bytes, read header timeout %s, upload idle timeout %s, drain %s",
@@ -160,6 +164,7 @@ func limitsText(l Limits) string {
 		}
 		return fmt.Sprintf("%d %s", n, unit)
 	}
+	l.OnBudgetExceeded = "" // a policy, not a limit: summarized on a line of its own
 	if l == (Limits{}) {
 		return "unlimited"
 	}
@@ -176,6 +181,14 @@ func limitsText(l Limits) string {
 		parts = append(parts, fmt.Sprintf("spend %g/month (UTC)", l.SpendPerMonth))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// budgetActionText says what a call that does not fit a budget gets.
+func budgetActionText(action string) string {
+	if action == BudgetClamp {
+		return "clamp (the output cap is lowered to what a spend or daily token budget has left; refused below 16 tokens)"
+	}
+	return "refuse"
 }
 
 func redactedStore(raw string) string {

@@ -59,3 +59,56 @@ func summaryHas(t *testing.T, s string, wants ...string) {
 		}
 	}
 }
+
+func TestSummaryOnBudgetExceeded(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string
+		wantNot    []string
+	}{
+		{"default_refuse", "listen: 127.0.0.1:1\n", []string{"on budget exceeded: refuse\n"}, []string{"clamp"}},
+		{"top_level_clamp", "limits:\n  on_budget_exceeded: clamp\n", []string{"on budget exceeded: clamp (the output cap is lowered"}, nil},
+		{"team_override", "upstream: {api_key: sk-test-key-0123456789}\nteams:\n  - name: t\n    limits: {on_budget_exceeded: clamp, tokens_per_day: 5}\n    keys: [{name: k, key: mg-team-key-0123456789}]\n",
+			[]string{"team limits: unlimited requests/min, unlimited tokens/min, unlimited concurrent, 5 tokens/day (UTC)\n  on budget exceeded: clamp\n", "on budget exceeded: refuse\n"}, nil},
+		{"team_policy_alone_is_no_limit", "upstream: {api_key: sk-test-key-0123456789}\nteams:\n  - name: t\n    limits: {on_budget_exceeded: refuse}\n    keys: [{name: k, key: mg-team-key-0123456789}]\n",
+			[]string{"team limits: unlimited\n  on budget exceeded: refuse\n"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(tt.yaml), "c.yaml", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := cfg.Summary()
+			summaryHas(t, s, tt.want...)
+			for _, not := range tt.wantNot {
+				if strings.Contains(s, not) {
+					t.Errorf("summary has %q:\n%s", not, s)
+				}
+			}
+		})
+	}
+}
+
+func TestClampsBudgets(t *testing.T) {
+	tests := []struct {
+		name      string
+		top, team string
+		want      bool
+	}{
+		{"default", "", "", false},
+		{"top_clamp", BudgetClamp, "", true},
+		{"team_clamp", "", BudgetClamp, true},
+		{"team_refuses_over_top_clamp", BudgetClamp, BudgetRefuse, false},
+		{"top_refuse", BudgetRefuse, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Default()
+			cfg.Limits.OnBudgetExceeded = tt.top
+			if got := cfg.ClampsBudgets(Limits{OnBudgetExceeded: tt.team}); got != tt.want {
+				t.Errorf("ClampsBudgets = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -95,6 +95,26 @@ type Limits struct {
 	// Spend budgets in pricing.currency, charged at the models' prices.
 	SpendPerDay   float64 `yaml:"spend_per_day"`   // UTC day
 	SpendPerMonth float64 `yaml:"spend_per_month"` // UTC calendar month
+	// OnBudgetExceeded is what happens to a call whose output cap does not fit what is left
+	// of a spend budget or of tokens_per_day: "refuse" (default) or "clamp" (lower the cap
+	// to what is left). Read at the top-level limits and a team's limits only.
+	OnBudgetExceeded string `yaml:"on_budget_exceeded"`
+}
+
+// Values of Limits.OnBudgetExceeded.
+const (
+	BudgetRefuse = "refuse"
+	BudgetClamp  = "clamp"
+)
+
+// ClampsBudgets reports whether calls of a team with these limits (the zero Limits for a
+// passthrough caller) lower their output cap to what a budget has left instead of being
+// refused: the team's on_budget_exceeded when set, the top-level one otherwise.
+func (c *Config) ClampsBudgets(team Limits) bool {
+	if team.OnBudgetExceeded != "" {
+		return team.OnBudgetExceeded == BudgetClamp
+	}
+	return c.Limits.OnBudgetExceeded == BudgetClamp
 }
 
 // Team groups local keys that share a platform credential, an allow-list and budgets.

@@ -90,6 +90,7 @@ func validate(c *Config, d *decoder) []*Error {
 	modelIDs := v.models(c.Models)
 	v.ratelimit(&c.Ratelimit)
 	v.limits("limits", c.Limits)
+	v.budgetAction("limits", c.Limits)
 	digests := v.teams(c, modelIDs)
 	v.adminKeys(c.AdminKeys, digests)
 	v.server(&c.Server)
@@ -242,6 +243,7 @@ func (v *validator) ratelimit(r *Ratelimit) {
 	v.nonNegative("ratelimit.default_max_output_tokens", r.DefaultMaxOutputTokens)
 	v.nonNegative("ratelimit.passthrough_callers", r.PassthroughCallers)
 	v.limits("ratelimit.passthrough_limits", r.PassthroughLimits)
+	v.noBudgetAction("ratelimit.passthrough_limits", r.PassthroughLimits)
 }
 
 // storeProblem checks a redis:// or rediss:// URL without echoing it: it may carry a password.
@@ -274,6 +276,20 @@ func (v *validator) limits(path string, l Limits) {
 	v.nonNegative(path+".tokens_per_day", l.TokensPerDay)
 	v.money(path+".spend_per_day", l.SpendPerDay)
 	v.money(path+".spend_per_month", l.SpendPerMonth)
+}
+
+// budgetAction checks on_budget_exceeded where it may be set: the top-level limits and a
+// team's.
+func (v *validator) budgetAction(path string, l Limits) {
+	v.either(path+".on_budget_exceeded", l.OnBudgetExceeded, BudgetRefuse, BudgetClamp)
+}
+
+// noBudgetAction refuses on_budget_exceeded where nothing would read it: a key follows its
+// team, and the budgets shared by all passthrough callers follow the top-level limits.
+func (v *validator) noBudgetAction(path string, l Limits) {
+	if l.OnBudgetExceeded != "" {
+		v.fail(path+".on_budget_exceeded", "set it at limits or teams[].limits; a key follows its team")
+	}
 }
 
 // maxMoney keeps amounts convertible to integer micro-units without overflow.
@@ -380,6 +396,7 @@ func (v *validator) teams(c *Config, modelIDs map[string]bool) map[[32]byte]stri
 			}
 		}
 		v.limits(tp+".limits", t.Limits)
+		v.budgetAction(tp+".limits", t.Limits)
 		v.either(tp+".mode", t.Mode, "enforce", "shadow")
 		if len(t.Keys) == 0 {
 			// Without this a config whose teams all lack keys would quietly run in passthrough
@@ -431,6 +448,7 @@ func (v *validator) keys(tp string, keys []Key, digests map[[32]byte]string) {
 		}
 		digests[d] = kp
 		v.limits(kp+".limits", k.Limits)
+		v.noBudgetAction(kp+".limits", k.Limits)
 	}
 }
 

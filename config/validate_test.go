@@ -71,6 +71,10 @@ func TestParseErrors(t *testing.T) {
 
 		// enumerations and limits
 		{"on_store_error", "ratelimit:\n  on_store_error: maybe\n", []string{`ratelimit.on_store_error: want allow or deny, got "maybe"`}},
+		{"on_budget_exceeded", "limits:\n  on_budget_exceeded: shrink\n", []string{`c.yaml:2: limits.on_budget_exceeded: want refuse or clamp, got "shrink"`}},
+		{"team_on_budget_exceeded", keyed + "    limits: {on_budget_exceeded: Clamp}\n", []string{`c.yaml:8: teams[0].limits.on_budget_exceeded: want refuse or clamp, got "Clamp"`}},
+		{"key_on_budget_exceeded", keyed + "        limits:\n          on_budget_exceeded: clamp\n", []string{"c.yaml:9: teams[0].keys[0].limits.on_budget_exceeded: set it at limits or teams[].limits"}},
+		{"passthrough_on_budget_exceeded", "ratelimit:\n  passthrough_limits: {on_budget_exceeded: clamp}\n", []string{"ratelimit.passthrough_limits.on_budget_exceeded: set it at limits or teams[].limits"}},
 		{"reasoning_field", "translate:\n  reasoning_field: thoughts\n", []string{"translate.reasoning_field: want reasoning_content or reasoning"}},
 		{"team_mode", keyed + "    mode: audit\n", []string{"c.yaml:8: teams[0].mode: want enforce or shadow"}},
 		{"negative_limit", "limits:\n  concurrent_requests: -1\n", []string{"c.yaml:2: limits.concurrent_requests: must not be negative"}},

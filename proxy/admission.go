@@ -81,6 +81,12 @@ func requestState(c *gin.Context) *state {
 // the x-ratelimit-* headers either way. On refusal it has answered the client and returns nil.
 func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve ratelimit.Usage) *ratelimit.Ticket {
 	ticket, d, err := s.limiter.Admit(c.Request.Context(), limitRequest(p, reserve))
+	return s.admitted(c, ticket, d, err)
+}
+
+// admitted is admit once the limiter has decided: the headers, the request's record, and
+// the refusal's answer.
+func (s *Server) admitted(c *gin.Context, ticket *ratelimit.Ticket, d ratelimit.Decision, err error) *ratelimit.Ticket {
 	ri := info(c)
 	applyLimitHeaders(c, ri, d.Headers)
 	ri.limitHeadersOK = true

@@ -11,20 +11,24 @@ import (
 	"modelgate/billing"
 )
 
-// reserveSpend holds what the call may cost at most (its input estimate and output cap at
-// the model's price) against the key's and the team's spend budgets, before the limiter
-// admits it. A spent budget is refused like a spent daily token budget: 429
-// insufficient_quota, x-should-retry: false. It reports whether the call may go on; the hold
-// is settled with the real cost once the request is done (settleBilling).
-func (s *Server) reserveSpend(c *gin.Context, st *state, p *auth.Principal, inputTokens, outputCap int64) bool {
-	if s.ledger == nil || p.Team == "" {
-		return true
-	}
-	ri := info(c)
-	budgets := [2]billing.Budget{
+// spendBudgets are the key's and the team's spend budgets, in micro-units.
+func spendBudgets(p *auth.Principal) [2]billing.Budget {
+	return [2]billing.Budget{
 		{Scope: p.ScopeID, PerDay: billing.MicrosOf(p.KeyLimits.SpendPerDay), PerMonth: billing.MicrosOf(p.KeyLimits.SpendPerMonth)},
 		{Scope: p.TeamScopeID, PerDay: billing.MicrosOf(p.TeamLimits.SpendPerDay), PerMonth: billing.MicrosOf(p.TeamLimits.SpendPerMonth)},
 	}
+}
+
+// holdSpend holds what the call may cost at most (its input estimate and output cap at the
+// model's price) against the key's and the team's spend budgets, before the limiter admits
+// it, or names the budget that refuses it; it answers nothing (refuseSpend does). The hold is
+// settled with the real cost once the request is done (settleBilling).
+func (s *Server) holdSpend(c *gin.Context, st *state, p *auth.Principal, inputTokens, outputCap int64) *billing.Refusal {
+	if s.ledger == nil || p.Team == "" {
+		return nil
+	}
+	ri := info(c)
+	budgets := spendBudgets(p)
 	amount := st.prices.Estimate(ri.Model, inputTokens, outputCap)
 	hold, refused := s.ledger.Reserve(budgets[:], amount)
 	if refused != nil && p.Shadow {
@@ -36,8 +40,14 @@ func (s *Server) reserveSpend(c *gin.Context, st *state, p *auth.Principal, inpu
 	}
 	if refused == nil {
 		ri.spend = hold
-		return true
 	}
+	return refused
+}
+
+// refuseSpend answers a call a spend budget refused, like a spent daily token budget: 429
+// insufficient_quota, x-should-retry: false.
+func (s *Server) refuseSpend(c *gin.Context, refused *billing.Refusal) {
+	ri := info(c)
 	now := s.now().UTC()
 	next := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
 	msg := "You exceeded your daily spend budget (%s). It resets at 00:00 UTC."
@@ -57,5 +67,4 @@ func (s *Server) reserveSpend(c *gin.Context, st *state, p *auth.Principal, inpu
 	peekLimitHeaders(c)
 	c.Header("X-Should-Retry", "false")
 	s.refuse(c, http.StatusTooManyRequests, typeQuota, "insufficient_quota", fmt.Sprintf(msg, scopeKind(refused.Scope)), next.Sub(now))
-	return false
 }

@@ -25,11 +25,11 @@ var corsAllowedHeaders = []string{
 // under one of them is allowed.
 var corsAllowedHeaderFamilies = []string{"openai-", "x-stainless-"}
 
-// corsExposedHeaders are the answer headers a browser script may read: the request id and
-// the rate-limit headers of both dialects, and Retry-After. Headers a given answer does not
+// corsExposedHeaders are the answer headers a browser script may read: the request id, the
+// rate-limit headers of both dialects, Retry-After, and the clamped output cap. Headers a given answer does not
 // carry are simply absent.
 var corsExposedHeaders = strings.Join([]string{
-	"x-request-id", "retry-after", "x-should-retry", overheadHeader,
+	"x-request-id", "retry-after", "x-should-retry", overheadHeader, clampedHeader,
 	"x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests",
 	"x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens",
 	"anthropic-ratelimit-requests-limit", "anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-requests-reset",

@@ -99,7 +99,7 @@ func TestCORSAnswersCarryOriginAndExposeHeaders(t *testing.T) {
 		t.Fatalf("Allow-Origin %q", got)
 	}
 	exposed := strings.Split(h.Get("Access-Control-Expose-Headers"), ", ")
-	for _, want := range []string{"x-request-id", "x-ratelimit-remaining-requests", "anthropic-ratelimit-requests-remaining", "retry-after"} {
+	for _, want := range []string{"x-request-id", "x-ratelimit-remaining-requests", "anthropic-ratelimit-requests-remaining", "retry-after", clampedHeader} {
 		if !slices.Contains(exposed, want) {
 			t.Errorf("Expose-Headers lacks %s: %v", want, exposed)
 		}

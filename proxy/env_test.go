@@ -13,6 +13,7 @@ import (
 
 	"modelgate/apitest"
 	"modelgate/auth"
+	"modelgate/billing"
 	"modelgate/calibration"
 	"modelgate/config"
 	"modelgate/platform"
@@ -113,6 +114,10 @@ type envOptions struct {
 	bgLease time.Duration
 	// calibration is the server's calibration table; nil: the server's own.
 	calibration *calibration.Table
+	// ledger is the spend budgets; nil leaves the server without them.
+	ledger *billing.Ledger
+	// simCounter counts the input tokens the platform bills; nil: modelgate's own estimate.
+	simCounter platformsim.InputCounter
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -120,7 +125,7 @@ type envOptions struct {
 func startEnv(t testing.TB, o envOptions) *testEnv {
 	t.Helper()
 	env := &testEnv{canary: apitest.Canary(t), logs: &apitest.SyncBuffer{}}
-	env.sim = platformsim.New(platformsim.Options{APIKeys: append([]string{env.canary}, o.simKeys...)})
+	env.sim = platformsim.New(platformsim.Options{APIKeys: append([]string{env.canary}, o.simKeys...), Counter: o.simCounter})
 	var upstream http.Handler = env.sim
 	if o.upstream != nil {
 		upstream = o.upstream
@@ -185,7 +190,8 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { env.limiter.Close() })
-	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease, Calibration: o.calibration})
+	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease,
+		Ledger: o.ledger, Calibration: o.calibration})
 	if err != nil {
 		t.Fatal(err)
 	}

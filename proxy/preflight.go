@@ -104,7 +104,7 @@ func (s *Server) checkCall(c *gin.Context, route string, d dialect, call *modelC
 }
 
 // admitCall is the preflight's second half: a dialect's own hold, the spend budgets and the
-// limiter.
+// limiter (admitBudgets).
 //
 //go:noinline
 func (s *Server) admitCall(c *gin.Context, d dialect, a *admission) bool {
@@ -119,12 +119,9 @@ func (s *Server) admitCall(c *gin.Context, d dialect, a *admission) bool {
 	estimate := s.calibration.Factor(call.model).Reserve(raw)
 	ri := info(c)
 	ri.InputEstimate, ri.InputReserved = raw*n, estimate*n
-	// n choices are n upstream generations: reserve for all of them, count one request.
-	if !s.reserveSpend(c, st, p, estimate*n, outCap*n) {
-		release()
-		return false
-	}
-	ticket := s.admit(c, p, ratelimit.Usage{InputTokens: estimate * n, OutputTokens: outCap * n})
+	// n choices are n upstream generations: reserve for all of them, count one request. The
+	// output cap may come back lower, clamped to what a budget has left.
+	ticket, outCap := s.admitBudgets(c, st, p, call, estimate, outCap, n)
 	if ticket == nil {
 		release()
 		return false

@@ -1,0 +1,116 @@
+package proxy
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+	"github.com/tidwall/sjson"
+
+	"modelgate/auth"
+	"modelgate/ratelimit"
+)
+
+// clampedHeader tells the client that its output cap was lowered to what a budget has left
+// (limits.on_budget_exceeded: clamp), and to what: the new cap of each choice.
+const clampedHeader = "x-modelgate-max-tokens-clamped"
+
+// minClampedOutput is the smallest output cap a clamp leaves: the Responses API's minimum
+// max_output_tokens. A budget that cannot cover the input and this much refuses the call.
+const minClampedOutput = 16
+
+// admitBudgets holds the call's spend and then asks the limiter for its tokens, for n choices
+// of estimate input tokens and outCap output tokens each. A refusal has answered the client
+// and returns a nil ticket.
+//
+// With on_budget_exceeded: clamp, a call that a spend budget or tokens_per_day would refuse
+// only for its output cap is admitted with the largest cap per choice that the budget still
+// covers, when that is at least minClampedOutput: the platform is asked for that cap, and the
+// answer names it in clampedHeader. Rate limits (tokens_per_minute, requests, concurrency)
+// are never clamped: they refill within a minute, and a smaller answer now is not what a
+// client that can wait asked for. It returns the output cap reserved per choice.
+func (s *Server) admitBudgets(c *gin.Context, st *state, p *auth.Principal, call *modelCall, estimate, outCap, n int64) (*ratelimit.Ticket, int64) {
+	clamp := st.cfg.ClampsBudgets(p.TeamLimits)
+	capped := outCap
+	refused := s.holdSpend(c, st, p, estimate*n, capped*n)
+	if refused != nil && clamp {
+		if room := s.spendRoom(st, p, call.model, estimate, n); room >= minClampedOutput && room < capped {
+			capped = room
+			refused = s.holdSpend(c, st, p, estimate*n, capped*n)
+		}
+	}
+	if refused != nil {
+		s.refuseSpend(c, refused)
+		return nil, 0
+	}
+	ctx := c.Request.Context()
+	ticket, d, err := s.limiter.Admit(ctx, limitRequest(p, ratelimit.Usage{InputTokens: estimate * n, OutputTokens: capped * n}))
+	if ticket == nil && err == nil && d.Reason == ratelimit.ReasonDailyTokens && clamp {
+		// The spend hold, if any, stays at the larger cap: it is settled at the real cost.
+		if room := s.dailyTokenRoom(ctx, p, estimate, n); room >= minClampedOutput && room < capped {
+			capped = room
+			ticket, d, err = s.limiter.Admit(ctx, limitRequest(p, ratelimit.Usage{InputTokens: estimate * n, OutputTokens: capped * n}))
+		}
+	}
+	if ticket = s.admitted(c, ticket, d, err); ticket == nil {
+		return nil, 0
+	}
+	if capped < outCap && !clampCall(c, call, capped) {
+		ticket.Release()
+		return nil, 0
+	}
+	return ticket, capped
+}
+
+// spendRoom is the output cap per choice that what is left of the tightest spend budget
+// covers, beside n choices of estimate input tokens; negative when not even the input fits.
+// It is asked only once a budget has refused the call.
+func (s *Server) spendRoom(st *state, p *auth.Principal, model string, estimate, n int64) int64 {
+	budgets := spendBudgets(p)
+	left := s.ledger.Left(budgets[:])
+	if left < 0 {
+		return -1 // no budget is limited: whatever refused, clamping cannot help
+	}
+	return st.prices.OutputWithin(model, estimate*n, left) / n
+}
+
+// dailyTokenRoom is the output cap per choice that what is left of the key's and the team's
+// tokens_per_day covers, beside n choices of estimate input tokens; negative when not even
+// the input fits. It costs a look at the limiter's store, paid only once tokens_per_day has
+// refused the call.
+func (s *Server) dailyTokenRoom(ctx context.Context, p *auth.Principal, estimate, n int64) int64 {
+	req := limitRequest(p, ratelimit.Usage{})
+	scopes := []ratelimit.Scope{req.Key}
+	if req.Team != nil {
+		scopes = append(scopes, *req.Team)
+	}
+	usage, err := s.limiter.Usage(ctx, scopes)
+	if err != nil {
+		return -1
+	}
+	left := int64(-1)
+	for _, u := range usage {
+		if r, ok := u.Remaining["tokens_per_day"]; ok && (left < 0 || r < left) {
+			left = r
+		}
+	}
+	if left < 0 {
+		return -1
+	}
+	return left/n - estimate
+}
+
+// clampCall asks the platform for capped output tokens per choice and says so to the client,
+// before any byte of the answer is written. It answers the client itself when the body cannot
+// be rewritten (it was prepared by modelgate, so that is not expected).
+func clampCall(c *gin.Context, call *modelCall, capped int64) bool {
+	body, err := sjson.SetBytes(call.upBody, "max_output_tokens", capped)
+	if err != nil {
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
+		return false
+	}
+	call.upBody, call.maxOut = body, capped
+	c.Header(clampedHeader, strconv.FormatInt(capped, 10))
+	return true
+}
