@@ -13,6 +13,7 @@ import (
 
 	"modelgate/apitest"
 	"modelgate/auth"
+	"modelgate/billing"
 	"modelgate/config"
 	"modelgate/platform"
 	"modelgate/platformsim"
@@ -110,6 +111,10 @@ type envOptions struct {
 	hooks reqlog.Hooks
 	// bgLease is background jobs' claim lease; 0 is the default.
 	bgLease time.Duration
+	// ledger and history are the spend budgets and the usage history; nil leaves the
+	// server without them.
+	ledger  *billing.Ledger
+	history *billing.Recorder
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -182,7 +187,8 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { env.limiter.Close() })
-	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease})
+	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease,
+		Ledger: o.ledger, History: o.history})
 	if err != nil {
 		t.Fatal(err)
 	}
