@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"modelgate/accounting"
+	"modelgate/apitest"
 	"modelgate/platformsim"
 )
 
@@ -56,11 +57,8 @@ type reconcileCase struct {
 	team     string // filled in by the run
 }
 
-// stallAfter8 is a generated sim-chat stream that stalls after 8 events: 4 text deltas.
-var stallAfter8 = platformsim.Reply{Fault: platformsim.FaultStallMidStream, AfterEvents: 8}
-
-// reconcileCases is the mix. The bodies are templates: %s is the case's own text, so each
-// case's input estimate differs, and every body asks for reconcileCap output tokens.
+// reconcileCases is the mix. The bodies are templates of the model and the case's own text
+// (so each case's input estimate differs); every body asks for reconcileCap output tokens.
 func reconcileCases() []reconcileCase {
 	const (
 		chat     = `{"model":"%s","max_tokens":256,"messages":[{"role":"user","content":"%s"}]}`
@@ -80,6 +78,8 @@ func reconcileCases() []reconcileCase {
 	reset := []platformsim.Reply{{Fault: platformsim.FaultResetMidStream, AfterEvents: resetAt6}}
 	truncate := []platformsim.Reply{{Fault: platformsim.FaultTruncate}}
 	noUsage := []platformsim.Reply{{Fault: platformsim.FaultNoUsage}}
+	// A generated stream that stalls after 8 events: 4 text deltas.
+	stallAfter8 := platformsim.Reply{Fault: platformsim.FaultStallMidStream, AfterEvents: 8}
 	// A fan-out choice refused once the other one is answered whole, or, when it stalls,
 	// billed as far as it goes: the platform billed it, whatever the order on a loaded machine.
 	answered := func(p *casePlatform) bool { return p.served.Load() >= 1 }
@@ -134,8 +134,9 @@ func reconcileCases() []reconcileCase {
 		{reconcileCase{id: "client-gone-responses", path: pResp, replies: []platformsim.Reply{stallAfter8}, move: leaveAfterDeltas, deltas: 4, want: accounting.EarlyEnd}, respS, model},
 		{reconcileCase{id: "client-gone-before-headers", path: pChat, replies: []platformsim.Reply{{Fault: platformsim.FaultStallAfterBilling}},
 			move: leaveOnceBilled, want: accounting.NoAnswer, reserved: 1}, chat, model},
-		// Background jobs: completed, cut by the platform, cancelled by their client before
-		// any delta (what was read, nothing, plus the in-flight allowance).
+		// Background jobs: completed, cut by the platform, and cancelled by their client.
+		// Nothing outside a job shows how far it has read, so the cancelled one's stream
+		// stalls before its first delta: what was read (nothing) is then known exactly.
 		{reconcileCase{id: "background-completed", path: pResp, move: backgroundDone}, respBg, model},
 		{reconcileCase{id: "background-reset", path: pResp, replies: reset, move: backgroundDone, want: accounting.StreamCut, reserved: 1}, respBg, model},
 		{reconcileCase{id: "background-cancelled", path: pResp, replies: []platformsim.Reply{{Fault: platformsim.FaultStallMidStream, AfterEvents: 2}},
@@ -215,7 +216,7 @@ func runCase(t *testing.T, env *resEnv, up *reconcilePlatform, key string, c rec
 			waitFor(5*time.Second, func() bool { return p.sim.BilledFor(c.id).Requests > 0 })
 			cancel()
 		}()
-		req := newReconcileRequest(t, ctx, env, c, key)
+		req := apitest.NewRequest(t, ctx, http.MethodPost, env.front.URL+c.path, key, strings.NewReader(c.body), hdr...)
 		if resp, err := env.client.Do(req); err == nil {
 			resp.Body.Close()
 			t.Errorf("%s: answered despite the stall", c.id)
@@ -237,17 +238,6 @@ func runCase(t *testing.T, env *resEnv, up *reconcilePlatform, key string, c rec
 		}
 		pollJob(t, env, key, job, "completed", "failed", "cancelled", "incomplete")
 	}
-}
-
-func newReconcileRequest(t *testing.T, ctx context.Context, env *resEnv, c reconcileCase, key string) *http.Request {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, env.front.URL+c.path, strings.NewReader(c.body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Request-Id", c.id)
-	return req
 }
 
 // readDeltas reads a stream until it has seen want output deltas (in any of the three
