@@ -3,6 +3,8 @@ package platformsim
 import (
 	"net"
 	"net/http"
+
+	"github.com/tidwall/sjson"
 )
 
 // Fault is a transport failure injected into an answer.
@@ -36,6 +38,10 @@ const (
 	// input), then blocks until the client leaves, sending nothing: the call a gateway sees
 	// time out or abandons, billed all the same.
 	FaultStallAfterBilling
+	// FaultNoUsage sends the answer whole but without its usage object (a stream's events,
+	// the terminal one included, and a plain body alike), billed as usual: a platform that
+	// charged a call and did not say how much.
+	FaultNoUsage
 )
 
 // DeepNesting is how deeply FaultDeepNesting's value nests: far past any real event, and
@@ -121,4 +127,14 @@ func resetConn(w http.ResponseWriter) {
 		_ = tc.SetLinger(0)
 	}
 	_ = conn.Close()
+}
+
+// withoutUsage deletes the usage object at path from a JSON document; a document without one
+// is returned as it is.
+func withoutUsage(doc []byte, path string) []byte {
+	out, err := sjson.DeleteBytes(doc, path)
+	if err != nil {
+		return doc
+	}
+	return out
 }

@@ -358,3 +358,37 @@ func TestStallAfterBilling(t *testing.T) {
 		})
 	}
 }
+
+// A platform that forgets to report usage still bills: the answer goes out whole, without
+// its usage object, and is charged as usual (a stream per delta flushed, a body in full).
+func TestNoUsageFault(t *testing.T) {
+	const plain = `{"model":"sim-chat","input":"x"}`
+	for _, tc := range []struct {
+		name, body string
+	}{
+		{"stream", chatStream},
+		{"plain", plain},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sim, srv := newSim(t, Options{})
+			sim.Enqueue("/v1/responses", Reply{Fault: FaultNoUsage})
+			status, _, b := call(t, "POST", srv.URL+"/v1/responses", testKey, []byte(tc.body))
+			if status != 200 {
+				t.Fatalf("status %d: %s", status, b)
+			}
+			if bytes.Contains(b, []byte(`"usage"`)) {
+				t.Errorf("the answer reports usage despite the fault: %.300q", b[max(len(b)-300, 0):])
+			}
+			if tc.body == chatStream && !bytes.Contains(b, []byte("event: response.completed")) {
+				t.Errorf("the stream lost its terminal event")
+			}
+			if tc.body == plain && !json.Valid(b) {
+				t.Errorf("the body is no longer JSON: %q", b)
+			}
+			input := tokens.EstimateResponsesInput([]byte(tc.body))
+			if got, want := sim.Totals(testKey), (Totals{Requests: 1, InputTokens: input, OutputTokens: 8}); got != want {
+				t.Errorf("billed %+v, want %+v", got, want)
+			}
+		})
+	}
+}

@@ -94,6 +94,8 @@ func (s *Sim) sendBody(w http.ResponseWriter, r *http.Request, a answer, rep Rep
 		body = garbage
 	case FaultDeepNesting:
 		body = deepBody(body)
+	case FaultNoUsage:
+		body = withoutUsage(body, "usage")
 	case FaultTruncate:
 		w.WriteHeader(a.status)
 		_, _ = w.Write(body[:len(body)/2])
@@ -154,6 +156,9 @@ func (s *Sim) sendStream(w http.ResponseWriter, r *http.Request, a answer, rep R
 		}
 		if !s.wait(ctx, d) {
 			return
+		}
+		if rep.Fault == FaultNoUsage {
+			ev.Data = string(withoutUsage([]byte(ev.Data), "response.usage"))
 		}
 		if writeEvent(w, &buf, ev) != nil {
 			return

@@ -114,8 +114,10 @@ type envOptions struct {
 	bgLease time.Duration
 	// calibration is the server's calibration table; nil: the server's own.
 	calibration *calibration.Table
-	// ledger is the spend budgets; nil leaves the server without them.
-	ledger *billing.Ledger
+	// ledger and history are the spend budgets and the usage history; nil leaves the
+	// server without them.
+	ledger  *billing.Ledger
+	history *billing.Recorder
 	// simCounter counts the input tokens the platform bills; nil: modelgate's own estimate.
 	simCounter platformsim.InputCounter
 }
@@ -191,7 +193,7 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 	}
 	t.Cleanup(func() { env.limiter.Close() })
 	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease,
-		Ledger: o.ledger, Calibration: o.calibration})
+		Ledger: o.ledger, History: o.history, Calibration: o.calibration})
 	if err != nil {
 		t.Fatal(err)
 	}
