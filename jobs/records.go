@@ -90,8 +90,7 @@ func (b *Registry) Cancel(ctx context.Context, k *stored.Keeper, owner string, r
 		}
 	} else {
 		sctx, cancel := context.WithTimeout(ctx, storeTimeout)
-		EndRecord(r, stored.StatusCancelled, ResponseError{}, b.now().Unix())
-		err := k.Update(sctx, owner, r)
+		err := b.cancelElsewhere(sctx, k, owner, r.ID)
 		cancel()
 		if err != nil && !errors.Is(err, stored.ErrNotFound) {
 			return nil, err
@@ -100,4 +99,19 @@ func (b *Registry) Cancel(ctx context.Context, k *stored.Keeper, owner string, r
 	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	return k.Get(sctx, owner, r.ID)
+}
+
+// cancelElsewhere marks cancelled owner's record id of a job this instance does not run.
+// The record is read again first: the caller's copy may predate the job's end (a job of
+// this instance ends between the route's read and Cancel's lookup), and an end that was
+// settled and recorded stands. (Another replica's runner can still end its job between
+// this read and the write: the store has no compare-and-set. Its record then says
+// cancelled, while its settlement is of the end it had.)
+func (b *Registry) cancelElsewhere(ctx context.Context, k *stored.Keeper, owner, id string) error {
+	cur, err := k.Get(ctx, owner, id)
+	if err != nil || !stored.Unfinished(cur.Status) {
+		return err
+	}
+	EndRecord(cur, stored.StatusCancelled, ResponseError{}, b.now().Unix())
+	return k.Update(ctx, owner, cur)
 }

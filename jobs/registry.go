@@ -4,8 +4,8 @@
 // one: the platform never sees "background") runs in a goroutine of this instance, which
 // records its progress in the stored-responses record of that id. The admission ticket taken
 // at submission is held until the job ends, so a running job keeps its concurrency slot and
-// its reservation, and is settled once, with the real usage, before its record shows it
-// ended.
+// its reservation. Its end is settled once, with the real usage, counted in the metrics and
+// logged before its record shows it ended (run.end), whichever way it ended.
 //
 // Who runs a job: the instance that accepted it, named by a claim in the record store that
 // the runner renews while it runs (stored.Keeper.Claim). A job whose claim is gone, or (with

@@ -9,7 +9,10 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"modelgate/accounting"
 	"modelgate/jobs"
+	"modelgate/ratelimit"
+	"modelgate/store"
 	"modelgate/stored"
 )
 
@@ -78,6 +81,36 @@ func TestCancel(t *testing.T) {
 		rec := &stored.Record{ID: "resp_y", Status: stored.StatusCompleted, Response: []byte(`{"status":"completed"}`)}
 		if r, err := reg.Cancel(ctx, k, owner, rec); err != nil || r != rec {
 			t.Errorf("cancel of a finished one: %+v %v", r, err)
+		}
+	})
+	// The route read the record while the job ran; the job ended before the cancel looked
+	// for it. Its settled end stands: a cancel must not rewrite it.
+	t.Run("ended_meanwhile", func(t *testing.T) {
+		for _, st := range []store.Store{boltStore(t), shared{boltStore(t)}} {
+			k, e := newKeeper(st), newEnded()
+			reg := jobs.New(jobs.Options{Store: st, Hooks: e.hooks()})
+			ids, read := make(chan string, 1), make(chan *stored.Record, 1)
+			id := submit(t, reg, k, e, callerFunc(func(_ context.Context, started func()) jobs.Outcome {
+				started()
+				r, _ := k.Get(context.Background(), owner, <-ids)
+				read <- r // as the cancel route read it: in progress
+				return jobs.Outcome{Status: stored.StatusCompleted, Output: []byte(`[{"type":"message"}]`),
+					Charge: accounting.Known(ratelimit.Usage{InputTokens: 3, OutputTokens: 2})}
+			}))
+			ids <- id
+			stale := <-read
+			if stale == nil {
+				t.Fatal("the running job's record could not be read")
+			}
+			reg.Drain(context.Background())
+			r, err := reg.Cancel(ctx, k, owner, stale)
+			if err != nil || r.Status != stored.StatusCompleted || status(t, k, id) != stored.StatusCompleted {
+				got := ""
+				if r != nil {
+					got = r.Status
+				}
+				t.Errorf("%T: cancel after the end answered %q %v; the record is %s", st, got, err, status(t, k, id))
+			}
 		}
 	})
 	t.Run("deleted_meanwhile", func(t *testing.T) {

@@ -78,62 +78,77 @@ type run struct {
 	reg *Registry
 	job *Job
 	w   Work
+
+	// How far the job's end got (see end): each step is done once, even when a panic
+	// makes the job end a second time.
+	settled, reported, logged bool
+	ended                     Outcome // what was settled, reported and logged
+	cost                      int64   // what Settle billed, in micro-units
 }
 
 func (r *run) run() {
 	defer r.reg.Abandon(r.job)
-	w, hooks := r.w, r.reg.hooks
-	model := reqlog.Printable(w.Model, maxLoggedModel)
-	var o Outcome
-	settled, reported := false, false
-	var cost int64
-	// settle counts the end in budgets, the spend ledger and the usage history, and
-	// reports it to the metrics as a request of its own: all before the record says it
-	// ended, so a client that saw the end sees all of them.
-	settle := func() {
-		if !settled {
-			settled = true
-			cost = w.Settle(o.Charge)
-		}
-		if reported || hooks.RequestStarted == nil { // both hooks are set, or neither
-			return
-		}
-		reported = true
-		hooks.RequestDone(reqlog.RequestSummary{RequestID: w.RequestID, Route: Route, Method: http.MethodPost,
-			Team: w.Team, Key: w.Key, Model: model, Status: r.httpStatus(o),
-			Duration: time.Since(w.Started), InputTokens: o.Charge.Usage.InputTokens, OutputTokens: o.Charge.Usage.OutputTokens,
-			ErrorCode: o.Error.Code, UpstreamErr: o.UpstreamErr, UsageEstimated: o.Charge.Unknown, CostMicros: cost})
-	}
-	if hooks.RequestStarted != nil {
-		hooks.RequestStarted()
+	if r.reg.hooks.RequestStarted != nil { // both hooks are set, or neither
+		r.reg.hooks.RequestStarted()
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			r.reg.log.Error("background response panic", slog.String("request_id", w.RequestID), slog.Any("panic", v))
-			if !settled {
-				o = Outcome{Status: stored.StatusFailed, Error: panicError,
-					Charge: accounting.UpperBound(w.Reserve, ratelimit.Usage{}, accounting.StreamCut)}
-			}
-			settle()
-			r.finish(Outcome{Status: stored.StatusFailed, Error: panicError})
+			r.reg.log.Error("background response panic", slog.String("request_id", r.w.RequestID), slog.Any("panic", v))
+			// Charged the reservation's bound unless it was settled before the panic.
+			r.end(Outcome{Status: stored.StatusFailed, Error: panicError,
+				Charge: accounting.UpperBound(r.w.Reserve, ratelimit.Usage{}, accounting.StreamCut)})
 		}
 	}()
 	stopBeat := r.heartbeat()
-	defer stopBeat()
+	defer stopBeat() // runs before the recovery above ends the job: no renewal may land after its claim is dropped
 
-	o = w.Call.Call(r.job.ctx, func() { r.progress(stored.StatusInProgress) })
+	o := r.w.Call.Call(r.job.ctx, func() { r.progress(stored.StatusInProgress) })
 	if o.Cut {
 		o.Status, o.Error = r.cutShort(), r.cutError()
 	}
 	stopBeat() // no renewal may land after finish drops the claim
-	settle()
+	r.end(o)
+}
+
+// end is the one order in which every job's end is made known, however it ended: settled
+// (budgets, the spend ledger, the usage history), reported to the metrics as a request of
+// its own, logged, and only then recorded, so a client that reads the end in the record
+// finds it counted everywhere already. The first outcome given is the one settled, reported
+// and logged; the last one given is recorded (a panic past settlement records itself failed
+// without billing the job twice).
+func (r *run) end(o Outcome) {
+	if !r.settled {
+		r.settled, r.ended = true, o
+		r.cost = r.w.Settle(o.Charge)
+	}
+	if !r.reported && r.reg.hooks.RequestDone != nil {
+		r.reported = true
+		r.report()
+	}
+	if !r.logged {
+		r.logged = true
+		r.logEnd()
+	}
 	r.finish(o)
-	usage := o.Charge.Usage
+}
+
+// report counts the job's end in the request metrics.
+func (r *run) report() {
+	w, o := r.w, r.ended
+	r.reg.hooks.RequestDone(reqlog.RequestSummary{RequestID: w.RequestID, Route: Route, Method: http.MethodPost,
+		Team: w.Team, Key: w.Key, Model: reqlog.Printable(w.Model, maxLoggedModel), Status: r.httpStatus(o),
+		Duration: time.Since(w.Started), InputTokens: o.Charge.Usage.InputTokens, OutputTokens: o.Charge.Usage.OutputTokens,
+		ErrorCode: o.Error.Code, UpstreamErr: o.UpstreamErr, UsageEstimated: o.Charge.Unknown, CostMicros: r.cost})
+}
+
+// logEnd writes the job's own line, its access-log entry.
+func (r *run) logEnd() {
+	w, o := r.w, r.ended
 	r.reg.log.LogAttrs(context.Background(), slog.LevelInfo, "background response",
 		slog.String("request_id", w.RequestID), slog.String("team", w.Team), slog.String("key", w.Key),
-		slog.String("model", model), slog.String("status", o.Status),
+		slog.String("model", reqlog.Printable(w.Model, maxLoggedModel)), slog.String("status", o.Status),
 		slog.Duration("duration", time.Since(w.Started)),
-		slog.Int64("input_tokens", usage.InputTokens), slog.Int64("output_tokens", usage.OutputTokens),
+		slog.Int64("input_tokens", o.Charge.Usage.InputTokens), slog.Int64("output_tokens", o.Charge.Usage.OutputTokens),
 		slog.String("upstream_error", o.UpstreamErr))
 }
 
