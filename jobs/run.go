@@ -149,7 +149,7 @@ func (r *run) logEnd() {
 		slog.String("model", reqlog.Printable(w.Model, maxLoggedModel)), slog.String("status", o.Status),
 		slog.Duration("duration", time.Since(w.Started)),
 		slog.Int64("input_tokens", o.Charge.Usage.InputTokens), slog.Int64("output_tokens", o.Charge.Usage.OutputTokens),
-		slog.String("upstream_error", o.UpstreamErr))
+		slog.String("upstream_error", o.UpstreamErr), slog.String("usage_estimated", o.Charge.Unknown))
 }
 
 // httpStatus is how a job's end shows in request metrics: 200 for an answer (complete or

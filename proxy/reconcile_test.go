@@ -206,11 +206,9 @@ type reconcileBooks struct {
 }
 
 // readBooks reads the access log lines ("request"), and the background jobs' end lines
-// ("background response"), which carry a job's charge; a job's usage_estimated is in the
-// "billed, usage unknown" warning its settlement logs.
+// ("background response"), which carry a job's charge and its usage_estimated.
 func readBooks(logs string) reconcileBooks {
 	b := reconcileBooks{settled: map[string]settledLine{}, background: map[string]bool{}}
-	reasons := map[string]string{}
 	for line := range strings.SplitSeq(logs, "\n") {
 		var r struct {
 			Msg       string `json:"msg"`
@@ -219,7 +217,6 @@ func readBooks(logs string) reconcileBooks {
 			Input     int64  `json:"input_tokens"`
 			Output    int64  `json:"output_tokens"`
 			Estimated string `json:"usage_estimated"`
-			Reason    string `json:"reason"`
 		}
 		if json.Unmarshal([]byte(line), &r) != nil || r.RequestID == "" {
 			continue
@@ -237,15 +234,8 @@ func readBooks(logs string) reconcileBooks {
 			}
 		case "background response":
 			b.background[r.RequestID] = true
-			b.settled[r.RequestID] = settledLine{r.Team, r.Input, r.Output, ""}
-		case "billed, usage unknown":
-			reasons[r.RequestID] = r.Reason
+			b.settled[r.RequestID] = settledLine{r.Team, r.Input, r.Output, r.Estimated}
 		}
-	}
-	for id := range b.background {
-		s := b.settled[id]
-		s.Estimated = reasons[id]
-		b.settled[id] = s
 	}
 	return b
 }
