@@ -1,5 +1,7 @@
 package tokens
 
+import "encoding/binary"
+
 // EstimateResponsesInput estimates the input tokens of a Responses request body (every
 // route's upstream body is one): the text that becomes tokens, not the JSON around it.
 //
@@ -78,9 +80,7 @@ func ceilDiv(n, d int64) int64 { return (n + d - 1) / d }
 func split(s []byte) (ascii, other int64) {
 	i := 0
 	for ; i+8 <= len(s); i += 8 {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		if w&0x8080808080808080 == 0 {
+		if binary.LittleEndian.Uint64(s[i:])&0x8080808080808080 == 0 {
 			continue
 		}
 		for j := i; j < i+8; j++ {
