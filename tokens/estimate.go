@@ -98,14 +98,21 @@ func split(s []byte) (ascii, other int64) {
 }
 
 // inputs counts instructions or input: a string (input's is one user message), or an
-// array of items.
+// array of items (a bare string among them is an instructions message).
 func (s *scanner) inputs(isInput bool) {
+	if isInput && s.peek() == '"' {
+		s.c.fixed += ItemOverhead
+	}
+	s.textOrList(&s.c.prose, ItemOverhead, s.item)
+}
+
+// textOrList measures a string value into t, or each member of an array value: a string
+// into t, an object by object; every member also adds perMember to the fixed costs. Any
+// other value is skipped.
+func (s *scanner) textOrList(t *text, perMember int64, object func()) {
 	switch s.peek() {
 	case '"':
-		if isInput {
-			s.c.fixed += ItemOverhead
-		}
-		s.c.prose.add(s.str())
+		t.add(s.str())
 		return
 	case '[':
 	default:
@@ -114,12 +121,12 @@ func (s *scanner) inputs(isInput bool) {
 	}
 	s.open('[')
 	for first := true; s.more(']', &first); {
-		s.c.fixed += ItemOverhead
+		s.c.fixed += perMember
 		switch s.peek() {
-		case '"': // a bare string in an instructions array
-			s.c.prose.add(s.str())
+		case '"':
+			t.add(s.str())
 		case '{':
-			s.item()
+			object()
 		default:
 			s.skip()
 		}
@@ -176,26 +183,7 @@ func (s *scanner) item() {
 
 // parts measures a content value into t: a string, or an array of parts.
 func (s *scanner) parts(t *text) {
-	switch s.peek() {
-	case '"':
-		t.add(s.str())
-		return
-	case '[':
-	default:
-		s.skip()
-		return
-	}
-	s.open('[')
-	for first := true; s.more(']', &first); {
-		switch s.peek() {
-		case '"':
-			t.add(s.str())
-		case '{':
-			s.part(t)
-		default:
-			s.skip()
-		}
-	}
+	s.textOrList(t, 0, func() { s.part(t) })
 }
 
 // part measures one content part into t: an image or a file at its fixed cost, any other
