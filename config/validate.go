@@ -404,8 +404,8 @@ func (v *validator) teams(c *Config, modelIDs map[string]bool) map[[32]byte]stri
 			v.fail(tp+".keys", "a team needs at least one key")
 		}
 		v.keys(tp, t.Keys, digests)
-		for j, k := range t.Keys {
-			v.keyModels(fmt.Sprintf("%s.keys[%d]", tp, j), k, tp, t.Models, len(c.Models) > 0, modelIDs)
+		for j := range t.Keys {
+			v.keyModels(c, i, j)
 		}
 	}
 	return digests

@@ -93,7 +93,7 @@ func TestParseErrors(t *testing.T) {
 		{"allow_list_unknown", "models:\n  - id: a\n" + keyed + "    models: [a, b]\n", []string{"teams[0].models[1]: model \"b\" is not listed under models"}},
 		{"key_models_unknown", "models:\n  - id: a\n" + keyed + "        models: [a, zz]\n", []string{"c.yaml:10: teams[0].keys[0].models[1]: key \"prod\": model \"zz\" is not listed under models"}},
 		{"key_models_outside_team", "models:\n  - id: a\n  - id: b\n" + keyed + "        models: [b]\n    models: [a]\n",
-			[]string{"c.yaml:11: teams[0].keys[0].models[0]: key \"prod\": model \"b\" is not in its team's models (teams[0].models)"}},
+			[]string{"c.yaml:11: teams[0].keys[0].models[0]: key \"prod\": model \"b\" is not in its team's models"}},
 		{"key_models_outside_team_no_catalogue", keyed + "        models: [b]\n    models: [a]\n", []string{"teams[0].keys[0].models[0]: key \"prod\": model \"b\" is not in its team's models"}},
 		{"key_models_bad_id", keyed + "        models: ['a b']\n", []string{"teams[0].keys[0].models[0]: key \"prod\": contains a space"}},
 		{"key_models_duplicate", keyed + "        models: [a, a]\n", []string{"teams[0].keys[0].models[1]: key \"prod\": model \"a\" is listed twice"}},
