@@ -158,3 +158,26 @@ func TestKeyModelsSeenBySecondReplica(t *testing.T) {
 		t.Fatalf("second replica, model outside the key's list: %d, want 404", got)
 	}
 }
+
+// TestTeamsListTheModelsAKeyMayNarrowTo: the dashboard's issue form offers a team's models,
+// which for a team without a list are all the configured ones, so /admin/teams names both.
+func TestTeamsListTheModelsAKeyMayNarrowTo(t *testing.T) {
+	r := startReplica(t, envOptions{yaml: narrowYAML})
+	status, _, b := r.do(t, "GET", "/admin/teams", adminKey, nil)
+	if status != 200 {
+		t.Fatalf("%d %s", status, b)
+	}
+	got := decode[struct {
+		Models []string
+		Teams  []struct {
+			Name   string
+			Models []string
+		}
+	}](t, b)
+	if want := []string{"sim-chat", "sim-long", "sim-json"}; !slices.Equal(got.Models, want) {
+		t.Errorf("models %v, want %v", got.Models, want)
+	}
+	if len(got.Teams) != 2 || !slices.Equal(got.Teams[0].Models, []string{"sim-chat", "sim-long"}) || len(got.Teams[1].Models) != 0 {
+		t.Errorf("teams %+v", got.Teams)
+	}
+}
