@@ -73,7 +73,10 @@ type modelsListed struct {
 func TestKeyModelsListedAndEnforced(t *testing.T) {
 	r := startReplica(t, envOptions{yaml: narrowYAML})
 	_, issuedSecret := r.issue(t, "alpha", "bot", map[string]any{"models": []string{"sim-chat"}})
-	_, b := func() (int, []byte) { s, _, b := r.do(t, "GET", "/admin/keys", adminKey, nil); return s, b }()
+	status, _, b := r.do(t, "GET", "/admin/keys", adminKey, nil)
+	if status != http.StatusOK {
+		t.Fatalf("list: %d %s", status, b)
+	}
 	got := map[string]string{}
 	for _, k := range decode[modelsListed](t, b).Keys {
 		got[k.Team+"/"+k.Name] = strings.Join(k.Models, ",")
@@ -107,8 +110,7 @@ func TestKeyModelsListedAndEnforced(t *testing.T) {
 		if status != 200 {
 			t.Fatalf("/v1/models: %d %s", status, body)
 		}
-		var list struct{ Data []struct{ ID string } }
-		list = decode[struct{ Data []struct{ ID string } }](t, body)
+		list := decode[struct{ Data []struct{ ID string } }](t, body)
 		var ids []string
 		for _, m := range list.Data {
 			ids = append(ids, m.ID)
