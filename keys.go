@@ -20,7 +20,7 @@ import (
 // flag would leave it in shell history and in the process list.
 const adminKeyEnv = "MODELGATE_ADMIN_KEY"
 
-const keysUsage = `usage: modelgate keys create --team T --name N [--expires-at RFC3339] [--limit name=value ...]
+const keysUsage = `usage: modelgate keys create --team T --name N [--expires-at RFC3339] [--limit name=value ...] [--model ID ...]
        modelgate keys list [--team T]
        modelgate keys revoke ID
 every subcommand takes --url (default http://127.0.0.1:8080) and --json; the admin key is
@@ -39,11 +39,12 @@ func keysCommand(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the API's JSON answer")
 	team := fs.String("team", "", "team name")
 	var name, expires *string
-	var limits *[]string
+	var limits, models *[]string
 	if sub == "create" {
 		name = fs.String("name", "", "key name (unique in the team)")
 		expires = fs.String("expires-at", "", "expiry as RFC 3339, e.g. 2026-12-31T00:00:00Z (default: never)")
 		limits = fs.StringArray("limit", nil, "a limit as name=value, e.g. requests_per_minute=60 or spend_per_day=5; repeatable")
+		models = fs.StringArray("model", nil, "a model the key may use, one of its team's; repeatable (default: the team's models)")
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if err == pflag.ErrHelp {
@@ -88,6 +89,9 @@ func keysCommand(args []string, stdout, stderr io.Writer) int {
 				lim[k] = f
 			}
 			req["limits"] = lim
+		}
+		if len(*models) > 0 {
+			req["models"] = *models
 		}
 		status, body, err = c.do("POST", "/admin/keys", req)
 	case "list":

@@ -57,6 +57,8 @@ func TestKeysCommand(t *testing.T) {
 	}{
 		{"create", []string{"create", "--team", "search", "--name", "bot", "--limit", "spend_per_day=2.5", "--expires-at", "2030-01-02T00:00:00Z"}, 0,
 			`POST /admin/keys {"expires_at":"2030-01-02T00:00:00Z","limits":{"spend_per_day":2.5},"name":"bot","team":"search"}`, "key: mg-secret-once", ""},
+		{"create_with_models", []string{"create", "--team", "search", "--name", "bot", "--model", "gpt-4o-mini", "--model", "big"}, 0,
+			`POST /admin/keys {"models":["gpt-4o-mini","big"],"name":"bot","team":"search"}`, "key: mg-secret-once", ""},
 		{"create_unknown_team", []string{"create", "--team", "nope", "--name", "bot"}, 1, `POST /admin/keys`, "", "404 No team of that name"},
 		{"list", []string{"list", "--team", "search"}, 0, "GET /admin/keys?team=search", "search  bot   api     2026-11-26T08:00:00Z", ""},
 		{"list_json", []string{"list", "--json"}, 0, "GET /admin/keys", `"keys":[`, ""},

@@ -113,6 +113,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		c.Teams[0].Limits = config.Limits{RequestsPerMinute: 600, TokensPerDay: 2_000_000, SpendPerDay: 5, SpendPerMonth: 60}
 		c.Teams[1].Limits = config.Limits{ConcurrentRequests: 8, SpendPerMonth: 40}
 		c.Teams[1].Models = []string{"sim-chat", "sim-long"}
+		c.Models = append(c.Models, config.Model{ID: "sim-json", Upstream: "sim-json"}) // one beta may not use
 	}})
 	seedHistory(t, r)
 	for range 3 {
@@ -222,6 +223,32 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.WaitNotPresent(chromedp.CSS(`tr[data-key="from-the-page"]`)))
 	if got := r.chat(t, secret); got != http.StatusUnauthorized {
 		t.Fatalf("chat with the key revoked from the page: %d", got)
+	}
+
+	// The issue form offers the team's models (every configured one for a team without a
+	// list); a key issued with one of them shows it in the key list and may use it alone.
+	for team, want := range map[string]string{"alpha": "sim-chat,sim-long,sim-json", "beta": "sim-chat,sim-long"} {
+		if got := eval(`[...document.querySelectorAll('article[data-team="` + team + `"] select[name=models] option')].map((o) => o.value).join(",")`); got != want {
+			t.Errorf("%s's issue form offers models %q, want %q", team, got, want)
+		}
+	}
+	must("issue a key narrowed to one model", chromedp.SendKeys(chromedp.CSS(`article[data-team="beta"] input[name=name]`), "long-only"),
+		chromedp.Click(chromedp.CSS(`article[data-team="beta"] select[name=models] option[value="sim-long"]`)),
+		chromedp.Click(chromedp.CSS(`article[data-team="beta"] .issue button`)),
+		chromedp.WaitVisible(chromedp.CSS(`article[data-team="beta"] .secret-value`)),
+		chromedp.WaitVisible(chromedp.CSS(`article[data-team="beta"] tr[data-key="long-only"]`)))
+	if got := text(`tr[data-key="long-only"] td.models`); got != "sim-long" {
+		t.Errorf("the narrowed key's row shows models %q, want sim-long", got)
+	}
+	if got := text(`tr[data-key="nightly-batch"] td.models`); got != "team's" {
+		t.Errorf("a key without a list shows models %q, want team's", got)
+	}
+	narrow := text(`article[data-team="beta"] .secret-value`)
+	if status, _, body := r.do(t, "POST", "/v1/chat/completions", narrow, longChat(false)); status != http.StatusOK {
+		t.Fatalf("the narrowed key on its model: %d %s", status, body)
+	}
+	if got := r.chat(t, narrow); got != http.StatusNotFound {
+		t.Fatalf("the narrowed key on a model of its team outside its list: %d, want 404", got)
 	}
 
 	// Phone width: everything fits the screen's width.

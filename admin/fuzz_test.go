@@ -57,6 +57,9 @@ func FuzzCreateKey(f *testing.F) {
 		`{"team":"alpha","name":"k2","limits":{"spend_per_day":1.5,"requests_per_minute":3},"expires_at":"2099-01-01T00:00:00Z"}`,
 		`{"team":"gamma","name":"x"}`, `{"team":"alpha","name":"alpha-cfg"}`, `{"team":"alpha"`, `[]`, `null`, ``,
 		`{"team":"alpha","name":"a","limits":{"tokens_per_day":-1}}`, `{"team":"alpha","name":"a","expires_at":"1999-01-01T00:00:00Z"}`,
+		`{"team":"alpha","name":"m1","models":["sim-chat"]}`, `{"team":"alpha","name":"m2","models":["nope"]}`,
+		`{"team":"alpha","name":"m3","models":["sim-chat","sim-chat"]}`, `{"team":"alpha","name":"m4","models":[""]}`,
+		`{"team":"alpha","name":"m5","models":[]}`, `{"team":"alpha","name":"m6","models":null}`, `{"team":"alpha","name":"m7","models":"sim-chat"}`,
 	} {
 		f.Add([]byte(s))
 	}

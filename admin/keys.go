@@ -37,6 +37,7 @@ type keyRecord struct {
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	Limits    limitsJSON `json:"limits"`
+	Models    []string   `json:"models,omitempty"` // the key's own narrower list; none: the team's
 }
 
 // limitsJSON is config.Limits as the admin API reads and writes it.
@@ -90,6 +91,7 @@ type createRequest struct {
 	Name      string      `json:"name"`
 	Limits    *limitsJSON `json:"limits"`
 	ExpiresAt *time.Time  `json:"expires_at"`
+	Models    []string    `json:"models"`
 }
 
 // createKey issues a key: 201 with its id and the secret, which is never shown again.
@@ -111,7 +113,7 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || dec.More() {
-		writeError(w, http.StatusBadRequest, "invalid_json", "", "The body must be a JSON object with team, name and optionally limits and expires_at.")
+		writeError(w, http.StatusBadRequest, "invalid_json", "", "The body must be a JSON object with team, name and optionally limits, expires_at and models.")
 		return
 	}
 	cfg, authn := a.d.State()
@@ -145,6 +147,15 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 		}
 		limits = *req.Limits
 	}
+	// A key narrows its team's model list, by the rule config keys follow; an empty list is
+	// no list (the team's), as in the config.
+	if i, p := cfg.KeyModelsProblem(teamOf(cfg, req.Team), req.Models); p != "" {
+		writeError(w, http.StatusBadRequest, "invalid_model", "models", "models["+strconv.Itoa(i)+"]: "+p+".")
+		return
+	}
+	if len(req.Models) == 0 {
+		req.Models = nil
+	}
 	for _, k := range teamOf(cfg, req.Team).Keys {
 		if k.Name == req.Name {
 			writeError(w, http.StatusConflict, "duplicate_name", "name", "The team already has a key of that name (in the config).")
@@ -154,7 +165,7 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 
 	secret, id := newSecret(), newID()
 	sum := sha256.Sum256([]byte(secret))
-	rec := keyRecord{ID: id, Team: req.Team, Name: req.Name, SHA256: hex.EncodeToString(sum[:]), CreatedAt: now, Limits: limits}
+	rec := keyRecord{ID: id, Team: req.Team, Name: req.Name, SHA256: hex.EncodeToString(sum[:]), CreatedAt: now, Limits: limits, Models: req.Models}
 	var ttl time.Duration
 	if req.ExpiresAt != nil {
 		exp := req.ExpiresAt.UTC()
@@ -248,6 +259,7 @@ type keyView struct {
 	LastUsedAt *time.Time `json:"last_used_at"`
 	ExpiresAt  *time.Time `json:"expires_at"`
 	Limits     limitsJSON `json:"limits"`
+	Models     []string   `json:"models"` // the key's own list; null: the team's
 	Usage      *keyUsage  `json:"usage"`
 }
 
@@ -286,7 +298,7 @@ func (a *API) keyViews(ctx context.Context, cfg *config.Config, team string) ([]
 		}
 		for _, k := range t.Keys {
 			views = append(views, keyView{ID: "config:" + t.Name + ":" + k.Name, Team: t.Name, Name: k.Name,
-				Source: "config", Limits: toLimitsJSON(k.Limits)})
+				Source: "config", Limits: toLimitsJSON(k.Limits), Models: nilIfEmpty(k.Models)})
 		}
 	}
 	recs, err := a.records(ctx)
@@ -312,7 +324,8 @@ func (a *API) keyViews(ctx context.Context, cfg *config.Config, team string) ([]
 
 func issuedView(rec keyRecord, is *auth.Issued) keyView {
 	created := rec.CreatedAt
-	v := keyView{ID: rec.ID, Team: rec.Team, Name: rec.Name, Source: "api", CreatedAt: &created, ExpiresAt: rec.ExpiresAt, Limits: rec.Limits}
+	v := keyView{ID: rec.ID, Team: rec.Team, Name: rec.Name, Source: "api", CreatedAt: &created, ExpiresAt: rec.ExpiresAt, Limits: rec.Limits,
+		Models: rec.Models}
 	if t := is.LastUsed(rec.ID); !t.IsZero() {
 		v.LastUsedAt = &t
 	}
@@ -380,7 +393,7 @@ func (a *API) Refresh(ctx context.Context) error {
 	}
 	keys := make([]auth.IssuedKey, 0, len(recs))
 	for _, rec := range recs {
-		k := auth.IssuedKey{ID: rec.ID, Team: rec.Team, Name: rec.Name, SHA256: rec.SHA256, Limits: rec.Limits.config()}
+		k := auth.IssuedKey{ID: rec.ID, Team: rec.Team, Name: rec.Name, SHA256: rec.SHA256, Limits: rec.Limits.config(), Models: rec.Models}
 		if rec.ExpiresAt != nil {
 			k.ExpiresAt = *rec.ExpiresAt
 		}
@@ -420,6 +433,14 @@ func newID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return "key_" + hex.EncodeToString(b[:])
+}
+
+// nilIfEmpty lists a key without a model list of its own as null, however the config spelled it.
+func nilIfEmpty(models []string) []string {
+	if len(models) == 0 {
+		return nil
+	}
+	return models
 }
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

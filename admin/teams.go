@@ -97,5 +97,11 @@ func (a *API) teams(w http.ResponseWriter, r *http.Request) {
 		v.Now.spend = a.spent("team:" + t.Name)
 		out[i] = v
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"currency": cfg.Pricing.Currency, "teams": out})
+	// Every configured model, for a team without a list of its own: what a key of it may be
+	// narrowed to (the dashboard's issue form offers them).
+	models := make([]string, len(cfg.Models))
+	for i, m := range cfg.Models {
+		models[i] = m.ID
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"currency": cfg.Pricing.Currency, "models": models, "teams": out})
 }

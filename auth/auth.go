@@ -62,13 +62,18 @@ type Principal struct {
 	PlatformKey Secret // what goes upstream: the team's platform key, or the caller's own token
 	KeyLimits   config.Limits
 	TeamLimits  config.Limits
-	Models      []string // client-facing model ids this principal may use; nil = all
-	Shadow      bool     // team in shadow mode: refusals are reported, not enforced
+	Models      []string // client-facing model ids the team may use; nil = all
+	// KeyModels is the key's own narrower list (teams[].keys[].models, or an issued key's);
+	// nil = the team's. Both lists apply, so a key never reaches a model its team lost.
+	KeyModels []string
+	Shadow    bool // team in shadow mode: refusals are reported, not enforced
 }
 
-// AllowsModel reports whether the allow-list admits the client-facing model id.
+// AllowsModel reports whether the allow-lists admit the client-facing model id: the team's
+// and the key's. It is the one model check; every route and fallback asks it.
 func (p *Principal) AllowsModel(id string) bool {
-	return p.Models == nil || slices.Contains(p.Models, id)
+	return (p.Models == nil || slices.Contains(p.Models, id)) &&
+		(p.KeyModels == nil || slices.Contains(p.KeyModels, id))
 }
 
 // Format keeps the platform key redacted even where fmt skips a field's own methods (fmt
@@ -166,6 +171,7 @@ func New(cfg *config.Config) (*Authenticator, error) {
 				KeyLimits:   k.Limits,
 				TeamLimits:  t.Limits,
 				Models:      models,
+				KeyModels:   keyModels(k.Models),
 				Shadow:      t.Mode == "shadow",
 			}}
 		}
@@ -181,6 +187,15 @@ func New(cfg *config.Config) (*Authenticator, error) {
 		a.admin[d] = d
 	}
 	return a, nil
+}
+
+// keyModels is a key's own list as a Principal holds it: nil when the key has none, so that
+// an empty list never reads as "no model at all".
+func keyModels(models []string) []string {
+	if len(models) == 0 {
+		return nil
+	}
+	return slices.Clone(models)
 }
 
 func keyDigest(k config.Key) (digest, error) {

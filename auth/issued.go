@@ -22,6 +22,7 @@ type IssuedKey struct {
 	SHA256    string // lowercase hex
 	Limits    config.Limits
 	ExpiresAt time.Time // zero: never
+	Models    []string  // the key's own narrower model list; empty = the team's
 }
 
 // issuedEntry is an IssuedKey as the hot path needs it: digest, scope id and expiry ready.
@@ -69,6 +70,7 @@ func (is *Issued) Replace(keys []IssuedKey) error {
 		if _, err := hex.Decode(d[:], []byte(k.SHA256)); err != nil {
 			return errors.New("auth: issued key " + k.ID + ": bad sha256")
 		}
+		k.Models = keyModels(k.Models)
 		e := &issuedEntry{digest: d, key: k, scopeID: "key:" + k.Team + "/" + k.Name}
 		if !k.ExpiresAt.IsZero() {
 			e.expires = expiryNanos(k.ExpiresAt)
@@ -137,7 +139,7 @@ func (a *Authenticator) issuedPrincipal(d digest) (*Principal, bool) {
 		return nil, false
 	}
 	p := *tmpl
-	p.KeyName, p.ScopeID, p.KeyLimits = e.key.Name, e.scopeID, e.key.Limits
+	p.KeyName, p.ScopeID, p.KeyLimits, p.KeyModels = e.key.Name, e.scopeID, e.key.Limits, e.key.Models
 	return &p, true
 }
 

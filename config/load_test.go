@@ -55,6 +55,7 @@ teams:
       - name: search-prod
         key: ${SEARCH_APP_KEY}
         limits: { requests_per_minute: ${RPM} }
+        models: [gpt-4o-mini]
       - name: search-hashed
         key_sha256: 9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08
 admin_keys: [${ADMIN_KEY}]

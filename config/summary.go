@@ -96,7 +96,11 @@ func (c *Config) Summary() string {
 			if k.KeySHA256 != "" {
 				form = "key_sha256"
 			}
-			w("  key %s (%s): %s", k.Name, form, limitsText(k.Limits))
+			models := "" // a key without a list of its own uses the team's, shown above
+			if len(k.Models) > 0 {
+				models = "; models: " + strings.Join(k.Models, ", ")
+			}
+			w("  key %s (%s): %s%s", k.Name, form, limitsText(k.Limits), models)
 		}
 	}
 	w("admin keys: %d", len(c.AdminKeys))

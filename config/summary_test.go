@@ -23,7 +23,8 @@ func TestSummaryKeysMode(t *testing.T) {
 		"models: gpt-4o-mini",
 		"team limits: 600 requests/min, 200000 tokens/min, 16 concurrent, 5000000 tokens/day (UTC)",
 		"key search-prod (key): 60 requests/min, unlimited tokens/min",
-		"key search-hashed (key_sha256): unlimited",
+		"unlimited tokens/day (UTC); models: gpt-4o-mini\n",
+		"key search-hashed (key_sha256): unlimited\n",
 		"admin keys: 1",
 		"ratelimit store: redis://redis.internal:6379/1 (credentials hidden); on store error: deny",
 	)

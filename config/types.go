@@ -136,6 +136,10 @@ type Key struct {
 	Key       string `yaml:"key"`
 	KeySHA256 string `yaml:"key_sha256"` // lowercase hex of sha256(key)
 	Limits    Limits `yaml:"limits"`
+
+	// Models narrows the team's allow-list for this key (issue 27): client-facing model ids,
+	// each one the team may use. Empty = the team's list.
+	Models []string `yaml:"models"`
 }
 
 // Server holds the local listener's knobs.

@@ -404,6 +404,9 @@ func (v *validator) teams(c *Config, modelIDs map[string]bool) map[[32]byte]stri
 			v.fail(tp+".keys", "a team needs at least one key")
 		}
 		v.keys(tp, t.Keys, digests)
+		for j := range t.Keys {
+			v.keyModels(c, i, j)
+		}
 	}
 	return digests
 }

@@ -91,6 +91,12 @@ func TestParseErrors(t *testing.T) {
 		{"model_empty_id", "models:\n  - upstream: x\n", []string{"models[0].id: is empty"}},
 		{"model_space", "models:\n  - id: 'gpt 4'\n", []string{"models[0].id: contains a space"}},
 		{"allow_list_unknown", "models:\n  - id: a\n" + keyed + "    models: [a, b]\n", []string{"teams[0].models[1]: model \"b\" is not listed under models"}},
+		{"key_models_unknown", "models:\n  - id: a\n" + keyed + "        models: [a, zz]\n", []string{"c.yaml:10: teams[0].keys[0].models[1]: key \"prod\": model \"zz\" is not listed under models"}},
+		{"key_models_outside_team", "models:\n  - id: a\n  - id: b\n" + keyed + "        models: [b]\n    models: [a]\n",
+			[]string{"c.yaml:11: teams[0].keys[0].models[0]: key \"prod\": model \"b\" is not in its team's models"}},
+		{"key_models_outside_team_no_catalogue", keyed + "        models: [b]\n    models: [a]\n", []string{"teams[0].keys[0].models[0]: key \"prod\": model \"b\" is not in its team's models"}},
+		{"key_models_bad_id", keyed + "        models: ['a b']\n", []string{"teams[0].keys[0].models[0]: key \"prod\": contains a space"}},
+		{"key_models_duplicate", keyed + "        models: [a, a]\n", []string{"teams[0].keys[0].models[1]: key \"prod\": model \"a\" is listed twice"}},
 
 		// teams and keys
 		{"team_no_name", "upstream: {api_key: k}\nteams:\n  - keys: [{name: a, key: kkkkkkkk}]\n", []string{"c.yaml:3: teams[0].name: want 1-64 letters"}},
@@ -124,6 +130,30 @@ func TestParseErrors(t *testing.T) {
 				if strings.Contains(err.Error(), secret) {
 					t.Errorf("error echoes a secret: %q", err)
 				}
+			}
+		})
+	}
+}
+
+func TestKeyModelsNarrowTheTeam(t *testing.T) {
+	cases := []struct {
+		name string
+		yaml string
+		want []string // the key's models after parsing
+	}{
+		{"subset_of_team", "models:\n  - id: a\n  - id: b\n" + keyed + "        models: [a]\n    models: [a, b]\n", []string{"a"}},
+		{"team_allows_all", "models:\n  - id: a\n  - id: b\n" + keyed + "        models: [b]\n", []string{"b"}},
+		{"no_catalogue_any_id", keyed + "        models: [anything]\n", []string{"anything"}},
+		{"unset_is_the_team_list", "models:\n  - id: a\n" + keyed + "    models: [a]\n", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(c.yaml), "c.yaml", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Teams[0].Keys[0].Models; strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Errorf("key models = %q, want %q", got, c.want)
 			}
 		})
 	}
