@@ -36,13 +36,19 @@ func stalledConfig(p *platform, server string) string {
 
 // stallMany sends n stalled gzip bodies with key at once (stallGzip, 10 s each) and returns
 // each connection's status and error; the connections stay open until the test ends.
+// stalledBodyDeadline is the test's server.body_read_timeout. It is far longer than
+// inflating what the room admits takes even under the race detector on a loaded machine (a
+// 3 s deadline cut bodies still inflating there, so they were answered 408 before the room
+// could refuse them), so the answers show the room's decisions, not the machine's speed.
+const stalledBodyDeadline = 12 * time.Second
+
 func stallMany(t *testing.T, g *gateway, key string, gz []byte, n int) ([]int, []error) {
 	statuses, errs := make([]int, n), make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
 			var conn net.Conn
-			conn, statuses[i], errs[i] = stallGzip(g, key, gz, 10*time.Second)
+			conn, statuses[i], errs[i] = stallGzip(g, key, gz, stalledBodyDeadline+10*time.Second)
 			if conn != nil {
 				t.Cleanup(func() { conn.Close() })
 			}
@@ -117,7 +123,7 @@ func TestStalledGzipBodiesHoldNoMemory(t *testing.T) {
 		t.Skip("reads RSS from /proc")
 	}
 	p := startPlatform(t)
-	g := startGateway(t, gatewayOptions{ConfigYAML: stalledConfig(p, "  body_read_timeout: 3s\n"), Env: keysEnv(p)})
+	g := startGateway(t, gatewayOptions{ConfigYAML: stalledConfig(p, fmt.Sprintf("  body_read_timeout: %s\n", stalledBodyDeadline)), Env: keysEnv(p)})
 	pid := g.cmd.Process.Pid
 	gz := gzipZeros(t, 31<<20)
 	t.Logf("attack body: %d bytes of gzip, %d MiB inflated", len(gz), 31)
