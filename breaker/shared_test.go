@@ -154,3 +154,16 @@ func TestReplicasShareOnRedis(t *testing.T) {
 		t.Fatal("the probe's success did not close the breaker on both replicas")
 	}
 }
+
+// FuzzParseRecord: a state record from the store (any replica, any version) is read back
+// or refused, never a panic or a non-positive cool-down.
+func FuzzParseRecord(f *testing.F) {
+	f.Add([]byte("30000 1764115200000"))
+	f.Add([]byte("x y"))
+	f.Add([]byte("-1 0"))
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if cd, _, ok := parseRecord(v); ok && cd <= 0 {
+			t.Fatalf("cool-down %v accepted from %q", cd, v)
+		}
+	})
+}
