@@ -62,7 +62,7 @@ func ModelFailed(f *Failure) (failed, judged bool) {
 // open: nothing was sent.
 const KindBreakerOpen = "breaker_open"
 
-const breakerOpenBody = `{"error":{"message":"The model is failing upstream and is rested for a while; try again shortly.","type":"server_error","param":null,"code":"model_unavailable"}}`
+const breakerOpenBody = `{"error":{"message":"The model is failing at the platform, so modelgate holds calls to it for a short while. Try again shortly.","type":"server_error","param":null,"code":"model_unavailable"}}`
 
 // breakerOpen is the answer to a call whose model's breaker is open: a 503 the client may
 // retry, sent without reaching the platform.
