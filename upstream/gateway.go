@@ -40,7 +40,7 @@ type Gateway struct {
 	// upstream names the config lists, the only ones given a breaker, so a name a caller
 	// made up never becomes one.
 	health Health
-	models map[string]bool
+	models map[string]string // upstream model -> its breaker's name, made once
 }
 
 // Deps are what every Gateway of a server shares across reloads.
@@ -69,9 +69,9 @@ func New(d Deps, cfg *config.Config, shared bool) *Gateway {
 	}
 	g := &Gateway{platform: d.Platform, tracer: d.Tracer, log: d.Log, policy: DefaultPolicy(maxRetries),
 		timeout: cfg.Upstream.RequestTimeout, shared: shared, pools: make(map[string]*Pool, len(cfg.Teams)), epoch: time.Now(),
-		health: d.Health, models: make(map[string]bool, len(cfg.Models))}
+		health: d.Health, models: make(map[string]string, len(cfg.Models))}
 	for _, m := range cfg.Models {
-		g.models[m.Upstream] = true
+		g.models[m.Upstream] = ModelBreaker(m.Upstream)
 	}
 	warn := func(msg string, args ...any) { g.log.Warn(msg, args...) }
 	for i := range cfg.Teams {

@@ -37,10 +37,10 @@ func (g *Gateway) modelBreaker(c Call) string {
 	if model == "" {
 		model = gjson.GetBytes(c.Body, "model").String()
 	}
-	if len(model) > maxModelName || !g.models[model] {
+	if len(model) > maxModelName {
 		return ""
 	}
-	return ModelBreaker(model)
+	return g.models[model]
 }
 
 // ModelFailed says whether a call's outcome counts against its model's breaker: 5xx

@@ -7,6 +7,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"modelgate/breaker"
+	"modelgate/config"
 )
 
 // fakeHealth refuses the names in blocked and records every report as "name:ok|fail".
@@ -116,5 +120,39 @@ func TestClientGoneIsNotReported(t *testing.T) {
 	}
 	if got := h.got(); len(got) != 0 {
 		t.Fatalf("reports %q for a client that left", got)
+	}
+}
+
+// BenchmarkBreakersOnSuccess is what breakers add to a successful call through a pool of
+// three keys: naming and asking the model's breaker, asking the picked key's, and
+// reporting both outcomes. Issue 27 allows under 1 µs.
+func BenchmarkBreakersOnSuccess(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		var h Health
+		if on {
+			name = "on"
+			h = breaker.New(breaker.Options{Settings: breaker.Settings{Failures: 5, Window: time.Minute, Cooldown: 30 * time.Second}})
+		}
+		b.Run(name, func(b *testing.B) {
+			cfg := &config.Config{Models: []config.Model{{ID: "gpt-4o-mini", Upstream: "sim-chat"}},
+				Teams: []config.Team{{Name: "alpha", UpstreamAPIKeys: []string{"sk-a", "sk-b", "sk-c"}, Keys: []config.Key{{Name: "alpha-1"}}}}}
+			g := New(Deps{Health: h}, cfg, true)
+			pool := g.Pool("alpha")
+			call := Call{Principal: alice, Model: "sim-chat"}
+			ok := &http.Response{StatusCode: http.StatusOK}
+			b.ReportAllocs()
+			for b.Loop() {
+				model := g.modelBreaker(call)
+				if model != "" && !g.health.Allow(model) {
+					b.Fatal("refused")
+				}
+				k, _ := pool.pick(nil)
+				pool.report(k, ok, pool.observe(k, ok, nil))
+				if failed, judged := ModelFailed(nil); model != "" && judged {
+					g.health.Report(model, failed)
+				}
+			}
+		})
 	}
 }

@@ -30,6 +30,7 @@ const (
 type poolKey struct {
 	secret      string
 	fingerprint string // short and safe to show: the first 8 hex digits of sha256(key)
+	breaker     string // KeyBreaker(fingerprint), made once
 	inflight    atomic.Int64
 
 	mu      sync.Mutex
@@ -64,7 +65,8 @@ type Pool struct {
 func newPool(team string, secrets []string, now func() time.Time) *Pool {
 	p := &Pool{team: team, now: now, intn: rand.IntN}
 	for _, s := range secrets {
-		p.keys = append(p.keys, &poolKey{secret: s, fingerprint: Fingerprint(s), state: reqlog.KeyHealthy})
+		fp := Fingerprint(s)
+		p.keys = append(p.keys, &poolKey{secret: s, fingerprint: fp, breaker: KeyBreaker(fp), state: reqlog.KeyHealthy})
 	}
 	return p
 }
@@ -98,7 +100,7 @@ func (p *Pool) pick(tried []*poolKey) (*poolKey, bool) {
 	var blocked []*poolKey
 	for {
 		k, ok := p.pickAmong(tried, blocked)
-		if !ok || p.health == nil || p.health.Allow(KeyBreaker(k.fingerprint)) {
+		if !ok || p.health == nil || p.health.Allow(k.breaker) {
 			if k == nil && len(blocked) > 0 {
 				// Every other key is spent: the platform's answer beats one made up here.
 				return blocked[0], false
@@ -116,7 +118,7 @@ func (p *Pool) report(k *poolKey, resp *http.Response, v keyVerdict) {
 	if p.health == nil || resp == nil {
 		return
 	}
-	p.health.Report(KeyBreaker(k.fingerprint), v != keyFine)
+	p.health.Report(k.breaker, v != keyFine)
 }
 
 // pickAmong is pick's choice among the keys in neither tried nor blocked.
