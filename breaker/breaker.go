@@ -85,8 +85,10 @@ type Set struct {
 	// on the request path then take no lock.
 	breakers atomic.Pointer[map[string]*breaker]
 	mu       sync.Mutex // serialises creating names and the fields below
-	version  uint64     // the state bucket's version last loaded
-	loaded   bool
+	// transitions numbers this replica's own openings and closings (breaker.changed).
+	transitions atomic.Uint64
+	version     uint64 // the state bucket's version last loaded
+	loaded      bool
 }
 
 // breaker is one name's local view.
@@ -97,7 +99,9 @@ type breaker struct {
 	failures int       // failures counted in the current window (the shared count with a store)
 	window   int64     // the window failures counts belong to
 	openedAt time.Time // when it last opened, for display (another replica's clock when learned)
-	since    time.Time // when it left Closed here, on this replica's clock
+	// changed is the set's transition number when this replica last opened or closed b:
+	// a sync that began before it must not undo it with what it read.
+	changed  uint64
 	until    time.Time // open: when to ask (or, alone, to allow) a probe
 	cooldown time.Duration
 	probing  bool      // this replica holds the probe
@@ -224,7 +228,8 @@ func (s *Set) Report(name string, failed bool) {
 func (s *Set) open(name string, b *breaker, now time.Time) {
 	b.state.Store(int32(Open))
 	b.probing = false
-	b.openedAt, b.since, b.until = now, now, now.Add(b.cooldown)
+	b.openedAt, b.until = now, now.Add(b.cooldown)
+	b.changed = s.transitions.Add(1)
 	b.failures = 0
 	if s.st != nil {
 		if err := s.publishOpen(name, b.cooldown); err != nil {
@@ -239,6 +244,7 @@ func (s *Set) close(name string, b *breaker) {
 	b.state.Store(int32(Closed))
 	b.probing = false
 	b.failures, b.cooldown = 0, s.cfg.Cooldown
+	b.changed = s.transitions.Add(1)
 	if s.st != nil {
 		if err := s.publishClose(name, b.window); err != nil {
 			s.log.Warn("breaker: could not share a closed breaker", "breaker", name, "err", err.Error())

@@ -91,7 +91,7 @@ func (s *Set) Sync(ctx context.Context) error {
 	if s.st == nil || !s.Enabled() {
 		return nil
 	}
-	began := s.now()
+	began, seq := s.now(), s.transitions.Load()
 	v, err := s.st.Version(ctx, stateBucket)
 	if err != nil {
 		return err
@@ -122,11 +122,11 @@ func (s *Set) Sync(ctx context.Context) error {
 			continue
 		}
 		b.mu.Lock()
-		if State(b.state.Load()) == Closed {
+		if State(b.state.Load()) == Closed && b.changed <= seq {
 			b.state.Store(int32(Open))
 			// Ask the store at the next call: its cooling record says whether the
 			// cool-down is over.
-			b.until, b.since, b.openedAt, b.cooldown = began, began, t.openedAt, t.cooldown
+			b.until, b.openedAt, b.cooldown = began, t.openedAt, t.cooldown
 		}
 		b.mu.Unlock()
 	}
@@ -140,7 +140,7 @@ func (s *Set) Sync(ctx context.Context) error {
 		b.mu.Lock()
 		// Closed elsewhere, unless it opened here after this sync began (its record may
 		// not have been written when the scan ran) or this replica probes it.
-		if State(b.state.Load()) != Closed && !b.probing && b.since.Before(began) {
+		if State(b.state.Load()) != Closed && !b.probing && b.changed <= seq {
 			b.state.Store(int32(Closed))
 			b.failures, b.cooldown = 0, s.cfg.Cooldown
 		}
