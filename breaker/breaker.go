@@ -213,25 +213,28 @@ func (s *Set) Report(name string, failed bool) {
 	switch {
 	case b.probing && failed:
 		b.cooldown = min(2*b.cooldown, s.cfg.MaxCooldown)
-		s.open(name, b, now)
+		s.open(name, b, now, true)
 	case b.probing:
 		s.close(name, b)
 	case failed && State(b.state.Load()) == Closed:
-		if s.count(name, b, now) >= s.cfg.Failures {
+		if n, shared := s.count(name, b, now); n >= s.cfg.Failures {
 			b.cooldown = s.cfg.Cooldown
-			s.open(name, b, now)
+			// Of the replicas counting at once, the one whose failure reached the
+			// threshold writes the opening; the others (past it) open here only, and
+			// leave alone the claim a probe of another replica may already hold.
+			s.open(name, b, now, !shared || n == s.cfg.Failures)
 		}
 	}
 }
 
-// open opens b for its cool-down, here and at the store. The caller holds b.mu.
-func (s *Set) open(name string, b *breaker, now time.Time) {
+// open opens b for its cool-down, here and, when publish is set, at the store. The caller
+// holds b.mu.
+func (s *Set) open(name string, b *breaker, now time.Time, publish bool) {
 	b.state.Store(int32(Open))
 	b.probing = false
 	b.openedAt, b.until = now, now.Add(b.cooldown)
 	b.changed = s.transitions.Add(1)
-	b.failures = 0
-	if s.st != nil {
+	if s.st != nil && publish {
 		if err := s.publishOpen(name, b.cooldown); err != nil {
 			s.log.Warn("breaker: could not share an opened breaker", "breaker", name, "err", err.Error())
 		}
@@ -254,22 +257,23 @@ func (s *Set) close(name string, b *breaker) {
 }
 
 // count adds one failure to the current window and returns the window's count: the
-// replicas' shared count with a store, this replica's own when the store fails.
-func (s *Set) count(name string, b *breaker, now time.Time) int {
+// replicas' shared count with a store (shared), this replica's own without one or when
+// the store fails.
+func (s *Set) count(name string, b *breaker, now time.Time) (n int, shared bool) {
 	w := now.UnixNano() / int64(s.cfg.Window)
 	if w != b.window {
 		b.window, b.failures = w, 0
 	}
 	b.failures++
 	if s.st != nil {
-		n, err := s.addFailure(name, w)
+		total, err := s.addFailure(name, w)
 		if err == nil {
-			b.failures = max(b.failures, int(n))
-		} else {
-			s.log.Warn("breaker: could not share a failure; counting locally", "breaker", name, "err", err.Error())
+			b.failures = int(total)
+			return b.failures, true
 		}
+		s.log.Warn("breaker: could not share a failure; counting locally", "breaker", name, "err", err.Error())
 	}
-	return b.failures
+	return b.failures, false
 }
 
 // Status is one breaker as /admin/usage and the dashboard show it.

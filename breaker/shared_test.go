@@ -167,3 +167,31 @@ func FuzzParseRecord(f *testing.F) {
 		}
 	})
 }
+
+// A replica that counts a failure past the threshold while another replica's probe is out
+// opens its own view only: it must not restart the cool-down at the store, which would let
+// a second probe go beside the first.
+func TestLateFailureKeepsTheProbeSingle(t *testing.T) {
+	clk := newClock()
+	st, err := store.OpenBolt(t.TempDir(), store.BoltOptions{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r1, r2 := replicas(t, st, clk.Now, testSettings)
+	for range testSettings.Failures {
+		r1.Report("model:m", true)
+	}
+	clk.Advance(testSettings.Cooldown)
+	if !r1.Allow("model:m") {
+		t.Fatal("no probe after the cool-down")
+	}
+	r2.Report("model:m", true) // a call r2 let through before it learned of the breaker
+	if r2.Allow("model:m") {
+		t.Fatal("replica 2 let a call through after the shared count passed the threshold")
+	}
+	clk.Advance(testSettings.Cooldown)
+	if r2.Allow("model:m") {
+		t.Fatal("a second probe went while replica 1's is out")
+	}
+}
