@@ -297,10 +297,9 @@ func (s *Set) Statuses() []Status {
 	now := s.now()
 	for name, b := range s.all() {
 		b.mu.Lock()
+		// Half-open is shown while a probe is out; an open breaker whose cool-down ended
+		// stays open until a call comes to probe it.
 		st := State(b.state.Load())
-		if st == Open && !now.Before(b.until) && s.st == nil {
-			st = HalfOpen // alone, the cool-down's end is known here
-		}
 		failures := b.failures
 		if b.window != now.UnixNano()/int64(max(s.cfg.Window, 1)) {
 			failures = 0
