@@ -308,7 +308,7 @@ func serve(o options, logger *slog.Logger) error {
 	srv, err := proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: client, Logger: logger,
 		Hooks: obs.Hooks(), MetricsHandler: obs.Handler(), Store: records, Tracer: tracer,
 		Admin: self.deps.Admin, Issued: self.deps.Issued, Ledger: self.deps.Ledger, History: self.deps.History,
-		Calibration: self.deps.Calibration})
+		Calibration: self.deps.Calibration, Breakers: self.breakers})
 	if err != nil {
 		return err
 	}
@@ -317,6 +317,7 @@ func serve(o options, logger *slog.Logger) error {
 	defer srv.Close() // before the store closes: responses still being written get there
 	obs.WatchPlatformKeys(srv.KeyStates)
 	obs.WatchEstimates(self.calib)
+	obs.WatchBreakers(self.breakers)
 	if self.deps.History != nil {
 		obs.WatchHistoryDrops(self.deps.History.DroppedRows)
 	}

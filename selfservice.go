@@ -9,10 +9,12 @@ import (
 	"modelgate/admin"
 	"modelgate/auth"
 	"modelgate/billing"
+	"modelgate/breaker"
 	"modelgate/calibration"
 	"modelgate/config"
 	"modelgate/proxy"
 	"modelgate/ratelimit"
+	"modelgate/redisconn"
 	"modelgate/store"
 )
 
@@ -20,12 +22,15 @@ import (
 // history and the admin API over them, and the per-model calibration of token estimates,
 // with the background loops that keep them in step with the store.
 type selfService struct {
-	deps   proxy.Deps // only the self-service fields are set
-	api    *admin.API
-	calib  *calibration.Table
-	srv    *proxy.Server
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	deps  proxy.Deps // only the self-service fields are set
+	api   *admin.API
+	calib *calibration.Table
+	// breakers are the circuit breakers per upstream model and platform key, shared by the
+	// replicas through the record store.
+	breakers *breaker.Set
+	srv      *proxy.Server
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 }
 
 func newSelfService(cfg *config.Config, records store.Store, limiter *ratelimit.Limiter, logger *slog.Logger) (*selfService, error) {
@@ -48,6 +53,7 @@ func newSelfService(cfg *config.Config, records store.Store, limiter *ratelimit.
 	}
 	ss.api = api
 	ss.calib = calibration.New(records, nil, logger)
+	ss.breakers = newBreakers(cfg, records, logger)
 	ss.deps = proxy.Deps{Admin: api, Issued: issued, Ledger: ledger, History: hist, Calibration: ss.calib}
 	return ss, nil
 }
@@ -64,6 +70,29 @@ func (ss *selfService) start(srv *proxy.Server) {
 		ss.wg.Go(func() { ss.deps.History.Run(ctx, time.Second) })
 	}
 	ss.wg.Go(func() { ss.calib.Run(ctx, calibrationSync) })
+	ss.wg.Go(func() { ss.breakers.Run(ctx, breakerSync) })
+}
+
+// breakerSync is how often a replica looks for breakers the others opened or closed: one
+// version read per sync, the state bucket read only when it changed. A breaker this
+// replica trips or probes acts here at once.
+const breakerSync = time.Second
+
+// newBreakers builds the process's circuit breakers from upstream.breaker. They are built
+// once, from the config at start: a reload keeps every breaker's state (and its settings).
+// They share through the record store only when it is Redis: the bbolt file has no other
+// replica to share with, and would cost a synced write per failure.
+func newBreakers(cfg *config.Config, records store.Store, logger *slog.Logger) *breaker.Set {
+	if !redisconn.IsRedis(cfg.Ratelimit.Store) {
+		records = nil
+	}
+	b := cfg.Upstream.Breaker
+	failures := 0
+	if b.Failures != nil {
+		failures = *b.Failures
+	}
+	return breaker.New(breaker.Options{Store: records, Log: logger, Settings: breaker.Settings{
+		Failures: failures, Window: b.Window, Cooldown: b.Cooldown, MaxCooldown: config.BreakerMaxCooldown}})
 }
 
 // calibrationSync is how often a replica writes its calibration samples and reads the other

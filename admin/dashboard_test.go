@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"modelgate/breaker"
 	"modelgate/config"
 	"modelgate/testclock"
 )
@@ -109,7 +110,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	// the figures cannot reset under it when the wall clock crosses a minute.
 	offset := testclock.SameDay(testclock.Origin(), 10*time.Minute).Truncate(time.Minute).Sub(time.Now())
 	clock := func() time.Time { return time.Now().Add(offset) }
-	r := startReplica(t, envOptions{now: clock, mutate: func(c *config.Config) {
+	breakers := breaker.New(breaker.Options{Now: clock, Settings: breaker.Settings{Failures: 2, Window: time.Minute, Cooldown: time.Hour}})
+	r := startReplica(t, envOptions{now: clock, breakers: breakers, mutate: func(c *config.Config) {
 		c.Teams[0].Limits = config.Limits{RequestsPerMinute: 600, TokensPerDay: 2_000_000, SpendPerDay: 5, SpendPerMonth: 60}
 		c.Teams[1].Limits = config.Limits{ConcurrentRequests: 8, SpendPerMonth: 40}
 		c.Teams[1].Models = []string{"sim-chat", "sim-long"}
@@ -127,6 +129,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}
 	r.issue(t, "beta", "nightly-batch", map[string]any{"limits": map[string]any{"spend_per_day": 2}})
+	breakers.Report("model:sim-long", true)
+	breakers.Report("model:sim-long", true) // open for the hour
+	breakers.Report("model:sim-chat", true) // one failure: closed, listed
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
@@ -194,6 +199,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		`article[data-team="alpha"] .rpm`:                             "3 req/min now of 600",
 		`[data-stat="requests"] .value`:                               "5",
 		`article[data-team="beta"] tr[data-key="nightly-batch"]`:      "api",
+		`#breakers tr[data-breaker="model:sim-long"]`:                 "open",
+		`#breakers tr[data-breaker="model:sim-chat"] td:nth-child(3)`: "1",
 	} {
 		if got := text(sel); !strings.Contains(got, want) {
 			t.Errorf("%s shows %q, want %q", sel, got, want)

@@ -17,6 +17,7 @@ import (
 	"modelgate/apitest"
 	"modelgate/auth"
 	"modelgate/billing"
+	"modelgate/breaker"
 	"modelgate/config"
 	"modelgate/platform"
 	"modelgate/platformsim"
@@ -77,6 +78,8 @@ type envOptions struct {
 	// limiterNow is the limiter's clock; default now's. A test that reads "this minute"
 	// figures gives one that cannot cross a minute boundary while it runs.
 	limiterNow func() time.Time
+	// breakers are the server's circuit breakers; nil: none.
+	breakers *breaker.Set
 }
 
 // simPlatformKey is the platform key the simulated platform accepts and the config uses.
@@ -161,7 +164,7 @@ func startReplica(t testing.TB, o envOptions) *replica {
 		t.Fatal(err)
 	}
 	r.srv, err = proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: pc, Logger: logger, Store: st,
-		Admin: r.api, Issued: issued, Ledger: r.ledger, History: r.history, Now: o.now})
+		Admin: r.api, Issued: issued, Ledger: r.ledger, History: r.history, Now: o.now, Breakers: o.breakers})
 	if err != nil {
 		t.Fatal(err)
 	}

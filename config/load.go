@@ -148,20 +148,27 @@ const (
 	defaultRequestTimeout        = 10 * time.Minute
 	defaultMaxRetries            = 2
 	defaultHealthInterval        = 15 * time.Second
-	defaultStore                 = "memory"
-	defaultOnStoreError          = "allow"
-	defaultDataPath              = "modelgate-data"
-	defaultMaxOutputTokens       = 4096
-	defaultMaxBodyBytes          = 32 << 20
-	defaultMaxUploadBytes        = 100 * 1000 * 1000
-	defaultDrainTimeout          = 30 * time.Second
-	defaultReadHeaderTimeout     = 10 * time.Second
-	defaultBodyReadTimeout       = 30 * time.Second
-	defaultMaxInflatingBytes     = 64 << 20
-	defaultUploadIdleTimeout     = 2 * time.Minute
-	defaultReasoningField        = "reasoning_content"
-	defaultBalanceCacheTTL       = 5 * time.Second
-	defaultTeamMode              = "enforce"
+	// Breakers: five failures in a minute is an upstream in trouble, not one unlucky call
+	// (the retry policy and the key pool absorb those first); thirty seconds out is long
+	// enough for an overloaded model to shed its queue and short enough that a blip costs
+	// little. See docs/routing.md, "Circuit breakers".
+	defaultBreakerFailures   = 5
+	defaultBreakerWindow     = time.Minute
+	defaultBreakerCooldown   = 30 * time.Second
+	defaultStore             = "memory"
+	defaultOnStoreError      = "allow"
+	defaultDataPath          = "modelgate-data"
+	defaultMaxOutputTokens   = 4096
+	defaultMaxBodyBytes      = 32 << 20
+	defaultMaxUploadBytes    = 100 * 1000 * 1000
+	defaultDrainTimeout      = 30 * time.Second
+	defaultReadHeaderTimeout = 10 * time.Second
+	defaultBodyReadTimeout   = 30 * time.Second
+	defaultMaxInflatingBytes = 64 << 20
+	defaultUploadIdleTimeout = 2 * time.Minute
+	defaultReasoningField    = "reasoning_content"
+	defaultBalanceCacheTTL   = 5 * time.Second
+	defaultTeamMode          = "enforce"
 	// defaultKeepAliveInterval stays well under the 60 s idle limit common to nginx, cloud
 	// load balancers and corporate proxies, which would otherwise cut a model that thinks.
 	defaultKeepAliveInterval   = 15 * time.Second
@@ -191,6 +198,12 @@ func applyDefaults(c *Config) {
 		n := defaultMaxRetries
 		u.MaxRetries = &n
 	}
+	if u.Breaker.Failures == nil {
+		n := defaultBreakerFailures
+		u.Breaker.Failures = &n
+	}
+	setDefault(&u.Breaker.Window, defaultBreakerWindow)
+	setDefault(&u.Breaker.Cooldown, defaultBreakerCooldown)
 	for i := range c.Models {
 		setDefault(&c.Models[i].Upstream, c.Models[i].ID)
 	}

@@ -115,6 +115,7 @@ func TestDefault(t *testing.T) {
 			DialTimeout: 5 * time.Second, ResponseHeaderTimeout: 60 * time.Second,
 			StreamIdleTimeout: 5 * time.Minute, RequestTimeout: 10 * time.Minute,
 			HealthInterval: 15 * time.Second, KeepAliveInterval: 15 * time.Second,
+			Breaker: Breaker{Window: time.Minute, Cooldown: 30 * time.Second},
 		},
 		Ratelimit: Ratelimit{Store: "memory", OnStoreError: "allow", DataPath: "modelgate-data", DefaultMaxOutputTokens: 4096},
 		Server: Server{
@@ -129,6 +130,10 @@ func TestDefault(t *testing.T) {
 		t.Fatalf("max_retries default: %v", cfg.Upstream.MaxRetries)
 	}
 	cfg.Upstream.MaxRetries = nil
+	if f := cfg.Upstream.Breaker.Failures; f == nil || *f != 5 {
+		t.Fatalf("breaker.failures default: %v", f)
+	}
+	cfg.Upstream.Breaker.Failures = nil
 	if cfg.Listen != want.Listen || !reflect.DeepEqual(cfg.Upstream, want.Upstream) || !reflect.DeepEqual(cfg.Ratelimit, want.Ratelimit) ||
 		!reflect.DeepEqual(cfg.Server, want.Server) || cfg.Translate != want.Translate || cfg.Sidecar != want.Sidecar ||
 		cfg.Responses.Scope != "team" {

@@ -50,6 +50,12 @@ func (c *Config) Summary() string {
 	w("  timeouts: dial %s, response header %s, stream idle %s, request %s; stream keep-alive %s",
 		u.DialTimeout, u.ResponseHeaderTimeout, u.StreamIdleTimeout, u.RequestTimeout, keepalive)
 	w("  retries: %s; health probe every %s", retries, u.HealthInterval)
+	if b := u.Breaker; b.BreakersOn() && b.Failures != nil {
+		w("  breaker: %d failures within %s open a model's or platform key's breaker for %s, then one probe (doubling per failed probe up to %s)",
+			*b.Failures, b.Window, b.Cooldown, max(b.Cooldown, BreakerMaxCooldown))
+	} else {
+		w("  breaker: off (failures: 0)")
+	}
 
 	if len(c.Models) == 0 {
 		w("models: none configured (/v1/models is empty; any model name is forwarded)")

@@ -48,7 +48,11 @@ func TestSummaryPassthrough(t *testing.T) {
 		"models: none configured",
 		"ratelimit store: memory (daily usage kept in modelgate-data)",
 		"admin keys: 0",
+		"breaker: 5 failures within 1m0s open a model's or platform key's breaker for 30s, then one probe (doubling per failed probe up to 5m0s)",
 	)
+	off := 0
+	cfg.Upstream.Breaker.Failures = &off
+	summaryHas(t, cfg.Summary(), "breaker: off (failures: 0)")
 }
 
 // summaryHas fails t for each line part the summary s lacks.

@@ -46,7 +46,26 @@ type Upstream struct {
 	// UpstreamAPIKeys is a pool of default platform keys, an alternative to APIKey: requests
 	// are spread over them and fail over from a rejected or rate-limited one.
 	UpstreamAPIKeys []string `yaml:"upstream_api_keys"`
+
+	// Breaker sets the circuit breakers of every upstream model and platform key (issue 27).
+	Breaker Breaker `yaml:"breaker"`
 }
+
+// Breaker is upstream.breaker: how many failures within a window open a breaker, and how
+// long it stays open before one probe may go. Defaults are applied by the loader.
+type Breaker struct {
+	Failures *int          `yaml:"failures"` // default 5; 0 turns breakers off
+	Window   time.Duration `yaml:"window"`   // default 60s
+	Cooldown time.Duration `yaml:"cooldown"` // default 30s; doubles per failed probe up to BreakerMaxCooldown
+}
+
+// BreakerMaxCooldown caps the cool-down of a breaker whose probes keep failing (or the
+// configured cool-down, when that is longer): a model down for an hour is still probed
+// every five minutes.
+const BreakerMaxCooldown = 5 * time.Minute
+
+// BreakersOn reports whether breakers count failures.
+func (b Breaker) BreakersOn() bool { return b.Failures == nil || *b.Failures > 0 }
 
 // Model is one entry of what /v1/models lists.
 type Model struct {

@@ -141,6 +141,11 @@ func (v *validator) upstream(u *Upstream) {
 	if u.MaxRetries != nil && *u.MaxRetries < 0 {
 		v.fail("upstream.max_retries", "must not be negative, got %d", *u.MaxRetries)
 	}
+	if b := u.Breaker.Failures; b != nil && (*b < 0 || *b > 1000000) {
+		v.fail("upstream.breaker.failures", "must be between 0 (off) and 1000000, got %d", *b)
+	}
+	v.nonNegativeDuration("upstream.breaker.window", u.Breaker.Window)
+	v.nonNegativeDuration("upstream.breaker.cooldown", u.Breaker.Cooldown)
 }
 
 // URLProblem says why raw cannot be an upstream URL ("" when it can). The platform key is sent

@@ -83,6 +83,8 @@ func TestParseErrors(t *testing.T) {
 		{"negative_key_rpm", keyed + "        limits:\n          requests_per_minute: -1\n", []string{"c.yaml:9: teams[0].keys[0].limits.requests_per_minute: must not be negative"}},
 		{"negative_duration", "upstream:\n  request_timeout: -1s\n", []string{"upstream.request_timeout: must not be negative"}},
 		{"negative_retries", "upstream:\n  max_retries: -1\n", []string{"upstream.max_retries: must not be negative"}},
+		{"negative_breaker_failures", "upstream:\n  breaker:\n    failures: -1\n", []string{"upstream.breaker.failures: must be between 0 (off) and 1000000"}},
+		{"negative_breaker_cooldown", "upstream:\n  breaker:\n    cooldown: -1s\n", []string{"upstream.breaker.cooldown"}},
 		{"negative_body", "server:\n  max_body_bytes: -1\n", []string{"server.max_body_bytes: must not be negative"}},
 		{"negative_ttl", "sidecar:\n  balance_cache_ttl: -5s\n", []string{"sidecar.balance_cache_ttl: must not be negative"}},
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/breaker"
 	"modelgate/calibration"
 	"modelgate/config"
 	"modelgate/ratelimit"
@@ -110,7 +111,8 @@ func (s *Server) adminUsage(c *gin.Context) {
 	b, err := json.Marshal(struct {
 		Teams     []usageEntry              `json:"teams"`
 		Estimates []calibration.ModelFactor `json:"estimates"`
-	}{teams, estimates})
+		Breakers  []breaker.Status          `json:"breakers"`
+	}{teams, estimates, s.breakers.Statuses()})
 	if err != nil {
 		abortError(c, http.StatusInternalServerError, typeServer, "internal_error", "", "internal error")
 		return

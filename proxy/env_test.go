@@ -14,6 +14,7 @@ import (
 	"modelgate/apitest"
 	"modelgate/auth"
 	"modelgate/billing"
+	"modelgate/breaker"
 	"modelgate/calibration"
 	"modelgate/config"
 	"modelgate/platform"
@@ -120,6 +121,8 @@ type envOptions struct {
 	history *billing.Recorder
 	// simCounter counts the input tokens the platform bills; nil: modelgate's own estimate.
 	simCounter platformsim.InputCounter
+	// breakers are the server's circuit breakers; nil: none.
+	breakers *breaker.Set
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -193,7 +196,7 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 	}
 	t.Cleanup(func() { env.limiter.Close() })
 	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease,
-		Ledger: o.ledger, History: o.history, Calibration: o.calibration})
+		Ledger: o.ledger, History: o.history, Calibration: o.calibration, Breakers: o.breakers})
 	if err != nil {
 		t.Fatal(err)
 	}

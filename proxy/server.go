@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"modelgate/accounting"
 	"modelgate/auth"
 	"modelgate/billing"
+	"modelgate/breaker"
 	"modelgate/calibration"
 	"modelgate/config"
 	"modelgate/jobs"
@@ -60,6 +62,9 @@ type Deps struct {
 	// estimates, for reservations, count_tokens and GET /admin/usage. Nil: one of this
 	// process alone, kept in memory.
 	Calibration *calibration.Table
+	// Breakers are the process's circuit breakers per upstream model and platform key
+	// (package breaker), shared by every reload's gateway; nil: none.
+	Breakers *breaker.Set
 
 	// Tracer, when set, traces requests (see package tracing); nil is tracing off.
 	Tracer *tracing.Tracer
@@ -116,6 +121,8 @@ type Server struct {
 	inflating reqbody.Budget
 	// calibration learns each model's ratio of reported to estimated input tokens; never nil.
 	calibration *calibration.Table
+	// breakers are the circuit breakers every gateway reports to; nil: none.
+	breakers *breaker.Set
 }
 
 // New builds a Server. The config must already be validated.
@@ -130,7 +137,8 @@ func New(d Deps) (*Server, error) {
 		d.Now = time.Now
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
-		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer}
+		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer,
+		breakers: d.Breakers}
 	if s.calibration == nil {
 		s.calibration = calibration.New(nil, d.Now, d.Logger) // this process only
 	}
@@ -156,6 +164,9 @@ func newState(cfg *config.Config, a *auth.Authenticator) *state {
 // so a reload puts every key back in service.
 func (s *Server) withGateway(st *state) *state {
 	deps := upstream.Deps{Platform: s.platform, Tracer: s.tracer, Log: s.log, Now: s.now}
+	if s.breakers.Enabled() {
+		deps.Health = s.breakers // never a nil *Set inside a non-nil interface
+	}
 	st.gateway = upstream.New(deps, st.cfg, st.auth.Mode() == auth.ModeKeys)
 	return st
 }
@@ -407,6 +418,13 @@ func (s *Server) readyz(c *gin.Context) {
 	info(c).Route = "/readyz"
 	if s.draining.Load() || !s.ready.Load() || s.state().gateway.TeamWithoutKeys() != "" {
 		c.Data(http.StatusServiceUnavailable, "application/json", []byte(`{"status":"unavailable"}`))
+		return
+	}
+	// An open breaker is reported, not unready: every replica shares it, and taking them all
+	// out of the balancer for one failing model would fail the healthy ones too. Names are
+	// in /admin/usage and /metrics, not on this unauthenticated route.
+	if n := s.breakers.OpenCount(); n > 0 {
+		c.Data(http.StatusOK, "application/json", []byte(`{"status":"ready","breakers_not_closed":`+strconv.Itoa(n)+`}`))
 		return
 	}
 	c.Data(http.StatusOK, "application/json", []byte(`{"status":"ready"}`))

@@ -102,7 +102,9 @@ func (g *Gateway) attempt(ctx context.Context, tr *Trail, deadline time.Time, ks
 			if !contains(tried, k) {
 				tried = append(tried, k)
 			}
-			if v := ks.pool.observe(k, resp, err); v != keyFine && ctx.Err() == nil {
+			v := ks.pool.observe(k, resp, err)
+			ks.pool.report(k, resp, v)
+			if v != keyFine && ctx.Err() == nil {
 				if n, ok := ks.next(tried); ok {
 					if span != nil {
 						g.endAttempt(span, req, done, resp, err)

@@ -35,6 +35,12 @@ type Gateway struct {
 	// not make the instance unready when its platform keys are out.
 	served []string
 	epoch  time.Time // origin of the monotonic readings that time upstream waits
+
+	// Circuit breakers (issue 27). health is nil when breakers are off; models are the
+	// upstream names the config lists, the only ones given a breaker, so a name a caller
+	// made up never becomes one.
+	health Health
+	models map[string]string // upstream model -> its breaker's name, made once
 }
 
 // Deps are what every Gateway of a server shares across reloads.
@@ -43,6 +49,9 @@ type Deps struct {
 	Tracer   *tracing.Tracer  // nil: attempts are not traced
 	Log      *slog.Logger     // nil: silent
 	Now      func() time.Time // the pools' clock (cool-downs, probes); nil is time.Now
+	// Health is the circuit breakers every Gateway of the process reports to and consults
+	// (package breaker); nil: no breakers.
+	Health Health
 }
 
 // New builds the Gateway of cfg. shared says whether calls go with the config's platform
@@ -59,12 +68,19 @@ func New(d Deps, cfg *config.Config, shared bool) *Gateway {
 		maxRetries = *cfg.Upstream.MaxRetries
 	}
 	g := &Gateway{platform: d.Platform, tracer: d.Tracer, log: d.Log, policy: DefaultPolicy(maxRetries),
-		timeout: cfg.Upstream.RequestTimeout, shared: shared, pools: make(map[string]*Pool, len(cfg.Teams)), epoch: time.Now()}
+		timeout: cfg.Upstream.RequestTimeout, shared: shared, pools: make(map[string]*Pool, len(cfg.Teams)), epoch: time.Now(),
+		health: d.Health, models: make(map[string]string, len(cfg.Models))}
+	for _, m := range cfg.Models {
+		g.models[m.Upstream] = ModelBreaker(m.Upstream)
+	}
 	warn := func(msg string, args ...any) { g.log.Warn(msg, args...) }
 	for i := range cfg.Teams {
 		t := &cfg.Teams[i]
 		pool := newPool(t.Name, cfg.TeamPlatformKeys(t), d.Now)
 		pool.log = warn
+		if shared {
+			pool.health = d.Health
+		}
 		g.pools[t.Name] = pool
 		if len(t.Keys) > 0 {
 			g.served = append(g.served, t.Name)
@@ -127,6 +143,9 @@ type Call struct {
 	Principal *auth.Principal // whose call: the team's pool, or the caller's own key
 	Body      []byte          // a Responses body
 	Stream    bool            // ask for an event stream
+	// Model is the upstream model the body names, for its circuit breaker; empty: read
+	// from Body when breakers are on.
+	Model string
 	Trail
 }
 
@@ -134,6 +153,26 @@ type Call struct {
 // also ends the upstream request early (stop sequences, client gone). Otherwise the Failure
 // says what the client is to be told and whether the platform may have billed the call.
 func (g *Gateway) Open(parent context.Context, c Call) (*http.Response, context.CancelFunc, *Failure) {
+	breaker := g.modelBreaker(c)
+	if breaker != "" && !g.health.Allow(breaker) {
+		return nil, nil, breakerOpen()
+	}
+	resp, cancel, f := g.open(parent, c)
+	if breaker != "" {
+		if failed, judged := ModelFailed(f); judged && (g.shared || f == nil || f.Status != http.StatusTooManyRequests) {
+			// (A caller's own key's 429 is that key's limit, not the model's trouble.)
+			g.health.Report(breaker, failed)
+		}
+	}
+	return resp, cancel, f
+}
+
+// Health is the circuit breakers this Gateway reports to; nil when there are none. A
+// failure the Gateway cannot see (a stall before the first token) is reported on it by
+// the caller, under ModelBreaker.
+func (g *Gateway) Health() Health { return g.health }
+
+func (g *Gateway) open(parent context.Context, c Call) (*http.Response, context.CancelFunc, *Failure) {
 	deadline := time.Now().Add(g.timeout)
 	var ctx context.Context
 	var cancel context.CancelFunc

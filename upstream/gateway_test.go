@@ -71,6 +71,13 @@ type gatewayEnv struct {
 // poolKeys (none: each caller brings its own key).
 func newGatewayEnv(t *testing.T, poolKeys ...string) *gatewayEnv {
 	t.Helper()
+	return newGatewayEnvWith(t, nil, nil, poolKeys...)
+}
+
+// newGatewayEnvWith is newGatewayEnv with circuit breakers (health) and configured upstream
+// models.
+func newGatewayEnvWith(t *testing.T, health Health, models []string, poolKeys ...string) *gatewayEnv {
+	t.Helper()
 	env := &gatewayEnv{fake: &fakePlatform{status: map[string][]int{}}, clock: testclock.At(time.Unix(1_700_000_000, 0)), logs: &bytes.Buffer{}}
 	srv := httptest.NewServer(env.fake)
 	t.Cleanup(srv.Close)
@@ -80,8 +87,11 @@ func newGatewayEnv(t *testing.T, poolKeys ...string) *gatewayEnv {
 	}
 	cfg := &config.Config{Upstream: config.Upstream{RequestTimeout: 5 * time.Second},
 		Teams: []config.Team{{Name: "alpha", UpstreamAPIKeys: poolKeys, Keys: []config.Key{{Name: "alpha-1"}}}}}
+	for _, m := range models {
+		cfg.Models = append(cfg.Models, config.Model{ID: m, Upstream: m})
+	}
 	log := slog.New(slog.NewTextHandler(env.logs, nil))
-	gw := New(Deps{Platform: client, Log: log, Now: env.clock.Now}, cfg, len(poolKeys) > 0)
+	gw := New(Deps{Platform: client, Log: log, Now: env.clock.Now, Health: health}, cfg, len(poolKeys) > 0)
 	p := gw.Policy()
 	p.Jitter = func() float64 { return 0 }
 	p.Sleep = func(_ context.Context, d time.Duration) error { env.waits = append(env.waits, d); return nil }

@@ -30,6 +30,7 @@ const (
 type poolKey struct {
 	secret      string
 	fingerprint string // short and safe to show: the first 8 hex digits of sha256(key)
+	breaker     string // KeyBreaker(fingerprint), made once
 	inflight    atomic.Int64
 
 	mu      sync.Mutex
@@ -55,12 +56,17 @@ type Pool struct {
 	log  func(msg string, args ...any) // nil: silent
 	// intn picks among equally loaded keys; replaced in tests.
 	intn func(n int) int
+	// health holds the keys' circuit breakers (KeyBreaker); nil: none. A key whose breaker
+	// is open is passed over like a cooling key; the pool's own states stay this process's
+	// quick reaction to one answer, the breaker the shared one to repeated answers.
+	health Health
 }
 
 func newPool(team string, secrets []string, now func() time.Time) *Pool {
 	p := &Pool{team: team, now: now, intn: rand.IntN}
 	for _, s := range secrets {
-		p.keys = append(p.keys, &poolKey{secret: s, fingerprint: Fingerprint(s), state: reqlog.KeyHealthy})
+		fp := Fingerprint(s)
+		p.keys = append(p.keys, &poolKey{secret: s, fingerprint: fp, breaker: KeyBreaker(fp), state: reqlog.KeyHealthy})
 	}
 	return p
 }
@@ -90,14 +96,40 @@ func (k *poolKey) usable(now time.Time) (ok, probe bool) {
 // one that recovers soonest is returned all the same, so the platform's own answer (a 429 or
 // 401) reaches the client rather than one modelgate made up; ok is false then. nil means
 // every key was tried.
-func (p *Pool) pick(tried []*poolKey) (k *poolKey, ok bool) {
+func (p *Pool) pick(tried []*poolKey) (*poolKey, bool) {
+	var blocked []*poolKey
+	for {
+		k, ok := p.pickAmong(tried, blocked)
+		if !ok || p.health == nil || p.health.Allow(k.breaker) {
+			if k == nil && len(blocked) > 0 {
+				// Every other key is spent: the platform's answer beats one made up here.
+				return blocked[0], false
+			}
+			return k, ok
+		}
+		k.release()
+		blocked = append(blocked, k)
+	}
+}
+
+// report tells k's breaker what the platform said about k: a 401/403 or 429 counts against
+// it, any other answer for it. A transport error says nothing about a key.
+func (p *Pool) report(k *poolKey, resp *http.Response, v keyVerdict) {
+	if p.health == nil || resp == nil {
+		return
+	}
+	p.health.Report(k.breaker, v != keyFine)
+}
+
+// pickAmong is pick's choice among the keys in neither tried nor blocked.
+func (p *Pool) pickAmong(tried, blocked []*poolKey) (k *poolKey, ok bool) {
 	now := p.now()
 	var best []*poolKey
 	var bestLoad int64
 	var fallback *poolKey
 	var fallbackAt time.Time
 	for _, k := range p.keys {
-		if contains(tried, k) {
+		if contains(tried, k) || contains(blocked, k) {
 			continue
 		}
 		ok, _ := k.usable(now)
