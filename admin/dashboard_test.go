@@ -129,8 +129,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}
 	r.issue(t, "beta", "nightly-batch", map[string]any{"limits": map[string]any{"spend_per_day": 2}})
-	breakers.Report("model:sim-long", true)
-	breakers.Report("model:sim-long", true) // open for the hour
+	breakers.Report("model:sim-json", true)
+	breakers.Report("model:sim-json", true) // open for the hour
 	breakers.Report("model:sim-chat", true) // one failure: closed, listed
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
@@ -199,7 +199,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		`article[data-team="alpha"] .rpm`:                             "3 req/min now of 600",
 		`[data-stat="requests"] .value`:                               "5",
 		`article[data-team="beta"] tr[data-key="nightly-batch"]`:      "api",
-		`#breakers tr[data-breaker="model:sim-long"]`:                 "open",
+		`#breakers tr[data-breaker="model:sim-json"]`:                 "open",
 		`#breakers tr[data-breaker="model:sim-chat"] td:nth-child(3)`: "1",
 	} {
 		if got := text(sel); !strings.Contains(got, want) {
