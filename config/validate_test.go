@@ -90,6 +90,18 @@ func TestParseErrors(t *testing.T) {
 		{"model_dup", "models:\n  - id: a\n  - id: b\n  - id: a\n", []string{"c.yaml:4: models[2].id: duplicate model id \"a\" (also models[0])"}},
 		{"model_empty_id", "models:\n  - upstream: x\n", []string{"models[0].id: is empty"}},
 		{"model_space", "models:\n  - id: 'gpt 4'\n", []string{"models[0].id: contains a space"}},
+		{"routes_and_upstream", "models:\n  - id: a\n    upstream: x\n    routes: [{upstream: y, weight: 1}]\n", []string{"c.yaml:4: models[0].routes: set upstream or routes, not both"}},
+		{"routes_empty", "models:\n  - id: a\n    routes: []\n", []string{"models[0].routes: want at least one route"}},
+		{"route_weight_zero", "models:\n  - id: a\n    routes: [{upstream: x, weight: 3}, {upstream: y, weight: 0}]\n", []string{"models[0].routes[1].weight: want a whole number from 1 to 1000000, got 0"}},
+		{"route_weight_missing", "models:\n  - id: a\n    routes: [{upstream: x}]\n", []string{"models[0].routes[0].weight: want a whole number"}},
+		{"route_weight_negative", "models:\n  - id: a\n    routes: [{upstream: x, weight: -2}]\n", []string{"models[0].routes[0].weight: want a whole number from 1"}},
+		{"route_weight_float", "models:\n  - id: a\n    routes: [{upstream: x, weight: 0.5}]\n", []string{"models[0].routes[0].weight: want a whole number"}},
+		{"route_weight_huge", "models:\n  - id: a\n    routes: [{upstream: x, weight: 9000000000}]\n", []string{"models[0].routes[0].weight: want a whole number from 1 to 1000000"}},
+		{"route_no_upstream", "models:\n  - id: a\n    routes: [{weight: 1}]\n", []string{"models[0].routes[0].upstream: is empty"}},
+		{"route_dup", "models:\n  - id: a\n    routes: [{upstream: x, weight: 1}, {upstream: x, weight: 2}]\n", []string{`models[0].routes[1].upstream: "x" is routed twice (also routes[0])`}},
+		{"route_unknown_key", "models:\n  - id: a\n    routes: [{upstream: x, weight: 1, share: 2}]\n", []string{"models[0].routes[0].share: unknown key"}},
+		{"sticky_value", "models:\n  - id: a\n    routes: [{upstream: x, weight: 1}]\n    sticky: session\n", []string{`models[0].sticky: want user, conversation or empty, got "session"`}},
+		{"sticky_without_routes", "models:\n  - id: a\n    sticky: user\n", []string{"models[0].sticky: sticky chooses between routes: set routes too"}},
 		{"allow_list_unknown", "models:\n  - id: a\n" + keyed + "    models: [a, b]\n", []string{"teams[0].models[1]: model \"b\" is not listed under models"}},
 
 		// teams and keys
