@@ -64,6 +64,10 @@ type Deps struct {
 	// Tracer, when set, traces requests (see package tracing); nil is tracing off.
 	Tracer *tracing.Tracer
 
+	// Health is the circuit breakers' view of the upstream models (issue 27), consulted when a
+	// model's weighted routes choose where a call goes; nil: every route is healthy.
+	Health upstream.Health
+
 	// BackgroundLease is how long a background job's claim outlives a runner that stopped
 	// renewing it (see package jobs); 0 is the default, 30s. Tests shorten it.
 	BackgroundLease time.Duration
@@ -77,6 +81,9 @@ type state struct {
 	models modelTable
 	keeper *stored.Keeper // stored responses; nil when not kept (store: off, or no store)
 	prices billing.Prices
+	// health is what the circuit breakers say of each upstream model, consulted by the
+	// choice between weighted routes; nil: everything is healthy.
+	health upstream.Health
 	// gateway calls the platform with this config's retry policy and key pools.
 	gateway *upstream.Gateway
 }
@@ -116,6 +123,7 @@ type Server struct {
 	inflating reqbody.Budget
 	// calibration learns each model's ratio of reported to estimated input tokens; never nil.
 	calibration *calibration.Table
+	health      upstream.Health // circuit breakers; nil: all healthy
 }
 
 // New builds a Server. The config must already be validated.
@@ -130,7 +138,7 @@ func New(d Deps) (*Server, error) {
 		d.Now = time.Now
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
-		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer}
+		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer, health: d.Health}
 	if s.calibration == nil {
 		s.calibration = calibration.New(nil, d.Now, d.Logger) // this process only
 	}
@@ -166,7 +174,9 @@ func (s *Server) Reload(cfg *config.Config, a *auth.Authenticator) {
 	if s.issued != nil {
 		a.UseIssued(s.issued) // before the authenticator is published
 	}
-	s.st.Store(s.withGateway(s.withKeeper(newState(cfg, a))))
+	st := newState(cfg, a)
+	st.health = s.health
+	s.st.Store(s.withGateway(s.withKeeper(st)))
 }
 
 // CheckReload reports why cfg cannot replace the serving config although it is valid on its
@@ -365,12 +375,18 @@ func (s *Server) logRequest(r reqlog.RequestSummary) {
 		slog.String("upstream_error", r.UpstreamErr),
 		slog.String("usage_estimated", r.UsageEstimated),
 		slog.String("trace_id", r.TraceID),
+		slog.String("upstream_model", r.UpstreamModel),
 	}
-	n := len(attrs)
-	if r.TraceID == "" {
-		n-- // tracing off or a request it skips: the line is as it always was
+	// The last two are there only when set: without tracing or routes, the line is as it
+	// always was. Appending writes within the array, so nothing is allocated.
+	line := attrs[:len(attrs)-2]
+	if r.TraceID != "" {
+		line = append(line, attrs[len(attrs)-2])
 	}
-	s.log.LogAttrs(context.Background(), level, "request", attrs[:n]...)
+	if r.UpstreamModel != "" {
+		line = append(line, attrs[len(attrs)-1])
+	}
+	s.log.LogAttrs(context.Background(), level, "request", line...)
 }
 
 // recoverer turns a handler panic into a 500 (if nothing was written yet) and a log line,

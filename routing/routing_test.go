@@ -269,3 +269,37 @@ func BenchmarkKey(b *testing.B) {
 		_ = Key(s)
 	}
 }
+
+// FuzzChoice: any routes and any key or draw give a route of the table, the same one every
+// time, and one that is healthy whenever a healthy route exists.
+func FuzzChoice(f *testing.F) {
+	f.Add(uint64(9), uint64(1), uint64(1), uint8(3), uint64(42), uint8(1))
+	f.Add(uint64(1), uint64(1_000_000), uint64(7), uint8(2), uint64(0), uint8(0))
+	f.Fuzz(func(t *testing.T, w0, w1, w2 uint64, n uint8, key uint64, openMask uint8) {
+		n = n%3 + 1
+		weights := []uint64{w0%1_000_000 + 1, w1%1_000_000 + 1, w2%1_000_000 + 1}[:n]
+		tb := table(weights...)
+		var open []string
+		for i := range int(n) {
+			if openMask&(1<<i) != 0 {
+				open = append(open, tb.Route(i).Breaker)
+			}
+		}
+		for _, pick := range []func(*breakers) int{
+			func(b *breakers) int { return tb.Draw(key, b) },
+			func(b *breakers) int { return tb.Stick(key, b) },
+		} {
+			b := newBreakers(open...)
+			got := pick(b)
+			if got < 0 || got >= int(n) {
+				t.Fatalf("route %d of %d", got, n)
+			}
+			if again := pick(newBreakers(open...)); again != got {
+				t.Fatalf("the same key chose %d, then %d", got, again)
+			}
+			if len(open) < int(n) && b.open[tb.Route(got).Breaker] {
+				t.Fatalf("chose open route %d while another is healthy", got)
+			}
+		}
+	})
+}
