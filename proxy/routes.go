@@ -105,14 +105,43 @@ func view(body []byte) string { return unsafe.String(unsafe.SliceData(body), len
 // chatStickyKey is a Chat Completions request's sticky value. user: the `user` field, else
 // `safety_identifier`. conversation: `prompt_cache_key`, else the first user message, which
 // every turn of a chat resends unchanged (a system prompt is shared by all conversations of
-// an application, so it is no key).
+// an application, so it is no key). One pass over the top level finds them all.
 func chatStickyKey(body []byte, kind string) stickyKey {
+	var user, safety, cacheKey, messages gjson.Result
+	gjson.Parse(view(body)).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "user":
+			user = v
+		case "safety_identifier":
+			safety = v
+		case "prompt_cache_key":
+			cacheKey = v
+		case "messages":
+			messages = v
+		}
+		return true
+	})
 	if kind == config.StickyUser {
-		r := gjson.GetMany(view(body), "user", "safety_identifier")
-		return first(keyOf(r[0]), keyOf(r[1]))
+		return first(keyOf(user), keyOf(safety))
 	}
-	r := gjson.GetMany(view(body), "prompt_cache_key", `messages.#(role=="user")`)
-	return first(keyOf(r[0]), keyOf(r[1]))
+	if k := keyOf(cacheKey); k.ok {
+		return k
+	}
+	return keyOf(firstUserItem(messages))
+}
+
+// firstUserItem is the first element of a list of messages or input items whose role is
+// user, or nothing.
+func firstUserItem(list gjson.Result) gjson.Result {
+	var found gjson.Result
+	list.ForEach(func(_, item gjson.Result) bool {
+		if item.Get("role").Str == "user" {
+			found = item
+			return false
+		}
+		return true
+	})
+	return found
 }
 
 // messagesStickyKey is an Anthropic Messages request's sticky value. user:
@@ -122,7 +151,7 @@ func messagesStickyKey(body []byte, kind string) stickyKey {
 	if kind == config.StickyUser {
 		return keyOf(gjson.Get(view(body), "metadata.user_id"))
 	}
-	return keyOf(gjson.Get(view(body), `messages.#(role=="user")`))
+	return keyOf(firstUserItem(gjson.Get(view(body), "messages")))
 }
 
 // responsesStickyKey is a Responses request's sticky value from the fields its check read.
@@ -147,7 +176,7 @@ func responsesStickyKey(f *responsesFields, kind string) stickyKey {
 func firstInputKey(body []byte) stickyKey {
 	in := gjson.Get(view(body), "input")
 	if in.IsArray() {
-		return keyOf(in.Get(`#(role=="user")`))
+		return keyOf(firstUserItem(in))
 	}
 	return keyOf(in)
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"modelgate/config"
+	"modelgate/routing"
 	"modelgate/translate"
 )
 
@@ -39,3 +40,48 @@ func FuzzStickyKeys(f *testing.F) {
 		}
 	})
 }
+
+// TestStickyKeyReaders: which field each dialect places a request by, in order of preference.
+func TestStickyKeyReaders(t *testing.T) {
+	k := func(s string) stickyKey { return stickyKey{routing.Key(s), true} }
+	user, convo := config.StickyUser, config.StickyConversation
+	firstMsg := `{"role":"user","content":"first"}`
+	cases := []struct {
+		name string
+		read func([]byte, string) stickyKey
+		kind string
+		body string
+		want stickyKey
+	}{
+		{"chat user", chatStickyKey, user, `{"safety_identifier":"s","user":"u","messages":[]}`, k("u")},
+		{"chat safety_identifier", chatStickyKey, user, `{"safety_identifier":"s","messages":[]}`, k("s")},
+		{"chat empty user", chatStickyKey, user, `{"user":"","messages":[]}`, stickyKey{}},
+		{"chat user not a string", chatStickyKey, user, `{"user":7}`, stickyKey{}},
+		{"chat prompt_cache_key", chatStickyKey, convo, `{"messages":[` + firstMsg + `],"prompt_cache_key":"p"}`, k("p")},
+		{"chat first user message", chatStickyKey, convo, `{"messages":[{"role":"system","content":"s"},` + firstMsg + `,{"role":"user","content":"x"}]}`, k(firstMsg)},
+		{"chat no user message", chatStickyKey, convo, `{"messages":[{"role":"system","content":"s"}]}`, stickyKey{}},
+		{"messages user_id", messagesStickyKey, user, `{"metadata":{"user_id":"u"},"messages":[]}`, k("u")},
+		{"messages first user message", messagesStickyKey, convo, `{"messages":[` + firstMsg + `,{"role":"assistant","content":"a"}]}`, k(firstMsg)},
+		{"responses user", responsesKey, user, `{"user":"u","safety_identifier":"s"}`, k("u")},
+		{"responses prompt_cache_key", responsesKey, convo, `{"conversation":"c","prompt_cache_key":"p"}`, k("p")},
+		{"responses conversation id", responsesKey, convo, `{"conversation":"conv_1"}`, k("conv_1")},
+		{"responses conversation object", responsesKey, convo, `{"conversation":{"id":"conv_1"}}`, k("conv_1")},
+		{"responses neither", responsesKey, convo, `{"input":"x"}`, stickyKey{}},
+		{"input items", inputKey, convo, `{"input":[{"role":"developer","content":"d"},` + firstMsg + `]}`, k(firstMsg)},
+		{"input string", inputKey, convo, `{"input":"hello"}`, k("hello")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.read([]byte(c.body), c.kind); got != c.want {
+				t.Fatalf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func responsesKey(body []byte, kind string) stickyKey {
+	f := scanResponsesFields(body)
+	return responsesStickyKey(&f, kind)
+}
+
+func inputKey(body []byte, _ string) stickyKey { return firstInputKey(body) }

@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"modelgate/apitest"
+	"modelgate/store"
 	"modelgate/upstream"
 )
 
@@ -303,5 +304,46 @@ func TestCountTokensOnRoutedModel(t *testing.T) {
 	}
 	if n := env.upstreamCalls(); n != 0 {
 		t.Fatalf("count_tokens sent %d calls upstream", n)
+	}
+}
+
+// TestStickyConversationThroughStoredChainAndBackground: with responses kept by modelgate,
+// the turns of a previous_response_id chain (each sending only its new input) stay on the
+// first turn's route, and a background response is routed when submitted and run there.
+func TestStickyConversationThroughStoredChainAndBackground(t *testing.T) {
+	env := startEnv(t, envOptions{yaml: routesYAML, store: tempBolt(t, store.BoltOptions{})})
+	t.Cleanup(env.server.Close)
+	placed := map[string]bool{}
+	for c := range 12 {
+		env.sim.Reset()
+		prev := ""
+		for turn := range 3 {
+			body := fmt.Sprintf(`{"model":"ab-convo","input":[{"role":"user","content":"chain %d turn %d"}]}`, c, turn)
+			if prev != "" {
+				body = fmt.Sprintf(`{"model":"ab-convo","previous_response_id":%q,"input":[{"role":"user","content":"chain %d turn %d"}]}`, prev, c, turn)
+			}
+			status, _, b := env.do(t, http.MethodPost, "/v1/responses", keyAlpha1, []byte(body))
+			if status != http.StatusOK {
+				t.Fatalf("status %d: %s", status, b)
+			}
+			prev = gjson.GetBytes(b, "id").Str
+		}
+		got := simModels(env)
+		for _, m := range got {
+			if m != got[0] {
+				t.Fatalf("chain %d went to %v: want its first turn's route for every turn", c, got)
+			}
+		}
+		placed[got[0]] = true
+	}
+	if len(placed) != 2 {
+		t.Fatalf("12 chains all went to %v", placed)
+	}
+
+	env.sim.Reset()
+	q := submit(t, env, keyAlpha1, `{"model":"canary","input":"later","background":true}`)
+	pollUntil(t, env, keyAlpha1, q.Get("id").Str, "completed")
+	if got := simModels(env); len(got) != 1 || (got[0] != "sim-chat" && got[0] != "sim-canary") {
+		t.Fatalf("the background response reached the platform as %v, want one of the canary's routes", got)
 	}
 }
