@@ -178,7 +178,7 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 	}
 	d.steering = f.steering
 	if d.stickyKind = st.models.stickyOf(model.Str); d.stickyKind != "" {
-		d.sticky = responsesStickyKey(&f, d.stickyKind)
+		d.sticky = responsesStickyKey(body, d.stickyKind)
 	}
 	*call = modelCall{model: model.Str, stream: stream.Bool(), maxOut: maxOut.Int(), choices: 1, upBody: body}
 	return true
@@ -238,7 +238,6 @@ type responsesFields struct {
 	model, input, stream, maxOut gjson.Result
 	tools, toolChoice            gjson.Result
 	previous, prompt, convo      gjson.Result // what may carry a turn without input
-	user, safety, cacheKey       gjson.Result // what sticky routes place a request by
 	store                        gjson.Result
 	background                   gjson.Result
 	steering                     bool   // a steering field is present
@@ -290,12 +289,6 @@ func scanResponsesFields(body []byte) responsesFields {
 			take(&f.store, k, v)
 		case "background":
 			take(&f.background, k, v)
-		case "user":
-			take(&f.user, k, v)
-		case "safety_identifier":
-			take(&f.safety, k, v)
-		case "prompt_cache_key":
-			take(&f.cacheKey, k, v)
 		default:
 			f.steering = f.steering || translate.IsSteeringField(k.Str)
 		}

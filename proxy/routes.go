@@ -105,7 +105,10 @@ func view(body []byte) string { return unsafe.String(unsafe.SliceData(body), len
 // chatStickyKey is a Chat Completions request's sticky value. user: the `user` field, else
 // `safety_identifier`. conversation: `prompt_cache_key`, else the first user message, which
 // every turn of a chat resends unchanged (a system prompt is shared by all conversations of
-// an application, so it is no key). One pass over the top level finds them all.
+// an application, so it is no key). One pass over the top level finds them all. Out of line,
+// so its fields take no room in the check's frame, under which the parse runs.
+//
+//go:noinline
 func chatStickyKey(body []byte, kind string) stickyKey {
 	var user, safety, cacheKey, messages gjson.Result
 	gjson.Parse(view(body)).ForEach(func(k, v gjson.Result) bool {
@@ -146,7 +149,9 @@ func firstUserItem(list gjson.Result) gjson.Result {
 
 // messagesStickyKey is an Anthropic Messages request's sticky value. user:
 // `metadata.user_id`. conversation: the first user message (Messages has no conversation id;
-// every turn resends the history from it).
+// every turn resends the history from it). Out of line, like chatStickyKey.
+//
+//go:noinline
 func messagesStickyKey(body []byte, kind string) stickyKey {
 	if kind == config.StickyUser {
 		return keyOf(gjson.Get(view(body), "metadata.user_id"))
@@ -154,25 +159,46 @@ func messagesStickyKey(body []byte, kind string) stickyKey {
 	return keyOf(firstUserItem(gjson.Get(view(body), "messages")))
 }
 
-// responsesStickyKey is a Responses request's sticky value from the fields its check read.
-// user: `user`, else `safety_identifier`. conversation: `prompt_cache_key` (the Codex CLI
-// sets it to its session), else the `conversation` id; a request with neither is placed by
-// its first user input item once a stored conversation is expanded (firstInputKey).
-func responsesStickyKey(f *responsesFields, kind string) stickyKey {
+// responsesStickyKey is a Responses request's sticky value. user: `user`, else
+// `safety_identifier`. conversation: `prompt_cache_key` (the Codex CLI sets it to its
+// session), else the `conversation` id; a request with neither is placed by its first user
+// input item once a stored conversation is expanded (firstInputKey).
+//
+// It reads the body again rather than widening the check's table of fields: that table sits
+// in the frame the parse runs under, whose stack is kept small (TestOpenStreamStack), and
+// only a sticky model pays for this pass.
+//
+//go:noinline
+func responsesStickyKey(body []byte, kind string) stickyKey {
+	var user, safety, cacheKey, convo gjson.Result
+	gjson.Parse(view(body)).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "user":
+			user = v
+		case "safety_identifier":
+			safety = v
+		case "prompt_cache_key":
+			cacheKey = v
+		case "conversation":
+			convo = v
+		}
+		return true
+	})
 	if kind == config.StickyUser {
-		return first(keyOf(f.user), keyOf(f.safety))
+		return first(keyOf(user), keyOf(safety))
 	}
-	convo := f.convo
 	if convo.IsObject() {
 		convo = convo.Get("id")
 	}
-	return first(keyOf(f.cacheKey), keyOf(convo))
+	return first(keyOf(cacheKey), keyOf(convo))
 }
 
 // firstInputKey is the sticky value of a Responses conversation without an id: its first
 // user input item (or its input, when that is a string). With previous_response_id kept by
 // modelgate the expanded input starts with the conversation's first turn, so every turn
 // lands on the same route.
+//
+//go:noinline
 func firstInputKey(body []byte) stickyKey {
 	in := gjson.Get(view(body), "input")
 	if in.IsArray() {

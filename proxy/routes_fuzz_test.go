@@ -26,10 +26,9 @@ func FuzzStickyKeys(f *testing.F) {
 			return
 		}
 		for _, kind := range []string{config.StickyUser, config.StickyConversation} {
-			fields := scanResponsesFields(body)
 			keys := func() []stickyKey {
 				return []stickyKey{chatStickyKey(body, kind), messagesStickyKey(body, kind),
-					responsesStickyKey(&fields, kind), firstInputKey(body)}
+					responsesStickyKey(body, kind), firstInputKey(body)}
 			}
 			a, b := keys(), keys()
 			for i := range a {
@@ -62,11 +61,11 @@ func TestStickyKeyReaders(t *testing.T) {
 		{"chat no user message", chatStickyKey, convo, `{"messages":[{"role":"system","content":"s"}]}`, stickyKey{}},
 		{"messages user_id", messagesStickyKey, user, `{"metadata":{"user_id":"u"},"messages":[]}`, k("u")},
 		{"messages first user message", messagesStickyKey, convo, `{"messages":[` + firstMsg + `,{"role":"assistant","content":"a"}]}`, k(firstMsg)},
-		{"responses user", responsesKey, user, `{"user":"u","safety_identifier":"s"}`, k("u")},
-		{"responses prompt_cache_key", responsesKey, convo, `{"conversation":"c","prompt_cache_key":"p"}`, k("p")},
-		{"responses conversation id", responsesKey, convo, `{"conversation":"conv_1"}`, k("conv_1")},
-		{"responses conversation object", responsesKey, convo, `{"conversation":{"id":"conv_1"}}`, k("conv_1")},
-		{"responses neither", responsesKey, convo, `{"input":"x"}`, stickyKey{}},
+		{"responses user", responsesStickyKey, user, `{"user":"u","safety_identifier":"s"}`, k("u")},
+		{"responses prompt_cache_key", responsesStickyKey, convo, `{"conversation":"c","prompt_cache_key":"p"}`, k("p")},
+		{"responses conversation id", responsesStickyKey, convo, `{"conversation":"conv_1"}`, k("conv_1")},
+		{"responses conversation object", responsesStickyKey, convo, `{"conversation":{"id":"conv_1"}}`, k("conv_1")},
+		{"responses neither", responsesStickyKey, convo, `{"input":"x"}`, stickyKey{}},
 		{"input items", inputKey, convo, `{"input":[{"role":"developer","content":"d"},` + firstMsg + `]}`, k(firstMsg)},
 		{"input string", inputKey, convo, `{"input":"hello"}`, k("hello")},
 	}
@@ -77,11 +76,6 @@ func TestStickyKeyReaders(t *testing.T) {
 			}
 		})
 	}
-}
-
-func responsesKey(body []byte, kind string) stickyKey {
-	f := scanResponsesFields(body)
-	return responsesStickyKey(&f, kind)
 }
 
 func inputKey(body []byte, _ string) stickyKey { return firstInputKey(body) }
