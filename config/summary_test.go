@@ -125,3 +125,18 @@ func TestSummaryNamesWeightedRoutes(t *testing.T) {
 		"ab -> x 33.33% (weight 1), y 66.67% (weight 2); a fresh draw per call",
 	)
 }
+
+// TestRoutedModelRevalidates: a parsed config with routes passes Validate again (main
+// validates after flag overrides), so the defaults must not give a routed model an upstream.
+func TestRoutedModelRevalidates(t *testing.T) {
+	cfg, err := Parse([]byte("models:\n  - id: canary\n    routes: [{upstream: a, weight: 1}]\n"), "c.yaml", envMap(testEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("a parsed config fails Validate: %v", err)
+	}
+	if cfg.Models[0].Upstream != "" {
+		t.Fatalf("a routed model got upstream %q by default", cfg.Models[0].Upstream)
+	}
+}
