@@ -52,6 +52,17 @@ func TestCheckCommand(t *testing.T) {
 			wantWarnings: []string{"warning: teams[0].keys[0] (team search, key search-prod) is 15 characters long; use at least 32 random characters (e.g. openssl rand -hex 16)"},
 		},
 		{
+			name: "weighted_routes_summarised",
+			yaml: "upstream:\n  gateway_url: http://gw\n  base_url: http://api\n" +
+				"models:\n  - id: canary\n    routes: [{upstream: model-a, weight: 9}, {upstream: model-b, weight: 1}]\n    sticky: conversation\n",
+			wantCode: 0, wantOut: regexp.MustCompile(`canary -> model-a 90% \(weight 9\), model-b 10% \(weight 1\); sticky per conversation`),
+		},
+		{
+			name:     "routes_with_upstream_refused",
+			yaml:     "models:\n  - id: canary\n    upstream: model-a\n    routes: [{upstream: model-b, weight: 1}]\n",
+			wantCode: 1, wantOut: regexp.MustCompile(`config\.yaml:4:.*models\[0\]\.routes: set upstream or routes, not both`),
+		},
+		{
 			name: "weak_keys_warned_without_failing",
 			yaml: "upstream:\n  gateway_url: http://gw\n  base_url: http://api\n  api_key: ${MG_TEST_PLATFORM}\n" +
 				"teams:\n  - name: search\n    keys:\n      - name: short\n        key: ${MG_TEST_KEY}\n" +

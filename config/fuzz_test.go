@@ -11,6 +11,7 @@ import (
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(fullYAML))
 	f.Add([]byte(keyed))
+	f.Add([]byte("models:\n  - id: canary\n    routes: [{upstream: a, weight: 9}, {upstream: b, weight: 1}]\n    sticky: user\n"))
 	f.Add([]byte("admin_keys: [${ADMIN_KEY}, $${X}]\nlimits: {requests_per_minute: ${RPM}}\n"))
 	env := envMap(testEnv)
 	f.Fuzz(func(t *testing.T, data []byte) {

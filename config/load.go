@@ -205,7 +205,9 @@ func applyDefaults(c *Config) {
 	setDefault(&u.Breaker.Window, defaultBreakerWindow)
 	setDefault(&u.Breaker.Cooldown, defaultBreakerCooldown)
 	for i := range c.Models {
-		setDefault(&c.Models[i].Upstream, c.Models[i].ID)
+		if c.Models[i].Routes == nil { // routes replace upstream: a default would clash with them
+			setDefault(&c.Models[i].Upstream, c.Models[i].ID)
+		}
 	}
 	r := &c.Ratelimit
 	setDefault(&r.Store, defaultStore)

@@ -62,7 +62,9 @@ func (c *Config) Summary() string {
 	} else {
 		w("models:")
 		for _, m := range c.Models {
-			if m.Upstream != "" && m.Upstream != m.ID {
+			if len(m.Routes) > 0 {
+				w("  %s -> %s", m.ID, routesText(m))
+			} else if m.Upstream != "" && m.Upstream != m.ID {
 				w("  %s -> %s", m.ID, m.Upstream)
 			} else {
 				w("  %s", m.ID)
@@ -214,4 +216,22 @@ func redactedStore(raw string) string {
 	}
 	u.RawQuery = ""
 	return u.String() + hidden
+}
+
+// routesText names a model's weighted routes with each one's share, and its sticky choice:
+// "model-a 90% (weight 9), model-b 10% (weight 1); sticky per user".
+func routesText(m Model) string {
+	var total int64
+	for _, r := range m.Routes {
+		total += r.Weight
+	}
+	parts := make([]string, 0, len(m.Routes))
+	for _, r := range m.Routes {
+		parts = append(parts, fmt.Sprintf("%s %.4g%% (weight %d)", r.Upstream, 100*float64(r.Weight)/float64(max(total, 1)), r.Weight))
+	}
+	sticky := "a fresh draw per call"
+	if m.Sticky != "" {
+		sticky = "sticky per " + m.Sticky
+	}
+	return strings.Join(parts, ", ") + "; " + sticky
 }

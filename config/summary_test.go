@@ -117,3 +117,31 @@ func TestClampsBudgets(t *testing.T) {
 		})
 	}
 }
+
+func TestSummaryNamesWeightedRoutes(t *testing.T) {
+	y := "models:\n  - id: canary\n    routes:\n      - {upstream: model-a, weight: 9}\n      - {upstream: model-b, weight: 1}\n    sticky: user\n" +
+		"  - id: ab\n    routes: [{upstream: x, weight: 1}, {upstream: y, weight: 2}]\n"
+	cfg, err := Parse([]byte(y), "c.yaml", envMap(testEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	summaryHas(t, cfg.Summary(),
+		"canary -> model-a 90% (weight 9), model-b 10% (weight 1); sticky per user",
+		"ab -> x 33.33% (weight 1), y 66.67% (weight 2); a fresh draw per call",
+	)
+}
+
+// TestRoutedModelRevalidates: a parsed config with routes passes Validate again (main
+// validates after flag overrides), so the defaults must not give a routed model an upstream.
+func TestRoutedModelRevalidates(t *testing.T) {
+	cfg, err := Parse([]byte("models:\n  - id: canary\n    routes: [{upstream: a, weight: 1}]\n"), "c.yaml", envMap(testEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("a parsed config fails Validate: %v", err)
+	}
+	if cfg.Models[0].Upstream != "" {
+		t.Fatalf("a routed model got upstream %q by default", cfg.Models[0].Upstream)
+	}
+}

@@ -72,7 +72,31 @@ type Model struct {
 	ID       string `yaml:"id"`       // name clients send
 	Upstream string `yaml:"upstream"` // name sent upstream; default ID
 	Price    *Price `yaml:"price"`    // per 1M tokens in pricing.currency; nil = unpriced
+
+	// Weighted routes (issue 27, slice D): a split of this model's calls between upstream
+	// models, for a canary or an A/B test (docs/routing.md), instead of Upstream.
+	Routes []Route `yaml:"routes"` // nil = every call goes to Upstream
+	Sticky string  `yaml:"sticky"` // StickyUser, StickyConversation or "" (a fresh draw per call)
 }
+
+// Route is one share of a model's weighted routes.
+type Route struct {
+	Upstream string `yaml:"upstream"` // the platform's model name
+	Weight   int64  `yaml:"weight"`   // this route's share: weight / the sum of the weights
+}
+
+// The sticky choices of models[].sticky.
+const (
+	StickyUser         = "user"         // the request's end user, or the caller's key when it names none
+	StickyConversation = "conversation" // the conversation the request continues
+)
+
+// MaxRoutes and MaxRouteWeight bound a model's routes: a few shares suffice for any split,
+// and the bounds keep the choice's arithmetic exact.
+const (
+	MaxRoutes      = 32
+	MaxRouteWeight = 1_000_000
+)
 
 // Ratelimit selects the limiter's store.
 type Ratelimit struct {

@@ -233,8 +233,48 @@ func (v *validator) models(models []Model) map[string]bool {
 				v.fail(p+".upstream", "%s", prob)
 			}
 		}
+		v.routes(p, m)
 	}
 	return ids
+}
+
+// routes checks a model's weighted routes and its sticky choice: routes replace upstream,
+// each names a distinct platform model with a positive weight, and sticky needs routes to
+// choose between.
+func (v *validator) routes(p string, m Model) {
+	switch m.Sticky {
+	case "", StickyUser, StickyConversation:
+	default:
+		v.fail(p+".sticky", "want user, conversation or empty, got %q", m.Sticky)
+	}
+	if m.Routes == nil {
+		if m.Sticky != "" {
+			v.fail(p+".sticky", "sticky chooses between routes: set routes too")
+		}
+		return
+	}
+	switch {
+	case m.Upstream != "":
+		v.fail(p+".routes", "set upstream or routes, not both")
+	case len(m.Routes) == 0:
+		v.fail(p+".routes", "want at least one route")
+	case len(m.Routes) > MaxRoutes:
+		v.fail(p+".routes", "at most %d routes, got %d", MaxRoutes, len(m.Routes))
+	}
+	seen := make(map[string]int, len(m.Routes))
+	for j, r := range m.Routes {
+		rp := fmt.Sprintf("%s.routes[%d]", p, j)
+		if prob := modelIDProblem(r.Upstream); prob != "" {
+			v.fail(rp+".upstream", "%s", prob)
+		} else if k, dup := seen[r.Upstream]; dup {
+			v.fail(rp+".upstream", "%q is routed twice (also routes[%d]): give it one route with the sum of the weights", r.Upstream, k)
+		} else {
+			seen[r.Upstream] = j
+		}
+		if r.Weight < 1 || r.Weight > MaxRouteWeight {
+			v.fail(rp+".weight", "want a whole number from 1 to %d, got %d", MaxRouteWeight, r.Weight)
+		}
+	}
 }
 
 func (v *validator) ratelimit(r *Ratelimit) {

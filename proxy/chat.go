@@ -88,7 +88,8 @@ func tooManyChoices(c *gin.Context, maxN int) {
 // chatDialect is Chat Completions' part of the preflight.
 type chatDialect struct {
 	req      *translate.ChatRequest
-	upStream bool // the platform is asked for a stream
+	upStream bool      // the platform is asked for a stream
+	sticky   stickyKey // the user or conversation a sticky model places it by
 }
 
 func (d *chatDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {
@@ -102,14 +103,18 @@ func (d *chatDialect) check(c *gin.Context, st *state, body []byte, call *modelC
 		return false
 	}
 	d.req = req
+	if kind := st.models.stickyOf(req.Model); kind != "" {
+		d.sticky = chatStickyKey(body, kind)
+	}
 	*call = modelCall{model: req.Model, stream: req.Stream, maxOut: req.MaxOutputTokens, choices: req.N}
 	return true
 }
 
-func (d *chatDialect) prepare(c *gin.Context, st *state, _ *auth.Principal, call *modelCall) bool {
+func (d *chatDialect) prepare(c *gin.Context, st *state, p *auth.Principal, call *modelCall) bool {
 	var opts translate.RequestOptions
 	d.upStream, opts = translatedUpstream(st, d.req.Stream, len(d.req.Stop) > 0)
-	upBody, err := d.req.ToResponses(st.models.upstreamName(d.req.Model), opts)
+	st.routeCall(call, p, d.sticky) // one choice for all n choices
+	upBody, err := d.req.ToResponses(call.upstream, opts)
 	if err != nil {
 		writeTranslateError(c, err)
 		return false

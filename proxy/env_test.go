@@ -24,6 +24,7 @@ import (
 	"modelgate/store"
 	"modelgate/testclock"
 	"modelgate/tracing"
+	"modelgate/upstream"
 )
 
 // testEnv is a modelgate Server in front of a simulated platform, both on loopback.
@@ -123,6 +124,8 @@ type envOptions struct {
 	simCounter platformsim.InputCounter
 	// breakers are the server's circuit breakers; nil: none.
 	breakers *breaker.Set
+	// health is the breakers' view weighted routes consult; nil: the breakers'.
+	health upstream.Health
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -196,7 +199,7 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 	}
 	t.Cleanup(func() { env.limiter.Close() })
 	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease,
-		Ledger: o.ledger, History: o.history, Calibration: o.calibration, Breakers: o.breakers})
+		Ledger: o.ledger, History: o.history, Calibration: o.calibration, Breakers: o.breakers, Health: o.health})
 	if err != nil {
 		t.Fatal(err)
 	}

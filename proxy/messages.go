@@ -100,24 +100,29 @@ func (s *Server) checkMessages(c *gin.Context) *messagesCall {
 // messagesDialect is Anthropic Messages' part of the preflight.
 type messagesDialect struct {
 	req      *translate.MessagesRequest
-	upStream bool // the platform is asked for a stream
+	upStream bool      // the platform is asked for a stream
+	sticky   stickyKey // the user or conversation a sticky model places it by
 }
 
-func (d *messagesDialect) check(c *gin.Context, _ *state, body []byte, call *modelCall) bool {
+func (d *messagesDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {
 	req, err := translate.ParseMessages(body)
 	if err != nil {
 		writeTranslateError(c, err)
 		return false
 	}
 	d.req = req
+	if kind := st.models.stickyOf(req.Model); kind != "" {
+		d.sticky = messagesStickyKey(body, kind)
+	}
 	*call = modelCall{model: req.Model, stream: req.Stream, maxOut: req.UpstreamMaxTokens(), choices: 1}
 	return true
 }
 
-func (d *messagesDialect) prepare(_ *gin.Context, st *state, _ *auth.Principal, call *modelCall) bool {
+func (d *messagesDialect) prepare(_ *gin.Context, st *state, p *auth.Principal, call *modelCall) bool {
 	var opts translate.RequestOptions
 	d.upStream, opts = translatedUpstream(st, d.req.Stream, len(d.req.StopSequences) > 0)
-	call.upBody = d.req.ToResponses(st.models.upstreamName(d.req.Model), opts)
+	st.routeCall(call, p, d.sticky)
+	call.upBody = d.req.ToResponses(call.upstream, opts)
 	return true
 }
 
@@ -235,7 +240,7 @@ func (s *Server) countTokens(c *gin.Context) {
 		return
 	}
 	peekLimitHeaders(c)
-	raw := tokens.EstimateResponsesInput(req.ToResponses(st.models.upstreamName(req.Model), translate.RequestOptions{}))
+	raw := tokens.EstimateResponsesInput(req.ToResponses(countedUpstream(st, p, req.Model, body), translate.RequestOptions{}))
 	n := s.calibration.Factor(req.Model).Count(raw)
 	c.Data(http.StatusOK, "application/json", []byte(`{"input_tokens":`+strconv.FormatInt(n, 10)+`}`))
 }

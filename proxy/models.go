@@ -8,31 +8,45 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/config"
+	"modelgate/routing"
 )
 
-// modelTable maps client-facing model ids to the names sent upstream.
+// modelTable maps client-facing model ids to the names sent upstream: one name, or a choice
+// between weighted routes (routes.go).
 type modelTable struct {
-	list     []config.Model
-	upstream map[string]string
+	list    []config.Model
+	entries map[string]modelEntry
+}
+
+// modelEntry is where one client-facing id's calls go.
+type modelEntry struct {
+	upstream string         // the platform's name when the id has no routes
+	routes   *routing.Table // the id's weighted routes; nil when it has none
+	sticky   string         // config.StickyUser, config.StickyConversation or ""
 }
 
 func newModelTable(models []config.Model) modelTable {
-	t := modelTable{list: models, upstream: make(map[string]string, len(models))}
+	t := modelTable{list: models, entries: make(map[string]modelEntry, len(models))}
 	for _, m := range models {
 		up := m.Upstream
 		if up == "" {
 			up = m.ID
 		}
-		t.upstream[m.ID] = up
+		e := modelEntry{upstream: up, sticky: m.Sticky}
+		if len(m.Routes) > 0 {
+			e.routes = newRouteTable(m.Routes)
+		}
+		t.entries[m.ID] = e
 	}
 	return t
 }
 
-// upstreamName returns the platform's name for a client-facing id; ids not in the table pass
-// unchanged, so a config without `models` still reaches every platform model.
+// upstreamName returns the platform's name for a client-facing id without routes; ids not
+// in the table pass unchanged, so a config without `models` still reaches every platform
+// model. A routed id's name is chosen per call (state.routeCall).
 func (t modelTable) upstreamName(id string) string {
-	if up, ok := t.upstream[id]; ok {
-		return up
+	if e, ok := t.entries[id]; ok {
+		return e.upstream
 	}
 	return id
 }
@@ -73,7 +87,7 @@ func (s *Server) getModel(c *gin.Context) {
 	info(c).Route = "/v1/models/{id}"
 	p, st := principal(c), requestState(c)
 	id := c.Param("id")
-	if _, ok := st.models.upstream[id]; ok && p.AllowsModel(id) {
+	if _, ok := st.models.entries[id]; ok && p.AllowsModel(id) {
 		if speaksAnthropic(c) {
 			writeAnthropicModel(c, id)
 			return

@@ -18,6 +18,10 @@ type modelCall struct {
 	maxOut  int64  // the output cap the platform is asked for; 0 when none is named
 	choices int    // upstream generations the request fans out to; 1 but for chat's n
 	upBody  []byte // the body the platform gets, once prepared
+	// upstream is the platform model the call goes to, set by the dialect's prepare
+	// (state.routeCall); routed says a weighted route chose it.
+	upstream string
+	routed   bool
 }
 
 // dialect is one client dialect's part of the preflight. Both steps answer the client
@@ -98,6 +102,9 @@ func (s *Server) checkCall(c *gin.Context, route string, d dialect, call *modelC
 	}
 	if !d.prepare(c, st, p, call) {
 		return false
+	}
+	if call.routed {
+		ri.UpstreamModel = call.upstream
 	}
 	ri.traceCall(call)
 	return true

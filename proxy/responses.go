@@ -12,6 +12,7 @@ import (
 
 	"modelgate/accounting"
 	"modelgate/auth"
+	"modelgate/config"
 	"modelgate/jobs"
 	"modelgate/ratelimit"
 	"modelgate/relay"
@@ -96,6 +97,8 @@ type responsesDialect struct {
 	background bool        // asked to run in the background, where modelgate runs those
 	turn       *storedTurn // to keep once answered; nil when the response is not kept
 	job        *jobs.Job   // the background job's place, once held
+	sticky     stickyKey   // the user or conversation a sticky model places it by
+	stickyKind string      // the model's sticky choice; "" when it has none
 }
 
 // check is a call of its own, never inlined, so the gjson values it works with live in a
@@ -174,6 +177,9 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 		d.ask = ask
 	}
 	d.steering = f.steering
+	if d.stickyKind = st.models.stickyOf(model.Str); d.stickyKind != "" {
+		d.sticky = responsesStickyKey(body, d.stickyKind)
+	}
 	*call = modelCall{model: model.Str, stream: stream.Bool(), maxOut: maxOut.Int(), choices: 1, upBody: body}
 	return true
 }
@@ -187,7 +193,11 @@ func (d *responsesDialect) prepare(c *gin.Context, st *state, p *auth.Principal,
 			return false
 		}
 	}
-	body, err := prepareResponsesBody(body, st.models.upstreamName(call.model), call.model, d.steering)
+	if d.stickyKind == config.StickyConversation && !d.sticky.ok {
+		d.sticky = firstInputKey(body) // the expanded conversation's, when one was expanded
+	}
+	st.routeCall(call, p, d.sticky)
+	body, err := prepareResponsesBody(body, call.upstream, call.model, d.steering)
 	if err != nil {
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
 		return false

@@ -69,6 +69,10 @@ type Deps struct {
 	// Tracer, when set, traces requests (see package tracing); nil is tracing off.
 	Tracer *tracing.Tracer
 
+	// Health is what a model's weighted routes consult to skip an unhealthy route; nil: the
+	// Breakers (every route healthy without them). Tests set one of their own.
+	Health upstream.Health
+
 	// BackgroundLease is how long a background job's claim outlives a runner that stopped
 	// renewing it (see package jobs); 0 is the default, 30s. Tests shorten it.
 	BackgroundLease time.Duration
@@ -82,6 +86,9 @@ type state struct {
 	models modelTable
 	keeper *stored.Keeper // stored responses; nil when not kept (store: off, or no store)
 	prices billing.Prices
+	// health is what the circuit breakers say of each upstream model, consulted by the
+	// choice between weighted routes; nil: everything is healthy.
+	health upstream.Health
 	// gateway calls the platform with this config's retry policy and key pools.
 	gateway *upstream.Gateway
 }
@@ -123,6 +130,7 @@ type Server struct {
 	calibration *calibration.Table
 	// breakers are the circuit breakers every gateway reports to; nil: none.
 	breakers *breaker.Set
+	health   upstream.Health // what weighted routes consult; nil: all healthy
 }
 
 // New builds a Server. The config must already be validated.
@@ -138,7 +146,10 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
 		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer,
-		breakers: d.Breakers}
+		breakers: d.Breakers, health: d.Health}
+	if s.health == nil && s.breakers != nil {
+		s.health = s.breakers // never a nil *Set inside a non-nil interface
+	}
 	if s.calibration == nil {
 		s.calibration = calibration.New(nil, d.Now, d.Logger) // this process only
 	}
@@ -177,7 +188,9 @@ func (s *Server) Reload(cfg *config.Config, a *auth.Authenticator) {
 	if s.issued != nil {
 		a.UseIssued(s.issued) // before the authenticator is published
 	}
-	s.st.Store(s.withGateway(s.withKeeper(newState(cfg, a))))
+	st := newState(cfg, a)
+	st.health = s.health
+	s.st.Store(s.withGateway(s.withKeeper(st)))
 }
 
 // CheckReload reports why cfg cannot replace the serving config although it is valid on its
@@ -376,12 +389,18 @@ func (s *Server) logRequest(r reqlog.RequestSummary) {
 		slog.String("upstream_error", r.UpstreamErr),
 		slog.String("usage_estimated", r.UsageEstimated),
 		slog.String("trace_id", r.TraceID),
+		slog.String("upstream_model", r.UpstreamModel),
 	}
-	n := len(attrs)
-	if r.TraceID == "" {
-		n-- // tracing off or a request it skips: the line is as it always was
+	// The last two are there only when set: without tracing or routes, the line is as it
+	// always was. Appending writes within the array, so nothing is allocated.
+	line := attrs[:len(attrs)-2]
+	if r.TraceID != "" {
+		line = append(line, attrs[len(attrs)-2])
 	}
-	s.log.LogAttrs(context.Background(), level, "request", attrs[:n]...)
+	if r.UpstreamModel != "" {
+		line = append(line, attrs[len(attrs)-1])
+	}
+	s.log.LogAttrs(context.Background(), level, "request", line...)
 }
 
 // recoverer turns a handler panic into a 500 (if nothing was written yet) and a log line,

@@ -17,6 +17,9 @@ type Record struct {
 	Team, Key string // who asked (the key's name, never its secret)
 	Model     string // as the client named it; capped when logged
 	Stream    bool
+	// UpstreamModel is the platform model a weighted route chose for the call (issue 27);
+	// "" when the model has no routes. Configured, so bounded.
+	UpstreamModel string
 
 	// InputEstimate is modelgate's first estimate of the input tokens of all the request's
 	// platform calls (package tokens), what calibration compares the platform's figure
@@ -54,6 +57,6 @@ func (r *Record) Summary(method string, status int, maxModel int) RequestSummary
 		Duration: time.Since(r.Start), TTFB: r.TTFB,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, InputReserved: r.InputReserved, Attempts: r.Attempts,
 		ErrorCode: r.ErrCode, Refusal: r.Refusal, UpstreamErr: r.UpstreamErr,
-		UsageEstimated: r.UsageEstimated,
+		UsageEstimated: r.UsageEstimated, UpstreamModel: r.UpstreamModel,
 	}
 }

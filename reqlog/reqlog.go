@@ -41,6 +41,8 @@ type RequestSummary struct {
 	// platform's figure; "" when it is the platform's (see docs/accounting.md).
 	UsageEstimated string
 	TraceID        string // set when the request was traced
+	// UpstreamModel is the platform model a weighted route chose; "" without routes.
+	UpstreamModel string
 }
 
 // Platform key states, as /metrics and /admin/usage show them.
