@@ -56,7 +56,8 @@ func (s *Server) submitBackground(c *gin.Context, a *admission, job *jobs.Job, t
 	// The job settles and bills the call when it ends: it takes the spend hold along, and
 	// this request records nothing of its own.
 	jobInfo := &requestInfo{Record: reqlog.Record{Start: time.Now(), RequestID: ri.RequestID, Route: "/v1/responses",
-		Team: ri.Team, Key: ri.Key, Model: ri.Model, Admitted: true, InputEstimate: ri.InputEstimate, InputReserved: ri.InputReserved},
+		Team: ri.Team, Key: ri.Key, Model: ri.Model, Admitted: true, InputEstimate: ri.InputEstimate, InputReserved: ri.InputReserved,
+		UpstreamModel: ri.UpstreamModel},
 		principal: p, limits: s.limiter, spend: ri.spend}
 	ri.spend, ri.BilledLater = nil, true
 	s.bg.Start(job, jobs.Work{Keeper: st.keeper,

@@ -199,3 +199,32 @@ func breakerState(t *testing.T, env *testEnv, name string) string {
 	}
 	return "closed"
 }
+
+// A weighted route's choice asks the breaker of the model it picks; the gateway does not ask
+// again, so a half-open breaker's one probe is the call the route sends, and it closes the
+// breaker. (Asked twice, the probe the route took refused its own call with 503.)
+func TestRoutedModelProbesItsBreaker(t *testing.T) {
+	clk := testclock.At(testclock.Origin())
+	set := breaker.New(breaker.Options{Now: clk.Now,
+		Settings: breaker.Settings{Failures: 2, Window: time.Minute, Cooldown: 10 * time.Second}})
+	flaky := &flakyPlatform{}
+	yaml := strings.Replace(baseYAML, "models:\n", "models:\n  - id: canary\n    routes: [{upstream: sim-chat, weight: 1}]\n", 1)
+	env := startEnv(t, envOptions{yaml: yaml, upstream: flaky, breakers: set})
+	flaky.next = env.sim
+	body := []byte(`{"model":"canary","messages":[{"role":"user","content":"hi"}]}`)
+	flaky.failing.Store(true)
+	for range 2 {
+		env.do(t, "POST", "/v1/chat/completions", keyAlpha1, body)
+	}
+	if got := breakerState(t, env, "model:sim-chat"); got != "open" {
+		t.Fatalf("after two failures the routed model's breaker is %s", got)
+	}
+	flaky.failing.Store(false)
+	clk.Advance(10 * time.Second)
+	if status, _, b := env.do(t, "POST", "/v1/chat/completions", keyAlpha1, body); status != http.StatusOK {
+		t.Fatalf("the probe: %d %s", status, b)
+	}
+	if got := breakerState(t, env, "model:sim-chat"); got != "closed" {
+		t.Errorf("after the probe the breaker is %s", got)
+	}
+}

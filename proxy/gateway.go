@@ -18,8 +18,13 @@ import (
 // cancel, which also ends the upstream request early (stop sequences, client gone).
 func (s *Server) openGateway(parent context.Context, st *state, p *auth.Principal, ri *requestInfo, body []byte, stream bool) (*http.Response, context.CancelFunc, *upstream.Failure) {
 	// The model's breaker is named by the upstream name the body carries; handing it over
-	// spares the gateway reading it back out of the body.
-	return st.gateway.Open(parent, upstream.Call{Principal: p, Body: body, Stream: stream, Model: st.models.upstreamName(ri.Model), Trail: ri.trail()})
+	// spares the gateway reading it back out of the body. A weighted route's choice has
+	// asked its breaker already.
+	model, asked := st.models.upstreamName(ri.Model), ri.UpstreamModel != ""
+	if asked {
+		model = ri.UpstreamModel
+	}
+	return st.gateway.Open(parent, upstream.Call{Principal: p, Body: body, Stream: stream, Model: model, ModelAsked: asked, Trail: ri.trail()})
 }
 
 // trail is where ri's platform calls report: attempts made, the wait for the overhead

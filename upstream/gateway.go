@@ -146,6 +146,10 @@ type Call struct {
 	// Model is the upstream model the body names, for its circuit breaker; empty: read
 	// from Body when breakers are on.
 	Model string
+	// ModelAsked says the caller already asked the model's breaker (a weighted route's
+	// choice does): Open does not ask again, which would spend a half-open breaker's one
+	// probe twice and refuse the call that holds it.
+	ModelAsked bool
 	Trail
 }
 
@@ -154,7 +158,7 @@ type Call struct {
 // says what the client is to be told and whether the platform may have billed the call.
 func (g *Gateway) Open(parent context.Context, c Call) (*http.Response, context.CancelFunc, *Failure) {
 	breaker := g.modelBreaker(c)
-	if breaker != "" && !g.health.Allow(breaker) {
+	if breaker != "" && !c.ModelAsked && !g.health.Allow(breaker) {
 		return nil, nil, breakerOpen()
 	}
 	resp, cancel, f := g.open(parent, c)
