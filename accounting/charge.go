@@ -19,6 +19,10 @@ type Charge struct {
 	Usage ratelimit.Usage
 	// Unknown is "" when Usage is the platform's own figure; otherwise why it is estimated.
 	Unknown string
+	// Reported is how many platform calls reported the usage it holds: 1 for Known, the sum
+	// for choices added up. Calibration compares their input with as many estimates (a
+	// fan-out choice the platform refused reported nothing and billed nothing).
+	Reported int
 }
 
 // Why usage had to be estimated: the reason label of modelgate_usage_estimated_total and the
@@ -38,7 +42,7 @@ const (
 const InFlightAllowance = 16
 
 // Known is the charge for usage the platform reported.
-func Known(u ratelimit.Usage) Charge { return Charge{Usage: u} }
+func Known(u ratelimit.Usage) Charge { return Charge{Usage: u, Reported: 1} }
 
 // UpperBound is the charge for usage that cannot be known: the reservation, or what was read
 // where that is more.
@@ -64,6 +68,7 @@ func (ch Charge) Plus(o Charge) Charge {
 	ch.Usage.OutputTokens += o.Usage.OutputTokens
 	ch.Usage.CachedInputTokens += o.Usage.CachedInputTokens
 	ch.Usage.ReasoningTokens += o.Usage.ReasoningTokens
+	ch.Reported += o.Reported
 	if ch.Unknown == "" {
 		ch.Unknown = o.Unknown
 	}

@@ -21,7 +21,8 @@ type Settler struct {
 }
 
 // Learner learns from one request whose input the platform reported: estimated is
-// modelgate's first estimate of all its platform calls, reported their input tokens.
+// modelgate's first estimate of the platform calls that reported, reported their input
+// tokens.
 type Learner interface {
 	Observe(model string, estimated, reported int64)
 }
@@ -34,8 +35,8 @@ func (s Settler) Settle(t *ratelimit.Ticket, ch Charge, rec *reqlog.Record) {
 	rec.InputTokens, rec.OutputTokens = ch.Usage.InputTokens, ch.Usage.OutputTokens
 	rec.CachedTokens, rec.ReasoningTokens = ch.Usage.CachedInputTokens, ch.Usage.ReasoningTokens
 	rec.UsageEstimated = ch.Unknown
-	if ch.Unknown == "" && s.Calibration != nil && rec.InputEstimate > 0 && ch.Usage.InputTokens > 0 {
-		s.Calibration.Observe(rec.Model, rec.InputEstimate, ch.Usage.InputTokens)
+	if ch.Unknown == "" && ch.Reported > 0 && s.Calibration != nil && rec.InputEstimate > 0 && ch.Usage.InputTokens > 0 {
+		s.Calibration.Observe(rec.Model, rec.InputEstimate*int64(ch.Reported), ch.Usage.InputTokens)
 	}
 	if ch.Unknown != "" {
 		s.Log.Warn("billed, usage unknown",

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,40 @@ func TestBill(t *testing.T) {
 			rows, err := history.Query(ctx, "20260301", "20260301", map[string]bool{"team": true, "key": true, "model": true})
 			if err != nil || len(rows) != tc.history {
 				t.Errorf("%d history rows (%v), want %d", len(rows), err, tc.history)
+			}
+		})
+	}
+}
+
+// learnerLog keeps what a Settler taught.
+type learnerLog struct{ seen [][2]int64 }
+
+func (l *learnerLog) Observe(_ string, estimated, reported int64) {
+	l.seen = append(l.seen, [2]int64{estimated, reported})
+}
+
+// Calibration learns only from the platform's own figures, and compares them with the
+// estimates of the calls that reported: a fan-out choice the platform refused billed
+// nothing and is left out.
+func TestSettleTeachesCalibration(t *testing.T) {
+	u := func(in, out int64) ratelimit.Usage { return ratelimit.Usage{InputTokens: in, OutputTokens: out} }
+	for _, tc := range []struct {
+		name string
+		ch   Charge
+		want [][2]int64
+	}{
+		{"one_call", Known(u(12, 3)), [][2]int64{{10, 12}}},
+		{"two_choices", Known(u(12, 3)).Plus(Known(u(12, 4))), [][2]int64{{20, 24}}},
+		{"one_choice_refused", Known(u(12, 3)).Plus(Charge{}), [][2]int64{{10, 12}}},
+		{"estimated_teaches_nothing", Known(u(12, 3)).Plus(UpperBound(u(10, 50), u(0, 0), NoAnswer)), nil},
+		{"refused_teaches_nothing", Charge{}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l learnerLog
+			s := Settler{Log: slog.New(slog.DiscardHandler), Calibration: &l}
+			s.Settle(nil, tc.ch, &reqlog.Record{Model: "m", InputEstimate: 10})
+			if !slices.Equal(l.seen, tc.want) {
+				t.Errorf("taught %v, want %v", l.seen, tc.want)
 			}
 		})
 	}

@@ -125,7 +125,7 @@ func (s *Server) admitCall(c *gin.Context, d dialect, a *admission) bool {
 	raw, outCap, n := tokens.EstimateResponsesInput(call.upBody), st.outputReserve(call.maxOut), int64(max(call.choices, 1))
 	estimate := s.calibration.Factor(call.model).Reserve(raw)
 	ri := info(c)
-	ri.InputEstimate, ri.InputReserved = raw*n, estimate*n
+	ri.InputEstimate, ri.InputReserved = raw, estimate*n
 	// n choices are n upstream generations: reserve for all of them, count one request. The
 	// output cap may come back lower, clamped to what a budget has left.
 	ticket, outCap := s.admitBudgets(c, st, p, call, estimate, outCap, n)

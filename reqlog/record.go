@@ -21,9 +21,10 @@ type Record struct {
 	// "" when the model has no routes. Configured, so bounded.
 	UpstreamModel string
 
-	// InputEstimate is modelgate's first estimate of the input tokens of all the request's
-	// platform calls (package tokens), what calibration compares the platform's figure
-	// with; InputReserved is the input part of its reservation (calibrated, with margin).
+	// InputEstimate is modelgate's first estimate of the input tokens of one of the
+	// request's platform calls (package tokens), what calibration compares the platform's
+	// figure with; InputReserved is the input part of its whole reservation (all its calls,
+	// calibrated, with margin).
 	InputEstimate, InputReserved int64
 
 	// Usage as settled (see package accounting), and what it cost.
