@@ -53,6 +53,12 @@ type Model struct {
 	ID       string `yaml:"id"`       // name clients send
 	Upstream string `yaml:"upstream"` // name sent upstream; default ID
 	Price    *Price `yaml:"price"`    // per 1M tokens in pricing.currency; nil = unpriced
+
+	// Fallbacks (issue 27, slice C): where a call goes when this model fails before the
+	// first byte reaches the client (docs/routing.md).
+	Fallbacks         []string      `yaml:"fallbacks"`           // configured model ids, tried in order
+	ContextWindow     int64         `yaml:"context_window"`      // tokens; 0 = unknown
+	FirstTokenTimeout time.Duration `yaml:"first_token_timeout"` // 0 = no bound of its own
 }
 
 // Ratelimit selects the limiter's store.
