@@ -22,7 +22,7 @@ var layers = []struct {
 	{"tools", 2, []string{"platformsim", "apitest", "testclock", "redisconn/redistest", "tracing/tracingtest",
 		"bench/benchserve", "bench/cmd/benchup", "bench/cmd/floor", "bench/cmd/mgbench", "deploy", "tests", "examples/openai-go"}},
 	{"engines", 3, []string{"translate", "ratelimit", "auth", "platform", "store", "billing", "calibration", "stored", "reqlog", "tracing", "redisconn"}},
-	{"leaves", 4, []string{"config", "tokens", "periodic"}},
+	{"leaves", 4, []string{"config", "tokens", "periodic", "routing"}},
 }
 
 // layerOf names the tier of a package given without the module prefix ("" for the root).

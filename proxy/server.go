@@ -352,6 +352,7 @@ func (s *Server) logRequest(r reqlog.RequestSummary) {
 		slog.String("team", r.Team),
 		slog.String("key", r.Key),
 		slog.String("model", r.Model),
+		slog.String("served_model", r.ServedModel),
 		slog.Int("status", r.Status),
 		slog.Bool("stream", r.Stream),
 		slog.Duration("duration", r.Duration),
