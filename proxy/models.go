@@ -14,18 +14,37 @@ import (
 type modelTable struct {
 	list     []config.Model
 	upstream map[string]string
+	// routed are the models with fallbacks or a first_token_timeout (issue 27), by id: a
+	// call to any other model takes the path it always took.
+	routed map[string]*config.Model
 }
 
 func newModelTable(models []config.Model) modelTable {
 	t := modelTable{list: models, upstream: make(map[string]string, len(models))}
-	for _, m := range models {
+	for i, m := range models {
 		up := m.Upstream
 		if up == "" {
 			up = m.ID
 		}
 		t.upstream[m.ID] = up
+		if len(m.Fallbacks) > 0 || m.FirstTokenTimeout > 0 {
+			if t.routed == nil {
+				t.routed = make(map[string]*config.Model)
+			}
+			t.routed[m.ID] = &models[i]
+		}
 	}
 	return t
+}
+
+// model is the configured model id, or nil.
+func (t modelTable) model(id string) *config.Model {
+	for i := range t.list {
+		if t.list[i].ID == id {
+			return &t.list[i]
+		}
+	}
+	return nil
 }
 
 // upstreamName returns the platform's name for a client-facing id; ids not in the table pass

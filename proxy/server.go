@@ -64,6 +64,10 @@ type Deps struct {
 	// Tracer, when set, traces requests (see package tracing); nil is tracing off.
 	Tracer *tracing.Tracer
 
+	// Health is the circuit breakers' word on upstream models (issue 27): a fallback whose
+	// breaker is open is skipped. Nil: every model is healthy.
+	Health upstream.Health
+
 	// BackgroundLease is how long a background job's claim outlives a runner that stopped
 	// renewing it (see package jobs); 0 is the default, 30s. Tests shorten it.
 	BackgroundLease time.Duration
@@ -116,6 +120,7 @@ type Server struct {
 	inflating reqbody.Budget
 	// calibration learns each model's ratio of reported to estimated input tokens; never nil.
 	calibration *calibration.Table
+	health      upstream.Health // nil: every model healthy
 }
 
 // New builds a Server. The config must already be validated.
@@ -130,7 +135,7 @@ func New(d Deps) (*Server, error) {
 		d.Now = time.Now
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
-		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer}
+		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer, health: d.Health}
 	if s.calibration == nil {
 		s.calibration = calibration.New(nil, d.Now, d.Logger) // this process only
 	}
