@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -9,9 +10,11 @@ import (
 	"github.com/tidwall/gjson"
 
 	"modelgate/apitest"
+	"modelgate/billing"
 	"modelgate/config"
 	"modelgate/platformsim"
 	"modelgate/store"
+	"modelgate/testclock"
 )
 
 // fallbackYAML: big falls back to small, then to wide (the one with a larger context
@@ -274,5 +277,58 @@ func TestNoFallbackConfiguredUnchanged(t *testing.T) {
 	}
 	if requestLine(t, env).Get("served_model").Str != "" {
 		t.Errorf("served_model set for an answer the model asked for served")
+	}
+}
+
+// Spend and usage history go by the model that did the work, at its price: a refused
+// attempt costs nothing and makes no row; a stalled one is charged its reservation at the
+// stalled model's price (a call sent without an answer), and the fallback its own usage at
+// its own price.
+func TestFallbackSpendAtServedModelPrice(t *testing.T) {
+	cases := []struct {
+		name   string
+		reply  platformsim.Reply
+		body   string
+		bigRow bool // the abandoned attempt on big is charged
+	}{
+		{"refused_attempt_free", platformsim.Reply{Status: 500, Body: errorJSON("server_error", "server_error", "boom")}, fallbackRoutes[0].body, false},
+		{"stalled_attempt_charged", platformsim.Reply{AfterEvents: 1, Silence: time.Hour}, fallbackRoutes[1].body, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bolt := tempBolt(t, store.BoltOptions{})
+			history := billing.NewRecorder(bolt, time.Hour, testclock.Running(), nil)
+			ledger := memoryLedger(t)
+			env := fallbackEnv(t, envOptions{ledger: ledger, history: history})
+			env.sim.SetModelScript("sim-big", c.reply)
+			status, h, b := env.do(t, "POST", "/v1/responses", keyAlpha1, []byte(c.body))
+			if status != 200 || h.Get(servedModelHeader) != "small" {
+				t.Fatalf("%d served by %q: %s", status, h.Get(servedModelHeader), b)
+			}
+			requestLine(t, env) // the request has settled and billed
+			rows, err := history.Query(context.Background(), "00000101", "99991231", map[string]bool{"model": true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			byModel := map[string]billing.Row{}
+			for _, r := range rows {
+				byModel[r.Model] = r
+			}
+			small, ok := byModel["small"]
+			if !ok || small.InputTokens == 0 || small.CostMicros != billing.MicrosOf(float64(small.InputTokens)*1/1e6+float64(small.OutputTokens)*2/1e6) {
+				t.Errorf("small's row %+v, want its usage at small's price", small)
+			}
+			big, charged := byModel["big"]
+			if charged != c.bigRow {
+				t.Fatalf("a row for big: %v, want %v (%+v)", charged, c.bigRow, rows)
+			}
+			if charged && (big.OutputTokens != env.cfg.Ratelimit.DefaultMaxOutputTokens || big.CostMicros != billing.MicrosOf(float64(big.InputTokens)*10/1e6+float64(big.OutputTokens)*30/1e6)) {
+				t.Errorf("big's row %+v, want its reservation at big's price", big)
+			}
+			day, _ := ledger.Spent("team:alpha")
+			if got, want := billing.MicrosOf(day), small.CostMicros+big.CostMicros; got != want {
+				t.Errorf("team spent %d micros, want %d", got, want)
+			}
+		})
 	}
 }
