@@ -30,7 +30,7 @@ models:
   - id: small
     upstream: sim-small
     context_window: 4000
-    first_token_timeout: 2s
+    first_token_timeout: 1s
     price: {input: 1, output: 2}
   - id: wide
     upstream: sim-wide
@@ -330,5 +330,45 @@ func TestFallbackSpendAtServedModelPrice(t *testing.T) {
 				t.Errorf("team spent %d micros, want %d", got, want)
 			}
 		})
+	}
+}
+
+// A stall with no fallback left is the client's 504 first_token_timeout, charged as a call
+// sent without an answer; a stream that starts in time is not cut by the timer later on.
+func TestStallWithoutFallback(t *testing.T) {
+	env := fallbackEnv(t, envOptions{})
+	env.sim.SetModelScript("sim-small", platformsim.Reply{AfterEvents: 1, Silence: time.Hour})
+	body := `{"model":"small","input":"hello","stream":true}`
+	status, _, b := env.do(t, "POST", "/v1/responses", keyAlpha1, []byte(body))
+	if status != 504 || gjson.GetBytes(b, "error.code").Str != "first_token_timeout" {
+		t.Fatalf("%d %s, want 504 first_token_timeout", status, b)
+	}
+	line := requestLine(t, env)
+	if line.Get("usage_estimated").Str != "no_answer" || line.Get("output_tokens").Int() != env.cfg.Ratelimit.DefaultMaxOutputTokens {
+		t.Errorf("stall charged %s, want its reservation (no_answer)", line.Raw)
+	}
+	// Output at once, then a pause longer than the timeout: the stream is whole.
+	env.sim.SetModelScript("sim-small", platformsim.Reply{AfterEvents: 4, Silence: 1500 * time.Millisecond})
+	status, _, b = env.do(t, "POST", "/v1/responses", keyAlpha1, []byte(body))
+	if status != 200 || !bytes.Contains(b, []byte("response.completed")) {
+		t.Fatalf("%d, want a whole stream: %s", status, tail(b))
+	}
+}
+
+// A fallback the spend budget cannot cover at its price is skipped for the next one.
+func TestFallbackSkipsUnaffordableModel(t *testing.T) {
+	env := fallbackEnv(t, envOptions{ledger: memoryLedger(t), mutate: func(c *config.Config) {
+		// small costs 100 per 1M output tokens: 4096 of them (the default cap) cost 0.41,
+		// more than the day's 0.30 allows; big (0.12) and wide (0.06) fit.
+		c.Models[1].Price.Output = 100
+		c.Teams[0].Limits.SpendPerDay = 0.30
+	}})
+	env.sim.SetModelScript("sim-big", platformsim.Reply{Status: 500, Body: errorJSON("server_error", "server_error", "boom")})
+	status, h, b := env.do(t, "POST", "/v1/chat/completions", keyAlpha1, []byte(fallbackRoutes[2].body))
+	if status != 200 || h.Get(servedModelHeader) != "wide" {
+		t.Fatalf("%d served by %q: %s", status, h.Get(servedModelHeader), b)
+	}
+	if got := upstreamModels(env); len(got) != 2 || got[1] != "sim-wide" {
+		t.Errorf("platform calls %v, want sim-big then sim-wide", got)
 	}
 }
