@@ -19,7 +19,7 @@ type Record struct {
 	// ServedModel is the model id that served the answer when a fallback did (issue 27);
 	// "" when the model asked for served it. Prices, history and calibration go by it.
 	ServedModel string
-	Stream    bool
+	Stream      bool
 
 	// InputEstimate is modelgate's first estimate of the input tokens of all the request's
 	// platform calls (package tokens), what calibration compares the platform's figure
