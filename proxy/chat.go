@@ -36,6 +36,7 @@ type chatCall struct {
 	estimate    int64 // input tokens estimate of one upstream call
 	// reserve is one choice's reservation: its input estimate and output cap.
 	reserve ratelimit.Usage
+	gc      gatewayCall // its way to the platform, fallbacks included; kept here, not allocated apart
 }
 
 // chatCompletions serves POST /v1/chat/completions on top of the Responses gateway. Nothing
@@ -151,8 +152,9 @@ func writeTranslateError(c *gin.Context, err error) {
 // help with, all of them are abandoned, charged, and opened again on the next model, so one
 // answer never mixes models.
 func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.CancelFunc, *upstream.Failure, accounting.Charge) {
-	gc := &gatewayCall{st: cc.st, p: cc.p, ri: cc.ri, body: cc.upBody, stream: cc.upStream, model: cc.ri.Model,
+	cc.gc = gatewayCall{st: cc.st, p: cc.p, ri: cc.ri, body: cc.upBody, stream: cc.upStream, model: cc.ri.Model,
 		reserve: &cc.reserve, choices: int64(cc.req.N), header: cc.c.Writer.Header()}
+	gc := &cc.gc
 	for {
 		resps, cancels, f, ch := cc.openChoices(ctx, gc)
 		if f == nil || cc.req.N == 1 || !cc.s.fallBack(gc, f, ch) {
