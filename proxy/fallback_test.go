@@ -15,6 +15,8 @@ import (
 	"modelgate/platformsim"
 	"modelgate/store"
 	"modelgate/testclock"
+	"modelgate/tracing"
+	"modelgate/tracing/tracingtest"
 )
 
 // fallbackYAML: big falls back to small, then to wide (the one with a larger context
@@ -370,5 +372,36 @@ func TestFallbackSkipsUnaffordableModel(t *testing.T) {
 	}
 	if got := upstreamModels(env); len(got) != 2 || got[1] != "sim-wide" {
 		t.Errorf("platform calls %v, want sim-big then sim-wide", got)
+	}
+}
+
+// The request's span names the model that served it; one attempt span per model tried.
+func TestFallbackTraced(t *testing.T) {
+	leakCheck(t)
+	recv := tracingtest.NewReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL())
+	tr, err := tracing.New(context.Background(), tracing.Options{Version: "test"})
+	if err != nil || tr == nil {
+		t.Fatalf("tracing.New = %v, %v", tr, err)
+	}
+	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	env := fallbackEnv(t, envOptions{tracer: tr})
+	env.sim.SetModelScript("sim-big", platformsim.Reply{Status: 500, Body: errorJSON("server_error", "server_error", "boom")})
+	if status, _, b := env.do(t, "POST", "/v1/chat/completions", keyAlpha1, []byte(fallbackRoutes[2].body)); status != 200 {
+		t.Fatalf("%d %s", status, b)
+	}
+	flush := func() { _ = tr.ForceFlush(context.Background()) }
+	spans, ok := recv.WaitFor(5*time.Second, flush, func(s []tracingtest.Span) bool {
+		return len(tracingtest.Find(s, tracingtest.Server, "")) >= 1
+	})
+	if !ok {
+		t.Fatalf("no server span: %+v", spans)
+	}
+	srv := tracingtest.Find(spans, tracingtest.Server, "")[0]
+	if srv.Attrs[tracing.AttrServedModel] != "small" {
+		t.Errorf("server span %s = %v, want small", tracing.AttrServedModel, srv.Attrs[tracing.AttrServedModel])
+	}
+	if clients := tracingtest.Find(spans, tracingtest.Client, ""); len(clients) != 2 {
+		t.Errorf("%d attempt spans, want one per model tried", len(clients))
 	}
 }
