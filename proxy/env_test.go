@@ -23,6 +23,7 @@ import (
 	"modelgate/store"
 	"modelgate/testclock"
 	"modelgate/tracing"
+	"modelgate/upstream"
 )
 
 // testEnv is a modelgate Server in front of a simulated platform, both on loopback.
@@ -120,6 +121,8 @@ type envOptions struct {
 	history *billing.Recorder
 	// simCounter counts the input tokens the platform bills; nil: modelgate's own estimate.
 	simCounter platformsim.InputCounter
+	// health is the circuit breakers' word the server consults; nil: all healthy.
+	health upstream.Health
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -193,7 +196,7 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 	}
 	t.Cleanup(func() { env.limiter.Close() })
 	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease,
-		Ledger: o.ledger, History: o.history, Calibration: o.calibration})
+		Ledger: o.ledger, History: o.history, Calibration: o.calibration, Health: o.health})
 	if err != nil {
 		t.Fatal(err)
 	}

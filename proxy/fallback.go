@@ -90,17 +90,11 @@ func (s *Server) fallBack(gc *gatewayCall, f *upstream.Failure, charge accountin
 	}
 	settled := false
 	for i := routing.Pick(cands, gc.next, trigger, window); i >= 0; i = routing.Pick(cands, i+1, trigger, window) {
-		id := asked.Fallbacks[i]
-		// Asked last, and only of the one candidate about to be tried: a half-open breaker
-		// lets one probe through, which a candidate merely looked at must not take.
-		if s.health != nil && !s.health.Allow(upstream.ModelBreaker(gc.st.models.upstreamName(id))) {
-			continue
-		}
 		if !settled {
 			s.settleAbandoned(gc, f, charge)
 			settled = true
 		}
-		if s.moveTo(gc, id) {
+		if s.moveTo(gc, asked.Fallbacks[i]) {
 			gc.next = i + 1
 			return true
 		}
@@ -125,9 +119,9 @@ func (s *Server) settleAbandoned(gc *gatewayCall, f *upstream.Failure, charge ac
 }
 
 // moveTo points gc at model id: a spend hold at its price for its calibrated estimate (a
-// budget that cannot cover it refuses the move), its upstream name in the body, its
-// reservation. The limiter's ticket stays: one client request is one request and one
-// concurrency slot, whatever it takes to serve it.
+// budget that cannot cover it refuses the move), its breaker's leave, its upstream name in
+// the body, its reservation. The limiter's ticket stays: one client request is one request
+// and one concurrency slot, whatever it takes to serve it.
 func (s *Server) moveTo(gc *gatewayCall, id string) bool {
 	n := max(gc.choices, 1)
 	estimate := s.calibration.Factor(id).Reserve(gc.ri.InputEstimate / n)
@@ -135,8 +129,12 @@ func (s *Server) moveTo(gc *gatewayCall, id string) bool {
 	if s.holdSpendFor(gc.ri, gc.st, gc.p, id, estimate*n, out*n) != nil {
 		return false
 	}
-	body, err := sjson.SetBytes(gc.body, "model", gc.st.models.upstreamName(id))
-	if err != nil { // a body modelgate prepared itself: not expected
+	up := gc.st.models.upstreamName(id)
+	// The breaker is asked last, once the call is sure to go if it says yes: a half-open
+	// breaker lets one probe through, which a call that goes nowhere must not take.
+	allowed := s.health == nil || s.health.Allow(upstream.ModelBreaker(up))
+	body, err := sjson.SetBytes(gc.body, "model", up)
+	if !allowed || err != nil { // err: a body modelgate prepared itself; not expected
 		gc.ri.spend.Cancel()
 		gc.ri.spend = nil
 		return false

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -403,5 +404,39 @@ func TestFallbackTraced(t *testing.T) {
 	}
 	if clients := tracingtest.Find(spans, tracingtest.Client, ""); len(clients) != 2 {
 		t.Errorf("%d attempt spans, want one per model tried", len(clients))
+	}
+}
+
+// openBreakers is an upstream.Health whose named breakers are open; it counts what it was
+// asked.
+type openBreakers struct {
+	open  map[string]bool
+	mu    sync.Mutex
+	asked []string
+}
+
+func (h *openBreakers) Allow(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.asked = append(h.asked, name)
+	return !h.open[name]
+}
+
+func (h *openBreakers) Report(string, bool) {}
+
+// A fallback whose breaker is open is skipped; only the fallbacks about to be tried are
+// asked (a half-open breaker's one probe is not taken by a look).
+func TestFallbackSkipsOpenBreaker(t *testing.T) {
+	h := &openBreakers{open: map[string]bool{"model:sim-small": true}}
+	env := fallbackEnv(t, envOptions{health: h})
+	env.sim.SetModelScript("sim-big", platformsim.Reply{Status: 500, Body: errorJSON("server_error", "server_error", "boom")})
+	status, hdr, b := env.do(t, "POST", "/v1/chat/completions", keyAlpha1, []byte(fallbackRoutes[2].body))
+	if status != 200 || hdr.Get(servedModelHeader) != "wide" {
+		t.Fatalf("%d served by %q: %s", status, hdr.Get(servedModelHeader), b)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if got := strings.Join(h.asked, ","); got != "model:sim-small,model:sim-wide" {
+		t.Errorf("breakers asked %s, want small's then wide's", got)
 	}
 }
