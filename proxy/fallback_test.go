@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -438,5 +439,34 @@ func TestFallbackSkipsOpenBreaker(t *testing.T) {
 	defer h.mu.Unlock()
 	if got := strings.Join(h.asked, ","); got != "model:sim-small,model:sim-wide" {
 		t.Errorf("breakers asked %s, want small's then wide's", got)
+	}
+}
+
+// Chat's n choices fall back together: one failed choice moves all of them to the next
+// model, so the answer never mixes models.
+func TestFallbackChoicesTogether(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "nonstream", true: "stream"}[stream], func(t *testing.T) {
+			env := fallbackEnv(t, envOptions{})
+			// One choice fails, the other is answered (and abandoned when its sibling fails).
+			env.sim.SetModelScript("sim-big", platformsim.Reply{Status: 503, Body: errorJSON("server_error", "server_is_overloaded", "busy")})
+			body := fmt.Sprintf(`{"model":"big","n":2,"stream":%t,"messages":[{"role":"user","content":"hello"}]}`, stream)
+			status, h, b := env.do(t, "POST", "/v1/chat/completions", keyAlpha1, []byte(body))
+			if status != 200 || h.Get(servedModelHeader) != "small" {
+				t.Fatalf("%d served by %q: %s", status, h.Get(servedModelHeader), b)
+			}
+			var big, small int
+			for _, m := range upstreamModels(env) {
+				switch m {
+				case "sim-big":
+					big++
+				case "sim-small":
+					small++
+				}
+			}
+			if big != 2 || small != 2 {
+				t.Errorf("platform calls: %d to sim-big, %d to sim-small; want both choices on each", big, small)
+			}
+		})
 	}
 }
