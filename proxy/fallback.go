@@ -46,11 +46,15 @@ func (s *Server) openGateway(ctx context.Context, gc *gatewayCall) (*http.Respon
 	if gc.st.models.routed[gc.ri.Model] == nil {
 		return s.openOnce(ctx, gc, gc.ri) // no fallbacks and no first_token_timeout: as ever
 	}
+	before := 0 // attempts sent to the models already left: the log counts every one
 	for {
+		gc.ri.Attempts = 0
 		resp, cancel, f := s.openOnce(ctx, gc, gc.ri)
+		gc.ri.Attempts += before
 		if f == nil || !s.fallBack(gc, f, f.Charge(*gc.reserve)) {
 			return resp, cancel, f
 		}
+		before = gc.ri.Attempts
 	}
 }
 

@@ -149,6 +149,9 @@ func TestFallbackTriggers(t *testing.T) {
 				if line.Get("served_model").Str != tr.served || line.Get("model").Str != "big" {
 					t.Errorf("access log model %q served %q", line.Get("model").Str, line.Get("served_model").Str)
 				}
+				if line.Get("attempts").Int() != 2 {
+					t.Errorf("access log attempts %d, want both models' attempts", line.Get("attempts").Int())
+				}
 			})
 		}
 	}
