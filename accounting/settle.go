@@ -31,12 +31,35 @@ type Learner interface {
 // access log and the metrics. When the usage is estimated it also logs the "billed, usage
 // unknown" warning an operator reconciles against the platform's bill.
 func (s Settler) Settle(t *ratelimit.Ticket, ch Charge, rec *reqlog.Record) {
-	t.Settle(ch.Usage)
+	s.SettleAfter(t, ch, ratelimit.Usage{}, rec)
+}
+
+// SettleAfter is Settle for a request whose earlier attempts on other models were abandoned
+// (fallbacks): the ticket, which admitted the whole request, settles with their usage
+// (prior) and ch's; the record, which prices and logs the model that served it, with ch
+// alone. The abandoned attempts were recorded and billed by SettleAbandoned.
+func (s Settler) SettleAfter(t *ratelimit.Ticket, ch Charge, prior ratelimit.Usage, rec *reqlog.Record) {
+	t.Settle(ch.Plus(Charge{Usage: prior}).Usage)
+	s.record(ch, rec)
+}
+
+// SettleAbandoned records and bills one abandoned attempt of a request that goes on to a
+// fallback model: rec names the attempt's model (ServedModel) and its upstream failure. Its
+// ticket is not settled: the request's final SettleAfter carries the attempt's usage. It
+// returns the attempt's cost in micro-units.
+func (s Settler) SettleAbandoned(ch Charge, rec *reqlog.Record, spend Spend, prices billing.Prices) int64 {
+	s.record(ch, rec)
+	return s.Bill(rec, spend, prices)
+}
+
+// record writes ch into rec, teaches calibration from a platform figure, and warns when the
+// usage is an estimate.
+func (s Settler) record(ch Charge, rec *reqlog.Record) {
 	rec.InputTokens, rec.OutputTokens = ch.Usage.InputTokens, ch.Usage.OutputTokens
 	rec.CachedTokens, rec.ReasoningTokens = ch.Usage.CachedInputTokens, ch.Usage.ReasoningTokens
 	rec.UsageEstimated = ch.Unknown
 	if ch.Unknown == "" && ch.Reported > 0 && s.Calibration != nil && rec.InputEstimate > 0 && ch.Usage.InputTokens > 0 {
-		s.Calibration.Observe(rec.Model, rec.InputEstimate*int64(ch.Reported), ch.Usage.InputTokens)
+		s.Calibration.Observe(rec.PricedModel(), rec.InputEstimate*int64(ch.Reported), ch.Usage.InputTokens)
 	}
 	if ch.Unknown != "" {
 		s.Log.Warn("billed, usage unknown",
@@ -74,7 +97,8 @@ func (s Settler) Bill(rec *reqlog.Record, spend Spend, prices billing.Prices) in
 	}
 	u := billing.Usage{InputTokens: rec.InputTokens, CachedInputTokens: rec.CachedTokens,
 		OutputTokens: rec.OutputTokens, ReasoningTokens: rec.ReasoningTokens}
-	cost := prices.Cost(rec.Model, u)
+	model := rec.PricedModel()
+	cost := prices.Cost(model, u)
 	switch {
 	case spend.Hold != nil:
 		spend.Hold.Settle(cost)
@@ -83,7 +107,7 @@ func (s Settler) Bill(rec *reqlog.Record, spend Spend, prices billing.Prices) in
 		s.Ledger.Charge([]string{spend.KeyScope, spend.TeamScope}, cost)
 	}
 	if s.History != nil && !platformRefused(rec, u) {
-		s.History.Record(rec.Team, rec.Key, rec.Model, u, cost)
+		s.History.Record(rec.Team, rec.Key, model, u, cost)
 	}
 	return cost
 }

@@ -69,6 +69,9 @@ func (c *Config) Summary() string {
 			} else {
 				w("  %s", m.ID)
 			}
+			if r := routingText(m); r != "" {
+				w("    %s", r)
+			}
 		}
 	}
 
@@ -234,4 +237,20 @@ func routesText(m Model) string {
 		sticky = "sticky per " + m.Sticky
 	}
 	return strings.Join(parts, ", ") + "; " + sticky
+}
+
+// routingText says where a model's calls go when it fails (fallbacks, context_window,
+// first_token_timeout), or "" when it names none of them.
+func routingText(m Model) string {
+	var parts []string
+	if len(m.Fallbacks) > 0 {
+		parts = append(parts, "fallbacks: "+strings.Join(m.Fallbacks, ", "))
+	}
+	if m.ContextWindow > 0 {
+		parts = append(parts, fmt.Sprintf("context_window: %d tokens", m.ContextWindow))
+	}
+	if m.FirstTokenTimeout > 0 {
+		parts = append(parts, "first_token_timeout: "+m.FirstTokenTimeout.String())
+	}
+	return strings.Join(parts, "; ")
 }

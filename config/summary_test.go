@@ -145,3 +145,14 @@ func TestRoutedModelRevalidates(t *testing.T) {
 		t.Fatalf("a routed model got upstream %q by default", cfg.Models[0].Upstream)
 	}
 }
+
+// Each model's routing keys show under it; a model without them shows nothing more.
+func TestSummaryFallbacks(t *testing.T) {
+	yaml := "models:\n  - id: big\n    context_window: 128000\n    fallbacks: [small]\n    first_token_timeout: 20s\n  - id: small\n"
+	cfg, err := Parse([]byte(yaml), "c.yaml", envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Summary()
+	summaryHas(t, s, "  big\n    fallbacks: small; context_window: 128000 tokens; first_token_timeout: 20s\n  small\n")
+}

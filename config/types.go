@@ -77,6 +77,11 @@ type Model struct {
 	// models, for a canary or an A/B test (docs/routing.md), instead of Upstream.
 	Routes []Route `yaml:"routes"` // nil = every call goes to Upstream
 	Sticky string  `yaml:"sticky"` // StickyUser, StickyConversation or "" (a fresh draw per call)
+	// Fallbacks (issue 27, slice C): where a call goes when this model fails before the
+	// first byte reaches the client (docs/routing.md).
+	Fallbacks         []string      `yaml:"fallbacks"`           // configured model ids, tried in order
+	ContextWindow     int64         `yaml:"context_window"`      // tokens; 0 = unknown
+	FirstTokenTimeout time.Duration `yaml:"first_token_timeout"` // 0 = no bound of its own
 }
 
 // Route is one share of a model's weighted routes.

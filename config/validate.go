@@ -234,6 +234,15 @@ func (v *validator) models(models []Model) map[string]bool {
 			}
 		}
 		v.routes(p, m)
+		if m.ContextWindow < 0 {
+			v.fail(p+".context_window", "must not be negative")
+		}
+		if m.FirstTokenTimeout < 0 {
+			v.fail(p+".first_token_timeout", "must not be negative")
+		}
+	}
+	for i, m := range models {
+		v.fallbacks(fmt.Sprintf("models[%d].fallbacks", i), m, ids)
 	}
 	return ids
 }
@@ -274,6 +283,24 @@ func (v *validator) routes(p string, m Model) {
 		if r.Weight < 1 || r.Weight > MaxRouteWeight {
 			v.fail(rp+".weight", "want a whole number from 1 to %d, got %d", MaxRouteWeight, r.Weight)
 		}
+	}
+}
+
+// fallbacks checks a model's fallback chain: configured ids, not the model itself, each
+// once (a repeat would only try a failing model twice).
+func (v *validator) fallbacks(p string, m Model, ids map[string]bool) {
+	seen := make(map[string]bool, len(m.Fallbacks))
+	for j, f := range m.Fallbacks {
+		fp := fmt.Sprintf("%s[%d]", p, j)
+		switch {
+		case f == m.ID:
+			v.fail(fp, "a model cannot fall back to itself (%q)", f)
+		case !ids[f]:
+			v.fail(fp, "unknown model id %q (each fallback must be listed under models)", f)
+		case seen[f]:
+			v.fail(fp, "%q is listed twice", f)
+		}
+		seen[f] = true
 	}
 }
 

@@ -46,6 +46,13 @@ func TestParseErrors(t *testing.T) {
 		{"binary_tag", "upstream:\n  api_key: !!binary aGVsbG8=\n", []string{"upstream.api_key: YAML tag !!binary is not supported"}},
 		{"complex_key", "? [a]\n: b\n", []string{"keys must be plain names"}},
 
+		// fallbacks (issue 27)
+		{"fallback_self", "models:\n  - id: a\n    fallbacks: [a]\n", []string{"models[0].fallbacks[0]: a model cannot fall back to itself"}},
+		{"fallback_unknown", "models:\n  - id: a\n    fallbacks: [b]\n", []string{`models[0].fallbacks[0]: unknown model id "b"`}},
+		{"fallback_twice", "models:\n  - id: a\n    fallbacks: [b, b]\n  - id: b\n", []string{`models[0].fallbacks[1]: "b" is listed twice`}},
+		{"context_window_negative", "models:\n  - id: a\n    context_window: -1\n", []string{"models[0].context_window: must not be negative"}},
+		{"first_token_timeout_negative", "models:\n  - id: a\n    first_token_timeout: -1s\n", []string{"models[0].first_token_timeout: must not be negative"}},
+
 		// environment
 		{"env_unset", strings.Replace(keyed, "mg-search-prod", "${UNSET_APP_KEY}", 1), []string{"c.yaml:7: teams[0].keys[0].key: environment variable UNSET_APP_KEY is not set"}},
 		{"env_unset_in_flow_list", "admin_keys: [${UNSET_ADMIN}]\n", []string{"c.yaml:1: admin_keys[0]: environment variable UNSET_ADMIN is not set"}},

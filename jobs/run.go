@@ -50,6 +50,9 @@ type Outcome struct {
 	UpstreamErr string
 	// FailStatus is the platform's HTTP status when it refused the call; 0 otherwise.
 	FailStatus int
+	// ServedModel is the fallback model that served the call (issue 27); "" when the
+	// model asked for did.
+	ServedModel string
 }
 
 // Work is a job to start: the platform call, how its end is settled, and who it is for.
@@ -146,7 +149,8 @@ func (r *run) logEnd() {
 	w, o := r.w, r.ended
 	r.reg.log.LogAttrs(context.Background(), slog.LevelInfo, "background response",
 		slog.String("request_id", w.RequestID), slog.String("team", w.Team), slog.String("key", w.Key),
-		slog.String("model", reqlog.Printable(w.Model, maxLoggedModel)), slog.String("status", o.Status),
+		slog.String("model", reqlog.Printable(w.Model, maxLoggedModel)), slog.String("served_model", o.ServedModel),
+		slog.String("status", o.Status),
 		slog.Duration("duration", time.Since(w.Started)),
 		slog.Int64("input_tokens", o.Charge.Usage.InputTokens), slog.Int64("output_tokens", o.Charge.Usage.OutputTokens),
 		slog.String("upstream_error", o.UpstreamErr), slog.String("usage_estimated", o.Charge.Unknown))

@@ -49,6 +49,7 @@ func (s *Sim) Reset() {
 	defer s.mu.Unlock()
 	s.records = nil
 	s.scripts = map[string][]Reply{}
+	s.modelScripts = nil
 	s.totals = map[string]Totals{}
 	s.billed = map[string]Totals{}
 	s.cancellations = nil

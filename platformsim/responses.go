@@ -27,7 +27,10 @@ func (s *Sim) serveResponses(w http.ResponseWriter, r *http.Request) {
 			message: "Incorrect API key provided."})
 		return
 	}
-	rep, scripted := s.dequeue(r)
+	rep, scripted := s.modelReply(body)
+	if !scripted {
+		rep, scripted = s.dequeue(r)
+	}
 	if scripted && rep.replaces() {
 		s.send(w, r, rep.answer(), rep)
 		return

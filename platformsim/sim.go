@@ -75,7 +75,8 @@ type Sim struct {
 	cancellations []time.Time
 	counters      map[string]int
 	assets        map[string]*asset
-	keyReplies    map[string]Reply // platform key -> the reply every request with it gets
+	keyReplies    map[string]Reply   // platform key -> the reply every request with it gets
+	modelScripts  map[string][]Reply // platform model name -> its next replies (SetModelScript)
 
 	minimal sync.Map // minimalKey -> answer, for Options.Minimal
 }

@@ -16,7 +16,7 @@ func (s *Server) settle(c *gin.Context, t *ratelimit.Ticket, ch accounting.Charg
 
 // settleInfo is settle for a request known by its requestInfo alone (a background job).
 func (s *Server) settleInfo(ri *requestInfo, t *ratelimit.Ticket, ch accounting.Charge) {
-	s.settler.Settle(t, ch, &ri.Record)
+	s.settler.SettleAfter(t, ch, ri.abandoned, &ri.Record)
 }
 
 // settleBilling runs once a request is answered: the spend hold settles with the real cost

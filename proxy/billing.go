@@ -24,12 +24,18 @@ func spendBudgets(p *auth.Principal) [2]billing.Budget {
 // it, or names the budget that refuses it; it answers nothing (refuseSpend does). The hold is
 // settled with the real cost once the request is done (settleBilling).
 func (s *Server) holdSpend(c *gin.Context, st *state, p *auth.Principal, inputTokens, outputCap int64) *billing.Refusal {
+	ri := info(c)
+	return s.holdSpendFor(ri, st, p, ri.Model, inputTokens, outputCap)
+}
+
+// holdSpendFor is holdSpend for a request known by its requestInfo, at model's price: a
+// fallback holds its own spend at its own price.
+func (s *Server) holdSpendFor(ri *requestInfo, st *state, p *auth.Principal, model string, inputTokens, outputCap int64) *billing.Refusal {
 	if s.ledger == nil || p.Team == "" {
 		return nil
 	}
-	ri := info(c)
 	budgets := spendBudgets(p)
-	amount := st.prices.Estimate(ri.Model, inputTokens, outputCap)
+	amount := st.prices.Estimate(model, inputTokens, outputCap)
 	hold, refused := s.ledger.Reserve(budgets[:], amount)
 	if refused != nil && p.Shadow {
 		ri.Refusal = "shadow_spend_" + refused.Period

@@ -36,6 +36,7 @@ type chatCall struct {
 	estimate    int64 // input tokens estimate of one upstream call
 	// reserve is one choice's reservation: its input estimate and output cap.
 	reserve ratelimit.Usage
+	gc      gatewayCall // its way to the platform, fallbacks included; kept here, not allocated apart
 }
 
 // chatCompletions serves POST /v1/chat/completions on top of the Responses gateway. Nothing
@@ -151,19 +152,40 @@ func writeTranslateError(c *gin.Context, err error) {
 // openAll opens one upstream call per choice, in parallel. If any fails, the first failure
 // is returned along with the charge for every choice: the platform may have billed those
 // that it answered, and those whose request it received before the call broke.
+//
+// The choices fall back together (docs/routing.md): when one fails in a way a fallback may
+// help with, all of them are abandoned, charged, and opened again on the next model, so one
+// answer never mixes models.
 func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.CancelFunc, *upstream.Failure, accounting.Charge) {
+	cc.gc = gatewayCall{st: cc.st, p: cc.p, ri: cc.ri, body: cc.upBody, stream: cc.upStream, model: cc.ri.Model,
+		reserve: &cc.reserve, choices: int64(cc.req.N), header: cc.c.Writer.Header()}
+	gc := &cc.gc
+	for {
+		resps, cancels, f, ch := cc.openChoices(ctx, gc)
+		if f == nil || cc.req.N == 1 || !cc.s.fallBack(gc, f, ch) {
+			if f != nil && f.Settled {
+				ch = accounting.Charge{} // billed by the chain when it moved past it
+			}
+			return resps, cancels, f, ch
+		}
+	}
+}
+
+// openChoices is one attempt of openAll on gc's current model. A single choice takes the
+// request's whole fallback chain in openGateway.
+func (cc *chatCall) openChoices(ctx context.Context, gc *gatewayCall) ([]*http.Response, []context.CancelFunc, *upstream.Failure, accounting.Charge) {
 	n := cc.req.N
 	resps := make([]*http.Response, n)
 	cancels := make([]context.CancelFunc, n)
 	fails := make([]*upstream.Failure, n)
 	if n == 1 {
-		resps[0], cancels[0], fails[0] = cc.s.openGateway(ctx, cc.st, cc.p, cc.ri, cc.upBody, cc.upStream)
+		resps[0], cancels[0], fails[0] = cc.s.openGateway(ctx, gc)
 	} else {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
 				ri := &requestInfo{Record: reqlog.Record{RequestID: cc.ri.RequestID}, trace: cc.ri.trace}
-				resps[i], cancels[i], fails[i] = cc.s.openGateway(ctx, cc.st, cc.p, ri, cc.upBody, cc.upStream)
+				resps[i], cancels[i], fails[i] = cc.s.openOnce(ctx, gc, ri)
 			})
 		}
 		wg.Wait()

@@ -124,7 +124,7 @@ type envOptions struct {
 	simCounter platformsim.InputCounter
 	// breakers are the server's circuit breakers; nil: none.
 	breakers *breaker.Set
-	// health is the breakers' view weighted routes consult; nil: the breakers'.
+	// health is the breakers' view routes and fallbacks consult; nil: the breakers'.
 	health upstream.Health
 }
 

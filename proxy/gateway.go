@@ -7,25 +7,10 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
 
-	"modelgate/auth"
 	"modelgate/reqlog"
 	"modelgate/translate"
 	"modelgate/upstream"
 )
-
-// openGateway sends body to the Responses gateway for p through st's gateway (retries, key
-// pools, attempt spans), reporting to ri. On success the caller owns resp.Body and must call
-// cancel, which also ends the upstream request early (stop sequences, client gone).
-func (s *Server) openGateway(parent context.Context, st *state, p *auth.Principal, ri *requestInfo, body []byte, stream bool) (*http.Response, context.CancelFunc, *upstream.Failure) {
-	// The model's breaker is named by the upstream name the body carries; handing it over
-	// spares the gateway reading it back out of the body. A weighted route's choice has
-	// asked its breaker already.
-	model, asked := st.models.upstreamName(ri.Model), ri.UpstreamModel != ""
-	if asked {
-		model = ri.UpstreamModel
-	}
-	return st.gateway.Open(parent, upstream.Call{Principal: p, Body: body, Stream: stream, Model: model, ModelAsked: asked, Trail: ri.trail()})
-}
 
 // trail is where ri's platform calls report: attempts made, the wait for the overhead
 // header when it is on, and the request's span as the parent of each attempt's.
@@ -42,8 +27,8 @@ func (ri *requestInfo) trail() upstream.Trail {
 
 // callGateway is openGateway for a single upstream call whose failure goes straight to the
 // client. A non-nil failure has been answered; its Charge says what it costs.
-func (s *Server) callGateway(c *gin.Context, st *state, p *auth.Principal, body []byte, stream bool) (*http.Response, context.CancelFunc, *upstream.Failure) {
-	resp, cancel, f := s.openGateway(c.Request.Context(), st, p, info(c), body, stream)
+func (s *Server) callGateway(c *gin.Context, gc *gatewayCall) (*http.Response, context.CancelFunc, *upstream.Failure) {
+	resp, cancel, f := s.openGateway(c.Request.Context(), gc)
 	if f != nil {
 		writeFailure(c, f)
 	}

@@ -50,7 +50,9 @@ func (s *Server) messages(c *gin.Context) {
 		ctx, stop = context.WithTimeout(ctx, m.st.cfg.Upstream.RequestTimeout)
 		defer stop()
 	}
-	resp, cancel, f := s.openGateway(ctx, m.st, m.p, info(c), m.upBody, m.upStream)
+	ri := info(c)
+	resp, cancel, f := s.openGateway(ctx, &gatewayCall{st: m.st, p: m.p, ri: ri, body: m.upBody, stream: m.upStream,
+		model: ri.Model, reserve: &m.reserve, choices: 1, header: c.Writer.Header()})
 	m.upBody = nil // the platform has it: a stream that runs for minutes need not hold it
 	if f != nil {
 		writeFailure(c, f)

@@ -16,6 +16,9 @@ import (
 type modelTable struct {
 	list    []config.Model
 	entries map[string]modelEntry
+	// chained are the models with fallbacks or a first_token_timeout (issue 27), by id: a
+	// call to any other model takes the path it always took.
+	chained map[string]*config.Model
 }
 
 // modelEntry is where one client-facing id's calls go.
@@ -27,7 +30,7 @@ type modelEntry struct {
 
 func newModelTable(models []config.Model) modelTable {
 	t := modelTable{list: models, entries: make(map[string]modelEntry, len(models))}
-	for _, m := range models {
+	for i, m := range models {
 		up := m.Upstream
 		if up == "" {
 			up = m.ID
@@ -37,8 +40,24 @@ func newModelTable(models []config.Model) modelTable {
 			e.routes = newRouteTable(m.Routes)
 		}
 		t.entries[m.ID] = e
+		if len(m.Fallbacks) > 0 || m.FirstTokenTimeout > 0 {
+			if t.chained == nil {
+				t.chained = make(map[string]*config.Model)
+			}
+			t.chained[m.ID] = &models[i]
+		}
 	}
 	return t
+}
+
+// model is the configured model id, or nil.
+func (t modelTable) model(id string) *config.Model {
+	for i := range t.list {
+		if t.list[i].ID == id {
+			return &t.list[i]
+		}
+	}
+	return nil
 }
 
 // upstreamName returns the platform's name for a client-facing id without routes; ids not

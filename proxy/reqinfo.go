@@ -35,6 +35,9 @@ type requestInfo struct {
 	onResponse func(response []byte)
 	// spend is the spend reservation of an admitted call (see settleBilling).
 	spend *billing.Hold
+	// abandoned is the usage of the attempts a fallback replaced (issue 27): already billed
+	// at their models' prices, still to be settled on the request's ticket.
+	abandoned ratelimit.Usage
 
 	trace *tracing.Request // nil: the request is not traced
 }

@@ -34,7 +34,8 @@ func (s *Server) responses(c *gin.Context) {
 	if rc.turn != nil {
 		ri.onResponse = func(resp []byte) { s.keepTurn(c, rc.st, rc.turn, resp) }
 	}
-	resp, cancel, f := s.callGateway(c, rc.st, rc.p, rc.body, ri.Stream)
+	resp, cancel, f := s.callGateway(c, &gatewayCall{st: rc.st, p: rc.p, ri: ri, body: rc.body, stream: ri.Stream,
+		model: ri.Model, reserve: &rc.reserve, choices: 1, header: c.Writer.Header()})
 	rc.body = nil // the platform has it: a stream that runs for minutes need not hold it
 	if f != nil {
 		ch = f.Charge(rc.reserve)

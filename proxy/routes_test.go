@@ -12,7 +12,6 @@ import (
 
 	"modelgate/apitest"
 	"modelgate/store"
-	"modelgate/upstream"
 )
 
 // routesYAML has a canary split 9:1 and a sticky A/B model per user and per conversation.
@@ -138,29 +137,6 @@ func TestWeightedRoutesCanarySplit(t *testing.T) {
 		t.Errorf("a model without routes logs upstream_model: %s", line)
 	}
 }
-
-// openBreakers is a test upstream.Health: the named model breakers are open.
-type openBreakers struct {
-	mu   sync.Mutex
-	open map[string]bool
-}
-
-func (b *openBreakers) set(names ...string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.open = map[string]bool{}
-	for _, n := range names {
-		b.open[upstream.ModelBreaker(n)] = true
-	}
-}
-
-func (b *openBreakers) Allow(name string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return !b.open[name]
-}
-
-func (b *openBreakers) Report(string, bool) {}
 
 // TestStickyUserRoutes: a user stays on one route across every route of the API and every
 // call while it is healthy (chat's user, Messages' metadata.user_id and Responses' user are

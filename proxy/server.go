@@ -69,8 +69,8 @@ type Deps struct {
 	// Tracer, when set, traces requests (see package tracing); nil is tracing off.
 	Tracer *tracing.Tracer
 
-	// Health is what a model's weighted routes consult to skip an unhealthy route; nil: the
-	// Breakers (every route healthy without them). Tests set one of their own.
+	// Health is what a model's weighted routes and fallbacks consult to skip an unhealthy
+	// model; nil: the Breakers (every model healthy without them). Tests set one of their own.
 	Health upstream.Health
 
 	// BackgroundLease is how long a background job's claim outlives a runner that stopped
@@ -376,6 +376,7 @@ func (s *Server) logRequest(r reqlog.RequestSummary) {
 		slog.String("team", r.Team),
 		slog.String("key", r.Key),
 		slog.String("model", r.Model),
+		slog.String("served_model", r.ServedModel),
 		slog.Int("status", r.Status),
 		slog.Bool("stream", r.Stream),
 		slog.Duration("duration", r.Duration),

@@ -112,7 +112,7 @@ func (s *Server) endTrace(ri *requestInfo, sum *reqlog.RequestSummary) {
 	sum.TraceID = ri.trace.End(tracing.Outcome{
 		Method: sum.Method, RequestID: sum.RequestID, Status: sum.Status, Team: sum.Team, KeyName: sum.Key,
 		Attempts: sum.Attempts, LimitReason: sum.Refusal, Stream: sum.Stream, TTFB: sum.TTFB,
-		ErrorCode: sum.ErrorCode, UpstreamError: sum.UpstreamErr, ClientGone: ri.ClientClosed,
+		ErrorCode: sum.ErrorCode, UpstreamError: sum.UpstreamErr, ServedModel: sum.ServedModel, ClientGone: ri.ClientClosed,
 		// A connection lost while draining was most likely closed by the drain's timeout.
 		CutByShutdown: ri.ClientClosed && s.draining.Load(),
 		InputTokens:   sum.InputTokens, OutputTokens: sum.OutputTokens,

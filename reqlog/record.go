@@ -20,6 +20,9 @@ type Record struct {
 	// UpstreamModel is the platform model a weighted route chose for the call (issue 27);
 	// "" when the model has no routes. Configured, so bounded.
 	UpstreamModel string
+	// ServedModel is the model id that served the answer when a fallback did (issue 27);
+	// "" when the model asked for served it. Prices, history and calibration go by it.
+	ServedModel string
 
 	// InputEstimate is modelgate's first estimate of the input tokens of one of the
 	// request's platform calls (package tokens), what calibration compares the platform's
@@ -49,12 +52,20 @@ type Record struct {
 	UpstreamWait atomic.Int64
 }
 
+// PricedModel is the model the request's usage belongs to: the one that served it.
+func (r *Record) PricedModel() string {
+	if r.ServedModel != "" {
+		return r.ServedModel
+	}
+	return r.Model
+}
+
 // Summary is the record of the finished request: its figures with the method and final
 // status the HTTP layer knows, the model capped at maxModel printable bytes.
 func (r *Record) Summary(method string, status int, maxModel int) RequestSummary {
 	return RequestSummary{
 		RequestID: r.RequestID, Route: r.Route, Method: method,
-		Team: r.Team, Key: r.Key, Model: Printable(r.Model, maxModel), Status: status, Stream: r.Stream,
+		Team: r.Team, Key: r.Key, Model: Printable(r.Model, maxModel), ServedModel: r.ServedModel, Status: status, Stream: r.Stream,
 		Duration: time.Since(r.Start), TTFB: r.TTFB,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, InputReserved: r.InputReserved, Attempts: r.Attempts,
 		ErrorCode: r.ErrCode, Refusal: r.Refusal, UpstreamErr: r.UpstreamErr,

@@ -24,6 +24,7 @@ type RequestSummary struct {
 	Method       string
 	Team, Key    string
 	Model        string
+	ServedModel  string // the fallback that served it; "" when Model did
 	Status       int
 	Stream       bool
 	Duration     time.Duration

@@ -44,6 +44,7 @@ const (
 	AttrEventsSent     = "modelgate.stream.events_sent"
 	AttrErrorCode      = "modelgate.error_code"
 	AttrUpstreamError  = "modelgate.upstream_error"
+	AttrServedModel    = "modelgate.served_model" // the fallback that served the answer
 	AttrTruncated      = "modelgate.content.truncated"
 	AttrContentBytes   = "modelgate.content.bytes"
 )
@@ -145,6 +146,7 @@ type Outcome struct {
 	TTFB                       time.Duration
 	EventsReceived, EventsSent int64
 	ErrorCode, UpstreamError   string
+	ServedModel                string // set when a fallback served the answer
 	ClientGone                 bool
 	// CutByShutdown: the connection was lost during a shutdown, most likely closed by the
 	// drain's timeout rather than by the client.
@@ -202,6 +204,9 @@ func EndServer(span trace.Span, o Outcome, g *GenAI) {
 	}
 	if o.UpstreamError != "" {
 		attrs = append(attrs, attribute.String(AttrUpstreamError, o.UpstreamError))
+	}
+	if o.ServedModel != "" {
+		attrs = append(attrs, attribute.String(AttrServedModel, o.ServedModel))
 	}
 	switch {
 	case o.ClientGone && o.CutByShutdown:

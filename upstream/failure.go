@@ -24,6 +24,9 @@ type Failure struct {
 	// back (a timeout, a reset, the client leaving). A non-stream answer is produced before
 	// its headers are written, so the platform may have billed all of it.
 	MaybeBilled bool
+	// Settled: what the failed call cost was settled already, at its model's price, by the
+	// fallback chain that tried to move past it (issue 27); Charge is nothing more.
+	Settled bool
 }
 
 // maxErrorBody caps a platform error body read for translation.
@@ -75,7 +78,7 @@ func (g *Gateway) statusFailure(requestID string, resp *http.Response) *Failure 
 // reached the platform whole and no answer came (the platform may have billed it); nothing
 // when it never reached the platform or the platform refused it.
 func (f *Failure) Charge(reserve ratelimit.Usage) accounting.Charge {
-	if f.MaybeBilled {
+	if f.MaybeBilled && !f.Settled {
 		return accounting.UpperBound(reserve, ratelimit.Usage{}, accounting.NoAnswer)
 	}
 	return accounting.Charge{}

@@ -1,0 +1,91 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"modelgate/routing"
+	"modelgate/upstream"
+)
+
+// errStalled ends an attempt whose model sent no output event within its first_token_timeout.
+var errStalled = errors.New("no output event within first_token_timeout")
+
+// stallBody is what a client learns of a stall when no fallback takes the call.
+const stallBody = `{"error":{"message":"The model produced no output in time.","type":"server_error","param":null,"code":"first_token_timeout"}}`
+
+// The watch of one attempt: waiting for output, output seen, or stalled. Whichever of the
+// reader and the timer moves it first decides.
+const (
+	watchWaiting int32 = iota
+	watchOutput
+	watchStalled
+)
+
+// openWatched is Gateway.Open for a stream whose model has a first_token_timeout: counted
+// from the call being opened (connecting and writing a request take milliseconds of it), an
+// attempt with no output event by then is ended and reported as a stall, a 504 the fallback
+// chain moves past. A stall after the request was written is charged as a call sent without
+// an answer (its reservation, no_answer): the platform may have worked on it. The events
+// read while waiting are handed on: the relay reads the stream from its first byte.
+func openWatched(ctx context.Context, g *upstream.Gateway, c upstream.Call, timeout time.Duration) (*http.Response, context.CancelFunc, *upstream.Failure) {
+	wctx, stop := context.WithCancelCause(ctx)
+	var state atomic.Int32
+	timer := time.AfterFunc(timeout, func() {
+		if state.CompareAndSwap(watchWaiting, watchStalled) {
+			stop(errStalled)
+		}
+	})
+	resp, cancel, f := g.Open(wctx, c)
+	if f != nil {
+		timer.Stop()
+		stalled := state.Load() == watchStalled && ctx.Err() == nil
+		stop(nil)
+		if stalled {
+			return nil, nil, stallFailure(f.MaybeBilled)
+		}
+		return nil, nil, f
+	}
+	peekFirstOutput(resp)
+	if !state.CompareAndSwap(watchWaiting, watchOutput) {
+		cancel()
+		resp.Body.Close()
+		stop(nil)
+		return nil, nil, stallFailure(true)
+	}
+	timer.Stop()
+	return resp, func() { cancel(); stop(nil) }, nil
+}
+
+// stallFailure is a stall as the chain and the client see it; sent says whether the request
+// had been written whole.
+func stallFailure(sent bool) *upstream.Failure {
+	return &upstream.Failure{Status: http.StatusGatewayTimeout, Kind: "first_token_timeout", Body: []byte(stallBody), MaybeBilled: sent}
+}
+
+// peekFirstOutput reads resp's stream until its first output event is whole
+// (routing.FirstOutput), the stream ends or fails (a stall's cancel among the causes), or
+// routing.MaxPeek bytes came without one; what it read is put back in front of the body.
+func peekFirstOutput(resp *http.Response) {
+	var buf []byte
+	chunk := make([]byte, 4<<10)
+	for len(buf) < routing.MaxPeek {
+		n, err := resp.Body.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		if (n > 0 && routing.FirstOutput(buf)) || err != nil {
+			break
+		}
+	}
+	resp.Body = peekedBody{Reader: io.MultiReader(bytes.NewReader(buf), resp.Body), Closer: resp.Body}
+}
+
+// peekedBody is a response body with the bytes already read put back in front.
+type peekedBody struct {
+	io.Reader
+	io.Closer
+}
