@@ -77,7 +77,11 @@ func TestStreamFaults(t *testing.T) {
 
 func TestBodyFaults(t *testing.T) {
 	const req = `{"model":"sim-chat","input":"x"}`
-	_, ref := newSim(t, Options{})
+	// Both simulators stamp created_at from one fixed clock: with the wall clock, a second
+	// that ticked between the reference call and the faulty one changed the bytes compared.
+	at := time.Unix(1_795_725_119, 0)
+	fixed := Options{Now: func() time.Time { return at }}
+	_, ref := newSim(t, fixed)
 	_, _, full := call(t, "POST", ref.URL+"/v1/responses", testKey, []byte(req))
 	tests := []struct {
 		name    string
@@ -92,7 +96,7 @@ func TestBodyFaults(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			sim, srv := newSim(t, Options{})
+			sim, srv := newSim(t, fixed)
 			sim.Enqueue("/v1/responses", Reply{Fault: tc.fault})
 			resp := do(t, context.Background(), "POST", srv.URL+"/v1/responses", testKey, []byte(req))
 			defer resp.Body.Close()

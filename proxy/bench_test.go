@@ -263,7 +263,8 @@ func TestScanResponsesFieldsMatchesLookups(t *testing.T) {
 	}
 	for _, tt := range bodies {
 		t.Run(tt.name, func(t *testing.T) {
-			f := scanResponsesFields([]byte(tt.body))
+			var f responsesFields
+			scanResponsesFields([]byte(tt.body), &f)
 			g := gjson.GetManyBytes([]byte(tt.body), "model", "input", "stream", "max_output_tokens")
 			got := []gjson.Result{f.model, f.input, f.stream, f.maxOut}
 			for i := range g {

@@ -114,32 +114,34 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 			"We could not parse the JSON body of your request. The body must be a JSON object.")
 		return false
 	}
-	f := scanResponsesFields(body)
+	// f lives in this frame alone: the scan fills it in place rather than returning a copy,
+	// and its fields are read where they are (each gjson.Result is 80 bytes).
+	var f responsesFields
+	scanResponsesFields(body, &f)
 	if f.dup != "" {
 		writeTranslateError(c, translate.DuplicateField(f.dup))
 		return false
 	}
-	model, input, stream, maxOut := f.model, f.input, f.stream, f.maxOut
-	if model.Type != gjson.String || model.Str == "" {
+	if f.model.Type != gjson.String || f.model.Str == "" {
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "model", "Missing required parameter: 'model'.")
 		return false
 	}
-	if err := translate.CheckModelName(model.Str); err != nil {
+	if err := translate.CheckModelName(f.model.Str); err != nil {
 		writeTranslateError(c, err)
 		return false
 	}
 	switch {
-	case !present(input) && !f.turnCarried():
+	case !present(f.input) && !f.turnCarried():
 		// previous_response_id, a stored prompt or a conversation may carry the turn alone.
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "input", "Missing required parameter: 'input'.")
 		return false
-	case present(input) && input.Type != gjson.String && !input.IsArray():
+	case present(f.input) && f.input.Type != gjson.String && !f.input.IsArray():
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "input", "Invalid type for 'input': expected a string or an array.")
 		return false
-	case stream.Exists() && !stream.IsBool() && stream.Type != gjson.Null:
+	case f.stream.Exists() && !f.stream.IsBool() && f.stream.Type != gjson.Null:
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "stream", "Invalid type for 'stream': expected a boolean.")
 		return false
-	case maxOut.Exists() && maxOut.Type != gjson.Null && (maxOut.Type != gjson.Number || maxOut.Num != float64(int64(maxOut.Num)) || maxOut.Num < 0):
+	case f.maxOut.Exists() && f.maxOut.Type != gjson.Null && (f.maxOut.Type != gjson.Number || f.maxOut.Num != float64(int64(f.maxOut.Num)) || f.maxOut.Num < 0):
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "max_output_tokens", "Invalid 'max_output_tokens': expected a non-negative integer.")
 		return false
 	}
@@ -163,7 +165,7 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "store",
 			"Background responses require 'store' to be true: they are kept so they can be polled.")
 		return false
-	case f.background.Bool() && stream.Bool():
+	case f.background.Bool() && f.stream.Bool():
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "unsupported_parameter", "stream",
 			"Streaming a background response is not supported; poll GET /v1/responses/{id} instead.")
 		return false
@@ -178,10 +180,10 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 		d.ask = ask
 	}
 	d.steering = f.steering
-	if d.stickyKind = st.models.stickyOf(model.Str); d.stickyKind != "" {
+	if d.stickyKind = st.models.stickyOf(f.model.Str); d.stickyKind != "" {
 		d.sticky = responsesStickyKey(body, d.stickyKind)
 	}
-	*call = modelCall{model: model.Str, stream: stream.Bool(), maxOut: maxOut.Int(), choices: 1, upBody: body}
+	*call = modelCall{model: f.model.Str, stream: f.stream.Bool(), maxOut: f.maxOut.Int(), choices: 1, upBody: body}
 	return true
 }
 
@@ -253,8 +255,7 @@ func (f *responsesFields) turnCarried() bool {
 // present: set, and not null.
 func present(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null }
 
-func scanResponsesFields(body []byte) responsesFields {
-	var f responsesFields
+func scanResponsesFields(body []byte, f *responsesFields) {
 	take := func(dst *gjson.Result, k, v gjson.Result) {
 		if dst.Exists() {
 			if f.dup == "" {
@@ -295,7 +296,6 @@ func scanResponsesFields(body []byte) responsesFields {
 		}
 		return true
 	})
-	return f
 }
 
 // prepareResponsesBody applies the model alias and removes client steering fields, touching
