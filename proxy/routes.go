@@ -110,27 +110,38 @@ func view(body []byte) string { return unsafe.String(unsafe.SliceData(body), len
 //
 //go:noinline
 func chatStickyKey(body []byte, kind string) stickyKey {
-	var user, safety, cacheKey, messages gjson.Result
+	f := readStickyFields(body)
+	if kind == config.StickyUser {
+		return first(keyOf(f.user), keyOf(f.safety))
+	}
+	if k := keyOf(f.cacheKey); k.ok {
+		return k
+	}
+	return keyOf(firstUserItem(f.messages))
+}
+
+// stickyFields are the top-level fields a Chat Completions or Responses request's sticky
+// value may come from.
+type stickyFields struct{ user, safety, cacheKey, convo, messages gjson.Result }
+
+// readStickyFields finds them in one pass over the top level.
+func readStickyFields(body []byte) (f stickyFields) {
 	gjson.Parse(view(body)).ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "user":
-			user = v
+			f.user = v
 		case "safety_identifier":
-			safety = v
+			f.safety = v
 		case "prompt_cache_key":
-			cacheKey = v
+			f.cacheKey = v
+		case "conversation":
+			f.convo = v
 		case "messages":
-			messages = v
+			f.messages = v
 		}
 		return true
 	})
-	if kind == config.StickyUser {
-		return first(keyOf(user), keyOf(safety))
-	}
-	if k := keyOf(cacheKey); k.ok {
-		return k
-	}
-	return keyOf(firstUserItem(messages))
+	return f
 }
 
 // firstUserItem is the first element of a list of messages or input items whose role is
@@ -170,27 +181,15 @@ func messagesStickyKey(body []byte, kind string) stickyKey {
 //
 //go:noinline
 func responsesStickyKey(body []byte, kind string) stickyKey {
-	var user, safety, cacheKey, convo gjson.Result
-	gjson.Parse(view(body)).ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "user":
-			user = v
-		case "safety_identifier":
-			safety = v
-		case "prompt_cache_key":
-			cacheKey = v
-		case "conversation":
-			convo = v
-		}
-		return true
-	})
+	f := readStickyFields(body)
 	if kind == config.StickyUser {
-		return first(keyOf(user), keyOf(safety))
+		return first(keyOf(f.user), keyOf(f.safety))
 	}
+	convo := f.convo
 	if convo.IsObject() {
 		convo = convo.Get("id")
 	}
-	return first(keyOf(cacheKey), keyOf(convo))
+	return first(keyOf(f.cacheKey), keyOf(convo))
 }
 
 // firstInputKey is the sticky value of a Responses conversation without an id: its first
