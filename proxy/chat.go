@@ -94,7 +94,8 @@ type chatDialect struct {
 }
 
 func (d *chatDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {
-	req, err := translate.ParseChat(body)
+	d.sticky = stickyBeforeParse(st, body, chatStickyKey)
+	req, err := translate.ParseChat(body) // the body's last use: the parse's copy replaces it
 	if err != nil {
 		writeTranslateError(c, err)
 		return false
@@ -104,9 +105,6 @@ func (d *chatDialect) check(c *gin.Context, st *state, body []byte, call *modelC
 		return false
 	}
 	d.req = req
-	if kind := st.models.stickyOf(req.Model); kind != "" {
-		d.sticky = chatStickyKey(body, kind)
-	}
 	*call = modelCall{model: req.Model, stream: req.Stream, maxOut: req.MaxOutputTokens, choices: req.N}
 	return true
 }

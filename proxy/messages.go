@@ -107,15 +107,13 @@ type messagesDialect struct {
 }
 
 func (d *messagesDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {
-	req, err := translate.ParseMessages(body)
+	d.sticky = stickyBeforeParse(st, body, messagesStickyKey)
+	req, err := translate.ParseMessages(body) // the body's last use: the parse's copy replaces it
 	if err != nil {
 		writeTranslateError(c, err)
 		return false
 	}
 	d.req = req
-	if kind := st.models.stickyOf(req.Model); kind != "" {
-		d.sticky = messagesStickyKey(body, kind)
-	}
 	*call = modelCall{model: req.Model, stream: req.Stream, maxOut: req.UpstreamMaxTokens(), choices: 1}
 	return true
 }
@@ -230,7 +228,8 @@ func (s *Server) countTokens(c *gin.Context) {
 		return
 	}
 	asked := peekable(body)
-	req, err := translate.ParseMessagesCount(body)
+	sticky := stickyBeforeParse(st, body, messagesStickyKey)
+	req, err := translate.ParseMessagesCount(body) // the body's last use, as in the preflight
 	if err != nil {
 		noteAsked(ri, asked)
 		writeTranslateError(c, err)
@@ -242,7 +241,7 @@ func (s *Server) countTokens(c *gin.Context) {
 		return
 	}
 	peekLimitHeaders(c)
-	raw := tokens.EstimateResponsesInput(req.ToResponses(countedUpstream(st, p, req.Model, body), translate.RequestOptions{}))
+	raw := tokens.EstimateResponsesInput(req.ToResponses(countedUpstream(st, p, req.Model, sticky), translate.RequestOptions{}))
 	n := s.calibration.Factor(req.Model).Count(raw)
 	c.Data(http.StatusOK, "application/json", []byte(`{"input_tokens":`+strconv.FormatInt(n, 10)+`}`))
 }

@@ -19,6 +19,8 @@ type modelTable struct {
 	// chained are the models with fallbacks or a first_token_timeout (issue 27), by id: a
 	// call to any other model takes the path it always took.
 	chained map[string]*config.Model
+	// anySticky: some model places its calls by a sticky key, read from request bodies.
+	anySticky bool
 }
 
 // modelEntry is where one client-facing id's calls go.
@@ -36,6 +38,7 @@ func newModelTable(models []config.Model) modelTable {
 			up = m.ID
 		}
 		e := modelEntry{upstream: up, sticky: m.Sticky}
+		t.anySticky = t.anySticky || (m.Sticky != "" && len(m.Routes) > 0)
 		if len(m.Routes) > 0 {
 			e.routes = newRouteTable(m.Routes)
 		}

@@ -9,6 +9,7 @@ import (
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/routing"
+	"modelgate/translate"
 	"modelgate/upstream"
 )
 
@@ -54,6 +55,25 @@ func first(keys ...stickyKey) stickyKey {
 		}
 	}
 	return stickyKey{}
+}
+
+// stickyBeforeParse reads the sticky key of a request to a sticky model before its body is
+// parsed, so that nothing needs the body once its parser has copied what it keeps: a body
+// still reachable across its parse is held twice at its peak, which a hostile body of tens
+// of megabytes turns into hundreds (TestCrashInputsRefused). A config without sticky models
+// reads nothing; with them, only a body the bounded validator accepts is read (gjson
+// recurses once per level of nesting).
+//
+//go:noinline
+func stickyBeforeParse(st *state, body []byte, read func([]byte, string) stickyKey) stickyKey {
+	if !st.models.anySticky || translate.CheckJSON(body) != translate.JSONValid {
+		return stickyKey{}
+	}
+	kind := st.models.stickyOf(gjson.Get(view(body), "model").Str)
+	if kind == "" {
+		return stickyKey{}
+	}
+	return read(body, kind)
 }
 
 // stickyOf is the sticky choice of a client-facing id: "" when it has no routes or draws
@@ -207,13 +227,10 @@ func firstInputKey(body []byte) stickyKey {
 }
 
 // countedUpstream is the platform model count_tokens estimates for: the same choice a call
-// would make, without asking the breakers (nothing is sent, so no probe may be spent).
-func countedUpstream(st *state, p *auth.Principal, model string, body []byte) string {
+// would make (by the request's sticky key), without asking the breakers (nothing is sent, so
+// no probe may be spent).
+func countedUpstream(st *state, p *auth.Principal, model string, key stickyKey) string {
 	call := modelCall{model: model}
-	var key stickyKey
-	if kind := st.models.stickyOf(model); kind != "" {
-		key = messagesStickyKey(body, kind)
-	}
 	st.models.route(&call, p, key, nil)
 	return call.upstream
 }
