@@ -57,23 +57,45 @@ func first(keys ...stickyKey) stickyKey {
 	return stickyKey{}
 }
 
-// stickyBeforeParse reads the sticky key of a request to a sticky model before its body is
-// parsed, so that nothing needs the body once its parser has copied what it keeps: a body
-// still reachable across its parse is held twice at its peak, which a hostile body of tens
-// of megabytes turns into hundreds (TestCrashInputsRefused). A config without sticky models
-// reads nothing; with them, only a body the bounded validator accepts is read (gjson
-// recurses once per level of nesting).
+// stickyRead reads the sticky key of a request to a sticky model without keeping a large
+// body reachable across its parse: a body still reachable there is held twice at its peak,
+// which a hostile body of tens of megabytes turns into hundreds (TestCrashInputsRefused).
+// A body up to maxPeek is kept and read once the parse accepted it (the parse bounds its
+// nesting, so gjson's recursion is safe on it); a larger one is read before the parse, and
+// only when the bounded validator accepts it. A config without sticky models reads nothing.
+type stickyRead struct {
+	small []byte    // a body kept to read after the parse
+	key   stickyKey // the key read before the parse
+	read  func([]byte, string) stickyKey
+}
+
+// beforeParse starts a stickyRead of body with the dialect's key reader.
 //
 //go:noinline
-func stickyBeforeParse(st *state, body []byte, read func([]byte, string) stickyKey) stickyKey {
-	if !st.models.anySticky || translate.CheckJSON(body) != translate.JSONValid {
-		return stickyKey{}
+func beforeParse(st *state, body []byte, read func([]byte, string) stickyKey) stickyRead {
+	switch {
+	case !st.models.anySticky:
+		return stickyRead{}
+	case len(body) <= maxPeek:
+		return stickyRead{small: body, read: read}
+	case translate.CheckJSON(body) != translate.JSONValid:
+		return stickyRead{}
 	}
-	kind := st.models.stickyOf(gjson.Get(view(body), "model").Str)
-	if kind == "" {
-		return stickyKey{}
+	if kind := st.models.stickyOf(gjson.Get(view(body), "model").Str); kind != "" {
+		return stickyRead{key: read(body, kind)}
 	}
-	return read(body, kind)
+	return stickyRead{}
+}
+
+// after is the key of a request to model, once its body was parsed.
+func (r stickyRead) after(st *state, model string) stickyKey {
+	if r.small == nil {
+		return r.key
+	}
+	if kind := st.models.stickyOf(model); kind != "" {
+		return r.read(r.small, kind)
+	}
+	return stickyKey{}
 }
 
 // stickyOf is the sticky choice of a client-facing id: "" when it has no routes or draws

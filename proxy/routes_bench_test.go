@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -23,13 +24,18 @@ func BenchmarkRouteChoice(b *testing.B) {
 	history := strings.Repeat(`{"role":"assistant","content":"an answer of some length"},{"role":"user","content":"a follow-up"},`, 20)
 	body := []byte(`{"model":"m","user":"user-42","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"the first question"},` +
 		history + `{"role":"user","content":"last"}]}`)
+	bodies := map[string][]byte{}
+	withModel := func(body []byte, model string) []byte { return bodies[model] }
+	for _, model := range []string{"plain", "draw", "user", "convo"} {
+		bodies[model] = bytes.Replace(body, []byte(`"model":"m"`), []byte(`"model":"`+model+`"`), 1)
+	}
 	for _, model := range []string{"plain", "draw", "user", "convo"} {
 		b.Run(model, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				var key stickyKey
-				if kind := st.models.stickyOf(model); kind != "" {
-					key = chatStickyKey(body, kind)
+				if st.models.stickyOf(model) != "" {
+					key = beforeParse(st, withModel(body, model), chatStickyKey).after(st, model)
 				}
 				call := modelCall{model: model}
 				st.routeCall(&call, p, key)

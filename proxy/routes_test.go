@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"modelgate/apitest"
+	"modelgate/config"
 	"modelgate/store"
 )
 
@@ -321,5 +322,37 @@ func TestStickyConversationThroughStoredChainAndBackground(t *testing.T) {
 	pollUntil(t, env, keyAlpha1, q.Get("id").Str, "completed")
 	if got := simModels(env); len(got) != 1 || (got[0] != "sim-chat" && got[0] != "sim-canary") {
 		t.Fatalf("the background response reached the platform as %v, want one of the canary's routes", got)
+	}
+}
+
+// A sticky key is read from a small body once its parse accepted it, and from a large one
+// before the parse, only when the bounded validator accepts it: a deep hostile body is
+// never handed to gjson, which recurses once per level.
+func TestStickyReadBounds(t *testing.T) {
+	st := &state{models: newModelTable([]config.Model{
+		{ID: "canary", Routes: []config.Route{{Upstream: "a", Weight: 1}, {Upstream: "b", Weight: 1}}, Sticky: config.StickyUser}})}
+	pad := strings.Repeat(`{"role":"user","content":"x"},`, maxPeek/30+1)
+	large := []byte(`{"model":"canary","user":"u-1","messages":[` + pad + `{"role":"user","content":"y"}]}`)
+	small := []byte(`{"model":"canary","user":"u-1","messages":[{"role":"user","content":"y"}]}`)
+	deep := []byte(`{"model":"canary","user":"u-1","messages":` + strings.Repeat("[", maxPeek+1))
+	want := keyOf(gjson.Parse(`"u-1"`))
+	for _, tc := range []struct {
+		name string
+		body []byte
+		want stickyKey
+	}{
+		{"small_read_after_the_parse", small, want},
+		{"large_read_before_the_parse", large, want},
+		{"deep_never_read", deep, stickyKey{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := beforeParse(st, tc.body, chatStickyKey)
+			if (r.small != nil) != (len(tc.body) <= maxPeek) {
+				t.Errorf("kept the body: %v, for %d bytes", r.small != nil, len(tc.body))
+			}
+			if got := r.after(st, "canary"); got != tc.want {
+				t.Errorf("key %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }
