@@ -15,7 +15,10 @@ type clock struct {
 	t  time.Time
 }
 
-func newClock() *clock { return &clock{t: testclock.Origin()} }
+// newClock starts at a whole minute: failure windows are numbered from the clock (so that
+// replicas agree), and a test that started in a window's last seconds saw its count reset
+// by a cool-down's advance.
+func newClock() *clock { return &clock{t: testclock.Origin().Truncate(time.Minute)} }
 
 func (c *clock) Now() time.Time {
 	c.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime/debug"
 	"testing"
 	"time"
 	"unsafe"
@@ -141,6 +142,11 @@ func TestParseError(t *testing.T) {
 // TestDialAsideKeepsTheCallersStack: net/http calls DialContext from a goroutine already about
 // 1.7 KB deep, and the dial must not grow that goroutine's stack past 4 KB (see dialAside).
 func TestDialAsideKeepsTheCallersStack(t *testing.T) {
+	if raceEnabled {
+		// Instrumented frames are larger and the budget is about the binary as shipped;
+		// under -race the dial's wait grew the stack about one run in 60.
+		t.Skip("the 4 KB budget is checked without the race detector, like TestOpenStreamStack's")
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +162,9 @@ func TestDialAsideKeepsTheCallersStack(t *testing.T) {
 		}
 	}()
 	dial := NewTransport(TransportOptions{DialTimeout: 5 * time.Second}).DialContext
+	// A moved stack means grown only while no collection runs: a collection may shrink a
+	// goroutine's stack, which moves it too (under -race and load, about one run in 200).
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	moved := make(chan bool)
 	go func() { moved <- dialMovesStack(dial, ln.Addr().String()) }()
 	if <-moved {
