@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"modelgate/routing"
+	"modelgate/relay"
 	"modelgate/upstream"
 )
 
@@ -68,20 +68,19 @@ func stallFailure(sent bool) *upstream.Failure {
 	return &upstream.Failure{Status: http.StatusGatewayTimeout, Kind: "first_token_timeout", Body: []byte(stallBody), MaybeBilled: sent}
 }
 
+// maxOutputPeek bounds how much of a stream is read looking for its first output event: a
+// platform that sends more than this before any output is not stalled, only talkative.
+const maxOutputPeek = 256 << 10
+
 // peekFirstOutput reads resp's stream until its first output event is whole
-// (routing.FirstOutput), the stream ends or fails (a stall's cancel among the causes), or
-// routing.MaxPeek bytes came without one; what it read is put back in front of the body.
+// (relay.SeekOutput), the stream ends or fails (a stall's cancel among the causes), or
+// maxOutputPeek bytes came without one; what it read is put back in front of the body.
 func peekFirstOutput(resp *http.Response) {
-	var buf []byte
-	chunk := make([]byte, 4<<10)
-	for len(buf) < routing.MaxPeek {
-		n, err := resp.Body.Read(chunk)
-		buf = append(buf, chunk[:n]...)
-		if (n > 0 && routing.FirstOutput(buf)) || err != nil {
-			break
-		}
-	}
-	resp.Body = peekedBody{Reader: io.MultiReader(bytes.NewReader(buf), resp.Body), Closer: resp.Body}
+	var read bytes.Buffer
+	er := relay.NewEventReader(io.LimitReader(io.TeeReader(resp.Body, &read), maxOutputPeek), maxOutputPeek)
+	relay.SeekOutput(er)
+	er.Release()
+	resp.Body = peekedBody{Reader: io.MultiReader(&read, resp.Body), Closer: resp.Body}
 }
 
 // peekedBody is a response body with the bytes already read put back in front.

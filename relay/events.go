@@ -78,6 +78,43 @@ func KindOf(typ string, data []byte) Kind {
 // Kind classifies the event (see KindOf).
 func (ev *Event) Kind() Kind { return KindOf(ev.Type, ev.Data) }
 
+// BeforeOutput reports whether ev comes before any output: a lifecycle event
+// (response.created, response.queued, response.in_progress), or one with neither a type nor
+// data (a comment, a keep-alive). Anything else is output to first_token_timeout: an error or
+// a terminal event too, since the platform answered. The type is the "event:" field, or else
+// the "type" of data that is JSON.
+func (ev *Event) BeforeOutput() bool {
+	typ := ev.Type
+	if typ == "" {
+		if ev.Data == nil {
+			return true
+		}
+		if gjson.ValidBytes(ev.Data) {
+			typ = gjson.GetBytes(ev.Data, "type").Str
+		}
+	}
+	switch typ {
+	case "response.created", "response.queued", "response.in_progress":
+		return true
+	}
+	return false
+}
+
+// SeekOutput reads er's events until one is output (not BeforeOutput) and reports whether it
+// found one before the stream ended (inside an event, too), failed, or sent an event past
+// er's bound.
+func SeekOutput(er *EventReader) bool {
+	for {
+		ev, err := er.Next()
+		if err != nil {
+			return false
+		}
+		if !ev.BeforeOutput() {
+			return true
+		}
+	}
+}
+
 // usageOf reads the platform's figures from a usage object already found: the one place
 // that knows where they are.
 func usageOf(raw string) ratelimit.Usage {
