@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"unsafe"
 
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
@@ -267,7 +266,7 @@ func scanResponsesFields(body []byte, f *responsesFields) {
 	}
 	// The results view the body's memory; nothing rewrites a request body in place (sjson
 	// builds a new one), so they stay valid while the request lives.
-	gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body))).ForEach(func(k, v gjson.Result) bool {
+	gjson.Parse(view(body)).ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "model":
 			take(&f.model, k, v)

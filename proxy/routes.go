@@ -140,9 +140,9 @@ func (t modelTable) route(call *modelCall, p *auth.Principal, key stickyKey, h u
 	call.upstream, call.routed = e.routes.Route(i).Upstream, true
 }
 
-// view is body as a string without a copy: the gjson results read from it are used (hashed)
-// before the body can change, and nothing writes a request body in place.
-func view(body []byte) string { return unsafe.String(unsafe.SliceData(body), len(body)) }
+// view is b as a string without a copy, for gjson to read: nothing writes a request body
+// or a platform answer in place, so what is read from it stays valid while b lives.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // chatStickyKey is a Chat Completions request's sticky value. user: the `user` field, else
 // `safety_identifier`. conversation: `prompt_cache_key`, else the first user message, which

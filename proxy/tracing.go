@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"unsafe"
 
 	"github.com/gin-gonic/gin"
 
@@ -76,7 +75,7 @@ func (ri *requestInfo) traceAnswer(obj []byte) {
 
 //go:noinline
 func (ri *requestInfo) traceAnswerOn(obj []byte) {
-	ri.noteAnswer(unsafe.String(unsafe.SliceData(obj), len(obj)))
+	ri.noteAnswer(view(obj))
 }
 
 // noteAnswer reads a Responses object in view, which may be a view of a buffer that is
@@ -100,7 +99,7 @@ func (ri *requestInfo) traceEventOn(typ string, data []byte) {
 		return
 	}
 	if obj := relay.ResponseObject(data); obj != nil {
-		ri.noteAnswer(unsafe.String(unsafe.SliceData(obj), len(obj)))
+		ri.noteAnswer(view(obj))
 	}
 }
 
