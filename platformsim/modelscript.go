@@ -33,17 +33,7 @@ func (s *Sim) modelReply(body []byte) (Reply, bool) {
 	if len(s.modelScripts) == 0 {
 		return Reply{}, false
 	}
-	model := gjson.GetBytes(body, "model").Str
-	q := s.modelScripts[model]
-	if len(q) == 0 {
-		return Reply{}, false
-	}
-	if len(q) == 1 {
-		delete(s.modelScripts, model)
-	} else {
-		s.modelScripts[model] = q[1:]
-	}
-	return q[0], true
+	return pop(s.modelScripts, gjson.GetBytes(body, "model").Str)
 }
 
 // ContextLengthReply is the platform's answer to an input larger than the model's context

@@ -72,17 +72,25 @@ func (s *Sim) dequeue(r *http.Request) (Reply, bool) {
 		}
 	}
 	for _, p := range []string{r.URL.Path, r.URL.EscapedPath()} {
-		if q := s.scripts[p]; len(q) > 0 {
-			rep := q[0]
-			if len(q) == 1 {
-				delete(s.scripts, p)
-			} else {
-				s.scripts[p] = q[1:]
-			}
+		if rep, ok := pop(s.scripts, p); ok {
 			return rep, true
 		}
 	}
 	return Reply{}, false
+}
+
+// pop takes the first reply queued under k, dropping the queue once it is empty.
+func pop(queues map[string][]Reply, k string) (Reply, bool) {
+	q := queues[k]
+	if len(q) == 0 {
+		return Reply{}, false
+	}
+	if len(q) == 1 {
+		delete(queues, k)
+	} else {
+		queues[k] = q[1:]
+	}
+	return q[0], true
 }
 
 // replaces reports whether the reply stands in for the default answer entirely.
