@@ -24,6 +24,13 @@ type Record struct {
 	// "" when the model asked for served it. Prices, history and calibration go by it.
 	ServedModel string
 
+	// Attribution (issue 28), set by the preflight from the body, the x-modelgate-tags
+	// header and the key's default tags: the end user the request names (chat's and
+	// Responses' `user`, Messages' metadata.user_id), and the tags kept after the
+	// usage.tag_keys allow-list. Both are bounded before they are set; nil and "" when none.
+	EndUser string
+	Tags    []Tag
+
 	// InputEstimate is modelgate's first estimate of the input tokens of one of the
 	// request's platform calls (package tokens), what calibration compares the platform's
 	// figure with; InputReserved is the input part of its whole reservation (all its calls,
@@ -51,6 +58,9 @@ type Record struct {
 	KeepWait     bool
 	UpstreamWait atomic.Int64
 }
+
+// Tag is one request tag (issue 28), its key one of usage.tag_keys.
+type Tag struct{ Key, Value string }
 
 // PricedModel is the model the request's usage belongs to: the one that served it.
 func (r *Record) PricedModel() string {
