@@ -222,6 +222,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := r.chat(t, secret); got != http.StatusOK {
 		t.Fatalf("chat with the key issued from the page: %d", got)
 	}
+	// issue 28: audit. The issue shows in the audit view at once, by the admin key's
+	// fingerprint, without the secret; the key issued before sign-in is listed below it.
+	issuedRow := `#audit tr[data-action="key.issued"][data-target="alpha/from-the-page"]`
+	must("see the issue in the audit view", chromedp.WaitVisible(chromedp.CSS(issuedRow)))
+	if got := text(issuedRow); !strings.Contains(got, "admin:"+fingerprint(adminKey)) || !strings.Contains(got, "id=key_") {
+		t.Errorf("the audit row shows %q", got)
+	}
+	if got := eval(`[...document.querySelectorAll("#audit tbody tr")].map((tr) => tr.dataset.target).join(",")`); got != "alpha/from-the-page,beta/nightly-batch" {
+		t.Errorf("the audit view lists %q, newest first", got)
+	}
+	if strings.Contains(text("#audit"), secret) {
+		t.Error("the audit view shows the secret")
+	}
 	shot(t, ctx, "dashboard-1280x800.png")
 
 	must("revoke it", chromedp.Click(chromedp.CSS(`tr[data-key="from-the-page"] button.revoke`)),
@@ -231,6 +244,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := r.chat(t, secret); got != http.StatusUnauthorized {
 		t.Fatalf("chat with the key revoked from the page: %d", got)
 	}
+	must("see the revoke in the audit view", chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr:first-child[data-action="key.revoked"][data-target="alpha/from-the-page"]`)))
 
 	// The issue form offers the team's models (every configured one for a team without a
 	// list); a key issued with one of them shows it in the key list and may use it alone.
