@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -25,22 +26,10 @@ func (a *API) auditLog(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "audit_unavailable", "", "This modelgate has no record store, so it keeps no audit log.")
 		return
 	}
-	q := r.URL.Query()
-	limit := auditPage
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > audit.MaxPage {
-			writeError(w, http.StatusBadRequest, "invalid_limit", "limit", "limit must be a whole number from 1 to "+strconv.Itoa(audit.MaxPage)+".")
-			return
-		}
-		limit = n
-	}
-	before := q.Get("before")
-	if before != "" {
-		if _, err := audit.ParseID(before); err != nil {
-			writeError(w, http.StatusBadRequest, "invalid_cursor", "before", "before must be an entry id (aud_ and 16 digits), as next_before gives it.")
-			return
-		}
+	limit, before, bad := auditQuery(r.URL.Query())
+	if bad != nil {
+		writeError(w, http.StatusBadRequest, bad.code, bad.param, bad.msg)
+		return
 	}
 	entries, next, err := a.d.Audit.List(r.Context(), before, limit)
 	if err != nil {
@@ -55,6 +44,28 @@ func (a *API) auditLog(w http.ResponseWriter, r *http.Request) {
 		Entries    []audit.Entry `json:"entries"`
 		NextBefore *string       `json:"next_before"`
 	}{entries, nextBefore})
+}
+
+// badQuery is a refused query parameter, as writeError takes it.
+type badQuery struct{ code, param, msg string }
+
+// auditQuery reads GET /admin/audit's parameters: the page size and the cursor.
+func auditQuery(q url.Values) (limit int, before string, bad *badQuery) {
+	limit = auditPage
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > audit.MaxPage {
+			return 0, "", &badQuery{"invalid_limit", "limit", "limit must be a whole number from 1 to " + strconv.Itoa(audit.MaxPage) + "."}
+		}
+		limit = n
+	}
+	before = q.Get("before")
+	if before != "" {
+		if _, err := audit.ParseID(before); err != nil {
+			return 0, "", &badQuery{"invalid_cursor", "before", "before must be an entry id (aud_ and 16 digits), as next_before gives it."}
+		}
+	}
+	return limit, before, nil
 }
 
 // audit records an admin action the request r made, named by the fingerprint of its admin
