@@ -34,6 +34,12 @@ func diffValue(a, b reflect.Value, path string, out *[]string) {
 	switch a.Kind() {
 	case reflect.Struct:
 		t := a.Type()
+		if !settable(t) { // a value such as time.Time: compared whole
+			if !reflect.DeepEqual(a.Interface(), b.Interface()) {
+				*out = append(*out, path)
+			}
+			return
+		}
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
 			name := yamlName(f)
@@ -137,6 +143,17 @@ func plainName(s string) bool {
 		}
 	}
 	return true
+}
+
+// settable reports whether a struct has fields a config file can set; one without (a
+// time.Time) is one setting.
+func settable(t reflect.Type) bool {
+	for i := 0; i < t.NumField(); i++ {
+		if yamlName(t.Field(i)) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // yamlName is a field's key in the config file; "" for a field the file cannot set.

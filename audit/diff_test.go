@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,35 @@ func TestConfigChangesFromNothing(t *testing.T) {
 	for _, want := range []string{"listen", "teams[search]", "admin_keys", "models[big]"} {
 		if !strings.Contains(strings.Join(got, ","), want) {
 			t.Errorf("%q missing from %q", want, got)
+		}
+	}
+}
+
+// TestOpaqueValuesCompareWhole: a struct with no field a config sets (time.Time) is one
+// setting, not a struct of nothing.
+func TestOpaqueValuesCompareWhole(t *testing.T) {
+	type section struct {
+		Since time.Time         `yaml:"since"`
+		Tags  map[string]string `yaml:"tags"`
+	}
+	type conf struct {
+		S section `yaml:"s"`
+	}
+	at := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		b    conf
+		want string
+	}{
+		{"same", conf{section{Since: at}}, ""},
+		{"a later time", conf{section{Since: at.Add(time.Second)}}, "s.since"},
+		{"an empty map is no map", conf{section{Since: at, Tags: map[string]string{}}}, ""},
+		{"a map entry", conf{section{Since: at, Tags: map[string]string{"k": "secret-value"}}}, "s.tags"},
+	} {
+		var got []string
+		diffValue(reflect.ValueOf(conf{section{Since: at}}), reflect.ValueOf(tc.b), "", &got)
+		if strings.Join(got, ",") != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }
