@@ -183,7 +183,17 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := eval(`JSON.stringify([document.getElementById("dash").hidden, document.querySelectorAll("#teams article").length, document.body.innerText.includes("alpha"), sessionStorage.length])`); got != "[true,0,false,0]" {
 		t.Fatalf("after a wrong key: [dash hidden, team cards, alpha on the page, session items] = %s", got)
 	}
-	_, wrongKeyErrors := bl.snapshot() // the refused API calls: expected, left out below
+	// The refused API calls: expected, left out below. The page shows its error at the first
+	// refusal, while the other calls may still be on their way, so wait until each of the
+	// four has been refused (and logged by the browser) before drawing the line.
+	var wrongKeyErrors []string
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, wrongKeyErrors = bl.snapshot()
+		if len(wrongKeyErrors) >= 4 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	// The admin key shows every team with its figures.
 	must("sign in", chromedp.SendKeys(chromedp.ID("admin-key"), adminKey), chromedp.Click(chromedp.CSS("#signin-form button")),
