@@ -413,6 +413,13 @@ func drain(hs *http.Server, srv *proxy.Server, limiter *ratelimit.Limiter, timeo
 		serving, stop = context.WithTimeout(ctx, timeout-flushReserve(timeout))
 		defer stop()
 	}
+	// WebSocket connections were hijacked from the HTTP server, whose Shutdown does not see
+	// them: their turns in flight finish, then they are closed, beside it.
+	sockets := make(chan struct{})
+	go func() {
+		srv.DrainSockets(serving)
+		close(sockets)
+	}()
 	if err := hs.Shutdown(serving); err != nil {
 		logger.Warn("drain timeout reached; closing remaining connections")
 		_ = hs.Close()
@@ -424,6 +431,7 @@ func drain(hs *http.Server, srv *proxy.Server, limiter *ratelimit.Limiter, timeo
 			cancel()
 		}
 	}
+	<-sockets
 	// Background responses get what is left of the serving time, then are cancelled and
 	// recorded failed.
 	srv.DrainBackground(serving)

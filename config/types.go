@@ -147,6 +147,20 @@ type Limits struct {
 	// of a spend budget or of tokens_per_day: "refuse" (default) or "clamp" (lower the cap
 	// to what is left). Read at the top-level limits and a team's limits only.
 	OnBudgetExceeded string `yaml:"on_budget_exceeded"`
+	// WebSocketConnections caps the Responses WebSocket connections one key holds open at
+	// once (in this process). Read at the top-level limits only; default 16.
+	WebSocketConnections int64 `yaml:"websocket_connections"`
+}
+
+// DefaultWebSocketConnections is limits.websocket_connections when it is not set.
+const DefaultWebSocketConnections = 16
+
+// WebSocketConnections is the per-key cap on open Responses WebSocket connections.
+func (c *Config) WebSocketConnections() int64 {
+	if c.Limits.WebSocketConnections > 0 {
+		return c.Limits.WebSocketConnections
+	}
+	return DefaultWebSocketConnections
 }
 
 // Values of Limits.OnBudgetExceeded.
@@ -208,6 +222,12 @@ type Server struct {
 	// CORSOrigins are the browser origins allowed to call /v1 ("scheme://host[:port]", or "*");
 	// empty = no CORS at all, since modelgate holds platform keys.
 	CORSOrigins []string `yaml:"cors_origins"`
+	// WebSocketMaxAge is how long a Responses WebSocket connection may stay open; then it is
+	// closed (code 4000) once its turn in flight has finished. Default 60m.
+	WebSocketMaxAge time.Duration `yaml:"websocket_max_age"`
+	// WebSocketPingInterval is how often an open WebSocket connection is pinged; a client
+	// that has not answered by the next ping is taken as gone. Default 30s.
+	WebSocketPingInterval time.Duration `yaml:"websocket_ping_interval"`
 }
 
 // Translate tunes the Chat Completions bridge.

@@ -348,6 +348,7 @@ func (v *validator) limits(path string, l Limits) {
 	v.nonNegative(path+".tokens_per_day", l.TokensPerDay)
 	v.money(path+".spend_per_day", l.SpendPerDay)
 	v.money(path+".spend_per_month", l.SpendPerMonth)
+	v.nonNegative(path+".websocket_connections", l.WebSocketConnections)
 }
 
 // budgetAction checks on_budget_exceeded where it may be set: the top-level limits and a
@@ -361,6 +362,15 @@ func (v *validator) budgetAction(path string, l Limits) {
 func (v *validator) noBudgetAction(path string, l Limits) {
 	if l.OnBudgetExceeded != "" {
 		v.fail(path+".on_budget_exceeded", "set it at limits or teams[].limits; a key follows its team")
+	}
+	v.noSocketCap(path, l)
+}
+
+// noSocketCap refuses websocket_connections anywhere but the top-level limits, which cap
+// every key.
+func (v *validator) noSocketCap(path string, l Limits) {
+	if l.WebSocketConnections != 0 {
+		v.fail(path+".websocket_connections", "set it at the top-level limits: it caps every key")
 	}
 }
 
@@ -469,6 +479,7 @@ func (v *validator) teams(c *Config, modelIDs map[string]bool) map[[32]byte]stri
 		}
 		v.limits(tp+".limits", t.Limits)
 		v.budgetAction(tp+".limits", t.Limits)
+		v.noSocketCap(tp+".limits", t.Limits)
 		v.either(tp+".mode", t.Mode, "enforce", "shadow")
 		if len(t.Keys) == 0 {
 			// Without this a config whose teams all lack keys would quietly run in passthrough
