@@ -107,11 +107,15 @@ func (s *Server) Admit(scope string) (release func(), ok bool) {
 	}, true
 }
 
-// Serve upgrades the request and runs the connection until it ends. The caller has
-// authenticated the request and taken its place with Admit; release is called when the
-// connection ends. A failed upgrade has already been answered by the library.
+// Serve upgrades the request and hands the connection to a goroutine of its own, which runs
+// it until it ends; Serve returns once the upgrade is done. The caller has authenticated the
+// request and taken its place with Admit; release is called when the connection ends. A
+// failed upgrade has already been answered by the library.
+//
+// The connection gets a fresh goroutine rather than keeping the one that served the upgrade:
+// that one's stack grew through the HTTP middleware, and an idle connection would hold it for
+// up to an hour.
 func (s *Server) Serve(w http.ResponseWriter, r *http.Request, who Caller, release func()) {
-	defer release()
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		// The HTTP layer has checked a browser's Origin against server.cors_origins, which
 		// name whole origins where the library would match hosts.
@@ -119,16 +123,23 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, who Caller, relea
 		CompressionMode:    websocket.CompressionDisabled, // a flate window per connection costs more than it saves on JSON events
 	})
 	if err != nil {
+		release()
 		return
 	}
 	ws.SetReadLimit(s.opts.MaxMessage)
 	c := newConn(s, ws, who)
 	if !s.track(c) {
+		release()
 		ws.Close(closeDraining, "server is shutting down; reconnect to continue")
 		return
 	}
-	defer s.untrack(c)
-	c.run(context.WithoutCancel(r.Context()))
+	go func() {
+		defer release()
+		defer s.untrack(c)
+		// Not the upgrade's context: its values (the server's, the upgrade's trace) are
+		// not the turns', and would be kept alive for the connection's life.
+		c.run(context.Background())
+	}()
 }
 
 // Open is the number of open connections.
