@@ -73,11 +73,9 @@ func (w *turnWriter) Flush() {}
 // emit sends one event's data as a frame, and keeps the response of a terminal event that
 // the next turn may continue.
 func (w *turnWriter) emit(data []byte) error {
-	if bytes.Contains(data[:min(len(data), 64)], []byte(`response.`)) {
-		switch gjson.GetBytes(data, "type").Str {
-		case "response.completed", "response.incomplete":
-			w.terminal = []byte(gjson.GetBytes(data, "response").Raw)
-		}
+	switch gjson.GetBytes(data, "type").Str {
+	case "response.completed", "response.incomplete":
+		w.terminal = []byte(gjson.GetBytes(data, "response").Raw)
 	}
 	return w.send(data)
 }
