@@ -57,9 +57,9 @@ func (r *Recorder) SetDistinctValues(n int) {
 }
 
 // distinctValues remembers which values each team's dimension recorded today, so that the
-// cap counts distinct values rather than requests. It is per replica and starts empty after
-// a restart: a team's day holds at most maxDistinct named values per dimension per replica
-// lifetime, a bound no client can raise.
+// cap counts distinct values rather than requests. It is per replica, filled at the day's
+// first flush with the values the store already names (loadDistinct): a team's day holds at
+// most maxDistinct named values per dimension per replica, a bound no client can raise.
 type distinctValues struct {
 	day  string
 	seen map[dimension]map[string]struct{}
@@ -90,6 +90,40 @@ func (d *distinctValues) admit(day string, dim dimension, value string, most int
 	}
 	set[value] = struct{}{}
 	return true
+}
+
+// loadDistinct adds to today's distinct values those the store already names, once a day at
+// the first flush: after a restart the cap goes on counting the values named before it, and
+// values another replica named by then stay named here. It reads the store with r.flushMu
+// held and r.mu not, so requests are not held up; a failed read is tried at the next flush.
+func (r *Recorder) loadDistinct(ctx context.Context) {
+	day, _ := func() (string, string) { r.mu.Lock(); defer r.mu.Unlock(); return r.days.at(r.now()) }()
+	day = day[1:]
+	if r.loadedDay == day {
+		return
+	}
+	type named struct {
+		dim   dimension
+		value string
+	}
+	var found []named
+	err := r.st.ScanCounters(ctx, attrBucket, day+"/", func(k string, _ map[string]int64) error {
+		if id, ok := parseAttrKey(k); ok && !id.other {
+			found = append(found, named{dimension{team: id.team, key: id.key, kind: id.kind}, id.value})
+		}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	if r.distinct.day == "" || r.distinct.day == day { // not if requests moved on to the next day meanwhile
+		for _, n := range found {
+			r.distinct.admit(day, n.dim, n.value, r.maxDistinct)
+		}
+	}
+	r.mu.Unlock()
+	r.loadedDay = day
 }
 
 // attribute adds one request to its end user's row and its tags' rows; r.mu is held. Empty

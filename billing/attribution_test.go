@@ -152,6 +152,39 @@ func TestDistinctValueCap(t *testing.T) {
 	}
 }
 
+// The cap goes on counting across a restart: the values the store names today fill the new
+// recorder's sets at its first flush, so a restart buys a team no fresh named values, and a
+// value named before it stays named.
+func TestDistinctValueCapSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	c := testclock.At(time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC))
+	st := openBolt(t, &clock{c.Now()})
+	r1 := NewRecorder(st, time.Hour, c.Now, nil)
+	r1.SetDistinctValues(2)
+	for _, u := range []string{"u1", "u2"} {
+		call{team: "a", model: "m", user: u, cost: 1}.record(r1)
+	}
+	if err := r1.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r2 := NewRecorder(st, time.Hour, c.Now, nil)
+	r2.SetDistinctValues(2)
+	if err := r2.Flush(ctx); err != nil { // the first flush, as Run does each second
+		t.Fatal(err)
+	}
+	for _, u := range []string{"u3", "u2"} {
+		call{team: "a", model: "m", user: u, cost: 1}.record(r2)
+	}
+	if err := r2.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := r2.QueryAttribution(ctx, "20261126", "20261126", Dimension{}, nil)
+	want := []got{{"", "", "u1", 1, 1}, {"", "", "u2", 2, 2}, {"", "", OtherValues, 1, 1}}
+	if err != nil || fmt.Sprint(reduce(rows)) != fmt.Sprint(want) {
+		t.Fatalf("after restart: %v %v, want %v", reduce(rows), err, want)
+	}
+}
+
 // Values are the client's choice: a '/' or '%' in one, or a value spelled like the reserved
 // "other" segment, comes back as sent, and the old per-key rows are untouched.
 func TestAttributionKeysRoundTrip(t *testing.T) {

@@ -92,6 +92,7 @@ type Recorder struct {
 	// maxDistinct each (see attribution.go).
 	distinct    distinctValues
 	maxDistinct int
+	loadedDay   string // the day whose named values loadDistinct read from the store
 }
 
 // rowID names a row: period is a day (YYYYMMDD) or an hour (YYYYMMDDHH); its length tells
@@ -223,6 +224,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	}
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()
+	r.loadDistinct(ctx)
 	r.mu.Lock()
 	if len(r.batch) == 0 {
 		r.mu.Unlock()
