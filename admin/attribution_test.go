@@ -2,12 +2,14 @@ package admin_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"modelgate/billing"
 	"modelgate/config"
+	"modelgate/redisconn/redistest"
 	"modelgate/testclock"
 )
 
@@ -113,4 +115,51 @@ func TestUsageHistoryBadSplit(t *testing.T) {
 	if status, _, _ := r.do(t, "GET", "/admin/usage/history?group_by=user", alphaKey, nil); status != 401 && status != 403 {
 		t.Errorf("a team key read the history by user: %d", status)
 	}
+}
+
+// Two replicas on one Redis: the split answered by either adds up both replicas' requests.
+// And a replica started again on its bbolt file answers the same split as before.
+func TestUsageHistoryByTagShared(t *testing.T) {
+	clock := testclock.At(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
+	tagged := func(c *config.Config) { c.Usage.TagKeys = []string{"feature"} }
+	u := billing.Usage{InputTokens: 100, OutputTokens: 10}
+	search := []billing.Tag{{Key: "feature", Value: "search"}}
+	const q = "/admin/usage/history?group_by=tag:feature&from=2026-11-26&to=2026-11-26"
+	type answer struct {
+		Rows []struct {
+			TagValue string `json:"tag_value"`
+			Requests int64
+		}
+	}
+	t.Run("redis", func(t *testing.T) {
+		url := fmt.Sprintf("redis://%s/0", redistest.Start(t).Addr)
+		sim := newSim(t)
+		a := startReplica(t, envOptions{storeURL: url, sim: sim, now: clock.Now, mutate: tagged})
+		b := startReplica(t, envOptions{storeURL: url, sim: sim, now: clock.Now, mutate: tagged})
+		a.history.RecordAttributed("alpha", "alpha-cfg", "sim-chat", u, 1, "u1", search)
+		b.history.RecordAttributed("alpha", "alpha-cfg", "sim-chat", u, 1, "u2", search)
+		b.history.RecordAttributed("beta", "beta-cfg", "sim-chat", u, 1, "u3", search)
+		for _, r := range []*replica{a, b} {
+			if err := r.history.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, r := range []*replica{a, b} {
+			status, _, body := r.do(t, "GET", q, adminKey, nil)
+			if h := decode[answer](t, body); status != 200 || len(h.Rows) != 1 || h.Rows[0].TagValue != "search" || h.Rows[0].Requests != 3 {
+				t.Fatalf("%d %s", status, body)
+			}
+		}
+	})
+	t.Run("bolt_restart", func(t *testing.T) {
+		dir, sim := t.TempDir(), newSim(t)
+		r := startReplica(t, envOptions{dataDir: dir, sim: sim, now: clock.Now, mutate: tagged})
+		r.history.RecordAttributed("alpha", "alpha-cfg", "sim-chat", u, 1, "u1", search)
+		r.stop() // flushes what is left
+		r2 := startReplica(t, envOptions{dataDir: dir, sim: sim, now: clock.Now, mutate: tagged})
+		status, _, body := r2.do(t, "GET", q, adminKey, nil)
+		if h := decode[answer](t, body); status != 200 || len(h.Rows) != 1 || h.Rows[0].Requests != 1 {
+			t.Fatalf("after restart: %d %s", status, body)
+		}
+	})
 }
