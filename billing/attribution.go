@@ -10,12 +10,13 @@ import (
 // or carries tags adds to one daily row per end user and per tag, each per team and model,
 // in a bucket of its own. Rows are keyed
 //
-//	"20261126/<team>/u/<end user>/<model>"    an end user's
-//	"20261126/<team>/t:<tag key>/<value>/<model>"  a tag's
+//	"u/20261126/<team>/<end user>/<model>"           an end user's
+//	"t/20261126/<team>/<tag key>/<value>/<model>"    a tag's
 //
 // with '%' and '/' escaped in the tag key, value and end user (they are the client's
 // choice; a model, last, may hold '/'), and the value "%" (which no escaped value can be)
-// for the values past the cap.
+// for the values past the cap. The kind comes first so that a query by tag scans no end
+// user's row, and one by end user no tag's: a store scans by key prefix (Redis key by key).
 const attrBucket = "usage_attr_days"
 
 // DefaultDistinctValues is how many distinct end users, and distinct values of each tag
@@ -107,14 +108,16 @@ func (r *Recorder) loadDistinct(ctx context.Context) {
 		value string
 	}
 	var found []named
-	err := r.st.ScanCounters(ctx, attrBucket, day+"/", func(k string, _ map[string]int64) error {
-		if id, ok := parseAttrKey(k); ok && !id.other {
-			found = append(found, named{dimension{team: id.team, key: id.key, kind: id.kind}, id.value})
+	for _, kind := range []rowKind{userRow, tagRow} {
+		err := r.st.ScanCounters(ctx, attrBucket, kindPrefix(kind)+day+"/", func(k string, _ map[string]int64) error {
+			if id, ok := parseAttrKey(k); ok && !id.other {
+				found = append(found, named{dimension{team: id.team, key: id.key, kind: id.kind}, id.value})
+			}
+			return nil
+		})
+		if err != nil {
+			return
 		}
-		return nil
-	})
-	if err != nil {
-		return
 	}
 	r.mu.Lock()
 	if r.distinct.day == "" || r.distinct.day == day { // not if requests moved on to the next day meanwhile
@@ -159,36 +162,51 @@ func repeatedKey(tags []Tag, key string) bool {
 	return false
 }
 
-func (id rowID) attrStoreKey() string {
-	dim := "u"
-	if id.kind == tagRow {
-		dim = "t:" + escapeSegment(id.key)
+// kindPrefix starts the store keys of a kind of attribution row.
+func kindPrefix(kind rowKind) string {
+	if kind == tagRow {
+		return "t/"
 	}
+	return "u/"
+}
+
+func (id rowID) attrStoreKey() string {
 	value := "%"
 	if !id.other {
 		value = escapeSegment(id.value)
 	}
-	return id.day + "/" + id.team + "/" + dim + "/" + value + "/" + id.model
+	if id.kind == tagRow {
+		return "t/" + id.day + "/" + id.team + "/" + escapeSegment(id.key) + "/" + value + "/" + id.model
+	}
+	return "u/" + id.day + "/" + id.team + "/" + value + "/" + id.model
 }
 
 func parseAttrKey(k string) (rowID, bool) {
-	parts := strings.SplitN(k, "/", 5)
-	if len(parts) != 5 || len(parts[0]) != 8 {
-		return rowID{}, false
-	}
-	id := rowID{day: parts[0], team: parts[1], model: parts[4]}
-	switch dim := parts[2]; {
-	case dim == "u":
+	var parts []string
+	var id rowID
+	switch {
+	case strings.HasPrefix(k, "u/"):
+		if parts = strings.SplitN(k[2:], "/", 4); len(parts) != 4 {
+			return rowID{}, false
+		}
 		id.kind = userRow
-	case strings.HasPrefix(dim, "t:"):
-		id.kind, id.key = tagRow, unescapeSegment(dim[2:])
+	case strings.HasPrefix(k, "t/"):
+		if parts = strings.SplitN(k[2:], "/", 5); len(parts) != 5 {
+			return rowID{}, false
+		}
+		id.kind, id.key = tagRow, unescapeSegment(parts[2])
+		parts = append(parts[:2], parts[3:]...)
 	default:
 		return rowID{}, false
 	}
-	if parts[3] == "%" {
+	if len(parts[0]) != 8 {
+		return rowID{}, false
+	}
+	id.day, id.team, id.model = parts[0], parts[1], parts[3]
+	if parts[2] == "%" {
 		id.other = true
 	} else {
-		id.value = unescapeSegment(parts[3])
+		id.value = unescapeSegment(parts[2])
 	}
 	return id, true
 }
@@ -256,7 +274,7 @@ func (r *Recorder) QueryAttribution(ctx context.Context, from, to string, dim Di
 		s.add(row)
 	}
 	if r.st != nil {
-		err := r.st.ScanCounters(ctx, attrBucket, commonPrefix(from, to), func(k string, c map[string]int64) error {
+		err := r.st.ScanCounters(ctx, attrBucket, kindPrefix(kind)+commonPrefix(from, to), func(k string, c map[string]int64) error {
 			if id, ok := parseAttrKey(k); ok {
 				take(id, rowOf(c))
 			}
