@@ -44,6 +44,7 @@ func newSelfService(cfg *config.Config, records store.Store, limiter *ratelimit.
 	if cfg.HistoryEnabled() {
 		hist = billing.NewRecorder(records, cfg.UsageHistory.Retention, nil, logger)
 		hist.SetHourlyRetention(cfg.UsageHistory.HourlyRetention)
+		hist.SetDistinctValues(cfg.UsageHistory.DistinctValues)
 	}
 	api, err := admin.New(admin.Deps{Store: records, Issued: issued, Limiter: limiter, Ledger: ledger, History: hist, Logger: logger,
 		// The server is built after the API (it serves it); requests only arrive once it is.

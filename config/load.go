@@ -245,5 +245,6 @@ func applyDefaults(c *Config) {
 	setDefault(&c.Pricing.Currency, "USD")
 	setDefault(&c.UsageHistory.Retention, 90*24*time.Hour)
 	setDefault(&c.UsageHistory.HourlyRetention, 7*24*time.Hour)
+	setDefault(&c.UsageHistory.DistinctValues, DefaultDistinctValues)
 	setDefault(&c.Responses.BackgroundMaxQueuedPerTeam, defaultBackgroundMaxQueued)
 }

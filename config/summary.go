@@ -154,7 +154,8 @@ func (c *Config) Summary() string {
 	}
 	history := "off"
 	if c.HistoryEnabled() {
-		history = "kept " + c.UsageHistory.Retention.String()
+		history = fmt.Sprintf("kept %s, naming at most %d end users and values of each tag key per team and day",
+			c.UsageHistory.Retention, c.UsageHistory.DistinctValues)
 	}
 	if c.Metrics.BearerToken != "" {
 		w("metrics: /metrics needs its bearer token")
@@ -162,6 +163,7 @@ func (c *Config) Summary() string {
 		w("metrics: /metrics open to whoever reaches the listener")
 	}
 	w("pricing: %d of %d models priced, in %s; usage history %s", priced, len(c.Models), c.Pricing.Currency, history)
+	w("usage tag keys recorded: %s", c.Usage.tagKeysText())
 	return b.String()
 }
 

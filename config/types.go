@@ -18,6 +18,7 @@ type Config struct {
 	Responses    Responses    `yaml:"responses"`
 	Pricing      Pricing      `yaml:"pricing"`
 	UsageHistory UsageHistory `yaml:"usage_history"`
+	Usage        Usage        `yaml:"usage"` // request attribution (issue 28)
 	Tracing      Tracing      `yaml:"tracing"`
 	Metrics      Metrics      `yaml:"metrics"`
 }
@@ -283,6 +284,9 @@ type UsageHistory struct {
 	Retention time.Duration `yaml:"retention"` // how long a day's rows are kept; default 2160h (90 days)
 	// HourlyRetention is how long the per-hour rows are kept; default 168h (7 days).
 	HourlyRetention time.Duration `yaml:"hourly_retention"`
+	// DistinctValues caps the distinct end users, and distinct values of each tag key, a
+	// team's day records by name; the rest share one "(other)" row. Default 1000.
+	DistinctValues int `yaml:"distinct_values"`
 }
 
 // HistoryEnabled reports whether usage history is recorded.

@@ -400,6 +400,10 @@ func (v *validator) pricing(c *Config) {
 	}
 	v.nonNegativeDuration("usage_history.retention", c.UsageHistory.Retention)
 	v.nonNegativeDuration("usage_history.hourly_retention", c.UsageHistory.HourlyRetention)
+	if n := c.UsageHistory.DistinctValues; n < 0 || n > MaxDistinctValues {
+		v.fail("usage_history.distinct_values", "want 1 to %d (0: the default, %d), got %d", MaxDistinctValues, DefaultDistinctValues, n)
+	}
+	v.usage(&c.Usage)
 }
 
 var currencyRE = regexp.MustCompile(`^[A-Za-z]{1,8}$`)
