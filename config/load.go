@@ -240,4 +240,5 @@ func applyDefaults(c *Config) {
 	setDefault(&c.UsageHistory.Retention, 90*24*time.Hour)
 	setDefault(&c.UsageHistory.HourlyRetention, 7*24*time.Hour)
 	setDefault(&c.Responses.BackgroundMaxQueuedPerTeam, defaultBackgroundMaxQueued)
+	setDefault(&c.Alerts.CheckInterval, defaultAlertCheckInterval)
 }

@@ -162,6 +162,7 @@ func (c *Config) Summary() string {
 		w("metrics: /metrics open to whoever reaches the listener")
 	}
 	w("pricing: %d of %d models priced, in %s; usage history %s", priced, len(c.Models), c.Pricing.Currency, history)
+	w("%s", c.alertsSummary())
 	return b.String()
 }
 

@@ -20,6 +20,7 @@ type Config struct {
 	UsageHistory UsageHistory `yaml:"usage_history"`
 	Tracing      Tracing      `yaml:"tracing"`
 	Metrics      Metrics      `yaml:"metrics"`
+	Alerts       Alerts       `yaml:"alerts"` // budget and key events over webhooks (config/alerts.go)
 }
 
 // Metrics guards GET /metrics.
