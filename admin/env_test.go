@@ -80,6 +80,8 @@ type envOptions struct {
 	limiterNow func() time.Time
 	// breakers are the server's circuit breakers; nil: none.
 	breakers *breaker.Set
+	// keyEvents hears of keys issued and revoked; nil: nobody.
+	keyEvents admin.KeyEvents
 }
 
 // simPlatformKey is the platform key the simulated platform accepts and the config uses.
@@ -155,7 +157,7 @@ func startReplica(t testing.TB, o envOptions) *replica {
 	r.history = billing.NewRecorder(st, cfg.UsageHistory.Retention, o.now, logger)
 	issued := auth.NewIssued(o.now)
 	r.api, err = admin.New(admin.Deps{Store: st, Issued: issued, Limiter: limiter, Ledger: r.ledger, History: r.history,
-		Logger: logger, Now: o.now, State: func() (*config.Config, *auth.Authenticator) { return r.srv.State() }})
+		Logger: logger, Now: o.now, KeyEvents: o.keyEvents, State: func() (*config.Config, *auth.Authenticator) { return r.srv.State() }})
 	if err != nil {
 		t.Fatal(err)
 	}
