@@ -158,6 +158,9 @@ func (w *Watcher) claimAndSend(ctx context.Context, claim string, ev Event, ttl 
 	return nil
 }
 
+// Deliveries counts the Sender's deliveries so far.
+func (w *Watcher) Deliveries() Stats { return w.o.Sender.Stats() }
+
 // CrossedToday lists the budget thresholds claimed today (UTC), by any replica, in the
 // order they were crossed: the day's budgets and the month's crossed today.
 func (w *Watcher) CrossedToday(ctx context.Context) ([]Event, error) {
