@@ -321,6 +321,10 @@ func serve(o options, logger *slog.Logger) error {
 	if self.deps.History != nil {
 		obs.WatchHistoryDrops(self.deps.History.DroppedRows)
 	}
+	obs.WatchAlertDeliveries(func() (int64, int64, int64) {
+		st := self.alerts.sender.Stats()
+		return st.Delivered, st.Failed, st.Dropped
+	})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
