@@ -18,7 +18,7 @@ type alertsStub struct {
 }
 
 func (a alertsStub) CrossedToday(context.Context) ([]alerts.Event, error) { return a.crossed, a.err }
-func (a alertsStub) Deliveries() alerts.Stats                            { return a.stats }
+func (a alertsStub) Deliveries() alerts.Stats                             { return a.stats }
 
 // GET /admin/usage shows the thresholds crossed today and the delivery counts; without
 // alerts, or with a store that cannot be read, an empty list and the rest of the page.
