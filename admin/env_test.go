@@ -82,6 +82,8 @@ type envOptions struct {
 	breakers *breaker.Set
 	// keyEvents hears of keys issued and revoked; nil: nobody.
 	keyEvents admin.KeyEvents
+	// alerts builds what /admin/usage shows of the alerts over the replica's store; nil: none.
+	alerts func(st store.Store, now func() time.Time) proxy.AlertsView
 }
 
 // simPlatformKey is the platform key the simulated platform accepts and the config uses.
@@ -161,12 +163,16 @@ func startReplica(t testing.TB, o envOptions) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var alertsView proxy.AlertsView
+	if o.alerts != nil {
+		alertsView = o.alerts(st, o.now)
+	}
 	pc, err := platform.New(cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL, platform.NewTransport(platform.TransportOptions{DialTimeout: time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.srv, err = proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: pc, Logger: logger, Store: st,
-		Admin: r.api, Issued: issued, Ledger: r.ledger, History: r.history, Now: o.now, Breakers: o.breakers})
+		Admin: r.api, Issued: issued, Ledger: r.ledger, History: r.history, Now: o.now, Breakers: o.breakers, Alerts: alertsView})
 	if err != nil {
 		t.Fatal(err)
 	}
