@@ -140,6 +140,10 @@ func (c *Config) alertsSummary() string {
 		}
 		parts[i] = host + " (" + events + ")"
 	}
-	return fmt.Sprintf("alerts: %d webhooks, signed: %s; budgets checked every %s at 50%%, 80%%, 100%%",
-		len(parts), strings.Join(parts, "; "), c.Alerts.CheckInterval)
+	noun := "webhooks"
+	if len(parts) == 1 {
+		noun = "webhook"
+	}
+	return fmt.Sprintf("alerts: %d %s, signed: %s; budgets checked every %s at 50%%, 80%%, 100%%",
+		len(parts), noun, strings.Join(parts, "; "), c.Alerts.CheckInterval)
 }

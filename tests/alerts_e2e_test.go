@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -192,5 +193,34 @@ func TestHangingReceiverDoesNotSlowRequests(t *testing.T) {
 	if _, arrived, _ := recv.snapshot(); arrived > 4 {
 		// Four workers at most: a fifth delivery would mean the queue is not bounded by them.
 		t.Fatalf("%d deliveries open at once, want at most the 4 workers", arrived)
+	}
+}
+
+// A reload (SIGHUP) points the events at the new webhooks: a key issued after it is
+// announced to the new receiver only.
+func TestAlertWebhooksReload(t *testing.T) {
+	before, after := startHookReceiver(t, false), startHookReceiver(t, false)
+	p := startPlatform(t)
+	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, alertsSection(before.srv.URL)), Env: keysEnv(p)})
+	issued := func(r *hookReceiver, name string) func() bool {
+		return func() bool {
+			evs, _, _ := r.snapshot()
+			return slices.ContainsFunc(evs, func(e alerts.Event) bool { return e.Type == "key.issued" && e.Key == name })
+		}
+	}
+	if code, body := opsMust(t, "POST", g.URL+"/admin/keys", adminKey, `{"team":"alpha","name":"first"}`); code != 201 {
+		t.Fatalf("issue: %d %s", code, body)
+	}
+	poll(t, "the first key's event", 10*time.Second, issued(before, "first"))
+
+	writeConfig(t, g, keysConfig(p, alertsSection(after.srv.URL)))
+	g.Signal(t, syscall.SIGHUP)
+	waitForLog(t, g, "config reloaded", 1)
+	if code, body := opsMust(t, "POST", g.URL+"/admin/keys", adminKey, `{"team":"alpha","name":"second"}`); code != 201 {
+		t.Fatalf("issue: %d %s", code, body)
+	}
+	poll(t, "the second key's event at the new webhook", 10*time.Second, issued(after, "second"))
+	if issued(before, "second")() {
+		t.Fatal("the old webhook still gets events after the reload")
 	}
 }
