@@ -224,3 +224,42 @@ func TestAlertWebhooksReload(t *testing.T) {
 		t.Fatal("the old webhook still gets events after the reload")
 	}
 }
+
+// A restarted gateway on the same data finds the thresholds already claimed and sends none
+// again. That its check ran after the restart is shown by a key expiry it announced, which
+// the same check finds right after the budgets.
+func TestBudgetAlertsNotResentAfterRestart(t *testing.T) {
+	recv := startHookReceiver(t, false)
+	p := startPlatform(t)
+	cfg := strings.Replace(betaBudgetConfig(p, recv), "data_path: data", "data_path: "+t.TempDir(), 1)
+	g := startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: keysEnv(p)})
+	spendBeta(t, g)
+	thresholdEvents := func() int {
+		evs, _, _ := recv.snapshot()
+		n := 0
+		for _, e := range evs {
+			if e.Type == "budget.threshold" {
+				n++
+			}
+		}
+		return n
+	}
+	poll(t, "three threshold events", 20*time.Second, func() bool { return thresholdEvents() == 3 })
+	g.Signal(t, syscall.SIGTERM)
+	if code := g.Wait(t, 20*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+
+	g = startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: keysEnv(p)})
+	exp := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
+	if code, body := opsMust(t, "POST", g.URL+"/admin/keys", adminKey, `{"team":"alpha","name":"short","expires_at":"`+exp+`"}`); code != 201 {
+		t.Fatalf("issue: %d %s", code, body)
+	}
+	poll(t, "the short key's expiry", 20*time.Second, func() bool {
+		evs, _, _ := recv.snapshot()
+		return slices.ContainsFunc(evs, func(e alerts.Event) bool { return e.Type == "key.expired" && e.Key == "short" })
+	})
+	if n := thresholdEvents(); n != 3 {
+		t.Fatalf("%d threshold events after the restart, want the 3 from before it", n)
+	}
+}
