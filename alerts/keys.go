@@ -62,6 +62,8 @@ func (w *Watcher) remember(ctx context.Context, k IssuedKey) error {
 func (w *Watcher) checkExpiries(ctx context.Context) error {
 	var errs []error
 	if w.o.IssuedKeys != nil {
+		w.trackMu.Lock()
+		defer w.trackMu.Unlock()
 		live := map[string]bool{}
 		for _, k := range w.o.IssuedKeys() {
 			if k.ExpiresAt.IsZero() {

@@ -165,11 +165,9 @@ func (s *Sender) deliver(ctx context.Context, d delivery) {
 			return
 		case attempt >= s.o.Attempts || ctx.Err() != nil:
 			s.failed.Add(1)
-			reason := "status " + http.StatusText(status)
-			if err != nil {
-				reason = "no answer" // the error text may name the URL, which may hold a token
-			}
-			s.o.Log.Warn("alerts: event not delivered; giving up", "type", d.ev.Type, "id", d.ev.ID, "host", host, "attempts", attempt, "reason", reason)
+			// The error's text is not logged: it names the URL, which may hold a token.
+			s.o.Log.Warn("alerts: event not delivered; giving up", "type", d.ev.Type, "id", d.ev.ID, "host", host,
+				"attempts", attempt, "status", status, "answered", err == nil)
 			return
 		}
 		t := time.NewTimer(wait)

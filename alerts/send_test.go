@@ -84,3 +84,16 @@ func TestEventFilterAndReload(t *testing.T) {
 		t.Fatalf("after reload: all got %d, keys got %d", len(all.got()), len(keys.got()))
 	}
 }
+
+// Logs name a webhook by its host: the path and query may hold a token.
+func TestHostOf(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://hooks.example.com/t/abc?token=x": "hooks.example.com",
+		"http://127.0.0.1:9000/h":                 "127.0.0.1:9000",
+		"://bad":                                  "?",
+	} {
+		if got := hostOf(raw); got != want {
+			t.Errorf("hostOf(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}

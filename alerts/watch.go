@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"modelgate/config"
@@ -76,8 +77,9 @@ type Options struct {
 // Watcher compares budgets with their thresholds and announces issued keys' lifecycle.
 type Watcher struct {
 	o Options
-	// tracked are the issued keys whose expiry this process has already written to the
-	// store: only the loop's goroutine touches it.
+	// trackMu guards tracked: the issued keys whose expiry this process has already written
+	// to the store. Check normally runs on the loop alone, but may be called from anywhere.
+	trackMu sync.Mutex
 	tracked map[string]bool
 }
 
