@@ -81,6 +81,12 @@ type Watcher struct {
 	// to the store. Check normally runs on the loop alone, but may be called from anywhere.
 	trackMu sync.Mutex
 	tracked map[string]bool
+	// claimed are the budget claims this process knows are taken (by it or another replica)
+	// on day claimedDay, so a budget that stays past a threshold costs one store write per
+	// threshold and process a day, not one per check. Guarded by claimMu.
+	claimMu    sync.Mutex
+	claimed    map[string]bool
+	claimedDay string
 }
 
 // NewWatcher builds a Watcher; Run starts its loop.
@@ -98,7 +104,7 @@ func NewWatcher(o Options) (*Watcher, error) {
 		o.Readings = func(context.Context) []Reading { return nil }
 	}
 	o.Store.Unversioned(claimsBucket, expiriesBucket)
-	return &Watcher{o: o, tracked: map[string]bool{}}, nil
+	return &Watcher{o: o, tracked: map[string]bool{}, claimed: map[string]bool{}}, nil
 }
 
 // Run checks every interval until ctx ends.
@@ -119,6 +125,11 @@ func (w *Watcher) Check(ctx context.Context) error {
 // past several thresholds at once announces each of them, lowest first.
 func (w *Watcher) checkBudgets(ctx context.Context) error {
 	now := w.o.Now().UTC()
+	w.claimMu.Lock()
+	defer w.claimMu.Unlock()
+	if day := now.Format("20060102"); day != w.claimedDay {
+		w.claimed, w.claimedDay = map[string]bool{}, day // the day's and month's claims are learned again
+	}
 	var errs []error
 	for _, r := range w.o.Readings(ctx) {
 		if r.Limit <= 0 {
@@ -133,6 +144,9 @@ func (w *Watcher) checkBudgets(ctx context.Context) error {
 				break
 			}
 			claim := periodKey + "|" + r.scopeID() + "|" + r.Budget + "|" + strconv.Itoa(th)
+			if w.claimed[claim] {
+				continue
+			}
 			ev := Event{ID: eventID(claim), Type: config.EventBudgetThreshold, Time: now,
 				Scope: r.Scope, Team: r.Team, Key: r.Key, Budget: r.Budget, Period: period,
 				Threshold: th, Used: r.Used, Limit: r.Limit, Currency: r.Currency}
@@ -140,6 +154,7 @@ func (w *Watcher) checkBudgets(ctx context.Context) error {
 				errs = append(errs, err)
 				break // the store is failing: the next tick tries again
 			}
+			w.claimed[claim] = true
 		}
 	}
 	return errors.Join(errs...)

@@ -207,6 +207,13 @@ func TestReplicasOnRedisSendOnce(t *testing.T) {
 	if got := thresholds(r.got()); total() != 3 || len(got) != 3 {
 		t.Fatalf("delivered %d: %v", total(), got)
 	}
+	// Either replica lists the three, whichever claimed them.
+	for i, w := range watchers {
+		crossed, err := w.CrossedToday(context.Background())
+		if err != nil || !equal(thresholds(crossed), []int{50, 80, 100}) {
+			t.Fatalf("replica %d: crossed today %v, %v", i, thresholds(crossed), err)
+		}
+	}
 }
 
 // Keys issued and revoked are announced at once; an expiry once, by the check after it,
@@ -290,4 +297,46 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// countingStore counts the claims tried.
+type countingStore struct {
+	store.Store
+	mu      sync.Mutex
+	creates int
+}
+
+func (c *countingStore) Create(ctx context.Context, bucket, key string, v []byte, ttl time.Duration) (bool, error) {
+	c.mu.Lock()
+	c.creates++
+	c.mu.Unlock()
+	return c.Store.Create(ctx, bucket, key, v, ttl)
+}
+
+// A budget that stays past its thresholds costs one claim per threshold a day, not one per
+// check: on bbolt each claim is a synced write, on Redis a round trip.
+func TestClaimsAreTriedOncePerDay(t *testing.T) {
+	clk := testclock.At(testclock.SameDay(testclock.Origin(), time.Hour))
+	st := &countingStore{Store: openBolt(t, t.TempDir(), clk.Now)}
+	defer st.Close()
+	f := &figures{}
+	f.set(spend(12))
+	w := newWatcher(t, st, fastSender(t), f, clk.Now)
+	for range 10 {
+		check(t, w)
+	}
+	// A second process on the same store tries each claim once too, and loses.
+	w2 := newWatcher(t, st, fastSender(t), f, clk.Now)
+	for range 10 {
+		check(t, w2)
+	}
+	if st.creates != 6 {
+		t.Fatalf("%d claims tried, want 3 per process", st.creates)
+	}
+	clk.Set(testclock.NextMidnight(clk.Now()).Add(time.Minute))
+	check(t, w)
+	check(t, w)
+	if st.creates != 9 {
+		t.Fatalf("%d claims tried after midnight, want 3 more", st.creates)
+	}
 }
