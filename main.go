@@ -308,7 +308,7 @@ func serve(o options, logger *slog.Logger) error {
 	srv, err := proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: client, Logger: logger,
 		Hooks: obs.Hooks(), MetricsHandler: obs.Handler(), Store: records, Tracer: tracer,
 		Admin: self.deps.Admin, Issued: self.deps.Issued, Ledger: self.deps.Ledger, History: self.deps.History,
-		Calibration: self.deps.Calibration, Breakers: self.breakers})
+		Calibration: self.deps.Calibration, Breakers: self.breakers, Alerts: self.deps.Alerts})
 	if err != nil {
 		return err
 	}
@@ -321,6 +321,10 @@ func serve(o options, logger *slog.Logger) error {
 	if self.deps.History != nil {
 		obs.WatchHistoryDrops(self.deps.History.DroppedRows)
 	}
+	obs.WatchAlertDeliveries(func() (int64, int64, int64) {
+		st := self.alerts.sender.Stats()
+		return st.Delivered, st.Failed, st.Dropped
+	})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -355,7 +359,7 @@ func serve(o options, logger *slog.Logger) error {
 			return err
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
-				reload(o, logger, srv, obs, authn.Mode())
+				reload(o, logger, srv, obs, authn.Mode(), self)
 				continue
 			}
 			return drain(httpServer, srv, limiter, cfg.Server.DrainTimeout, logger, tracer)
@@ -367,7 +371,7 @@ func serve(o options, logger *slog.Logger) error {
 // so a bad edit never takes a running gateway down. Nor may a reload change the auth mode: a
 // truncated file without team keys would turn a keys-mode gateway into passthrough and forward
 // local keys upstream. Nor may it add a config key named like a key issued to the same team.
-func reload(o options, logger *slog.Logger, srv *proxy.Server, obs *metrics.Metrics, mode auth.Mode) {
+func reload(o options, logger *slog.Logger, srv *proxy.Server, obs *metrics.Metrics, mode auth.Mode, self *selfService) {
 	cfg, err := loadConfig(o, logger)
 	if err == nil && o.simulate {
 		err = errors.New("reload is not supported with --simulate")
@@ -389,6 +393,7 @@ func reload(o options, logger *slog.Logger, srv *proxy.Server, obs *metrics.Metr
 	}
 	srv.Reload(cfg, a)
 	obs.Reload(cfg)
+	self.reloaded(cfg)
 	logger.Info("config reloaded", "mode", a.Mode().String())
 }
 

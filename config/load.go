@@ -247,4 +247,5 @@ func applyDefaults(c *Config) {
 	setDefault(&c.UsageHistory.HourlyRetention, 7*24*time.Hour)
 	setDefault(&c.UsageHistory.DistinctValues, DefaultDistinctValues)
 	setDefault(&c.Responses.BackgroundMaxQueuedPerTeam, defaultBackgroundMaxQueued)
+	setDefault(&c.Alerts.CheckInterval, defaultAlertCheckInterval)
 }

@@ -164,6 +164,7 @@ func (c *Config) Summary() string {
 	}
 	w("pricing: %d of %d models priced, in %s; usage history %s", priced, len(c.Models), c.Pricing.Currency, history)
 	w("usage tag keys recorded: %s", c.Usage.tagKeysText())
+	w("%s", c.alertsSummary())
 	return b.String()
 }
 

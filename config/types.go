@@ -21,6 +21,7 @@ type Config struct {
 	Usage        Usage        `yaml:"usage"` // request attribution (issue 28)
 	Tracing      Tracing      `yaml:"tracing"`
 	Metrics      Metrics      `yaml:"metrics"`
+	Alerts       Alerts       `yaml:"alerts"` // budget and key events over webhooks (config/alerts.go)
 }
 
 // Metrics guards GET /metrics.

@@ -100,6 +100,7 @@ func validate(c *Config, d *decoder) []*Error {
 	v.maxN(c.Translate.MaxN)
 	v.responses(&c.Responses)
 	v.pricing(c)
+	v.alerts(&c.Alerts)
 	if c.Metrics.BearerToken != "" {
 		v.secret("metrics.bearer_token", c.Metrics.BearerToken)
 	}

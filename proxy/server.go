@@ -67,6 +67,10 @@ type Deps struct {
 	// (package breaker), shared by every reload's gateway; nil: none.
 	Breakers *breaker.Set
 
+	// Alerts reports the budget thresholds crossed today for GET /admin/usage (the alerts'
+	// Watcher); nil: none shown.
+	Alerts AlertsView
+
 	// Tracer, when set, traces requests (see package tracing); nil is tracing off.
 	Tracer *tracing.Tracer
 
@@ -133,6 +137,7 @@ type Server struct {
 	breakers *breaker.Set
 	health   upstream.Health // what weighted routes consult; nil: all healthy
 	sockets  *wsmode.Server  // the Responses WebSocket mode's connections
+	alerts   AlertsView      // nil: no alerts
 }
 
 // New builds a Server. The config must already be validated.
@@ -148,7 +153,7 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
 		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer,
-		breakers: d.Breakers, health: d.Health}
+		breakers: d.Breakers, health: d.Health, alerts: d.Alerts}
 	if s.health == nil && s.breakers != nil {
 		s.health = s.breakers // never a nil *Set inside a non-nil interface
 	}
