@@ -14,6 +14,9 @@ import (
 type Options struct {
 	// Turns serves a turn as POST /v1/responses: the proxy's own handler.
 	Turns http.Handler
+	// Kept reports whether the Turns handler keeps responses in the record store
+	// (responses.store: local, which a reload may change); nil means it does not.
+	Kept func() bool
 	// PerKey caps the open connections of one key (its limit scope); 0 means no cap.
 	PerKey int
 	// MaxAge is how long a connection may stay open; then it is closed with CloseMaxAge
