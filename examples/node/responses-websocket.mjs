@@ -19,9 +19,10 @@ ws.on('response.failed', (e) => turnEnded.reject(new Error(e.response.error?.mes
 ws.on('error', (err) => turnEnded?.reject(err));
 
 function turn(body) {
-  turnEnded = Promise.withResolvers();
-  ws.send({ type: 'response.create', model, store: false, ...body });
-  return turnEnded.promise;
+  return new Promise((resolve, reject) => {
+    turnEnded = { resolve, reject };
+    ws.send({ type: 'response.create', model, store: false, ...body });
+  });
 }
 
 try {
