@@ -135,6 +135,12 @@ func (c *Config) Summary() string {
 	w("translate: reasoning field %s, drop extra fields %t", c.Translate.ReasoningField, c.Translate.DropExtraFields)
 	w("sidecar: balance cached %s", c.Sidecar.BalanceCacheTTL)
 	w("browsers: %s; chat n at most %d", corsText(s.CORSOrigins), c.Translate.MaxN)
+	holder := "caller"
+	if c.KeysMode() {
+		holder = "key"
+	}
+	w("websocket (GET /v1/responses): at most %d connections open per %s in this process; each closed after %s; pinged every %s",
+		c.WebSocketConnections(), holder, s.WebSocketMaxAge, s.WebSocketPingInterval)
 	if c.Responses.StoreLocal() {
 		owner := "team"
 		if c.Responses.KeyScoped() {
@@ -182,7 +188,9 @@ func limitsText(l Limits) string {
 		}
 		return fmt.Sprintf("%d %s", n, unit)
 	}
-	l.OnBudgetExceeded = "" // a policy, not a limit: summarized on a line of its own
+	// A policy and a connection cap, not request limits: each is summarized on a line of
+	// its own.
+	l.OnBudgetExceeded, l.WebSocketConnections = "", 0
 	if l == (Limits{}) {
 		return "unlimited"
 	}

@@ -27,6 +27,7 @@ var turnHeaders = []string{"Authorization", "X-Api-Key", "User-Agent", "X-Modelg
 func newSockets(s *Server, cfg *config.Config) *wsmode.Server {
 	return wsmode.New(wsmode.Options{
 		Turns:      http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.engine.ServeHTTP(w, r) }),
+		Kept:       func() bool { return s.keeper != nil && s.state().cfg.Responses.StoreLocal() },
 		PerKey:     int(cfg.WebSocketConnections()),
 		MaxAge:     cfg.Server.WebSocketMaxAge,
 		PingEvery:  cfg.Server.WebSocketPingInterval,

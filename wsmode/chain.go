@@ -9,14 +9,15 @@ import (
 // whole input and output items, so the next turn, which sends only its new items and
 // previous_response_id, is expanded here, even with store: false, without the record store.
 // A turn naming an older response (or one from another connection) is left to the HTTP
-// route, which expands it from the stored responses as it would any request.
+// route, which expands it from the stored responses as it would any request; so is a kept
+// turn continuing a kept response (see conn.turn).
 //
 // It is bounded: at most maxChains chains and maxBytes of items per connection, the oldest
 // chain forgotten first. Only the connection's reading goroutine touches it.
 type chains struct {
-	links    map[string][]byte // response id -> its chain's items, a JSON array
-	order    []string          // ids, oldest first
-	size     int               // bytes of items held
+	links    map[string]link // response id -> its chain
+	order    []string        // ids, oldest first
+	size     int             // bytes of items held
 	maxBytes int
 }
 
@@ -25,6 +26,13 @@ const (
 	maxChains      = 16
 	maxChainsBytes = 16 << 20
 )
+
+// link is one chain held: its last response's whole input and output items, a JSON array,
+// and whether the HTTP route kept that response in the record store.
+type link struct {
+	items []byte
+	kept  bool
+}
 
 func newChains() *chains { return &chains{maxBytes: maxChainsBytes} }
 
@@ -35,11 +43,11 @@ func newChains() *chains { return &chains{maxBytes: maxChainsBytes} }
 func (c *chains) expand(body []byte) (out, input []byte, continued string, err error) {
 	prev := gjson.GetBytes(body, "previous_response_id")
 	own := inputItems(gjson.GetBytes(body, "input"))
-	items, held := c.links[prev.Str]
+	l, held := c.links[prev.Str]
 	if prev.Type != gjson.String || !held {
 		return body, own, "", nil
 	}
-	input = joinArrays(items, own)
+	input = joinArrays(l.items, own)
 	if out, err = sjson.SetRawBytes(body, "input", input); err != nil {
 		return nil, nil, "", err
 	}
@@ -49,10 +57,13 @@ func (c *chains) expand(body []byte) (out, input []byte, continued string, err e
 	return out, input, prev.Str, nil
 }
 
+// kept reports whether the response id, held here, was kept in the record store.
+func (c *chains) kept(id string) bool { return c.links[id].kept }
+
 // remember keeps the chain of a finished response: the input it was sent with and its
-// output items (from the terminal event's response object). The response it continued is
-// forgotten: only the last response of a chain is held.
-func (c *chains) remember(continued string, input []byte, response gjson.Result) {
+// output items (from the terminal event's response object), and whether the HTTP route kept
+// it. The response it continued is forgotten: only the last response of a chain is held.
+func (c *chains) remember(continued string, input []byte, response gjson.Result, kept bool) {
 	c.forget(continued)
 	id := response.Get("id").Str
 	if id == "" {
@@ -67,21 +78,21 @@ func (c *chains) remember(continued string, input []byte, response gjson.Result)
 		c.forget(c.order[0])
 	}
 	if c.links == nil {
-		c.links = map[string][]byte{}
+		c.links = map[string]link{}
 	}
-	c.links[id] = items
+	c.links[id] = link{items: items, kept: kept}
 	c.order = append(c.order, id)
 	c.size += len(items)
 }
 
 // forget drops the chain ending in id, if held.
 func (c *chains) forget(id string) {
-	items, ok := c.links[id]
+	l, ok := c.links[id]
 	if !ok {
 		return
 	}
 	delete(c.links, id)
-	c.size -= len(items)
+	c.size -= len(l.items)
 	for i, o := range c.order {
 		if o == id {
 			c.order = append(c.order[:i], c.order[i+1:]...)

@@ -124,14 +124,24 @@ func (c *conn) work(ctx context.Context) {
 
 // turn serves one response.create: the body, expanded from the connection's chains, goes
 // through the POST /v1/responses handler; its events are frames; a refusal is an error event.
+//
+// A turn the HTTP route will keep (store not false, and responses kept) that continues a
+// response it kept is sent as the client sent it instead: the route expands it from the
+// record store and keeps it linked to its parent with its own input, as over HTTP. Expanded
+// here, it would be kept as a copy of the whole conversation, with no parent.
 func (c *conn) turn(ctx context.Context, body []byte) {
+	keep := gjson.GetBytes(body, "store").Type != gjson.False && c.s.opts.Kept != nil && c.s.opts.Kept()
 	c.mu.Lock()
-	body, input, continued, err := c.chains.expand(body)
+	expanded, input, continued, err := c.chains.expand(body)
+	parentKept := continued != "" && c.chains.kept(continued)
 	c.mu.Unlock()
 	if err != nil {
 		c.write(ctx, errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_json", "",
 			"The message could not be read as a response.create body."))
 		return
+	}
+	if !(keep && parentKept) {
+		body = expanded
 	}
 	w := newTurnWriter(func(data []byte) error { return c.ws.Write(ctx, websocket.MessageText, data) })
 	c.s.opts.Turns.ServeHTTP(w, turnRequest(ctx, body, &c.who))
@@ -143,7 +153,7 @@ func (c *conn) turn(ctx context.Context, body []byte) {
 	defer c.mu.Unlock()
 	switch {
 	case w.terminal != nil:
-		c.chains.remember(continued, input, gjson.ParseBytes(w.terminal))
+		c.chains.remember(continued, input, gjson.ParseBytes(w.terminal), keep)
 	case continued != "":
 		// A continuation that failed forgets what it continued, as the platform's peers do:
 		// the client starts the chain again rather than retrying on a state that failed.
@@ -169,7 +179,7 @@ func (c *conn) prepare(ctx context.Context, body []byte) {
 	}
 	created, completed, response := preparedEvents(gjson.GetBytes(body, "model").Str, c.s.opts.Now())
 	c.mu.Lock()
-	c.chains.remember(continued, input, gjson.ParseBytes(response))
+	c.chains.remember(continued, input, gjson.ParseBytes(response), false) // never reaches the route
 	c.mu.Unlock()
 	c.write(ctx, created)
 	c.write(ctx, completed)

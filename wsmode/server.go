@@ -14,6 +14,9 @@ import (
 type Options struct {
 	// Turns serves a turn as POST /v1/responses: the proxy's own handler.
 	Turns http.Handler
+	// Kept reports whether the Turns handler keeps responses in the record store
+	// (responses.store: local, which a reload may change); nil means it does not.
+	Kept func() bool
 	// PerKey caps the open connections of one key (its limit scope); 0 means no cap.
 	PerKey int
 	// MaxAge is how long a connection may stay open; then it is closed with CloseMaxAge
@@ -38,9 +41,8 @@ const (
 	closeDraining = websocket.StatusServiceRestart
 )
 
-// Standard codes used here: StatusGoingAway (1001) when the server drains, and
-// StatusPolicyViolation (1008) for a binary message; StatusMessageTooBig (1009) is sent by the
-// library for a message over MaxMessage.
+// The other codes sent: StatusUnsupportedData (1003) for a binary message, and
+// StatusMessageTooBig (1009), sent by the library, for a message over MaxMessage.
 
 // Server runs the WebSocket connections of one process. Its zero value is not usable: call
 // New.
@@ -170,7 +172,7 @@ func (s *Server) untrack(c *conn) {
 }
 
 // Drain refuses new connections and turns, lets the turns in flight finish, closes every
-// connection with StatusGoingAway, and returns once they are all closed or ctx ends.
+// connection with closeDraining (1012), and returns once they are all closed or ctx ends.
 func (s *Server) Drain(ctx context.Context) {
 	s.mu.Lock()
 	s.draining = true
