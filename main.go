@@ -309,7 +309,7 @@ func serve(o options, logger *slog.Logger) error {
 	srv, err := proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: client, Logger: logger,
 		Hooks: obs.Hooks(), MetricsHandler: obs.Handler(), Store: records, Tracer: tracer,
 		Admin: self.deps.Admin, Issued: self.deps.Issued, Ledger: self.deps.Ledger, History: self.deps.History,
-		Calibration: self.deps.Calibration, Breakers: self.breakers})
+		Calibration: self.deps.Calibration, Breakers: self.breakers, Alerts: self.deps.Alerts})
 	if err != nil {
 		return err
 	}
@@ -322,6 +322,10 @@ func serve(o options, logger *slog.Logger) error {
 	if self.deps.History != nil {
 		obs.WatchHistoryDrops(self.deps.History.DroppedRows)
 	}
+	obs.WatchAlertDeliveries(func() (int64, int64, int64) {
+		st := self.alerts.sender.Stats()
+		return st.Delivered, st.Failed, st.Dropped
+	})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -356,7 +360,7 @@ func serve(o options, logger *slog.Logger) error {
 			return err
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
-				reload(o, logger, srv, obs, authn.Mode(), self.audit)
+				reload(o, logger, srv, obs, authn.Mode(), self)
 				continue
 			}
 			return drain(httpServer, srv, limiter, cfg.Server.DrainTimeout, logger, tracer)
@@ -370,7 +374,7 @@ func serve(o options, logger *slog.Logger) error {
 // local keys upstream. Nor may it add a config key named like a key issued to the same team.
 //
 // Either way the audit log records it: the paths the reload changed, or that one was refused.
-func reload(o options, logger *slog.Logger, srv *proxy.Server, obs *metrics.Metrics, mode auth.Mode, log *audit.Log) {
+func reload(o options, logger *slog.Logger, srv *proxy.Server, obs *metrics.Metrics, mode auth.Mode, self *selfService) {
 	cfg, err := loadConfig(o, logger)
 	if err == nil && o.simulate {
 		err = errors.New("reload is not supported with --simulate")
@@ -388,15 +392,16 @@ func reload(o options, logger *slog.Logger, srv *proxy.Server, obs *metrics.Metr
 	if err != nil {
 		obs.ReloadRejected()
 		// The error is not recorded: a parse error can quote the file, secrets and all.
-		auditReload(logger, log, audit.Entry{Action: audit.ConfigReloadRejected, Target: o.configPath})
+		auditReload(logger, self.audit, audit.Entry{Action: audit.ConfigReloadRejected, Target: o.configPath})
 		logger.Error("config reload rejected; the previous config keeps serving", "error", err.Error())
 		return
 	}
 	old, _ := srv.State()
 	srv.Reload(cfg, a)
 	obs.Reload(cfg)
+	self.reloaded(cfg)
 	// Recorded before the log line, so a reload that is logged is in the audit log too.
-	auditReload(logger, log, audit.Entry{Action: audit.ConfigReloaded, Target: o.configPath, Changed: audit.ConfigChanges(old, cfg)})
+	auditReload(logger, self.audit, audit.Entry{Action: audit.ConfigReloaded, Target: o.configPath, Changed: audit.ConfigChanges(old, cfg)})
 	logger.Info("config reloaded", "mode", a.Mode().String())
 }
 
@@ -435,6 +440,13 @@ func drain(hs *http.Server, srv *proxy.Server, limiter *ratelimit.Limiter, timeo
 		serving, stop = context.WithTimeout(ctx, timeout-flushReserve(timeout))
 		defer stop()
 	}
+	// WebSocket connections were hijacked from the HTTP server, whose Shutdown does not see
+	// them: their turns in flight finish, then they are closed, beside it.
+	sockets := make(chan struct{})
+	go func() {
+		srv.DrainSockets(serving)
+		close(sockets)
+	}()
 	if err := hs.Shutdown(serving); err != nil {
 		logger.Warn("drain timeout reached; closing remaining connections")
 		_ = hs.Close()
@@ -446,6 +458,7 @@ func drain(hs *http.Server, srv *proxy.Server, limiter *ratelimit.Limiter, timeo
 			cancel()
 		}
 	}
+	<-sockets
 	// Background responses get what is left of the serving time, then are cancelled and
 	// recorded failed.
 	srv.DrainBackground(serving)

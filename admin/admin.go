@@ -42,9 +42,19 @@ type Deps struct {
 	Logger *slog.Logger
 	// Now is the clock for creation times and expiry; nil means time.Now.
 	Now func() time.Time
+	// KeyEvents hears of every key issued or revoked through this API (the alerts' Watcher);
+	// nil: nobody is told.
+	KeyEvents KeyEvents
 	// PollEvery is how often the store's key version is checked; default 250ms, so a key
 	// revoked through another replica stops working within a second.
 	PollEvery time.Duration
+}
+
+// KeyEvents is told of keys issued and revoked through the API, after the store has them.
+// It must not wait on anything slow: it runs on the admin request.
+type KeyEvents interface {
+	KeyIssued(ctx context.Context, id, team, name string, expiresAt *time.Time)
+	KeyRevoked(ctx context.Context, id, team, name string)
 }
 
 // API serves the admin routes. Create it with New, start its poller with Run.

@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"modelgate/billing"
 	"modelgate/breaker"
 	"modelgate/config"
 	"modelgate/testclock"
@@ -116,7 +117,14 @@ func TestDashboardInBrowser(t *testing.T) {
 		c.Teams[1].Limits = config.Limits{ConcurrentRequests: 8, SpendPerMonth: 40}
 		c.Teams[1].Models = []string{"sim-chat", "sim-long"}
 		c.Models = append(c.Models, config.Model{ID: "sim-json", Upstream: "sim-json"}) // one beta may not use
+		c.Usage.TagKeys = []string{"feature", "customer"}
 	}})
+	// Attributed requests (issue 28), straight into the history: alpha's search feature
+	// used by two end users, its chat feature by one.
+	u := billing.Usage{InputTokens: 1000, OutputTokens: 100}
+	r.history.RecordAttributed("alpha", "alpha-cfg", "sim-chat", u, 1_500_000, "user-1", []billing.Tag{{Key: "feature", Value: "search"}})
+	r.history.RecordAttributed("alpha", "alpha-cfg", "sim-chat", u, 500_000, "user-2", []billing.Tag{{Key: "feature", Value: "search"}})
+	r.history.RecordAttributed("alpha", "alpha-cfg", "sim-chat", u, 250_000, "user-1", []billing.Tag{{Key: "feature", Value: "chat"}})
 	seedHistory(t, r)
 	for range 3 {
 		if got := r.chat(t, alphaKey); got != 200 {
@@ -218,6 +226,42 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if n := eval(`String(document.querySelectorAll('article[data-team="alpha"] svg rect').length)`); n != "30" {
 		t.Errorf("alpha's chart has %s bars, want 30", n)
+	}
+
+	// Spend by tag (the first of usage.tag_keys) and, chosen instead, by end user (issue 28).
+	attr := `#attribution tr[data-team="alpha"]`
+	must("spend by feature", chromedp.WaitVisible(chromedp.CSS(attr+`[data-value="search"]`)))
+	// Over the default 30 days, the seeded month without tags leads; today, the tags do.
+	if got := eval(`[...document.querySelectorAll('#attribution tr[data-team="alpha"]')].map((r) => r.dataset.value).join(",")`); got != "(none),search,chat" {
+		t.Errorf("alpha's rows of 30 days by cost: %s", got)
+	}
+	choose := func(id, value string) {
+		t.Helper()
+		eval(`(() => { const s = document.getElementById("` + id + `"); s.value = "` + value + `"; s.dispatchEvent(new Event("change")); return ""; })()`)
+	}
+	choose("attr-period", "1")
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(document.querySelector('#attribution tr[data-team="alpha"][data-value="(none)"] td:nth-child(3)') || {}).textContent === "3"`)); err != nil {
+		t.Fatalf("today's untagged alpha requests never showed as 3: %v", err)
+	}
+	if got := eval(`[...document.querySelectorAll('#attr-split option')].map((o) => o.value).join(",")`); got != "tag:feature,tag:customer,user" {
+		t.Errorf("split choices %q", got)
+	}
+	for sel, want := range map[string]string{
+		attr + `[data-value="search"] td.cost`: "€2.00", attr + `[data-value="chat"] td.cost`: "€0.25",
+		attr + `[data-value="(none)"] td:nth-child(3)`:                           "3", // the three untagged chats
+		`#attribution tr[data-team="beta"][data-value="(none)"] td:nth-child(3)`: "2",
+	} {
+		if got := text(sel); got != want {
+			t.Errorf("%s shows %q, want %q", sel, got, want)
+		}
+	}
+	choose("attr-split", "user")
+	must("spend by end user", chromedp.WaitVisible(chromedp.CSS(attr+`[data-value="user-2"]`)))
+	if got := text(attr + `[data-value="user-1"] td.cost`); got != "€1.75" {
+		t.Errorf("user-1's spend %q, want €1.75", got)
+	}
+	if got := text(`#attr-head`); got != "End user" {
+		t.Errorf("column head %q", got)
 	}
 
 	// A key issued from the page works at once; revoked from the page, it fails.

@@ -195,6 +195,9 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 		a.d.Logger.Warn("issued keys: refresh after issue failed", "err", err.Error())
 	}
 	a.d.Logger.Info("key issued", "id", id, "team", rec.Team, "name", rec.Name)
+	if a.d.KeyEvents != nil {
+		a.d.KeyEvents.KeyIssued(ctx, id, rec.Team, rec.Name, rec.ExpiresAt)
+	}
 	a.audit(r, audit.KeyIssued, rec.Team+"/"+rec.Name, issuedDetails(rec))
 	out := a.describe(ctx, cfg, []keyView{issuedView(rec, a.d.Issued)})[0]
 	writeJSON(w, http.StatusCreated, struct {
@@ -248,6 +251,9 @@ func (a *API) revokeKey(w http.ResponseWriter, r *http.Request) {
 		a.d.Logger.Warn("issued keys: refresh after revoke failed", "err", err.Error())
 	}
 	a.d.Logger.Info("key revoked", "id", id, "team", rec.Team, "name", rec.Name)
+	if a.d.KeyEvents != nil {
+		a.d.KeyEvents.KeyRevoked(ctx, id, rec.Team, rec.Name)
+	}
 	a.audit(r, audit.KeyRevoked, rec.Team+"/"+rec.Name, map[string]string{"id": id})
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "revoked": true})
 }

@@ -135,6 +135,12 @@ func (c *Config) Summary() string {
 	w("translate: reasoning field %s, drop extra fields %t", c.Translate.ReasoningField, c.Translate.DropExtraFields)
 	w("sidecar: balance cached %s", c.Sidecar.BalanceCacheTTL)
 	w("browsers: %s; chat n at most %d", corsText(s.CORSOrigins), c.Translate.MaxN)
+	holder := "caller"
+	if c.KeysMode() {
+		holder = "key"
+	}
+	w("websocket (GET /v1/responses): at most %d connections open per %s in this process; each closed after %s; pinged every %s",
+		c.WebSocketConnections(), holder, s.WebSocketMaxAge, s.WebSocketPingInterval)
 	if c.Responses.StoreLocal() {
 		owner := "team"
 		if c.Responses.KeyScoped() {
@@ -154,7 +160,8 @@ func (c *Config) Summary() string {
 	}
 	history := "off"
 	if c.HistoryEnabled() {
-		history = "kept " + c.UsageHistory.Retention.String()
+		history = fmt.Sprintf("kept %s, naming at most %d end users and values of each tag key per team and day",
+			c.UsageHistory.Retention, c.UsageHistory.DistinctValues)
 	}
 	if c.Metrics.BearerToken != "" {
 		w("metrics: /metrics needs its bearer token")
@@ -162,6 +169,8 @@ func (c *Config) Summary() string {
 		w("metrics: /metrics open to whoever reaches the listener")
 	}
 	w("pricing: %d of %d models priced, in %s; usage history %s", priced, len(c.Models), c.Pricing.Currency, history)
+	w("usage tag keys recorded: %s", c.Usage.tagKeysText())
+	w("%s", c.alertsSummary())
 	return b.String()
 }
 
@@ -179,7 +188,9 @@ func limitsText(l Limits) string {
 		}
 		return fmt.Sprintf("%d %s", n, unit)
 	}
-	l.OnBudgetExceeded = "" // a policy, not a limit: summarized on a line of its own
+	// A policy and a connection cap, not request limits: each is summarized on a line of
+	// its own.
+	l.OnBudgetExceeded, l.WebSocketConnections = "", 0
 	if l == (Limits{}) {
 		return "unlimited"
 	}

@@ -34,7 +34,7 @@ func (s *Server) authenticate(c *gin.Context) {
 	if st.auth.Mode() == auth.ModePassthrough {
 		s.limitPassthrough(p, st.cfg.Ratelimit)
 	}
-	ri.Team, ri.Key, ri.principal = p.Team, p.KeyName, p
+	ri.Team, ri.Key, ri.principal, ri.prices = p.Team, p.KeyName, p, st.prices
 	c.Set(principalKey, p)
 	c.Set(stateKey, st)
 }

@@ -94,7 +94,6 @@ type chatDialect struct {
 }
 
 func (d *chatDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {
-	sticky := beforeParse(st, body, chatStickyKey)
 	req, err := translate.ParseChat(body) // the body's last use: the parse's copy replaces it
 	if err != nil {
 		writeTranslateError(c, err)
@@ -105,7 +104,7 @@ func (d *chatDialect) check(c *gin.Context, st *state, body []byte, call *modelC
 		return false
 	}
 	d.req = req
-	d.sticky = sticky.after(st, req.Model)
+	d.sticky = st.models.identityKey(req.Model, &req.Identity)
 	*call = modelCall{model: req.Model, stream: req.Stream, maxOut: req.MaxOutputTokens, choices: req.N}
 	return true
 }

@@ -107,14 +107,13 @@ type messagesDialect struct {
 }
 
 func (d *messagesDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {
-	sticky := beforeParse(st, body, messagesStickyKey)
 	req, err := translate.ParseMessages(body) // the body's last use: the parse's copy replaces it
 	if err != nil {
 		writeTranslateError(c, err)
 		return false
 	}
 	d.req = req
-	d.sticky = sticky.after(st, req.Model)
+	d.sticky = st.models.identityKey(req.Model, &req.Identity)
 	*call = modelCall{model: req.Model, stream: req.Stream, maxOut: req.UpstreamMaxTokens(), choices: 1}
 	return true
 }
@@ -229,7 +228,6 @@ func (s *Server) countTokens(c *gin.Context) {
 		return
 	}
 	asked := peekable(body)
-	sticky := beforeParse(st, body, messagesStickyKey)
 	req, err := translate.ParseMessagesCount(body) // the body's last use, as in the preflight
 	if err != nil {
 		noteAsked(ri, asked)
@@ -242,7 +240,7 @@ func (s *Server) countTokens(c *gin.Context) {
 		return
 	}
 	peekLimitHeaders(c)
-	raw := tokens.EstimateResponsesInput(req.ToResponses(countedUpstream(st, p, req.Model, sticky.after(st, req.Model)), translate.RequestOptions{}))
+	raw := tokens.EstimateResponsesInput(req.ToResponses(countedUpstream(st, p, req.Model, st.models.identityKey(req.Model, &req.Identity)), translate.RequestOptions{}))
 	n := s.calibration.Factor(req.Model).Count(raw)
 	c.Data(http.StatusOK, "application/json", []byte(`{"input_tokens":`+strconv.FormatInt(n, 10)+`}`))
 }

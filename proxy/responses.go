@@ -180,7 +180,7 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 	}
 	d.steering = f.steering
 	if d.stickyKind = st.models.stickyOf(f.model.Str); d.stickyKind != "" {
-		d.sticky = responsesStickyKey(body, d.stickyKind)
+		d.sticky = f.stickyKey(d.stickyKind)
 	}
 	*call = modelCall{model: f.model.Str, stream: f.stream.Bool(), maxOut: f.maxOut.Int(), choices: 1, upBody: body}
 	return true
@@ -242,8 +242,13 @@ type responsesFields struct {
 	previous, prompt, convo      gjson.Result // what may carry a turn without input
 	store                        gjson.Result
 	background                   gjson.Result
-	steering                     bool   // a steering field is present
-	dup                          string // the first field read here that came twice
+	// Who asks and in which conversation, for sticky routes: views of the body's `user`,
+	// `safety_identifier` and `prompt_cache_key` strings (the Codex CLI sets the last to its
+	// session). Strings, not gjson results, to keep this table, which lives in the frame the
+	// scan runs under, small (TestOpenStreamStack).
+	user, safety, cacheKey string
+	steering               bool   // a steering field is present
+	dup                    string // the first field read here that came twice
 }
 
 // turnCarried reports whether something other than input brings the turn's content.
@@ -290,6 +295,12 @@ func scanResponsesFields(body []byte, f *responsesFields) {
 			take(&f.store, k, v)
 		case "background":
 			take(&f.background, k, v)
+		case "user":
+			f.user = v.Str
+		case "safety_identifier":
+			f.safety = v.Str
+		case "prompt_cache_key":
+			f.cacheKey = v.Str
 		default:
 			f.steering = f.steering || translate.IsSteeringField(k.Str)
 		}

@@ -57,47 +57,6 @@ func first(keys ...stickyKey) stickyKey {
 	return stickyKey{}
 }
 
-// stickyRead reads the sticky key of a request to a sticky model without keeping a large
-// body reachable across its parse: a body still reachable there is held twice at its peak,
-// which a hostile body of tens of megabytes turns into hundreds (TestCrashInputsRefused).
-// A body up to maxPeek is kept and read once the parse accepted it (the parse bounds its
-// nesting, so gjson's recursion is safe on it); a larger one is read before the parse, and
-// only when the bounded validator accepts it. A config without sticky models reads nothing.
-type stickyRead struct {
-	small []byte    // a body kept to read after the parse
-	key   stickyKey // the key read before the parse
-	read  func([]byte, string) stickyKey
-}
-
-// beforeParse starts a stickyRead of body with the dialect's key reader.
-//
-//go:noinline
-func beforeParse(st *state, body []byte, read func([]byte, string) stickyKey) stickyRead {
-	switch {
-	case !st.models.anySticky:
-		return stickyRead{}
-	case len(body) <= maxPeek:
-		return stickyRead{small: body, read: read}
-	case translate.CheckJSON(body) != translate.JSONValid:
-		return stickyRead{}
-	}
-	if kind := st.models.stickyOf(gjson.Get(view(body), "model").Str); kind != "" {
-		return stickyRead{key: read(body, kind)}
-	}
-	return stickyRead{}
-}
-
-// after is the key of a request to model, once its body was parsed.
-func (r stickyRead) after(st *state, model string) stickyKey {
-	if r.small == nil {
-		return r.key
-	}
-	if kind := st.models.stickyOf(model); kind != "" {
-		return r.read(r.small, kind)
-	}
-	return stickyKey{}
-}
-
 // stickyOf is the sticky choice of a client-facing id: "" when it has no routes or draws
 // afresh for every call, so a request whose model is not sticky reads nothing more of its
 // body.
@@ -144,46 +103,25 @@ func (t modelTable) route(call *modelCall, p *auth.Principal, key stickyKey, h u
 // or a platform answer in place, so what is read from it stays valid while b lives.
 func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// chatStickyKey is a Chat Completions request's sticky value. user: the `user` field, else
-// `safety_identifier`. conversation: `prompt_cache_key`, else the first user message, which
-// every turn of a chat resends unchanged (a system prompt is shared by all conversations of
-// an application, so it is no key). One pass over the top level finds them all. Out of line,
-// so its fields take no room in the check's frame, under which the parse runs.
-//
-//go:noinline
-func chatStickyKey(body []byte, kind string) stickyKey {
-	f := readStickyFields(body)
-	if kind == config.StickyUser {
-		return first(keyOf(f.user), keyOf(f.safety))
+// identityKey is the sticky key of a request to model from what its parse read (Chat and
+// Messages): user: the end user, else the safety identifier; conversation: the prompt cache
+// key, else the mark of the first user message. A model that is not sticky reads nothing.
+func (t modelTable) identityKey(model string, id *translate.Identity) stickyKey {
+	switch t.stickyOf(model) {
+	case config.StickyUser:
+		return first(stringKey(id.User), stringKey(id.SafetyIdentifier))
+	case config.StickyConversation:
+		return first(stringKey(id.PromptCacheKey), stickyKey{id.FirstUser, id.FirstUser != 0})
 	}
-	if k := keyOf(f.cacheKey); k.ok {
-		return k
-	}
-	return keyOf(firstUserItem(f.messages))
+	return stickyKey{}
 }
 
-// stickyFields are the top-level fields a Chat Completions or Responses request's sticky
-// value may come from.
-type stickyFields struct{ user, safety, cacheKey, convo, messages gjson.Result }
-
-// readStickyFields finds them in one pass over the top level.
-func readStickyFields(body []byte) (f stickyFields) {
-	gjson.Parse(view(body)).ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "user":
-			f.user = v
-		case "safety_identifier":
-			f.safety = v
-		case "prompt_cache_key":
-			f.cacheKey = v
-		case "conversation":
-			f.convo = v
-		case "messages":
-			f.messages = v
-		}
-		return true
-	})
-	return f
+// stringKey hashes a sticky value given as a string; "" names none.
+func stringKey(s string) stickyKey {
+	if s == "" {
+		return stickyKey{}
+	}
+	return stickyKey{routing.Key(s), true}
 }
 
 // firstUserItem is the first element of a list of messages or input items whose role is
@@ -200,38 +138,19 @@ func firstUserItem(list gjson.Result) gjson.Result {
 	return found
 }
 
-// messagesStickyKey is an Anthropic Messages request's sticky value. user:
-// `metadata.user_id`. conversation: the first user message (Messages has no conversation id;
-// every turn resends the history from it). Out of line, like chatStickyKey.
-//
-//go:noinline
-func messagesStickyKey(body []byte, kind string) stickyKey {
+// stickyKey is a Responses request's sticky value, from the fields its check's scan read.
+// user: `user`, else `safety_identifier`. conversation: `prompt_cache_key`, else the
+// `conversation` id; a request with neither is placed by its first user input item once a
+// stored conversation is expanded (firstInputKey).
+func (f *responsesFields) stickyKey(kind string) stickyKey {
 	if kind == config.StickyUser {
-		return keyOf(gjson.Get(view(body), "metadata.user_id"))
-	}
-	return keyOf(firstUserItem(gjson.Get(view(body), "messages")))
-}
-
-// responsesStickyKey is a Responses request's sticky value. user: `user`, else
-// `safety_identifier`. conversation: `prompt_cache_key` (the Codex CLI sets it to its
-// session), else the `conversation` id; a request with neither is placed by its first user
-// input item once a stored conversation is expanded (firstInputKey).
-//
-// It reads the body again rather than widening the check's table of fields: that table sits
-// in the frame the parse runs under, whose stack is kept small (TestOpenStreamStack), and
-// only a sticky model pays for this pass.
-//
-//go:noinline
-func responsesStickyKey(body []byte, kind string) stickyKey {
-	f := readStickyFields(body)
-	if kind == config.StickyUser {
-		return first(keyOf(f.user), keyOf(f.safety))
+		return first(stringKey(f.user), stringKey(f.safety))
 	}
 	convo := f.convo
 	if convo.IsObject() {
 		convo = convo.Get("id")
 	}
-	return first(keyOf(f.cacheKey), keyOf(convo))
+	return first(stringKey(f.cacheKey), keyOf(convo))
 }
 
 // firstInputKey is the sticky value of a Responses conversation without an id: its first

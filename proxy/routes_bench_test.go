@@ -1,16 +1,18 @@
 package proxy
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
 	"modelgate/auth"
 	"modelgate/config"
+	"modelgate/translate"
 )
 
 // BenchmarkRouteChoice is what the preflight adds per request to choose the platform model:
-// the sticky key read from a chat body (when the model is sticky) and the choice.
+// the sticky key (when the model is sticky), from the identity the parse read, and the
+// choice. What reading the identity adds to the parse itself is measured by translate's
+// BenchmarkParseChat.
 func BenchmarkRouteChoice(b *testing.B) {
 	routes := []config.Route{{Upstream: "model-a", Weight: 9}, {Upstream: "model-b", Weight: 1}}
 	models := newModelTable([]config.Model{
@@ -24,19 +26,15 @@ func BenchmarkRouteChoice(b *testing.B) {
 	history := strings.Repeat(`{"role":"assistant","content":"an answer of some length"},{"role":"user","content":"a follow-up"},`, 20)
 	body := []byte(`{"model":"m","user":"user-42","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"the first question"},` +
 		history + `{"role":"user","content":"last"}]}`)
-	bodies := map[string][]byte{}
-	withModel := func(body []byte, model string) []byte { return bodies[model] }
-	for _, model := range []string{"plain", "draw", "user", "convo"} {
-		bodies[model] = bytes.Replace(body, []byte(`"model":"m"`), []byte(`"model":"`+model+`"`), 1)
+	req, err := translate.ParseChat(body)
+	if err != nil {
+		b.Fatal(err)
 	}
 	for _, model := range []string{"plain", "draw", "user", "convo"} {
 		b.Run(model, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				var key stickyKey
-				if st.models.stickyOf(model) != "" {
-					key = beforeParse(st, withModel(body, model), chatStickyKey).after(st, model)
-				}
+				key := st.models.identityKey(model, &req.Identity)
 				call := modelCall{model: model}
 				st.routeCall(&call, p, key)
 			}

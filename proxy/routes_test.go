@@ -13,6 +13,7 @@ import (
 	"modelgate/apitest"
 	"modelgate/config"
 	"modelgate/store"
+	"modelgate/translate"
 )
 
 // routesYAML has a canary split 9:1 and a sticky A/B model per user and per conversation.
@@ -325,32 +326,36 @@ func TestStickyConversationThroughStoredChainAndBackground(t *testing.T) {
 	}
 }
 
-// A sticky key is read from a small body once its parse accepted it, and from a large one
-// before the parse, only when the bounded validator accepts it: a deep hostile body is
-// never handed to gjson, which recurses once per level.
-func TestStickyReadBounds(t *testing.T) {
-	st := &state{models: newModelTable([]config.Model{
-		{ID: "canary", Routes: []config.Route{{Upstream: "a", Weight: 1}, {Upstream: "b", Weight: 1}}, Sticky: config.StickyUser}})}
+// The sticky key of a chat request is what its one parse read: a large body is read once,
+// a deep hostile one is refused by the parse and never read again, and an end user longer
+// than translate.MaxIdentityLen is placed by its first MaxIdentityLen bytes.
+func TestStickyKeyComesFromTheParse(t *testing.T) {
+	models := newModelTable([]config.Model{
+		{ID: "canary", Routes: []config.Route{{Upstream: "a", Weight: 1}, {Upstream: "b", Weight: 1}}, Sticky: config.StickyUser}})
 	pad := strings.Repeat(`{"role":"user","content":"x"},`, maxPeek/30+1)
-	large := []byte(`{"model":"canary","user":"u-1","messages":[` + pad + `{"role":"user","content":"y"}]}`)
-	small := []byte(`{"model":"canary","user":"u-1","messages":[{"role":"user","content":"y"}]}`)
-	deep := []byte(`{"model":"canary","user":"u-1","messages":` + strings.Repeat("[", maxPeek+1))
-	want := keyOf(gjson.Parse(`"u-1"`))
+	long := strings.Repeat("u", translate.MaxIdentityLen)
 	for _, tc := range []struct {
 		name string
-		body []byte
-		want stickyKey
+		body string
+		want stickyKey // zero: the parse refuses the body
 	}{
-		{"small_read_after_the_parse", small, want},
-		{"large_read_before_the_parse", large, want},
-		{"deep_never_read", deep, stickyKey{}},
+		{"small", `{"model":"canary","user":"u-1","messages":[{"role":"user","content":"y"}]}`, stringKey("u-1")},
+		{"large", `{"model":"canary","user":"u-1","messages":[` + pad + `{"role":"user","content":"y"}]}`, stringKey("u-1")},
+		{"long_user_cut", `{"model":"canary","user":"` + long + `-and-more","messages":[{"role":"user","content":"y"}]}`, stringKey(long)},
+		{"deep", `{"model":"canary","user":"u-1","messages":` + strings.Repeat("[", maxPeek+1), stickyKey{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := beforeParse(st, tc.body, chatStickyKey)
-			if (r.small != nil) != (len(tc.body) <= maxPeek) {
-				t.Errorf("kept the body: %v, for %d bytes", r.small != nil, len(tc.body))
+			req, err := translate.ParseChat([]byte(tc.body))
+			if !tc.want.ok {
+				if err == nil {
+					t.Fatal("the parse accepted a body nested deeper than its bound")
+				}
+				return
 			}
-			if got := r.after(st, "canary"); got != tc.want {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := models.identityKey("canary", &req.Identity); got != tc.want {
 				t.Errorf("key %+v, want %+v", got, tc.want)
 			}
 		})

@@ -44,6 +44,8 @@ type RequestSummary struct {
 	TraceID        string // set when the request was traced
 	// UpstreamModel is the platform model a weighted route chose; "" without routes.
 	UpstreamModel string
+	// Transport is "websocket" for a turn of the Responses WebSocket mode; "" over HTTP.
+	Transport string
 }
 
 // Platform key states, as /metrics and /admin/usage show them.

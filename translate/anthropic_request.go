@@ -25,6 +25,8 @@ type MessagesRequest struct {
 	MaxTokens     int64 // as the client asked; the upstream gets at least minOutputTokens
 	StopSequences []string
 	Thinking      bool // extended thinking requested: reasoning comes back as thinking blocks
+	// Identity is who asks (metadata.user_id) and in which conversation, as the body says.
+	Identity Identity
 
 	core   []byte  // translated fields after model/stream, each preceded by a comma
 	extras []field // model-specific fields forwarded unless the upstream is strict
@@ -74,6 +76,7 @@ func parseMessages(body []byte, count bool) (*MessagesRequest, error) {
 		return nil, err
 	}
 	r.core = w.b
+	r.Identity.FirstUser = w.firstUser
 	return r, nil
 }
 
@@ -267,6 +270,7 @@ func (w *msgWriter) write(f *messagesFields, r *MessagesRequest) *Error {
 		return err
 	}
 	if uid := f.metadata.Get("user_id"); uid.Type == gjson.String && uid.Str != "" {
+		r.Identity.User = identityString(uid.Str)
 		w.b = append(w.b, `,"safety_identifier":`...)
 		w.b = appendString(w.b, safetyIdentifier(uid.Str))
 	}

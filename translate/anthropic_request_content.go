@@ -79,6 +79,7 @@ func (w *msgWriter) message(m gjson.Result, i, start int) *Error {
 	}
 	switch role.Str {
 	case "user":
+		w.markFirstUser(m.Raw)
 		return w.user(c, param, start)
 	case "system":
 		return w.systemAt(c, param+".content", start)

@@ -20,6 +20,8 @@ type ChatRequest struct {
 	Logprobs     bool
 	// MaxOutputTokens is what the upstream is asked for (after the minimum-16 clamp), 0 if unset.
 	MaxOutputTokens int64
+	// Identity is who asks and in which conversation, as the body says.
+	Identity Identity
 
 	core   []byte  // translated fields after model/stream, each preceded by a comma
 	extras []field // fields forwarded verbatim, in body order
@@ -63,6 +65,7 @@ func ParseChat(body []byte) (*ChatRequest, error) {
 		return nil, err
 	}
 	r.core = w.b
+	r.Identity.FirstUser = w.firstUser
 	return r, nil
 }
 
@@ -173,6 +176,7 @@ func (f *chatFields) set(r *ChatRequest, k, v gjson.Result) *Error {
 				return DuplicateField(key)
 			}
 			f.copied = append(f.copied, field{k.Raw, v.Raw})
+			r.Identity.set(key, v.Str)
 			return nil
 		}
 		if neverForwarded(key) {

@@ -74,7 +74,10 @@ func walk(arr gjson.Result, fn func(i int, v gjson.Result) *Error) *Error {
 }
 
 // bodyWriter is the Responses body a request translator writes.
-type bodyWriter struct{ b []byte }
+type bodyWriter struct {
+	b         []byte
+	firstUser uint64 // the conversation's mark, once a user message was written (see Identity)
+}
 
 // sep writes the comma before a list element, unless it is the first one after start.
 func (w *bodyWriter) sep(start int) {

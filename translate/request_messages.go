@@ -42,6 +42,7 @@ func (w *reqWriter) message(m gjson.Result, i, start int) *Error {
 	case "system", "developer":
 		return w.plainMessage(m, i, start, role.Raw, false)
 	case "user":
+		w.markFirstUser(m.Raw)
 		return w.plainMessage(m, i, start, role.Raw, true)
 	case "assistant":
 		return w.assistant(m, i, start)
