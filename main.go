@@ -22,6 +22,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/spf13/pflag"
 
+	"modelgate/audit"
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/metrics"
@@ -371,6 +372,8 @@ func serve(o options, logger *slog.Logger) error {
 // so a bad edit never takes a running gateway down. Nor may a reload change the auth mode: a
 // truncated file without team keys would turn a keys-mode gateway into passthrough and forward
 // local keys upstream. Nor may it add a config key named like a key issued to the same team.
+//
+// Either way the audit log records it: the paths the reload changed, or that one was refused.
 func reload(o options, logger *slog.Logger, srv *proxy.Server, obs *metrics.Metrics, mode auth.Mode, self *selfService) {
 	cfg, err := loadConfig(o, logger)
 	if err == nil && o.simulate {
@@ -388,13 +391,32 @@ func reload(o options, logger *slog.Logger, srv *proxy.Server, obs *metrics.Metr
 	}
 	if err != nil {
 		obs.ReloadRejected()
+		// The error is not recorded: a parse error can quote the file, secrets and all.
+		auditReload(logger, self.audit, audit.Entry{Action: audit.ConfigReloadRejected, Target: o.configPath})
 		logger.Error("config reload rejected; the previous config keeps serving", "error", err.Error())
 		return
 	}
+	old, _ := srv.State()
 	srv.Reload(cfg, a)
 	obs.Reload(cfg)
 	self.reloaded(cfg)
+	// Recorded before the log line, so a reload that is logged is in the audit log too.
+	auditReload(logger, self.audit, audit.Entry{Action: audit.ConfigReloaded, Target: o.configPath, Changed: audit.ConfigChanges(old, cfg)})
 	logger.Info("config reloaded", "mode", a.Mode().String())
+}
+
+// auditReload records a reload in the audit log: its actor is the signal, its target the
+// config file (config.yaml when no --config named one).
+func auditReload(logger *slog.Logger, log *audit.Log, e audit.Entry) {
+	e.Actor = "signal:SIGHUP"
+	if e.Target == "" {
+		e.Target = "config.yaml"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := log.Record(ctx, e); err != nil {
+		logger.Error("audit: entry not recorded", "action", e.Action, "err", err.Error())
+	}
 }
 
 // drainSettleGrace bounds how long a drain that ran out of time waits, after closing the

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"modelgate/admin"
+	"modelgate/audit"
 	"modelgate/auth"
 	"modelgate/billing"
 	"modelgate/breaker"
@@ -25,6 +26,8 @@ type selfService struct {
 	deps  proxy.Deps // only the self-service fields are set
 	api   *admin.API
 	calib *calibration.Table
+	// audit is the log of admin actions: the admin API's, and main's config reloads.
+	audit *audit.Log
 	// breakers are the circuit breakers per upstream model and platform key, shared by the
 	// replicas through the record store.
 	breakers *breaker.Set
@@ -57,7 +60,8 @@ func newSelfService(cfg *config.Config, records store.Store, limiter *ratelimit.
 		return nil, err
 	}
 	ss.checkEvery = cfg.Alerts.CheckInterval
-	api, err := admin.New(admin.Deps{Store: records, Issued: issued, Limiter: limiter, Ledger: ledger, History: hist, Logger: logger,
+	ss.audit = audit.New(records, nil)
+	api, err := admin.New(admin.Deps{Store: records, Issued: issued, Limiter: limiter, Ledger: ledger, History: hist, Audit: ss.audit, Logger: logger,
 		KeyEvents: ss.alerts.watcher,
 		State:     func() (*config.Config, *auth.Authenticator) { return ss.srv.State() }})
 	if err != nil {

@@ -191,7 +191,17 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := eval(`JSON.stringify([document.getElementById("dash").hidden, document.querySelectorAll("#teams article").length, document.body.innerText.includes("alpha"), sessionStorage.length])`); got != "[true,0,false,0]" {
 		t.Fatalf("after a wrong key: [dash hidden, team cards, alpha on the page, session items] = %s", got)
 	}
-	_, wrongKeyErrors := bl.snapshot() // the refused API calls: expected, left out below
+	// The refused API calls: expected, left out below. The page shows its error at the first
+	// refusal, while the other calls may still be on their way, so wait until each of the
+	// four has been refused (and logged by the browser) before drawing the line.
+	var wrongKeyErrors []string
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, wrongKeyErrors = bl.snapshot()
+		if len(wrongKeyErrors) >= 4 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	// The admin key shows every team with its figures.
 	must("sign in", chromedp.SendKeys(chromedp.ID("admin-key"), adminKey), chromedp.Click(chromedp.CSS("#signin-form button")),
@@ -266,6 +276,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := r.chat(t, secret); got != http.StatusOK {
 		t.Fatalf("chat with the key issued from the page: %d", got)
 	}
+	// issue 28: audit. The issue shows in the audit view at once, by the admin key's
+	// fingerprint, without the secret; the key issued before sign-in is listed below it.
+	issuedRow := `#audit tr[data-action="key.issued"][data-target="alpha/from-the-page"]`
+	must("see the issue in the audit view", chromedp.WaitVisible(chromedp.CSS(issuedRow)))
+	if got := text(issuedRow); !strings.Contains(got, "admin:"+fingerprint(adminKey)) || !strings.Contains(got, "id=key_") {
+		t.Errorf("the audit row shows %q", got)
+	}
+	if got := eval(`[...document.querySelectorAll("#audit tbody tr")].map((tr) => tr.dataset.target).join(",")`); got != "alpha/from-the-page,beta/nightly-batch" {
+		t.Errorf("the audit view lists %q, newest first", got)
+	}
+	if strings.Contains(text("#audit"), secret) {
+		t.Error("the audit view shows the secret")
+	}
 	shot(t, ctx, "dashboard-1280x800.png")
 
 	must("revoke it", chromedp.Click(chromedp.CSS(`tr[data-key="from-the-page"] button.revoke`)),
@@ -275,6 +298,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := r.chat(t, secret); got != http.StatusUnauthorized {
 		t.Fatalf("chat with the key revoked from the page: %d", got)
 	}
+	must("see the revoke in the audit view", chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr:first-child[data-action="key.revoked"][data-target="alpha/from-the-page"]`)))
 
 	// The issue form offers the team's models (every configured one for a team without a
 	// list); a key issued with one of them shows it in the key list and may use it alone.

@@ -15,6 +15,7 @@ import (
 
 	"modelgate/admin"
 	"modelgate/apitest"
+	"modelgate/audit"
 	"modelgate/auth"
 	"modelgate/billing"
 	"modelgate/breaker"
@@ -159,7 +160,7 @@ func startReplica(t testing.TB, o envOptions) *replica {
 	r.history = billing.NewRecorder(st, cfg.UsageHistory.Retention, o.now, logger)
 	issued := auth.NewIssued(o.now)
 	r.api, err = admin.New(admin.Deps{Store: st, Issued: issued, Limiter: limiter, Ledger: r.ledger, History: r.history,
-		Logger: logger, Now: o.now, KeyEvents: o.keyEvents, State: func() (*config.Config, *auth.Authenticator) { return r.srv.State() }})
+		Audit: audit.New(st, o.now), Logger: logger, Now: o.now, KeyEvents: o.keyEvents, State: func() (*config.Config, *auth.Authenticator) { return r.srv.State() }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ func (s *Server) adminRoutes(e *gin.Engine) {
 		admin.DELETE("/keys/:id", h)
 		admin.GET("/teams", h)
 		admin.GET("/usage/history", h)
+		admin.GET("/audit", h) // read only: no route writes or deletes an audit entry
 		// The page itself holds no data and asks for the admin key: no credential needed.
 		page := func(c *gin.Context) {
 			info(c).Route = "/admin/ui/"
