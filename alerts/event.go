@@ -37,6 +37,10 @@ type Event struct {
 	Used      float64 `json:"used,omitempty"`      // when the crossing was seen
 	Limit     float64 `json:"limit,omitempty"`
 	Currency  string  `json:"currency,omitempty"` // spend budgets only
+	// Refused: the budget refused a call before its settled use reached the threshold
+	// (reservations of calls in flight count against a budget, and a call that could cost
+	// more than is left is refused), so the threshold is announced as crossed.
+	Refused bool `json:"refused,omitempty"`
 
 	// Key events: the key's expiry, when it has one.
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`

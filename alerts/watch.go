@@ -87,7 +87,16 @@ type Watcher struct {
 	claimMu    sync.Mutex
 	claimed    map[string]bool
 	claimedDay string
+	// refused are the budgets ("<scope id>|<budget>") that refused a call since the last
+	// check, noted by the request path (Exhausted) and read by the next check. Bounded by
+	// maxRefused; guarded by refusedMu, which the request path holds for a map write only.
+	refusedMu sync.Mutex
+	refused   map[string]bool
 }
+
+// maxRefused bounds the budgets noted between two checks; past it, notes wait for the next
+// refusal after the check.
+const maxRefused = 4096
 
 // NewWatcher builds a Watcher; Run starts its loop.
 func NewWatcher(o Options) (*Watcher, error) {
@@ -104,7 +113,31 @@ func NewWatcher(o Options) (*Watcher, error) {
 		o.Readings = func(context.Context) []Reading { return nil }
 	}
 	o.Store.Unversioned(claimsBucket, expiriesBucket)
-	return &Watcher{o: o, tracked: map[string]bool{}, claimed: map[string]bool{}}, nil
+	return &Watcher{o: o, tracked: map[string]bool{}, claimed: map[string]bool{}, refused: map[string]bool{}}, nil
+}
+
+// Exhausted notes that the budget of scope (the limiter's scope id, "team:search" or
+// "key:search/prod") refused a call: its next check announces every threshold up to 100%
+// as crossed, even when the settled use is short of it. Budgets refuse calls before their use
+// reaches the limit (a call's reservation must fit), so without this a budget could be spent
+// for every caller and never announce 100%. It runs on the request path: one map write.
+func (w *Watcher) Exhausted(scope, budget string) {
+	w.refusedMu.Lock()
+	defer w.refusedMu.Unlock()
+	if len(w.refused) < maxRefused {
+		w.refused[scope+"|"+budget] = true
+	}
+}
+
+// takeRefused returns the budgets noted since the last check and starts a new set.
+func (w *Watcher) takeRefused() map[string]bool {
+	w.refusedMu.Lock()
+	defer w.refusedMu.Unlock()
+	taken := w.refused
+	if len(taken) > 0 {
+		w.refused = map[string]bool{}
+	}
+	return taken
 }
 
 // Run checks every interval until ctx ends.
@@ -131,16 +164,19 @@ func (w *Watcher) checkBudgets(ctx context.Context) error {
 		w.claimed, w.claimedDay = map[string]bool{}, day // the day's and month's claims are learned again
 	}
 	var errs []error
+	refused := w.takeRefused()
 	for _, r := range w.o.Readings(ctx) {
 		if r.Limit <= 0 {
 			continue
 		}
+		wasRefused := refused[r.scopeID()+"|"+r.Budget]
 		periodKey, period, ttl := "d"+now.Format("20060102"), now.Format("2006-01-02"), dayClaimTTL
 		if r.Budget == BudgetSpendMonth {
 			periodKey, period, ttl = "m"+now.Format("200601"), now.Format("2006-01"), monthClaimTTL
 		}
 		for _, th := range Thresholds {
-			if r.Used*100 < r.Limit*float64(th) {
+			short := r.Used*100 < r.Limit*float64(th)
+			if short && !wasRefused {
 				break
 			}
 			claim := periodKey + "|" + r.scopeID() + "|" + r.Budget + "|" + strconv.Itoa(th)
@@ -149,7 +185,7 @@ func (w *Watcher) checkBudgets(ctx context.Context) error {
 			}
 			ev := Event{ID: eventID(claim), Type: config.EventBudgetThreshold, Time: now,
 				Scope: r.Scope, Team: r.Team, Key: r.Key, Budget: r.Budget, Period: period,
-				Threshold: th, Used: r.Used, Limit: r.Limit, Currency: r.Currency}
+				Threshold: th, Used: r.Used, Limit: r.Limit, Currency: r.Currency, Refused: short}
 			if err := w.claimAndSend(ctx, claim, ev, ttl); err != nil {
 				errs = append(errs, err)
 				break // the store is failing: the next tick tries again

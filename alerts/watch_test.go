@@ -340,3 +340,43 @@ func TestClaimsAreTriedOncePerDay(t *testing.T) {
 		t.Fatalf("%d claims tried after midnight, want 3 more", st.creates)
 	}
 }
+
+// A budget that refused a call announces 100% at the next check, even though its settled use
+// is short of the limit (a call's reservation must fit what is left); once, like any
+// threshold, and only for the budget that refused. Notes of budgets no reading names are
+// dropped at the check.
+func TestRefusalAnnouncesTheFullBudget(t *testing.T) {
+	clk := testclock.New()
+	r := newReceiver(t)
+	s := fastSender(t, r.hook())
+	runSender(t, s)
+	st := openBolt(t, t.TempDir(), clk.Now)
+	defer st.Close()
+	f := &figures{}
+	w := newWatcher(t, st, s, f, clk.Now)
+	f.set(spend(8.5), Reading{Scope: "key", Team: "search", Key: "prod", Budget: BudgetTokensDay, Used: 700, Limit: 1000})
+	check(t, w)
+	waitFor(t, "50 and 80", func() bool { return s.Stats().Delivered == 3 })
+	w.Exhausted("team:search", BudgetSpendDay)
+	w.Exhausted("enduser:search/u", BudgetSpendDay) // no reading names it
+	check(t, w)
+	waitFor(t, "100", func() bool { return s.Stats().Delivered == 4 })
+	w.Exhausted("team:search", BudgetSpendDay)
+	check(t, w)
+	check(t, w)
+	var full []Event
+	for _, e := range r.got() {
+		if e.Threshold == 100 {
+			full = append(full, e)
+		}
+	}
+	if len(full) != 1 || full[0].Budget != BudgetSpendDay || full[0].Scope != "team" || !full[0].Refused || full[0].Used != 8.5 {
+		t.Fatalf("100%% events %+v, want one for the team's daily spend, refused, used 8.5", full)
+	}
+	if n := len(r.got()); n != 4 {
+		t.Fatalf("%d events, want 4 (the key's tokens 50%% and the spend's 50, 80, 100)", n)
+	}
+	if len(w.takeRefused()) != 0 {
+		t.Fatal("notes outlived the check that read them")
+	}
+}

@@ -130,6 +130,16 @@ type AlertsView interface {
 	CrossedToday(ctx context.Context) ([]alerts.Event, error)
 	// Deliveries counts this replica's webhook deliveries.
 	Deliveries() alerts.Stats
+	// Exhausted notes that a scope's budget refused a call, so its 100% threshold is
+	// announced even when the settled use is short of the limit. It must not block.
+	Exhausted(scope, budget string)
+}
+
+// noteExhausted tells the alerts, if any, that a budget refused a call.
+func (s *Server) noteExhausted(scope, budget string) {
+	if s.alerts != nil {
+		s.alerts.Exhausted(scope, budget)
+	}
 }
 
 // alertsUsage is the alerts part of GET /admin/usage.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/alerts"
 	"modelgate/auth"
 	"modelgate/ratelimit"
 	"modelgate/reqbody"
@@ -120,6 +121,7 @@ func (s *Server) refuseDecision(c *gin.Context, d ratelimit.Decision, err error)
 	}
 	retry := d.RetryAfter
 	if d.Reason == ratelimit.ReasonDailyTokens {
+		s.noteExhausted(d.Scope, alerts.BudgetTokensDay)
 		c.Header("X-Should-Retry", "false")
 		s.refuse(c, http.StatusTooManyRequests, typeQuota, "insufficient_quota",
 			fmt.Sprintf("You exceeded your daily token budget (%s). It resets at 00:00 UTC.", scopeKind(d.Scope)), retry)
