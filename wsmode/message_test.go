@@ -183,3 +183,29 @@ func FuzzClientMessage(f *testing.F) {
 		}
 	})
 }
+
+// A field the socket reads that comes twice is refused, as the HTTP routes refuse theirs
+// (translate.DuplicateField): parsing reads the first copy and would forward the second to
+// the platform, where a WebSocket-only field (a second stream_id, type or generate) or a
+// second previous_response_id beside the expanded chain has no business.
+func TestDuplicateSocketFieldsRefused(t *testing.T) {
+	for _, c := range []struct{ msg, param string }{
+		{`{"type":"response.create","type":"response.steer","model":"m","input":"x"}`, "type"},
+		{`{"type":"response.create","model":"m","input":"x","generate":true,"generate":false}`, "generate"},
+		{`{"type":"response.create","model":"m","input":"x","stream_id":null,"stream_id":"lane"}`, "stream_id"},
+		{`{"type":"response.create","model":"m","input":"x","background":false,"background":true}`, "background"},
+		{`{"type":"response.create","model":"m","input":"x","previous_response_id":"a","previous_response_id":"b"}`, "previous_response_id"},
+		{`{"type":"response.create","model":"m","input":"x","input":[]}`, "input"},
+		{`{"type":"response.create","model":"m","model":"n","input":"x","generate":false}`, "model"},
+	} {
+		msg, answer := parseClientMessage([]byte(c.msg))
+		ev := gjson.ParseBytes(answer)
+		if msg.kind != "" || ev.Get("error.code").Str != translate.CodeDuplicateField || ev.Get("error.param").Str != c.param || ev.Get("status").Int() != 400 {
+			t.Errorf("%s: got %q %s, want a duplicate_parameter error on %q", c.msg, msg.kind, answer, c.param)
+		}
+	}
+	// Fields the socket does not read are the HTTP route's to judge.
+	if msg, answer := parseClientMessage([]byte(`{"type":"response.create","model":"m","input":"x","metadata":{},"metadata":{}}`)); answer != nil || msg.kind != msgCreate {
+		t.Errorf("a repeated field the socket does not read was refused: %s", answer)
+	}
+}
