@@ -183,6 +183,7 @@ func TestJoinArrays(t *testing.T) {
 		{`[1]`, `[]`, `[1]`},
 		{`[]`, `[2]`, `[2]`},
 		{"[ 1 , 2 ]", "[\n3\n]", `[1 , 2,3]`},
+		{" [ 1 , 2 ] \n", "\t[3] ", `[1 , 2,3]`}, // a whole document's raw keeps its trailing space
 		{``, `[1]`, `[1]`},
 		{`{"a":1}`, `[1]`, `[1]`},
 	} {
