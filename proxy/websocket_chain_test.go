@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"modelgate/config"
 )
 
 // Chains over the Responses WebSocket: the client sends only its new items and
@@ -120,5 +122,60 @@ func TestSocketPreparedChain(t *testing.T) {
 	completedResponse(t, turnEvents(t, ws, `{"type":"response.create","model":"sim-chat","store":false,"previous_response_id":"`+prep.Get("id").Str+`","input":[{"role":"user","content":"hi"}]}`))
 	if got := upstreamInputs(t, env, 0); strings.Join(got, ",") != "developer,user" {
 		t.Errorf("the turn after a prepare sent %v", got)
+	}
+}
+
+// With store: true, a chain reaching back past what the connection holds (a response of
+// another connection, of HTTP, or a fork of an earlier turn) expands from the stored
+// responses as on HTTP.
+func TestSocketChainFromStore(t *testing.T) {
+	env := storedEnv(t, nil, nil)
+	overHTTP := turn(t, env, keyAlpha1, `{"model":"sim-chat","input":"one"}`)
+
+	ws := dialSocket(t, env, keyAlpha1)
+	r2 := completedResponse(t, turnEvents(t, ws, `{"type":"response.create","model":"sim-chat","input":"two","previous_response_id":"`+overHTTP+`"}`))
+	if got := upstreamInputs(t, env, 1); strings.Join(got, ",") != "user,assistant,user" {
+		t.Errorf("a continuation of an HTTP response sent %v", got)
+	}
+	r3 := completedResponse(t, turnEvents(t, ws, `{"type":"response.create","model":"sim-chat","input":"three","previous_response_id":"`+r2.Get("id").Str+`"}`))
+	if got := upstreamInputs(t, env, 2); len(got) != 5 {
+		t.Errorf("the third turn sent %v", got)
+	}
+	// A fork of r2, no longer the chain's last on this connection: from the store.
+	completedResponse(t, turnEvents(t, ws, `{"type":"response.create","model":"sim-chat","input":"fork","previous_response_id":"`+r2.Get("id").Str+`"}`))
+	if got := upstreamInputs(t, env, 3); len(got) != 5 {
+		t.Errorf("the fork sent %v", got)
+	}
+	// Another connection continues r3 from the store.
+	other := dialSocket(t, env, keyAlpha2)
+	completedResponse(t, turnEvents(t, other, `{"type":"response.create","model":"sim-chat","input":"four","previous_response_id":"`+r3.Get("id").Str+`"}`))
+	if got := upstreamInputs(t, env, 4); len(got) != 7 {
+		t.Errorf("a new connection's continuation sent %v", got)
+	}
+	// Another team's key cannot continue it.
+	beta := dialSocket(t, env, keyBeta)
+	ev := turnEvents(t, beta, `{"type":"response.create","model":"sim-chat","input":"five","previous_response_id":"`+r3.Get("id").Str+`"}`)
+	if e := gjson.Parse(ev[len(ev)-1]); e.Get("error.code").Str != "previous_response_not_found" || e.Get("status").Int() != 400 {
+		t.Errorf("another team continued the chain: %s", ev[len(ev)-1])
+	}
+}
+
+// With responses.store: off a previous_response_id the connection does not hold is the
+// platform's: the turn goes with it, and so does the next one, by id, rather than with a
+// chain that starts in the middle of the conversation.
+func TestSocketPlatformChainStoreOff(t *testing.T) {
+	env := newTestEnv(t, "", func(c *config.Config) { c.Responses.Store = "off" })
+	ws := dialSocket(t, env, keyAlpha1)
+	r1 := completedResponse(t, turnEvents(t, ws, `{"type":"response.create","model":"sim-chat","input":"a","previous_response_id":"resp_on_the_platform"}`))
+	completedResponse(t, turnEvents(t, ws, `{"type":"response.create","model":"sim-chat","input":"b","previous_response_id":"`+r1.Get("id").Str+`"}`))
+	reqs := env.sim.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d platform calls", len(reqs))
+	}
+	for i, want := range [][2]string{{"resp_on_the_platform", "a"}, {r1.Get("id").Str, "b"}} {
+		body := gjson.ParseBytes(reqs[i].Body)
+		if got := body.Get("previous_response_id").Str; got != want[0] || body.Get("input").Raw != `"`+want[1]+`"` {
+			t.Errorf("call %d: previous_response_id %q and input %s, want %q and %q", i+1, got, body.Get("input").Raw, want[0], want[1])
+		}
 	}
 }

@@ -134,14 +134,22 @@ func (c *conn) turn(ctx context.Context, body []byte) {
 		return
 	}
 	w := newTurnWriter(func(data []byte) error { return c.ws.Write(ctx, websocket.MessageText, data) })
-	c.s.opts.Turns.ServeHTTP(w, turnRequest(ctx, body, &c.who))
+	var sent sentNote
+	c.s.opts.Turns.ServeHTTP(w, turnRequest(ctx, body, &c.who, &sent))
 	ev := w.finish()
 	if ev != nil {
 		c.write(ctx, ev)
 	}
+	if sent.noted {
+		input = sent.input // what the route expanded from the store, when it did
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
+	case w.terminal != nil && sent.chained:
+		// The platform holds the start of this conversation (responses.store: off): the
+		// next turn goes to it by id, as over HTTP, rather than with part of the chain.
+		c.chains.forget(continued)
 	case w.terminal != nil:
 		c.chains.remember(continued, input, gjson.ParseBytes(w.terminal))
 	case continued != "":
