@@ -90,6 +90,52 @@ func TestSocketMaxAge(t *testing.T) {
 	}
 }
 
+// A drain lets the turn in flight finish, refuses a new create with close 1012 (after that
+// turn), closes idle connections with 1012, and returns once they are all closed.
+func TestSocketDrain(t *testing.T) {
+	env := newTestEnv(t, "", nil)
+	busy, idle := dialSocket(t, env, keyAlpha1), dialSocket(t, env, keyAlpha2)
+	env.sim.Enqueue("/v1/responses", platformsim.Reply{Silence: 400 * time.Millisecond, AfterEvents: 3})
+	send(t, busy, `{"type":"response.create","model":"sim-chat","input":"in flight"}`)
+	if !waitFor(5*time.Second, func() bool { return env.upstreamCalls() == 1 }) {
+		t.Fatal("the turn never reached the platform")
+	}
+	// As main's drain does: the HTTP side refuses new requests, the sockets drain beside it.
+	env.server.StartDrain()
+	drained := make(chan struct{})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		env.server.DrainSockets(ctx)
+		close(drained)
+	}()
+	_, code := framesUntilClose(t, idle)
+	if code != websocket.StatusServiceRestart {
+		t.Errorf("idle connection closed with %v, want 1012", code)
+	}
+	// A create sent while the turn is in flight is not served: the turn finishes, then 1012.
+	send(t, busy, `{"type":"response.create","model":"sim-chat","input":"too late"}`)
+	frames, code := framesUntilClose(t, busy)
+	types := typesOf(frames)
+	if len(types) == 0 || types[len(types)-1] != "response.completed" {
+		t.Errorf("the turn in flight did not finish: %v", types)
+	}
+	if code != websocket.StatusServiceRestart {
+		t.Errorf("busy connection closed with %v, want 1012", code)
+	}
+	if env.upstreamCalls() != 1 {
+		t.Errorf("%d platform calls: a create sent during the drain was served", env.upstreamCalls())
+	}
+	select {
+	case <-drained:
+	case <-time.After(10 * time.Second):
+		t.Fatal("DrainSockets did not return")
+	}
+	if status, _, b := refusedUpgrade(t, env, keyAlpha1); status != 503 {
+		t.Errorf("upgrade during the drain: %d %s", status, b)
+	}
+}
+
 // A client that disconnects mid-stream cancels the platform call within 100 ms, and the turn
 // settles: its ticket is closed and it is charged as a stream its client left (early_cut).
 func TestSocketClientGoneCancelsUpstream(t *testing.T) {

@@ -79,8 +79,10 @@ func (c *conn) handle(ctx context.Context, data []byte) {
 	c.mu.Lock()
 	switch {
 	case c.closing || c.s.isDraining():
+		// Not served: the connection closes (1012 for a drain) once its turn in flight, if
+		// any, has finished; closing it here would cut that turn.
 		c.mu.Unlock()
-		c.ws.Close(closeDraining, "server is shutting down; reconnect to continue")
+		c.drain()
 		return
 	case len(c.queue) >= maxQueued:
 		c.mu.Unlock()
