@@ -38,9 +38,8 @@ const (
 	closeDraining = websocket.StatusServiceRestart
 )
 
-// Standard codes used here: StatusGoingAway (1001) when the server drains, and
-// StatusPolicyViolation (1008) for a binary message; StatusMessageTooBig (1009) is sent by the
-// library for a message over MaxMessage.
+// Standard codes used besides: StatusUnsupportedData (1003) for a binary message, and
+// StatusMessageTooBig (1009), sent by the library, for a message over MaxMessage.
 
 // Server runs the WebSocket connections of one process. Its zero value is not usable: call
 // New.
@@ -159,7 +158,7 @@ func (s *Server) untrack(c *conn) {
 }
 
 // Drain refuses new connections and turns, lets the turns in flight finish, closes every
-// connection with StatusGoingAway, and returns once they are all closed or ctx ends.
+// connection with closeDraining (1012), and returns once they are all closed or ctx ends.
 func (s *Server) Drain(ctx context.Context) {
 	s.mu.Lock()
 	s.draining = true
