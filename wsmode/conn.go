@@ -2,6 +2,7 @@ package wsmode
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -53,7 +54,14 @@ func (c *conn) run(parent context.Context) {
 	for {
 		typ, data, err := c.ws.Read(ctx)
 		if err != nil {
-			break // gone, closed here, or a message over the limit (closed with 1009)
+			if errors.Is(err, websocket.ErrMessageTooBig) {
+				// The library has sent 1009 with the rest of the message unread; closed at
+				// once, that unread data makes the kernel reset the connection, and the
+				// client reads a reset instead of the code. The handshake reads it away
+				// (for at most the library's 5 s) first.
+				c.ws.Close(websocket.StatusMessageTooBig, "")
+			}
+			break // gone, closed here, or a message over the limit
 		}
 		if typ != websocket.MessageText {
 			c.ws.Close(websocket.StatusUnsupportedData, "binary messages are not supported; send JSON text")
