@@ -191,6 +191,10 @@ func TestSocketPingKeepAlive(t *testing.T) {
 		defer wg.Done()
 		_, _, readErr = reader.Read(readCtx)
 	}()
+	// The server tracks a connection just after the client's handshake has completed.
+	if !waitFor(5*time.Second, func() bool { return env.server.sockets.Open() == 2 }) {
+		t.Fatalf("%d connections tracked, want 2", env.server.sockets.Open())
+	}
 	if !waitFor(5*time.Second, func() bool { return env.server.sockets.Open() == 1 }) {
 		t.Fatalf("the client that never answers pings is still open (%d open)", env.server.sockets.Open())
 	}
@@ -202,7 +206,9 @@ func TestSocketPingKeepAlive(t *testing.T) {
 	// A context cancelled in Read closes a coder/websocket connection; a fresh one does a
 	// turn, and the mute one is gone for good.
 	completedResponse(t, turnEvents(t, dialSocket(t, env, keyAlpha1), `{"type":"response.create","model":"sim-chat","input":"still here"}`))
-	if _, _, err := mute.Read(context.Background()); err == nil {
-		t.Error("the mute client's connection still reads")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, _, err := mute.Read(ctx); err == nil || ctx.Err() != nil {
+		t.Errorf("the mute client's connection is still open: %v", err)
 	}
 }

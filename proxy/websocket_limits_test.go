@@ -152,6 +152,10 @@ func TestSocketPerKeyCap(t *testing.T) {
 		t.Errorf("code %v", e.Error.Code)
 	}
 	dialSocket(t, env, keyAlpha2) // another key of the same team has its own places
+	// The server tracks a connection just after the client's handshake has completed.
+	if !waitFor(5*time.Second, func() bool { return env.server.sockets.Open() == 3 }) {
+		t.Fatalf("%d connections tracked, want 3", env.server.sockets.Open())
+	}
 	one.Close(websocket.StatusNormalClosure, "")
 	// The place is given back once the server has seen the close.
 	if !waitFor(5*time.Second, func() bool { return env.server.sockets.Open() == 2 }) {
