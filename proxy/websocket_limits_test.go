@@ -105,11 +105,22 @@ func TestSocketConcurrencyCountsTurns(t *testing.T) {
 	if n := env.limiter.Open(); n != 0 {
 		t.Fatalf("two idle connections hold %d tickets", n)
 	}
+	// A request's slot is freed just after its last byte: each step waits for it, so that
+	// only the turn in flight below holds one.
+	settled := func() {
+		t.Helper()
+		if !waitFor(5*time.Second, func() bool { return env.limiter.Open() == 0 }) {
+			t.Fatalf("%d tickets open", env.limiter.Open())
+		}
+	}
 	if status, _, b := env.do(t, http.MethodPost, "/v1/responses", keyAlpha2, []byte(`{"model":"sim-chat","input":"hi"}`)); status != http.StatusOK {
 		t.Fatalf("HTTP beside two idle connections: %d %s", status, b)
 	}
+	settled()
 	completedResponse(t, turnEvents(t, first, `{"type":"response.create","model":"sim-chat","input":"one"}`))
+	settled()
 	completedResponse(t, turnEvents(t, second, `{"type":"response.create","model":"sim-chat","input":"two"}`))
+	settled()
 
 	// The first connection's turn stalls mid-stream, holding the team's one slot.
 	env.sim.Enqueue("/v1/responses", platformsim.Reply{Fault: platformsim.FaultStallMidStream, AfterEvents: 4})
@@ -130,9 +141,7 @@ func TestSocketConcurrencyCountsTurns(t *testing.T) {
 	}
 	// The first client leaves: its turn ends, the slot is free, the second connection goes on.
 	first.CloseNow()
-	if !waitFor(5*time.Second, func() bool { return env.limiter.Open() == 0 }) {
-		t.Fatalf("%d tickets open after the client left", env.limiter.Open())
-	}
+	settled()
 	completedResponse(t, turnEvents(t, second, `{"type":"response.create","model":"sim-chat","input":"now"}`))
 }
 
