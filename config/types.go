@@ -225,8 +225,8 @@ type Server struct {
 	// empty = no CORS at all, since modelgate holds platform keys.
 	CORSOrigins []string `yaml:"cors_origins"`
 	// WebSocketMaxAge is how long a Responses WebSocket connection may stay open; then it is
-	// closed (code 1001, after the websocket_connection_limit_reached error event) once its
-	// turn in flight has finished. Default 60m.
+	// closed (the websocket_connection_limit_reached event, then code 1001) once its turn in
+	// flight has finished. Default 60m.
 	WebSocketMaxAge time.Duration `yaml:"websocket_max_age"`
 	// WebSocketPingInterval is how often an open WebSocket connection is pinged; a client
 	// that has not answered by the next ping is taken as gone. Default 30s.

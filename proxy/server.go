@@ -226,7 +226,7 @@ func (s *Server) SetReady(ok bool) { s.ready.Store(ok) }
 func (s *Server) StartDrain() { s.draining.Store(true) }
 
 // DrainSockets lets the WebSocket turns in flight finish, refuses new ones, and closes every
-// connection (code 1012, service restart), returning once all are closed or ctx ends. The HTTP server's
+// connection (code 1012), returning once all are closed or ctx ends. The HTTP server's
 // Shutdown does not see them: their connections were hijacked from it.
 func (s *Server) DrainSockets(ctx context.Context) { s.sockets.Drain(ctx) }
 

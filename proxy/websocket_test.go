@@ -64,7 +64,8 @@ func TestSocketOneTurn(t *testing.T) {
 	if gjson.Get(last, "type").Str != "response.completed" {
 		t.Fatalf("last event %s", last)
 	}
-	if !strings.Contains(env.logs.String(), `"transport":"websocket"`) {
+	// The access log line is written once the handler returns, just after its last event.
+	if !waitFor(5*time.Second, func() bool { return strings.Contains(env.logs.String(), `"transport":"websocket"`) }) {
 		t.Errorf("the turn's log line does not say it came over the WebSocket")
 	}
 }

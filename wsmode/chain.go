@@ -133,7 +133,12 @@ func arrayInner(a []byte) []byte {
 	if !r.IsArray() {
 		return nil
 	}
+	// A parsed document's Raw keeps the white space after its value: the bracket is the
+	// last byte only once that is trimmed.
 	raw := []byte(r.Raw)
+	for isSpace(raw[len(raw)-1]) {
+		raw = raw[:len(raw)-1]
+	}
 	inner := raw[1 : len(raw)-1]
 	for len(inner) > 0 && isSpace(inner[0]) {
 		inner = inner[1:]

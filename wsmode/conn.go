@@ -2,6 +2,7 @@ package wsmode
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -53,7 +54,14 @@ func (c *conn) run(parent context.Context) {
 	for {
 		typ, data, err := c.ws.Read(ctx)
 		if err != nil {
-			break // gone, closed here, or a message over the limit (closed with 1009)
+			if errors.Is(err, websocket.ErrMessageTooBig) {
+				// The library has sent 1009 with the rest of the message unread; closed at
+				// once, that unread data makes the kernel reset the connection, and the
+				// client reads a reset instead of the code. The handshake reads it away
+				// (for at most the library's 5 s) first.
+				c.ws.Close(websocket.StatusMessageTooBig, "")
+			}
+			break // gone, closed here, or a message over the limit
 		}
 		if typ != websocket.MessageText {
 			c.ws.Close(websocket.StatusUnsupportedData, "binary messages are not supported; send JSON text")
@@ -79,8 +87,10 @@ func (c *conn) handle(ctx context.Context, data []byte) {
 	c.mu.Lock()
 	switch {
 	case c.closing || c.s.isDraining():
+		// Not served: the connection closes (1012 for a drain) once its turn in flight, if
+		// any, has finished; closing it here would cut that turn.
 		c.mu.Unlock()
-		c.ws.Close(closeDraining, "server is shutting down; reconnect to continue")
+		c.drain()
 		return
 	case len(c.queue) >= maxQueued:
 		c.mu.Unlock()
@@ -144,14 +154,22 @@ func (c *conn) turn(ctx context.Context, body []byte) {
 		body = expanded
 	}
 	w := newTurnWriter(func(data []byte) error { return c.ws.Write(ctx, websocket.MessageText, data) })
-	c.s.opts.Turns.ServeHTTP(w, turnRequest(ctx, body, &c.who))
+	var sent sentNote
+	c.s.opts.Turns.ServeHTTP(w, turnRequest(ctx, body, &c.who, &sent))
 	ev := w.finish()
 	if ev != nil {
 		c.write(ctx, ev)
 	}
+	if sent.noted {
+		input = sent.input // what the route expanded from the store, when it did
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
+	case w.terminal != nil && sent.chained:
+		// The platform holds the start of this conversation (responses.store: off): the
+		// next turn goes to it by id, as over HTTP, rather than with part of the chain.
+		c.chains.forget(continued)
 	case w.terminal != nil:
 		c.chains.remember(continued, input, gjson.ParseBytes(w.terminal), keep)
 	case continued != "":

@@ -35,6 +35,10 @@ func parseClientMessage(data []byte) (clientMessage, []byte) {
 		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_json", "",
 			"The message could not be parsed: each message must be one JSON object with a 'type'.")
 	}
+	if dup := repeatedField(data); dup != "" {
+		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", translate.CodeDuplicateField, dup,
+			"The message repeats the field "+quoteCapped(dup)+": send each field once.")
+	}
 	kind := gjson.GetBytes(data, "type")
 	if kind.Type != gjson.String || kind.Str == "" {
 		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", "missing_required_parameter", "type",
@@ -85,6 +89,31 @@ func parseCreate(data []byte) (clientMessage, []byte) {
 			"The message could not be read as a response.create body.")
 	}
 	return clientMessage{kind: msgCreate, body: body, prepare: gen.Type == gjson.False}, nil
+}
+
+// socketFields are the top-level fields this package reads or rewrites. One that comes twice
+// is refused, as the HTTP routes refuse theirs (translate.DuplicateField): the first copy is
+// read and rewritten here, and the second would go on to the route or the platform unchecked
+// (a second stream_id or generate, or a previous_response_id beside the expanded chain).
+var socketFields = [...]string{"type", "model", "input", "previous_response_id", "stream", "background", "stream_id", "generate"}
+
+// repeatedField is the first of socketFields that data, a JSON object, holds twice, or "".
+func repeatedField(data []byte) string {
+	var seen [len(socketFields)]bool
+	dup := ""
+	gjson.ParseBytes(data).ForEach(func(k, _ gjson.Result) bool {
+		for i, f := range socketFields {
+			if k.Str == f {
+				if seen[i] {
+					dup = f
+					return false
+				}
+				seen[i] = true
+			}
+		}
+		return true
+	})
+	return dup
 }
 
 // steerFailed answers a response.steer: modelgate cannot steer a running response (its

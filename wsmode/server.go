@@ -41,7 +41,7 @@ const (
 	closeDraining = websocket.StatusServiceRestart
 )
 
-// The other codes sent: StatusUnsupportedData (1003) for a binary message, and
+// Standard codes used besides: StatusUnsupportedData (1003) for a binary message, and
 // StatusMessageTooBig (1009), sent by the library, for a message over MaxMessage.
 
 // Server runs the WebSocket connections of one process. Its zero value is not usable: call

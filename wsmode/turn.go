@@ -117,26 +117,46 @@ func (w *turnWriter) clientHeaders() map[string]string {
 }
 
 // turnRequest is the in-process POST /v1/responses of one turn: its body, the connection's
-// credentials and headers, on ctx, which ends when the client leaves.
-func turnRequest(ctx context.Context, body []byte, who *Caller) *http.Request {
-	r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "/v1/responses", bytes.NewReader(body))
+// credentials and headers, on ctx, which ends when the client leaves. note receives the input
+// the route sends the platform (see NoteSentInput).
+func turnRequest(ctx context.Context, body []byte, who *Caller, note *sentNote) *http.Request {
+	r, _ := http.NewRequestWithContext(context.WithValue(ctx, turnKey{}, note), http.MethodPost, "/v1/responses", bytes.NewReader(body))
 	r.Header = who.Header.Clone()
 	r.Header.Set("Content-Type", "application/json")
 	r.ContentLength = int64(len(body))
 	r.RemoteAddr = who.RemoteAddr
 	r.RequestURI = "/v1/responses"
-	return markTurn(r)
-}
-
-// markTurn marks r as a WebSocket turn, for the HTTP layer's log.
-func markTurn(r *http.Request) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), turnKey{}, true))
+	return r
 }
 
 type turnKey struct{}
 
+// sentNote is what the Responses route sent the platform for a turn. A turn whose
+// previous_response_id the connection does not hold is expanded by the route, from the
+// stored responses: the chain the connection then keeps must start from that whole input,
+// not from the turn's own new items, or the next turn would drop the conversation's start.
+type sentNote struct {
+	noted bool
+	input []byte // the input items sent, a JSON array
+	// chained: the body still named a previous_response_id when it went to the platform
+	// (responses.store: off), so the platform holds the conversation's start, not modelgate.
+	chained bool
+}
+
 // IsTurn reports whether ctx is a WebSocket turn's request context.
 func IsTurn(ctx context.Context) bool {
-	v, _ := ctx.Value(turnKey{}).(bool)
-	return v
+	_, ok := ctx.Value(turnKey{}).(*sentNote)
+	return ok
+}
+
+// NoteSentInput tells a WebSocket turn the body its platform call is sent with, once the
+// route has expanded it; outside a turn it does nothing.
+func NoteSentInput(ctx context.Context, body []byte) {
+	note, ok := ctx.Value(turnKey{}).(*sentNote)
+	if !ok || note == nil {
+		return
+	}
+	note.noted = true
+	note.input = inputItems(gjson.GetBytes(body, "input"))
+	note.chained = gjson.GetBytes(body, "previous_response_id").Exists()
 }
