@@ -113,34 +113,44 @@ func readEvent(br *bufio.Reader) ([]byte, error) {
 func eventDelays(t target, k int) ([]time.Duration, error) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: k, DisableCompression: true}}
 	defer client.CloseIdleConnections()
+	return gatherDelays(t.name, k, func() ([]time.Duration, error) {
+		resp, err := post(context.Background(), client, t)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(resp.Body)
+			return nil, fmt.Errorf("%s: status %d: %s", t.name, resp.StatusCode, b)
+		}
+		br := bufio.NewReaderSize(resp.Body, 64<<10)
+		var mine []time.Duration
+		for {
+			ev, err := readEvent(br)
+			now := time.Now()
+			if err != nil {
+				return mine, nil
+			}
+			if stamp, ok := tickStamp(ev, t); ok {
+				mine = append(mine, now.Sub(time.Unix(0, stamp)))
+			}
+		}
+	})
+}
+
+// gatherDelays runs stream k times at once and returns every delay they measured, or the
+// first error one of them met.
+func gatherDelays(name string, k int, stream func() ([]time.Duration, error)) ([]time.Duration, error) {
 	var mu sync.Mutex
 	var all []time.Duration
 	errs := make(chan error, k)
 	var wg sync.WaitGroup
 	for range k {
 		wg.Go(func() {
-			resp, err := post(context.Background(), client, t)
+			mine, err := stream()
 			if err != nil {
 				errs <- err
 				return
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				b, _ := io.ReadAll(resp.Body)
-				errs <- fmt.Errorf("%s: status %d: %s", t.name, resp.StatusCode, b)
-				return
-			}
-			br := bufio.NewReaderSize(resp.Body, 64<<10)
-			var mine []time.Duration
-			for {
-				ev, err := readEvent(br)
-				now := time.Now()
-				if err != nil {
-					break
-				}
-				if stamp, ok := tickStamp(ev, t); ok {
-					mine = append(mine, now.Sub(time.Unix(0, stamp)))
-				}
 			}
 			mu.Lock()
 			all = append(all, mine...)
@@ -153,7 +163,7 @@ func eventDelays(t target, k int) ([]time.Duration, error) {
 		return nil, err
 	}
 	if len(all) == 0 {
-		return nil, fmt.Errorf("%s: no stamped events arrived", t.name)
+		return nil, fmt.Errorf("%s: no stamped events arrived", name)
 	}
 	return all, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -95,54 +94,33 @@ func dialBench(ctx context.Context, url string) (*websocket.Conn, error) {
 // wsEventDelays is eventDelays over k WebSocket connections, each running one bench-ticks
 // turn.
 func wsEventDelays(url string, k int) ([]time.Duration, error) {
-	var mu sync.Mutex
-	var all []time.Duration
-	errs := make(chan error, k)
-	var wg sync.WaitGroup
 	create, _ := sjson.SetBytes(ticksBody, "type", "response.create")
-	for range k {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			ws, err := dialBench(ctx, url)
+	return gatherDelays("websocket", k, func() ([]time.Duration, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		ws, err := dialBench(ctx, url)
+		if err != nil {
+			return nil, err
+		}
+		defer ws.CloseNow()
+		if err := ws.Write(ctx, websocket.MessageText, create); err != nil {
+			return nil, err
+		}
+		var mine []time.Duration
+		for {
+			_, data, err := ws.Read(ctx)
+			now := time.Now()
 			if err != nil {
-				errs <- err
-				return
+				return nil, err
 			}
-			defer ws.CloseNow()
-			if err := ws.Write(ctx, websocket.MessageText, create); err != nil {
-				errs <- err
-				return
+			if stamp, ok := tickStamp(data, target{}); ok {
+				mine = append(mine, now.Sub(time.Unix(0, stamp)))
 			}
-			var mine []time.Duration
-			for {
-				_, data, err := ws.Read(ctx)
-				now := time.Now()
-				if err != nil {
-					errs <- err
-					return
-				}
-				if stamp, ok := tickStamp(data, target{}); ok {
-					mine = append(mine, now.Sub(time.Unix(0, stamp)))
-				}
-				if typ := gjson.GetBytes(data, "type").Str; typ == "response.completed" || typ == "error" || typ == "response.failed" {
-					break
-				}
+			if typ := gjson.GetBytes(data, "type").Str; typ == "response.completed" || typ == "error" || typ == "response.failed" {
+				return mine, nil
 			}
-			mu.Lock()
-			all = append(all, mine...)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return nil, err
-	}
-	if len(all) == 0 {
-		return nil, fmt.Errorf("websocket: no stamped events arrived")
-	}
-	return all, nil
+		}
+	})
 }
 
 // loopItem is the new input of turn i: a tool's result.
