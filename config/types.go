@@ -18,6 +18,7 @@ type Config struct {
 	Responses    Responses    `yaml:"responses"`
 	Pricing      Pricing      `yaml:"pricing"`
 	UsageHistory UsageHistory `yaml:"usage_history"`
+	Usage        Usage        `yaml:"usage"`
 	Tracing      Tracing      `yaml:"tracing"`
 	Metrics      Metrics      `yaml:"metrics"`
 }
@@ -176,6 +177,26 @@ type Team struct {
 	// UpstreamAPIKeys is the team's own pool of platform keys, an alternative to
 	// UpstreamAPIKey; default Upstream's key or keys.
 	UpstreamAPIKeys []string `yaml:"upstream_api_keys"`
+	// EndUserLimits bound each end user the team's requests name (issue 28), inside the
+	// team's own limits; requests that name no end user are not limited by them.
+	EndUserLimits EndUserLimits `yaml:"end_user_limits"`
+}
+
+// EndUserLimits are the limits of one end user of a team; 0 = no limit.
+type EndUserLimits struct {
+	RequestsPerMinute int64   `yaml:"requests_per_minute"`
+	TokensPerDay      int64   `yaml:"tokens_per_day"` // UTC day
+	SpendPerDay       float64 `yaml:"spend_per_day"`  // UTC day, in pricing.currency
+}
+
+// Limited reports whether any end-user limit is set.
+func (l EndUserLimits) Limited() bool { return l != EndUserLimits{} }
+
+// Usage says what the usage history records beyond team, key and model (issue 28).
+type Usage struct {
+	// TagKeys are the request tag keys recorded; tags with other keys are dropped. None:
+	// no tags are recorded.
+	TagKeys []string `yaml:"tag_keys"`
 }
 
 // Key is one local key handed to a team. Exactly one of Key and KeySHA256 is set.
@@ -188,6 +209,10 @@ type Key struct {
 	// Models narrows the team's allow-list for this key (issue 27): client-facing model ids,
 	// each one the team may use. Empty = the team's list.
 	Models []string `yaml:"models"`
+
+	// Tags are the default tags of the key's requests (issue 28): a request's own tags of
+	// the same key win.
+	Tags map[string]string `yaml:"tags"`
 }
 
 // Server holds the local listener's knobs.

@@ -92,6 +92,7 @@ func validate(c *Config, d *decoder) []*Error {
 	v.limits("limits", c.Limits)
 	v.budgetAction("limits", c.Limits)
 	digests := v.teams(c, modelIDs)
+	v.usage(c.Usage)
 	v.adminKeys(c.AdminKeys, digests)
 	v.server(&c.Server)
 	v.either("translate.reasoning_field", c.Translate.ReasoningField, "reasoning_content", "reasoning")
@@ -470,6 +471,7 @@ func (v *validator) teams(c *Config, modelIDs map[string]bool) map[[32]byte]stri
 		v.limits(tp+".limits", t.Limits)
 		v.budgetAction(tp+".limits", t.Limits)
 		v.either(tp+".mode", t.Mode, "enforce", "shadow")
+		v.endUserLimits(tp+".end_user_limits", t.EndUserLimits)
 		if len(t.Keys) == 0 {
 			// Without this a config whose teams all lack keys would quietly run in passthrough
 			// mode, forwarding any caller's token: fail closed instead.
@@ -478,6 +480,7 @@ func (v *validator) teams(c *Config, modelIDs map[string]bool) map[[32]byte]stri
 		v.keys(tp, t.Keys, digests)
 		for j := range t.Keys {
 			v.keyModels(c, i, j)
+			v.keyTags(fmt.Sprintf("%s.keys[%d].tags", tp, j), t.Keys[j].Tags)
 		}
 	}
 	return digests
