@@ -66,7 +66,7 @@ func ParseChat(body []byte) (*ChatRequest, error) {
 	}
 	r.core = w.b
 	r.Identity.FirstUser = w.firstUser
-	r.Identity.Metadata = metadataCopy(f.metadata)
+	r.Identity.Metadata = metadataCopy(&f.metadata)
 	return r, nil
 }
 
