@@ -103,7 +103,7 @@ func hasControl(s string) bool {
 // SelectTags is what a request records: for each key of allow (sorted, the usage.tag_keys),
 // the header's value, else the body metadata's, else the key's default, each made a Label.
 // Keys not allowed are dropped. nil when allow is empty or nothing matched.
-func SelectTags(allow []string, header, body, defaults []Tag) []Tag {
+func SelectTags(allow []string, header, body []Tag, defaults map[string]string) []Tag {
 	var out []Tag
 	for _, k := range allow {
 		v, ok := lookupTag(header, k)
@@ -111,7 +111,7 @@ func SelectTags(allow []string, header, body, defaults []Tag) []Tag {
 			v, ok = lookupTag(body, k)
 		}
 		if !ok {
-			v, ok = lookupTag(defaults, k)
+			v, ok = defaults[k]
 		}
 		if !ok {
 			continue

@@ -60,10 +60,11 @@ func TestParseTagsHeader(t *testing.T) {
 func TestSelectTags(t *testing.T) {
 	allow := []string{"customer", "experiment", "feature"} // sorted, as config keeps it
 	cases := []struct {
-		name                   string
-		allow                  []string
-		header, body, defaults []Tag
-		want                   []Tag
+		name         string
+		allow        []string
+		header, body []Tag
+		defaults     map[string]string
+		want         []Tag
 	}{
 		{"no allow-list records none", nil, []Tag{{"feature", "a"}}, nil, nil, nil},
 		{"header only", allow, []Tag{{"feature", "a"}}, nil, nil, []Tag{{"feature", "a"}}},
@@ -71,9 +72,9 @@ func TestSelectTags(t *testing.T) {
 		{"header over body over default", allow,
 			[]Tag{{"feature", "h"}},
 			[]Tag{{"feature", "b"}, {"customer", "b"}},
-			[]Tag{{"feature", "d"}, {"customer", "d"}, {"experiment", "d"}},
+			map[string]string{"feature": "d", "customer": "d", "experiment": "d"},
 			[]Tag{{"customer", "b"}, {"experiment", "d"}, {"feature", "h"}}},
-		{"defaults alone", allow, nil, nil, []Tag{{"feature", "search"}}, []Tag{{"feature", "search"}}},
+		{"defaults alone", allow, nil, nil, map[string]string{"feature": "search"}, []Tag{{"feature", "search"}}},
 		{"values made labels", allow, []Tag{{"customer", "a/b c"}}, nil, nil, []Tag{{"customer", "a%2Fb%20c"}}},
 		{"empty value kept", allow, []Tag{{"customer", ""}}, nil, nil, []Tag{{"customer", ""}}},
 	}
