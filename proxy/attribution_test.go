@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"modelgate/config"
+	"modelgate/jobs"
 	"modelgate/reqlog"
 )
 
@@ -209,5 +212,35 @@ func TestTagsHeaderNotForwarded(t *testing.T) {
 func TestMetadataBoundsMatchHeaderBounds(t *testing.T) {
 	if reqlog.MaxTags != 16 || reqlog.MaxTagKeyChars != 64 || reqlog.MaxTagValueChars != 512 {
 		t.Fatal("the header's bounds are not OpenAI's metadata bounds")
+	}
+}
+
+// TestAttributionBackground: a background response's job, which settles and bills the call
+// after the request has been answered, carries the request's end user and tags.
+func TestAttributionBackground(t *testing.T) {
+	jobDone := make(chan reqlog.RequestSummary, 1)
+	hooks := reqlog.Hooks{RequestStarted: func() {}, RequestDone: func(r reqlog.RequestSummary) {
+		if r.Route == jobs.Route {
+			jobDone <- r
+		}
+	}}
+	env := bgEnv(t, tagConfig, hooks)
+	status, _, b := env.do(t, http.MethodPost, "/v1/responses", keyAlpha1,
+		[]byte(`{"model":"sim-chat","input":"hello","background":true,"user":"bg/user","metadata":{"customer":"acme"}}`),
+		"X-Modelgate-Tags", "feature=batch")
+	if status != 200 {
+		t.Fatalf("%d %s", status, b)
+	}
+	pollUntil(t, env, keyAlpha1, gjson.GetBytes(b, "id").Str, "completed")
+	select {
+	case r := <-jobDone:
+		if r.EndUser != "bg%2Fuser" || r.Tags != "customer=acme,feature=batch" || r.OutputTokens == 0 {
+			t.Fatalf("the job's summary: end user %q tags %q output %d", r.EndUser, r.Tags, r.OutputTokens)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job never reported its end")
+	}
+	if logs := env.logs.String(); !strings.Contains(logs, `"msg":"background response"`) || !strings.Contains(logs, `"end_user":"bg%2Fuser"`) {
+		t.Fatalf("the job's log line misses the attribution:\n%s", logs)
 	}
 }
