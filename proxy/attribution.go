@@ -42,9 +42,13 @@ func attribute(c *gin.Context, st *state, user, metadata string) bool {
 	}
 	var body []reqlog.Tag
 	translate.EachMetadataString(metadata, func(k, v string) bool {
-		if slices.Contains(st.tagKeys, k) {
-			body = append(body, reqlog.Tag{Key: k, Value: v})
+		if !slices.Contains(st.tagKeys, k) {
+			return true
 		}
+		if body == nil {
+			body = make([]reqlog.Tag, 0, len(st.tagKeys))
+		}
+		body = append(body, reqlog.Tag{Key: k, Value: v})
 		return true
 	})
 	var defaults map[string]string
