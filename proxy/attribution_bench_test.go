@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/gin-gonic/gin"
+
 	"modelgate/auth"
 )
 
@@ -77,5 +79,37 @@ func benchRouteHeader(b *testing.B, h http.Handler, path, body, header string) {
 		if w.status != http.StatusOK || w.n < 100 {
 			b.Fatalf("status %d, %d bytes", w.status, w.n)
 		}
+	}
+}
+
+// BenchmarkAttribute is the preflight's attribution step alone (attribute): what a request
+// that names an end user and tags costs beside one that names none, over the parse and the
+// rest of the request (BenchmarkAttribution).
+func BenchmarkAttribute(b *testing.B) {
+	st := &state{tagKeys: []string{"customer", "feature"}}
+	p := &auth.Principal{Team: "bench", Tags: map[string]string{"feature": "default"}}
+	cases := []struct{ name, user, metadata, header string }{
+		{"none", "", "", ""},
+		{"user", "user-4242", "", ""},
+		{"user_metadata", "user-4242", `{"feature":"search","customer":"acme"}`, ""},
+		{"user_metadata_header", "user-4242", `{"feature":"search","customer":"acme"}`, "feature=batch,customer=beta"},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			c, _ := gin.CreateTestContext(httptest.NewRecorder())
+			c.Request = httptest.NewRequest(http.MethodPost, "/v1/responses", nil)
+			if tc.header != "" {
+				c.Request.Header.Set(tagsHeader, tc.header)
+			}
+			c.Set(principalKey, p)
+			ri := info(c)
+			b.ReportAllocs()
+			for b.Loop() {
+				ri.EndUser, ri.Tags = "", nil
+				if !attribute(c, st, tc.user, tc.metadata) {
+					b.Fatal("refused")
+				}
+			}
+		})
 	}
 }

@@ -91,7 +91,7 @@ func appendLuaHeader(script, name, value string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintf(f, "wrk.headers[%s] = %s\n", luaString([]byte(name)), luaString([]byte(value))); err != nil {
+	if _, err := fmt.Fprintf(f, "wrk.headers[%q] = %q\n", name, value); err != nil {
 		f.Close()
 		return err
 	}
