@@ -70,7 +70,7 @@ func main() {
 	flag.Int64Var(&o.uploadBytes, "upload-bytes", 100_000_000, "asset upload size for the RSS check")
 	flag.IntVar(&o.memoryRuns, "memory-runs", 1, "runs of the memory checks, in alternating order; the report gives medians")
 	flag.IntVar(&o.tickStreams, "tick-streams", 4, "concurrent timestamped streams per delay measurement")
-	flag.StringVar(&phases, "phases", "throughput,latency,events,memory,tracing", "comma-separated phases to run (also: store, responses.store local against off; attribution, tags and end users recorded against none)")
+	flag.StringVar(&phases, "phases", "throughput,latency,events,memory,tracing", "comma-separated phases to run (also: store, responses.store local against off)")
 	var routes string
 	flag.StringVar(&routes, "routes", "", "comma-separated route filter for throughput, latency and events, e.g. messages (default: all)")
 	flag.Parse()
@@ -143,7 +143,6 @@ func run(o options) error {
 		{"memory", b.memory},
 		{"tracing", b.tracing},
 		{"store", b.storeCost},
-		{"attribution", b.attributionCost},
 	}
 	for _, s := range steps {
 		if !o.phases[s.name] {

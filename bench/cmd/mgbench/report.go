@@ -19,8 +19,6 @@ type report struct {
 	overhead   []overheadResult
 	tracing    []*tracingCase
 	store      []*storeCase
-	// attribution is the phase of issue 28: recording tags and end users against not.
-	attribution []*attributionCase
 }
 
 func verdict(ok bool) string {
@@ -112,9 +110,6 @@ func (r *report) print(out io.Writer) {
 				median(c.ratios), lo, hi, cOff, cLocal, 100*(cLocal-cOff)/cOff, verdict(median(c.ratios) >= 0.98))
 		}
 		fmt.Fprintln(w, "\t\t\t\t\t\t\t\t")
-	}
-	if len(r.attribution) > 0 {
-		printAttribution(w, r.attribution)
 	}
 	if len(r.overhead) > 0 {
 		fmt.Fprintln(w, "x-modelgate-overhead-ms (µs, 500 sequential)\tp50\tp99\t\t\t\t\t")
