@@ -22,6 +22,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/spf13/pflag"
 
+	"modelgate/audit"
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/metrics"
@@ -308,7 +309,7 @@ func serve(o options, logger *slog.Logger) error {
 	srv, err := proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: client, Logger: logger,
 		Hooks: obs.Hooks(), MetricsHandler: obs.Handler(), Store: records, Tracer: tracer,
 		Admin: self.deps.Admin, Issued: self.deps.Issued, Ledger: self.deps.Ledger, History: self.deps.History,
-		Calibration: self.deps.Calibration, Breakers: self.breakers})
+		Calibration: self.deps.Calibration, Breakers: self.breakers, Alerts: self.deps.Alerts})
 	if err != nil {
 		return err
 	}
@@ -321,6 +322,10 @@ func serve(o options, logger *slog.Logger) error {
 	if self.deps.History != nil {
 		obs.WatchHistoryDrops(self.deps.History.DroppedRows)
 	}
+	obs.WatchAlertDeliveries(func() (int64, int64, int64) {
+		st := self.alerts.sender.Stats()
+		return st.Delivered, st.Failed, st.Dropped
+	})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -355,7 +360,7 @@ func serve(o options, logger *slog.Logger) error {
 			return err
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
-				reload(o, logger, srv, obs, authn.Mode())
+				reload(o, logger, srv, obs, authn.Mode(), self)
 				continue
 			}
 			return drain(httpServer, srv, limiter, cfg.Server.DrainTimeout, logger, tracer)
@@ -367,7 +372,9 @@ func serve(o options, logger *slog.Logger) error {
 // so a bad edit never takes a running gateway down. Nor may a reload change the auth mode: a
 // truncated file without team keys would turn a keys-mode gateway into passthrough and forward
 // local keys upstream. Nor may it add a config key named like a key issued to the same team.
-func reload(o options, logger *slog.Logger, srv *proxy.Server, obs *metrics.Metrics, mode auth.Mode) {
+//
+// Either way the audit log records it: the paths the reload changed, or that one was refused.
+func reload(o options, logger *slog.Logger, srv *proxy.Server, obs *metrics.Metrics, mode auth.Mode, self *selfService) {
 	cfg, err := loadConfig(o, logger)
 	if err == nil && o.simulate {
 		err = errors.New("reload is not supported with --simulate")
@@ -384,12 +391,32 @@ func reload(o options, logger *slog.Logger, srv *proxy.Server, obs *metrics.Metr
 	}
 	if err != nil {
 		obs.ReloadRejected()
+		// The error is not recorded: a parse error can quote the file, secrets and all.
+		auditReload(logger, self.audit, audit.Entry{Action: audit.ConfigReloadRejected, Target: o.configPath})
 		logger.Error("config reload rejected; the previous config keeps serving", "error", err.Error())
 		return
 	}
+	old, _ := srv.State()
 	srv.Reload(cfg, a)
 	obs.Reload(cfg)
+	self.reloaded(cfg)
+	// Recorded before the log line, so a reload that is logged is in the audit log too.
+	auditReload(logger, self.audit, audit.Entry{Action: audit.ConfigReloaded, Target: o.configPath, Changed: audit.ConfigChanges(old, cfg)})
 	logger.Info("config reloaded", "mode", a.Mode().String())
+}
+
+// auditReload records a reload in the audit log: its actor is the signal, its target the
+// config file (config.yaml when no --config named one).
+func auditReload(logger *slog.Logger, log *audit.Log, e audit.Entry) {
+	e.Actor = "signal:SIGHUP"
+	if e.Target == "" {
+		e.Target = "config.yaml"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := log.Record(ctx, e); err != nil {
+		logger.Error("audit: entry not recorded", "action", e.Action, "err", err.Error())
+	}
 }
 
 // drainSettleGrace bounds how long a drain that ran out of time waits, after closing the
@@ -413,6 +440,13 @@ func drain(hs *http.Server, srv *proxy.Server, limiter *ratelimit.Limiter, timeo
 		serving, stop = context.WithTimeout(ctx, timeout-flushReserve(timeout))
 		defer stop()
 	}
+	// WebSocket connections were hijacked from the HTTP server, whose Shutdown does not see
+	// them: their turns in flight finish, then they are closed, beside it.
+	sockets := make(chan struct{})
+	go func() {
+		srv.DrainSockets(serving)
+		close(sockets)
+	}()
 	if err := hs.Shutdown(serving); err != nil {
 		logger.Warn("drain timeout reached; closing remaining connections")
 		_ = hs.Close()
@@ -424,6 +458,7 @@ func drain(hs *http.Server, srv *proxy.Server, limiter *ratelimit.Limiter, timeo
 			cancel()
 		}
 	}
+	<-sockets
 	// Background responses get what is left of the serving time, then are cancelled and
 	// recorded failed.
 	srv.DrainBackground(serving)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"modelgate/admin"
+	"modelgate/audit"
 	"modelgate/auth"
 	"modelgate/billing"
 	"modelgate/breaker"
@@ -25,12 +26,18 @@ type selfService struct {
 	deps  proxy.Deps // only the self-service fields are set
 	api   *admin.API
 	calib *calibration.Table
+	// audit is the log of admin actions: the admin API's, and main's config reloads.
+	audit *audit.Log
 	// breakers are the circuit breakers per upstream model and platform key, shared by the
 	// replicas through the record store.
 	breakers *breaker.Set
-	srv      *proxy.Server
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	// alerts announce budget thresholds and key events over webhooks; checkEvery is how
+	// often (alerts.check_interval, read at start).
+	alerts     *alerting
+	checkEvery time.Duration
+	srv        *proxy.Server
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
 }
 
 func newSelfService(cfg *config.Config, records store.Store, limiter *ratelimit.Limiter, logger *slog.Logger) (*selfService, error) {
@@ -44,17 +51,26 @@ func newSelfService(cfg *config.Config, records store.Store, limiter *ratelimit.
 	if cfg.HistoryEnabled() {
 		hist = billing.NewRecorder(records, cfg.UsageHistory.Retention, nil, logger)
 		hist.SetHourlyRetention(cfg.UsageHistory.HourlyRetention)
+		hist.SetDistinctValues(cfg.UsageHistory.DistinctValues)
 	}
-	api, err := admin.New(admin.Deps{Store: records, Issued: issued, Limiter: limiter, Ledger: ledger, History: hist, Logger: logger,
-		// The server is built after the API (it serves it); requests only arrive once it is.
-		State: func() (*config.Config, *auth.Authenticator) { return ss.srv.State() }})
+	// The server is built after these (it serves them); requests and loops only start once it is.
+	state := func() *config.Config { cfg, _ := ss.srv.State(); return cfg }
+	ss.alerts, err = newAlerting(cfg, records, figures{state: state, ledger: ledger, limiter: limiter, issued: issued}, logger)
+	if err != nil {
+		return nil, err
+	}
+	ss.checkEvery = cfg.Alerts.CheckInterval
+	ss.audit = audit.New(records, nil)
+	api, err := admin.New(admin.Deps{Store: records, Issued: issued, Limiter: limiter, Ledger: ledger, History: hist, Audit: ss.audit, Logger: logger,
+		KeyEvents: ss.alerts.watcher,
+		State:     func() (*config.Config, *auth.Authenticator) { return ss.srv.State() }})
 	if err != nil {
 		return nil, err
 	}
 	ss.api = api
 	ss.calib = calibration.New(records, nil, logger)
 	ss.breakers = newBreakers(cfg, records, logger)
-	ss.deps = proxy.Deps{Admin: api, Issued: issued, Ledger: ledger, History: hist, Calibration: ss.calib}
+	ss.deps = proxy.Deps{Admin: api, Issued: issued, Ledger: ledger, History: hist, Calibration: ss.calib, Alerts: ss.alerts.watcher}
 	return ss, nil
 }
 
@@ -71,6 +87,13 @@ func (ss *selfService) start(srv *proxy.Server) {
 	}
 	ss.wg.Go(func() { ss.calib.Run(ctx, calibrationSync) })
 	ss.wg.Go(func() { ss.breakers.Run(ctx, breakerSync) })
+	ss.wg.Go(func() { ss.alerts.sender.Run(ctx) })
+	ss.wg.Go(func() { ss.alerts.watcher.Run(ctx, ss.checkEvery) })
+}
+
+// reloaded takes what a config reload changes of self-service: the alerts' webhooks.
+func (ss *selfService) reloaded(cfg *config.Config) {
+	ss.alerts.sender.SetWebhooks(cfg.Alerts.Webhooks)
 }
 
 // breakerSync is how often a replica looks for breakers the others opened or closed: one

@@ -107,9 +107,21 @@ func (s Settler) Bill(rec *reqlog.Record, spend Spend, prices billing.Prices) in
 		s.Ledger.Charge([]string{spend.KeyScope, spend.TeamScope}, cost)
 	}
 	if s.History != nil && !platformRefused(rec, u) {
-		s.History.Record(rec.Team, rec.Key, model, u, cost)
+		s.recordHistory(rec, model, u, cost)
 	}
 	return cost
+}
+
+// recordHistory adds the request to the usage history with its end user and tags. The tags
+// are copied into billing's shape on the stack (the history keeps none of the slice), so the
+// attribution costs the request path no allocation for the usual handful of tags.
+func (s Settler) recordHistory(rec *reqlog.Record, model string, u billing.Usage, cost int64) {
+	var buf [8]billing.Tag
+	tags := buf[:0]
+	for _, t := range rec.Tags {
+		tags = append(tags, billing.Tag(t))
+	}
+	s.History.RecordAttributed(rec.Team, rec.Key, model, u, cost, rec.EndUser, tags)
 }
 
 // platformRefused reports a call that failed upstream with nothing billed: no usage, and no

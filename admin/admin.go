@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"modelgate/audit"
 	"modelgate/auth"
 	"modelgate/billing"
 	"modelgate/config"
@@ -35,12 +36,25 @@ type Deps struct {
 	Ledger *billing.Ledger
 	// History is the persisted usage; nil: /admin/usage/history answers 503.
 	History *billing.Recorder
-	Logger  *slog.Logger
+	// Audit is the log of admin actions the key routes write to; nil: nothing is recorded
+	// and /admin/audit answers 503.
+	Audit  *audit.Log
+	Logger *slog.Logger
 	// Now is the clock for creation times and expiry; nil means time.Now.
 	Now func() time.Time
+	// KeyEvents hears of every key issued or revoked through this API (the alerts' Watcher);
+	// nil: nobody is told.
+	KeyEvents KeyEvents
 	// PollEvery is how often the store's key version is checked; default 250ms, so a key
 	// revoked through another replica stops working within a second.
 	PollEvery time.Duration
+}
+
+// KeyEvents is told of keys issued and revoked through the API, after the store has them.
+// It must not wait on anything slow: it runs on the admin request.
+type KeyEvents interface {
+	KeyIssued(ctx context.Context, id, team, name string, expiresAt *time.Time)
+	KeyRevoked(ctx context.Context, id, team, name string)
 }
 
 // API serves the admin routes. Create it with New, start its poller with Run.
@@ -73,6 +87,7 @@ func New(d Deps) (*API, error) {
 	a.mux.HandleFunc("DELETE /admin/keys/{id}", a.adminOnly(a.revokeKey))
 	a.mux.HandleFunc("GET /admin/teams", a.adminOnly(a.teams))
 	a.mux.HandleFunc("GET /admin/usage/history", a.adminOnly(a.history))
+	a.mux.HandleFunc("GET /admin/audit", a.adminOnly(a.auditLog))
 	a.mux.HandleFunc("GET /admin/ui/", a.dashboard)
 	a.mux.HandleFunc("GET /admin/ui", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/admin/ui/", http.StatusMovedPermanently)

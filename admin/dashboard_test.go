@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"modelgate/billing"
 	"modelgate/breaker"
 	"modelgate/config"
 	"modelgate/testclock"
@@ -116,7 +117,14 @@ func TestDashboardInBrowser(t *testing.T) {
 		c.Teams[1].Limits = config.Limits{ConcurrentRequests: 8, SpendPerMonth: 40}
 		c.Teams[1].Models = []string{"sim-chat", "sim-long"}
 		c.Models = append(c.Models, config.Model{ID: "sim-json", Upstream: "sim-json"}) // one beta may not use
+		c.Usage.TagKeys = []string{"feature", "customer"}
 	}})
+	// Attributed requests (issue 28), straight into the history: alpha's search feature
+	// used by two end users, its chat feature by one.
+	u := billing.Usage{InputTokens: 1000, OutputTokens: 100}
+	r.history.RecordAttributed("alpha", "alpha-cfg", "sim-chat", u, 1_500_000, "user-1", []billing.Tag{{Key: "feature", Value: "search"}})
+	r.history.RecordAttributed("alpha", "alpha-cfg", "sim-chat", u, 500_000, "user-2", []billing.Tag{{Key: "feature", Value: "search"}})
+	r.history.RecordAttributed("alpha", "alpha-cfg", "sim-chat", u, 250_000, "user-1", []billing.Tag{{Key: "feature", Value: "chat"}})
 	seedHistory(t, r)
 	for range 3 {
 		if got := r.chat(t, alphaKey); got != 200 {
@@ -183,7 +191,17 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := eval(`JSON.stringify([document.getElementById("dash").hidden, document.querySelectorAll("#teams article").length, document.body.innerText.includes("alpha"), sessionStorage.length])`); got != "[true,0,false,0]" {
 		t.Fatalf("after a wrong key: [dash hidden, team cards, alpha on the page, session items] = %s", got)
 	}
-	_, wrongKeyErrors := bl.snapshot() // the refused API calls: expected, left out below
+	// The refused API calls: expected, left out below. The page shows its error at the first
+	// refusal, while the other calls may still be on their way, so wait until each of the
+	// four has been refused (and logged by the browser) before drawing the line.
+	var wrongKeyErrors []string
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, wrongKeyErrors = bl.snapshot()
+		if len(wrongKeyErrors) >= 4 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	// The admin key shows every team with its figures.
 	must("sign in", chromedp.SendKeys(chromedp.ID("admin-key"), adminKey), chromedp.Click(chromedp.CSS("#signin-form button")),
@@ -210,6 +228,42 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("alpha's chart has %s bars, want 30", n)
 	}
 
+	// Spend by tag (the first of usage.tag_keys) and, chosen instead, by end user (issue 28).
+	attr := `#attribution tr[data-team="alpha"]`
+	must("spend by feature", chromedp.WaitVisible(chromedp.CSS(attr+`[data-value="search"]`)))
+	// Over the default 30 days, the seeded month without tags leads; today, the tags do.
+	if got := eval(`[...document.querySelectorAll('#attribution tr[data-team="alpha"]')].map((r) => r.dataset.value).join(",")`); got != "(none),search,chat" {
+		t.Errorf("alpha's rows of 30 days by cost: %s", got)
+	}
+	choose := func(id, value string) {
+		t.Helper()
+		eval(`(() => { const s = document.getElementById("` + id + `"); s.value = "` + value + `"; s.dispatchEvent(new Event("change")); return ""; })()`)
+	}
+	choose("attr-period", "1")
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(document.querySelector('#attribution tr[data-team="alpha"][data-value="(none)"] td:nth-child(3)') || {}).textContent === "3"`)); err != nil {
+		t.Fatalf("today's untagged alpha requests never showed as 3: %v", err)
+	}
+	if got := eval(`[...document.querySelectorAll('#attr-split option')].map((o) => o.value).join(",")`); got != "tag:feature,tag:customer,user" {
+		t.Errorf("split choices %q", got)
+	}
+	for sel, want := range map[string]string{
+		attr + `[data-value="search"] td.cost`: "€2.00", attr + `[data-value="chat"] td.cost`: "€0.25",
+		attr + `[data-value="(none)"] td:nth-child(3)`:                           "3", // the three untagged chats
+		`#attribution tr[data-team="beta"][data-value="(none)"] td:nth-child(3)`: "2",
+	} {
+		if got := text(sel); got != want {
+			t.Errorf("%s shows %q, want %q", sel, got, want)
+		}
+	}
+	choose("attr-split", "user")
+	must("spend by end user", chromedp.WaitVisible(chromedp.CSS(attr+`[data-value="user-2"]`)))
+	if got := text(attr + `[data-value="user-1"] td.cost`); got != "€1.75" {
+		t.Errorf("user-1's spend %q, want €1.75", got)
+	}
+	if got := text(`#attr-head`); got != "End user" {
+		t.Errorf("column head %q", got)
+	}
+
 	// A key issued from the page works at once; revoked from the page, it fails.
 	must("issue a key", chromedp.SendKeys(chromedp.CSS(`article[data-team="alpha"] input[name=name]`), "from-the-page"),
 		chromedp.Click(chromedp.CSS(`article[data-team="alpha"] .issue button`)),
@@ -222,6 +276,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := r.chat(t, secret); got != http.StatusOK {
 		t.Fatalf("chat with the key issued from the page: %d", got)
 	}
+	// issue 28: audit. The issue shows in the audit view at once, by the admin key's
+	// fingerprint, without the secret; the key issued before sign-in is listed below it.
+	issuedRow := `#audit tr[data-action="key.issued"][data-target="alpha/from-the-page"]`
+	must("see the issue in the audit view", chromedp.WaitVisible(chromedp.CSS(issuedRow)))
+	if got := text(issuedRow); !strings.Contains(got, "admin:"+fingerprint(adminKey)) || !strings.Contains(got, "id=key_") {
+		t.Errorf("the audit row shows %q", got)
+	}
+	if got := eval(`[...document.querySelectorAll("#audit tbody tr")].map((tr) => tr.dataset.target).join(",")`); got != "alpha/from-the-page,beta/nightly-batch" {
+		t.Errorf("the audit view lists %q, newest first", got)
+	}
+	if strings.Contains(text("#audit"), secret) {
+		t.Error("the audit view shows the secret")
+	}
 	shot(t, ctx, "dashboard-1280x800.png")
 
 	must("revoke it", chromedp.Click(chromedp.CSS(`tr[data-key="from-the-page"] button.revoke`)),
@@ -231,6 +298,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := r.chat(t, secret); got != http.StatusUnauthorized {
 		t.Fatalf("chat with the key revoked from the page: %d", got)
 	}
+	must("see the revoke in the audit view", chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr:first-child[data-action="key.revoked"][data-target="alpha/from-the-page"]`)))
 
 	// The issue form offers the team's models (every configured one for a team without a
 	// list); a key issued with one of them shows it in the key list and may use it alone.

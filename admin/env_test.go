@@ -15,6 +15,7 @@ import (
 
 	"modelgate/admin"
 	"modelgate/apitest"
+	"modelgate/audit"
 	"modelgate/auth"
 	"modelgate/billing"
 	"modelgate/breaker"
@@ -80,6 +81,10 @@ type envOptions struct {
 	limiterNow func() time.Time
 	// breakers are the server's circuit breakers; nil: none.
 	breakers *breaker.Set
+	// keyEvents hears of keys issued and revoked; nil: nobody.
+	keyEvents admin.KeyEvents
+	// alerts builds what /admin/usage shows of the alerts over the replica's store; nil: none.
+	alerts func(st store.Store, now func() time.Time) proxy.AlertsView
 }
 
 // simPlatformKey is the platform key the simulated platform accepts and the config uses.
@@ -155,16 +160,20 @@ func startReplica(t testing.TB, o envOptions) *replica {
 	r.history = billing.NewRecorder(st, cfg.UsageHistory.Retention, o.now, logger)
 	issued := auth.NewIssued(o.now)
 	r.api, err = admin.New(admin.Deps{Store: st, Issued: issued, Limiter: limiter, Ledger: r.ledger, History: r.history,
-		Logger: logger, Now: o.now, State: func() (*config.Config, *auth.Authenticator) { return r.srv.State() }})
+		Audit: audit.New(st, o.now), Logger: logger, Now: o.now, KeyEvents: o.keyEvents, State: func() (*config.Config, *auth.Authenticator) { return r.srv.State() }})
 	if err != nil {
 		t.Fatal(err)
+	}
+	var alertsView proxy.AlertsView
+	if o.alerts != nil {
+		alertsView = o.alerts(st, o.now)
 	}
 	pc, err := platform.New(cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL, platform.NewTransport(platform.TransportOptions{DialTimeout: time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.srv, err = proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: pc, Logger: logger, Store: st,
-		Admin: r.api, Issued: issued, Ledger: r.ledger, History: r.history, Now: o.now, Breakers: o.breakers})
+		Admin: r.api, Issued: issued, Ledger: r.ledger, History: r.history, Now: o.now, Breakers: o.breakers, Alerts: alertsView})
 	if err != nil {
 		t.Fatal(err)
 	}

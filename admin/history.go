@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/csv"
 	"mime"
 	"net/http"
@@ -21,11 +22,16 @@ const maxHourlyDays = 31
 
 // historyRow is one row of GET /admin/usage/history.
 type historyRow struct {
-	Day               string  `json:"day"`
-	Hour              string  `json:"hour,omitempty"`
-	Team              string  `json:"team,omitempty"`
-	Key               string  `json:"key,omitempty"`
-	Model             string  `json:"model,omitempty"`
+	Day   string `json:"day"`
+	Hour  string `json:"hour,omitempty"`
+	Team  string `json:"team,omitempty"`
+	Key   string `json:"key,omitempty"`
+	Model string `json:"model,omitempty"`
+	// One of these with group_by=tag:<key> or user: the tag's value or the end user, or
+	// "(none)" for requests without one, "(other)" past the per-day cap.
+	TagKey            string  `json:"tag_key,omitempty"`
+	TagValue          string  `json:"tag_value,omitempty"`
+	User              string  `json:"user,omitempty"`
 	Requests          int64   `json:"requests"`
 	InputTokens       int64   `json:"input_tokens"`
 	CachedInputTokens int64   `json:"cached_input_tokens"`
@@ -66,24 +72,27 @@ func (a *API) history(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_range", "from", "A query covers at most 366 days.")
 		return
 	}
-	groupBy := map[string]bool{"team": true, "key": true, "model": true}
-	if s, ok := q["group_by"]; ok {
-		groupBy = map[string]bool{}
-		for _, part := range strings.Split(strings.Join(s, ","), ",") {
-			switch part = strings.TrimSpace(part); part {
-			case "":
-			case "team", "key", "model":
-				groupBy[part] = true
-			default:
-				writeError(w, http.StatusBadRequest, "invalid_group_by", "group_by", "group_by is a comma-separated list of team, key and model.")
-				return
-			}
+	cfg, _ := a.d.State()
+	g, msg := parseGroupBy(q, &cfg.Usage)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, "invalid_group_by", "group_by", msg)
+		return
+	}
+	groupBy := g.fields
+	query := a.d.History.Query
+	if g.split != nil {
+		dim := *g.split
+		query = func(ctx context.Context, from, to string, groupBy map[string]bool) ([]billing.Row, error) {
+			return a.d.History.QueryAttribution(ctx, from, to, dim, groupBy)
 		}
 	}
-	query := a.d.History.Query
 	switch q.Get("granularity") {
 	case "", "day":
 	case "hour":
+		if g.split != nil {
+			writeError(w, http.StatusBadRequest, "invalid_granularity", "granularity", "Usage by tag or end user is kept per day only: leave out granularity=hour.")
+			return
+		}
 		query = a.d.History.QueryHours
 		if to.Sub(from) > maxHourlyDays*24*time.Hour {
 			writeError(w, http.StatusBadRequest, "invalid_range", "from", "An hourly query covers at most 31 days.")
@@ -103,10 +112,16 @@ func (a *API) history(w http.ResponseWriter, r *http.Request) {
 		out[i] = historyRow{Day: row.Day, Hour: row.Hour, Team: row.Team, Key: row.Key, Model: row.Model, Requests: row.Requests,
 			InputTokens: row.InputTokens, CachedInputTokens: row.CachedInputTokens, OutputTokens: row.OutputTokens,
 			ReasoningTokens: row.ReasoningTokens, Cost: billing.Amount(row.CostMicros)}
+		switch {
+		case g.split == nil:
+		case g.split.TagKey != "":
+			out[i].TagKey, out[i].TagValue = g.split.TagKey, row.Value
+		default:
+			out[i].User = row.Value
+		}
 	}
-	cfg, _ := a.d.State()
 	if wantsCSV(r.Header.Get("Accept")) {
-		writeHistoryCSV(w, out, groupBy, cfg.Pricing.Currency, q.Get("granularity") == "hour")
+		writeHistoryCSV(w, out, g, cfg.Pricing.Currency, q.Get("granularity") == "hour")
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
@@ -124,7 +139,8 @@ func wantsCSV(accept string) bool {
 	return false
 }
 
-func writeHistoryCSV(w http.ResponseWriter, rows []historyRow, groupBy map[string]bool, currency string, hourly bool) {
+func writeHistoryCSV(w http.ResponseWriter, rows []historyRow, g grouping, currency string, hourly bool) {
+	groupBy := g.fields
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	w.Header().Set("Content-Disposition", `attachment; filename="modelgate-usage.csv"`)
 	cw := csv.NewWriter(w)
@@ -136,6 +152,9 @@ func writeHistoryCSV(w http.ResponseWriter, rows []historyRow, groupBy map[strin
 		if groupBy[g] {
 			head = append(head, g)
 		}
+	}
+	if g.split != nil {
+		head = append(head, g.splitName())
 	}
 	head = append(head, "requests", "input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens", "cost_"+strings.ToLower(currency))
 	_ = cw.Write(head)
@@ -152,6 +171,9 @@ func writeHistoryCSV(w http.ResponseWriter, rows []historyRow, groupBy map[strin
 		}
 		if groupBy["model"] {
 			rec = append(rec, csvSafe(r.Model))
+		}
+		if g.split != nil {
+			rec = append(rec, csvSafe(r.TagValue+r.User)) // one of them is set
 		}
 		rec = append(rec, itoa(r.Requests), itoa(r.InputTokens), itoa(r.CachedInputTokens), itoa(r.OutputTokens),
 			itoa(r.ReasoningTokens), strconv.FormatFloat(r.Cost, 'f', 6, 64))

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"modelgate/audit"
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/ratelimit"
@@ -205,6 +206,10 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 		a.d.Logger.Warn("issued keys: refresh after issue failed", "err", err.Error())
 	}
 	a.d.Logger.Info("key issued", "id", id, "team", rec.Team, "name", rec.Name)
+	if a.d.KeyEvents != nil {
+		a.d.KeyEvents.KeyIssued(ctx, id, rec.Team, rec.Name, rec.ExpiresAt)
+	}
+	a.audit(r, audit.KeyIssued, rec.Team+"/"+rec.Name, issuedDetails(rec))
 	out := a.describe(ctx, cfg, []keyView{issuedView(rec, a.d.Issued)})[0]
 	writeJSON(w, http.StatusCreated, struct {
 		keyView
@@ -257,7 +262,39 @@ func (a *API) revokeKey(w http.ResponseWriter, r *http.Request) {
 		a.d.Logger.Warn("issued keys: refresh after revoke failed", "err", err.Error())
 	}
 	a.d.Logger.Info("key revoked", "id", id, "team", rec.Team, "name", rec.Name)
+	if a.d.KeyEvents != nil {
+		a.d.KeyEvents.KeyRevoked(ctx, id, rec.Team, rec.Name)
+	}
+	a.audit(r, audit.KeyRevoked, rec.Team+"/"+rec.Name, map[string]string{"id": id})
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "revoked": true})
+}
+
+// issuedDetails are what the audit log says of an issued key: its id and what bounds it,
+// never its secret or the secret's hash.
+func issuedDetails(rec keyRecord) map[string]string {
+	d := map[string]string{"id": rec.ID}
+	if rec.ExpiresAt != nil {
+		d["expires_at"] = rec.ExpiresAt.Format(time.RFC3339)
+	}
+	if len(rec.Models) > 0 {
+		d["models"] = strings.Join(rec.Models, ",")
+	}
+	var limits []string
+	l := rec.Limits
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"requests_per_minute", float64(l.RequestsPerMinute)}, {"tokens_per_minute", float64(l.TokensPerMinute)},
+		{"concurrent_requests", float64(l.ConcurrentRequests)}, {"tokens_per_day", float64(l.TokensPerDay)},
+		{"spend_per_day", l.SpendPerDay}, {"spend_per_month", l.SpendPerMonth}} {
+		if f.v != 0 {
+			limits = append(limits, f.name+"="+strconv.FormatFloat(f.v, 'g', -1, 64))
+		}
+	}
+	if len(limits) > 0 {
+		d["limits"] = strings.Join(limits, ",")
+	}
+	return d
 }
 
 // keyView is one key as GET /admin/keys lists it: never a secret or its hash.

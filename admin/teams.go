@@ -103,5 +103,10 @@ func (a *API) teams(w http.ResponseWriter, r *http.Request) {
 	for i, m := range cfg.Models {
 		models[i] = m.ID
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"currency": cfg.Pricing.Currency, "models": models, "teams": out})
+	// tag_keys: usage.tag_keys, what the dashboard may split spend by (issue 28).
+	tagKeys := cfg.Usage.TagKeys
+	if tagKeys == nil {
+		tagKeys = []string{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"currency": cfg.Pricing.Currency, "models": models, "teams": out, "tag_keys": tagKeys})
 }

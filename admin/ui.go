@@ -3,16 +3,43 @@ package admin
 import (
 	"bytes"
 	"crypto/sha256"
-	_ "embed"
+	"embed"
 	"encoding/base64"
 	"net/http"
+	"path"
+	"regexp"
 )
 
-// dashboardHTML is the whole dashboard: markup, style and script in one file, so the page
-// needs nothing from outside modelgate.
+// uiFiles are the dashboard's sources: the page (ui/index.html), whose one script includes
+// each view's script (ui/*.js) where a line says "// @include name.js". The views live in
+// files of their own to keep each file small; the page is served whole, assembled once.
 //
-//go:embed ui/index.html
-var dashboardHTML []byte
+//go:embed ui/index.html ui/*.js
+var uiFiles embed.FS
+
+// dashboardHTML is the whole dashboard: markup, style and script in one page, so it needs
+// nothing from outside modelgate. Assembled at start and never changed.
+var dashboardHTML = assembleDashboard(uiFiles)
+
+// includeLine is a line of the page's script that includes a view's script.
+var includeLine = regexp.MustCompile(`(?m)^[ \t]*// @include ([a-z-]+\.js)[ \t]*$`)
+
+// assembleDashboard is ui/index.html with each include line replaced by the file it names. A
+// missing file is a bug of the build, found by the tests at once.
+func assembleDashboard(files embed.FS) []byte {
+	page, err := files.ReadFile("ui/index.html")
+	if err != nil {
+		panic("admin: " + err.Error())
+	}
+	return includeLine.ReplaceAllFunc(page, func(line []byte) []byte {
+		name := includeLine.FindSubmatch(line)[1]
+		view, err := files.ReadFile(path.Join("ui", string(name)))
+		if err != nil {
+			panic("admin: the dashboard includes a missing " + string(name))
+		}
+		return bytes.TrimRight(view, "\n")
+	})
+}
 
 // dashboardCSP lets the page run its own inline script and style, named by their hashes,
 // talk to this origin and load nothing else: no CDN, font or image from anywhere.

@@ -277,6 +277,21 @@ func (a *Authenticator) IsAdmin(authorizationHeader string) bool {
 	return a.isAdminDigest(hashToken(token))
 }
 
+// AdminFingerprint names the admin key the header carries without revealing it: the first
+// 8 hex digits of its sha256 (what `sha256sum` prints for the key, cut to 8), as platform
+// keys are named in logs. "" when the header carries no admin key.
+func (a *Authenticator) AdminFingerprint(authorizationHeader string) string {
+	token, err := bearerToken(authorizationHeader)
+	if err != nil {
+		return ""
+	}
+	d := hashToken(token)
+	if !a.isAdminDigest(d) {
+		return ""
+	}
+	return hex.EncodeToString(d[:4])
+}
+
 // hashToken is sha256.Sum256([]byte(token)) without the heap copy Go makes for strings over
 // 32 bytes, for tokens up to 128 bytes (real keys are usually 40-100).
 func hashToken(token string) digest {

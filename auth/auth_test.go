@@ -176,6 +176,15 @@ func TestAdminSeparation(t *testing.T) {
 			if got := a.IsAdmin(c.header); got != c.admin {
 				t.Errorf("IsAdmin = %v, want %v", got, c.admin)
 			}
+			// The fingerprint names admin keys only: sha256 of the key, 8 hex digits.
+			wantFP := ""
+			if c.admin {
+				sum := sha256.Sum256([]byte(keyAdmin))
+				wantFP = hex.EncodeToString(sum[:4])
+			}
+			if got := a.AdminFingerprint(c.header); got != wantFP {
+				t.Errorf("AdminFingerprint = %q, want %q", got, wantFP)
+			}
 			_, err := a.Authenticate(c.header)
 			if (err == nil) != c.dataPlane {
 				t.Errorf("Authenticate err = %v, want data-plane access %v", err, c.dataPlane)

@@ -98,6 +98,18 @@ func (is *Issued) LastUsed(id string) time.Time {
 	return time.Time{}
 }
 
+// Keys lists the issued keys of the current set, in no set order: what background checks
+// (the alerts' expiry and budget watch) go through. Expired keys not yet dropped by a reload
+// are listed too.
+func (is *Issued) Keys() []IssuedKey {
+	set := is.entries.Load().byID
+	out := make([]IssuedKey, 0, len(set))
+	for _, e := range set {
+		out = append(out, e.key)
+	}
+	return out
+}
+
 // lookup finds a live issued key by digest and notes its use.
 func (is *Issued) lookup(d digest) *issuedEntry {
 	e := is.entries.Load().byDigest[d]

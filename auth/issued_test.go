@@ -170,3 +170,29 @@ func TestIssuedClash(t *testing.T) {
 		})
 	}
 }
+
+// Keys lists the current set, expiry included, and follows Replace.
+func TestIssuedKeysList(t *testing.T) {
+	is := NewIssued(nil)
+	exp := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	keys := []IssuedKey{
+		{ID: "key_1", Team: "alpha", Name: "a", SHA256: hexSum("one"), ExpiresAt: exp},
+		{ID: "key_2", Team: "beta", Name: "b", SHA256: hexSum("two")},
+	}
+	if err := is.Replace(keys); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]IssuedKey{}
+	for _, k := range is.Keys() {
+		got[k.ID] = k
+	}
+	if len(got) != 2 || !got["key_1"].ExpiresAt.Equal(exp) || got["key_2"].Team != "beta" {
+		t.Fatalf("listed %+v", got)
+	}
+	if err := is.Replace(keys[1:]); err != nil {
+		t.Fatal(err)
+	}
+	if l := is.Keys(); len(l) != 1 || l[0].ID != "key_2" {
+		t.Fatalf("after Replace: %+v", l)
+	}
+}

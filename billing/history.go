@@ -41,9 +41,12 @@ const (
 
 // Row is one day's (or hour's) usage of one team, key and model (or a sum over some of them).
 type Row struct {
-	Day               string // YYYY-MM-DD, UTC
-	Hour              string // hourly rows: YYYY-MM-DDTHH:00:00Z, UTC; "" for daily rows
-	Team, Key, Model  string
+	Day              string // YYYY-MM-DD, UTC
+	Hour             string // hourly rows: YYYY-MM-DDTHH:00:00Z, UTC; "" for daily rows
+	Team, Key, Model string
+	// Value is the tag's value or the end user of an attribution query (QueryAttribution):
+	// NoValue for requests without one, OtherValues for those past the distinct-value cap.
+	Value             string
 	Requests          int64
 	InputTokens       int64
 	CachedInputTokens int64
@@ -85,11 +88,23 @@ type Recorder struct {
 	unsaved  map[teamKey]bool // keys used since the last flush
 	days     periodNames
 	hours    hourNames
+	// distinct holds the values recorded today per team and attribution dimension, up to
+	// maxDistinct each (see attribution.go).
+	distinct    distinctValues
+	maxDistinct int
+	loadedDay   string // the day whose named values loadDistinct read from the store
 }
 
 // rowID names a row: period is a day (YYYYMMDD) or an hour (YYYYMMDDHH); its length tells
-// which bucket the row belongs to.
-type rowID struct{ day, team, key, model string }
+// which bucket a plain row belongs to. An attribution row (kind tagRow or userRow, daily
+// only, in attrBucket) has no key name: key holds the tag key of a tagRow, value the tag's
+// value or the end user, and other marks the row of values past the distinct-value cap.
+type rowID struct {
+	day, team, key, model string
+	kind                  rowKind
+	value                 string
+	other                 bool
+}
 
 func (id rowID) hourly() bool { return len(id.day) == 10 }
 
@@ -119,7 +134,8 @@ func NewRecorder(st store.Store, retention time.Duration, now func() time.Time, 
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Recorder{st: st, now: now, log: log, retention: retention, hourly: DefaultHourlyRetention,
-		batch: map[rowID]*Row{}, failures: map[rowID]int{}, lastSeen: map[teamKey]int64{}, unsaved: map[teamKey]bool{}}
+		batch: map[rowID]*Row{}, failures: map[rowID]int{}, lastSeen: map[teamKey]int64{}, unsaved: map[teamKey]bool{},
+		maxDistinct: DefaultDistinctValues}
 }
 
 // SetHourlyRetention sets how long hourly rows are kept; 0 or less records none. Call it
@@ -128,12 +144,24 @@ func (r *Recorder) SetHourlyRetention(d time.Duration) { r.hourly = d }
 
 // Record counts one finished request, in its day's row and in its hour's.
 func (r *Recorder) Record(team, key, model string, u Usage, costMicros int64) {
+	r.RecordAttributed(team, key, model, u, costMicros, "", nil)
+}
+
+// RecordAttributed is Record for a request that names an end user and tags ("" and nil
+// when it names none): it also counts the request in the day's row of its end user and of
+// each tag, per team and model. The tags are already allow-listed and bounded; tags is not
+// kept.
+func (r *Recorder) RecordAttributed(team, key, model string, u Usage, costMicros int64, endUser string, tags []Tag) {
 	now := r.now()
 	r.mu.Lock()
 	day, _ := r.days.at(now)
-	r.addTo(rowID{day[1:], team, key, model}, u, costMicros)
+	day = day[1:]
+	r.addTo(rowID{day: day, team: team, key: key, model: model}, u, costMicros)
 	if r.hourly > 0 {
-		r.addTo(rowID{r.hours.at(now), team, key, model}, u, costMicros)
+		r.addTo(rowID{day: r.hours.at(now), team: team, key: key, model: model}, u, costMicros)
+	}
+	if endUser != "" || len(tags) > 0 {
+		r.attribute(day, team, model, endUser, tags, u, costMicros)
 	}
 	tk := teamKey{team, key}
 	r.lastSeen[tk] = now.UnixNano()
@@ -196,6 +224,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	}
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()
+	r.loadDistinct(ctx)
 	r.mu.Lock()
 	if len(r.batch) == 0 {
 		r.mu.Unlock()
@@ -221,7 +250,10 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	var firstErr error
 	for id, row := range batch {
 		bucket := historyBucket
-		if id.hourly() {
+		switch {
+		case id.kind != plainRow:
+			bucket = attrBucket
+		case id.hourly():
 			bucket = hourlyBucket
 		}
 		err := r.st.Add(ctx, bucket, id.storeKey(), row.counters(), r.ttl(id.day))
@@ -292,14 +324,19 @@ func (r *Recorder) ttl(period string) time.Duration {
 	return max(start.Add(length+retention).Sub(r.now()), time.Minute)
 }
 
-func (id rowID) storeKey() string { return id.day + "/" + id.team + "/" + id.key + "/" + id.model }
+func (id rowID) storeKey() string {
+	if id.kind != plainRow {
+		return id.attrStoreKey()
+	}
+	return id.day + "/" + id.team + "/" + id.key + "/" + id.model
+}
 
 func parseRowKey(k string) (rowID, bool) {
 	parts := strings.SplitN(k, "/", 4)
 	if len(parts) != 4 || (len(parts[0]) != 8 && len(parts[0]) != 10) {
 		return rowID{}, false
 	}
-	return rowID{parts[0], parts[1], parts[2], parts[3]}, true
+	return rowID{day: parts[0], team: parts[1], key: parts[2], model: parts[3]}, true
 }
 
 // Query returns the daily rows of the days from..to (YYYYMMDD, inclusive) summed over what
@@ -322,9 +359,14 @@ func (r *Recorder) query(ctx context.Context, hourly bool, from, to string, grou
 	}
 	r.flushMu.RLock()
 	defer r.flushMu.RUnlock()
+	return r.sum(ctx, bucket, hourly, from, to, groupBy)
+}
+
+// sum is query with r.flushMu held.
+func (r *Recorder) sum(ctx context.Context, bucket string, hourly bool, from, to string, groupBy map[string]bool) ([]Row, error) {
 	sums := map[rowID]*Row{}
 	take := func(id rowID, row *Row) {
-		if id.hourly() != hourly || id.day[:8] < from || id.day[:8] > to {
+		if id.kind != plainRow || id.hourly() != hourly || id.day[:8] < from || id.day[:8] > to {
 			return
 		}
 		g := rowID{day: id.day}

@@ -1,8 +1,6 @@
 package config
 
 import (
-	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,10 +13,6 @@ const (
 	maxKeyTagKeyChars   = 64
 	maxKeyTagValueChars = 512
 )
-
-// tagKeyRE is what usage.tag_keys may hold: characters the usage history keeps as they are,
-// so group_by=tag:<key> names a key plainly.
-var tagKeyRE = regexp.MustCompile(`^[A-Za-z0-9._~:@+-]{1,64}$`)
 
 // TagsProblem says what is wrong with a key's default tags, or "": at most 16, each key
 // 1-64 characters and each value at most 512, no control characters.
@@ -62,18 +56,6 @@ func (c *Config) SortedTagKeys() []string {
 	keys := slices.Clone(c.Usage.TagKeys)
 	sort.Strings(keys)
 	return keys
-}
-
-// usage validates usage.tag_keys.
-func (v *validator) usage(u Usage) {
-	for i, k := range u.TagKeys {
-		p := fmt.Sprintf("usage.tag_keys[%d]", i)
-		if !tagKeyRE.MatchString(k) {
-			v.fail(p, "want 1-64 letters, digits or any of . _ ~ : @ + -, got %q", k)
-		} else if slices.Contains(u.TagKeys[:i], k) {
-			v.fail(p, "tag key %q is listed twice", k)
-		}
-	}
 }
 
 // endUserLimits validates teams[].end_user_limits.

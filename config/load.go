@@ -166,9 +166,13 @@ const (
 	defaultBodyReadTimeout   = 30 * time.Second
 	defaultMaxInflatingBytes = 64 << 20
 	defaultUploadIdleTimeout = 2 * time.Minute
-	defaultReasoningField    = "reasoning_content"
-	defaultBalanceCacheTTL   = 5 * time.Second
-	defaultTeamMode          = "enforce"
+	// A WebSocket lives at most an hour, as the platform's peers close theirs; pings every
+	// 30 s keep idle-cutting proxies from closing it and find a vanished client.
+	defaultWebSocketMaxAge       = 60 * time.Minute
+	defaultWebSocketPingInterval = 30 * time.Second
+	defaultReasoningField        = "reasoning_content"
+	defaultBalanceCacheTTL       = 5 * time.Second
+	defaultTeamMode              = "enforce"
 	// defaultKeepAliveInterval stays well under the 60 s idle limit common to nginx, cloud
 	// load balancers and corporate proxies, which would otherwise cut a model that thinks.
 	defaultKeepAliveInterval   = 15 * time.Second
@@ -229,6 +233,8 @@ func applyDefaults(c *Config) {
 	setDefault(&s.UploadIdleTimeout, defaultUploadIdleTimeout)
 	setDefault(&s.BodyReadTimeout, defaultBodyReadTimeout)
 	setDefault(&s.MaxInflatingBytes, defaultMaxInflatingBytes)
+	setDefault(&s.WebSocketMaxAge, defaultWebSocketMaxAge)
+	setDefault(&s.WebSocketPingInterval, defaultWebSocketPingInterval)
 	setDefault(&c.Responses.Scope, "team")
 	setDefault(&c.Translate.ReasoningField, defaultReasoningField)
 	setDefault(&c.Translate.MaxN, DefaultMaxN)
@@ -239,5 +245,7 @@ func applyDefaults(c *Config) {
 	setDefault(&c.Pricing.Currency, "USD")
 	setDefault(&c.UsageHistory.Retention, 90*24*time.Hour)
 	setDefault(&c.UsageHistory.HourlyRetention, 7*24*time.Hour)
+	setDefault(&c.UsageHistory.DistinctValues, DefaultDistinctValues)
 	setDefault(&c.Responses.BackgroundMaxQueuedPerTeam, defaultBackgroundMaxQueued)
+	setDefault(&c.Alerts.CheckInterval, defaultAlertCheckInterval)
 }

@@ -118,11 +118,6 @@ func (c *Config) Summary() string {
 		}
 	}
 	w("admin keys: %d", len(c.AdminKeys))
-	if len(c.Usage.TagKeys) == 0 {
-		w("usage tags: none recorded (usage.tag_keys is empty)")
-	} else {
-		w("usage tags: recorded for keys %s (others dropped)", strings.Join(c.SortedTagKeys(), ", "))
-	}
 
 	r := c.Ratelimit
 	if r.Store == "" || r.Store == "memory" {
@@ -143,6 +138,12 @@ func (c *Config) Summary() string {
 	w("translate: reasoning field %s, drop extra fields %t", c.Translate.ReasoningField, c.Translate.DropExtraFields)
 	w("sidecar: balance cached %s", c.Sidecar.BalanceCacheTTL)
 	w("browsers: %s; chat n at most %d", corsText(s.CORSOrigins), c.Translate.MaxN)
+	holder := "caller"
+	if c.KeysMode() {
+		holder = "key"
+	}
+	w("websocket (GET /v1/responses): at most %d connections open per %s in this process; each closed after %s; pinged every %s",
+		c.WebSocketConnections(), holder, s.WebSocketMaxAge, s.WebSocketPingInterval)
 	if c.Responses.StoreLocal() {
 		owner := "team"
 		if c.Responses.KeyScoped() {
@@ -162,7 +163,8 @@ func (c *Config) Summary() string {
 	}
 	history := "off"
 	if c.HistoryEnabled() {
-		history = "kept " + c.UsageHistory.Retention.String()
+		history = fmt.Sprintf("kept %s, naming at most %d end users and values of each tag key per team and day",
+			c.UsageHistory.Retention, c.UsageHistory.DistinctValues)
 	}
 	if c.Metrics.BearerToken != "" {
 		w("metrics: /metrics needs its bearer token")
@@ -170,6 +172,8 @@ func (c *Config) Summary() string {
 		w("metrics: /metrics open to whoever reaches the listener")
 	}
 	w("pricing: %d of %d models priced, in %s; usage history %s", priced, len(c.Models), c.Pricing.Currency, history)
+	w("usage tag keys recorded: %s", c.Usage.tagKeysText())
+	w("%s", c.alertsSummary())
 	return b.String()
 }
 
@@ -187,7 +191,9 @@ func limitsText(l Limits) string {
 		}
 		return fmt.Sprintf("%d %s", n, unit)
 	}
-	l.OnBudgetExceeded = "" // a policy, not a limit: summarized on a line of its own
+	// A policy and a connection cap, not request limits: each is summarized on a line of
+	// its own.
+	l.OnBudgetExceeded, l.WebSocketConnections = "", 0
 	if l == (Limits{}) {
 		return "unlimited"
 	}

@@ -156,3 +156,36 @@ func TestSummaryFallbacks(t *testing.T) {
 	s := cfg.Summary()
 	summaryHas(t, s, "  big\n    fallbacks: small; context_window: 128000 tokens; first_token_timeout: 20s\n  small\n")
 }
+
+// The Responses WebSocket mode's three keys show on a line of their own; the connection cap
+// is not a request limit, so the limits lines do not name it.
+func TestSummaryWebSocket(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string
+		wantNot    []string
+	}{
+		{"defaults", "listen: 127.0.0.1:1\n",
+			[]string{"websocket (GET /v1/responses): at most 16 connections open per caller in this process; each closed after 1h0m0s; pinged every 30s\n"}, nil},
+		{"set", "limits:\n  websocket_connections: 4\nserver:\n  websocket_max_age: 10m\n  websocket_ping_interval: 15s\n",
+			[]string{"websocket (GET /v1/responses): at most 4 connections open per caller in this process; each closed after 10m0s; pinged every 15s\n",
+				"limits per caller: unlimited\n"}, []string{"websocket_connections"}},
+		{"keys_mode", "upstream: {api_key: sk-test-key-0123456789}\nlimits: {websocket_connections: 2}\nteams:\n  - name: t\n    keys: [{name: k, key: mg-team-key-0123456789}]\n",
+			[]string{"websocket (GET /v1/responses): at most 2 connections open per key in this process;"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(tt.yaml), "c.yaml", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := cfg.Summary()
+			summaryHas(t, s, tt.want...)
+			for _, not := range tt.wantNot {
+				if strings.Contains(s, not) {
+					t.Errorf("summary has %q:\n%s", not, s)
+				}
+			}
+		})
+	}
+}

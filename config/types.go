@@ -18,9 +18,10 @@ type Config struct {
 	Responses    Responses    `yaml:"responses"`
 	Pricing      Pricing      `yaml:"pricing"`
 	UsageHistory UsageHistory `yaml:"usage_history"`
-	Usage        Usage        `yaml:"usage"`
+	Usage        Usage        `yaml:"usage"` // request attribution (issue 28)
 	Tracing      Tracing      `yaml:"tracing"`
 	Metrics      Metrics      `yaml:"metrics"`
+	Alerts       Alerts       `yaml:"alerts"` // budget and key events over webhooks (config/alerts.go)
 }
 
 // Metrics guards GET /metrics.
@@ -148,6 +149,20 @@ type Limits struct {
 	// of a spend budget or of tokens_per_day: "refuse" (default) or "clamp" (lower the cap
 	// to what is left). Read at the top-level limits and a team's limits only.
 	OnBudgetExceeded string `yaml:"on_budget_exceeded"`
+	// WebSocketConnections caps the Responses WebSocket connections one key holds open at
+	// once (in this process). Read at the top-level limits only; default 16.
+	WebSocketConnections int64 `yaml:"websocket_connections"`
+}
+
+// DefaultWebSocketConnections is limits.websocket_connections when it is not set.
+const DefaultWebSocketConnections = 16
+
+// WebSocketConnections is the per-key cap on open Responses WebSocket connections.
+func (c *Config) WebSocketConnections() int64 {
+	if c.Limits.WebSocketConnections > 0 {
+		return c.Limits.WebSocketConnections
+	}
+	return DefaultWebSocketConnections
 }
 
 // Values of Limits.OnBudgetExceeded.
@@ -192,13 +207,6 @@ type EndUserLimits struct {
 // Limited reports whether any end-user limit is set.
 func (l EndUserLimits) Limited() bool { return l != EndUserLimits{} }
 
-// Usage says what the usage history records beyond team, key and model (issue 28).
-type Usage struct {
-	// TagKeys are the request tag keys recorded; tags with other keys are dropped. None:
-	// no tags are recorded.
-	TagKeys []string `yaml:"tag_keys"`
-}
-
 // Key is one local key handed to a team. Exactly one of Key and KeySHA256 is set.
 type Key struct {
 	Name      string `yaml:"name"`
@@ -233,6 +241,13 @@ type Server struct {
 	// CORSOrigins are the browser origins allowed to call /v1 ("scheme://host[:port]", or "*");
 	// empty = no CORS at all, since modelgate holds platform keys.
 	CORSOrigins []string `yaml:"cors_origins"`
+	// WebSocketMaxAge is how long a Responses WebSocket connection may stay open; then it is
+	// closed (the websocket_connection_limit_reached event, then code 1001) once its turn in
+	// flight has finished. Default 60m.
+	WebSocketMaxAge time.Duration `yaml:"websocket_max_age"`
+	// WebSocketPingInterval is how often an open WebSocket connection is pinged; a client
+	// that has not answered by the next ping is taken as gone. Default 30s.
+	WebSocketPingInterval time.Duration `yaml:"websocket_ping_interval"`
 }
 
 // Translate tunes the Chat Completions bridge.
@@ -288,6 +303,9 @@ type UsageHistory struct {
 	Retention time.Duration `yaml:"retention"` // how long a day's rows are kept; default 2160h (90 days)
 	// HourlyRetention is how long the per-hour rows are kept; default 168h (7 days).
 	HourlyRetention time.Duration `yaml:"hourly_retention"`
+	// DistinctValues caps the distinct end users, and distinct values of each tag key, a
+	// team's day records by name; the rest share one "(other)" row. Default 1000.
+	DistinctValues int `yaml:"distinct_values"`
 }
 
 // HistoryEnabled reports whether usage history is recorded.

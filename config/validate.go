@@ -92,7 +92,6 @@ func validate(c *Config, d *decoder) []*Error {
 	v.limits("limits", c.Limits)
 	v.budgetAction("limits", c.Limits)
 	digests := v.teams(c, modelIDs)
-	v.usage(c.Usage)
 	v.adminKeys(c.AdminKeys, digests)
 	v.server(&c.Server)
 	v.either("translate.reasoning_field", c.Translate.ReasoningField, "reasoning_content", "reasoning")
@@ -101,6 +100,7 @@ func validate(c *Config, d *decoder) []*Error {
 	v.maxN(c.Translate.MaxN)
 	v.responses(&c.Responses)
 	v.pricing(c)
+	v.alerts(&c.Alerts)
 	if c.Metrics.BearerToken != "" {
 		v.secret("metrics.bearer_token", c.Metrics.BearerToken)
 	}
@@ -349,6 +349,7 @@ func (v *validator) limits(path string, l Limits) {
 	v.nonNegative(path+".tokens_per_day", l.TokensPerDay)
 	v.money(path+".spend_per_day", l.SpendPerDay)
 	v.money(path+".spend_per_month", l.SpendPerMonth)
+	v.nonNegative(path+".websocket_connections", l.WebSocketConnections)
 }
 
 // budgetAction checks on_budget_exceeded where it may be set: the top-level limits and a
@@ -362,6 +363,15 @@ func (v *validator) budgetAction(path string, l Limits) {
 func (v *validator) noBudgetAction(path string, l Limits) {
 	if l.OnBudgetExceeded != "" {
 		v.fail(path+".on_budget_exceeded", "set it at limits or teams[].limits; a key follows its team")
+	}
+	v.noSocketCap(path, l)
+}
+
+// noSocketCap refuses websocket_connections anywhere but the top-level limits, which cap
+// every key.
+func (v *validator) noSocketCap(path string, l Limits) {
+	if l.WebSocketConnections != 0 {
+		v.fail(path+".websocket_connections", "set it at the top-level limits: it caps every key")
 	}
 }
 
@@ -391,6 +401,10 @@ func (v *validator) pricing(c *Config) {
 	}
 	v.nonNegativeDuration("usage_history.retention", c.UsageHistory.Retention)
 	v.nonNegativeDuration("usage_history.hourly_retention", c.UsageHistory.HourlyRetention)
+	if n := c.UsageHistory.DistinctValues; n < 0 || n > MaxDistinctValues {
+		v.fail("usage_history.distinct_values", "want 1 to %d (0: the default, %d), got %d", MaxDistinctValues, DefaultDistinctValues, n)
+	}
+	v.usage(&c.Usage)
 }
 
 var currencyRE = regexp.MustCompile(`^[A-Za-z]{1,8}$`)
@@ -470,6 +484,7 @@ func (v *validator) teams(c *Config, modelIDs map[string]bool) map[[32]byte]stri
 		}
 		v.limits(tp+".limits", t.Limits)
 		v.budgetAction(tp+".limits", t.Limits)
+		v.noSocketCap(tp+".limits", t.Limits)
 		v.either(tp+".mode", t.Mode, "enforce", "shadow")
 		v.endUserLimits(tp+".end_user_limits", t.EndUserLimits)
 		if len(t.Keys) == 0 {
@@ -562,6 +577,9 @@ func (v *validator) server(s *Server) {
 	v.nonNegativeDuration("server.upload_idle_timeout", s.UploadIdleTimeout)
 	v.nonNegativeDuration("server.body_read_timeout", s.BodyReadTimeout)
 	v.nonNegative("server.max_inflating_bytes", s.MaxInflatingBytes)
+	// A negative age or interval would quietly mean the default.
+	v.nonNegativeDuration("server.websocket_max_age", s.WebSocketMaxAge)
+	v.nonNegativeDuration("server.websocket_ping_interval", s.WebSocketPingInterval)
 }
 
 func (v *validator) responses(r *Responses) {

@@ -94,6 +94,12 @@ func TestParseErrors(t *testing.T) {
 		{"negative_breaker_cooldown", "upstream:\n  breaker:\n    cooldown: -1s\n", []string{"upstream.breaker.cooldown"}},
 		{"negative_body", "server:\n  max_body_bytes: -1\n", []string{"server.max_body_bytes: must not be negative"}},
 		{"negative_ttl", "sidecar:\n  balance_cache_ttl: -5s\n", []string{"sidecar.balance_cache_ttl: must not be negative"}},
+		// the Responses WebSocket mode (issue 29)
+		{"negative_socket_cap", "limits:\n  websocket_connections: -1\n", []string{"c.yaml:2: limits.websocket_connections: must not be negative"}},
+		{"team_socket_cap", keyed + "    limits: {websocket_connections: 2}\n", []string{"c.yaml:8: teams[0].limits.websocket_connections: set it at the top-level limits"}},
+		{"key_socket_cap", keyed + "        limits: {websocket_connections: 2}\n", []string{"teams[0].keys[0].limits.websocket_connections: set it at the top-level limits"}},
+		{"negative_socket_age", "server:\n  websocket_max_age: -1m\n", []string{"c.yaml:2: server.websocket_max_age: must not be negative"}},
+		{"negative_socket_ping", "server:\n  websocket_ping_interval: -5s\n", []string{"c.yaml:2: server.websocket_ping_interval: must not be negative"}},
 
 		// models and allow-lists
 		{"model_dup", "models:\n  - id: a\n  - id: b\n  - id: a\n", []string{"c.yaml:4: models[2].id: duplicate model id \"a\" (also models[0])"}},

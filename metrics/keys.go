@@ -51,3 +51,19 @@ func (m *Metrics) WatchHistoryDrops(dropped func() int64) {
 		Help: "Usage-history rows dropped after the store refused them on every flush for five minutes.",
 	}, func() float64 { return float64(dropped()) }))
 }
+
+// WatchAlertDeliveries exports the alert webhooks' deliveries by outcome: delivered (a 2xx),
+// failed (refused, or out of attempts) and dropped (the queue was full, so the event was
+// never sent). counts returns the three, in that order (alerts.Sender.Stats).
+func (m *Metrics) WatchAlertDeliveries(counts func() (delivered, failed, dropped int64)) {
+	for i, outcome := range []string{"delivered", "failed", "dropped"} {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "modelgate_alert_deliveries_total",
+			Help:        "Alert webhook deliveries by outcome: delivered, failed after every attempt or refused, dropped from a full queue.",
+			ConstLabels: prometheus.Labels{"outcome": outcome},
+		}, func() float64 {
+			d, f, x := counts()
+			return float64([3]int64{d, f, x}[i])
+		}))
+	}
+}

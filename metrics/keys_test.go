@@ -75,3 +75,19 @@ func TestHistoryDropsExported(t *testing.T) {
 		t.Fatalf("metrics:\n%s", rec.Body.String())
 	}
 }
+
+func TestAlertDeliveriesExported(t *testing.T) {
+	m := New(config.Default())
+	m.WatchAlertDeliveries(func() (int64, int64, int64) { return 5, 2, 1 })
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{
+		`modelgate_alert_deliveries_total{outcome="delivered"} 5`,
+		`modelgate_alert_deliveries_total{outcome="failed"} 2`,
+		`modelgate_alert_deliveries_total{outcome="dropped"} 1`,
+	} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Fatalf("no %q in:\n%s", want, rec.Body.String())
+		}
+	}
+}

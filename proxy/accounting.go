@@ -27,5 +27,9 @@ func (s *Server) settleBilling(ri *requestInfo) int64 {
 	if ri.principal != nil {
 		spend.KeyScope, spend.TeamScope = ri.principal.ScopeID, ri.principal.TeamScopeID
 	}
-	return s.settler.Bill(&ri.Record, spend, s.state().prices)
+	prices := ri.prices
+	if prices == nil {
+		prices = s.state().prices // a caller never authenticated here (a background job's run)
+	}
+	return s.settler.Bill(&ri.Record, spend, prices)
 }

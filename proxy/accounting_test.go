@@ -21,9 +21,11 @@ import (
 	"modelgate/accounting"
 	"modelgate/apitest"
 	"modelgate/auth"
+	"modelgate/billing"
 	"modelgate/config"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
+	"modelgate/testclock"
 )
 
 // settledRecord is what the access log says a request settled.
@@ -317,5 +319,54 @@ func TestReloadMidStreamSettlesExactly(t *testing.T) {
 		if got.Estimated != "" || got.Input != billed.InputTokens || got.Output != billed.OutputTokens {
 			t.Errorf("%s: settled %+v, the platform billed %+v", id, got, billed)
 		}
+	}
+}
+
+// A reload that changes a model's price while a stream is open bills the stream at the price
+// it was admitted and held at; requests admitted after the reload pay the new one.
+func TestReloadMidStreamBillsAtAdmissionPrice(t *testing.T) {
+	history := billing.NewRecorder(nil, time.Hour, testclock.Running(), nil)
+	ledger := memoryLedger(t)
+	env := newResEnv(t, envOptions{ledger: ledger, history: history, yaml: strings.Replace(baseYAML,
+		"  - id: sim-long\n", "  - id: sim-long\n  - id: sim-slow\n    price: {input: 1, output: 2}\n", 1)})
+	resp := env.send(t, context.Background(), "/v1/responses", keyAlpha1, `{"model":"sim-slow","input":"price me","stream":true}`,
+		"X-Request-Id", "priced-before")
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, "delta") {
+			break
+		}
+	}
+	cfg := *env.cfg
+	cfg.Models = append([]config.Model(nil), cfg.Models...)
+	for i := range cfg.Models {
+		if cfg.Models[i].ID == "sim-slow" {
+			cfg.Models[i].Price = &config.Price{Input: 10, Output: 20}
+		}
+	}
+	a, err := auth.New(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.server.Reload(&cfg, a)
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		t.Fatal(err)
+	}
+	got := settledFor(t, env.logs, "priced-before")
+	want := billing.MicrosOf(float64(got.Input)*1/1e6 + float64(got.Output)*2/1e6)
+	rows, err := history.Query(context.Background(), "00000101", "99991231", map[string]bool{"model": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].CostMicros != want || want == 0 {
+		t.Fatalf("history %+v, want one row costing %d micros (the price at admission)", rows, want)
+	}
+	if day, _ := ledger.Spent("team:alpha"); billing.MicrosOf(day) != want {
+		t.Errorf("the team's spend %d micros, want %d", billing.MicrosOf(day), want)
 	}
 }

@@ -1,11 +1,13 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/alerts"
 	"modelgate/breaker"
 	"modelgate/calibration"
 	"modelgate/config"
@@ -23,6 +25,7 @@ func (s *Server) adminRoutes(e *gin.Engine) {
 		admin.DELETE("/keys/:id", h)
 		admin.GET("/teams", h)
 		admin.GET("/usage/history", h)
+		admin.GET("/audit", h) // read only: no route writes or deletes an audit entry
 		// The page itself holds no data and asks for the admin key: no credential needed.
 		page := func(c *gin.Context) {
 			info(c).Route = "/admin/ui/"
@@ -112,10 +115,54 @@ func (s *Server) adminUsage(c *gin.Context) {
 		Teams     []usageEntry              `json:"teams"`
 		Estimates []calibration.ModelFactor `json:"estimates"`
 		Breakers  []breaker.Status          `json:"breakers"`
-	}{teams, estimates, s.breakers.Statuses()})
+		Alerts    alertsUsage               `json:"alerts"`
+	}{teams, estimates, s.breakers.Statuses(), s.alertsUsage(c.Request.Context())})
 	if err != nil {
 		abortError(c, http.StatusInternalServerError, typeServer, "internal_error", "", "internal error")
 		return
 	}
 	c.Data(http.StatusOK, "application/json", b)
+}
+
+// AlertsView is what GET /admin/usage shows of the alerts (an alerts.Watcher).
+type AlertsView interface {
+	// CrossedToday lists the budget thresholds announced today, by any replica.
+	CrossedToday(ctx context.Context) ([]alerts.Event, error)
+	// Deliveries counts this replica's webhook deliveries.
+	Deliveries() alerts.Stats
+	// Exhausted notes that a scope's budget refused a call, so its 100% threshold is
+	// announced even when the settled use is short of the limit. It must not block.
+	Exhausted(scope, budget string)
+}
+
+// noteExhausted tells the alerts, if any, that a budget refused a call.
+func (s *Server) noteExhausted(scope, budget string) {
+	if s.alerts != nil {
+		s.alerts.Exhausted(scope, budget)
+	}
+}
+
+// alertsUsage is the alerts part of GET /admin/usage.
+type alertsUsage struct {
+	CrossedToday []alerts.Event `json:"crossed_today"`
+	Deliveries   alerts.Stats   `json:"deliveries"` // this replica's, since it started
+}
+
+// alertsUsage reads the thresholds crossed today. Like the other figures of the page it is a
+// nicety: a store that cannot be read shows none, and the rest of the page still answers.
+func (s *Server) alertsUsage(ctx context.Context) alertsUsage {
+	out := alertsUsage{CrossedToday: []alerts.Event{}}
+	if s.alerts == nil {
+		return out
+	}
+	out.Deliveries = s.alerts.Deliveries()
+	crossed, err := s.alerts.CrossedToday(ctx)
+	if err != nil {
+		s.log.Warn("alerts: thresholds crossed today not read", "err", err.Error())
+		return out
+	}
+	if crossed != nil {
+		out.CrossedToday = crossed
+	}
+	return out
 }

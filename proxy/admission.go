@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/alerts"
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/ratelimit"
@@ -35,7 +36,7 @@ func (s *Server) authenticate(c *gin.Context) {
 	if st.auth.Mode() == auth.ModePassthrough {
 		s.limitPassthrough(p, st.cfg.Ratelimit)
 	}
-	ri.Team, ri.Key, ri.principal = p.Team, p.KeyName, p
+	ri.Team, ri.Key, ri.principal, ri.prices = p.Team, p.KeyName, p, st.prices
 	c.Set(principalKey, p)
 	c.Set(stateKey, st)
 }
@@ -140,6 +141,7 @@ func (s *Server) refuseDecision(c *gin.Context, d ratelimit.Decision, err error)
 	}
 	retry := d.RetryAfter
 	if d.Reason == ratelimit.ReasonDailyTokens {
+		s.noteExhausted(d.Scope, alerts.BudgetTokensDay)
 		c.Header("X-Should-Retry", "false")
 		s.refuse(c, http.StatusTooManyRequests, typeQuota, "insufficient_quota",
 			fmt.Sprintf("You exceeded your daily token budget (%s). It resets at 00:00 UTC.", scopeKind(d.Scope)), retry)

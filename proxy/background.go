@@ -58,7 +58,7 @@ func (s *Server) submitBackground(c *gin.Context, a *admission, job *jobs.Job, t
 	jobInfo := &requestInfo{Record: reqlog.Record{Start: time.Now(), RequestID: ri.RequestID, Route: "/v1/responses",
 		Team: ri.Team, Key: ri.Key, Model: ri.Model, Admitted: true, InputEstimate: ri.InputEstimate, InputReserved: ri.InputReserved,
 		UpstreamModel: ri.UpstreamModel, EndUser: ri.EndUser, Tags: ri.Tags},
-		principal: p, limits: s.limiter, spend: ri.spend}
+		principal: p, limits: s.limiter, spend: ri.spend, prices: st.prices}
 	ri.spend, ri.BilledLater = nil, true
 	s.bg.Start(job, jobs.Work{Keeper: st.keeper,
 		Call: &backgroundCall{s: s, st: st, p: p, ri: jobInfo, body: body, reserve: reserve},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/alerts"
 	"modelgate/auth"
 	"modelgate/billing"
 )
@@ -65,7 +66,9 @@ func (s *Server) refuseSpend(c *gin.Context, refused *billing.Refusal) {
 	next := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
 	msg := "You exceeded your daily spend budget (%s). It resets at 00:00 UTC."
 	ri.Refusal = "daily_spend"
+	budget := alerts.BudgetSpendDay
 	if refused.Period == "month" {
+		budget = alerts.BudgetSpendMonth
 		next = time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC)
 		msg = "You exceeded your monthly spend budget (%s). It resets on the first of the month at 00:00 UTC."
 		ri.Refusal = "monthly_spend"
@@ -77,6 +80,7 @@ func (s *Server) refuseSpend(c *gin.Context, refused *billing.Refusal) {
 			msg = "This call could cost more than what is left of your monthly spend budget (%s); lower max_tokens, or wait until it resets on the first of the month at 00:00 UTC."
 		}
 	}
+	s.noteExhausted(refused.Scope, budget)
 	peekLimitHeaders(c)
 	c.Header("X-Should-Retry", "false")
 	s.refuse(c, http.StatusTooManyRequests, typeQuota, "insufficient_quota", fmt.Sprintf(msg, scopeKind(refused.Scope)), next.Sub(now))

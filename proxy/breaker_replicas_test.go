@@ -92,6 +92,10 @@ func TestModelBreakerSharedByReplicas(t *testing.T) {
 
 			flaky.failing.Store(false)
 			flaky.hold = make(chan struct{})
+			var release sync.Once
+			releaseHeld := func() { release.Do(func() { close(flaky.hold) }) }
+			// A failed check below must not leave the held call, and the test, hanging.
+			t.Cleanup(releaseHeld)
 			if advance != nil {
 				advance(cooldown)
 			} else {
@@ -116,14 +120,16 @@ func TestModelBreakerSharedByReplicas(t *testing.T) {
 					wg.Go(func() { statuses <- call(env) })
 				}
 			}
+			// The refused calls may all be answered while the probe is still on its way to the
+			// platform: wait for both.
 			deadline := time.Now().Add(10 * time.Second)
-			for len(statuses) < 2*perReplica-1 && time.Now().Before(deadline) {
+			for (len(statuses) < 2*perReplica-1 || flaky.waiting.Load() < 1) && time.Now().Before(deadline) {
 				time.Sleep(5 * time.Millisecond)
 			}
 			if got := flaky.waiting.Load(); got != 1 || len(statuses) != 2*perReplica-1 {
 				t.Fatalf("%d calls at the platform, %d answered; want 1 probe across both replicas", got, len(statuses))
 			}
-			close(flaky.hold)
+			releaseHeld()
 			wg.Wait()
 			close(statuses)
 			ok := 0

@@ -124,6 +124,8 @@ type envOptions struct {
 	simCounter platformsim.InputCounter
 	// breakers are the server's circuit breakers; nil: none.
 	breakers *breaker.Set
+	// alerts is what /admin/usage shows of the alerts; nil: none.
+	alerts AlertsView
 	// health is the breakers' view routes and fallbacks consult; nil: the breakers'.
 	health upstream.Health
 }
@@ -199,7 +201,7 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 	}
 	t.Cleanup(func() { env.limiter.Close() })
 	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease,
-		Ledger: o.ledger, History: o.history, Calibration: o.calibration, Breakers: o.breakers, Health: o.health})
+		Ledger: o.ledger, History: o.history, Calibration: o.calibration, Breakers: o.breakers, Health: o.health, Alerts: o.alerts})
 	if err != nil {
 		t.Fatal(err)
 	}

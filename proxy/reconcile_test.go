@@ -262,16 +262,7 @@ func checkDayTotals(t *testing.T, env *resEnv, up *reconcilePlatform, ledger *bi
 	now time.Time, cases []reconcileCase, margins map[string]platformsim.Totals) []string {
 	t.Helper()
 	var problems []string
-	fail := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	day := now.UTC().Format("20060102")
-	rows, err := history.Query(context.Background(), day, day, map[string]bool{"team": true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	status, _, raw := env.do(t, http.MethodGet, "/admin/usage", keyAdmin, nil)
-	if status != http.StatusOK {
-		t.Fatalf("/admin/usage: %d %s", status, raw)
-	}
+	bills := map[string]platformsim.Totals{}
 	for _, tm := range reconcileTeams {
 		// The platform's bill for the team's key, and that every call of it is a case's.
 		var bill, byID platformsim.Totals
@@ -283,9 +274,32 @@ func checkDayTotals(t *testing.T, env *resEnv, up *reconcilePlatform, ledger *bi
 			}
 		}
 		if bill != byID {
-			fail("%s: the platform billed %+v to the team's key, %+v to its requests' ids", tm.name, bill, byID)
+			problems = append(problems, fmt.Sprintf("%s: the platform billed %+v to the team's key, %+v to its requests' ids", tm.name, bill, byID))
 		}
-		m := margins[tm.name]
+		bills[tm.name] = bill
+	}
+	return append(problems, checkTeamBooks(t, env, ledger, history, now, bills, margins)...)
+}
+
+// checkTeamBooks compares each team's day totals in every book modelgate keeps (the limiter's
+// team and key counters, GET /admin/usage, the usage history and its cost, the spend ledger)
+// with the platform's bill for the team plus the declared margins.
+func checkTeamBooks(t *testing.T, env *resEnv, ledger *billing.Ledger, history *billing.Recorder,
+	now time.Time, bills, margins map[string]platformsim.Totals) []string {
+	t.Helper()
+	var problems []string
+	fail := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	day := now.UTC().Format("20060102")
+	rows, err := history.Query(context.Background(), day, day, map[string]bool{"team": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, _, raw := env.do(t, http.MethodGet, "/admin/usage", keyAdmin, nil)
+	if status != http.StatusOK {
+		t.Fatalf("/admin/usage: %d %s", status, raw)
+	}
+	for _, tm := range reconcileTeams {
+		bill, m := bills[tm.name], margins[tm.name]
 		want := ratelimit.Usage{InputTokens: bill.InputTokens + m.InputTokens, OutputTokens: bill.OutputTokens + m.OutputTokens}
 		check := func(book string, in, out int64) {
 			if in != want.InputTokens || out != want.OutputTokens {

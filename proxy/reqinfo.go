@@ -35,6 +35,9 @@ type requestInfo struct {
 	onResponse func(response []byte)
 	// spend is the spend reservation of an admitted call (see settleBilling).
 	spend *billing.Hold
+	// prices are those of the config the request was admitted under: its hold was priced
+	// with them, so it settles with them even when a reload changed them meanwhile.
+	prices billing.Prices
 	// abandoned is the usage of the attempts a fallback replaced (issue 27): already billed
 	// at their models' prices, still to be settled on the request's ticket.
 	abandoned ratelimit.Usage

@@ -16,6 +16,7 @@ import (
 	"modelgate/ratelimit"
 	"modelgate/relay"
 	"modelgate/translate"
+	"modelgate/wsmode"
 )
 
 // responses passes POST /v1/responses through: the body goes upstream with the model alias
@@ -214,6 +215,8 @@ func (d *responsesDialect) prepare(c *gin.Context, st *state, p *auth.Principal,
 		return false
 	}
 	call.upBody = body
+	// A WebSocket turn keeps the conversation it sent as its connection's chain.
+	wsmode.NoteSentInput(c.Request.Context(), body)
 	d.background = d.background && d.turn != nil
 	return true
 }

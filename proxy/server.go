@@ -32,6 +32,7 @@ import (
 	"modelgate/stored"
 	"modelgate/tracing"
 	"modelgate/upstream"
+	"modelgate/wsmode"
 )
 
 // Deps are what a Server is built from.
@@ -65,6 +66,10 @@ type Deps struct {
 	// Breakers are the process's circuit breakers per upstream model and platform key
 	// (package breaker), shared by every reload's gateway; nil: none.
 	Breakers *breaker.Set
+
+	// Alerts reports the budget thresholds crossed today for GET /admin/usage (the alerts'
+	// Watcher); nil: none shown.
+	Alerts AlertsView
 
 	// Tracer, when set, traces requests (see package tracing); nil is tracing off.
 	Tracer *tracing.Tracer
@@ -133,6 +138,8 @@ type Server struct {
 	// breakers are the circuit breakers every gateway reports to; nil: none.
 	breakers *breaker.Set
 	health   upstream.Health // what weighted routes consult; nil: all healthy
+	sockets  *wsmode.Server  // the Responses WebSocket mode's connections
+	alerts   AlertsView      // nil: no alerts
 }
 
 // New builds a Server. The config must already be validated.
@@ -148,7 +155,7 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
 		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer,
-		breakers: d.Breakers, health: d.Health}
+		breakers: d.Breakers, health: d.Health, alerts: d.Alerts}
 	if s.health == nil && s.breakers != nil {
 		s.health = s.breakers // never a nil *Set inside a non-nil interface
 	}
@@ -165,6 +172,7 @@ func New(d Deps) (*Server, error) {
 	s.bg.ReapOrphans(s.keeper)
 	s.Reload(d.Config, d.Auth)
 	s.engine = s.routes(d.MetricsHandler)
+	s.sockets = newSockets(s, d.Config)
 	s.ready.Store(true)
 	return s, nil
 }
@@ -219,6 +227,11 @@ func (s *Server) SetReady(ok bool) { s.ready.Store(ok) }
 // StartDrain makes new requests fail with 503 while in-flight ones finish.
 func (s *Server) StartDrain() { s.draining.Store(true) }
 
+// DrainSockets lets the WebSocket turns in flight finish, refuses new ones, and closes every
+// connection (code 1012), returning once all are closed or ctx ends. The HTTP server's
+// Shutdown does not see them: their connections were hijacked from it.
+func (s *Server) DrainSockets(ctx context.Context) { s.sockets.Drain(ctx) }
+
 // WaitSettled waits until every admitted request has settled or ctx ends, and reports
 // whether all have. After the HTTP server closed its connections, handlers still running end
 // quickly (their client and upstream calls are cancelled) and settle what they used; the
@@ -269,6 +282,7 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	// Routes with a body are checked against the limiter before the body is read; those
 	// that read kept records are refused when the caller is out of requests.
 	v1.POST("/responses", s.admitEarly("/v1/responses"), s.responses)
+	v1.GET("/responses", s.responsesSocket)
 	v1.POST("/chat/completions", s.admitEarly("/v1/chat/completions"), s.chatCompletions)
 	v1.GET("/models", s.listModels)
 	v1.GET("/models/:id", s.getModel)
@@ -327,6 +341,9 @@ func (s *Server) observe(c *gin.Context) {
 	}
 	c.Set(infoKey, ri)
 	c.Header("X-Request-Id", ri.RequestID)
+	if wsmode.IsTurn(c.Request.Context()) {
+		ri.Transport = "websocket"
+	}
 	if s.state().cfg.Server.OverheadHeader {
 		ri.KeepWait = true // platform calls time their wait (see traceUpstreamWait)
 		c.Writer = &overheadWriter{ResponseWriter: c.Writer, ri: ri}
@@ -405,6 +422,9 @@ func (s *Server) logRequest(r reqlog.RequestSummary) {
 		if set {
 			line = append(line, attrs[len(attrs)-optional+i])
 		}
+	}
+	if r.Transport != "" {
+		line = append(line, slog.String("transport", r.Transport))
 	}
 	s.log.LogAttrs(context.Background(), level, "request", line...)
 }

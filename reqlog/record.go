@@ -50,6 +50,8 @@ type Record struct {
 	TTFB                          time.Duration // time to first byte of a stream, when there was one
 	UpstreamErr                   string        // kind of upstream failure: dial, timeout, status_5xx, ...
 	ClientClosed                  bool          // the client left before its answer was complete
+	// Transport is "websocket" for a turn of the Responses WebSocket mode; "" over HTTP.
+	Transport string
 
 	// KeepWait is set when server.overhead_header is on: the platform calls then add their
 	// wait (nanoseconds, from asking for a connection to each answer's first byte, plus
@@ -79,7 +81,7 @@ func (r *Record) Summary(method string, status int, maxModel int) RequestSummary
 		Duration: time.Since(r.Start), TTFB: r.TTFB,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, InputReserved: r.InputReserved, Attempts: r.Attempts,
 		ErrorCode: r.ErrCode, Refusal: r.Refusal, UpstreamErr: r.UpstreamErr,
-		UsageEstimated: r.UsageEstimated, UpstreamModel: r.UpstreamModel,
+		UsageEstimated: r.UsageEstimated, UpstreamModel: r.UpstreamModel, Transport: r.Transport,
 		EndUser: r.EndUser, Tags: TagsField(r.Tags),
 	}
 }

@@ -48,6 +48,8 @@ type RequestSummary struct {
 	// safe to log (see Label); Tags written "k=v,k2=v2" (TagsField); "" when none.
 	EndUser string
 	Tags    string
+	// Transport is "websocket" for a turn of the Responses WebSocket mode; "" over HTTP.
+	Transport string
 }
 
 // Platform key states, as /metrics and /admin/usage show them.

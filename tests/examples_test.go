@@ -26,7 +26,8 @@ func TestExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := startGateway(t, gatewayOptions{ConfigYAML: string(cfg), Args: []string{"--simulate"}})
+	// JSON logs: the Codex subtests read which transport served their turns.
+	g := startGateway(t, gatewayOptions{ConfigYAML: string(cfg), Args: []string{"--simulate", "--log-format", "json"}})
 	const key = "sim-SEARCH_APP_KEY" // the placeholder --simulate gives the example's search key
 	openaiEnv := []string{"OPENAI_BASE_URL=" + g.URL + "/v1", "OPENAI_API_KEY=" + key,
 		"ANTHROPIC_BASE_URL=" + g.URL, "ANTHROPIC_API_KEY=" + key}
@@ -57,6 +58,8 @@ func TestExamples(t *testing.T) {
 	}{
 		{"openai-chat.mjs", []string{simulateAnswer, "[usage]"}},
 		{"openai-responses.mjs", []string{simulateAnswer, "[completed]"}},
+		{"responses-websocket.mjs", []string{simulateAnswer, "[completed]",
+			"Hello from some-platform-model. You said: And once more, on the same connection."}},
 		{"ai-sdk.mjs", []string{"[responses] " + simulateAnswer, "[chat] " + simulateAnswer}},
 		{"langchain.mjs", []string{simulateAnswer}},
 		{"agents.mjs", []string{"[final] " + simulateAnswer}},
@@ -76,24 +79,79 @@ func TestExamples(t *testing.T) {
 		// The agent adds its own reminders to the prompt, which the simulated model echoes.
 		runExample(t, cmd, home, env, `"is_error":false`, "Hello from some-platform-model. You said:", "Say hello to modelgate.")
 	})
+	// Codex over HTTP, then over the WebSocket mode. Codex retries a failed socket turn over
+	// HTTP without a word, so each run is checked in the access log, not by its answer alone.
+	codex := filepath.Join(nodeDir, "node_modules", ".bin", "codex")
 	t.Run("codex-cli", func(t *testing.T) {
-		home := t.TempDir()
-		snippet, err := os.ReadFile(filepath.Join(examples, "codex", "config.toml"))
-		if err != nil {
-			t.Fatal(err)
+		turns := runCodex(t, g, codex, filepath.Join(examples, "codex", "config.toml"), key, false)
+		if n := countTurns(turns, ""); n == 0 || n != len(turns) {
+			t.Errorf("codex over HTTP: %d of its %d turns were plain POSTs", n, len(turns))
 		}
-		// The recipe names the default address; the test's gateway has a port of its own.
-		toml := strings.Replace(string(snippet), "http://127.0.0.1:8080/v1", g.URL+"/v1", 1)
-		if toml == string(snippet) {
-			t.Fatal("examples/codex/config.toml no longer points at http://127.0.0.1:8080/v1")
-		}
-		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(toml), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		codex := filepath.Join(nodeDir, "node_modules", ".bin", "codex")
-		cmd := exec.Command(codex, "exec", "--skip-git-repo-check", "Say hello to modelgate.")
-		runExample(t, cmd, t.TempDir(), []string{"CODEX_HOME=" + home, "MODELGATE_API_KEY=" + key}, simulateAnswer)
 	})
+	t.Run("codex-cli-websocket", func(t *testing.T) {
+		turns := runCodex(t, g, codex, filepath.Join(examples, "codex", "config-websocket.toml"), key, true)
+		if n := countTurns(turns, "websocket"); n == 0 || n != len(turns) {
+			t.Errorf("codex with supports_websockets: %d of its %d turns came over the WebSocket", n, len(turns))
+		}
+	})
+}
+
+// runCodex runs `codex exec` with a config recipe pointed at g and returns the access-log
+// lines of the Responses turns it made. With socket, it waits for the line of Codex's
+// WebSocket connection too: that line is written once the connection has closed, after
+// every turn it served was logged.
+func runCodex(t *testing.T, g *gateway, codex, recipe, key string, socket bool) []map[string]any {
+	t.Helper()
+	home := t.TempDir()
+	snippet, err := os.ReadFile(recipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The recipe names the default address; the test's gateway has a port of its own.
+	toml := strings.Replace(string(snippet), "http://127.0.0.1:8080/v1", g.URL+"/v1", 1)
+	if toml == string(snippet) {
+		t.Fatalf("%s no longer points at http://127.0.0.1:8080/v1", recipe)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mark := len(accessLog(t, g))
+	cmd := exec.Command(codex, "exec", "--skip-git-repo-check", "Say hello to modelgate.")
+	runExample(t, cmd, t.TempDir(), []string{"CODEX_HOME=" + home, "MODELGATE_API_KEY=" + key}, simulateAnswer)
+	// A turn's line follows its answer: wait, bounded, for the lines to be written.
+	var turns []map[string]any
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		turns = turns[:0]
+		connections := 0
+		for _, line := range accessLog(t, g)[mark:] {
+			switch {
+			case line["method"] == "POST" && line["route"] == "/v1/responses":
+				turns = append(turns, line)
+			case line["route"] == "/v1/responses (websocket)" && line["status"] == 101.0:
+				connections++
+			}
+		}
+		// A turn over plain HTTP from a socket recipe is Codex's fallback: no need to wait.
+		if len(turns) > 0 && (!socket || connections > 0 || countTurns(turns, "") > 0) {
+			return turns
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("codex's turns were not logged within 10s (%d turns, %d WebSocket connections)", len(turns), connections)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// countTurns counts the access-log lines whose transport is transport ("" for HTTP).
+func countTurns(lines []map[string]any, transport string) int {
+	n := 0
+	for _, line := range lines {
+		if got, _ := line["transport"].(string); got == transport {
+			n++
+		}
+	}
+	return n
 }
 
 // recipeEnv reads the `export NAME=value` lines of a shell recipe, with the default address

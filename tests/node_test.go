@@ -39,7 +39,8 @@ func TestNodeClient(t *testing.T) {
 	cfg := strings.Replace(keysConfig(p, ""), "admin_keys:", spentTeam+"admin_keys:", 1)
 	env := keysEnv(p)
 	env["SPENT_KEY"] = spentKey
-	g := startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: env})
+	// JSON logs: checkNodeSockets reads the WebSocket turns' lines.
+	g := startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: env, Args: []string{"--log-format", "json"}})
 
 	c, cancel := context.WithTimeout(context.Background(), nodeTestTimeout)
 	defer cancel()
@@ -61,6 +62,7 @@ func TestNodeClient(t *testing.T) {
 	if !sawConversation(p, "sim-chat", "node one", "node two", "node three") {
 		t.Error("stored.test.mjs: the platform never received the third turn with both earlier ones")
 	}
+	checkNodeSockets(t, p, g)
 	g.assertNoSecret(t, p.Key)
 }
 
@@ -69,7 +71,7 @@ func TestNodeClient(t *testing.T) {
 func ensureNodeModules(t *testing.T, dir string) {
 	t.Helper()
 	missing := false
-	for _, pkg := range []string{"openai", "@anthropic-ai/sdk"} {
+	for _, pkg := range []string{"openai", "@anthropic-ai/sdk", "ws"} {
 		_, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json"))
 		if errors.Is(err, os.ErrNotExist) {
 			missing = true

@@ -156,3 +156,35 @@ func BenchmarkBreakersOnSuccess(b *testing.B) {
 		})
 	}
 }
+
+// A key lent for a streamed upload (the sidecar's lease) reports the platform's answer to the
+// key's breaker as a gateway call does: a 429 or 401 against it, any other answer for it, a
+// transport error nothing. A half-open breaker that let the lease through as its probe would
+// otherwise wait for a report that never comes.
+func TestLeaseReportsToKeyBreaker(t *testing.T) {
+	fa := KeyBreaker(Fingerprint("sk-a"))
+	for _, tc := range []struct {
+		name string
+		resp *http.Response
+		want []string
+	}{
+		{"ok", &http.Response{StatusCode: http.StatusOK}, []string{fa + "=ok"}},
+		{"limited", &http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{}}, []string{fa + "=fail"}},
+		{"rejected", &http.Response{StatusCode: http.StatusUnauthorized}, []string{fa + "=fail"}},
+		{"transport_error", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &fakeHealth{blocked: map[string]bool{}}
+			env := newGatewayEnvWith(t, h, []string{"m"}, "sk-a")
+			_, lease := env.gw.Lender(alice, Trail{}).Lease(context.Background())
+			var err error
+			if tc.resp == nil {
+				err = context.DeadlineExceeded
+			}
+			lease.Done(tc.resp, err)
+			if got := h.got(); !slices.Equal(got, tc.want) {
+				t.Fatalf("reports %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -102,10 +102,11 @@ func (l *Lease) Fingerprint() string {
 	return l.key.fingerprint
 }
 
-// Done reports the call's outcome (its answer or transport error) and ends the lease.
+// Done reports the call's outcome (its answer or transport error) to the key's state and its
+// breaker, as a gateway call does, and ends the lease.
 func (l *Lease) Done(resp *http.Response, err error) {
 	if l.key != nil {
 		l.key.inflight.Add(-1)
-		l.pool.observe(l.key, resp, err)
+		l.pool.report(l.key, resp, l.pool.observe(l.key, resp, err))
 	}
 }

@@ -54,6 +54,8 @@ teams:
         key: ` + benchKey + `
 server:
   overhead_header: OVERHEAD
+limits:
+  websocket_connections: 4096 # the websocket phase holds 1,000 idle connections of one key
 `
 
 func main() {
@@ -70,7 +72,7 @@ func main() {
 	flag.Int64Var(&o.uploadBytes, "upload-bytes", 100_000_000, "asset upload size for the RSS check")
 	flag.IntVar(&o.memoryRuns, "memory-runs", 1, "runs of the memory checks, in alternating order; the report gives medians")
 	flag.IntVar(&o.tickStreams, "tick-streams", 4, "concurrent timestamped streams per delay measurement")
-	flag.StringVar(&phases, "phases", "throughput,latency,events,memory,tracing", "comma-separated phases to run (also: store, responses.store local against off)")
+	flag.StringVar(&phases, "phases", "throughput,latency,events,memory,tracing", "comma-separated phases to run (also: store, responses.store local against off; websocket, the Responses WebSocket mode against HTTP; attribution, recording tags and end users against none)")
 	var routes string
 	flag.StringVar(&routes, "routes", "", "comma-separated route filter for throughput, latency and events, e.g. messages (default: all)")
 	flag.Parse()
@@ -143,6 +145,8 @@ func run(o options) error {
 		{"memory", b.memory},
 		{"tracing", b.tracing},
 		{"store", b.storeCost},
+		{"websocket", b.websocketPhase},
+		{"attribution", b.attributionCost},
 	}
 	for _, s := range steps {
 		if !o.phases[s.name] {

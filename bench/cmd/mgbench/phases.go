@@ -77,10 +77,10 @@ func (b *bench) throughput() error {
 	sc := make([]scripts, len(scs))
 	for i, s := range scs {
 		var err error
-		if sc[i].mg, err = luaScript(b.o.workDir, "tp-mg-"+strconv.Itoa(i), benchKey, s.mgBody); err != nil {
+		if sc[i].mg, err = luaScript(b.o.workDir, "tp-mg-"+strconv.Itoa(i), benchKey, s.mgBody, nil); err != nil {
 			return err
 		}
-		if sc[i].flr, err = luaScript(b.o.workDir, "tp-floor-"+strconv.Itoa(i), "caller-key", s.flrBody); err != nil {
+		if sc[i].flr, err = luaScript(b.o.workDir, "tp-floor-"+strconv.Itoa(i), "caller-key", s.flrBody, nil); err != nil {
 			return err
 		}
 		// Warm both up: connection pools, page cache, the Go heap.
@@ -142,11 +142,11 @@ func (b *bench) latency() error {
 		if !b.o.wanted(c.name) {
 			continue
 		}
-		up, err := luaScript(b.o.workDir, "lat-up-"+strconv.Itoa(ci), platformKey, c.upBody)
+		up, err := luaScript(b.o.workDir, "lat-up-"+strconv.Itoa(ci), platformKey, c.upBody, nil)
 		if err != nil {
 			return err
 		}
-		mg, err := luaScript(b.o.workDir, "lat-mg-"+strconv.Itoa(ci), benchKey, c.mgBody)
+		mg, err := luaScript(b.o.workDir, "lat-mg-"+strconv.Itoa(ci), benchKey, c.mgBody, nil)
 		if err != nil {
 			return err
 		}

@@ -18,7 +18,9 @@ type report struct {
 	memory     []memoryResult
 	overhead   []overheadResult
 	tracing    []*tracingCase
-	store      []*storeCase
+	pairs      []*pairComparison // two modelgates differing in one setting (store, attribution)
+	wsDelays   []*wsDelayCase
+	wsLoop     *wsLoopCase
 }
 
 func verdict(ok bool) string {
@@ -101,15 +103,11 @@ func (r *report) print(out io.Writer) {
 	if len(r.tracing) > 0 {
 		printTracing(w, r.tracing)
 	}
-	if len(r.store) > 0 {
-		fmt.Fprintln(w, "responses.store local vs off\toff rps\tlocal rps\tratio (median)\tratio range\tCPU µs off/local\tCPU added\ttarget >= 0.98\t")
-		for _, c := range r.store {
-			lo, hi := minmax(c.ratios)
-			cOff, cLocal := median(c.offCPU), median(c.localCPU)
-			fmt.Fprintf(w, "%s\t%.0f\t%.0f\t%.3f\t%.2f–%.2f\t%.1f / %.1f\t%+.1f%%\t%s\t\n", c.name, median(c.offRPS), median(c.localRPS),
-				median(c.ratios), lo, hi, cOff, cLocal, 100*(cLocal-cOff)/cOff, verdict(median(c.ratios) >= 0.98))
-		}
-		fmt.Fprintln(w, "\t\t\t\t\t\t\t\t")
+	for _, c := range r.pairs {
+		c.print(w)
+	}
+	if r.wsLoop != nil {
+		printWebSocket(w, r.wsDelays, r.wsLoop)
 	}
 	if len(r.overhead) > 0 {
 		fmt.Fprintln(w, "x-modelgate-overhead-ms (µs, 500 sequential)\tp50\tp99\t\t\t\t\t")

@@ -34,7 +34,7 @@ func (b *bench) tracing() error {
 	cases := bodyRoutes()[:4] // Responses and chat
 	scripts := make([]string, len(cases))
 	for i, c := range cases {
-		if scripts[i], err = luaScript(b.o.workDir, "tr-"+strconv.Itoa(i), benchKey, c.body); err != nil {
+		if scripts[i], err = luaScript(b.o.workDir, "tr-"+strconv.Itoa(i), benchKey, c.body, nil); err != nil {
 			return err
 		}
 		for _, p := range []*proc{b.mg, on} {

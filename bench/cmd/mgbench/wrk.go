@@ -22,14 +22,17 @@ type wrkResult struct {
 	raw      string
 }
 
-// luaScript makes wrk send body as a POST with the given bearer key.
-func luaScript(dir, name, key string, body []byte) (string, error) {
+// luaScript makes wrk send body as a POST with the given bearer key and headers.
+func luaScript(dir, name, key string, body []byte, headers map[string]string) (string, error) {
 	var b strings.Builder
 	b.WriteString("wrk.method = \"POST\"\n")
 	fmt.Fprintf(&b, "wrk.body = %s\n", luaString(body))
 	b.WriteString("wrk.headers[\"Content-Type\"] = \"application/json\"\n")
 	if key != "" {
 		fmt.Fprintf(&b, "wrk.headers[\"Authorization\"] = %s\n", luaString([]byte("Bearer "+key)))
+	}
+	for k, v := range headers {
+		fmt.Fprintf(&b, "wrk.headers[%s] = %s\n", luaString([]byte(k)), luaString([]byte(v)))
 	}
 	path := filepath.Join(dir, name+".lua")
 	return path, os.WriteFile(path, []byte(b.String()), 0o600)

@@ -1,0 +1,86 @@
+package admin_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"modelgate/alerts"
+	"modelgate/proxy"
+	"modelgate/store"
+	"modelgate/testclock"
+)
+
+// The dashboard lists the budget thresholds crossed today, from a real Watcher's claims in
+// the replica's store, and hides the section while nothing is crossed.
+func TestDashboardAlertsInBrowser(t *testing.T) {
+	bin := chromium(t)
+	clock := testclock.Running()
+	var watcher *alerts.Watcher
+	var readings []alerts.Reading
+	r := startReplica(t, envOptions{now: clock, alerts: func(st store.Store, now func() time.Time) proxy.AlertsView {
+		w, err := alerts.NewWatcher(alerts.Options{Store: st, Sender: alerts.NewSender(alerts.SenderOptions{}), Now: now,
+			Readings: func(context.Context) []alerts.Reading { return readings }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		watcher = w
+		return w
+	}})
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 800))
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelTimeout()
+	must := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	hidden := func() bool {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("alerts").hidden`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	must("sign in", chromedp.Navigate(r.front.URL+"/admin/ui/"), chromedp.WaitVisible(chromedp.ID("admin-key")),
+		chromedp.SendKeys(chromedp.ID("admin-key"), adminKey), chromedp.Click(chromedp.CSS("#signin-form button")),
+		chromedp.WaitVisible(chromedp.CSS(`article[data-team="alpha"]`)))
+	if !hidden() {
+		t.Fatal("the alerts section shows with nothing crossed")
+	}
+
+	readings = []alerts.Reading{
+		{Scope: "team", Team: "alpha", Budget: alerts.BudgetSpendDay, Used: 4.2, Limit: 5, Currency: "EUR"},
+		{Scope: "key", Team: "beta", Key: "beta-cfg", Budget: alerts.BudgetTokensDay, Used: 120000, Limit: 100000},
+	}
+	if err := watcher.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	must("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#alerts tr[data-alert="alpha spend_per_day 80"]`)))
+	for sel, want := range map[string]string{
+		`#alerts tr[data-alert="alpha spend_per_day 50"]`:           "team alpha",
+		`#alerts tr[data-alert="alpha spend_per_day 80"]`:           "€4.20 of €5.00",
+		`#alerts tr[data-alert="beta/beta-cfg tokens_per_day 100"]`: "120k of 100k",
+	} {
+		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil || !strings.Contains(v, want) {
+			t.Errorf("%s shows %q (%v), want %q", sel, v, err, want)
+		}
+	}
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#alerts tbody tr").length`)); n != 5 {
+		t.Errorf("%d rows, want 5 (alpha 50 and 80, beta-cfg 50, 80 and 100)", n)
+	}
+	shot(t, ctx, "dashboard-alerts.png")
+}

@@ -1,0 +1,73 @@
+package proxy
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"modelgate/config"
+	"modelgate/wsmode"
+)
+
+// The Responses WebSocket mode (GET /v1/responses with an upgrade) is served by package
+// wsmode; this is its HTTP face: the route, the upgrade's checks in the /v1 group's order
+// (drain, authentication), the browser origin, and the per-key cap. Each turn then comes back
+// through this engine as a POST /v1/responses, so it takes the one preflight and lifecycle.
+
+// websocketRoute is the upgrade's route name in logs and metrics.
+const websocketRoute = "/v1/responses (websocket)"
+
+// turnHeaders are the upgrade's headers each turn is sent with: the credentials, and what a
+// client says once for all its requests.
+var turnHeaders = []string{"Authorization", "X-Api-Key", "User-Agent", "X-Modelgate-Tags", "Traceparent", "Tracestate"}
+
+// newSockets is the WebSocket server of a config (read at start: its caps and ages are not
+// reloaded).
+func newSockets(s *Server, cfg *config.Config) *wsmode.Server {
+	return wsmode.New(wsmode.Options{
+		Turns:      http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.engine.ServeHTTP(w, r) }),
+		Kept:       func() bool { return s.keeper != nil && s.state().cfg.Responses.StoreLocal() },
+		PerKey:     int(cfg.WebSocketConnections()),
+		MaxAge:     cfg.Server.WebSocketMaxAge,
+		PingEvery:  cfg.Server.WebSocketPingInterval,
+		MaxMessage: cfg.Server.MaxBodyBytes,
+		Log:        s.log,
+		Now:        s.now,
+	})
+}
+
+// responsesSocket upgrades GET /v1/responses to the WebSocket mode.
+func (s *Server) responsesSocket(c *gin.Context) {
+	info(c).Route = websocketRoute
+	if !strings.EqualFold(c.GetHeader("Upgrade"), "websocket") {
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "websocket_upgrade_required", "",
+			"GET /v1/responses opens the Responses WebSocket mode and needs a WebSocket upgrade; create a response over HTTP with POST /v1/responses.")
+		return
+	}
+	if origin := c.GetHeader("Origin"); origin != "" && !socketOriginAllowed(s.state().cfg.Server.CORSOrigins, origin) {
+		abortError(c, http.StatusForbidden, typeInvalidRequest, "origin_not_allowed", "",
+			"This origin may not open a WebSocket here: add it to server.cors_origins.")
+		return
+	}
+	p := principal(c)
+	release, ok := s.sockets.Admit(p.ScopeID)
+	if !ok {
+		s.refuse(c, http.StatusTooManyRequests, "requests", "websocket_connections_exceeded",
+			"This key has as many WebSocket connections open as limits.websocket_connections allows; close one or use HTTP.", 0)
+		return
+	}
+	who := wsmode.Caller{Scope: p.ScopeID, Header: http.Header{}, RemoteAddr: c.Request.RemoteAddr}
+	for _, h := range turnHeaders {
+		if v := c.Request.Header.Values(h); len(v) > 0 {
+			who.Header[h] = v
+		}
+	}
+	s.sockets.Serve(c.Writer, c.Request, who, release)
+}
+
+// socketOriginAllowed: a browser's upgrade is allowed from the origins CORS allows (none
+// when server.cors_origins is empty).
+func socketOriginAllowed(origins []string, origin string) bool {
+	return len(origins) > 0 && corsOriginAllowed(origins, origin)
+}

@@ -1,0 +1,269 @@
+package wsmode
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/tidwall/gjson"
+)
+
+// maxQueued bounds the response.create messages one connection may have waiting behind its
+// turn in flight; one more is refused with an error event.
+const maxQueued = 16
+
+// conn is one open connection. The goroutine that serves the upgrade reads the client's
+// messages; turns run one at a time, in the order they were sent, on a goroutine of their
+// own that lives while there is a turn to run: a response.create sent while one is in flight
+// waits for it, as the platform's peers queue them, rather than being refused.
+type conn struct {
+	s   *Server
+	ws  *websocket.Conn
+	who Caller
+
+	mu      sync.Mutex
+	chains  chains
+	queue   []clientMessage
+	busy    bool          // the turn goroutine runs
+	idle    chan struct{} // closed when it stops
+	closing bool          // the drain or the age asked to close once the turn in flight ends
+	code    websocket.StatusCode
+	reason  string
+	notice  []byte // an event to send before closing
+
+	pinger *time.Timer
+}
+
+func newConn(s *Server, ws *websocket.Conn, who Caller) *conn {
+	return &conn{s: s, ws: ws, who: who, chains: chains{maxBytes: maxChainsBytes}}
+}
+
+// run reads messages until the client leaves or the connection is closed; then the turn in
+// flight, if any, is cancelled (its platform call with it) and waited for, so it has settled
+// when run returns.
+func (c *conn) run(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	age := time.AfterFunc(c.s.opts.MaxAge, c.tooOld)
+	defer age.Stop()
+	c.pinger = time.AfterFunc(c.s.opts.PingEvery, func() { c.ping(ctx) })
+	defer c.pinger.Stop()
+	for {
+		typ, data, err := c.ws.Read(ctx)
+		if err != nil {
+			if errors.Is(err, websocket.ErrMessageTooBig) {
+				// The library has sent 1009 with the rest of the message unread; closed at
+				// once, that unread data makes the kernel reset the connection, and the
+				// client reads a reset instead of the code. The handshake reads it away
+				// (for at most the library's 5 s) first.
+				c.ws.Close(websocket.StatusMessageTooBig, "")
+			}
+			break // gone, closed here, or a message over the limit
+		}
+		if typ != websocket.MessageText {
+			c.ws.Close(websocket.StatusUnsupportedData, "binary messages are not supported; send JSON text")
+			break
+		}
+		c.handle(ctx, data)
+	}
+	cancel()
+	c.waitIdle()
+	c.ws.CloseNow()
+}
+
+// handle serves one client message: a create joins the queue.
+func (c *conn) handle(ctx context.Context, data []byte) {
+	msg, answer := parseClientMessage(data)
+	if answer != nil {
+		c.write(ctx, answer)
+		return
+	}
+	if msg.kind != msgCreate {
+		return
+	}
+	c.mu.Lock()
+	switch {
+	case c.closing || c.s.isDraining():
+		// Not served: the connection closes (1012 for a drain) once its turn in flight, if
+		// any, has finished; closing it here would cut that turn.
+		c.mu.Unlock()
+		c.drain()
+		return
+	case len(c.queue) >= maxQueued:
+		c.mu.Unlock()
+		c.write(ctx, errorEvent(http.StatusTooManyRequests, "invalid_request_error", "too_many_queued_responses", "",
+			"Too many response.create messages are waiting on this connection; wait for a response to finish."))
+		return
+	}
+	c.queue = append(c.queue, msg)
+	if !c.busy {
+		c.busy, c.idle = true, make(chan struct{})
+		go c.work(ctx)
+	}
+	c.mu.Unlock()
+}
+
+// work runs the queued turns in order until none is left, or until the connection is to
+// close: then the turns still queued are dropped and the connection closes.
+func (c *conn) work(ctx context.Context) {
+	for {
+		c.mu.Lock()
+		if len(c.queue) == 0 || c.closing || ctx.Err() != nil {
+			c.queue, c.busy = nil, false
+			close(c.idle)
+			closing, code, reason, notice := c.closing, c.code, c.reason, c.notice
+			c.mu.Unlock()
+			if closing {
+				c.closeWith(ctx, code, reason, notice)
+			}
+			return
+		}
+		msg := c.queue[0]
+		c.queue = c.queue[1:]
+		c.mu.Unlock()
+		if msg.prepare {
+			c.prepare(ctx, msg.body)
+		} else {
+			c.turn(ctx, msg.body)
+		}
+	}
+}
+
+// turn serves one response.create: the body, expanded from the connection's chains, goes
+// through the POST /v1/responses handler; its events are frames; a refusal is an error event.
+//
+// A turn the HTTP route will keep (store not false, and responses kept) that continues a
+// response it kept is sent as the client sent it instead: the route expands it from the
+// record store and keeps it linked to its parent with its own input, as over HTTP. Expanded
+// here, it would be kept as a copy of the whole conversation, with no parent.
+func (c *conn) turn(ctx context.Context, body []byte) {
+	keep := gjson.GetBytes(body, "store").Type != gjson.False && c.s.opts.Kept != nil && c.s.opts.Kept()
+	c.mu.Lock()
+	expanded, input, continued, err := c.chains.expand(body)
+	parentKept := continued != "" && c.chains.kept(continued)
+	c.mu.Unlock()
+	if err != nil {
+		c.write(ctx, errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_json", "",
+			"The message could not be read as a response.create body."))
+		return
+	}
+	if !(keep && parentKept) {
+		body = expanded
+	}
+	w := newTurnWriter(func(data []byte) error { return c.ws.Write(ctx, websocket.MessageText, data) })
+	var sent sentNote
+	c.s.opts.Turns.ServeHTTP(w, turnRequest(ctx, body, &c.who, &sent))
+	ev := w.finish()
+	if ev != nil {
+		c.write(ctx, ev)
+	}
+	if sent.noted {
+		input = sent.input // what the route expanded from the store, when it did
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case w.terminal != nil && sent.chained:
+		// The platform holds the start of this conversation (responses.store: off): the
+		// next turn goes to it by id, as over HTTP, rather than with part of the chain.
+		c.chains.forget(continued)
+	case w.terminal != nil:
+		c.chains.remember(continued, input, gjson.ParseBytes(w.terminal), keep)
+	case continued != "":
+		// A continuation that failed forgets what it continued, as the platform's peers do:
+		// the client starts the chain again rather than retrying on a state that failed.
+		c.chains.forget(continued)
+	}
+}
+
+// prepare serves a response.create with generate: false (see prepare.go).
+func (c *conn) prepare(ctx context.Context, body []byte) {
+	prev := gjson.GetBytes(body, "previous_response_id")
+	c.mu.Lock()
+	_, input, continued, err := c.chains.expand(body)
+	c.mu.Unlock()
+	switch {
+	case err != nil:
+		c.write(ctx, errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_json", "",
+			"The message could not be read as a response.create body."))
+		return
+	case prev.Exists() && prev.Type != gjson.Null && continued == "":
+		c.write(ctx, errorEvent(http.StatusBadRequest, "invalid_request_error", "previous_response_not_found", "previous_response_id",
+			"Previous response with id "+quoteCapped(prev.Str)+" not found on this connection: a chain prepared with generate: false continues only on the connection that prepared it."))
+		return
+	}
+	created, completed, response := preparedEvents(gjson.GetBytes(body, "model").Str, c.s.opts.Now())
+	c.mu.Lock()
+	c.chains.remember(continued, input, gjson.ParseBytes(response), false) // never reaches the route
+	c.mu.Unlock()
+	c.write(ctx, created)
+	c.write(ctx, completed)
+}
+
+// waitIdle waits for the turn goroutine, if it runs.
+func (c *conn) waitIdle() {
+	c.mu.Lock()
+	idle, busy := c.idle, c.busy
+	c.mu.Unlock()
+	if busy {
+		<-idle
+	}
+}
+
+// closeWhenIdle closes the connection with code now, or once its turn in flight has ended;
+// notice, when set, is an event sent first.
+func (c *conn) closeWhenIdle(code websocket.StatusCode, reason string, notice []byte) {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	c.closing, c.code, c.reason, c.notice = true, code, reason, notice
+	busy := c.busy
+	c.mu.Unlock()
+	if !busy {
+		c.closeWith(context.Background(), code, reason, notice)
+	}
+}
+
+func (c *conn) closeWith(ctx context.Context, code websocket.StatusCode, reason string, notice []byte) {
+	if notice != nil {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.s.opts.PingEvery)
+		c.write(wctx, notice)
+		cancel()
+	}
+	c.ws.Close(code, reason)
+}
+
+// tooOld closes a connection that reached its maximum age, with the event the official
+// clients know (the Codex CLI reconnects on it).
+func (c *conn) tooOld() {
+	c.closeWhenIdle(CloseMaxAge, "maximum connection age reached; reconnect to continue",
+		errorEvent(http.StatusBadRequest, "invalid_request_error", "websocket_connection_limit_reached",
+			"", "Responses websocket connection limit reached ("+c.s.opts.MaxAge.String()+"). Create a new websocket connection to continue."))
+}
+
+// drain is the server's drain reaching this connection.
+func (c *conn) drain() {
+	c.closeWhenIdle(closeDraining, "server is shutting down; reconnect to continue", nil)
+}
+
+// ping checks that the client is still there; one that does not answer within the interval
+// is gone, and its connection is closed (which cancels its turn).
+func (c *conn) ping(ctx context.Context) {
+	pctx, cancel := context.WithTimeout(ctx, c.s.opts.PingEvery)
+	defer cancel()
+	if err := c.ws.Ping(pctx); err != nil {
+		c.ws.CloseNow()
+		return
+	}
+	c.pinger.Reset(c.s.opts.PingEvery)
+}
+
+// write sends one frame of modelgate's own (an error event, a prepared chain's events).
+func (c *conn) write(ctx context.Context, data []byte) {
+	_ = c.ws.Write(ctx, websocket.MessageText, data)
+}

@@ -1,0 +1,202 @@
+package wsmode
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"modelgate/translate"
+)
+
+// Client message types: what the official SDKs and the Codex CLI send.
+const (
+	msgCreate    = "response.create"
+	msgSteer     = "response.steer"     // steering input into a running response: not served
+	msgProcessed = "response.processed" // the Codex CLI's acknowledgement of a turn: nothing to answer
+)
+
+// clientMessage is one message a client sent, checked.
+type clientMessage struct {
+	kind string
+	// body is a response.create's body as POST /v1/responses takes it; prepare marks a
+	// create with generate: false, which only prepares the chain and asks the model nothing.
+	body    []byte
+	prepare bool
+}
+
+// parseClientMessage reads one text message. A message modelgate cannot serve gives the
+// event to answer it with instead; the connection stays open. An acknowledgement gives
+// neither: nothing is answered.
+func parseClientMessage(data []byte) (clientMessage, []byte) {
+	if translate.CheckJSON(data) != translate.JSONValid || !isObject(data) {
+		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_json", "",
+			"The message could not be parsed: each message must be one JSON object with a 'type'.")
+	}
+	if dup := repeatedField(data); dup != "" {
+		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", translate.CodeDuplicateField, dup,
+			"The message repeats the field "+quoteCapped(dup)+": send each field once.")
+	}
+	kind := gjson.GetBytes(data, "type")
+	if kind.Type != gjson.String || kind.Str == "" {
+		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", "missing_required_parameter", "type",
+			"Missing required parameter: 'type'.")
+	}
+	switch kind.Str {
+	case msgCreate:
+		return parseCreate(data)
+	case msgSteer:
+		return clientMessage{}, steerFailed(data)
+	case msgProcessed:
+		// Answering would be read as the start of the client's next turn.
+		return clientMessage{kind: msgProcessed}, nil
+	}
+	return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", "unknown_event_type", "type",
+		"Unsupported message type "+quoteCapped(kind.Str)+": this gateway serves 'response.create' over WebSocket.")
+}
+
+// parseCreate makes a response.create message the body of a streamed POST /v1/responses: its
+// type goes, and stream is set whatever the client said (it is implicit on the socket, yet
+// the Codex CLI and the npm SDK's examples send it). background has no place on a socket;
+// stream_id lanes are not served. generate: false marks a create that only prepares.
+func parseCreate(data []byte) (clientMessage, []byte) {
+	if bg := gjson.GetBytes(data, "background"); bg.Type == gjson.True {
+		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", "unsupported_parameter", "background",
+			"Background responses are not supported over WebSocket; use POST /v1/responses with background: true.")
+	}
+	if lane := gjson.GetBytes(data, "stream_id"); lane.Exists() && lane.Type != gjson.Null {
+		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", "unsupported_parameter", "stream_id",
+			"Named streams (stream_id) are not supported by this gateway: send one response.create at a time on the default stream, or open another connection.")
+	}
+	gen := gjson.GetBytes(data, "generate")
+	if gen.Exists() && !gen.IsBool() {
+		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_type", "generate",
+			"Invalid type for 'generate': expected a boolean.")
+	}
+	body, err := sjson.DeleteBytes(data, "type")
+	for _, field := range []string{"generate", "stream_id"} {
+		if err == nil {
+			body, err = sjson.DeleteBytes(body, field)
+		}
+	}
+	if err == nil {
+		body, err = sjson.SetBytes(body, "stream", true)
+	}
+	if err != nil {
+		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_json", "",
+			"The message could not be read as a response.create body.")
+	}
+	return clientMessage{kind: msgCreate, body: body, prepare: gen.Type == gjson.False}, nil
+}
+
+// socketFields are the top-level fields this package reads or rewrites. One that comes twice
+// is refused, as the HTTP routes refuse theirs (translate.DuplicateField): the first copy is
+// read and rewritten here, and the second would go on to the route or the platform unchecked
+// (a second stream_id or generate, or a previous_response_id beside the expanded chain).
+var socketFields = [...]string{"type", "model", "input", "previous_response_id", "stream", "background", "stream_id", "generate"}
+
+// repeatedField is the first of socketFields that data, a JSON object, holds twice, or "".
+func repeatedField(data []byte) string {
+	var seen [len(socketFields)]bool
+	dup := ""
+	gjson.ParseBytes(data).ForEach(func(k, _ gjson.Result) bool {
+		for i, f := range socketFields {
+			if k.Str == f {
+				if seen[i] {
+					dup = f
+					return false
+				}
+				seen[i] = true
+			}
+		}
+		return true
+	})
+	return dup
+}
+
+// steerFailed answers a response.steer: modelgate cannot steer a running response (its
+// platform takes a whole request at a time). The input is echoed back, as the official
+// event carries it.
+func steerFailed(data []byte) []byte {
+	steer := []byte(`{}`)
+	for _, f := range []string{"previous_response_id", "input"} {
+		if v := gjson.GetBytes(data, f); v.Exists() {
+			steer, _ = sjson.SetRawBytes(steer, f, []byte(v.Raw))
+		}
+	}
+	obj, _ := json.Marshal(wireError{Type: "invalid_request_error", Code: "steering_not_supported",
+		Message: "Steering a running response is not supported by this gateway; send the input in the next response.create."})
+	b, _ := json.Marshal(struct {
+		Type     string          `json:"type"`
+		Sequence int             `json:"sequence_number"`
+		Steer    json.RawMessage `json:"steer"`
+		Error    json.RawMessage `json:"error"`
+	}{"response.steer.failed", 0, steer, obj})
+	return b
+}
+
+func isObject(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{':
+			return true
+		}
+		return false
+	}
+	return false
+}
+
+// quoteCapped quotes a client's string for a message, cut to 64 bytes.
+func quoteCapped(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	b, _ := json.Marshal(strings.ToValidUTF8(s, "?"))
+	return string(b)
+}
+
+// wireError is the error object of OpenAI's error shape.
+type wireError struct {
+	Type    string  `json:"type"`
+	Code    string  `json:"code,omitempty"`
+	Message string  `json:"message"`
+	Param   *string `json:"param"`
+}
+
+// errorEventOut is the `error` event a failed turn or a refused message gets: the HTTP
+// status the same request would have had, OpenAI's error object, and the answer's headers a
+// client acts on (Retry-After, the x-ratelimit-* family), as fields.
+type errorEventOut struct {
+	Type    string            `json:"type"`
+	Status  int               `json:"status"`
+	Error   json.RawMessage   `json:"error"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// errorEvent is an error event of modelgate's own.
+func errorEvent(status int, typ, code, param, message string) []byte {
+	e := wireError{Type: typ, Code: code, Message: message}
+	if param != "" {
+		e.Param = &param
+	}
+	obj, _ := json.Marshal(e)
+	return errorEventFrom(status, obj, nil)
+}
+
+// errorEventFrom wraps an error object (raw JSON) and headers in an error event. The headers
+// go both into the error object, where OpenAI's reference puts them, and beside it, where the
+// Codex CLI reads them.
+func errorEventFrom(status int, obj []byte, headers map[string]string) []byte {
+	if len(headers) > 0 {
+		h, _ := json.Marshal(headers)
+		if withHeaders, err := sjson.SetRawBytes(obj, "headers", h); err == nil {
+			obj = withHeaders
+		}
+	}
+	b, _ := json.Marshal(errorEventOut{Type: "error", Status: status, Error: obj, Headers: headers})
+	return b
+}
