@@ -39,6 +39,8 @@ type keyRecord struct {
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	Limits    limitsJSON `json:"limits"`
 	Models    []string   `json:"models,omitempty"` // the key's own narrower list; none: the team's
+	// Tags are the key's default request tags (issue 28); none: no defaults.
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
 // limitsJSON is config.Limits as the admin API reads and writes it.
@@ -88,11 +90,12 @@ const maxCreateBody = 16 << 10
 const MaxKeyLifetime = 100 * 365 * 24 * time.Hour
 
 type createRequest struct {
-	Team      string      `json:"team"`
-	Name      string      `json:"name"`
-	Limits    *limitsJSON `json:"limits"`
-	ExpiresAt *time.Time  `json:"expires_at"`
-	Models    []string    `json:"models"`
+	Team      string            `json:"team"`
+	Name      string            `json:"name"`
+	Limits    *limitsJSON       `json:"limits"`
+	ExpiresAt *time.Time        `json:"expires_at"`
+	Models    []string          `json:"models"`
+	Tags      map[string]string `json:"tags"`
 }
 
 // createKey issues a key: 201 with its id and the secret, which is never shown again.
@@ -114,7 +117,7 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || dec.More() {
-		writeError(w, http.StatusBadRequest, "invalid_json", "", "The body must be a JSON object with team, name and optionally limits, expires_at and models.")
+		writeError(w, http.StatusBadRequest, "invalid_json", "", "The body must be a JSON object with team, name and optionally limits, expires_at, models and tags.")
 		return
 	}
 	cfg, authn := a.d.State()
@@ -157,6 +160,14 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 	if len(req.Models) == 0 {
 		req.Models = nil
 	}
+	// Default tags follow the config keys' rule (config.TagsProblem); an empty map is none.
+	if p := config.TagsProblem(req.Tags); p != "" {
+		writeError(w, http.StatusBadRequest, "invalid_tags", "tags", "tags: "+p+".")
+		return
+	}
+	if len(req.Tags) == 0 {
+		req.Tags = nil
+	}
 	for _, k := range teamOf(cfg, req.Team).Keys {
 		if k.Name == req.Name {
 			writeError(w, http.StatusConflict, "duplicate_name", "name", "The team already has a key of that name (in the config).")
@@ -166,7 +177,7 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 
 	secret, id := newSecret(), newID()
 	sum := sha256.Sum256([]byte(secret))
-	rec := keyRecord{ID: id, Team: req.Team, Name: req.Name, SHA256: hex.EncodeToString(sum[:]), CreatedAt: now, Limits: limits, Models: req.Models}
+	rec := keyRecord{ID: id, Team: req.Team, Name: req.Name, SHA256: hex.EncodeToString(sum[:]), CreatedAt: now, Limits: limits, Models: req.Models, Tags: req.Tags}
 	var ttl time.Duration
 	if req.ExpiresAt != nil {
 		exp := req.ExpiresAt.UTC()
@@ -288,16 +299,17 @@ func issuedDetails(rec keyRecord) map[string]string {
 
 // keyView is one key as GET /admin/keys lists it: never a secret or its hash.
 type keyView struct {
-	ID         string     `json:"id"`
-	Team       string     `json:"team"`
-	Name       string     `json:"name"`
-	Source     string     `json:"source"` // "config" or "api"
-	CreatedAt  *time.Time `json:"created_at"`
-	LastUsedAt *time.Time `json:"last_used_at"`
-	ExpiresAt  *time.Time `json:"expires_at"`
-	Limits     limitsJSON `json:"limits"`
-	Models     []string   `json:"models"` // the key's own list; null: the team's
-	Usage      *keyUsage  `json:"usage"`
+	ID         string            `json:"id"`
+	Team       string            `json:"team"`
+	Name       string            `json:"name"`
+	Source     string            `json:"source"` // "config" or "api"
+	CreatedAt  *time.Time        `json:"created_at"`
+	LastUsedAt *time.Time        `json:"last_used_at"`
+	ExpiresAt  *time.Time        `json:"expires_at"`
+	Limits     limitsJSON        `json:"limits"`
+	Models     []string          `json:"models"` // the key's own list; null: the team's
+	Tags       map[string]string `json:"tags"`   // the key's default request tags; null: none
+	Usage      *keyUsage         `json:"usage"`
 }
 
 // keyUsage is a key's traffic now: this minute, today and the spend of the day and month.
@@ -335,7 +347,7 @@ func (a *API) keyViews(ctx context.Context, cfg *config.Config, team string) ([]
 		}
 		for _, k := range t.Keys {
 			views = append(views, keyView{ID: "config:" + t.Name + ":" + k.Name, Team: t.Name, Name: k.Name,
-				Source: "config", Limits: toLimitsJSON(k.Limits), Models: nilIfEmpty(k.Models)})
+				Source: "config", Limits: toLimitsJSON(k.Limits), Models: nilIfEmpty(k.Models), Tags: nilIfNoTags(k.Tags)})
 		}
 	}
 	recs, err := a.records(ctx)
@@ -362,7 +374,7 @@ func (a *API) keyViews(ctx context.Context, cfg *config.Config, team string) ([]
 func issuedView(rec keyRecord, is *auth.Issued) keyView {
 	created := rec.CreatedAt
 	v := keyView{ID: rec.ID, Team: rec.Team, Name: rec.Name, Source: "api", CreatedAt: &created, ExpiresAt: rec.ExpiresAt, Limits: rec.Limits,
-		Models: rec.Models}
+		Models: rec.Models, Tags: nilIfNoTags(rec.Tags)}
 	if t := is.LastUsed(rec.ID); !t.IsZero() {
 		v.LastUsedAt = &t
 	}
@@ -430,7 +442,7 @@ func (a *API) Refresh(ctx context.Context) error {
 	}
 	keys := make([]auth.IssuedKey, 0, len(recs))
 	for _, rec := range recs {
-		k := auth.IssuedKey{ID: rec.ID, Team: rec.Team, Name: rec.Name, SHA256: rec.SHA256, Limits: rec.Limits.config(), Models: rec.Models}
+		k := auth.IssuedKey{ID: rec.ID, Team: rec.Team, Name: rec.Name, SHA256: rec.SHA256, Limits: rec.Limits.config(), Models: rec.Models, Tags: rec.Tags}
 		if rec.ExpiresAt != nil {
 			k.ExpiresAt = *rec.ExpiresAt
 		}
@@ -473,6 +485,13 @@ func newID() string {
 }
 
 // nilIfEmpty lists a key without a model list of its own as null, however the config spelled it.
+func nilIfNoTags(tags map[string]string) map[string]string {
+	if len(tags) == 0 {
+		return nil
+	}
+	return tags
+}
+
 func nilIfEmpty(models []string) []string {
 	if len(models) == 0 {
 		return nil

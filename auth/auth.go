@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 
@@ -67,6 +68,11 @@ type Principal struct {
 	// nil = the team's. Both lists apply, so a key never reaches a model its team lost.
 	KeyModels []string
 	Shadow    bool // team in shadow mode: refusals are reported, not enforced
+	// Tags are the key's default request tags (teams[].keys[].tags, or an issued key's);
+	// nil when none. Read-only, shared.
+	Tags map[string]string
+	// EndUserLimits bound each end user of the team (teams[].end_user_limits).
+	EndUserLimits config.EndUserLimits
 }
 
 // AllowsModel reports whether the allow-lists admit the client-facing model id: the team's
@@ -152,7 +158,7 @@ func New(cfg *config.Config) (*Authenticator, error) {
 		}
 		if len(t.Keys) > 0 {
 			a.teams[t.Name] = &Principal{Team: t.Name, TeamScopeID: "team:" + t.Name, PlatformKey: Secret(platformKey),
-				TeamLimits: t.Limits, Models: models, Shadow: t.Mode == "shadow"}
+				TeamLimits: t.Limits, Models: models, Shadow: t.Mode == "shadow", EndUserLimits: t.EndUserLimits}
 		}
 		for j, k := range t.Keys {
 			d, err := keyDigest(k)
@@ -163,16 +169,18 @@ func New(cfg *config.Config) (*Authenticator, error) {
 				return nil, fmt.Errorf("auth: teams[%d].keys[%d] (%s/%s): the same key is configured twice", i, j, t.Name, k.Name)
 			}
 			a.keys[d] = &entry{digest: d, principal: Principal{
-				Team:        t.Name,
-				KeyName:     k.Name,
-				ScopeID:     "key:" + t.Name + "/" + k.Name,
-				TeamScopeID: "team:" + t.Name,
-				PlatformKey: Secret(platformKey),
-				KeyLimits:   k.Limits,
-				TeamLimits:  t.Limits,
-				Models:      models,
-				KeyModels:   keyModels(k.Models),
-				Shadow:      t.Mode == "shadow",
+				Team:          t.Name,
+				KeyName:       k.Name,
+				ScopeID:       "key:" + t.Name + "/" + k.Name,
+				TeamScopeID:   "team:" + t.Name,
+				PlatformKey:   Secret(platformKey),
+				KeyLimits:     k.Limits,
+				TeamLimits:    t.Limits,
+				Models:        models,
+				KeyModels:     keyModels(k.Models),
+				Shadow:        t.Mode == "shadow",
+				Tags:          keyTags(k.Tags),
+				EndUserLimits: t.EndUserLimits,
 			}}
 		}
 	}
@@ -187,6 +195,14 @@ func New(cfg *config.Config) (*Authenticator, error) {
 		a.admin[d] = d
 	}
 	return a, nil
+}
+
+// keyTags is a key's default tags as a Principal holds them: a copy, nil when none.
+func keyTags(tags map[string]string) map[string]string {
+	if len(tags) == 0 {
+		return nil
+	}
+	return maps.Clone(tags)
 }
 
 // keyModels is a key's own list as a Principal holds it: nil when the key has none, so that

@@ -21,8 +21,9 @@ type IssuedKey struct {
 	Name      string
 	SHA256    string // lowercase hex
 	Limits    config.Limits
-	ExpiresAt time.Time // zero: never
-	Models    []string  // the key's own narrower model list; empty = the team's
+	ExpiresAt time.Time         // zero: never
+	Models    []string          // the key's own narrower model list; empty = the team's
+	Tags      map[string]string // the key's default request tags; empty = none
 }
 
 // issuedEntry is an IssuedKey as the hot path needs it: digest, scope id and expiry ready.
@@ -71,6 +72,7 @@ func (is *Issued) Replace(keys []IssuedKey) error {
 			return errors.New("auth: issued key " + k.ID + ": bad sha256")
 		}
 		k.Models = keyModels(k.Models)
+		k.Tags = keyTags(k.Tags)
 		e := &issuedEntry{digest: d, key: k, scopeID: "key:" + k.Team + "/" + k.Name}
 		if !k.ExpiresAt.IsZero() {
 			e.expires = expiryNanos(k.ExpiresAt)
@@ -151,7 +153,7 @@ func (a *Authenticator) issuedPrincipal(d digest) (*Principal, bool) {
 		return nil, false
 	}
 	p := *tmpl
-	p.KeyName, p.ScopeID, p.KeyLimits, p.KeyModels = e.key.Name, e.scopeID, e.key.Limits, e.key.Models
+	p.KeyName, p.ScopeID, p.KeyLimits, p.KeyModels, p.Tags = e.key.Name, e.scopeID, e.key.Limits, e.key.Models, e.key.Tags
 	return &p, true
 }
 

@@ -16,9 +16,16 @@ const spendBucket = "spend"
 
 // Budget is one scope's spend limits in micro-units; 0 = no limit.
 type Budget struct {
-	Scope            string // limiter scope id: "team:<name>" or "key:<team>/<key>"
+	Scope            string // limiter scope id: "team:<name>", "key:<team>/<key>" or "enduser:<team>/<user>"
 	PerDay, PerMonth int64
+	// DayOnly keeps no monthly total for the scope (an end user's, issue 28: there may be
+	// many, and only a daily budget is asked of them); PerMonth is then ignored.
+	DayOnly bool
 }
+
+// maxBudgets is how many budgets one call is held against: its key's, its team's and its
+// end user's.
+const maxBudgets = 3
 
 // Refusal says which budget refused a reservation.
 type Refusal struct {
@@ -108,7 +115,7 @@ func (l *Ledger) get(period, scope string) *total {
 type Hold struct {
 	// totals are the day and month totals of each scope, held here so settling looks
 	// nothing up; a total with a reservation on it is never dropped by sync.
-	totals [4]*total
+	totals [2 * maxBudgets]*total
 	n      int
 	l      *Ledger
 	amount int64
@@ -116,29 +123,35 @@ type Hold struct {
 }
 
 // Reserve admits a call that may cost up to amount micro-units against every budget (at
-// most two: a key and its team), or names the budget it would overrun. Unlike
+// most three: a key, its team and an end user), or names the budget it would overrun. Unlike
 // tokens_per_day, a reservation must fit in what is left of each budget, whole: a budget is
 // money, and one call larger than all of it is refused rather than let through to overrun
 // it. Every scope is charged, limited or not, so the spend of every team and key can be
 // reported.
 func (l *Ledger) Reserve(budgets []Budget, amount int64) (*Hold, *Refusal) {
 	amount = max(amount, 0)
-	budgets = budgets[:min(len(budgets), 2)]
+	budgets = budgets[:min(len(budgets), maxBudgets)]
 	now := l.now()
 	h := &Hold{l: l, amount: amount}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	day, month := l.days.at(now)
 	for _, b := range budgets {
-		d, m := l.get(day, b.Scope), l.get(month, b.Scope)
+		d := l.get(day, b.Scope)
 		if over(d, b.PerDay, amount) {
 			return nil, &Refusal{b.Scope, "day", d.charged() < b.PerDay}
 		}
+		h.totals[h.n] = d
+		h.n++
+		if b.DayOnly {
+			continue
+		}
+		m := l.get(month, b.Scope)
 		if over(m, b.PerMonth, amount) {
 			return nil, &Refusal{b.Scope, "month", m.charged() < b.PerMonth}
 		}
-		h.totals[h.n], h.totals[h.n+1] = d, m
-		h.n += 2
+		h.totals[h.n] = m
+		h.n++
 	}
 	for _, t := range h.totals[:h.n] {
 		t.reserved += amount
@@ -158,7 +171,7 @@ func over(t *total, limit, amount int64) bool {
 // -1 when none of them is limited. Reserve still decides: another call may take the room
 // first.
 func (l *Ledger) Left(budgets []Budget) int64 {
-	budgets = budgets[:min(len(budgets), 2)]
+	budgets = budgets[:min(len(budgets), maxBudgets)]
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -175,7 +188,9 @@ func (l *Ledger) Left(budgets []Budget) int64 {
 	}
 	for _, b := range budgets {
 		room(l.get(day, b.Scope), b.PerDay)
-		room(l.get(month, b.Scope), b.PerMonth)
+		if !b.DayOnly {
+			room(l.get(month, b.Scope), b.PerMonth)
+		}
 	}
 	return left
 }

@@ -83,6 +83,8 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		d.mapping(n, v, path)
 	case t.Kind() == reflect.Slice:
 		d.sequence(n, v, path)
+	case t.Kind() == reflect.Map:
+		d.stringMap(n, v, path)
 	default:
 		d.scalar(n, v, path)
 	}
@@ -116,6 +118,36 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 		d.lines[p] = k.Line
 		d.value(val, v.Field(idx), p)
 	}
+}
+
+// stringMap decodes a mapping of names to scalars (a key's default tags): the names are the
+// user's own, so there is no list of known keys, but each appears once.
+func (d *decoder) stringMap(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n.Line, path, "want a mapping of names to values, got %s", kindName(n))
+		return
+	}
+	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+	seen := make(map[string]int, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			d.fail(k.Line, path, "keys must be plain names, got %s", kindName(k))
+			continue
+		}
+		name := unmaskRefs(k.Value)
+		p := childPath(path, name)
+		if first, dup := seen[name]; dup {
+			d.fail(k.Line, p, "duplicate key (first set on line %d)", first)
+			continue
+		}
+		seen[name] = k.Line
+		d.lines[p] = k.Line
+		elem := reflect.New(v.Type().Elem()).Elem()
+		d.value(val, elem, p)
+		m.SetMapIndex(reflect.ValueOf(name), elem)
+	}
+	v.Set(m)
 }
 
 func (d *decoder) sequence(n *yaml.Node, v reflect.Value, path string) {

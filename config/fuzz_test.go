@@ -14,6 +14,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("models:\n  - id: canary\n    routes: [{upstream: a, weight: 9}, {upstream: b, weight: 1}]\n    sticky: user\n"))
 	f.Add([]byte("admin_keys: [${ADMIN_KEY}, $${X}]\nlimits: {requests_per_minute: ${RPM}}\n"))
 	f.Add([]byte("models:\n  - id: a\n    fallbacks: [b, a, c]\n    context_window: 8000\n    first_token_timeout: 20s\n  - id: b\n"))
+	f.Add([]byte(keyed + "        tags: {feature: search, \"a b\": c}\n    end_user_limits: {requests_per_minute: 2, spend_per_day: 0.5}\nusage:\n  tag_keys: [feature]\n"))
 	f.Add([]byte("alerts:\n  check_interval: 2s\n  webhooks:\n    - {url: 'https://h.example/x?t=1', secret: s, events: [key.issued, budget.threshold]}\n"))
 	env := envMap(testEnv)
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -102,6 +102,9 @@ func (c *Config) Summary() string {
 		if t.Limits.OnBudgetExceeded != "" {
 			w("  on budget exceeded: %s", t.Limits.OnBudgetExceeded)
 		}
+		if t.EndUserLimits.Limited() {
+			w("  end-user limits: %s", endUserLimitsText(t.EndUserLimits))
+		}
 		for _, k := range t.Keys {
 			form := "key"
 			if k.KeySHA256 != "" {
@@ -111,7 +114,7 @@ func (c *Config) Summary() string {
 			if len(k.Models) > 0 {
 				models = "; models: " + strings.Join(k.Models, ", ")
 			}
-			w("  key %s (%s): %s%s", k.Name, form, limitsText(k.Limits), models)
+			w("  key %s (%s): %s%s%s", k.Name, form, limitsText(k.Limits), models, tagsText(k.Tags))
 		}
 	}
 	w("admin keys: %d", len(c.AdminKeys))

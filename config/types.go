@@ -192,7 +192,20 @@ type Team struct {
 	// UpstreamAPIKeys is the team's own pool of platform keys, an alternative to
 	// UpstreamAPIKey; default Upstream's key or keys.
 	UpstreamAPIKeys []string `yaml:"upstream_api_keys"`
+	// EndUserLimits bound each end user the team's requests name (issue 28), inside the
+	// team's own limits; requests that name no end user are not limited by them.
+	EndUserLimits EndUserLimits `yaml:"end_user_limits"`
 }
+
+// EndUserLimits are the limits of one end user of a team; 0 = no limit.
+type EndUserLimits struct {
+	RequestsPerMinute int64   `yaml:"requests_per_minute"`
+	TokensPerDay      int64   `yaml:"tokens_per_day"` // UTC day
+	SpendPerDay       float64 `yaml:"spend_per_day"`  // UTC day, in pricing.currency
+}
+
+// Limited reports whether any end-user limit is set.
+func (l EndUserLimits) Limited() bool { return l != EndUserLimits{} }
 
 // Key is one local key handed to a team. Exactly one of Key and KeySHA256 is set.
 type Key struct {
@@ -204,6 +217,10 @@ type Key struct {
 	// Models narrows the team's allow-list for this key (issue 27): client-facing model ids,
 	// each one the team may use. Empty = the team's list.
 	Models []string `yaml:"models"`
+
+	// Tags are the default tags of the key's requests (issue 28): a request's own tags of
+	// the same key win.
+	Tags map[string]string `yaml:"tags"`
 }
 
 // Server holds the local listener's knobs.

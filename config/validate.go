@@ -486,6 +486,7 @@ func (v *validator) teams(c *Config, modelIDs map[string]bool) map[[32]byte]stri
 		v.budgetAction(tp+".limits", t.Limits)
 		v.noSocketCap(tp+".limits", t.Limits)
 		v.either(tp+".mode", t.Mode, "enforce", "shadow")
+		v.endUserLimits(tp+".end_user_limits", t.EndUserLimits)
 		if len(t.Keys) == 0 {
 			// Without this a config whose teams all lack keys would quietly run in passthrough
 			// mode, forwarding any caller's token: fail closed instead.
@@ -494,6 +495,7 @@ func (v *validator) teams(c *Config, modelIDs map[string]bool) map[[32]byte]stri
 		v.keys(tp, t.Keys, digests)
 		for j := range t.Keys {
 			v.keyModels(c, i, j)
+			v.keyTags(fmt.Sprintf("%s.keys[%d].tags", tp, j), t.Keys[j].Tags)
 		}
 	}
 	return digests

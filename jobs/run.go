@@ -67,6 +67,10 @@ type Work struct {
 	RequestID, Team, Key string
 	Model                string // client-facing, as the record holds it
 	Started              time.Time
+	// EndUser and Tags are the request's attribution (issue 28), labels already bounded:
+	// the job's log line and metrics say them as the request's would.
+	EndUser string
+	Tags    []reqlog.Tag
 }
 
 // Start runs j in a goroutine of its own until it ends, then forgets it. Its record must
@@ -141,19 +145,28 @@ func (r *run) report() {
 	r.reg.hooks.RequestDone(reqlog.RequestSummary{RequestID: w.RequestID, Route: Route, Method: http.MethodPost,
 		Team: w.Team, Key: w.Key, Model: reqlog.Printable(w.Model, maxLoggedModel), Status: r.httpStatus(o),
 		Duration: time.Since(w.Started), InputTokens: o.Charge.Usage.InputTokens, OutputTokens: o.Charge.Usage.OutputTokens,
-		ErrorCode: o.Error.Code, UpstreamErr: o.UpstreamErr, UsageEstimated: o.Charge.Unknown, CostMicros: r.cost})
+		ErrorCode: o.Error.Code, UpstreamErr: o.UpstreamErr, UsageEstimated: o.Charge.Unknown, CostMicros: r.cost,
+		EndUser: w.EndUser, Tags: reqlog.TagsField(w.Tags)})
 }
 
 // logEnd writes the job's own line, its access-log entry.
 func (r *run) logEnd() {
 	w, o := r.w, r.ended
-	r.reg.log.LogAttrs(context.Background(), slog.LevelInfo, "background response",
+	attrs := []slog.Attr{
 		slog.String("request_id", w.RequestID), slog.String("team", w.Team), slog.String("key", w.Key),
 		slog.String("model", reqlog.Printable(w.Model, maxLoggedModel)), slog.String("served_model", o.ServedModel),
 		slog.String("status", o.Status),
 		slog.Duration("duration", time.Since(w.Started)),
 		slog.Int64("input_tokens", o.Charge.Usage.InputTokens), slog.Int64("output_tokens", o.Charge.Usage.OutputTokens),
-		slog.String("upstream_error", o.UpstreamErr), slog.String("usage_estimated", o.Charge.Unknown))
+		slog.String("upstream_error", o.UpstreamErr), slog.String("usage_estimated", o.Charge.Unknown),
+	}
+	if w.EndUser != "" {
+		attrs = append(attrs, slog.String("end_user", w.EndUser))
+	}
+	if len(w.Tags) > 0 {
+		attrs = append(attrs, slog.String("tags", reqlog.TagsField(w.Tags)))
+	}
+	r.reg.log.LogAttrs(context.Background(), slog.LevelInfo, "background response", attrs...)
 }
 
 // httpStatus is how a job's end shows in request metrics: 200 for an answer (complete or

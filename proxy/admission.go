@@ -13,6 +13,7 @@ import (
 
 	"modelgate/alerts"
 	"modelgate/auth"
+	"modelgate/config"
 	"modelgate/ratelimit"
 	"modelgate/reqbody"
 )
@@ -52,6 +53,25 @@ func limitRequest(p *auth.Principal, reserve ratelimit.Usage) ratelimit.Request 
 		req.Team = &ratelimit.Scope{ID: p.TeamScopeID, Limits: p.TeamLimits}
 	}
 	return req
+}
+
+// endUserRequest adds the end user's scope to req (issue 28) when the team limits its end
+// users' requests or daily tokens and the request names one; a request naming none is not
+// limited by them. Its spend_per_day is the ledger's (spendBudgets).
+func endUserRequest(req ratelimit.Request, p *auth.Principal, endUser string) ratelimit.Request {
+	l := p.EndUserLimits
+	if endUser == "" || p.Team == "" || (l.RequestsPerMinute <= 0 && l.TokensPerDay <= 0) {
+		return req
+	}
+	req.EndUser = &ratelimit.Scope{ID: endUserScopeID(p, endUser),
+		Limits: config.Limits{RequestsPerMinute: l.RequestsPerMinute, TokensPerDay: l.TokensPerDay}}
+	return req
+}
+
+// endUserScopeID names an end user of the principal's team in the limiter and the ledger:
+// "enduser:<team>/<label>", the label already bounded and free of '/' (reqlog.Label).
+func endUserScopeID(p *auth.Principal, endUser string) string {
+	return "enduser:" + p.Team + "/" + endUser
 }
 
 // peekLimitHeaders puts the caller's x-ratelimit-* headers on an answer that did not go
@@ -214,6 +234,8 @@ func scopeKind(scope string) string {
 	switch {
 	case strings.HasPrefix(scope, "team:"):
 		return "team limit"
+	case strings.HasPrefix(scope, "enduser:"):
+		return "end-user limit"
 	case scope == passthroughAllScopeID:
 		return "limit shared by all callers"
 	}

@@ -57,7 +57,7 @@ func (s *Server) submitBackground(c *gin.Context, a *admission, job *jobs.Job, t
 	// this request records nothing of its own.
 	jobInfo := &requestInfo{Record: reqlog.Record{Start: time.Now(), RequestID: ri.RequestID, Route: "/v1/responses",
 		Team: ri.Team, Key: ri.Key, Model: ri.Model, Admitted: true, InputEstimate: ri.InputEstimate, InputReserved: ri.InputReserved,
-		UpstreamModel: ri.UpstreamModel},
+		UpstreamModel: ri.UpstreamModel, EndUser: ri.EndUser, Tags: ri.Tags},
 		principal: p, limits: s.limiter, spend: ri.spend, prices: st.prices}
 	ri.spend, ri.BilledLater = nil, true
 	s.bg.Start(job, jobs.Work{Keeper: st.keeper,
@@ -66,7 +66,8 @@ func (s *Server) submitBackground(c *gin.Context, a *admission, job *jobs.Job, t
 			s.settleInfo(jobInfo, ticket, ch)
 			return s.settleBilling(jobInfo)
 		},
-		Reserve: reserve, RequestID: ri.RequestID, Team: ri.Team, Key: ri.Key, Model: turn.model, Started: jobInfo.Start})
+		Reserve: reserve, RequestID: ri.RequestID, Team: ri.Team, Key: ri.Key, Model: turn.model, Started: jobInfo.Start,
+		EndUser: ri.EndUser, Tags: ri.Tags})
 	c.Data(http.StatusOK, "application/json", obj)
 }
 

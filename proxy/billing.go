@@ -12,12 +12,19 @@ import (
 	"modelgate/billing"
 )
 
-// spendBudgets are the key's and the team's spend budgets, in micro-units.
-func spendBudgets(p *auth.Principal) [2]billing.Budget {
-	return [2]billing.Budget{
+// spendBudgets are the key's and the team's spend budgets, in micro-units, and the end
+// user's daily one when the team sets end_user_limits.spend_per_day and the request names an
+// end user (issue 28).
+func spendBudgets(p *auth.Principal, endUser string) ([3]billing.Budget, int) {
+	b := [3]billing.Budget{
 		{Scope: p.ScopeID, PerDay: billing.MicrosOf(p.KeyLimits.SpendPerDay), PerMonth: billing.MicrosOf(p.KeyLimits.SpendPerMonth)},
 		{Scope: p.TeamScopeID, PerDay: billing.MicrosOf(p.TeamLimits.SpendPerDay), PerMonth: billing.MicrosOf(p.TeamLimits.SpendPerMonth)},
 	}
+	if endUser == "" || p.EndUserLimits.SpendPerDay <= 0 || p.Team == "" {
+		return b, 2
+	}
+	b[2] = billing.Budget{Scope: endUserScopeID(p, endUser), PerDay: billing.MicrosOf(p.EndUserLimits.SpendPerDay), DayOnly: true}
+	return b, 3
 }
 
 // holdSpend holds what the call may cost at most (its input estimate and output cap at the
@@ -35,15 +42,15 @@ func (s *Server) holdSpendFor(ri *requestInfo, st *state, p *auth.Principal, mod
 	if s.ledger == nil || p.Team == "" {
 		return nil
 	}
-	budgets := spendBudgets(p)
+	budgets, n := spendBudgets(p, ri.EndUser)
 	amount := st.prices.Estimate(model, inputTokens, outputCap)
-	hold, refused := s.ledger.Reserve(budgets[:], amount)
+	hold, refused := s.ledger.Reserve(budgets[:n], amount)
 	if refused != nil && p.Shadow {
 		ri.Refusal = "shadow_spend_" + refused.Period
 		for i := range budgets { // charged, not limited: the spend is still counted
 			budgets[i].PerDay, budgets[i].PerMonth = 0, 0
 		}
-		hold, refused = s.ledger.Reserve(budgets[:], amount)
+		hold, refused = s.ledger.Reserve(budgets[:n], amount)
 	}
 	if refused == nil {
 		ri.spend = hold

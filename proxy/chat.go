@@ -103,6 +103,9 @@ func (d *chatDialect) check(c *gin.Context, st *state, body []byte, call *modelC
 		tooManyChoices(c, maxN)
 		return false
 	}
+	if !attributeIdentity(c, st, &req.Identity) {
+		return false
+	}
 	d.req = req
 	d.sticky = st.models.identityKey(req.Model, &req.Identity)
 	*call = modelCall{model: req.Model, stream: req.Stream, maxOut: req.MaxOutputTokens, choices: req.N}

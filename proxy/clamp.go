@@ -35,7 +35,7 @@ func (s *Server) admitBudgets(c *gin.Context, st *state, p *auth.Principal, call
 	capped := outCap
 	refused := s.holdSpend(c, st, p, estimate*n, capped*n)
 	if refused != nil && clamp {
-		if room := s.spendRoom(st, p, call.model, estimate, n); room >= minClampedOutput && room < capped {
+		if room := s.spendRoom(st, p, info(c).EndUser, call.model, estimate, n); room >= minClampedOutput && room < capped {
 			capped = room
 			refused = s.holdSpend(c, st, p, estimate*n, capped*n)
 		}
@@ -45,12 +45,13 @@ func (s *Server) admitBudgets(c *gin.Context, st *state, p *auth.Principal, call
 		return nil, 0
 	}
 	ctx := c.Request.Context()
-	ticket, d, err := s.limiter.Admit(ctx, limitRequest(p, ratelimit.Usage{InputTokens: estimate * n, OutputTokens: capped * n}))
+	ri := info(c)
+	ticket, d, err := s.limiter.Admit(ctx, endUserRequest(limitRequest(p, ratelimit.Usage{InputTokens: estimate * n, OutputTokens: capped * n}), p, ri.EndUser))
 	if ticket == nil && err == nil && d.Reason == ratelimit.ReasonDailyTokens && clamp {
 		// The spend hold, if any, stays at the larger cap: it is settled at the real cost.
-		if room := s.dailyTokenRoom(ctx, p, estimate, n); room >= minClampedOutput && room < capped {
+		if room := s.dailyTokenRoom(ctx, p, ri.EndUser, estimate, n); room >= minClampedOutput && room < capped {
 			capped = room
-			ticket, d, err = s.limiter.Admit(ctx, limitRequest(p, ratelimit.Usage{InputTokens: estimate * n, OutputTokens: capped * n}))
+			ticket, d, err = s.limiter.Admit(ctx, endUserRequest(limitRequest(p, ratelimit.Usage{InputTokens: estimate * n, OutputTokens: capped * n}), p, ri.EndUser))
 		}
 	}
 	if ticket = s.admitted(c, ticket, d, err); ticket == nil {
@@ -66,9 +67,9 @@ func (s *Server) admitBudgets(c *gin.Context, st *state, p *auth.Principal, call
 // spendRoom is the output cap per choice that what is left of the tightest spend budget
 // covers, beside n choices of estimate input tokens; negative when not even the input fits.
 // It is asked only once a budget has refused the call.
-func (s *Server) spendRoom(st *state, p *auth.Principal, model string, estimate, n int64) int64 {
-	budgets := spendBudgets(p)
-	left := s.ledger.Left(budgets[:])
+func (s *Server) spendRoom(st *state, p *auth.Principal, endUser, model string, estimate, n int64) int64 {
+	budgets, nb := spendBudgets(p, endUser)
+	left := s.ledger.Left(budgets[:nb])
 	if left < 0 {
 		return -1 // no budget is limited: whatever refused, clamping cannot help
 	}
@@ -76,14 +77,17 @@ func (s *Server) spendRoom(st *state, p *auth.Principal, model string, estimate,
 }
 
 // dailyTokenRoom is the output cap per choice that what is left of the key's and the team's
-// tokens_per_day covers, beside n choices of estimate input tokens; negative when not even
+// tokens_per_day (and the end user's) covers, beside n choices of estimate input tokens; negative when not even
 // the input fits. It costs a look at the limiter's store, paid only once tokens_per_day has
 // refused the call.
-func (s *Server) dailyTokenRoom(ctx context.Context, p *auth.Principal, estimate, n int64) int64 {
-	req := limitRequest(p, ratelimit.Usage{})
+func (s *Server) dailyTokenRoom(ctx context.Context, p *auth.Principal, endUser string, estimate, n int64) int64 {
+	req := endUserRequest(limitRequest(p, ratelimit.Usage{}), p, endUser)
 	scopes := []ratelimit.Scope{req.Key}
 	if req.Team != nil {
 		scopes = append(scopes, *req.Team)
+	}
+	if req.EndUser != nil {
+		scopes = append(scopes, *req.EndUser)
 	}
 	usage, err := s.limiter.Usage(ctx, scopes)
 	if err != nil {

@@ -112,6 +112,11 @@ func (d *messagesDialect) check(c *gin.Context, st *state, body []byte, call *mo
 		writeTranslateError(c, err)
 		return false
 	}
+	// Messages' metadata holds user_id alone (Identity.User): its tags come from the
+	// header and the key.
+	if !attributeIdentity(c, st, &req.Identity) {
+		return false
+	}
 	d.req = req
 	d.sticky = st.models.identityKey(req.Model, &req.Identity)
 	*call = modelCall{model: req.Model, stream: req.Stream, maxOut: req.UpstreamMaxTokens(), choices: 1}

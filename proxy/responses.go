@@ -179,6 +179,15 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 		}
 		d.ask = ask
 	}
+	if f.metadata != "" {
+		if err := translate.CheckMetadata(gjson.Parse(f.metadata)); err != nil {
+			writeTranslateError(c, err)
+			return false
+		}
+	}
+	if !attribute(c, st, endUserOf(f.user, f.safety), f.metadata) {
+		return false
+	}
 	d.steering = f.steering
 	if d.stickyKind = st.models.stickyOf(f.model.Str); d.stickyKind != "" {
 		d.sticky = f.stickyKey(d.stickyKind)
@@ -250,8 +259,11 @@ type responsesFields struct {
 	// session). Strings, not gjson results, to keep this table, which lives in the frame the
 	// scan runs under, small (TestOpenStreamStack).
 	user, safety, cacheKey string
-	steering               bool   // a steering field is present
-	dup                    string // the first field read here that came twice
+	// metadata is a view of the body's `metadata` object, where request tags are read from
+	// (issue 28); "" when it is absent or not an object.
+	metadata string
+	steering bool   // a steering field is present
+	dup      string // the first field read here that came twice
 }
 
 // turnCarried reports whether something other than input brings the turn's content.
@@ -304,6 +316,13 @@ func scanResponsesFields(body []byte, f *responsesFields) {
 			f.safety = v.Str
 		case "prompt_cache_key":
 			f.cacheKey = v.Str
+		case "metadata":
+			if f.metadata != "" && f.dup == "" {
+				f.dup = k.Str
+			}
+			if v.IsObject() {
+				f.metadata = v.Raw
+			}
 		default:
 			f.steering = f.steering || translate.IsSteeringField(k.Str)
 		}

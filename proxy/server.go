@@ -96,6 +96,8 @@ type state struct {
 	health upstream.Health
 	// gateway calls the platform with this config's retry policy and key pools.
 	gateway *upstream.Gateway
+	// tagKeys are usage.tag_keys, sorted: the request tags recorded (issue 28).
+	tagKeys []string
 }
 
 // outputReserve is how many output tokens admission reserves for a call that asked for at
@@ -176,7 +178,7 @@ func New(d Deps) (*Server, error) {
 }
 
 func newState(cfg *config.Config, a *auth.Authenticator) *state {
-	return &state{cfg: cfg, auth: a, models: newModelTable(cfg.Models), prices: billing.NewPrices(cfg)}
+	return &state{cfg: cfg, auth: a, models: newModelTable(cfg.Models), prices: billing.NewPrices(cfg), tagKeys: cfg.SortedTagKeys()}
 }
 
 // withGateway gives st the platform calls of its config. Pools belong to one loaded config,
@@ -408,15 +410,18 @@ func (s *Server) logRequest(r reqlog.RequestSummary) {
 		slog.String("usage_estimated", r.UsageEstimated),
 		slog.String("trace_id", r.TraceID),
 		slog.String("upstream_model", r.UpstreamModel),
+		slog.String("end_user", r.EndUser),
+		slog.String("tags", r.Tags),
 	}
-	// The last two are there only when set: without tracing or routes, the line is as it
-	// always was. Appending writes within the array, so nothing is allocated.
-	line := attrs[:len(attrs)-2]
-	if r.TraceID != "" {
-		line = append(line, attrs[len(attrs)-2])
-	}
-	if r.UpstreamModel != "" {
-		line = append(line, attrs[len(attrs)-1])
+	// The last four are there only when set: without tracing, routes or attribution, the
+	// line is as it always was. Appending writes within the array (never past what it
+	// still reads), so nothing is allocated.
+	const optional = 4
+	line := attrs[:len(attrs)-optional]
+	for i, set := range [optional]bool{r.TraceID != "", r.UpstreamModel != "", r.EndUser != "", r.Tags != ""} {
+		if set {
+			line = append(line, attrs[len(attrs)-optional+i])
+		}
 	}
 	if r.Transport != "" {
 		line = append(line, slog.String("transport", r.Transport))

@@ -30,10 +30,12 @@
 //
 // # All or nothing
 //
-// A request must pass every limit of its key and of its team. The memory store locks both
-// scopes (in a fixed order, one mutex per scope, no global lock) and checks everything
-// before changing anything; the Redis store does the same inside one Lua script. A refusal by
-// one scope therefore consumes nothing anywhere.
+// A request must pass every limit of its key and of its team, and of its end user when the
+// team limits its end users (Request.EndUser, issue 28). The memory store locks the scopes
+// (in a fixed order, one mutex per scope, no global lock) and checks everything before
+// changing anything; the Redis store does the same inside one Lua script. A refusal by one
+// scope therefore consumes nothing anywhere. An end user's scope is counted and expires like
+// any other: its minute bucket is forgotten once full, its day counters with the day.
 //
 // # Shadow mode
 //

@@ -78,7 +78,7 @@ func bucketTrio(limit int64, level float64) trio {
 	return trio{ok: true, limit: limit, remaining: rem, reset: waitFor(level, float64(limit), limit)}
 }
 
-func headersFor(now time.Time, a *admission, views [2]view) Headers {
+func headersFor(now time.Time, a *admission, views [maxScopes]view) Headers {
 	var req, tpm, tpd trio
 	for i := 0; i < a.n; i++ {
 		lim, v := a.scopes[i].Limits, views[i]

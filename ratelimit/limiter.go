@@ -34,7 +34,8 @@ type Options struct {
 	Redis config.Redis
 }
 
-// Scope is one set of budgets: "team:<name>", "key:<team>/<key>" or "caller:<sha256 hex>".
+// Scope is one set of budgets: "team:<name>", "key:<team>/<key>", "caller:<sha256 hex>" or
+// "enduser:<team>/<end user label>".
 type Scope struct {
 	ID     string
 	Limits config.Limits
@@ -42,10 +43,14 @@ type Scope struct {
 
 // Request asks for room for one call.
 type Request struct {
-	Key    Scope
-	Team   *Scope // nil in passthrough mode
-	Shadow bool   // report what would be refused, refuse nothing
-	Tokens int64  // reservation: input estimate + output cap
+	Key  Scope
+	Team *Scope // nil in passthrough mode
+	// EndUser is the end user's scope inside the team (issue 28); nil when the request
+	// names no end user or the team sets no end-user limits. Its ID starts "enduser:<team>/",
+	// so on a Cluster it shares the team's slot.
+	EndUser *Scope
+	Shadow  bool  // report what would be refused, refuse nothing
+	Tokens  int64 // reservation: input estimate + output cap
 	// Input is the input estimate within Tokens; the rest is output. It splits the
 	// reservation into input and output when a ticket is settled at it (see Close).
 	Input int64
@@ -127,7 +132,7 @@ type store interface {
 
 // admission is one Admit call as the stores see it.
 type admission struct {
-	scopes [2]Scope
+	scopes [maxScopes]Scope
 	n      int
 	tokens int64
 	shadow bool
@@ -144,7 +149,35 @@ type outcome struct {
 	charged bool // budgets were taken (false for refusals and shadow would-refuse)
 	counted bool // the request appears in usage counts
 	day     int64
-	views   [2]view
+	views   [maxScopes]view
+}
+
+// maxScopes is how many scopes one admission touches at most: the key, its team and an end
+// user of the team.
+const maxScopes = 3
+
+// concurrencyLimited reports whether any scope limits concurrent requests (a Redis lease is
+// then taken).
+func (a *admission) concurrencyLimited() bool {
+	for i := 0; i < a.n; i++ {
+		if a.scopes[i].Limits.ConcurrentRequests > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// fill puts req's scopes into a, in the order key, team, end user.
+func (a *admission) fill(req Request) {
+	a.scopes[0], a.n = req.Key, 1
+	if req.Team != nil {
+		a.scopes[a.n] = *req.Team
+		a.n++
+	}
+	if req.EndUser != nil {
+		a.scopes[a.n] = *req.EndUser
+		a.n++
+	}
 }
 
 // New opens the configured store.
@@ -230,12 +263,8 @@ func (l *Limiter) Open() int {
 // when the store failed: then Decision.StoreError is set and Allowed follows OnStoreError.
 func (l *Limiter) Admit(ctx context.Context, req Request) (*Ticket, Decision, error) {
 	now := l.now()
-	a := &admission{n: 1, tokens: max(req.Tokens, 0), shadow: req.Shadow, id: newTicketID()}
-	a.scopes[0] = req.Key
-	if req.Team != nil {
-		a.scopes[1] = *req.Team
-		a.n = 2
-	}
+	a := &admission{tokens: max(req.Tokens, 0), shadow: req.Shadow, id: newTicketID()}
+	a.fill(req)
 	out, err := l.store.admit(ctx, now, a)
 	if err != nil && ctx.Err() == nil {
 		// The reply may have been lost after the store admitted: once more, with the same
@@ -328,14 +357,10 @@ func (l *Limiter) Peek(ctx context.Context, req Request) (Headers, error) {
 }
 
 // look reads req's scopes as they stand, for an admission of tokens that takes nothing.
-func (l *Limiter) look(ctx context.Context, now time.Time, req Request, tokens int64) (*admission, [2]view, error) {
-	a := &admission{n: 1, tokens: max(tokens, 0)}
-	a.scopes[0] = req.Key
-	if req.Team != nil {
-		a.scopes[1] = *req.Team
-		a.n = 2
-	}
-	var views [2]view
+func (l *Limiter) look(ctx context.Context, now time.Time, req Request, tokens int64) (*admission, [maxScopes]view, error) {
+	a := &admission{tokens: max(tokens, 0)}
+	a.fill(req)
+	var views [maxScopes]view
 	vs, err := l.store.views(ctx, now, a.scopes[:a.n])
 	if err != nil {
 		return a, views, err

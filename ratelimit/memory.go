@@ -92,41 +92,57 @@ func (m *memoryStore) get(id string, day int64) *memScope {
 	return v.(*memScope)
 }
 
-// lockScopes locks the request's scopes in id order, so two requests sharing both never wait
-// on each other in a cycle. It retries when one was evicted between lookup and lock.
-func (m *memoryStore) lockScopes(a *admission, day int64) (ss [2]*memScope, unlock func()) {
+// scopeLocks are the distinct scopes one admission locked, in lock order.
+type scopeLocks struct {
+	s [maxScopes]*memScope
+	n int
+}
+
+func (l *scopeLocks) unlock() {
+	for i := l.n - 1; i >= 0; i-- {
+		l.s[i].mu.Unlock()
+	}
+}
+
+// lockScopes locks the request's scopes in id order, so two requests sharing some never
+// wait on each other in a cycle. It retries when one was evicted between lookup and lock.
+func (m *memoryStore) lockScopes(a *admission, day int64) (ss [maxScopes]*memScope, locks scopeLocks) {
 	for {
+		locks = scopeLocks{}
 		for i := 0; i < a.n; i++ {
 			ss[i] = m.get(a.scopes[i].ID, day)
-		}
-		first, second := ss[0], ss[1]
-		if second == first {
-			second = nil
-		}
-		if second != nil && second.id < first.id {
-			first, second = second, first
-		}
-		first.mu.Lock()
-		if second != nil {
-			second.mu.Lock()
-		}
-		unlock = func() {
-			if second != nil {
-				second.mu.Unlock()
+			dup := false
+			for _, o := range locks.s[:locks.n] {
+				dup = dup || o == ss[i]
 			}
-			first.mu.Unlock()
+			if !dup {
+				locks.s[locks.n] = ss[i]
+				locks.n++
+			}
 		}
-		if !first.evicted && (second == nil || !second.evicted) {
-			return ss, unlock
+		order := locks.s[:locks.n]
+		// At most three: an insertion sort by id.
+		for i := 1; i < len(order); i++ {
+			for j := i; j > 0 && order[j].id < order[j-1].id; j-- {
+				order[j], order[j-1] = order[j-1], order[j]
+			}
 		}
-		unlock()
+		evicted := false
+		for _, s := range order {
+			s.mu.Lock()
+			evicted = evicted || s.evicted
+		}
+		if !evicted {
+			return ss, locks
+		}
+		locks.unlock()
 	}
 }
 
 func (m *memoryStore) admit(_ context.Context, now time.Time, a *admission) (outcome, error) {
 	day, minute, nowNs := utcDay(now), minuteOf(now), now.UnixNano()
-	ss, unlock := m.lockScopes(a, day)
-	defer unlock()
+	ss, locks := m.lockScopes(a, day)
+	defer locks.unlock()
 
 	var fails []failure
 	midnight := untilMidnight(now)
@@ -162,8 +178,8 @@ func (m *memoryStore) admit(_ context.Context, now time.Time, a *admission) (out
 
 func (m *memoryStore) settle(_ context.Context, now time.Time, t *Ticket, u Usage) error {
 	day, minute, nowNs := utcDay(now), minuteOf(now), now.UnixNano()
-	ss, unlock := m.lockScopes(t.a, day)
-	defer unlock()
+	ss, locks := m.lockScopes(t.a, day)
+	defer locks.unlock()
 	used := u.InputTokens + u.OutputTokens
 	for i := 0; i < t.a.n; i++ {
 		s, lim := ss[i], t.a.scopes[i].Limits
@@ -219,8 +235,8 @@ func (m *memoryStore) withScope(now time.Time, sc Scope, f func(*memScope)) {
 	day := utcDay(now)
 	a := &admission{n: 1}
 	a.scopes[0] = sc
-	ss, unlock := m.lockScopes(a, day)
-	defer unlock()
+	ss, locks := m.lockScopes(a, day)
+	defer locks.unlock()
 	ss[0].roll(day, minuteOf(now))
 	ss[0].refill(now.UnixNano(), sc.Limits)
 	f(ss[0])

@@ -99,6 +99,10 @@ func slotTag(id string) string {
 		if team, _, ok := strings.Cut(id[len("key:"):], "/"); ok {
 			return team
 		}
+	case strings.HasPrefix(id, "enduser:"):
+		if team, _, ok := strings.Cut(id[len("enduser:"):], "/"); ok {
+			return team
+		}
 	case strings.HasPrefix(id, "caller:"), strings.HasPrefix(id, "passthrough:"):
 		return "passthrough"
 	}
@@ -131,7 +135,7 @@ func (r *redisStore) ctx(parent context.Context) (context.Context, context.Cance
 
 func (r *redisStore) admit(parent context.Context, now time.Time, a *admission) (outcome, error) {
 	day, minute := utcDay(now), minuteOf(now)
-	if a.lease == "" && (a.scopes[0].Limits.ConcurrentRequests > 0 || (a.n == 2 && a.scopes[1].Limits.ConcurrentRequests > 0)) {
+	if a.lease == "" && a.concurrencyLimited() {
 		// Kept across a retry of the same admission: the slot it took is that lease.
 		a.lease = newLeaseID()
 	}

@@ -82,5 +82,6 @@ func (r *Record) Summary(method string, status int, maxModel int) RequestSummary
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, InputReserved: r.InputReserved, Attempts: r.Attempts,
 		ErrorCode: r.ErrCode, Refusal: r.Refusal, UpstreamErr: r.UpstreamErr,
 		UsageEstimated: r.UsageEstimated, UpstreamModel: r.UpstreamModel, Transport: r.Transport,
+		EndUser: r.EndUser, Tags: TagsField(r.Tags),
 	}
 }

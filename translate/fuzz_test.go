@@ -16,6 +16,7 @@ import (
 
 func FuzzParseChat(f *testing.F) {
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"x"}]}`))
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"x"}],"user":"u","metadata":{"feature":"f","n":1}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		orig := bytes.Clone(body)
 		r, err := ParseChat(body)
@@ -28,6 +29,9 @@ func FuzzParseChat(f *testing.F) {
 		}
 		if r.N < 1 || r.Model == "" {
 			t.Fatalf("accepted request with N=%d model=%q", r.N, r.Model)
+		}
+		if m := r.Identity.Metadata; m != "" && CheckMetadata(gjson.Parse(m)) != nil {
+			t.Fatalf("accepted metadata past the bounds: %s", m)
 		}
 	})
 }

@@ -22,6 +22,9 @@ type Identity struct {
 	// every turn of a chat resends unchanged (a system prompt is shared by all the
 	// conversations of an application, so it marks none). 0 when there is no user message.
 	FirstUser uint64
+	// Metadata is Chat's `metadata` object as the client sent it (a copy, within OpenAI's
+	// bounds: CheckMetadata), where request tags are read from; "" when there is none.
+	Metadata string
 }
 
 // MaxIdentityLen bounds each string of an Identity. Longer values are cut: ids that long are

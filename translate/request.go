@@ -66,6 +66,7 @@ func ParseChat(body []byte) (*ChatRequest, error) {
 	}
 	r.core = w.b
 	r.Identity.FirstUser = w.firstUser
+	r.Identity.Metadata = metadataCopy(&f.metadata)
 	return r, nil
 }
 
@@ -363,6 +364,9 @@ func (f *chatFields) check(r *ChatRequest) *Error {
 	}
 	if m := f.metadata; m.Exists() && m.Type != gjson.Null && !m.IsObject() {
 		return badRequest(codeInvalidType, "metadata", "Invalid type for 'metadata': expected an object.")
+	}
+	if err := CheckMetadata(f.metadata); err != nil {
+		return err
 	}
 	hasTools := f.tools.Exists() && f.tools.Type != gjson.Null
 	hasFunctions := f.functions.Exists() && f.functions.Type != gjson.Null

@@ -32,7 +32,8 @@ func luaScript(dir, name, key string, body []byte, headers map[string]string) (s
 		fmt.Fprintf(&b, "wrk.headers[\"Authorization\"] = %s\n", luaString([]byte("Bearer "+key)))
 	}
 	for k, v := range headers {
-		fmt.Fprintf(&b, "wrk.headers[%s] = %s\n", luaString([]byte(k)), luaString([]byte(v)))
+		// The spaces matter: "[[[" would open a long string at the index bracket.
+		fmt.Fprintf(&b, "wrk.headers[ %s ] = %s\n", luaString([]byte(k)), luaString([]byte(v)))
 	}
 	path := filepath.Join(dir, name+".lua")
 	return path, os.WriteFile(path, []byte(b.String()), 0o600)

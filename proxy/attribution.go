@@ -1,0 +1,93 @@
+package proxy
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"modelgate/reqlog"
+	"modelgate/translate"
+)
+
+// tagsHeader is the request header clients that cannot set a body's metadata name their
+// tags in (issue 28): "feature=search,customer=acme". It is never forwarded: modelgate
+// builds the platform's request itself.
+const tagsHeader = "X-Modelgate-Tags"
+
+// attribute sets the request's end user and tags (issue 28) from what the dialect's check
+// read: user, the end user the body names (a view of the body or a copy), and metadata, the
+// body's metadata object (raw JSON, "" when none) already within OpenAI's bounds. A tags
+// header past the bounds or malformed is refused (400, in the route's shape) and it returns
+// false. The tags kept are the usage.tag_keys, each from the header, else the metadata,
+// else the key's default tags; none without tag_keys. What is recorded is made a label
+// (reqlog.Label): bounded, copied, safe as a history key part.
+//
+// Out of line, so its work takes no room in the frames under a stream.
+//
+//go:noinline
+func attribute(c *gin.Context, st *state, user, metadata string) bool {
+	header, terr := requestTags(c.Request.Header)
+	if terr != nil {
+		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_tags", "x-modelgate-tags", terr.Msg)
+		return false
+	}
+	ri := info(c)
+	if user != "" {
+		ri.EndUser = reqlog.Label(user)
+	}
+	if len(st.tagKeys) == 0 {
+		return true
+	}
+	var body []reqlog.Tag
+	translate.EachMetadataString(metadata, func(k, v string) bool {
+		if !slices.Contains(st.tagKeys, k) {
+			return true
+		}
+		if body == nil {
+			body = make([]reqlog.Tag, 0, len(st.tagKeys))
+		}
+		body = append(body, reqlog.Tag{Key: k, Value: v})
+		return true
+	})
+	var defaults map[string]string
+	if p := principal(c); p != nil {
+		defaults = p.Tags
+	}
+	ri.Tags = reqlog.SelectTags(st.tagKeys, header, body, defaults)
+	return true
+}
+
+// attributeIdentity is attribute for a translated dialect, from what its parse read; the
+// metadata, once read, is dropped, so a stream's minutes do not hold it. Out of line and
+// taking a pointer, so the check that calls it keeps a small frame under the parse
+// (TestOpenStreamStack).
+//
+//go:noinline
+func attributeIdentity(c *gin.Context, st *state, id *translate.Identity) bool {
+	ok := attribute(c, st, endUserOf(id.User, id.SafetyIdentifier), id.Metadata)
+	id.Metadata = ""
+	return ok
+}
+
+// requestTags parses the tags header; several lines of it read as one list.
+func requestTags(h http.Header) ([]reqlog.Tag, *reqlog.TagError) {
+	vs := h.Values(tagsHeader)
+	switch len(vs) {
+	case 0:
+		return nil, nil
+	case 1:
+		return reqlog.ParseTagsHeader(vs[0])
+	}
+	return reqlog.ParseTagsHeader(strings.Join(vs, ","))
+}
+
+// endUserOf is the end user a Chat or Responses request names: `user`, else
+// `safety_identifier` (OpenAI's newer name for the same thing).
+func endUserOf(user, safety string) string {
+	if user != "" {
+		return user
+	}
+	return safety
+}
