@@ -1,18 +1,31 @@
 package main
 
+import "strings"
+
 // attributionCost prices recording who spent what (issue 28): the same routes through a
 // modelgate that records tags (usage.tag_keys) with requests that name an end user and carry
 // tags in their metadata and in x-modelgate-tags, against one that records no tags with
 // requests that name nobody and carry none, alternating within each round.
+//
+// The two sides send the same bytes: the "none" requests carry the same fields under names
+// modelgate does not read ("uzer", "metadaty", forwarded as they are) and the header under a
+// name it ignores, so the platform's side and the bytes read are alike and what differs is
+// modelgate's reading and recording of them (its parse, the labels, the history rows, the
+// access log's fields).
 func (b *bench) attributionCost() error {
 	const meta = `"user":"end-user-4711","metadata":{"feature":"search","customer":"acme"},`
-	tagged := func(body []byte) []byte { return append([]byte(`{`+meta), body[1:]...) }
-	headers := map[string]string{"x-modelgate-tags": "experiment=b"}
+	decoyMeta := strings.NewReplacer(`"user"`, `"uzer"`, `"metadata"`, `"metadaty"`).Replace(meta)
+	with := func(fields string, body []byte) []byte { return append([]byte(`{`+fields), body[1:]...) }
+	on := map[string]string{"x-modelgate-tags": "experiment=b"}
+	off := map[string]string{"x-modelgate-tagz": "experiment=b"}
+	pair := func(name, path string, body []byte) *pairCase {
+		return &pairCase{name: name, path: path, offBody: with(decoyMeta, body), onBody: with(meta, body), offHeaders: off, onHeaders: on}
+	}
 	c := &pairComparison{title: "tags and end users recorded vs none", offLabel: "none", onLabel: "recorded", target: 0.97, cases: []*pairCase{
-		{name: "/v1/responses", path: "/v1/responses", offBody: respBody, onBody: tagged(respBody), onHeaders: headers},
-		{name: "/v1/responses stream", path: "/v1/responses", offBody: respStreamBody, onBody: tagged(respStreamBody), onHeaders: headers},
-		{name: "/v1/chat/completions", path: "/v1/chat/completions", offBody: chatBody, onBody: tagged(chatBody), onHeaders: headers},
-		{name: "/v1/chat/completions stream", path: "/v1/chat/completions", offBody: chatStreamBody, onBody: tagged(chatStreamBody), onHeaders: headers},
+		pair("/v1/responses", "/v1/responses", respBody),
+		pair("/v1/responses stream", "/v1/responses", respStreamBody),
+		pair("/v1/chat/completions", "/v1/chat/completions", chatBody),
+		pair("/v1/chat/completions stream", "/v1/chat/completions", chatStreamBody),
 	}}
 	if err := b.comparePair("attribution", "", "usage:\n  tag_keys: [feature, customer, experiment]\n", c); err != nil {
 		return err

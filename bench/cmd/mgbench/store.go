@@ -12,7 +12,8 @@ import (
 type pairCase struct {
 	name, path      string
 	offBody, onBody []byte
-	onHeaders       map[string]string // headers only the "on" requests carry
+	offHeaders      map[string]string // headers of the "off" requests
+	onHeaders       map[string]string // headers of the "on" requests
 	offRPS, onRPS   []float64
 	ratios          []float64 // on rps / off rps, per round
 	offCPU, onCPU   []float64 // µs per request
@@ -59,7 +60,7 @@ func (b *bench) comparePair(name, offYAML, onYAML string, c *pairComparison) err
 	s := make([]scripts, len(c.cases))
 	for i, pc := range c.cases {
 		id := name + "-" + strconv.Itoa(i)
-		if s[i].off, err = luaScript(b.o.workDir, id+"-off", benchKey, pc.offBody, nil); err != nil {
+		if s[i].off, err = luaScript(b.o.workDir, id+"-off", benchKey, pc.offBody, pc.offHeaders); err != nil {
 			return err
 		}
 		if s[i].on, err = luaScript(b.o.workDir, id+"-on", benchKey, pc.onBody, pc.onHeaders); err != nil {
