@@ -70,8 +70,8 @@ func (c *conn) run(parent context.Context) {
 		c.handle(ctx, data)
 	}
 	cancel()
+	c.ws.CloseNow() // ends a frame write blocked on a client that left
 	c.waitIdle()
-	c.ws.CloseNow()
 }
 
 // handle serves one client message: a create joins the queue.
@@ -153,7 +153,11 @@ func (c *conn) turn(ctx context.Context, body []byte) {
 	if !(keep && parentKept) {
 		body = expanded
 	}
-	w := newTurnWriter(func(data []byte) error { return c.ws.Write(ctx, websocket.MessageText, data) })
+	// Frames are written without the turn's cancellation: a cancellable context costs the
+	// library a registration per frame, and the turn's frames are many. A write blocked on a
+	// client that went away is ended by run, which closes the connection first.
+	frames := context.WithoutCancel(ctx)
+	w := newTurnWriter(func(data []byte) error { return c.ws.Write(frames, websocket.MessageText, data) })
 	var sent sentNote
 	c.s.opts.Turns.ServeHTTP(w, turnRequest(ctx, body, &c.who, &sent))
 	ev := w.finish()

@@ -106,9 +106,14 @@ func wsEventDelays(url string, k int) ([]time.Duration, error) {
 		if err := ws.Write(ctx, websocket.MessageText, create); err != nil {
 			return nil, err
 		}
+		// Reads take no deadline of their own: the library would register one per read,
+		// which an SSE client's reads do not pay, and the delay measured is modelgate's. The
+		// minute's bound closes the connection instead.
+		stop := context.AfterFunc(ctx, func() { ws.CloseNow() })
+		defer stop()
 		var mine []time.Duration
 		for {
-			_, data, err := ws.Read(ctx)
+			_, data, err := ws.Read(context.Background())
 			now := time.Now()
 			if err != nil {
 				return nil, err
