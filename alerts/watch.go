@@ -133,10 +133,11 @@ func (w *Watcher) Exhausted(scope, budget string) {
 func (w *Watcher) takeRefused() map[string]bool {
 	w.refusedMu.Lock()
 	defer w.refusedMu.Unlock()
-	taken := w.refused
-	if len(taken) > 0 {
-		w.refused = map[string]bool{}
+	if len(w.refused) == 0 {
+		return nil // never the live set, which the request path goes on writing
 	}
+	taken := w.refused
+	w.refused = map[string]bool{}
 	return taken
 }
 

@@ -380,3 +380,27 @@ func TestRefusalAnnouncesTheFullBudget(t *testing.T) {
 		t.Fatal("notes outlived the check that read them")
 	}
 }
+
+// Notes written while checks run are never read by a check that is not their own: under
+// -race, the request path's writes and the check's reads of one set would race.
+func TestExhaustedNotesRaceFree(t *testing.T) {
+	clk := testclock.New()
+	s := fastSender(t, newReceiver(t).hook())
+	runSender(t, s)
+	st := openBolt(t, t.TempDir(), clk.Now)
+	defer st.Close()
+	f := &figures{}
+	f.set(spend(1))
+	w := newWatcher(t, st, s, f, clk.Now)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 2000 {
+			w.Exhausted("team:other", BudgetSpendDay)
+		}
+	}()
+	for range 200 {
+		check(t, w)
+	}
+	<-done
+}
