@@ -96,28 +96,15 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	fields := yamlFields(v.Type())
-	seen := make(map[string]int, len(n.Content)/2)
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode {
-			d.fail(k.Line, path, "keys must be plain names, got %s", kindName(k))
-			continue
-		}
-		name := unmaskRefs(k.Value)
-		p := childPath(path, name)
-		if first, dup := seen[name]; dup {
-			d.fail(k.Line, p, "duplicate key (first set on line %d)", first)
-			continue
-		}
-		seen[name] = k.Line
+	d.eachKey(n, path, func(name, p string, k, val *yaml.Node) {
 		idx, ok := fields[name]
 		if !ok {
 			d.fail(k.Line, p, "unknown key%s", suggestKey(name, fields))
-			continue
+			return
 		}
 		d.lines[p] = k.Line
 		d.value(val, v.Field(idx), p)
-	}
+	})
 }
 
 // stringMap decodes a mapping of names to scalars (a key's default tags): the names are the
@@ -128,6 +115,18 @@ func (d *decoder) stringMap(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+	d.eachKey(n, path, func(name, p string, k, val *yaml.Node) {
+		d.lines[p] = k.Line
+		elem := reflect.New(v.Type().Elem()).Elem()
+		d.value(val, elem, p)
+		m.SetMapIndex(reflect.ValueOf(name), elem)
+	})
+	v.Set(m)
+}
+
+// eachKey calls fn for each key of the mapping n that is a plain name met for the first
+// time, with its path; a key that is not a scalar or comes twice is reported instead.
+func (d *decoder) eachKey(n *yaml.Node, path string, fn func(name, p string, k, val *yaml.Node)) {
 	seen := make(map[string]int, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
@@ -142,12 +141,8 @@ func (d *decoder) stringMap(n *yaml.Node, v reflect.Value, path string) {
 			continue
 		}
 		seen[name] = k.Line
-		d.lines[p] = k.Line
-		elem := reflect.New(v.Type().Elem()).Elem()
-		d.value(val, elem, p)
-		m.SetMapIndex(reflect.ValueOf(name), elem)
+		fn(name, p, k, val)
 	}
-	v.Set(m)
 }
 
 func (d *decoder) sequence(n *yaml.Node, v reflect.Value, path string) {
