@@ -112,12 +112,18 @@ func wsEventDelays(url string, k int) ([]time.Duration, error) {
 		stop := context.AfterFunc(ctx, func() { ws.CloseNow() })
 		defer stop()
 		var mine []time.Duration
+		var buf bytes.Buffer // reused, as the SSE client's bufio reader reuses its buffer
 		for {
-			_, data, err := ws.Read(context.Background())
+			_, r, err := ws.Reader(context.Background())
+			if err == nil {
+				buf.Reset()
+				_, err = buf.ReadFrom(r)
+			}
 			now := time.Now()
 			if err != nil {
 				return nil, err
 			}
+			data := buf.Bytes()
 			if stamp, ok := tickStamp(data, target{}); ok {
 				mine = append(mine, now.Sub(time.Unix(0, stamp)))
 			}
