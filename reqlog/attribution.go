@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Bounds of a request's tags (issue 28), OpenAI's own bounds for `metadata`, so no request
@@ -102,9 +103,11 @@ func hasControl(s string) bool {
 
 // SelectTags is what a request records: for each key of allow (sorted, the usage.tag_keys),
 // the header's value, else the body metadata's, else the key's default, each made a Label.
-// Keys not allowed are dropped. nil when allow is empty or nothing matched.
+// Keys not allowed are dropped. nil when allow is empty or nothing matched. The labels share
+// one allocation, and the tags another, whatever their number.
 func SelectTags(allow []string, header, body []Tag, defaults map[string]string) []Tag {
-	var out []Tag
+	var picked [MaxTags]Tag // the chosen values, not yet labels; allow holds at most MaxTags
+	n, room := 0, 0
 	for _, k := range allow {
 		v, ok := lookupTag(header, k)
 		if !ok {
@@ -113,13 +116,23 @@ func SelectTags(allow []string, header, body []Tag, defaults map[string]string) 
 		if !ok {
 			v, ok = defaults[k]
 		}
-		if !ok {
+		if !ok || n == len(picked) {
 			continue
 		}
-		if out == nil {
-			out = make([]Tag, 0, len(allow))
-		}
-		out = append(out, Tag{Key: k, Value: Label(v)})
+		picked[n] = Tag{Key: k, Value: v}
+		n++
+		room += min(escapedLen(v), MaxLabelLen)
+	}
+	if n == 0 {
+		return nil
+	}
+	// room bounds every label's length, so buf never grows and the views below stay its.
+	buf := make([]byte, 0, room)
+	out := make([]Tag, n)
+	for i, t := range picked[:n] {
+		start := len(buf)
+		buf = appendLabel(buf, t.Value)
+		out[i] = Tag{Key: t.Key, Value: unsafe.String(unsafe.SliceData(buf[start:]), len(buf)-start)}
 	}
 	return out
 }
@@ -143,39 +156,45 @@ func Label(s string) string {
 	if len(s) <= MaxLabelLen && labelSafe(s) {
 		return strings.Clone(s)
 	}
+	b := appendLabel(make([]byte, 0, MaxLabelLen), s)
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// appendLabel appends Label(s) to dst; it never appends more than MaxLabelLen bytes.
+func appendLabel(dst []byte, s string) []byte {
+	if len(s) <= MaxLabelLen && labelSafe(s) {
+		return append(dst, s...)
+	}
 	whole := escapedLen(s) <= MaxLabelLen
 	limit := MaxLabelLen
 	if !whole {
 		limit -= labelHashLen
 	}
-	var b strings.Builder
-	b.Grow(MaxLabelLen)
+	start := len(dst)
 	const hex = "0123456789ABCDEF"
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if labelByte(c) {
-			if b.Len()+1 > limit {
+			if len(dst)-start+1 > limit {
 				break
 			}
-			b.WriteByte(c)
+			dst = append(dst, c)
 			continue
 		}
-		if b.Len()+3 > limit {
+		if len(dst)-start+3 > limit {
 			break
 		}
-		b.WriteByte('%')
-		b.WriteByte(hex[c>>4])
-		b.WriteByte(hex[c&15])
+		dst = append(dst, '%', hex[c>>4], hex[c&15])
 	}
 	if !whole {
 		h := fnv.New64a()
 		h.Write([]byte(s))
 		sum := strconv.FormatUint(h.Sum64(), 16)
-		b.WriteByte('~')
-		b.WriteString(strings.Repeat("0", 16-len(sum)))
-		b.WriteString(sum)
+		dst = append(dst, '~')
+		dst = append(dst, strings.Repeat("0", 16-len(sum))...)
+		dst = append(dst, sum...)
 	}
-	return b.String()
+	return dst
 }
 
 func escapedLen(s string) int {
@@ -199,13 +218,17 @@ func labelSafe(s string) bool {
 	return true
 }
 
-func labelByte(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
+func labelByte(c byte) bool { return labelBytes[c] }
+
+// labelBytes are the bytes a label keeps as they are: ASCII letters, digits and "-._~:@+".
+// A table, since every byte of every recorded value is looked up; built once, never written.
+var labelBytes = func() (t [256]bool) {
+	for c := range 256 {
+		b := byte(c)
+		t[c] = 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || strings.IndexByte("-._~:@+", b) >= 0
 	}
-	return strings.IndexByte("-._~:@+", c) >= 0
-}
+	return t
+}()
 
 // TagKeyValid reports whether a configured tag key (usage.tag_keys) is one a label keeps as
 // it is, so group_by=tag:<key> names it plainly.
@@ -219,6 +242,11 @@ func TagsField(tags []Tag) string {
 		return ""
 	}
 	var b strings.Builder
+	n := len(tags) - 1
+	for _, t := range tags {
+		n += len(t.Key) + 1 + len(t.Value)
+	}
+	b.Grow(n)
 	for i, t := range tags {
 		if i > 0 {
 			b.WriteByte(',')
