@@ -40,15 +40,12 @@ func attribute(c *gin.Context, st *state, user, metadata string) bool {
 	if len(st.tagKeys) == 0 {
 		return true
 	}
-	var body []reqlog.Tag
+	var kept [reqlog.MaxTags]reqlog.Tag // metadata holds at most MaxTags pairs: no allocation
+	body := kept[:0]
 	translate.EachMetadataString(metadata, func(k, v string) bool {
-		if !slices.Contains(st.tagKeys, k) {
-			return true
+		if slices.Contains(st.tagKeys, k) && len(body) < len(kept) {
+			body = append(body, reqlog.Tag{Key: k, Value: v})
 		}
-		if body == nil {
-			body = make([]reqlog.Tag, 0, len(st.tagKeys))
-		}
-		body = append(body, reqlog.Tag{Key: k, Value: v})
 		return true
 	})
 	var defaults map[string]string
