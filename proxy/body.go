@@ -7,7 +7,6 @@ import (
 
 	"modelgate/config"
 	"modelgate/reqbody"
-	"modelgate/translate"
 )
 
 // bodyLimits are the bounds of a /v1 request body under the config serving now, with the
@@ -72,20 +71,4 @@ func formatBytes(n int64) string {
 		return strconv.FormatInt(n>>10, 10) + " KiB"
 	}
 	return strconv.FormatInt(n, 10) + " bytes"
-}
-
-// jsonObject reports whether body is one well-formed JSON object, nested at most
-// translate.MaxEventDepth deep.
-func jsonObject(body []byte) bool {
-	if !translate.ValidJSON(body) {
-		return false
-	}
-	for _, ch := range body {
-		switch ch {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		return ch == '{'
-	}
-	return false
 }

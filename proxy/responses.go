@@ -109,7 +109,7 @@ type responsesDialect struct {
 //
 //go:noinline
 func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {
-	if !jsonObject(body) {
+	if !translate.ValidJSONObject(body) {
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "",
 			"We could not parse the JSON body of your request. The body must be a JSON object.")
 		return false

@@ -176,3 +176,15 @@ func TestUpstreamErrorDeepBody(t *testing.T) {
 		t.Errorf("got %s", out)
 	}
 }
+
+// ValidJSONObject: one well-formed object, white space around it allowed; anything else not.
+func TestValidJSONObject(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{}`: true, " \n{\"a\":[1]}\t": true, `[]`: false, `"x"`: false, `{`: false, ``: false, `  `: false,
+		`{} {}`: false, strings.Repeat("[", MaxEventDepth+1): false,
+	} {
+		if got := ValidJSONObject([]byte(body)); got != want {
+			t.Errorf("%q: %v, want %v", body, got, want)
+		}
+	}
+}

@@ -46,6 +46,16 @@ func CheckJSON(data []byte) JSONCheck {
 // ValidJSON reports whether CheckJSON finds data valid.
 func ValidJSON(data []byte) bool { return CheckJSON(data) == JSONValid }
 
+// ValidJSONObject reports whether data is one well-formed JSON object, nested at most
+// MaxEventDepth deep: what a Responses body and a WebSocket client message must be.
+func ValidJSONObject(data []byte) bool {
+	if !ValidJSON(data) {
+		return false
+	}
+	i := skipSpace(data, 0)
+	return i < len(data) && data[i] == '{'
+}
+
 // checkBody is the first check of every client body a dialect parses: the same bounded
 // validator, with the refusal every route gives (rendered in the route's own error shape).
 // The body's size is bounded before it gets here, by server.max_body_bytes on the inflated

@@ -31,7 +31,7 @@ type clientMessage struct {
 // event to answer it with instead; the connection stays open. An acknowledgement gives
 // neither: nothing is answered.
 func parseClientMessage(data []byte) (clientMessage, []byte) {
-	if translate.CheckJSON(data) != translate.JSONValid || !isObject(data) {
+	if !translate.ValidJSONObject(data) {
 		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_json", "",
 			"The message could not be parsed: each message must be one JSON object with a 'type'.")
 	}
@@ -135,19 +135,6 @@ func steerFailed(data []byte) []byte {
 		Error    json.RawMessage `json:"error"`
 	}{"response.steer.failed", 0, steer, obj})
 	return b
-}
-
-func isObject(b []byte) bool {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '{':
-			return true
-		}
-		return false
-	}
-	return false
 }
 
 // quoteCapped quotes a client's string for a message, cut to 64 bytes.
