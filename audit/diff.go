@@ -42,11 +42,11 @@ func diffValue(a, b reflect.Value, path string, out *[]string) {
 		}
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
-			name := yamlName(f)
+			name := config.KeyName(f)
 			if name == "" {
 				continue
 			}
-			diffValue(a.Field(i), b.Field(i), join(path, name), out)
+			diffValue(a.Field(i), b.Field(i), config.ChildPath(path, name), out)
 		}
 	case reflect.Pointer:
 		switch {
@@ -118,7 +118,7 @@ func namedEntries(list reflect.Value) bool {
 func entryName(v reflect.Value) string {
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
-		n := yamlName(t.Field(i))
+		n := config.KeyName(t.Field(i))
 		if (n == "name" || n == "id") && v.Field(i).Kind() == reflect.String {
 			s := v.Field(i).String()
 			if plainName(s) {
@@ -149,34 +149,11 @@ func plainName(s string) bool {
 // time.Time) is one setting.
 func settable(t reflect.Type) bool {
 	for i := 0; i < t.NumField(); i++ {
-		if yamlName(t.Field(i)) != "" {
+		if config.KeyName(t.Field(i)) != "" {
 			return true
 		}
 	}
 	return false
-}
-
-// yamlName is a field's key in the config file; "" for a field the file cannot set.
-func yamlName(f reflect.StructField) string {
-	if !f.IsExported() {
-		return ""
-	}
-	tag := f.Tag.Get("yaml")
-	name, _, _ := strings.Cut(tag, ",")
-	if name == "-" {
-		return ""
-	}
-	if name == "" {
-		return strings.ToLower(f.Name)
-	}
-	return name
-}
-
-func join(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
 }
 
 // emptyAsNil makes an empty list (or map) and an absent one compare equal: the config treats them

@@ -31,7 +31,9 @@ func (d *decoder) fail(line int, path, format string, args ...any) {
 	d.errs = append(d.errs, &Error{File: d.file, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
-func childPath(parent, key string) string {
+// ChildPath is the path of key under parent, as errors and the audit log name config keys:
+// "server.max_body_bytes".
+func ChildPath(parent, key string) string {
 	if parent == "" {
 		return key
 	}
@@ -135,7 +137,7 @@ func (d *decoder) eachKey(n *yaml.Node, path string, fn func(name, p string, k, 
 			continue
 		}
 		name := unmaskRefs(k.Value)
-		p := childPath(path, name)
+		p := ChildPath(path, name)
 		if first, dup := seen[name]; dup {
 			d.fail(k.Line, p, "duplicate key (first set on line %d)", first)
 			continue
@@ -220,20 +222,27 @@ func (d *decoder) scalar(n *yaml.Node, v reflect.Value, path string) {
 func yamlFields(t reflect.Type) map[string]int {
 	m := make(map[string]int, t.NumField())
 	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
+		if name := KeyName(t.Field(i)); name != "" {
+			m[name] = i
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "-" {
-			continue
-		}
-		if name == "" {
-			name = strings.ToLower(f.Name)
-		}
-		m[name] = i
 	}
 	return m
+}
+
+// KeyName is a struct field's key in the config file: its yaml tag's name, else its name in
+// lower case; "" for a field the file cannot set (unexported, or tagged "-").
+func KeyName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	switch name {
+	case "-":
+		return ""
+	case "":
+		return strings.ToLower(f.Name)
+	}
+	return name
 }
 
 // suggestKey names a known key that differs only in case, '-' for '_' or a missing 's', the
