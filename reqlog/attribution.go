@@ -230,12 +230,6 @@ var labelBytes = func() (t [256]bool) {
 	return t
 }()
 
-// TagKeyValid reports whether a configured tag key (usage.tag_keys) is one a label keeps as
-// it is, so group_by=tag:<key> names it plainly.
-func TagKeyValid(k string) bool {
-	return k != "" && len(k) <= MaxTagKeyChars && labelSafe(k)
-}
-
 // TagsField writes tags for a log line: "k=v,k2=v2", labels already safe.
 func TagsField(tags []Tag) string {
 	if len(tags) == 0 {
