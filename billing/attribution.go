@@ -273,22 +273,9 @@ func (r *Recorder) QueryAttribution(ctx context.Context, from, to string, dim Di
 		}
 		s.add(row)
 	}
-	if r.st != nil {
-		err := r.st.ScanCounters(ctx, attrBucket, kindPrefix(kind)+commonPrefix(from, to), func(k string, c map[string]int64) error {
-			if id, ok := parseAttrKey(k); ok {
-				take(id, rowOf(c))
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+	if err := r.eachRow(ctx, attrBucket, kindPrefix(kind)+commonPrefix(from, to), parseAttrKey, take); err != nil {
+		return nil, err
 	}
-	r.mu.Lock()
-	for id, row := range r.batch {
-		take(id, row)
-	}
-	r.mu.Unlock()
 
 	// What each total holds beyond its attributed rows is the requests without a value.
 	attributed := map[cell]*Row{}
@@ -338,11 +325,6 @@ func valueOrder(v string) int {
 		return 2
 	}
 	return 0
-}
-
-func rowOf(c map[string]int64) *Row {
-	return &Row{Requests: c[cRequests], InputTokens: c[cInput], CachedInputTokens: c[cCached],
-		OutputTokens: c[cOutput], ReasoningTokens: c[cReasoning], CostMicros: c[cCost]}
 }
 
 // subtract takes o from r, no counter below zero: a usage row dropped after repeated write

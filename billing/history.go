@@ -352,6 +352,35 @@ func (r *Recorder) QueryHours(ctx context.Context, from, to string, groupBy map[
 	return r.query(ctx, true, from, to, groupBy)
 }
 
+// eachRow hands take every row the store holds under prefix of bucket (keys read by parse)
+// and every row of the batch not yet flushed; take picks the ones it wants. r.flushMu is
+// held by the caller, so no row is seen both in the store and in a batch being flushed.
+func (r *Recorder) eachRow(ctx context.Context, bucket, prefix string, parse func(string) (rowID, bool), take func(rowID, *Row)) error {
+	if r.st != nil {
+		err := r.st.ScanCounters(ctx, bucket, prefix, func(k string, c map[string]int64) error {
+			if id, ok := parse(k); ok {
+				take(id, rowOf(c))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, row := range r.batch {
+		take(id, row)
+	}
+	return nil
+}
+
+// rowOf is a stored row's counters as a Row.
+func rowOf(c map[string]int64) *Row {
+	return &Row{Requests: c[cRequests], InputTokens: c[cInput], CachedInputTokens: c[cCached],
+		OutputTokens: c[cOutput], ReasoningTokens: c[cReasoning], CostMicros: c[cCost]}
+}
+
 func (r *Recorder) query(ctx context.Context, hourly bool, from, to string, groupBy map[string]bool) ([]Row, error) {
 	bucket := historyBucket
 	if hourly {
@@ -386,24 +415,9 @@ func (r *Recorder) sum(ctx context.Context, bucket string, hourly bool, from, to
 		}
 		s.add(row)
 	}
-	if r.st != nil {
-		err := r.st.ScanCounters(ctx, bucket, commonPrefix(from, to), func(k string, c map[string]int64) error {
-			id, ok := parseRowKey(k)
-			if ok {
-				take(id, &Row{Requests: c[cRequests], InputTokens: c[cInput], CachedInputTokens: c[cCached],
-					OutputTokens: c[cOutput], ReasoningTokens: c[cReasoning], CostMicros: c[cCost]})
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+	if err := r.eachRow(ctx, bucket, commonPrefix(from, to), parseRowKey, take); err != nil {
+		return nil, err
 	}
-	r.mu.Lock()
-	for id, row := range r.batch {
-		take(id, row)
-	}
-	r.mu.Unlock()
 	rows := make([]Row, 0, len(sums))
 	for id, s := range sums {
 		s.Day = id.day[:4] + "-" + id.day[4:6] + "-" + id.day[6:8]
