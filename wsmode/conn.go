@@ -38,7 +38,7 @@ type conn struct {
 }
 
 func newConn(s *Server, ws *websocket.Conn, who Caller) *conn {
-	return &conn{s: s, ws: ws, who: who, chains: chains{maxBytes: maxChainsBytes}}
+	return &conn{s: s, ws: ws, who: who, chains: *newChains()}
 }
 
 // run reads messages until the client leaves or the connection is closed; then the turn in
