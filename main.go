@@ -268,10 +268,17 @@ func serve(o options, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	transport := platform.NewTransport(platform.TransportOptions{
+	topts := platform.TransportOptions{
 		DialTimeout:           cfg.Upstream.DialTimeout,
 		ResponseHeaderTimeout: cfg.Upstream.ResponseHeaderTimeout,
-	})
+		HTTP2:                 cfg.Upstream.HTTP2,
+	}
+	if f := cfg.Upstream.TLS.CAFile; f != "" {
+		if topts.RootCAs, err = config.ReadCAFile(f); err != nil {
+			return fmt.Errorf("upstream.tls.ca_file: %w", err)
+		}
+	}
+	transport := platform.NewTransport(topts)
 	client, err := platform.New(cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL, transport, platform.WithVersion(version))
 	if err != nil {
 		return err

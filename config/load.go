@@ -208,6 +208,7 @@ func applyDefaults(c *Config) {
 	}
 	setDefault(&u.Breaker.Window, defaultBreakerWindow)
 	setDefault(&u.Breaker.Cooldown, defaultBreakerCooldown)
+	setDefault(&u.HTTP2, HTTP2Auto)
 	for i := range c.Models {
 		if c.Models[i].Routes == nil { // routes replace upstream: a default would clash with them
 			setDefault(&c.Models[i].Upstream, c.Models[i].ID)

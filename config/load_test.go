@@ -115,7 +115,7 @@ func TestDefault(t *testing.T) {
 			DialTimeout: 5 * time.Second, ResponseHeaderTimeout: 60 * time.Second,
 			StreamIdleTimeout: 5 * time.Minute, RequestTimeout: 10 * time.Minute,
 			HealthInterval: 15 * time.Second, KeepAliveInterval: 15 * time.Second,
-			Breaker: Breaker{Window: time.Minute, Cooldown: 30 * time.Second},
+			Breaker: Breaker{Window: time.Minute, Cooldown: 30 * time.Second}, HTTP2: HTTP2Auto,
 		},
 		Ratelimit: Ratelimit{Store: "memory", OnStoreError: "allow", DataPath: "modelgate-data", DefaultMaxOutputTokens: 4096},
 		Server: Server{

@@ -51,6 +51,26 @@ type Upstream struct {
 
 	// Breaker sets the circuit breakers of every upstream model and platform key (issue 27).
 	Breaker Breaker `yaml:"breaker"`
+
+	// TLS adds trust for a platform whose certificate a private CA signed.
+	TLS UpstreamTLS `yaml:"tls"`
+	// HTTP2 is how modelgate talks HTTP/2 to the platform: HTTP2Auto (the default) when TLS
+	// negotiates it, HTTP2Cleartext with prior knowledge over plain TCP, or HTTP2Off.
+	HTTP2 string `yaml:"http2"`
+}
+
+// The values of upstream.http2.
+const (
+	HTTP2Auto      = "auto" // HTTP/2 when the platform's TLS offers it (ALPN), else HTTP/1.1
+	HTTP2Cleartext = "h2c"  // HTTP/2 with prior knowledge over plain TCP; http:// URLs only
+	HTTP2Off       = "off"  // HTTP/1.1 always, even when TLS offers HTTP/2
+)
+
+// UpstreamTLS is upstream.tls.
+type UpstreamTLS struct {
+	// CAFile is a PEM file of CA certificates trusted for the platform's certificate, in
+	// addition to the system's roots.
+	CAFile string `yaml:"ca_file"`
 }
 
 // Breaker is upstream.breaker: how many failures within a window open a breaker, and how

@@ -147,6 +147,28 @@ func (v *validator) upstream(u *Upstream) {
 	}
 	v.nonNegativeDuration("upstream.breaker.window", u.Breaker.Window)
 	v.nonNegativeDuration("upstream.breaker.cooldown", u.Breaker.Cooldown)
+	v.upstreamHTTP2(u)
+	if u.TLS.CAFile != "" {
+		if _, err := ReadCAFile(u.TLS.CAFile); err != nil {
+			v.fail("upstream.tls.ca_file", "%v", err)
+		}
+	}
+}
+
+// upstreamHTTP2 checks upstream.http2. h2c speaks HTTP/2 in the clear, so it cannot reach an
+// https:// platform: that is a mistake in the file, not something to fall back from.
+func (v *validator) upstreamHTTP2(u *Upstream) {
+	switch u.HTTP2 {
+	case "", HTTP2Auto, HTTP2Off:
+	case HTTP2Cleartext:
+		for _, f := range []struct{ path, url string }{{"upstream.gateway_url", u.GatewayURL}, {"upstream.base_url", u.BaseURL}} {
+			if strings.HasPrefix(strings.ToLower(f.url), "https://") {
+				v.fail("upstream.http2", "h2c is HTTP/2 without TLS, but %s is https://", f.path)
+			}
+		}
+	default:
+		v.fail("upstream.http2", "want auto, h2c or off, got %q", u.HTTP2)
+	}
 }
 
 // URLProblem says why raw cannot be an upstream URL ("" when it can). The platform key is sent

@@ -7,6 +7,8 @@ package platform
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -21,7 +23,19 @@ import (
 type TransportOptions struct {
 	DialTimeout           time.Duration
 	ResponseHeaderTimeout time.Duration
+	// HTTP2 is upstream.http2: "auto" (or empty), "h2c" or "off".
+	HTTP2 string
+	// RootCAs, when set, is the pool the platform's certificate must chain to
+	// (upstream.tls.ca_file's, which includes the system roots); nil means the system roots.
+	RootCAs *x509.CertPool
 }
+
+// StreamReceiveWindow is the most response body the transport holds unread for one HTTP/2
+// stream: the flow-control window modelgate offers the platform per stream. A client that
+// reads slowly stops the relay's reads, the window fills, and the platform pauses that stream
+// alone; so this bounds what one slow reader makes modelgate buffer, and other streams on the
+// same connection go on. Go's default is 4 MiB per stream.
+const StreamReceiveWindow = 256 << 10
 
 // NewTransport returns a transport tuned for a proxy: many idle connections to the one upstream
 // host, bounded dial and first-byte waits, and no overall timeout, because streams may
@@ -31,7 +45,6 @@ func NewTransport(o TransportOptions) *http.Transport {
 	return &http.Transport{
 		Proxy:                 nil, // the platform is addressed directly; environment proxies are not consulted
 		DialContext:           dialAside(dialer),
-		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   256,
 		IdleConnTimeout:       90 * time.Second,
@@ -46,7 +59,31 @@ func NewTransport(o TransportOptions) *http.Transport {
 		// so 1 KiB, enough for headers, costs nothing in throughput and saves ~6 KiB a stream.
 		WriteBufferSize: 1 << 10,
 		ReadBufferSize:  1 << 10,
+		TLSClientConfig: &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12},
+		Protocols:       protocols(o.HTTP2),
+		HTTP2: &http.HTTP2Config{
+			MaxReceiveBufferPerStream: StreamReceiveWindow,
+			// A connection carries many streams, some silent for minutes while a model
+			// thinks: a ping after 30 s of silence finds a dead one before its streams' idle
+			// timeouts would.
+			SendPingTimeout: 30 * time.Second,
+		},
 	}
+}
+
+// protocols maps upstream.http2 to what the transport may speak.
+func protocols(mode string) *http.Protocols {
+	p := new(http.Protocols)
+	switch mode {
+	case "h2c":
+		p.SetUnencryptedHTTP2(true)
+	case "off":
+		p.SetHTTP1(true)
+	default: // auto: HTTP/2 where TLS negotiates it, HTTP/1.1 elsewhere
+		p.SetHTTP1(true)
+		p.SetHTTP2(true)
+	}
+	return p
 }
 
 // dialAside returns d.DialContext run on a goroutine of its own. net/http calls DialContext on
