@@ -29,6 +29,8 @@ func main() {
 	slowDelay := flag.Duration("slow-delay", time.Second, "pause between events of bench-slow streams")
 	ticks := flag.Int("ticks", 200, "delta events in a bench-ticks stream")
 	tickGap := flag.Duration("tick-gap", 2*time.Millisecond, "pause between bench-ticks deltas")
+	var proto benchserve.Protocol
+	proto.Flags(flag.CommandLine)
 	flag.Parse()
 
 	h := &dispatch{
@@ -37,7 +39,7 @@ func main() {
 		ticks:   *ticks,
 		tickGap: *tickGap,
 	}
-	benchserve.Run(*listen, h)
+	benchserve.Run(*listen, h, proto)
 }
 
 type dispatch struct {
