@@ -17,8 +17,11 @@ import (
 	"time"
 
 	"modelgate/bench/benchserve"
-	"modelgate/platform"
 )
+
+// streamWindow is modelgate's HTTP/2 receive window per stream (platform.StreamReceiveWindow,
+// not imported: the floor links nothing of modelgate's but the helper servers).
+const streamWindow = 256 << 10
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "listen address (loopback)")
@@ -67,7 +70,7 @@ func main() {
 			DisableCompression:  true,
 			TLSClientConfig:     tlsConf,
 			Protocols:           protocols,
-			HTTP2:               &http.HTTP2Config{MaxReceiveBufferPerStream: platform.StreamReceiveWindow, SendPingTimeout: 30 * time.Second},
+			HTTP2:               &http.HTTP2Config{MaxReceiveBufferPerStream: streamWindow, SendPingTimeout: 30 * time.Second},
 		},
 	}
 	benchserve.Run(*listen, rp, benchserve.Protocol{})
