@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -45,6 +46,7 @@ type options struct {
 	gatewayURL string
 	baseURL    string
 	simulate   bool
+	simulateUp string // --simulate-upstream: how the embedded platform serves
 	logLevel   string
 	logFormat  string
 	version    bool
@@ -98,6 +100,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int, bool) {
 	fs.StringVar(&o.gatewayURL, "gateway-url", "", "the platform's {gateway_url}, where /v1/responses lives")
 	fs.StringVar(&o.baseURL, "base-url", "", "the platform's {base_url}, where /api/open/v2/... lives")
 	fs.BoolVar(&o.simulate, "simulate", false, "start an embedded simulated platform on loopback and use it as the upstream")
+	fs.StringVar(&o.simulateUp, "simulate-upstream", platformsim.ServeH1, "how the --simulate platform serves: h1 (plain HTTP/1.1), h2 (TLS with HTTP/2, a certificate made at start) or h2c (cleartext HTTP/2)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
@@ -110,6 +113,16 @@ func parseFlags(args []string, stderr io.Writer) (options, int, bool) {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "modelgate: unexpected argument %q (did you mean 'modelgate check'?)\n", fs.Arg(0))
+		return o, 2, true
+	}
+	switch o.simulateUp {
+	case platformsim.ServeH1, platformsim.ServeH2, platformsim.ServeH2C:
+	default:
+		fmt.Fprintf(stderr, "modelgate: --simulate-upstream %q: want h1, h2 or h2c\n", o.simulateUp)
+		return o, 2, true
+	}
+	if fs.Changed("simulate-upstream") && !o.simulate {
+		fmt.Fprintln(stderr, "modelgate: --simulate-upstream needs --simulate")
 		return o, 2, true
 	}
 	return o, 0, false
@@ -245,15 +258,27 @@ func serve(o options, logger *slog.Logger) error {
 	for _, w := range cfg.KeyWarnings() {
 		logger.Warn("weak local key: " + w) // names the key's place in the config, never its value
 	}
+	var simRoots *x509.CertPool // --simulate-upstream h2: the one CA the embedded platform's certificate chains to
 	if o.simulate {
 		// A tag of this run in every id: responses kept before a restart keep their ids.
 		sim := platformsim.New(platformsim.Options{IDTag: runTag()})
-		simURL, stopSim, err := sim.Start("127.0.0.1:0")
+		served, err := sim.Serve("127.0.0.1:0", platformsim.ServeOptions{
+			Protocol: o.simulateUp,
+			// Once per protocol, so a run shows what modelgate speaks to the platform.
+			FirstRequest: func(proto string) { logger.Info("simulated platform: first request", "protocol", proto) },
+		})
 		if err != nil {
 			return fmt.Errorf("start simulated platform: %w", err)
 		}
-		defer stopSim()
+		defer served.Stop()
+		simURL := served.URL
 		cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL = simURL, simURL
+		switch o.simulateUp {
+		case platformsim.ServeH2:
+			simRoots, cfg.Upstream.HTTP2 = served.RootCAs, config.HTTP2Auto
+		case platformsim.ServeH2C:
+			cfg.Upstream.HTTP2 = config.HTTP2Cleartext
+		}
 		if len(cfg.Models) == 0 {
 			for _, id := range simulatedModels {
 				cfg.Models = append(cfg.Models, config.Model{ID: id})
@@ -273,10 +298,13 @@ func serve(o options, logger *slog.Logger) error {
 		ResponseHeaderTimeout: cfg.Upstream.ResponseHeaderTimeout,
 		HTTP2:                 cfg.Upstream.HTTP2,
 	}
-	if f := cfg.Upstream.TLS.CAFile; f != "" {
+	if f := cfg.Upstream.TLS.CAFile; f != "" && simRoots == nil {
 		if topts.RootCAs, err = config.ReadCAFile(f); err != nil {
 			return fmt.Errorf("upstream.tls.ca_file: %w", err)
 		}
+	}
+	if simRoots != nil {
+		topts.RootCAs = simRoots
 	}
 	transport := platform.NewTransport(topts)
 	client, err := platform.New(cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL, transport, platform.WithVersion(version))

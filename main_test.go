@@ -124,6 +124,8 @@ func TestFlags(t *testing.T) {
 		{"stray_argument", []string{"serve"}, 2, "unexpected argument"},
 		{"bad_log_level", []string{"--log-level", "loud"}, 2, "--log-level"},
 		{"bad_log_format", []string{"--log-format", "xml"}, 2, "--log-format"},
+		{"bad_simulate_upstream", []string{"--simulate", "--simulate-upstream", "h3"}, 2, `--simulate-upstream "h3": want h1, h2 or h2c`},
+		{"simulate_upstream_alone", []string{"--simulate-upstream", "h2"}, 2, "--simulate-upstream needs --simulate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

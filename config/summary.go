@@ -27,6 +27,12 @@ func (c *Config) Summary() string {
 	w("upstream:")
 	w("  gateway_url: %s", orUnset(u.GatewayURL, "(unset: needs --gateway-url or --simulate)"))
 	w("  base_url: %s", orUnset(u.BaseURL, "(unset: needs --base-url or --simulate)"))
+	w("  http2: %s", http2Text(u.HTTP2))
+	if u.TLS.CAFile != "" {
+		w("  tls.ca_file: %s (trusted besides the system's roots)", u.TLS.CAFile)
+	} else {
+		w("  tls.ca_file: none (the system's roots)")
+	}
 	switch {
 	case len(u.UpstreamAPIKeys) > 0 && c.KeysMode():
 		w("  upstream_api_keys: %d keys (default platform key pool)", len(u.UpstreamAPIKeys))
@@ -267,4 +273,15 @@ func routingText(m Model) string {
 		parts = append(parts, "first_token_timeout: "+m.FirstTokenTimeout.String())
 	}
 	return strings.Join(parts, "; ")
+}
+
+// http2Text says what an upstream.http2 value makes modelgate speak.
+func http2Text(mode string) string {
+	switch mode {
+	case HTTP2Cleartext:
+		return "h2c (cleartext HTTP/2 with prior knowledge)"
+	case HTTP2Off:
+		return "off (HTTP/1.1 always)"
+	}
+	return "auto (HTTP/2 when the platform's TLS offers it, else HTTP/1.1)"
 }

@@ -189,3 +189,30 @@ func TestSummaryWebSocket(t *testing.T) {
 		})
 	}
 }
+
+// The summary names how modelgate speaks to the platform (upstream.http2) and what it trusts
+// (upstream.tls.ca_file).
+func TestSummaryUpstreamProtocol(t *testing.T) {
+	ca, _ := writeCA(t, t.TempDir())
+	tests := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"defaults", "listen: 127.0.0.1:1\n", []string{
+			"  http2: auto (HTTP/2 when the platform's TLS offers it, else HTTP/1.1)\n",
+			"  tls.ca_file: none (the system's roots)\n"}},
+		{"h2c", "upstream:\n  http2: h2c\n", []string{"  http2: h2c (cleartext HTTP/2 with prior knowledge)\n"}},
+		{"off", "upstream:\n  http2: off\n", []string{"  http2: off (HTTP/1.1 always)\n"}},
+		{"ca_file", "upstream:\n  tls:\n    ca_file: " + ca + "\n", []string{
+			"  tls.ca_file: " + ca + " (trusted besides the system's roots)\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(tt.yaml), "c.yaml", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			summaryHas(t, cfg.Summary(), tt.want...)
+		})
+	}
+}

@@ -61,6 +61,7 @@ func NewTransport(o TransportOptions) *http.Transport {
 		ReadBufferSize:  1 << 10,
 		TLSClientConfig: &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12},
 		Protocols:       protocols(o.HTTP2),
+		MaxConnsPerHost: maxConnsPerHost(o.HTTP2),
 		HTTP2: &http.HTTP2Config{
 			MaxReceiveBufferPerStream: StreamReceiveWindow,
 			// A connection carries many streams, some silent for minutes while a model
@@ -69,6 +70,26 @@ func NewTransport(o TransportOptions) *http.Transport {
 			SendPingTimeout: 30 * time.Second,
 		},
 	}
+}
+
+// h2cDialsAtOnce bounds the connections an h2c transport dials to the platform at once.
+// Without it, a burst of streams that finds no connection with room (the first burst, or one
+// that fills every connection) dials once per waiting stream, and all but a few of those
+// connections are closed unused: 1,000 streams at once dialled ~1,000 connections, 5,000 dialled
+// ~3,100, each a descriptor for a moment. On HTTP/2 net/http stops counting a connection
+// against MaxConnsPerHost once it is full, so the bound throttles dials, not streams: 5,000
+// streams still opened the 20 connections a limit of 250 needs, in the same half second, with
+// 184 dials (TestStreamBurstConnections; docs/performance.md, "HTTP/2 to the platform").
+const h2cDialsAtOnce = 16
+
+// maxConnsPerHost is http.Transport.MaxConnsPerHost for upstream.http2 mode. Only h2c sets
+// it: there every connection is HTTP/2. Under auto a platform may answer HTTP/1.1, where each
+// open stream holds a connection and the same bound would cap open streams at 16.
+func maxConnsPerHost(mode string) int {
+	if mode == "h2c" {
+		return h2cDialsAtOnce
+	}
+	return 0
 }
 
 // protocols maps upstream.http2 to what the transport may speak.

@@ -2,6 +2,8 @@ package platform
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -30,10 +32,25 @@ func ErrorKind(err error) string {
 		// Before the dial check: a connect that timed out (a blackholed platform) is a
 		// gateway timeout, 504, like a platform that does not answer; a refused one is 502.
 		return "timeout"
+	case isTrustError(err):
+		// Before the dial check: the handshake runs inside the dial. A platform whose
+		// certificate is not trusted is a configuration fault (upstream.tls.ca_file), not a
+		// platform that is down, and the operator should be able to tell the two apart.
+		return "tls"
 	case IsDialError(err):
 		return "dial"
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF):
 		return "reset"
 	}
 	return "other"
+}
+
+// isTrustError reports whether err is the platform's certificate failing verification: an
+// unknown issuer, a wrong host name, or a certificate not valid now.
+func isTrustError(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid)
 }

@@ -97,6 +97,9 @@ type envOptions struct {
 	// upstream, when set, serves the platform instead of the env's own Sim (which then
 	// only provides the canary).
 	upstream http.Handler
+	// h2c serves the platform as cleartext HTTP/2 only, and modelgate speaks it
+	// (upstream.http2: h2c): many streams on one connection.
+	h2c bool
 	// limiterNow is the limiter's clock; default testclock.Running.
 	limiterNow func() time.Time
 	// now is the server's clock (caches, asset expiry); default testclock.Running.
@@ -140,7 +143,12 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 	if o.upstream != nil {
 		upstream = o.upstream
 	}
-	env.simSrv = httptest.NewServer(upstream)
+	env.simSrv = httptest.NewUnstartedServer(upstream)
+	if o.h2c {
+		env.simSrv.Config.Protocols = new(http.Protocols)
+		env.simSrv.Config.Protocols.SetUnencryptedHTTP2(true)
+	}
+	env.simSrv.Start()
 	t.Cleanup(env.simSrv.Close)
 	t.Cleanup(env.sim.Close) // runs first: releases stalled handlers so the server can close
 	yamlText := o.yaml
@@ -158,6 +166,9 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
+	if o.h2c {
+		cfg.Upstream.HTTP2 = config.HTTP2Cleartext
+	}
 	if o.mutate != nil {
 		o.mutate(cfg)
 	}
@@ -168,6 +179,7 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 	}
 	tr := platform.NewTransport(platform.TransportOptions{
 		DialTimeout: cfg.Upstream.DialTimeout, ResponseHeaderTimeout: cfg.Upstream.ResponseHeaderTimeout,
+		HTTP2: cfg.Upstream.HTTP2,
 	})
 	if o.wrapDial != nil {
 		tr.DialContext = o.wrapDial(tr.DialContext)
