@@ -14,7 +14,8 @@ import (
 
 // Protocol is how a helper server is spoken to, the modes of bench/run.sh --upstream:
 // "h1" plain HTTP/1.1, "h2" TLS offering h2 and http/1.1 by ALPN, "h2c" HTTP/2 with prior
-// knowledge over plain TCP.
+// knowledge over plain TCP (HTTP/1.1 is served there too: wrk, which speaks only HTTP/1.1,
+// calls the upstream directly as the latency phase's reference).
 type Protocol struct {
 	Mode     string
 	CertFile string // h2: the server's certificate chain (PEM), see WriteCert
@@ -42,6 +43,7 @@ func Run(listen string, h http.Handler, p Protocol) {
 		srv.Protocols.SetHTTP1(true)
 	case "h2c":
 		srv.Protocols.SetUnencryptedHTTP2(true)
+		srv.Protocols.SetHTTP1(true)
 	case "h2":
 		cert, err := tls.LoadX509KeyPair(p.CertFile, p.KeyFile)
 		if err != nil {

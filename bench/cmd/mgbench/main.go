@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,7 +27,13 @@ type options struct {
 	latDuration time.Duration
 	conns       int
 	threads     int
-	streams     int
+	streams     []int // --streams: the memory phase's stream counts
+	modes       []string
+	slowReaders int
+	normal      int
+	slowRounds  int
+	soakStreams int
+	soakFor     time.Duration
 	uploadBytes int64
 	tickStreams int
 	memoryRuns  int
@@ -44,7 +51,7 @@ upstream:
   gateway_url: UPSTREAM
   base_url: UPSTREAM
   api_key: ` + platformKey + `
-ratelimit:
+UPSTREAM_MODEratelimit:
   store: memory
   data_path: ${DATA}
 teams:
@@ -68,11 +75,18 @@ func main() {
 	flag.DurationVar(&o.latDuration, "latency-duration", 3*time.Second, "wrk run length at one connection")
 	flag.IntVar(&o.conns, "conns", 32, "wrk connections for throughput")
 	flag.IntVar(&o.threads, "threads", 1, "wrk threads for throughput")
-	flag.IntVar(&o.streams, "streams", 1000, "concurrent open streams for the RSS check")
+	var streams, upstream string
+	flag.StringVar(&streams, "streams", "1000", "concurrent open streams for the memory phase's RSS checks; a comma list runs each count, e.g. 1000,5000,10000")
+	flag.StringVar(&upstream, "upstream", "h1", "how the proxies reach the upstream: h1, h2 (TLS with ALPN), h2c (HTTP/2 with prior knowledge), or a comma list run one after another and reported side by side")
+	flag.IntVar(&o.normal, "normal-streams", 1000, "slowreaders: bench-ticks streams measured in each round")
+	flag.IntVar(&o.slowReaders, "slow-readers", 100, "slowreaders: clients beside them that read nothing of a flooding stream")
+	flag.IntVar(&o.slowRounds, "slow-rounds", 3, "slowreaders: interleaved rounds of with and without")
+	flag.IntVar(&o.soakStreams, "soak-streams", 5000, "soak: streams kept open, each client replaced when it leaves")
+	flag.DurationVar(&o.soakFor, "soak-duration", 10*time.Minute, "soak: how long it runs")
 	flag.Int64Var(&o.uploadBytes, "upload-bytes", 100_000_000, "asset upload size for the RSS check")
 	flag.IntVar(&o.memoryRuns, "memory-runs", 1, "runs of the memory checks, in alternating order; the report gives medians")
 	flag.IntVar(&o.tickStreams, "tick-streams", 4, "concurrent timestamped streams per delay measurement")
-	flag.StringVar(&phases, "phases", "throughput,latency,events,memory,tracing", "comma-separated phases to run (also: store, responses.store local against off; websocket, the Responses WebSocket mode against HTTP; attribution, recording tags and end users against none)")
+	flag.StringVar(&phases, "phases", "throughput,latency,events,memory,tracing", "comma-separated phases to run (also: store, responses.store local against off; websocket, the Responses WebSocket mode against HTTP; attribution, recording tags and end users against none; slowreaders, normal streams beside clients that do not read; soak, streams held for --soak-duration with clients coming and going)")
 	var routes string
 	flag.StringVar(&routes, "routes", "", "comma-separated route filter for throughput, latency and events, e.g. messages (default: all)")
 	flag.Parse()
@@ -80,6 +94,15 @@ func main() {
 		if r = strings.TrimSpace(r); r != "" {
 			o.routes = append(o.routes, r)
 		}
+	}
+	var err error
+	if o.modes, err = parseModes(upstream); err != nil {
+		fmt.Fprintln(os.Stderr, "mgbench:", err)
+		os.Exit(2)
+	}
+	if o.streams, err = parseCounts(streams); err != nil {
+		fmt.Fprintln(os.Stderr, "mgbench: --streams:", err)
+		os.Exit(2)
 	}
 	o.phases = map[string]bool{}
 	for p := range strings.SplitSeq(phases, ",") {
@@ -91,9 +114,10 @@ func main() {
 	}
 }
 
-// bench holds the running processes and what was measured.
+// bench holds one --upstream mode's running processes and what was measured in it.
 type bench struct {
-	o        options
+	o        options // workDir is the mode's own directory
+	mode     *upstreamMode
 	up, flr  *proc
 	mg       *proc
 	children []*proc
@@ -104,6 +128,10 @@ func run(o options) error {
 	if _, err := exec.LookPath("wrk"); err != nil {
 		return fmt.Errorf("wrk not found: apt-get install -y wrk")
 	}
+	nofile, err := raiseFileLimit()
+	if err != nil {
+		return fmt.Errorf("raise the descriptor limit: %w", err)
+	}
 	if o.workDir == "" {
 		d, err := os.MkdirTemp("", "mgbench-")
 		if err != nil {
@@ -111,30 +139,56 @@ func run(o options) error {
 		}
 		o.workDir = d
 	}
-	b := &bench{o: o}
-	defer b.stopAll()
+	var current *bench // the mode now running, stopped on a signal
+	var mu sync.Mutex
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sigs
-		b.stopAll()
+		mu.Lock()
+		current.stopAll()
 		os.Exit(130)
 	}()
+	started := time.Now()
+	var reps []*report
+	for _, name := range o.modes {
+		mo := o
+		if mo.workDir, err = modeDir(o.workDir, name); err != nil {
+			return err
+		}
+		mode, err := newUpstreamMode(name, mo.workDir)
+		if err != nil {
+			return err
+		}
+		b := &bench{o: mo, mode: mode}
+		b.rep.mode, b.rep.nofile = name, nofile
+		mu.Lock()
+		current = b
+		mu.Unlock()
+		err = b.runMode()
+		b.stopAll()
+		if err != nil {
+			return fmt.Errorf("--upstream %s: %w", name, err)
+		}
+		reps = append(reps, &b.rep)
+	}
+	printReports(os.Stdout, o, started, reps)
+	return nil
+}
 
+// runMode starts the upstream, the floor and modelgate in b's mode and runs the phases.
+func (b *bench) runMode() error {
 	var err error
-	if b.up, err = b.startReporting("upstream", "benchup", "--slow-delay", "2s"); err != nil {
+	if b.up, err = b.startUpstream("upstream", 2*time.Second); err != nil {
 		return err
 	}
-	if b.flr, err = b.startReporting("floor", "floor", "--upstream", b.up.url, "--key", platformKey); err != nil {
+	if b.flr, err = b.startFloor("floor"); err != nil {
 		return err
 	}
 	if b.mg, err = b.startModelgate("modelgate", false); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "upstream %s, floor %s, modelgate %s; logs in %s\n", b.up.url, b.flr.url, b.mg.url, o.workDir)
-	b.rep.opts = o
-	b.rep.started = time.Now()
-
+	fmt.Fprintf(os.Stderr, "[%s] upstream %s, floor %s, modelgate %s; logs in %s\n", b.mode.name, b.up.url, b.flr.url, b.mg.url, b.o.workDir)
 	steps := []struct {
 		name string
 		fn   func() error
@@ -147,18 +201,31 @@ func run(o options) error {
 		{"store", b.storeCost},
 		{"websocket", b.websocketPhase},
 		{"attribution", b.attributionCost},
+		{"slowreaders", b.slowReadersPhase},
+		{"soak", b.soak},
 	}
 	for _, s := range steps {
-		if !o.phases[s.name] {
+		if !b.o.phases[s.name] {
 			continue
 		}
-		fmt.Fprintf(os.Stderr, "== %s\n", s.name)
+		fmt.Fprintf(os.Stderr, "== [%s] %s\n", b.mode.name, s.name)
 		if err := s.fn(); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
 	}
-	b.rep.print(os.Stdout)
 	return nil
+}
+
+// startUpstream starts a benchup serving b's mode, its bench-slow streams paced at slow;
+// extra are more of its flags.
+func (b *bench) startUpstream(name string, slow time.Duration, extra ...string) (*proc, error) {
+	args := append([]string{"--slow-delay", slow.String()}, b.mode.benchupArgs()...)
+	return b.startReporting(name, "benchup", append(args, extra...)...)
+}
+
+// startFloor starts a floor proxy to b's upstream in b's mode.
+func (b *bench) startFloor(name string) (*proc, error) {
+	return b.startReporting(name, "floor", b.mode.floorArgs(b.up.url)...)
 }
 
 func (b *bench) startReporting(name, bin string, args ...string) (*proc, error) {
@@ -175,7 +242,13 @@ func (b *bench) startModelgate(name string, overheadHeader bool, env ...string) 
 
 // startModelgateWith starts a modelgate whose config ends with extra YAML.
 func (b *bench) startModelgateWith(name string, overheadHeader bool, extra string, env ...string) (*proc, error) {
-	cfg := strings.ReplaceAll(mgConfig, "UPSTREAM", b.up.url)
+	return b.startModelgateTo(b.up, name, overheadHeader, extra, env...)
+}
+
+// startModelgateTo starts a modelgate in front of the upstream up, reached in b's mode.
+func (b *bench) startModelgateTo(up *proc, name string, overheadHeader bool, extra string, env ...string) (*proc, error) {
+	cfg := strings.ReplaceAll(mgConfig, "UPSTREAM_MODE", b.mode.modelgateYAML())
+	cfg = strings.ReplaceAll(cfg, "UPSTREAM", up.url)
 	cfg = strings.ReplaceAll(cfg, "OVERHEAD", fmt.Sprint(overheadHeader)) + extra
 	p, err := startModelgate(name, b.o.workDir, filepath.Join(b.o.binDir, "modelgate"), cfg, env...)
 	if err == nil {
@@ -185,6 +258,9 @@ func (b *bench) startModelgateWith(name string, overheadHeader bool, extra strin
 }
 
 func (b *bench) stopAll() {
+	if b == nil {
+		return
+	}
 	for _, p := range b.children {
 		p.stop()
 	}

@@ -196,7 +196,7 @@ type eventCase struct {
 
 func (b *bench) events() error {
 	targets := []target{
-		{name: "direct (upstream)", url: b.up.url + "/v1/responses", key: platformKey, body: ticksBody},
+		{name: "direct (upstream)", url: b.up.url + "/v1/responses", key: platformKey, body: ticksBody, mode: b.mode},
 		{name: "floor", url: b.flr.url + "/v1/responses", key: "caller-key", body: ticksBody},
 		{name: "modelgate /v1/responses", url: b.mg.url + "/v1/responses", key: benchKey, body: ticksBody},
 		{name: "modelgate /v1/chat/completions", url: b.mg.url + "/v1/chat/completions", key: benchKey, body: ticksChatBody, chat: true},
@@ -224,109 +224,6 @@ func (b *bench) events() error {
 	}
 	b.rep.events = cases
 	return nil
-}
-
-// memoryResult holds one check's RSS before and at its peak, one entry per run.
-type memoryResult struct {
-	name         string
-	bases, peaks []int64
-}
-
-// base, peak and growth are medians over the runs: a single run swings by several MB with the
-// order in which a burst of streams grow and free their stacks, the floor's as much as
-// modelgate's (bench/README.md).
-func (m memoryResult) base() int64 { return medianBytes(m.bases) }
-func (m memoryResult) peak() int64 { return medianBytes(m.peaks) }
-func (m memoryResult) growth() int64 {
-	g := make([]int64, len(m.peaks))
-	for i := range m.peaks {
-		g[i] = m.peaks[i] - m.bases[i]
-	}
-	return medianBytes(g)
-}
-
-func medianBytes(xs []int64) int64 {
-	f := make([]float64, len(xs))
-	for i, x := range xs {
-		f[i] = float64(x)
-	}
-	return int64(median(f))
-}
-
-// memory runs each check on a freshly started process, so earlier load does not blur it.
-func (b *bench) memory() error {
-	fresh := func(name string) (*proc, error) { return b.startModelgate(name, true) }
-	// freshStreams opens b.o.streams streams of body to path on a modelgate of its own.
-	freshStreams := func(name, path string, body []byte) func() (int64, int64, error) {
-		return func() (int64, int64, error) {
-			p, err := fresh(name)
-			if err != nil {
-				return 0, 0, err
-			}
-			defer p.stop()
-			return openStreamsRSS(p.pid(), target{name: p.name, url: p.url + path, key: benchKey, body: body}, b.o.streams)
-		}
-	}
-	checks := []struct {
-		name string
-		run  func() (int64, int64, error)
-	}{
-		{fmt.Sprintf("modelgate: %d open /v1/responses streams", b.o.streams), freshStreams("mg-streams", "/v1/responses", slowBody)},
-		{fmt.Sprintf("modelgate: %d open chat streams", b.o.streams), freshStreams("mg-chat-streams", "/v1/chat/completions", slowChatBody)},
-		{fmt.Sprintf("modelgate: %d open /v1/messages streams", b.o.streams), freshStreams("mg-messages-streams", "/v1/messages", slowMsgsBody)},
-		{fmt.Sprintf("floor: %d open streams", b.o.streams), func() (int64, int64, error) {
-			p, err := b.startReporting("floor-streams", "floor", "--upstream", b.up.url, "--key", platformKey)
-			if err != nil {
-				return 0, 0, err
-			}
-			defer p.stop()
-			return openStreamsRSS(p.pid(), target{name: p.name, url: p.url + "/v1/responses", key: "caller-key", body: slowBody}, b.o.streams)
-		}},
-		{fmt.Sprintf("modelgate: %d MB asset upload", b.o.uploadBytes/1_000_000), func() (int64, int64, error) {
-			p, err := fresh("mg-upload")
-			if err != nil {
-				return 0, 0, err
-			}
-			defer p.stop()
-			return uploadRSS(p.pid(), p.url+"/api/open/v2/assets", benchKey, b.o.uploadBytes)
-		}},
-		{fmt.Sprintf("floor: %d MB asset upload", b.o.uploadBytes/1_000_000), func() (int64, int64, error) {
-			p, err := b.startReporting("floor-upload", "floor", "--upstream", b.up.url, "--key", platformKey)
-			if err != nil {
-				return 0, 0, err
-			}
-			defer p.stop()
-			return uploadRSS(p.pid(), p.url+"/api/open/v2/assets", "caller-key", b.o.uploadBytes)
-		}},
-	}
-	var run []int // the checks wanted, in report order
-	for i, c := range checks {
-		if !strings.HasPrefix(c.name, "modelgate") || b.o.wanted(c.name) {
-			run = append(run, i)
-		}
-	}
-	results := make([]memoryResult, len(checks))
-	for r := range max(b.o.memoryRuns, 1) {
-		order := slices.Clone(run)
-		if r%2 == 1 { // alternate the order, so no check always runs first or last
-			slices.Reverse(order)
-		}
-		for _, i := range order {
-			c := checks[i]
-			base, peak, err := c.run()
-			if err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
-			}
-			fmt.Fprintf(os.Stderr, "%-40s base %s peak %s\n", c.name, mb(base), mb(peak))
-			results[i].name = c.name
-			results[i].bases = append(results[i].bases, base)
-			results[i].peaks = append(results[i].peaks, peak)
-		}
-	}
-	for _, i := range run {
-		b.rep.memory = append(b.rep.memory, results[i])
-	}
-	return b.overheadHeader()
 }
 
 func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/(1<<20)) }

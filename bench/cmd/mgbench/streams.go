@@ -17,8 +17,17 @@ import (
 type target struct {
 	name, url, key string
 	body           []byte
-	chat           bool // the answer is a Chat Completions stream
-	messages       bool // the answer is an Anthropic Messages stream
+	chat           bool          // the answer is a Chat Completions stream
+	messages       bool          // the answer is an Anthropic Messages stream
+	mode           *upstreamMode // set when url is the upstream itself: the driver speaks its mode
+}
+
+// newClient is a client for up to conns concurrent requests to t.
+func newClient(t target, conns int) *http.Client {
+	if t.mode != nil {
+		return &http.Client{Transport: t.mode.directTransport(conns)}
+	}
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, DisableCompression: true}}
 }
 
 func post(ctx context.Context, client *http.Client, t target) (*http.Response, error) {
@@ -31,60 +40,6 @@ func post(ctx context.Context, client *http.Client, t target) (*http.Response, e
 		req.Header.Set("Authorization", "Bearer "+t.key)
 	}
 	return client.Do(req)
-}
-
-// openStreamsRSS opens n streams through t, waits until each has delivered its first event,
-// and returns the peak RSS of pid while they are all open.
-func openStreamsRSS(pid int, t target, n int) (base, peak int64, err error) {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, DisableCompression: true}}
-	defer client.CloseIdleConnections()
-	runtimeSettle()
-	if base, err = rssBytes(pid); err != nil {
-		return 0, 0, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var ready, failed atomic.Int64
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			resp, err := post(ctx, client, t)
-			if err != nil {
-				failed.Add(1)
-				return
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				failed.Add(1)
-				return
-			}
-			br := bufio.NewReader(resp.Body)
-			if _, err := readEvent(br); err != nil {
-				failed.Add(1)
-				return
-			}
-			ready.Add(1)
-			_, _ = io.Copy(io.Discard, br) // hold the stream open until cancelled
-		})
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for ready.Load()+failed.Load() < int64(n) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if f := failed.Load(); f > 0 || ready.Load() < int64(n) {
-		cancel()
-		wg.Wait()
-		return 0, 0, fmt.Errorf("%s: only %d of %d streams opened (%d failed)", t.name, ready.Load(), n, f)
-	}
-	for range 10 {
-		if r, err := rssBytes(pid); err == nil && r > peak {
-			peak = r
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	cancel()
-	wg.Wait()
-	return base, peak, nil
 }
 
 // runtimeSettle gives a freshly started process a moment to finish its start-up allocations.
@@ -111,9 +66,19 @@ func readEvent(br *bufio.Reader) ([]byte, error) {
 // eventDelays runs k concurrent bench-ticks streams through t and returns, for each delta,
 // the time from the upstream's stamp to the event's arrival here.
 func eventDelays(t target, k int) ([]time.Duration, error) {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: k, DisableCompression: true}}
+	return staggeredDelays(t, k, 0)
+}
+
+// staggeredDelays is eventDelays with the k streams' starts spread evenly over spread, so
+// their ticks do not all fall due at the same moment.
+func staggeredDelays(t target, k int, spread time.Duration) ([]time.Duration, error) {
+	client := newClient(t, k)
 	defer client.CloseIdleConnections()
+	var started atomic.Int64
 	return gatherDelays(t.name, k, func() ([]time.Duration, error) {
+		if spread > 0 {
+			time.Sleep(spread * time.Duration(started.Add(1)-1) / time.Duration(k))
+		}
 		resp, err := post(context.Background(), client, t)
 		if err != nil {
 			return nil, err

@@ -24,10 +24,10 @@ const tracingTarget = 0.95
 // benchmark upstream, which drops the exports. wrk alternates between the two, as in the
 // throughput phase.
 func (b *bench) tracing() error {
-	on, err := b.startModelgate("modelgate-traced", false,
-		"OTEL_EXPORTER_OTLP_ENDPOINT="+b.up.url,
+	env := append([]string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + b.up.url,
 		"OTEL_TRACES_SAMPLER=traceidratio", "OTEL_TRACES_SAMPLER_ARG=1.0",
-		"OTEL_SERVICE_NAME=modelgate-bench")
+		"OTEL_SERVICE_NAME=modelgate-bench"}, b.mode.tracingEnv()...)
+	on, err := b.startModelgate("modelgate-traced", false, env...)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseModes(t *testing.T) {
+	cases := []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{in: "h1", want: []string{"h1"}},
+		{in: "h1,h2,h2c", want: []string{"h1", "h2", "h2c"}},
+		{in: " h2 , h1 ", want: []string{"h2", "h1"}},
+		{in: "h2,", want: []string{"h2"}},
+		{in: "", wantErr: true},
+		{in: ",", wantErr: true},
+		{in: "h3", wantErr: true},
+		{in: "h2,h2", wantErr: true},
+		{in: "H2", wantErr: true},
+	}
+	for _, c := range cases {
+		got, err := parseModes(c.in)
+		if (err != nil) != c.wantErr || !slices.Equal(got, c.want) {
+			t.Errorf("parseModes(%q) = %v, %v; want %v (error %v)", c.in, got, err, c.want, c.wantErr)
+		}
+	}
+}
+
+func FuzzParseModes(f *testing.F) {
+	for _, s := range []string{"h1", "h1,h2,h2c", "h2,h2", "", "h3,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseModes(s)
+		if err != nil {
+			return
+		}
+		if len(got) == 0 || len(got) > 3 {
+			t.Fatalf("parseModes(%q) = %v", s, got)
+		}
+		for i, m := range got {
+			if m != "h1" && m != "h2" && m != "h2c" || slices.Contains(got[:i], m) {
+				t.Fatalf("parseModes(%q) = %v", s, got)
+			}
+		}
+	})
+}
+
+func TestParseCounts(t *testing.T) {
+	cases := []struct {
+		in      string
+		want    []int
+		wantErr bool
+	}{
+		{in: "1000", want: []int{1000}},
+		{in: "1000,5000,10000", want: []int{1000, 5000, 10000}},
+		{in: " 500 ,", want: []int{500}},
+		{in: "", wantErr: true},
+		{in: "0", wantErr: true},
+		{in: "-5", wantErr: true},
+		{in: "1e3", wantErr: true},
+		{in: "1000,x", wantErr: true},
+	}
+	for _, c := range cases {
+		got, err := parseCounts(c.in)
+		if (err != nil) != c.wantErr || !slices.Equal(got, c.want) {
+			t.Errorf("parseCounts(%q) = %v, %v; want %v (error %v)", c.in, got, err, c.want, c.wantErr)
+		}
+	}
+}
+
+func FuzzParseCounts(f *testing.F) {
+	for _, s := range []string{"1000", "1000,5000,10000", "0", ",", "99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseCounts(s)
+		if err != nil {
+			return
+		}
+		if len(got) == 0 || len(got) > strings.Count(s, ",")+1 {
+			t.Fatalf("parseCounts(%q) = %v", s, got)
+		}
+		for _, n := range got {
+			if n <= 0 {
+				t.Fatalf("parseCounts(%q) = %v", s, got)
+			}
+		}
+	})
+}
+
+// TestSoakSlope checks the slope in bytes per ten minutes and that the warm-up is left out.
+func TestSoakSlope(t *testing.T) {
+	const mib = 1 << 20
+	series := func(warm, after func(time.Duration) int64) []soakSample {
+		var out []soakSample
+		for at := time.Duration(0); at <= 10*time.Minute; at += 10 * time.Second {
+			f := after
+			if at < 2*time.Minute {
+				f = warm
+			}
+			out = append(out, soakSample{at: at, rss: f(at)})
+		}
+		return out
+	}
+	flat := func(time.Duration) int64 { return 100 * mib }
+	climbing := func(at time.Duration) int64 { return int64(at.Minutes() * 10 * mib) } // 100 MB in the first 10 minutes
+	growing := func(at time.Duration) int64 { return 100*mib + int64(at.Minutes()/10*3*mib) }
+	cases := []struct {
+		name       string
+		warm, rest func(time.Duration) int64
+		want       float64 // MB per 10 minutes
+	}{
+		{"flat", flat, flat, 0},
+		{"growth in the warm-up only", climbing, flat, 0},
+		{"3 MB per 10 minutes after it", flat, growing, 3},
+	}
+	for _, c := range cases {
+		r := &soakResult{warmUp: soakWarmUp(10 * time.Minute), samples: series(c.warm, c.rest)}
+		if got := r.slope() / mib; math.Abs(got-c.want) > 0.01 {
+			t.Errorf("%s: slope %.3f MB / 10 min, want %.3f", c.name, got, c.want)
+		}
+	}
+}
+
+func TestSoakWarmUp(t *testing.T) {
+	cases := []struct{ run, want time.Duration }{
+		{10 * time.Minute, 2 * time.Minute},
+		{60 * time.Second, 12 * time.Second},
+		{time.Hour, 2 * time.Minute},
+	}
+	for _, c := range cases {
+		if got := soakWarmUp(c.run); got != c.want {
+			t.Errorf("soakWarmUp(%s) = %s, want %s", c.run, got, c.want)
+		}
+	}
+}
+
+func TestFitsDescriptors(t *testing.T) {
+	cases := []struct {
+		mode    string
+		streams int
+		want    bool
+	}{
+		{"h1", 5000, true},
+		{"h1", 10000, false},
+		{"h2", 10000, true},
+		{"h2c", 10000, true},
+		{"h2", 20000, false},
+	}
+	for _, c := range cases {
+		m, err := newUpstreamMode(c.mode, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &bench{mode: m, rep: report{nofile: 20000}}
+		if got := b.fitsDescriptors(c.streams); got != c.want {
+			t.Errorf("%s, %d streams: fits %v, want %v", c.mode, c.streams, got, c.want)
+		}
+	}
+}
