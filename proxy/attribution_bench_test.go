@@ -105,7 +105,7 @@ func BenchmarkAttribute(b *testing.B) {
 			ri := info(c)
 			b.ReportAllocs()
 			for b.Loop() {
-				ri.EndUser, ri.Tags = "", nil
+				ri.EndUser, ri.Tags = "", ""
 				if !attribute(c, st, tc.user, tc.metadata) {
 					b.Fatal("refused")
 				}
