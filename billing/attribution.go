@@ -132,14 +132,17 @@ func (r *Recorder) loadDistinct(ctx context.Context) {
 // attribute adds one request to its end user's row and its tags' rows; r.mu is held. Empty
 // values are not recorded: the request shows under NoValue.
 func (r *Recorder) attribute(day, team, model, endUser string, tags []Tag, u Usage, costMicros int64) {
+	if r.slots.day != day {
+		r.slots = attrSlots{day: day, named: map[slotKey]*attrSlot{}}
+	}
 	if endUser != "" {
-		r.addTo(r.attrID(day, team, model, dimension{team: team, kind: userRow}, endUser), u, costMicros)
+		r.addAttributed(day, slotKey{team: team, model: model, kind: userRow, value: endUser}, u, costMicros)
 	}
 	for i, t := range tags {
 		if t.Value == "" || repeatedKey(tags[:i], t.Key) {
 			continue // one row per tag key, whatever a caller sent twice
 		}
-		r.addTo(r.attrID(day, team, model, dimension{team: team, key: t.Key, kind: tagRow}, t.Value), u, costMicros)
+		r.addAttributed(day, slotKey{team: team, model: model, kind: tagRow, key: t.Key, value: t.Value}, u, costMicros)
 	}
 }
 
