@@ -49,7 +49,7 @@ func attribute(c *gin.Context, st *state, user, metadata string) bool {
 		return true
 	})
 	var defaults map[string]string
-	if p := principal(c); p != nil {
+	if p := ri.principal; p != nil { // authenticate set it, as it set principalKey
 		defaults = p.Tags
 	}
 	ri.EndUser, ri.Tags = reqlog.Attribution(user, st.tagKeys, header, body, defaults)
@@ -68,9 +68,11 @@ func attributeIdentity(c *gin.Context, st *state, id *translate.Identity) bool {
 	return ok
 }
 
-// requestTags parses the tags header into dst; several lines of it read as one list.
+// requestTags parses the tags header into dst; several lines of it read as one list. The
+// header is looked up by its canonical name as it is (the server canonicalizes the names
+// it reads), not canonicalized again for every request.
 func requestTags(dst []reqlog.Tag, h http.Header) ([]reqlog.Tag, *reqlog.TagError) {
-	vs := h.Values(tagsHeader)
+	vs := h[tagsHeader]
 	switch len(vs) {
 	case 0:
 		return dst, nil

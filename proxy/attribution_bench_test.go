@@ -103,6 +103,7 @@ func BenchmarkAttribute(b *testing.B) {
 			}
 			c.Set(principalKey, p)
 			ri := info(c)
+			ri.principal = p
 			b.ReportAllocs()
 			for b.Loop() {
 				ri.EndUser, ri.Tags = "", ""

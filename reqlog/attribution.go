@@ -34,7 +34,11 @@ func (e *TagError) Error() string { return e.Msg }
 // CheckTag refuses a tag past the bounds; source names where it came from ("metadata",
 // "x-modelgate-tags") for the message.
 func CheckTag(source, key string, valueChars int) *TagError {
-	if n := utf8.RuneCountInString(key); n > MaxTagKeyChars {
+	return checkTag(source, key, utf8.RuneCountInString(key), valueChars)
+}
+
+func checkTag(source, key string, keyChars, valueChars int) *TagError {
+	if n := keyChars; n > MaxTagKeyChars {
 		return &TagError{"Invalid " + source + ": key '" + Printable(key, 32) + "...' is " + strconv.Itoa(n) +
 			" characters long; at most " + strconv.Itoa(MaxTagKeyChars) + " are allowed."}
 	}
@@ -69,17 +73,19 @@ func ParseTagsHeader(dst []Tag, h string) ([]Tag, *TagError) {
 		pair, h, more = strings.Cut(h, ",")
 		k, v, ok := strings.Cut(pair, "=")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		kChars, kControl, kInvalid := scanText(k)
+		vChars, vControl, vInvalid := scanText(v)
 		switch {
 		case !ok:
 			return nil, &TagError{"Invalid x-modelgate-tags: expected key=value pairs separated by commas."}
 		case k == "":
 			return nil, &TagError{"Invalid x-modelgate-tags: a tag key is empty."}
-		case hasControl(k) || hasControl(v):
+		case kControl || vControl:
 			return nil, &TagError{"Invalid x-modelgate-tags: control characters are not allowed."}
-		case !utf8.ValidString(k) || !utf8.ValidString(v):
+		case kInvalid || vInvalid:
 			return nil, &TagError{"Invalid x-modelgate-tags: not valid UTF-8."}
 		}
-		if err := CheckTag("x-modelgate-tags", k, utf8.RuneCountInString(v)); err != nil {
+		if err := checkTag("x-modelgate-tags", k, kChars, vChars); err != nil {
 			return nil, err
 		}
 		if _, dup := lookupTag(dst[first:], k); dup {
@@ -88,6 +94,22 @@ func ParseTagsHeader(dst []Tag, h string) ([]Tag, *TagError) {
 		dst = append(dst, Tag{k, v})
 	}
 	return dst, nil
+}
+
+// scanText reads s once for what the tags header's checks ask: its length in characters,
+// whether it holds a control character, and whether it is not valid UTF-8. A header is
+// ASCII as a rule: only text beyond it takes the slower, rune-aware passes.
+func scanText(s string) (chars int, control, invalid bool) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return utf8.RuneCountInString(s), hasControl(s), !utf8.ValidString(s)
+		}
+		if c < 0x20 || c == 0x7f {
+			control = true
+		}
+	}
+	return len(s), control, false
 }
 
 func hasControl(s string) bool {
