@@ -38,8 +38,8 @@ func CheckTag(source, key string, valueChars int) *TagError {
 }
 
 func checkTag(source, key string, keyChars, valueChars int) *TagError {
-	if n := keyChars; n > MaxTagKeyChars {
-		return &TagError{"Invalid " + source + ": key '" + Printable(key, 32) + "...' is " + strconv.Itoa(n) +
+	if keyChars > MaxTagKeyChars {
+		return &TagError{"Invalid " + source + ": key '" + Printable(key, 32) + "...' is " + strconv.Itoa(keyChars) +
 			" characters long; at most " + strconv.Itoa(MaxTagKeyChars) + " are allowed."}
 	}
 	if valueChars > MaxTagValueChars {
