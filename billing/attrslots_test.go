@@ -90,7 +90,11 @@ func TestAttributionSlotsBounded(t *testing.T) {
 	for i := range 100 {
 		call{team: "a", model: "m", user: fmt.Sprint("u", i), tags: feature(fmt.Sprint("f", i)), cost: 1}.record(r)
 	}
-	if n := len(r.slots.named); n != 6 { // three end users, three features
+	n := 0
+	for _, slots := range r.slots.pairs {
+		n += len(slots)
+	}
+	if n != 6 { // three end users, three features
 		t.Fatalf("%d slots, want 6", n)
 	}
 	rows, _ := r.QueryAttribution(context.Background(), "00000000", "99999999", Dimension{}, nil)
