@@ -113,12 +113,12 @@ func (s Settler) Bill(rec *reqlog.Record, spend Spend, prices billing.Prices) in
 }
 
 // recordHistory adds the request to the usage history with its end user and tags. The tags
-// are copied into billing's shape on the stack (the history keeps none of the slice), so the
-// attribution costs the request path no allocation for the usual handful of tags.
+// are read into billing's shape on the stack (the history keeps none of the slice, and a
+// request has at most MaxTags), so the attribution costs the request path no allocation.
 func (s Settler) recordHistory(rec *reqlog.Record, model string, u billing.Usage, cost int64) {
-	var buf [8]billing.Tag
+	var buf [reqlog.MaxTags]billing.Tag
 	tags := buf[:0]
-	for _, t := range rec.Tags {
+	for t, rest, ok := reqlog.CutTag(rec.Tags); ok && len(tags) < len(buf); t, rest, ok = reqlog.CutTag(rest) {
 		tags = append(tags, billing.Tag(t))
 	}
 	s.History.RecordAttributed(rec.Team, rec.Key, model, u, cost, rec.EndUser, tags)

@@ -132,14 +132,15 @@ func (r *Recorder) loadDistinct(ctx context.Context) {
 // attribute adds one request to its end user's row and its tags' rows; r.mu is held. Empty
 // values are not recorded: the request shows under NoValue.
 func (r *Recorder) attribute(day, team, model, endUser string, tags []Tag, u Usage, costMicros int64) {
+	slots := r.slotsOf(day, team, model)
 	if endUser != "" {
-		r.addTo(r.attrID(day, team, model, dimension{team: team, kind: userRow}, endUser), u, costMicros)
+		r.addAttributed(slots, day, team, model, "", endUser, u, costMicros)
 	}
 	for i, t := range tags {
-		if t.Value == "" || repeatedKey(tags[:i], t.Key) {
-			continue // one row per tag key, whatever a caller sent twice
+		if t.Value == "" || t.Key == "" || repeatedKey(tags[:i], t.Key) {
+			continue // one row per tag key, whatever a caller sent twice; "" is no tag key
 		}
-		r.addTo(r.attrID(day, team, model, dimension{team: team, key: t.Key, kind: tagRow}, t.Value), u, costMicros)
+		r.addAttributed(slots, day, team, model, t.Key, t.Value, u, costMicros)
 	}
 }
 

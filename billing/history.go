@@ -82,6 +82,7 @@ type Recorder struct {
 	flushMu  sync.RWMutex
 	mu       sync.Mutex
 	batch    map[rowID]*Row
+	batchGen uint64        // counts the batches Flush took, so attribution slots know a stale row
 	failures map[rowID]int // flushes in a row that could not write the row
 	dropped  atomic.Int64  // rows given up on (see maxRowFlushes)
 	lastSeen map[teamKey]int64
@@ -92,7 +93,8 @@ type Recorder struct {
 	// maxDistinct each (see attribution.go).
 	distinct    distinctValues
 	maxDistinct int
-	loadedDay   string // the day whose named values loadDistinct read from the store
+	slots       attrSlots // today's named attribution rows, by what a request holds
+	loadedDay   string    // the day whose named values loadDistinct read from the store
 }
 
 // rowID names a row: period is a day (YYYYMMDD) or an hour (YYYYMMDDHH); its length tells
@@ -171,17 +173,27 @@ func (r *Recorder) RecordAttributed(team, key, model string, u Usage, costMicros
 
 // addTo adds one request to the batch row id; r.mu is held.
 func (r *Recorder) addTo(id rowID, u Usage, costMicros int64) {
+	r.batchRow(id).count(u, costMicros)
+}
+
+// batchRow is the batch's row id, made when missing; r.mu is held.
+func (r *Recorder) batchRow(id rowID) *Row {
 	row := r.batch[id]
 	if row == nil {
 		row = &Row{}
 		r.batch[id] = row
 	}
-	row.Requests++
-	row.InputTokens += u.InputTokens
-	row.CachedInputTokens += u.CachedInputTokens
-	row.OutputTokens += u.OutputTokens
-	row.ReasoningTokens += u.ReasoningTokens
-	row.CostMicros += costMicros
+	return row
+}
+
+// count adds one request to the row.
+func (r *Row) count(u Usage, costMicros int64) {
+	r.Requests++
+	r.InputTokens += u.InputTokens
+	r.CachedInputTokens += u.CachedInputTokens
+	r.OutputTokens += u.OutputTokens
+	r.ReasoningTokens += u.ReasoningTokens
+	r.CostMicros += costMicros
 }
 
 // LastUse reports when each key ("<team>/<key>") was last used, by any replica that
@@ -232,6 +244,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	}
 	batch := r.batch
 	r.batch = map[rowID]*Row{}
+	r.batchGen++
 	used := make(map[teamKey]int64, len(r.unsaved))
 	for tk := range r.unsaved {
 		used[tk] = r.lastSeen[tk]

@@ -69,8 +69,9 @@ type Work struct {
 	Started              time.Time
 	// EndUser and Tags are the request's attribution (issue 28), labels already bounded:
 	// the job's log line and metrics say them as the request's would.
+	// Tags are written "k=v,k2=v2", as reqlog.Record keeps them.
 	EndUser string
-	Tags    []reqlog.Tag
+	Tags    string
 }
 
 // Start runs j in a goroutine of its own until it ends, then forgets it. Its record must
@@ -146,7 +147,7 @@ func (r *run) report() {
 		Team: w.Team, Key: w.Key, Model: reqlog.Printable(w.Model, maxLoggedModel), Status: r.httpStatus(o),
 		Duration: time.Since(w.Started), InputTokens: o.Charge.Usage.InputTokens, OutputTokens: o.Charge.Usage.OutputTokens,
 		ErrorCode: o.Error.Code, UpstreamErr: o.UpstreamErr, UsageEstimated: o.Charge.Unknown, CostMicros: r.cost,
-		EndUser: w.EndUser, Tags: reqlog.TagsField(w.Tags)})
+		EndUser: w.EndUser, Tags: w.Tags})
 }
 
 // logEnd writes the job's own line, its access-log entry.
@@ -163,8 +164,8 @@ func (r *run) logEnd() {
 	if w.EndUser != "" {
 		attrs = append(attrs, slog.String("end_user", w.EndUser))
 	}
-	if len(w.Tags) > 0 {
-		attrs = append(attrs, slog.String("tags", reqlog.TagsField(w.Tags)))
+	if w.Tags != "" {
+		attrs = append(attrs, slog.String("tags", w.Tags))
 	}
 	r.reg.log.LogAttrs(context.Background(), slog.LevelInfo, "background response", attrs...)
 }

@@ -69,7 +69,7 @@ func endUserRequest(req ratelimit.Request, p *auth.Principal, endUser string) ra
 }
 
 // endUserScopeID names an end user of the principal's team in the limiter and the ledger:
-// "enduser:<team>/<label>", the label already bounded and free of '/' (reqlog.Label).
+// "enduser:<team>/<label>", the label already bounded and free of '/' (reqlog.Attribution).
 func endUserScopeID(p *auth.Principal, endUser string) string {
 	return "enduser:" + p.Team + "/" + endUser
 }

@@ -22,22 +22,22 @@ const tagsHeader = "X-Modelgate-Tags"
 // header past the bounds or malformed is refused (400, in the route's shape) and it returns
 // false. The tags kept are the usage.tag_keys, each from the header, else the metadata,
 // else the key's default tags; none without tag_keys. What is recorded is made a label
-// (reqlog.Label): bounded, copied, safe as a history key part.
+// (reqlog.Attribution): bounded, copied, safe as a history key part, the end user and the
+// tags in one allocation.
 //
 // Out of line, so its work takes no room in the frames under a stream.
 //
 //go:noinline
 func attribute(c *gin.Context, st *state, user, metadata string) bool {
-	header, terr := requestTags(c.Request.Header)
+	var fromHeader [reqlog.MaxTags]reqlog.Tag // the header holds at most MaxTags pairs: no allocation
+	header, terr := requestTags(fromHeader[:0], c.Request.Header)
 	if terr != nil {
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_tags", "x-modelgate-tags", terr.Msg)
 		return false
 	}
 	ri := info(c)
-	if user != "" {
-		ri.EndUser = reqlog.Label(user)
-	}
 	if len(st.tagKeys) == 0 {
+		ri.EndUser, _ = reqlog.Attribution(user, nil, nil, nil, nil)
 		return true
 	}
 	var kept [reqlog.MaxTags]reqlog.Tag // metadata holds at most MaxTags pairs: no allocation
@@ -49,10 +49,10 @@ func attribute(c *gin.Context, st *state, user, metadata string) bool {
 		return true
 	})
 	var defaults map[string]string
-	if p := principal(c); p != nil {
+	if p := ri.principal; p != nil { // authenticate set it, as it set principalKey
 		defaults = p.Tags
 	}
-	ri.Tags = reqlog.SelectTags(st.tagKeys, header, body, defaults)
+	ri.EndUser, ri.Tags = reqlog.Attribution(user, st.tagKeys, header, body, defaults)
 	return true
 }
 
@@ -68,16 +68,18 @@ func attributeIdentity(c *gin.Context, st *state, id *translate.Identity) bool {
 	return ok
 }
 
-// requestTags parses the tags header; several lines of it read as one list.
-func requestTags(h http.Header) ([]reqlog.Tag, *reqlog.TagError) {
-	vs := h.Values(tagsHeader)
+// requestTags parses the tags header into dst; several lines of it read as one list. The
+// header is looked up by its canonical name as it is (the server canonicalizes the names
+// it reads), not canonicalized again for every request.
+func requestTags(dst []reqlog.Tag, h http.Header) ([]reqlog.Tag, *reqlog.TagError) {
+	vs := h[tagsHeader]
 	switch len(vs) {
 	case 0:
-		return nil, nil
+		return dst, nil
 	case 1:
-		return reqlog.ParseTagsHeader(vs[0])
+		return reqlog.ParseTagsHeader(dst, vs[0])
 	}
-	return reqlog.ParseTagsHeader(strings.Join(vs, ","))
+	return reqlog.ParseTagsHeader(dst, strings.Join(vs, ","))
 }
 
 // endUserOf is the end user a Chat or Responses request names: `user`, else

@@ -103,9 +103,10 @@ func BenchmarkAttribute(b *testing.B) {
 			}
 			c.Set(principalKey, p)
 			ri := info(c)
+			ri.principal = p
 			b.ReportAllocs()
 			for b.Loop() {
-				ri.EndUser, ri.Tags = "", nil
+				ri.EndUser, ri.Tags = "", ""
 				if !attribute(c, st, tc.user, tc.metadata) {
 					b.Fatal("refused")
 				}

@@ -19,7 +19,7 @@ const (
 )
 
 // MaxLabelLen bounds what is recorded of an end user or a tag value, in bytes, once made a
-// label (see Label): the usage history keys its rows by them, so they stay short.
+// label (see appendLabel): the usage history keys its rows by them, so they stay short.
 const MaxLabelLen = 128
 
 // labelHashLen is the "~" and 16 hex digits that end a label cut to MaxLabelLen.
@@ -34,8 +34,12 @@ func (e *TagError) Error() string { return e.Msg }
 // CheckTag refuses a tag past the bounds; source names where it came from ("metadata",
 // "x-modelgate-tags") for the message.
 func CheckTag(source, key string, valueChars int) *TagError {
-	if n := utf8.RuneCountInString(key); n > MaxTagKeyChars {
-		return &TagError{"Invalid " + source + ": key '" + Printable(key, 32) + "...' is " + strconv.Itoa(n) +
+	return checkTag(source, key, utf8.RuneCountInString(key), valueChars)
+}
+
+func checkTag(source, key string, keyChars, valueChars int) *TagError {
+	if keyChars > MaxTagKeyChars {
+		return &TagError{"Invalid " + source + ": key '" + Printable(key, 32) + "...' is " + strconv.Itoa(keyChars) +
 			" characters long; at most " + strconv.Itoa(MaxTagKeyChars) + " are allowed."}
 	}
 	if valueChars > MaxTagValueChars {
@@ -50,46 +54,62 @@ func TooManyTags(source string, n int) *TagError {
 	return &TagError{"Invalid " + source + ": " + strconv.Itoa(n) + " pairs; at most " + strconv.Itoa(MaxTags) + " are allowed."}
 }
 
-// ParseTagsHeader reads x-modelgate-tags: "key=value" pairs separated by commas, spaces
-// around each key and value ignored. A value may be empty and may hold '='; a key may not be
-// empty, and may appear once. No control characters. An empty header names no tags. The
-// strings returned are views of h.
-func ParseTagsHeader(h string) ([]Tag, *TagError) {
+// ParseTagsHeader reads x-modelgate-tags, appending its tags to dst: "key=value" pairs
+// separated by commas, spaces around each key and value ignored. A value may be empty and
+// may hold '='; a key may not be empty, and may appear once. No control characters. An
+// empty header names no tags. The strings appended are views of h; given room for MaxTags
+// (a caller's array), it allocates nothing. On an error it returns nil.
+func ParseTagsHeader(dst []Tag, h string) ([]Tag, *TagError) {
 	h = strings.TrimSpace(h)
 	if h == "" {
-		return nil, nil
+		return dst, nil
 	}
 	if n := strings.Count(h, ",") + 1; n > MaxTags {
 		return nil, TooManyTags("x-modelgate-tags", n)
 	}
-	var tags []Tag
-	for pair := range strings.SplitSeq(h, ",") {
+	first := len(dst)
+	for more := true; more; {
+		var pair string
+		pair, h, more = strings.Cut(h, ",")
 		k, v, ok := strings.Cut(pair, "=")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		kChars, kControl, kInvalid := scanText(k)
+		vChars, vControl, vInvalid := scanText(v)
 		switch {
 		case !ok:
 			return nil, &TagError{"Invalid x-modelgate-tags: expected key=value pairs separated by commas."}
 		case k == "":
 			return nil, &TagError{"Invalid x-modelgate-tags: a tag key is empty."}
-		case hasControl(k) || hasControl(v):
+		case kControl || vControl:
 			return nil, &TagError{"Invalid x-modelgate-tags: control characters are not allowed."}
-		case !utf8.ValidString(k) || !utf8.ValidString(v):
+		case kInvalid || vInvalid:
 			return nil, &TagError{"Invalid x-modelgate-tags: not valid UTF-8."}
 		}
-		if err := CheckTag("x-modelgate-tags", k, utf8.RuneCountInString(v)); err != nil {
+		if err := checkTag("x-modelgate-tags", k, kChars, vChars); err != nil {
 			return nil, err
 		}
-		for _, t := range tags {
-			if t.Key == k {
-				return nil, &TagError{"Invalid x-modelgate-tags: the key '" + Printable(k, MaxTagKeyChars) + "' appears twice."}
-			}
+		if _, dup := lookupTag(dst[first:], k); dup {
+			return nil, &TagError{"Invalid x-modelgate-tags: the key '" + Printable(k, MaxTagKeyChars) + "' appears twice."}
 		}
-		if tags == nil {
-			tags = make([]Tag, 0, strings.Count(h, ",")+1)
-		}
-		tags = append(tags, Tag{k, v})
+		dst = append(dst, Tag{k, v})
 	}
-	return tags, nil
+	return dst, nil
+}
+
+// scanText reads s once for what the tags header's checks ask: its length in characters,
+// whether it holds a control character, and whether it is not valid UTF-8. A header is
+// ASCII as a rule: only text beyond it takes the slower, rune-aware passes.
+func scanText(s string) (chars int, control, invalid bool) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return utf8.RuneCountInString(s), hasControl(s), !utf8.ValidString(s)
+		}
+		if c < 0x20 || c == 0x7f {
+			control = true
+		}
+	}
+	return len(s), control, false
 }
 
 func hasControl(s string) bool {
@@ -101,13 +121,16 @@ func hasControl(s string) bool {
 	return false
 }
 
-// SelectTags is what a request records: for each key of allow (sorted, the usage.tag_keys),
-// the header's value, else the body metadata's, else the key's default, each made a Label.
-// Keys not allowed are dropped. nil when allow is empty or nothing matched. The labels share
-// one allocation, and the tags another, whatever their number.
-func SelectTags(allow []string, header, body []Tag, defaults map[string]string) []Tag {
+// Attribution is what a request records (issue 28): its end user made a label (appendLabel), and its
+// tags written "k=v,k2=v2" (the access log's field, and the form Record.Tags keeps): for
+// each key of allow (sorted, the usage.tag_keys), the header's value, else the body
+// metadata's, else the key's default, made a label. Keys not allowed are dropped; "" when
+// allow is empty or nothing matched. Keys are usage.tag_keys, which hold no ',' or '=',
+// and labels hold neither, so the text reads back unambiguously (CutTag). Both strings
+// are views of one allocation, whatever the number of tags: the request path's only one.
+func Attribution(user string, allow []string, header, body []Tag, defaults map[string]string) (endUser, tags string) {
 	var picked [MaxTags]Tag // the chosen values, not yet labels; allow holds at most MaxTags
-	n, room := 0, 0
+	n, room := 0, min(escapedLen(user), MaxLabelLen)
 	for _, k := range allow {
 		v, ok := lookupTag(header, k)
 		if !ok {
@@ -121,20 +144,35 @@ func SelectTags(allow []string, header, body []Tag, defaults map[string]string) 
 		}
 		picked[n] = Tag{Key: k, Value: v}
 		n++
-		room += min(escapedLen(v), MaxLabelLen)
+		room += len(k) + len("=,") + min(escapedLen(v), MaxLabelLen)
 	}
-	if n == 0 {
-		return nil
+	if room == 0 {
+		return "", ""
 	}
-	// room bounds every label's length, so buf never grows and the views below stay its.
-	buf := make([]byte, 0, room)
-	out := make([]Tag, n)
+	// room bounds what is appended, so buf never grows and the views below stay its.
+	buf := appendLabel(make([]byte, 0, room), user)
+	userLen := len(buf)
 	for i, t := range picked[:n] {
-		start := len(buf)
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, t.Key...)
+		buf = append(buf, '=')
 		buf = appendLabel(buf, t.Value)
-		out[i] = Tag{Key: t.Key, Value: unsafe.String(unsafe.SliceData(buf[start:]), len(buf)-start)}
 	}
-	return out
+	whole := unsafe.String(unsafe.SliceData(buf), len(buf))
+	return whole[:userLen], whole[userLen:]
+}
+
+// CutTag reads the first tag of tags, written as Attribution writes them, and returns the
+// rest; ok is false when tags is empty.
+func CutTag(tags string) (t Tag, rest string, ok bool) {
+	if tags == "" {
+		return Tag{}, "", false
+	}
+	pair, rest, _ := strings.Cut(tags, ",")
+	t.Key, t.Value, _ = strings.Cut(pair, "=")
+	return t, rest, true
 }
 
 func lookupTag(tags []Tag, key string) (string, bool) {
@@ -146,21 +184,13 @@ func lookupTag(tags []Tag, key string) (string, bool) {
 	return "", false
 }
 
-// Label is s as it may be recorded: a store key segment, a log field, a CSV cell and a
-// dashboard label. Bytes other than ASCII letters, digits and "-._~:@+" are written %XX
-// ('/' separates the history's key parts, '%' the escapes), so distinct values stay
-// distinct; a label longer than MaxLabelLen keeps its head and ends in "~" and 16 hex
-// digits of a hash of all of s, so long ids that share a head stay apart too. Always a
-// copy: a label holds no view of a request body.
-func Label(s string) string {
-	if len(s) <= MaxLabelLen && labelSafe(s) {
-		return strings.Clone(s)
-	}
-	b := appendLabel(make([]byte, 0, MaxLabelLen), s)
-	return unsafe.String(unsafe.SliceData(b), len(b))
-}
-
-// appendLabel appends Label(s) to dst; it never appends more than MaxLabelLen bytes.
+// appendLabel appends s as it may be recorded, a label: a store key segment, a log field,
+// a CSV cell and a dashboard label. Bytes other than ASCII letters, digits and "-._~:@+" are
+// written %XX ('/' separates the history's key parts, '%' the escapes), so distinct values
+// stay distinct; a label longer than MaxLabelLen keeps its head and ends in "~" and 16 hex
+// digits of a hash of all of s, so long ids that share a head stay apart too. It never
+// appends more than MaxLabelLen bytes, and what it appends is a copy: a label holds no
+// view of a request body.
 func appendLabel(dst []byte, s string) []byte {
 	if len(s) <= MaxLabelLen && labelSafe(s) {
 		return append(dst, s...)
@@ -229,25 +259,3 @@ var labelBytes = func() (t [256]bool) {
 	}
 	return t
 }()
-
-// TagsField writes tags for a log line: "k=v,k2=v2", labels already safe.
-func TagsField(tags []Tag) string {
-	if len(tags) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	n := len(tags) - 1
-	for _, t := range tags {
-		n += len(t.Key) + 1 + len(t.Value)
-	}
-	b.Grow(n)
-	for i, t := range tags {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(t.Key)
-		b.WriteByte('=')
-		b.WriteString(t.Value)
-	}
-	return b.String()
-}

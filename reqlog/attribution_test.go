@@ -2,6 +2,7 @@ package reqlog
 
 import (
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -40,7 +41,7 @@ func TestParseTagsHeader(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseTagsHeader(tc.h)
+			got, err := ParseTagsHeader(nil, tc.h)
 			if tc.bad != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.bad) {
 					t.Fatalf("ParseTagsHeader(%q) = %v, %v; want an error naming %q", tc.h, got, err, tc.bad)
@@ -53,40 +54,99 @@ func TestParseTagsHeader(t *testing.T) {
 			if tc.want != nil && !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("ParseTagsHeader(%q) = %v, want %v", tc.h, got, tc.want)
 			}
-		})
-	}
-}
-
-func TestSelectTags(t *testing.T) {
-	allow := []string{"customer", "experiment", "feature"} // sorted, as config keeps it
-	cases := []struct {
-		name         string
-		allow        []string
-		header, body []Tag
-		defaults     map[string]string
-		want         []Tag
-	}{
-		{"no allow-list records none", nil, []Tag{{"feature", "a"}}, nil, nil, nil},
-		{"header only", allow, []Tag{{"feature", "a"}}, nil, nil, []Tag{{"feature", "a"}}},
-		{"dropped when not allowed", allow, []Tag{{"team", "x"}, {"feature", "a"}}, []Tag{{"other", "y"}}, nil, []Tag{{"feature", "a"}}},
-		{"header over body over default", allow,
-			[]Tag{{"feature", "h"}},
-			[]Tag{{"feature", "b"}, {"customer", "b"}},
-			map[string]string{"feature": "d", "customer": "d", "experiment": "d"},
-			[]Tag{{"customer", "b"}, {"experiment", "d"}, {"feature", "h"}}},
-		{"defaults alone", allow, nil, nil, map[string]string{"feature": "search"}, []Tag{{"feature", "search"}}},
-		{"values made labels", allow, []Tag{{"customer", "a/b c"}}, nil, nil, []Tag{{"customer", "a%2Fb%20c"}}},
-		{"empty value kept", allow, []Tag{{"customer", ""}}, nil, nil, []Tag{{"customer", ""}}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got := SelectTags(tc.allow, tc.header, tc.body, tc.defaults)
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("SelectTags = %v, want %v", got, tc.want)
+			// Appended after a caller's tags, the same; a key the caller holds is no duplicate.
+			before := []Tag{{"a", "caller"}}
+			got, err = ParseTagsHeader(before, tc.h)
+			if err != nil || len(got) < 1 || got[0] != before[0] || tc.want != nil && !reflect.DeepEqual(got[1:], tc.want) {
+				t.Fatalf("ParseTagsHeader(%v, %q) = %v, %v", before, tc.h, got, err)
 			}
 		})
 	}
 }
+
+// TestParseTagsHeaderAllocs: given room, the parse allocates nothing (the request path
+// passes an array on its stack).
+func TestParseTagsHeaderAllocs(t *testing.T) {
+	var room [MaxTags]Tag
+	n := testing.AllocsPerRun(100, func() {
+		if tags, err := ParseTagsHeader(room[:0], " feature=search, customer = acme,experiment=b "); err != nil || len(tags) != 3 {
+			t.Fatalf("%v %v", tags, err)
+		}
+	})
+	if n != 0 {
+		t.Fatalf("%v allocations", n)
+	}
+}
+
+func TestAttribution(t *testing.T) {
+	allow := []string{"customer", "experiment", "feature"} // sorted, as config keeps it
+	cases := []struct {
+		name         string
+		user         string
+		allow        []string
+		header, body []Tag
+		defaults     map[string]string
+		wantUser     string
+		wantTags     string
+	}{
+		{"nothing", "", allow, nil, nil, nil, "", ""},
+		{"no allow-list records none", "", nil, []Tag{{"feature", "a"}}, nil, nil, "", ""},
+		{"user alone", "user-42", nil, []Tag{{"feature", "a"}}, nil, nil, "user-42", ""},
+		{"user made a label", "team/a b", allow, nil, nil, nil, "team%2Fa%20b", ""},
+		{"header only", "", allow, []Tag{{"feature", "a"}}, nil, nil, "", "feature=a"},
+		{"dropped when not allowed", "", allow, []Tag{{"team", "x"}, {"feature", "a"}}, []Tag{{"other", "y"}}, nil, "", "feature=a"},
+		{"header over body over default", "u", allow,
+			[]Tag{{"feature", "h"}},
+			[]Tag{{"feature", "b"}, {"customer", "b"}},
+			map[string]string{"feature": "d", "customer": "d", "experiment": "d"},
+			"u", "customer=b,experiment=d,feature=h"},
+		{"defaults alone", "", allow, nil, nil, map[string]string{"feature": "search"}, "", "feature=search"},
+		{"values made labels", "", allow, []Tag{{"customer", "a/b c"}, {"feature", "x=y,z"}}, nil, nil, "", "customer=a%2Fb%20c,feature=x%3Dy%2Cz"},
+		{"empty value kept", "", allow, []Tag{{"customer", ""}}, nil, nil, "", "customer="},
+		{"long values cut", strings.Repeat("u", 300), allow, []Tag{{"customer", strings.Repeat("c", 300)}}, nil, nil,
+			labelOf(strings.Repeat("u", 300)), "customer=" + labelOf(strings.Repeat("c", 300))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			user, tags := Attribution(tc.user, tc.allow, tc.header, tc.body, tc.defaults)
+			if user != tc.wantUser || tags != tc.wantTags {
+				t.Fatalf("Attribution = %q %q, want %q %q", user, tags, tc.wantUser, tc.wantTags)
+			}
+		})
+	}
+}
+
+func TestCutTag(t *testing.T) {
+	var got []Tag
+	for tag, rest, ok := CutTag("customer=a%2Fb,experiment=,feature=x"); ok; tag, rest, ok = CutTag(rest) {
+		got = append(got, tag)
+	}
+	want := []Tag{{"customer", "a%2Fb"}, {"experiment", ""}, {"feature", "x"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("CutTag read %v, want %v", got, want)
+	}
+	if _, _, ok := CutTag(""); ok {
+		t.Fatal("a tag read from nothing")
+	}
+}
+
+// TestAttributionAllocs: the end user and every tag share one allocation.
+func TestAttributionAllocs(t *testing.T) {
+	header := []Tag{{"experiment", "b"}}
+	body := []Tag{{"feature", "search"}, {"customer", "acme/eu"}}
+	allow := []string{"customer", "experiment", "feature"}
+	n := testing.AllocsPerRun(100, func() {
+		if user, tags := Attribution("end-user-4711", allow, header, body, nil); user == "" || tags == "" {
+			t.Fatal("nothing recorded")
+		}
+	})
+	if n != 1 {
+		t.Fatalf("%v allocations, want 1", n)
+	}
+}
+
+// labelOf is the label of s, as Attribution records it.
+func labelOf(s string) string { return string(appendLabel(nil, s)) }
 
 func TestLabel(t *testing.T) {
 	long := strings.Repeat("u", 300)
@@ -100,21 +160,21 @@ func TestLabel(t *testing.T) {
 		{"", ""},
 	}
 	for _, tc := range cases {
-		if got := Label(tc.in); got != tc.want {
-			t.Errorf("Label(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := labelOf(tc.in); got != tc.want {
+			t.Errorf("label of %q = %q, want %q", tc.in, got, tc.want)
 		}
 	}
-	a, b := Label(long), Label(long+"x")
+	a, b := labelOf(long), labelOf(long+"x")
 	if len(a) != MaxLabelLen || len(b) != MaxLabelLen || a == b {
 		t.Fatalf("long labels: %q (%d) and %q (%d): want %d bytes each, distinct", a, len(a), b, len(b), MaxLabelLen)
 	}
 	if !strings.HasPrefix(a, strings.Repeat("u", MaxLabelLen-labelHashLen)+"~") {
 		t.Fatalf("long label %q keeps no head", a)
 	}
-	if got := Label(strings.Repeat("/", 100)); len(got) != MaxLabelLen || strings.Contains(got, "/") {
+	if got := labelOf(strings.Repeat("/", 100)); len(got) != MaxLabelLen || strings.Contains(got, "/") {
 		t.Fatalf("escaped long label %q (%d bytes)", got, len(got))
 	}
-	if got := Label(strings.Repeat("/", 42)); got != strings.Repeat("%2F", 42) {
+	if got := labelOf(strings.Repeat("/", 42)); got != strings.Repeat("%2F", 42) {
 		t.Fatalf("a label that fits escaped is not cut: %q", got)
 	}
 }
@@ -126,7 +186,7 @@ func FuzzParseTagsHeader(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, h string) {
-		tags, err := ParseTagsHeader(h)
+		tags, err := ParseTagsHeader(nil, h)
 		if err != nil {
 			if tags != nil {
 				t.Fatal("tags beside an error")
@@ -145,9 +205,28 @@ func FuzzParseTagsHeader(f *testing.F) {
 			if utf8.RuneCountInString(tg.Key) > MaxTagKeyChars || utf8.RuneCountInString(tg.Value) > MaxTagValueChars {
 				t.Fatalf("tag past the bounds: %q", tg)
 			}
-			l := Label(tg.Value)
-			if len(l) > MaxLabelLen || strings.ContainsAny(l, "/ ,") {
+			l := labelOf(tg.Value)
+			if len(l) > MaxLabelLen || strings.ContainsAny(l, "/ ,=") {
 				t.Fatalf("label %q of %q", l, tg.Value)
+			}
+		}
+		// What Attribution writes of the tags (all allowed) reads back as their labels.
+		allow := make([]string, 0, len(tags))
+		for _, tg := range tags {
+			allow = append(allow, tg.Key)
+		}
+		sort.Strings(allow)
+		_, text := Attribution("", allow, tags, nil, nil)
+		var back []Tag
+		for tg, rest, ok := CutTag(text); ok; tg, rest, ok = CutTag(rest) {
+			back = append(back, tg)
+		}
+		if len(back) != len(tags) {
+			t.Fatalf("%q read back as %v, want %d tags", text, back, len(tags))
+		}
+		for _, tg := range back {
+			if v, _ := lookupTag(tags, tg.Key); labelOf(v) != tg.Value {
+				t.Fatalf("%q read back %q=%q, want the label of %q", text, tg.Key, tg.Value, v)
 			}
 		}
 	})

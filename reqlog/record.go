@@ -27,9 +27,11 @@ type Record struct {
 	// Attribution (issue 28), set by the preflight from the body, the x-modelgate-tags
 	// header and the key's default tags: the end user the request names (chat's and
 	// Responses' `user`, Messages' metadata.user_id), and the tags kept after the
-	// usage.tag_keys allow-list. Both are bounded before they are set; nil and "" when none.
+	// usage.tag_keys allow-list, written "k=v,k2=v2" (read them with CutTag). Both are
+	// labels, bounded before they are set, and share one allocation (Attribution); "" when
+	// none.
 	EndUser string
-	Tags    []Tag
+	Tags    string
 
 	// InputEstimate is modelgate's first estimate of the input tokens of one of the
 	// request's platform calls (package tokens), what calibration compares the platform's
@@ -82,6 +84,6 @@ func (r *Record) Summary(method string, status int, maxModel int) RequestSummary
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, InputReserved: r.InputReserved, Attempts: r.Attempts,
 		ErrorCode: r.ErrCode, Refusal: r.Refusal, UpstreamErr: r.UpstreamErr,
 		UsageEstimated: r.UsageEstimated, UpstreamModel: r.UpstreamModel, Transport: r.Transport,
-		EndUser: r.EndUser, Tags: TagsField(r.Tags),
+		EndUser: r.EndUser, Tags: r.Tags,
 	}
 }

@@ -45,7 +45,7 @@ type RequestSummary struct {
 	// UpstreamModel is the platform model a weighted route chose; "" without routes.
 	UpstreamModel string
 	// EndUser and Tags are the request's attribution (issue 28), labels already bounded and
-	// safe to log (see Label); Tags written "k=v,k2=v2" (TagsField); "" when none.
+	// safe to log (see Attribution); Tags written "k=v,k2=v2" (Attribution); "" when none.
 	EndUser string
 	Tags    string
 	// Transport is "websocket" for a turn of the Responses WebSocket mode; "" over HTTP.
