@@ -161,7 +161,7 @@ func TestDialAsideKeepsTheCallersStack(t *testing.T) {
 			c.Close()
 		}
 	}()
-	dial := NewTransport(TransportOptions{DialTimeout: 5 * time.Second}).DialContext
+	dial := NewTransport(TransportOptions{DialTimeout: 5 * time.Second}).base.DialContext
 	// A moved stack means grown only while no collection runs: a collection may shrink a
 	// goroutine's stack, which moves it too (under -race and load, about one run in 200).
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
