@@ -161,18 +161,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.h2 == nil || req.URL.Scheme != "https" {
 		return t.base.RoundTrip(req)
 	}
-	addr := ""
+	addr, reoffer := "", false
 	if t.anyNoH2.Load() {
 		addr = tlsAddr(req.URL)
-		if v := t.verdict(addr); v != nil && !t.takeReoffer(v) {
-			return t.base.RoundTrip(req)
+		if v := t.verdict(addr); v != nil {
+			if !t.takeReoffer(v) {
+				return t.base.RoundTrip(req)
+			}
+			reoffer = true
 		}
 	}
 	h2req, held := holdBody(req)
 	resp, err := t.h2.RoundTrip(h2req)
 	if !errors.Is(err, errNoH2) {
 		held.release()
-		if err == nil && addr != "" {
+		if err == nil && reoffer {
 			t.noH2.Delete(addr) // offered again and negotiated: the platform speaks h2 now
 		}
 		return resp, err
@@ -180,7 +183,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if addr == "" {
 		addr = tlsAddr(req.URL)
 	}
-	t.markNoH2(addr)
+	t.markNoH2(addr) // the dial recorded it too, under net/http's spelling of the address
 	again, err := replay(req, held)
 	if err != nil {
 		return nil, err
