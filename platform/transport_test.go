@@ -217,26 +217,36 @@ func startALPNPlatform(t *testing.T, withoutH2 bool) *alpnPlatform {
 	return p
 }
 
-// countingCloser is a streamed request body (no GetBody) that counts its closes.
-type countingCloser struct {
-	io.Reader
+// pipedBody is a streamed request body (no GetBody) fed through a pipe, as an upload's is:
+// once closed it reads nothing more, so a close that came too early shows. It counts closes.
+type pipedBody struct {
+	*io.PipeReader
 	closes atomic.Int32
 }
 
-func (c *countingCloser) Close() error { c.closes.Add(1); return nil }
+func newPipedBody(content string) *pipedBody {
+	pr, pw := io.Pipe()
+	go func() {
+		io.WriteString(pw, content)
+		pw.Close()
+	}()
+	return &pipedBody{PipeReader: pr}
+}
+
+func (b *pipedBody) Close() error { b.closes.Add(1); return b.PipeReader.Close() }
 
 // autoCall sends one call of the given body kind through cl and returns what the platform saw.
 func autoCall(t *testing.T, cl *Client, kind string) string {
 	t.Helper()
 	call := Call{Method: "POST", Path: ResponsesPath, Key: "k"}
-	var streamed *countingCloser
+	var streamed *pipedBody
 	switch kind {
 	case "none":
 		call.Method = "GET"
 	case "bytes":
 		call.Body = []byte(`{"kind":"bytes"}`)
 	case "streamed":
-		streamed = &countingCloser{Reader: strings.NewReader(`{"kind":"streamed"}`)}
+		streamed = newPipedBody(`{"kind":"streamed"}`)
 		call.BodyReader = streamed
 	}
 	req, err := cl.NewGatewayRequest(context.Background(), call)
