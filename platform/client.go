@@ -7,8 +7,6 @@ package platform
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -16,122 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 )
-
-// TransportOptions tune the one shared transport.
-type TransportOptions struct {
-	DialTimeout           time.Duration
-	ResponseHeaderTimeout time.Duration
-	// HTTP2 is upstream.http2: "auto" (or empty), "h2c" or "off".
-	HTTP2 string
-	// RootCAs, when set, is the pool the platform's certificate must chain to
-	// (upstream.tls.ca_file's, which includes the system roots); nil means the system roots.
-	RootCAs *x509.CertPool
-}
-
-// StreamReceiveWindow is the most response body the transport holds unread for one HTTP/2
-// stream: the flow-control window modelgate offers the platform per stream. A client that
-// reads slowly stops the relay's reads, the window fills, and the platform pauses that stream
-// alone; so this bounds what one slow reader makes modelgate buffer, and other streams on the
-// same connection go on. Go's default is 4 MiB per stream.
-const StreamReceiveWindow = 256 << 10
-
-// NewTransport returns a transport tuned for a proxy: many idle connections to the one upstream
-// host, bounded dial and first-byte waits, and no overall timeout, because streams may
-// legitimately run for many minutes.
-func NewTransport(o TransportOptions) *http.Transport {
-	dialer := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}
-	return &http.Transport{
-		Proxy:                 nil, // the platform is addressed directly; environment proxies are not consulted
-		DialContext:           dialAside(dialer),
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   o.DialTimeout,
-		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
-		ExpectContinueTimeout: time.Second,
-		// Upstream bodies are forwarded byte for byte; transparent decompression would
-		// change them and hide their real size.
-		DisableCompression: true,
-		// Every open stream holds one upstream connection with these two buffers. Bodies
-		// bypass them (reads and writes larger than the buffer go straight to the socket),
-		// so 1 KiB, enough for headers, costs nothing in throughput and saves ~6 KiB a stream.
-		WriteBufferSize: 1 << 10,
-		ReadBufferSize:  1 << 10,
-		TLSClientConfig: &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12},
-		Protocols:       protocols(o.HTTP2),
-		MaxConnsPerHost: maxConnsPerHost(o.HTTP2),
-		HTTP2: &http.HTTP2Config{
-			MaxReceiveBufferPerStream: StreamReceiveWindow,
-			// A connection carries many streams, some silent for minutes while a model
-			// thinks: a ping after 30 s of silence finds a dead one before its streams' idle
-			// timeouts would.
-			SendPingTimeout: 30 * time.Second,
-		},
-	}
-}
-
-// h2cDialsAtOnce bounds the connections an h2c transport dials to the platform at once.
-// Without it, a burst of streams that finds no connection with room (the first burst, or one
-// that fills every connection) dials once per waiting stream, and all but a few of those
-// connections are closed unused: 1,000 streams at once dialled ~1,000 connections, 5,000 dialled
-// ~3,100, each a descriptor for a moment. On HTTP/2 net/http stops counting a connection
-// against MaxConnsPerHost once it is full, so the bound throttles dials, not streams: 5,000
-// streams still opened the 20 connections a limit of 250 needs, in the same half second, with
-// 184 dials (TestStreamBurstConnections; docs/performance.md, "HTTP/2 to the platform").
-const h2cDialsAtOnce = 16
-
-// maxConnsPerHost is http.Transport.MaxConnsPerHost for upstream.http2 mode. Only h2c sets
-// it: there every connection is HTTP/2. Under auto a platform may answer HTTP/1.1, where each
-// open stream holds a connection and the same bound would cap open streams at 16.
-func maxConnsPerHost(mode string) int {
-	if mode == "h2c" {
-		return h2cDialsAtOnce
-	}
-	return 0
-}
-
-// protocols maps upstream.http2 to what the transport may speak.
-func protocols(mode string) *http.Protocols {
-	p := new(http.Protocols)
-	switch mode {
-	case "h2c":
-		p.SetUnencryptedHTTP2(true)
-	case "off":
-		p.SetHTTP1(true)
-	default: // auto: HTTP/2 where TLS negotiates it, HTTP/1.1 elsewhere
-		p.SetHTTP1(true)
-		p.SetHTTP2(true)
-	}
-	return p
-}
-
-// dialAside returns d.DialContext run on a goroutine of its own. net/http calls DialContext on
-// a goroutine that is already 1.7 KB deep (its dialConn frame alone is 1.3 KB), and net.Dialer
-// goes 3 KB deeper (resolving, connecting, arming the connect deadline), so that goroutine
-// grows to an 8 KB stack for the dial and exits. Its freed slot is stranded among the 8 KB
-// stacks of the handlers holding streams open, which are allocated in the same burst: with
-// 1,000 streams opened at once, 2.5-2.8 MB of them stayed free but resident, the same in
-// httputil.ReverseProxy. On a fresh goroutine the dial nearly always fits a 4 KB stack (0.1
-// MB of 8 KB slots left free in the same burst, bench/tools/stacks.py), and net/http's
-// goroutine only waits. It costs one goroutine per new upstream connection; pooled ones are
-// reused without a dial. TestDialAsideKeepsTheCallersStack holds net/http's side.
-func dialAside(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	type dialed struct {
-		conn net.Conn
-		err  error
-	}
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		ch := make(chan dialed, 1)
-		go func() {
-			c, err := d.DialContext(ctx, network, addr)
-			ch <- dialed{c, err}
-		}()
-		r := <-ch // the dial itself honours ctx and the dial timeout
-		return r.conn, r.err
-	}
-}
 
 // Client addresses the platform. It is safe for concurrent use.
 type Client struct {

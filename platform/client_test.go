@@ -2,6 +2,7 @@ package platform
 
 import (
 	"context"
+	"crypto/x509"
 	"io"
 	"net"
 	"net/http"
@@ -139,8 +140,9 @@ func TestParseError(t *testing.T) {
 	}
 }
 
-// TestDialAsideKeepsTheCallersStack: net/http calls DialContext from a goroutine already about
-// 1.7 KB deep, and the dial must not grow that goroutine's stack past 4 KB (see dialAside).
+// TestDialAsideKeepsTheCallersStack: net/http calls DialContext (and, for https under auto,
+// DialTLSContext) from a goroutine already about 1.7 KB deep, and the dial, handshake
+// included, must not grow that goroutine's stack past 4 KB (see dialAside).
 func TestDialAsideKeepsTheCallersStack(t *testing.T) {
 	if raceEnabled {
 		// Instrumented frames are larger and the budget is about the binary as shipped;
@@ -161,14 +163,30 @@ func TestDialAsideKeepsTheCallersStack(t *testing.T) {
 			c.Close()
 		}
 	}()
-	dial := NewTransport(TransportOptions{DialTimeout: 5 * time.Second}).DialContext
-	// A moved stack means grown only while no collection runs: a collection may shrink a
-	// goroutine's stack, which moves it too (under -race and load, about one run in 200).
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	moved := make(chan bool)
-	go func() { moved <- dialMovesStack(dial, ln.Addr().String()) }()
-	if <-moved {
-		t.Fatal("dialling grew the calling goroutine's stack past 4 KB")
+	h2 := startUpstream(t, tlsH2)
+	roots := x509.NewCertPool()
+	roots.AddCert(h2.Certificate())
+	tr := NewTransport(TransportOptions{DialTimeout: 5 * time.Second, RootCAs: roots})
+	cases := []struct {
+		name string
+		dial func(context.Context, string, string) (net.Conn, error)
+		addr string
+	}{
+		{"tcp", tr.base.DialContext, ln.Addr().String()},
+		{"tls_h2", tr.h2.DialTLSContext, h2.Listener.Addr().String()},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// A moved stack means grown only while no collection runs: a collection may
+			// shrink a goroutine's stack, which moves it too (under -race and load, about one
+			// run in 200).
+			defer debug.SetGCPercent(debug.SetGCPercent(-1))
+			moved := make(chan bool)
+			go func() { moved <- dialMovesStack(t, c.dial, c.addr) }()
+			if <-moved {
+				t.Fatal("dialling grew the calling goroutine's stack past 4 KB")
+			}
+		})
 	}
 }
 
@@ -179,14 +197,19 @@ var padIndex int
 // moved meanwhile, which the runtime does only to grow (or shrink) it.
 //
 //go:noinline
-func dialMovesStack(dial func(context.Context, string, string) (net.Conn, error), addr string) bool {
+func dialMovesStack(t *testing.T, dial func(context.Context, string, string) (net.Conn, error), addr string) bool {
 	var pad [1500]byte
 	before := uintptr(unsafe.Pointer(&pad[padIndex]))
 	c, err := dial(context.Background(), "tcp", addr)
-	if err == nil {
+	moved := uintptr(unsafe.Pointer(&pad[padIndex])) != before || pad[padIndex] != 0
+	// Closed after the measure: closing a TLS connection writes an alert, which net/http's
+	// dialling goroutine never does.
+	if err != nil {
+		t.Errorf("dial: %v", err)
+	} else {
 		c.Close()
 	}
-	return uintptr(unsafe.Pointer(&pad[padIndex])) != before || pad[padIndex] != 0
+	return moved
 }
 
 // TestUserAgentPerClient: each client names the build it was given, so two clients in one

@@ -2,9 +2,7 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -84,8 +82,8 @@ func newTestEnv(t testing.TB, yamlText string, mutate func(*config.Config)) *tes
 	return startEnv(t, envOptions{yaml: yamlText, mutate: mutate})
 }
 
-// dialFunc is what an http.Transport dials with.
-type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+// dialFunc is what modelgate's upstream transport dials with.
+type dialFunc = platform.DialFunc
 
 // envOptions shape a test environment.
 type envOptions struct {
@@ -179,11 +177,8 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 	}
 	tr := platform.NewTransport(platform.TransportOptions{
 		DialTimeout: cfg.Upstream.DialTimeout, ResponseHeaderTimeout: cfg.Upstream.ResponseHeaderTimeout,
-		HTTP2: cfg.Upstream.HTTP2,
+		HTTP2: cfg.Upstream.HTTP2, WrapDial: o.wrapDial,
 	})
-	if o.wrapDial != nil {
-		tr.DialContext = o.wrapDial(tr.DialContext)
-	}
 	t.Cleanup(tr.CloseIdleConnections)
 	pc, err := platform.New(cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL, tr)
 	if err != nil {
