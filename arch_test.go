@@ -50,7 +50,7 @@ var allowedImports = map[string][]string{
 	"modelgate/bench/cmd/benchup":   {"platformsim", "bench/benchserve"},
 	"modelgate/bench/cmd/floor":     {"bench/benchserve"},
 	"modelgate/bench/benchserve":    {},
-	"modelgate/bench/cmd/mgbench":   {"translate", "bench/benchserve"},
+	"modelgate/bench/cmd/mgbench":   {"translate", "bench/benchserve", "platformsim"},
 	"modelgate/deploy":              {},
 	"modelgate/tests":               {},
 	"modelgate/examples/openai-go":  {},

@@ -18,7 +18,7 @@ import (
 // calls the upstream directly as the latency phase's reference).
 type Protocol struct {
 	Mode     string
-	CertFile string // h2: the server's certificate chain (PEM), see WriteCert
+	CertFile string // h2: the server's certificate chain (PEM), see platformsim.NewCertificate
 	KeyFile  string // h2: its key (PEM)
 }
 

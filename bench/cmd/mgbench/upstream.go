@@ -4,13 +4,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"modelgate/platformsim"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
-
-	"modelgate/bench/benchserve"
 )
 
 // upstreamMode is how the proxies under test speak to the benchmark upstream, one of the
@@ -18,7 +17,7 @@ import (
 // made at start), "h2c" HTTP/2 with prior knowledge over plain TCP.
 type upstreamMode struct {
 	name               string
-	caFile, cert, key  string // h2: the throwaway CA and the server's certificate (benchserve.WriteCert)
+	caFile, cert, key  string // h2: the throwaway CA and the server's certificate (platformsim.NewCertificate)
 	rootCAs            *x509.CertPool
 	modelgateHTTP2     string // upstream.http2 in modelgate's config and the floor's --upstream-http2
 	descriptorsPerPair int    // descriptors a proxy holds per open client stream: its client's, plus one upstream connection on h1
@@ -58,16 +57,21 @@ func newUpstreamMode(name, dir string) (*upstreamMode, error) {
 	case "h2c":
 		m.modelgateHTTP2 = "h2c"
 	case "h2":
-		var err error
-		if m.caFile, m.cert, m.key, err = benchserve.WriteCert(dir); err != nil {
-			return nil, err
-		}
-		pem, err := os.ReadFile(m.caFile)
+		c, err := platformsim.NewCertificate()
 		if err != nil {
 			return nil, err
 		}
+		m.caFile, m.cert, m.key = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+		for _, f := range []struct {
+			path string
+			pem  []byte
+		}{{m.caFile, c.CAPEM}, {m.cert, c.CertPEM}, {m.key, c.KeyPEM}} {
+			if err := os.WriteFile(f.path, f.pem, 0o600); err != nil {
+				return nil, err
+			}
+		}
 		m.rootCAs = x509.NewCertPool()
-		m.rootCAs.AppendCertsFromPEM(pem)
+		m.rootCAs.AppendCertsFromPEM(c.CAPEM)
 	}
 	return m, nil
 }
