@@ -21,19 +21,35 @@ const maxFileBytes = 4 << 20
 // Load reads, expands, validates and completes the config at path, taking ${VAR}s from the
 // process environment.
 func Load(path string) (*Config, error) {
+	data, err := readBounded(path, maxFileBytes)
+	if errors.Is(err, errTooLarge) {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("file is larger than %d bytes", maxFileBytes)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, path, os.LookupEnv)
+}
+
+// errTooLarge is readBounded's answer for a file over its bound.
+var errTooLarge = errors.New("file too large")
+
+// readBounded reads the file at path, refusing one over most bytes without reading past them:
+// a path pointed at a device or a huge file must not fill memory.
+func readBounded(path string, most int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, most+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if len(data) > maxFileBytes {
-		return nil, &Error{File: path, Msg: fmt.Sprintf("file is larger than %d bytes", maxFileBytes)}
+	if int64(len(data)) > most {
+		return nil, errTooLarge
 	}
-	return Parse(data, path, os.LookupEnv)
+	return data, nil
 }
 
 // Parse is Load for bytes already in hand. source names the file in error messages; getenv

@@ -4,8 +4,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 )
 
 // maxCAFileBytes bounds upstream.tls.ca_file: a bundle of a few hundred CA certificates.
@@ -15,17 +13,12 @@ const maxCAFileBytes = 1 << 20
 // pool upstream.tls.ca_file asks the platform's certificate to chain to. A file holding no
 // certificate is an error, so a wrong path to some other PEM (a key, say) is caught at load.
 func ReadCAFile(path string) (*x509.CertPool, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	pem, err := io.ReadAll(io.LimitReader(f, maxCAFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(pem) > maxCAFileBytes {
+	pem, err := readBounded(path, maxCAFileBytes)
+	if errors.Is(err, errTooLarge) {
 		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxCAFileBytes)
+	}
+	if err != nil {
+		return nil, err
 	}
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {
