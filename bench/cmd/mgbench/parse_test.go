@@ -130,14 +130,34 @@ func TestSoakSlope(t *testing.T) {
 }
 
 func TestSoakWarmUp(t *testing.T) {
+	// At least the longest stay (the first clients' turnover), but never over half the run.
 	cases := []struct{ run, want time.Duration }{
 		{10 * time.Minute, 2 * time.Minute},
-		{60 * time.Second, 12 * time.Second},
+		{270 * time.Second, 2 * time.Minute},
+		{60 * time.Second, 30 * time.Second},
 		{time.Hour, 2 * time.Minute},
 	}
 	for _, c := range cases {
 		if got := soakWarmUp(c.run); got != c.want {
 			t.Errorf("soakWarmUp(%s) = %s, want %s", c.run, got, c.want)
+		}
+	}
+}
+
+func TestSoakStoreYAML(t *testing.T) {
+	cases := []struct {
+		store, want string
+		ok          bool
+	}{
+		{"off", "responses:\n  store: \"off\"\n", true},
+		{"local", "responses:\n  store: \"local\"\n", true},
+		{"", "", false},
+		{"redis", "", false},
+	}
+	for _, c := range cases {
+		got, err := soakStoreYAML(c.store)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("soakStoreYAML(%q) = %q, %v; want %q (ok %v)", c.store, got, err, c.want, c.ok)
 		}
 	}
 }
