@@ -118,7 +118,7 @@ func printReports(out io.Writer, o options, started time.Time, reps []*report) {
 		s := firstOf(reps, func(r *report) *soakResult { return r.soak })
 		fmt.Fprintf(out, "soak: %d bench-slow streams (an event a second) for %s, each client staying %s–%s, responses.store %s; modelgate's RSS every %s, slope after %s of warm-up\n",
 			s.streams, s.duration, soakStayMin, soakStayMax, s.store, soakSampleEvery, s.warmUp)
-		fmt.Fprintln(w, "upstream\tRSS base\tmin / median / max / last\tslope per 10 min\t< 1 MB\tstreams opened / left\terrors\tfirst error\t")
+		fmt.Fprintln(w, "upstream\tRSS base\tmin / median / max / last\tslope per 10 min\t< 1 MB\tGC goal last\tslope per 10 min\t< 1 MB\tstreams opened / left\terrors\tfirst error\t")
 		for _, r := range reps {
 			if r.soak != nil {
 				r.soak.print(w, r.mode)

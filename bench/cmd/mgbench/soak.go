@@ -17,6 +17,7 @@ import (
 type soakSample struct {
 	at   time.Duration
 	rss  int64
+	goal int64 // the GC goal (0: not read)
 	open int64
 }
 
@@ -130,10 +131,12 @@ func (b *bench) soak() error {
 	}
 	tick := time.NewTicker(soakSampleEvery)
 	defer tick.Stop()
+	mc := metricsClient()
 	for sampling := true; sampling; {
 		if rss, err := rssBytes(p.pid()); err == nil {
-			r.samples = append(r.samples, soakSample{at: time.Since(start), rss: rss, open: open.Load()})
-			fmt.Fprintf(os.Stderr, "[%s] soak %4.0fs  RSS %s  open %d\n", b.mode.name, time.Since(start).Seconds(), mb(rss), open.Load())
+			goal, _ := gcGoal(mc, p.url) // a sample without it still has its RSS
+			r.samples = append(r.samples, soakSample{at: time.Since(start), rss: rss, goal: goal, open: open.Load()})
+			fmt.Fprintf(os.Stderr, "[%s] soak %4.0fs  RSS %s  GC goal %s  open %d\n", b.mode.name, time.Since(start).Seconds(), mb(rss), mb(goal), open.Load())
 		}
 		select {
 		case <-ctx.Done():
@@ -188,11 +191,21 @@ func soakClient(ctx context.Context, client *http.Client, t target, stay time.Du
 
 // slope is the least-squares slope of RSS over the samples taken after the warm-up, in
 // bytes per ten minutes.
-func (r *soakResult) slope() float64 {
+func (r *soakResult) slope() float64 { return r.slopeOf(func(s soakSample) int64 { return s.rss }) }
+
+// goalSlope is slope for the GC goal, over the samples that have it.
+func (r *soakResult) goalSlope() float64 {
+	return r.slopeOf(func(s soakSample) int64 { return s.goal })
+}
+
+func (r *soakResult) slopeOf(value func(soakSample) int64) float64 {
 	var n, sx, sy, sxx, sxy float64
 	for _, s := range r.afterWarmUp() {
+		if value(s) == 0 {
+			continue
+		}
 		x := s.at.Minutes() / 10
-		y := float64(s.rss)
+		y := float64(value(s))
 		n, sx, sy, sxx, sxy = n+1, sx+x, sy+y, sxx+x*x, sxy+x*y
 	}
 	d := n*sxx - sx*sx
@@ -213,7 +226,7 @@ func (r *soakResult) afterWarmUp() []soakSample {
 
 func (r *soakResult) print(w io.Writer, mode string) {
 	if r.skipped != "" {
-		fmt.Fprintf(w, "%s\t%s\t\t\t\t\t\t\t\n", mode, r.skipped)
+		fmt.Fprintf(w, "%s\t%s\t\t\t\t\t\t\t\t\t\t\n", mode, r.skipped)
 		return
 	}
 	after := r.afterWarmUp()
@@ -227,7 +240,12 @@ func (r *soakResult) print(w io.Writer, mode string) {
 		last = s.rss
 		rss = append(rss, float64(s.rss))
 	}
-	sl := r.slope()
-	fmt.Fprintf(w, "%s\t%s\t%s / %s / %s / %s\t%+.2f MB\t%s\t%d / %d\t%d\t%s\t\n", mode, mb(r.base),
-		mb(lo), mb(int64(median(rss))), mb(hi), mb(last), sl/(1<<20), verdict(sl < 1<<20), r.opened, r.closed, r.errors, r.firstErr)
+	sl, gl := r.slope(), r.goalSlope()
+	lastGoal := int64(0)
+	if len(after) > 0 {
+		lastGoal = after[len(after)-1].goal
+	}
+	fmt.Fprintf(w, "%s\t%s\t%s / %s / %s / %s\t%+.2f MB\t%s\t%s\t%+.2f MB\t%s\t%d / %d\t%d\t%s\t\n", mode, mb(r.base),
+		mb(lo), mb(int64(median(rss))), mb(hi), mb(last), sl/(1<<20), verdict(sl < 1<<20),
+		mb(lastGoal), gl/(1<<20), verdict(gl < 1<<20), r.opened, r.closed, r.errors, r.firstErr)
 }
