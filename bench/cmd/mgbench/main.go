@@ -34,6 +34,7 @@ type options struct {
 	slowRounds  int
 	soakStreams int
 	soakFor     time.Duration
+	soakStore   string // responses.store of the soak's modelgate: off or local
 	uploadBytes int64
 	tickStreams int
 	memoryRuns  int
@@ -83,6 +84,7 @@ func main() {
 	flag.IntVar(&o.slowRounds, "slow-rounds", 3, "slowreaders: interleaved rounds of with and without")
 	flag.IntVar(&o.soakStreams, "soak-streams", 5000, "soak: streams kept open, each client replaced when it leaves")
 	flag.DurationVar(&o.soakFor, "soak-duration", 10*time.Minute, "soak: how long it runs")
+	flag.StringVar(&o.soakStore, "soak-store", "off", "soak: responses.store of its modelgate, off (what the streams alone leave behind) or local (also the kept responses, bounded by responses.store_max_per_team)")
 	flag.Int64Var(&o.uploadBytes, "upload-bytes", 100_000_000, "asset upload size for the RSS check")
 	flag.IntVar(&o.memoryRuns, "memory-runs", 1, "runs of the memory checks, in alternating order; the report gives medians")
 	flag.IntVar(&o.tickStreams, "tick-streams", 4, "concurrent timestamped streams per delay measurement")

@@ -130,14 +130,34 @@ func TestSoakSlope(t *testing.T) {
 }
 
 func TestSoakWarmUp(t *testing.T) {
+	// At least the longest stay (the first clients' turnover), but never over half the run.
 	cases := []struct{ run, want time.Duration }{
 		{10 * time.Minute, 2 * time.Minute},
-		{60 * time.Second, 12 * time.Second},
+		{270 * time.Second, 2 * time.Minute},
+		{60 * time.Second, 30 * time.Second},
 		{time.Hour, 2 * time.Minute},
 	}
 	for _, c := range cases {
 		if got := soakWarmUp(c.run); got != c.want {
 			t.Errorf("soakWarmUp(%s) = %s, want %s", c.run, got, c.want)
+		}
+	}
+}
+
+func TestSoakStoreYAML(t *testing.T) {
+	cases := []struct {
+		store, want string
+		ok          bool
+	}{
+		{"off", "responses:\n  store: \"off\"\n", true},
+		{"local", "responses:\n  store: \"local\"\n", true},
+		{"", "", false},
+		{"redis", "", false},
+	}
+	for _, c := range cases {
+		got, err := soakStoreYAML(c.store)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("soakStoreYAML(%q) = %q, %v; want %q (ok %v)", c.store, got, err, c.want, c.ok)
 		}
 	}
 }
@@ -163,5 +183,59 @@ func TestFitsDescriptors(t *testing.T) {
 		if got := b.fitsDescriptors(c.streams); got != c.want {
 			t.Errorf("%s, %d streams: fits %v, want %v", c.mode, c.streams, got, c.want)
 		}
+	}
+}
+
+func TestParseNextGC(t *testing.T) {
+	cases := []struct {
+		name, in string
+		want     int64
+		ok       bool
+	}{
+		{"the gauge among others", "# HELP go_memstats_next_gc_bytes Number of heap bytes when next garbage collection will take place.\n# TYPE go_memstats_next_gc_bytes gauge\ngo_memstats_next_gc_bytes 2.80174592e+08\ngo_threads 9\n", 280174592, true},
+		{"a prefix of another name is not it", "go_memstats_next_gc_bytes_total 5\n", 0, false},
+		{"missing", "go_threads 9\n", 0, false},
+		{"not a number", "go_memstats_next_gc_bytes NaNx\n", 0, false},
+		{"negative", "go_memstats_next_gc_bytes -1\n", 0, false},
+		{"NaN", "go_memstats_next_gc_bytes NaN\n", 0, false},
+		{"empty", "", 0, false},
+	}
+	for _, c := range cases {
+		got, err := parseNextGC(strings.NewReader(c.in))
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("%s: parseNextGC = %d, %v; want %d (ok %v)", c.name, got, err, c.want, c.ok)
+		}
+	}
+}
+
+func FuzzParseNextGC(f *testing.F) {
+	f.Add("go_memstats_next_gc_bytes 2.8e+08\n")
+	f.Add("go_memstats_next_gc_bytes +Inf\n")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, in string) {
+		v, err := parseNextGC(strings.NewReader(in))
+		if err == nil && (v < 0 || v > 1<<50) {
+			t.Fatalf("parseNextGC(%q) = %d, out of range", in, v)
+		}
+	})
+}
+
+// TestSoakGoalSlope checks the GC goal's slope, leaving out samples that have none.
+func TestSoakGoalSlope(t *testing.T) {
+	const mib = 1 << 20
+	var samples []soakSample
+	for at := time.Duration(0); at <= 10*time.Minute; at += 10 * time.Second {
+		goal := int64(200*mib) + int64(at.Minutes()/10*4*mib) // 4 MB per 10 minutes
+		if at%time.Minute == 0 {
+			goal = 0 // /metrics did not answer
+		}
+		samples = append(samples, soakSample{at: at, rss: 300 * mib, goal: goal})
+	}
+	r := &soakResult{warmUp: 2 * time.Minute, samples: samples}
+	if got := r.goalSlope() / mib; math.Abs(got-4) > 0.01 {
+		t.Errorf("goal slope %.3f MB / 10 min, want 4", got)
+	}
+	if got := r.slope() / mib; math.Abs(got) > 0.01 {
+		t.Errorf("RSS slope %.3f MB / 10 min, want 0", got)
 	}
 }

@@ -116,9 +116,9 @@ func printReports(out io.Writer, o options, started time.Time, reps []*report) {
 	if has(func(r *report) int { return boolInt(r.soak != nil) }) {
 		w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 		s := firstOf(reps, func(r *report) *soakResult { return r.soak })
-		fmt.Fprintf(out, "soak: %d bench-slow streams (an event a second) for %s, each client staying %s–%s; modelgate's RSS every %s, slope after %s of warm-up\n",
-			s.streams, s.duration, soakStayMin, soakStayMax, soakSampleEvery, s.warmUp)
-		fmt.Fprintln(w, "upstream\tRSS base\tmin / median / max / last\tslope per 10 min\t< 1 MB\tstreams opened / left\terrors\tfirst error\t")
+		fmt.Fprintf(out, "soak: %d bench-slow streams (an event a second) for %s, each client staying %s–%s, responses.store %s; modelgate's RSS every %s, slope after %s of warm-up\n",
+			s.streams, s.duration, soakStayMin, soakStayMax, s.store, soakSampleEvery, s.warmUp)
+		fmt.Fprintln(w, "upstream\tRSS base\tmin / median / max / last\tslope per 10 min\t< 1 MB\tGC goal last\tslope per 10 min\t< 1 MB\tstreams opened / left\terrors\tfirst error\t")
 		for _, r := range reps {
 			if r.soak != nil {
 				r.soak.print(w, r.mode)

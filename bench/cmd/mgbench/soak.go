@@ -17,12 +17,14 @@ import (
 type soakSample struct {
 	at   time.Duration
 	rss  int64
+	goal int64 // the GC goal (0: not read)
 	open int64
 }
 
 // soakResult is the soak phase's record.
 type soakResult struct {
 	streams                int
+	store                  string // responses.store
 	duration, warmUp       time.Duration
 	skipped                string
 	base                   int64
@@ -39,16 +41,40 @@ const (
 )
 
 // soakWarmUp is the part of a soak left out of the slope: the first 20% of the run, at most
-// two minutes (the two agree at the default ten minutes).
-func soakWarmUp(d time.Duration) time.Duration { return min(2*time.Minute, d/5) }
+// two minutes (the two agree at the default ten minutes), but no less than the longest stay
+// while that is under half the run. Every client opens at the start, so until the first of
+// them have all left and been replaced, the streams are younger than they will be from then
+// on, and the heap is still growing into the mix of a turnover (a 2,000-stream soak on h2:
+// RSS 120 MB at 10 s, 164 MB at 110 s, then flat).
+func soakWarmUp(d time.Duration) time.Duration {
+	return min(max(soakStayMax, min(2*time.Minute, d/5)), d/2)
+}
+
+// soakStoreYAML is the soak modelgate's responses block. With "off" (the default) no
+// response is kept: the soak then measures what open streams leave behind. A kept
+// response's cost is the store phase's to measure, and it is bounded by the per-team cap
+// (responses.store_max_per_team), which the soak's stream rate fills only near the end of
+// the warm-up (10,000 at about 70 ended streams a second), so with "local" the slope also
+// holds the store filling up.
+func soakStoreYAML(store string) (string, error) {
+	switch store {
+	case "off", "local":
+		return "responses:\n  store: \"" + store + "\"\n", nil
+	}
+	return "", fmt.Errorf("--soak-store %q: want off or local", store)
+}
 
 // soak holds --soak-streams bench-slow streams (one event a second, from an upstream of its
 // own) through a fresh modelgate for --soak-duration. Each client stays 20–120 s, then leaves
 // and another takes its place. RSS is sampled every 10 s; the report gives its slope after
 // the warm-up, which should be flat.
 func (b *bench) soak() error {
-	r := &soakResult{streams: b.o.soakStreams, duration: b.o.soakFor, warmUp: soakWarmUp(b.o.soakFor)}
+	r := &soakResult{streams: b.o.soakStreams, store: b.o.soakStore, duration: b.o.soakFor, warmUp: soakWarmUp(b.o.soakFor)}
 	b.rep.soak = r
+	storeYAML, err := soakStoreYAML(r.store)
+	if err != nil {
+		return err
+	}
 	if !b.fitsDescriptors(r.streams) {
 		r.skipped = "descriptors"
 		return nil
@@ -58,7 +84,7 @@ func (b *bench) soak() error {
 		return err
 	}
 	defer up.stop()
-	p, err := b.startModelgateTo(up, "mg-soak", false, "")
+	p, err := b.startModelgateTo(up, "mg-soak", false, storeYAML)
 	if err != nil {
 		return err
 	}
@@ -105,10 +131,12 @@ func (b *bench) soak() error {
 	}
 	tick := time.NewTicker(soakSampleEvery)
 	defer tick.Stop()
+	mc := metricsClient()
 	for sampling := true; sampling; {
 		if rss, err := rssBytes(p.pid()); err == nil {
-			r.samples = append(r.samples, soakSample{at: time.Since(start), rss: rss, open: open.Load()})
-			fmt.Fprintf(os.Stderr, "[%s] soak %4.0fs  RSS %s  open %d\n", b.mode.name, time.Since(start).Seconds(), mb(rss), open.Load())
+			goal, _ := gcGoal(mc, p.url) // a sample without it still has its RSS
+			r.samples = append(r.samples, soakSample{at: time.Since(start), rss: rss, goal: goal, open: open.Load()})
+			fmt.Fprintf(os.Stderr, "[%s] soak %4.0fs  RSS %s  GC goal %s  open %d\n", b.mode.name, time.Since(start).Seconds(), mb(rss), mb(goal), open.Load())
 		}
 		select {
 		case <-ctx.Done():
@@ -163,11 +191,21 @@ func soakClient(ctx context.Context, client *http.Client, t target, stay time.Du
 
 // slope is the least-squares slope of RSS over the samples taken after the warm-up, in
 // bytes per ten minutes.
-func (r *soakResult) slope() float64 {
+func (r *soakResult) slope() float64 { return r.slopeOf(func(s soakSample) int64 { return s.rss }) }
+
+// goalSlope is slope for the GC goal, over the samples that have it.
+func (r *soakResult) goalSlope() float64 {
+	return r.slopeOf(func(s soakSample) int64 { return s.goal })
+}
+
+func (r *soakResult) slopeOf(value func(soakSample) int64) float64 {
 	var n, sx, sy, sxx, sxy float64
 	for _, s := range r.afterWarmUp() {
+		if value(s) == 0 {
+			continue
+		}
 		x := s.at.Minutes() / 10
-		y := float64(s.rss)
+		y := float64(value(s))
 		n, sx, sy, sxx, sxy = n+1, sx+x, sy+y, sxx+x*x, sxy+x*y
 	}
 	d := n*sxx - sx*sx
@@ -188,7 +226,7 @@ func (r *soakResult) afterWarmUp() []soakSample {
 
 func (r *soakResult) print(w io.Writer, mode string) {
 	if r.skipped != "" {
-		fmt.Fprintf(w, "%s\t%s\t\t\t\t\t\t\t\n", mode, r.skipped)
+		fmt.Fprintf(w, "%s\t%s\t\t\t\t\t\t\t\t\t\t\n", mode, r.skipped)
 		return
 	}
 	after := r.afterWarmUp()
@@ -202,7 +240,12 @@ func (r *soakResult) print(w io.Writer, mode string) {
 		last = s.rss
 		rss = append(rss, float64(s.rss))
 	}
-	sl := r.slope()
-	fmt.Fprintf(w, "%s\t%s\t%s / %s / %s / %s\t%+.2f MB\t%s\t%d / %d\t%d\t%s\t\n", mode, mb(r.base),
-		mb(lo), mb(int64(median(rss))), mb(hi), mb(last), sl/(1<<20), verdict(sl < 1<<20), r.opened, r.closed, r.errors, r.firstErr)
+	sl, gl := r.slope(), r.goalSlope()
+	lastGoal := int64(0)
+	if len(after) > 0 {
+		lastGoal = after[len(after)-1].goal
+	}
+	fmt.Fprintf(w, "%s\t%s\t%s / %s / %s / %s\t%+.2f MB\t%s\t%s\t%+.2f MB\t%s\t%d / %d\t%d\t%s\t\n", mode, mb(r.base),
+		mb(lo), mb(int64(median(rss))), mb(hi), mb(last), sl/(1<<20), verdict(sl < 1<<20),
+		mb(lastGoal), gl/(1<<20), verdict(gl < 1<<20), r.opened, r.closed, r.errors, r.firstErr)
 }
