@@ -54,6 +54,20 @@ func BenchmarkAttributionCost(b *testing.B) {
 	}
 }
 
+// BenchmarkAttributionCostChat is BenchmarkAttributionCost on Chat Completions, whose
+// parse reads the end user and the metadata (translate.Identity) instead of the Responses
+// check.
+func BenchmarkAttributionCostChat(b *testing.B) {
+	minimal := benchUpstream(b, "")
+	for _, c := range attrCostCases() {
+		b.Run(c.name, func(b *testing.B) {
+			h, _ := attrCostServer(b, minimal, c)
+			body := `{` + c.fields + `"model":"bench","messages":[{"role":"user","content":"Write one short sentence about benchmarks."}]}`
+			benchRoute(b, h, "/v1/chat/completions", body, 100)
+		})
+	}
+}
+
 // maxAttributionAllocs is what recording an end user and three tags (body metadata and
 // the tags header) may allocate beyond a request that records none: one buffer holds the
 // end user's and the tags' labels.
