@@ -54,9 +54,11 @@ func event(typ string, seq int, r preparedResponse) []byte {
 	return b
 }
 
-// newResponseID is a response id of modelgate's own, for a prepared chain.
+// newResponseID is a response id of modelgate's own, for a prepared chain: "resp_" and 24
+// random bytes in hex, the shape of the ids modelgate gives background responses
+// (jobs.NewResponseID), so that no id tells which of the two made it.
 func newResponseID() string {
-	var b [16]byte
+	var b [24]byte
 	_, _ = rand.Read(b[:])
 	return "resp_" + hex.EncodeToString(b[:])
 }

@@ -147,7 +147,7 @@ func TestPreparedEvents(t *testing.T) {
 		t.Errorf("sequence numbers %s, %s", c.Get("sequence_number"), d.Get("sequence_number"))
 	}
 	id := d.Get("response.id").Str
-	if !strings.HasPrefix(id, "resp_") || len(id) != len("resp_")+32 || c.Get("response.id").Str != id || r.Get("id").Str != id {
+	if !strings.HasPrefix(id, "resp_") || len(id) != len("resp_")+48 || c.Get("response.id").Str != id || r.Get("id").Str != id {
 		t.Errorf("ids %q %q %q", c.Get("response.id").Str, id, r.Get("id").Str)
 	}
 	if c.Get("response.status").Str != "in_progress" || d.Get("response.status").Str != "completed" || r.Get("status").Str != "completed" {
