@@ -130,8 +130,14 @@ func (s *Sender) Send(ev Event) {
 	}
 }
 
-// Run delivers until ctx ends; what is still queued then is not sent (at most once: the
-// claim of a budget event stays taken).
+// drainFor bounds the delivery of what is still queued when Run's context ends: an event
+// raised just before a shutdown (a key revoked, a budget crossed) still goes out, and a
+// receiver that hangs delays the shutdown by this much at most.
+const drainFor = 5 * time.Second
+
+// Run delivers until ctx ends, then delivers what is still queued within drainFor. The
+// claim of a budget event is taken before it is queued, so an event not delivered by then
+// is not sent by another replica either: at most once.
 func (s *Sender) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for range s.o.Workers {
@@ -139,14 +145,37 @@ func (s *Sender) Run(ctx context.Context) {
 			for {
 				select {
 				case <-ctx.Done():
+					s.drain()
 					return
 				case d := <-s.queue:
+					if ctx.Err() != nil { // both were ready and the queue won: d goes with the rest
+						s.drain(d)
+						return
+					}
 					s.deliver(ctx, d)
 				}
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// drain delivers taken (a delivery the worker already holds), then the queued ones, until
+// the queue is empty or drainFor has passed; each keeps its retries within that time.
+func (s *Sender) drain(taken ...delivery) {
+	ctx, cancel := context.WithTimeout(context.Background(), drainFor)
+	defer cancel()
+	for _, d := range taken {
+		s.deliver(ctx, d)
+	}
+	for ctx.Err() == nil {
+		select {
+		case d := <-s.queue:
+			s.deliver(ctx, d)
+		default:
+			return
+		}
+	}
 }
 
 // deliver tries d until it is acknowledged, refused, or out of attempts.

@@ -2,6 +2,7 @@ package alerts
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -62,6 +63,22 @@ func TestFullQueueDrops(t *testing.T) {
 	}
 	if st := s.Stats(); st.Dropped != 3 {
 		t.Fatalf("stats %+v, want 3 dropped", st)
+	}
+}
+
+// What is queued when the sender stops is still delivered (a key revoked just before a
+// shutdown), within drainFor: Run returns only once the queue is empty.
+func TestStopDeliversWhatIsQueued(t *testing.T) {
+	r := newReceiver(t)
+	s := fastSender(t, r.hook())
+	for i := range 6 {
+		s.Send(Event{ID: fmt.Sprint("q", i), Type: config.EventKeyRevoked})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // stopped before any worker took one
+	s.Run(ctx)
+	if st := s.Stats(); st.Delivered != 6 || len(r.got()) != 6 {
+		t.Fatalf("stats %+v, receiver got %d; want all 6 queued events delivered on stop", st, len(r.got()))
 	}
 }
 
