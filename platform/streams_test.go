@@ -110,17 +110,7 @@ func TestConcurrentStreamLimitOpensConnections(t *testing.T) {
 			for i := 0; i < streams; i++ {
 				// One at a time, each in the handler before the next starts: a steady arrival
 				// of streams, not a burst racing the first connection's settings.
-				go func() {
-					req, _ := http.NewRequestWithContext(context.Background(), "GET", url, nil)
-					resp, err := tr.RoundTrip(req)
-					if err != nil {
-						bodies <- "error: " + err.Error()
-						return
-					}
-					defer resp.Body.Close()
-					b, _ := io.ReadAll(resp.Body)
-					bodies <- string(b)
-				}()
+				go fetchInto(bodies, tr, url)
 				select {
 				case <-h.arrived:
 				case <-time.After(10 * time.Second):
@@ -165,17 +155,7 @@ func TestStreamBurstConnections(t *testing.T) {
 			bodies := make(chan string, c.streams)
 			start := time.Now()
 			for i := 0; i < c.streams; i++ {
-				go func() {
-					req, _ := http.NewRequestWithContext(context.Background(), "GET", url, nil)
-					resp, err := tr.RoundTrip(req)
-					if err != nil {
-						bodies <- "error: " + err.Error()
-						return
-					}
-					defer resp.Body.Close()
-					b, _ := io.ReadAll(resp.Body)
-					bodies <- string(b)
-				}()
+				go fetchInto(bodies, tr, url)
 			}
 			for i := 0; i < c.streams; i++ {
 				select {
@@ -219,4 +199,17 @@ func TestStreamBurstConnections(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fetchInto makes one GET through tr and sends its body, or its error, to bodies.
+func fetchInto(bodies chan<- string, tr http.RoundTripper, url string) {
+	req, _ := http.NewRequestWithContext(context.Background(), "GET", url, nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		bodies <- "error: " + err.Error()
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	bodies <- string(b)
 }
