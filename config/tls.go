@@ -10,13 +10,9 @@ import (
 const maxCAFileBytes = 1 << 20
 
 // ReadCAFile returns the system's roots plus every certificate in the PEM file at path, the
-// pool upstream.tls.ca_file asks the platform's certificate to chain to. A file holding no
-// certificate is an error, so a wrong path to some other PEM (a key, say) is caught at load.
+// pool upstream.tls.ca_file asks the platform's certificate to chain to.
 func ReadCAFile(path string) (*x509.CertPool, error) {
-	pem, err := readBounded(path, maxCAFileBytes)
-	if errors.Is(err, errTooLarge) {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxCAFileBytes)
-	}
+	pem, err := readCAPEM(path)
 	if err != nil {
 		return nil, err
 	}
@@ -24,8 +20,24 @@ func ReadCAFile(path string) (*x509.CertPool, error) {
 	if err != nil || pool == nil {
 		pool = x509.NewCertPool() // no system roots (a scratch container): the file alone
 	}
-	if !pool.AppendCertsFromPEM(pem) {
+	pool.AppendCertsFromPEM(pem) // readCAPEM found a certificate in it
+	return pool, nil
+}
+
+// readCAPEM reads the PEM file at path and checks that it holds a certificate, so a wrong
+// path to some other PEM (a key, say) is caught at load. It is all validation needs: the
+// system's roots are loaded once, by ReadCAFile when the transport is built, not on every
+// load and reload.
+func readCAPEM(path string) ([]byte, error) {
+	pem, err := readBounded(path, maxCAFileBytes)
+	if errors.Is(err, errTooLarge) {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxCAFileBytes)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(pem) {
 		return nil, errors.New(path + ": no PEM certificate in it")
 	}
-	return pool, nil
+	return pem, nil
 }

@@ -149,7 +149,7 @@ func (v *validator) upstream(u *Upstream) {
 	v.nonNegativeDuration("upstream.breaker.cooldown", u.Breaker.Cooldown)
 	v.upstreamHTTP2(u)
 	if u.TLS.CAFile != "" {
-		if _, err := ReadCAFile(u.TLS.CAFile); err != nil {
+		if _, err := readCAPEM(u.TLS.CAFile); err != nil {
 			v.fail("upstream.tls.ca_file", "%v", err)
 		}
 	}
