@@ -111,3 +111,21 @@ func TestAttributionAllocs(t *testing.T) {
 			extra, allocs["none"], allocs["recorded"], maxAttributionAllocs)
 	}
 }
+
+// BenchmarkAttributionCostStream is BenchmarkAttributionCost on streamed answers, Responses
+// and Chat Completions: the end user and the tags ride the request record to the stream's
+// settlement, which a non-stream call reaches by another path.
+func BenchmarkAttributionCostStream(b *testing.B) {
+	minimal := benchUpstream(b, "")
+	for _, route := range []struct{ name, path, rest string }{
+		{"responses", "/v1/responses", `"model":"bench","input":"Write one short sentence about benchmarks.","stream":true}`},
+		{"chat", "/v1/chat/completions", `"model":"bench","stream":true,"messages":[{"role":"user","content":"Write one short sentence about benchmarks."}]}`},
+	} {
+		for _, c := range attrCostCases() {
+			b.Run(route.name+"/"+c.name, func(b *testing.B) {
+				h, _ := attrCostServer(b, minimal, c)
+				benchRoute(b, h, route.path, `{`+c.fields+route.rest, 100)
+			})
+		}
+	}
+}
