@@ -39,6 +39,7 @@ type options struct {
 	tickStreams int
 	memoryRuns  int
 	phases      map[string]bool
+	pairControl bool     // --pair-control: paired phases compare "off" with itself
 	routes      []string // only comparisons whose name contains one of these; nil: all
 }
 
@@ -89,6 +90,7 @@ func main() {
 	flag.IntVar(&o.memoryRuns, "memory-runs", 1, "runs of the memory checks, in alternating order; the report gives medians")
 	flag.IntVar(&o.tickStreams, "tick-streams", 4, "concurrent timestamped streams per delay measurement")
 	flag.StringVar(&phases, "phases", "throughput,latency,events,memory,tracing", "comma-separated phases to run (also: store, responses.store local against off; websocket, the Responses WebSocket mode against HTTP; attribution, recording tags and end users against none; slowreaders, normal streams beside clients that do not read; soak, streams held for --soak-duration with clients coming and going)")
+	flag.BoolVar(&o.pairControl, "pair-control", false, "store, attribution: run both sides as the \"off\" side (same config, same requests), so the ratios show what the method reads when nothing differs")
 	var routes string
 	flag.StringVar(&routes, "routes", "", "comma-separated route filter for throughput, latency and events, e.g. messages (default: all)")
 	flag.Parse()

@@ -51,6 +51,13 @@ func (b *bench) storeCost() error {
 // comparePair starts two fresh modelgates, one whose config ends with offYAML and one with
 // onYAML, and runs each case's wrk through both, alternating within each round.
 func (b *bench) comparePair(name, offYAML, onYAML string, c *pairComparison) error {
+	if b.o.pairControl {
+		onYAML = offYAML
+		c.title, c.onLabel = c.title+" (control: off against off)", c.offLabel+" again"
+		for _, pc := range c.cases {
+			pc.onBody, pc.onHeaders = pc.offBody, pc.offHeaders
+		}
+	}
 	on, err := b.startModelgateWith("mg-"+name+"-on", false, onYAML)
 	if err != nil {
 		return err
