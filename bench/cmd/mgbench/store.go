@@ -22,6 +22,9 @@ type pairCase struct {
 	// those seconds slows both alike, so their ratio holds still where the ratio of runs
 	// taken one after the other moves with the box (±10–15% a round on a shared machine).
 	togetherRatios []float64
+	// and the ratio of their CPU per request, off over on: what the box's throughput would
+	// be if modelgate had it to itself
+	togetherCPURatios []float64
 }
 
 // pairComparison is the result of one comparePair: what was compared, and the cases.
@@ -108,9 +111,10 @@ func (b *bench) comparePair(name, offYAML, onYAML string, c *pairComparison) err
 				return err
 			}
 			pc.togetherRatios = append(pc.togetherRatios, onT.res.rps/offT.res.rps)
-			fmt.Fprintf(os.Stderr, "round %d %-28s %s %8.0f rps %6.1f µs  %s %8.0f rps %6.1f µs  ratio %.3f  together %.0f / %.0f rps, ratio %.3f\n", round+1, pc.name,
+			pc.togetherCPURatios = append(pc.togetherCPURatios, float64(offT.cpuPerReq)/float64(onT.cpuPerReq))
+			fmt.Fprintf(os.Stderr, "round %d %-28s %s %8.0f rps %6.1f µs  %s %8.0f rps %6.1f µs  ratio %.3f  together %.0f / %.0f rps, ratio %.3f, CPU ratio %.3f\n", round+1, pc.name,
 				c.offLabel, pc.offRPS[n], pc.offCPU[n], c.onLabel, pc.onRPS[n], pc.onCPU[n], pc.ratios[n],
-				offT.res.rps, onT.res.rps, pc.togetherRatios[n])
+				offT.res.rps, onT.res.rps, pc.togetherRatios[n], pc.togetherCPURatios[n])
 		}
 	}
 	return nil
@@ -134,15 +138,17 @@ func (b *bench) wrkTogether(off, on *proc, path, offScript, onScript string) (of
 
 // print writes the comparison's table.
 func (c *pairComparison) print(w io.Writer) {
-	fmt.Fprintf(w, "%s\t%s rps\t%s rps\tratio (median)\tratio range\tCPU µs %s/%s\tCPU added\ttarget >= %.2f\tratio run together (median)\trange\ttarget >= %.2f\t\n",
+	fmt.Fprintf(w, "%s\t%s rps\t%s rps\tratio (median)\tratio range\tCPU µs %s/%s\tCPU added\ttarget >= %.2f\tratio run together (median)\trange\ttarget >= %.2f\tCPU ratio together (median)\trange\t\n",
 		c.title, c.offLabel, c.onLabel, c.offLabel, c.onLabel, c.target, c.target)
 	for _, pc := range c.cases {
 		lo, hi := minmax(pc.ratios)
 		cOff, cOn := median(pc.offCPU), median(pc.onCPU)
 		tLo, tHi := minmax(pc.togetherRatios)
-		fmt.Fprintf(w, "%s\t%.0f\t%.0f\t%.3f\t%.2f–%.2f\t%.1f / %.1f\t%+.1f%%\t%s\t%.3f\t%.3f–%.3f\t%s\t\n", pc.name, median(pc.offRPS), median(pc.onRPS),
+		cLo, cHi := minmax(pc.togetherCPURatios)
+		fmt.Fprintf(w, "%s\t%.0f\t%.0f\t%.3f\t%.2f–%.2f\t%.1f / %.1f\t%+.1f%%\t%s\t%.3f\t%.3f–%.3f\t%s\t%.3f\t%.3f–%.3f\t\n", pc.name, median(pc.offRPS), median(pc.onRPS),
 			median(pc.ratios), lo, hi, cOff, cOn, 100*(cOn-cOff)/cOff, verdict(median(pc.ratios) >= c.target),
-			median(pc.togetherRatios), tLo, tHi, verdict(median(pc.togetherRatios) >= c.target))
+			median(pc.togetherRatios), tLo, tHi, verdict(median(pc.togetherRatios) >= c.target),
+			median(pc.togetherCPURatios), cLo, cHi)
 	}
-	fmt.Fprintln(w, "\t\t\t\t\t\t\t\t\t\t\t")
+	fmt.Fprintln(w, "\t\t\t\t\t\t\t\t\t\t\t\t\t")
 }
