@@ -41,6 +41,7 @@ type chatCall struct {
 	// openAll opened them all.
 	resps   []*http.Response
 	cancels []context.CancelFunc
+	charge  accounting.Charge // what the call cost, settled when the handler returns
 }
 
 // chatCompletions serves POST /v1/chat/completions on top of the Responses gateway. Nothing
@@ -56,13 +57,12 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		return
 	}
 	call.admitted(s, c, a)
-	var ch accounting.Charge
-	defer func() { s.settle(c, a.ticket, ch) }()
+	defer func() { s.settle(c, a.ticket, call.charge) }()
 	if call.ri.Stream {
-		call.stream(&ch)
+		call.stream(&call.charge)
 		return
 	}
-	call.complete(&ch)
+	call.complete(&call.charge)
 }
 
 // admitted makes the checked request the call on its way to the platform. Out of line, so
@@ -408,20 +408,23 @@ func (cc *chatCall) stream(ch *accounting.Charge) {
 		writeFailure(cc.c, f)
 		return
 	}
+	defer cc.closeOpened()
+	// The platform has the request: a stream that runs for minutes need not hold it.
+	cc.req, cc.upBody = nil, nil
+	startStream(cc.c) // from this frame, above the relay's (see startStream)
 	cc.relayStream(ch)
 }
 
-// relayStream pumps the opened choices to the client and sets ch to what the platform
-// billed. Out of line: the pump in its frame would otherwise sit under the wait for the
-// platform's headers too.
+// closeOpened closes the choices openAll opened.
+func (cc *chatCall) closeOpened() { closeAll(cc.resps, cc.cancels) }
+
+// relayStream pumps the opened choices, whose stream has started, to the client and sets
+// ch to what the platform billed. Out of line: the pump in its frame would otherwise sit
+// under the wait for the platform's headers and under the stream's start too.
 //
 //go:noinline
 func (cc *chatCall) relayStream(ch *accounting.Charge) {
 	c, resps, cancels := cc.c, cc.resps, cc.cancels
-	defer closeAll(resps, cancels)
-	// The platform has the request: a stream that runs for minutes need not hold it.
-	cc.req, cc.upBody, cc.resps, cc.cancels = nil, nil, nil, nil
-	startStream(c)
 	p := relay.Pump{Out: relay.NewWriter(c.Writer, cc.st.cfg.Upstream.KeepAliveInterval), Obs: cc.ri,
 		Client: c.Request.Context(), Idle: cc.st.cfg.Upstream.StreamIdleTimeout, Reserve: cc.reserve}
 	defer p.Out.Stop()
