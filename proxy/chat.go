@@ -410,7 +410,7 @@ func (cc *chatCall) stream(ch *accounting.Charge) {
 	}
 	defer cc.closeOpened()
 	// The platform has the request: a stream that runs for minutes need not hold it.
-	cc.req, cc.upBody = nil, nil
+	cc.req, cc.upBody, cc.gc.body = nil, nil, nil
 	startStream(cc.c) // from this frame, above the relay's (see startStream)
 	cc.relayStream(ch)
 }
