@@ -21,3 +21,18 @@ func TestRunInChild(t *testing.T) {
 		t.Errorf("child output:\n%s", out)
 	}
 }
+
+// A subtest's child runs that subtest alone: each level of its name is matched whole, so a
+// sibling whose name starts with the same letters is not run beside it.
+func TestExactRunPattern(t *testing.T) {
+	for _, c := range []struct{ name, want string }{
+		{"TestX", "^TestX$"},
+		{"TestX/h2", "^TestX$/^h2$"},
+		{"TestX/h2/chat", "^TestX$/^h2$/^chat$"},
+		{"TestX/a.b+c", `^TestX$/^a\.b\+c$`},
+	} {
+		if got := exactRunPattern(c.name); got != c.want {
+			t.Errorf("exactRunPattern(%q) = %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -37,6 +37,11 @@ type chatCall struct {
 	// reserve is one choice's reservation: its input estimate and output cap.
 	reserve ratelimit.Usage
 	gc      gatewayCall // its way to the platform, fallbacks included; kept here, not allocated apart
+	// resps and cancels are the platform's answers, one per choice, and their cancels, once
+	// openAll opened them all.
+	resps   []*http.Response
+	cancels []context.CancelFunc
+	charge  accounting.Charge // what the call cost, settled when the handler returns
 }
 
 // chatCompletions serves POST /v1/chat/completions on top of the Responses gateway. Nothing
@@ -52,13 +57,12 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		return
 	}
 	call.admitted(s, c, a)
-	var ch accounting.Charge
-	defer func() { s.settle(c, a.ticket, ch) }()
+	defer func() { s.settle(c, a.ticket, call.charge) }()
 	if call.ri.Stream {
-		ch = call.stream()
+		call.stream(&call.charge)
 		return
 	}
-	ch = call.complete()
+	call.complete(&call.charge)
 }
 
 // admitted makes the checked request the call on its way to the platform. Out of line, so
@@ -150,48 +154,81 @@ func writeTranslateError(c *gin.Context, err error) {
 	abortError(c, status, typ, te.Code, te.Param, te.Message)
 }
 
-// openAll opens one upstream call per choice, in parallel. If any fails, the first failure
-// is returned along with the charge for every choice: the platform may have billed those
-// that it answered, and those whose request it received before the call broke.
+// openAll opens one upstream call per choice, in parallel, and leaves the answers in
+// cc.resps and cc.cancels. If any fails, the first failure is returned, and failed is set
+// to the charge for every choice: the platform may have billed those that it answered, and
+// those whose request it received before the call broke.
 //
 // The choices fall back together (docs/routing.md): when one fails in a way a fallback may
 // help with, all of them are abandoned, charged, and opened again on the next model, so one
 // answer never mixes models.
-func (cc *chatCall) openAll(ctx context.Context) ([]*http.Response, []context.CancelFunc, *upstream.Failure, accounting.Charge) {
-	cc.gc = gatewayCall{st: cc.st, p: cc.p, ri: cc.ri, body: cc.upBody, stream: cc.upStream, model: cc.ri.Model,
-		reserve: &cc.reserve, choices: int64(cc.req.N), header: cc.c.Writer.Header()}
+//
+// The frames between the handler and the transport's wait for the platform's headers are
+// the deepest a stream's stack goes (TestStreamHeaderWaitDepth): a single choice goes from
+// here straight to openGateway, and the fan-out's slices, goroutines and loop are in frames
+// of their own. (A charge returned by value would take room in each frame it passes.)
+func (cc *chatCall) openAll(ctx context.Context, failed *accounting.Charge) *upstream.Failure {
 	gc := &cc.gc
+	gc.st, gc.p, gc.ri, gc.body, gc.stream, gc.model = cc.st, cc.p, cc.ri, cc.upBody, cc.upStream, cc.ri.Model
+	gc.reserve, gc.choices, gc.header = &cc.reserve, int64(cc.req.N), cc.c.Writer.Header()
+	if cc.req.N > 1 {
+		return cc.openFanout(ctx, gc, failed)
+	}
+	// A single choice takes the request's whole fallback chain in openGateway.
+	resp, cancel, f := cc.s.openGateway(ctx, gc)
+	if f != nil {
+		cc.chargeFailure(f, failed)
+		return f
+	}
+	cc.resps, cc.cancels = []*http.Response{resp}, []context.CancelFunc{cancel}
+	return nil
+}
+
+// chargeFailure sets failed to what a single choice's failure f costs: nothing more when
+// its fallback chain billed it already on moving past it. Out of line, as a cold path of
+// openAll.
+//
+//go:noinline
+func (cc *chatCall) chargeFailure(f *upstream.Failure, failed *accounting.Charge) {
+	*failed = accounting.Charge{}
+	if !f.Settled {
+		*failed = f.Charge(cc.reserve)
+	}
+}
+
+// openFanout is openAll for n>1 choices: each attempt on gc's current model opens them all,
+// and they move down the fallbacks together.
+//
+//go:noinline
+func (cc *chatCall) openFanout(ctx context.Context, gc *gatewayCall, failed *accounting.Charge) *upstream.Failure {
 	for {
-		resps, cancels, f, ch := cc.openChoices(ctx, gc)
-		if f == nil || cc.req.N == 1 || !cc.s.fallBack(gc, f, ch) {
+		f, ch := cc.openChoices(ctx, gc)
+		if f == nil || !cc.s.fallBack(gc, f, ch) {
 			if f != nil && f.Settled {
 				ch = accounting.Charge{} // billed by the chain when it moved past it
 			}
-			return resps, cancels, f, ch
+			*failed = ch
+			return f
 		}
 	}
 }
 
-// openChoices is one attempt of openAll on gc's current model. A single choice takes the
-// request's whole fallback chain in openGateway.
-func (cc *chatCall) openChoices(ctx context.Context, gc *gatewayCall) ([]*http.Response, []context.CancelFunc, *upstream.Failure, accounting.Charge) {
+// openChoices is one attempt of openFanout on gc's current model: on success the answers
+// are in cc.resps and cc.cancels.
+func (cc *chatCall) openChoices(ctx context.Context, gc *gatewayCall) (*upstream.Failure, accounting.Charge) {
 	n := cc.req.N
 	resps := make([]*http.Response, n)
 	cancels := make([]context.CancelFunc, n)
 	fails := make([]*upstream.Failure, n)
-	if n == 1 {
-		resps[0], cancels[0], fails[0] = cc.s.openGateway(ctx, gc)
-	} else {
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				ri := &requestInfo{Record: reqlog.Record{RequestID: cc.ri.RequestID}, trace: cc.ri.trace}
-				resps[i], cancels[i], fails[i] = cc.s.openOnce(ctx, gc, ri)
-			})
-		}
-		wg.Wait()
-		cc.ri.Attempts = n
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			ri := &requestInfo{Record: reqlog.Record{RequestID: cc.ri.RequestID}, trace: cc.ri.trace}
+			resps[i], cancels[i], fails[i] = cc.s.openOnce(ctx, gc, ri)
+		})
 	}
+	wg.Wait()
+	cc.ri.Attempts = n
 	var first *upstream.Failure
 	for _, f := range fails {
 		if f != nil {
@@ -200,12 +237,12 @@ func (cc *chatCall) openChoices(ctx context.Context, gc *gatewayCall) ([]*http.R
 		}
 	}
 	if first == nil {
-		return resps, cancels, nil, accounting.Charge{}
+		cc.resps, cc.cancels = resps, cancels
+		return nil, accounting.Charge{}
 	}
 	// The answered choices are drained side by side, so the failure's answer waits for one
 	// drain at most, not one per choice.
 	charges := make([]accounting.Charge, n)
-	var wg sync.WaitGroup
 	for i := range n {
 		if fails[i] != nil {
 			charges[i] = fails[i].Charge(cc.reserve)
@@ -218,7 +255,7 @@ func (cc *chatCall) openChoices(ctx context.Context, gc *gatewayCall) ([]*http.R
 	for _, c := range charges {
 		ch = ch.Plus(c)
 	}
-	return nil, nil, first, ch
+	return first, ch
 }
 
 // abandon closes a choice the platform answered while another choice of the request failed,
@@ -259,8 +296,9 @@ func closeAll(resps []*http.Response, cancels []context.CancelFunc) {
 	}
 }
 
-// complete serves a non-stream client: one chat.completion with n choices.
-func (cc *chatCall) complete() accounting.Charge {
+// complete serves a non-stream client: one chat.completion with n choices. ch is set to
+// what the platform billed.
+func (cc *chatCall) complete(ch *accounting.Charge) {
 	ctx := cc.c.Request.Context()
 	if cc.upStream {
 		// Served from an upstream stream to a client waiting for one answer: the whole call
@@ -269,11 +307,11 @@ func (cc *chatCall) complete() accounting.Charge {
 		ctx, stop = context.WithTimeout(ctx, cc.st.cfg.Upstream.RequestTimeout)
 		defer stop()
 	}
-	resps, cancels, f, failed := cc.openAll(ctx)
-	if f != nil {
+	if f := cc.openAll(ctx, ch); f != nil {
 		writeFailure(cc.c, f)
-		return failed
+		return
 	}
+	resps, cancels := cc.resps, cc.cancels
 	defer closeAll(resps, cancels)
 	n := len(resps)
 	answers := make([][]byte, n)
@@ -294,13 +332,14 @@ func (cc *chatCall) complete() accounting.Charge {
 	}
 	wg.Wait()
 	var total accounting.Charge
-	for _, ch := range charges {
-		total = total.Plus(ch)
+	for _, c := range charges {
+		total = total.Plus(c)
 	}
+	*ch = total
 	for _, err := range errs {
 		if err != nil {
 			cc.answerError(err)
-			return total
+			return
 		}
 	}
 	out := answers[0]
@@ -308,11 +347,10 @@ func (cc *chatCall) complete() accounting.Charge {
 		var err error
 		if out, err = translate.MergeChoices(answers); err != nil {
 			cc.answerError(err)
-			return total
+			return
 		}
 	}
 	cc.c.Data(http.StatusOK, "application/json", out)
-	return total
 }
 
 // completeOne turns one upstream answer into one chat.completion, and says what the
@@ -363,18 +401,30 @@ func (cc *chatCall) answerError(err error) {
 
 // stream serves a streaming client. Each choice's upstream stream has its own converter;
 // their chunks are interleaved as they come, then one usage chunk and one [DONE] close the
-// stream when there are several choices (a single converter writes its own trailer).
-func (cc *chatCall) stream() accounting.Charge {
-	c := cc.c
-	resps, cancels, f, failed := cc.openAll(c.Request.Context())
-	if f != nil {
-		writeFailure(c, f)
-		return failed
+// stream when there are several choices (a single converter writes its own trailer). ch is
+// set to what the platform billed.
+func (cc *chatCall) stream(ch *accounting.Charge) {
+	if f := cc.openAll(cc.c.Request.Context(), ch); f != nil {
+		writeFailure(cc.c, f)
+		return
 	}
-	defer closeAll(resps, cancels)
+	defer cc.closeOpened()
 	// The platform has the request: a stream that runs for minutes need not hold it.
-	cc.req, cc.upBody = nil, nil
-	startStream(c)
+	cc.req, cc.upBody, cc.gc.body = nil, nil, nil
+	startStream(cc.c) // from this frame, above the relay's (see startStream)
+	cc.relayStream(ch)
+}
+
+// closeOpened closes the choices openAll opened.
+func (cc *chatCall) closeOpened() { closeAll(cc.resps, cc.cancels) }
+
+// relayStream pumps the opened choices, whose stream has started, to the client and sets
+// ch to what the platform billed. Out of line: the pump in its frame would otherwise sit
+// under the wait for the platform's headers and under the stream's start too.
+//
+//go:noinline
+func (cc *chatCall) relayStream(ch *accounting.Charge) {
+	c, resps, cancels := cc.c, cc.resps, cc.cancels
 	p := relay.Pump{Out: relay.NewWriter(c.Writer, cc.st.cfg.Upstream.KeepAliveInterval), Obs: cc.ri,
 		Client: c.Request.Context(), Idle: cc.st.cfg.Upstream.StreamIdleTimeout, Reserve: cc.reserve}
 	defer p.Out.Stop()
@@ -383,9 +433,10 @@ func (cc *chatCall) stream() accounting.Charge {
 		defer cc.s.hooks.StreamClosed(cc.ri.Route)
 	}
 	if len(resps) == 1 {
-		return p.Direct(resps[0].Body, cancels[0], cc.newConverter(0, 1))
+		*ch = p.Direct(resps[0].Body, cancels[0], cc.newConverter(0, 1))
+		return
 	}
-	return cc.streamMerged(p, resps, cancels)
+	*ch = cc.streamMerged(p, resps, cancels)
 }
 
 // newConverter makes choice i's stream converter, in a call of its own so the Meta it copies

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -98,6 +100,10 @@ type envOptions struct {
 	// h2c serves the platform as cleartext HTTP/2 only, and modelgate speaks it
 	// (upstream.http2: h2c): many streams on one connection.
 	h2c bool
+	// tlsH2 serves the platform over TLS with HTTP/2 offered by ALPN, with a certificate
+	// from its own CA (platformsim.NewCertificate), which modelgate's transport trusts
+	// (upstream.http2 auto, as production talks to the platform).
+	tlsH2 bool
 	// limiterNow is the limiter's clock; default testclock.Running.
 	limiterNow func() time.Time
 	// now is the server's clock (caches, asset expiry); default testclock.Running.
@@ -146,7 +152,12 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 		env.simSrv.Config.Protocols = new(http.Protocols)
 		env.simSrv.Config.Protocols.SetUnencryptedHTTP2(true)
 	}
-	env.simSrv.Start()
+	var rootCAs *x509.CertPool
+	if o.tlsH2 {
+		rootCAs = startTLSH2(t, env.simSrv)
+	} else {
+		env.simSrv.Start()
+	}
 	t.Cleanup(env.simSrv.Close)
 	t.Cleanup(env.sim.Close) // runs first: releases stalled handlers so the server can close
 	yamlText := o.yaml
@@ -177,7 +188,7 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 	}
 	tr := platform.NewTransport(platform.TransportOptions{
 		DialTimeout: cfg.Upstream.DialTimeout, ResponseHeaderTimeout: cfg.Upstream.ResponseHeaderTimeout,
-		HTTP2: cfg.Upstream.HTTP2, WrapDial: o.wrapDial,
+		HTTP2: cfg.Upstream.HTTP2, RootCAs: rootCAs, WrapDial: o.wrapDial,
 	})
 	t.Cleanup(tr.CloseIdleConnections)
 	pc, err := platform.New(cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL, tr)
@@ -221,6 +232,28 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 		}
 	})
 	return env
+}
+
+// startTLSH2 starts srv on TLS, offering h2 and then http/1.1, with a certificate from a CA
+// made for it, and returns a pool that trusts that CA alone.
+func startTLSH2(t testing.TB, srv *httptest.Server) *x509.CertPool {
+	t.Helper()
+	c, err := platformsim.NewCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(c.CertPEM, c.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(c.CAPEM) {
+		t.Fatal("the CA's PEM holds no certificate")
+	}
+	srv.EnableHTTP2 = true
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+	srv.StartTLS()
+	return roots
 }
 
 // assertNoCanary fails the test if the platform key shows up in any log line.

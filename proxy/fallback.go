@@ -58,6 +58,15 @@ func (s *Server) openGateway(ctx context.Context, gc *gatewayCall) (*http.Respon
 	if gc.st.models.chained[gc.ri.Model] == nil {
 		return s.openOnce(ctx, gc, gc.ri) // no fallbacks and no first_token_timeout: as ever
 	}
+	return s.openChained(ctx, gc)
+}
+
+// openChained is openGateway for a model with fallbacks or a first_token_timeout. Out of
+// line: its loop would otherwise add to every stream's deepest frame chain, the one down
+// to the transport's wait for the platform's headers (TestStreamHeaderWaitDepth).
+//
+//go:noinline
+func (s *Server) openChained(ctx context.Context, gc *gatewayCall) (*http.Response, context.CancelFunc, *upstream.Failure) {
 	before := 0 // attempts sent to the models already left: the log counts every one
 	for {
 		gc.ri.Attempts = 0
@@ -74,11 +83,21 @@ func (s *Server) openGateway(ctx context.Context, gc *gatewayCall) (*http.Respon
 // key failover), watched for a stall when the model has a first_token_timeout; ri is where
 // the attempt reports (a chat choice has a record of its own).
 func (s *Server) openOnce(ctx context.Context, gc *gatewayCall, ri *requestInfo) (*http.Response, context.CancelFunc, *upstream.Failure) {
-	c := upstream.Call{Principal: gc.p, Body: gc.body, Stream: gc.stream, Model: gc.upstream, ModelAsked: gc.asked, Trail: ri.trail()}
+	var c upstream.Call
+	gc.fillCall(&c, ri)
 	if m := gc.st.models.chained[gc.model]; m != nil && m.FirstTokenTimeout > 0 && gc.stream {
-		return openWatched(ctx, gc.st.gateway, c, m.FirstTokenTimeout)
+		return openWatched(ctx, gc.st.gateway, &c, m.FirstTokenTimeout)
 	}
-	return gc.st.gateway.Open(ctx, c)
+	return gc.st.gateway.Open(ctx, &c)
+}
+
+// fillCall sets c to gc's call on its current model, reporting to ri. Out of line, so the
+// temporaries that build it take no room in openOnce's frame, which stays on the stack
+// while the platform is awaited.
+//
+//go:noinline
+func (gc *gatewayCall) fillCall(c *upstream.Call, ri *requestInfo) {
+	*c = upstream.Call{Principal: gc.p, Body: gc.body, Stream: gc.stream, Model: gc.upstream, ModelAsked: gc.asked, Trail: ri.trail()}
 }
 
 // fallBack moves gc to the asked model's next fallback that f allows (routing.Classify and

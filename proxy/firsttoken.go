@@ -33,7 +33,7 @@ const (
 // chain moves past. A stall after the request was written is charged as a call sent without
 // an answer (its reservation, no_answer): the platform may have worked on it. The events
 // read while waiting are handed on: the relay reads the stream from its first byte.
-func openWatched(ctx context.Context, g *upstream.Gateway, c upstream.Call, timeout time.Duration) (*http.Response, context.CancelFunc, *upstream.Failure) {
+func openWatched(ctx context.Context, g *upstream.Gateway, c *upstream.Call, timeout time.Duration) (*http.Response, context.CancelFunc, *upstream.Failure) {
 	wctx, stop := context.WithCancelCause(ctx)
 	var state atomic.Int32
 	timer := time.AfterFunc(timeout, func() {

@@ -7,6 +7,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
 
+	"modelgate/accounting"
+	"modelgate/ratelimit"
 	"modelgate/reqlog"
 	"modelgate/translate"
 	"modelgate/upstream"
@@ -33,6 +35,15 @@ func (s *Server) callGateway(c *gin.Context, gc *gatewayCall) (*http.Response, c
 		writeFailure(c, f)
 	}
 	return resp, cancel, f
+}
+
+// chargeFailed sets ch to what the failed gateway call f costs (Failure.Charge). Out of
+// line: the charge it builds would otherwise take room in a frame that stays on the stack
+// while the platform is awaited.
+//
+//go:noinline
+func chargeFailed(ch *accounting.Charge, f *upstream.Failure, reserve ratelimit.Usage) {
+	*ch = f.Charge(reserve)
 }
 
 // writeFailure answers a failed gateway call in the route's dialect.

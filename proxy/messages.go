@@ -40,8 +40,7 @@ func (s *Server) messages(c *gin.Context) {
 	if m == nil {
 		return
 	}
-	var ch accounting.Charge
-	defer func() { s.settle(c, m.ticket, ch) }()
+	defer func() { s.settle(c, m.ticket, m.charge) }()
 	ctx := c.Request.Context()
 	if m.upStream && !m.stream {
 		// The client waits for one answer: the whole call is bounded like any non-stream
@@ -50,24 +49,42 @@ func (s *Server) messages(c *gin.Context) {
 		ctx, stop = context.WithTimeout(ctx, m.st.cfg.Upstream.RequestTimeout)
 		defer stop()
 	}
+	// The call and its charge are kept in m, and the answer is relayed in a call of its
+	// own: this frame is on the stack, with the gateway's, while the platform's answer
+	// headers are awaited, the deepest a stream's stack goes (TestStreamHeaderWaitDepth).
 	ri := info(c)
-	resp, cancel, f := s.openGateway(ctx, &gatewayCall{st: m.st, p: m.p, ri: ri, body: m.upBody, stream: m.upStream,
-		model: ri.Model, reserve: &m.reserve, choices: 1, header: c.Writer.Header()})
-	m.upBody = nil // the platform has it: a stream that runs for minutes need not hold it
+	gc := &m.gc
+	gc.st, gc.p, gc.ri, gc.body, gc.stream, gc.model = m.st, m.p, ri, m.upBody, m.upStream, ri.Model
+	gc.reserve, gc.choices, gc.header = &m.reserve, 1, c.Writer.Header()
+	resp, cancel, f := s.openGateway(ctx, gc)
+	m.upBody, gc.body = nil, nil // the platform has it: a stream that runs for minutes need not hold it
 	if f != nil {
 		writeFailure(c, f)
-		ch = f.Charge(m.reserve)
+		chargeFailed(&m.charge, f, m.reserve)
 		return
 	}
 	defer resp.Body.Close()
 	defer cancel()
+	if m.stream {
+		startStream(c) // from this frame, above the relay's (see startStream)
+	}
+	s.answerMessages(ctx, c, m, resp, cancel)
+}
+
+// answerMessages relays the platform's answer to m in the client's form (a stream has
+// started already) and sets m.charge to what it cost.
+//
+//go:noinline
+func (s *Server) answerMessages(ctx context.Context, c *gin.Context, m *messagesCall, resp *http.Response, cancel context.CancelFunc) {
 	switch {
 	case m.stream:
-		ch = s.messagesStream(c, m.st, resp, cancel, m.meta, m.reserve)
+		// Through the same pump as chat (relay.Pump.Direct), with Anthropic's ping for
+		// keep-alive, and settled the same way.
+		m.charge = s.relayMessagesStream(c, m.st, resp, cancel, &m.meta, m.reserve)
 	case m.upStream:
-		ch = s.messagesAggregate(ctx, c, m.st, resp, cancel, m.meta, m.reserve)
+		m.charge = s.messagesAggregate(ctx, c, m.st, resp, cancel, m.meta, m.reserve)
 	default:
-		ch = s.messagesComplete(c, info(c), resp, m.meta, m.reserve)
+		m.charge = s.messagesComplete(c, info(c), resp, m.meta, m.reserve)
 	}
 }
 
@@ -81,6 +98,8 @@ type messagesCall struct {
 	meta            translate.MessagesMeta
 	reserve         ratelimit.Usage
 	ticket          *ratelimit.Ticket
+	gc              gatewayCall       // its way to the platform
+	charge          accounting.Charge // what it cost, settled when the handler returns
 }
 
 // checkMessages checks, translates and admits a Messages request through the preflight,
@@ -193,14 +212,8 @@ func (s *Server) messagesComplete(c *gin.Context, ri *requestInfo, resp *http.Re
 	return ch
 }
 
-// messagesStream relays the upstream stream as Anthropic events through the same pump as
-// chat (relay.Pump.Direct), with Anthropic's ping for keep-alive, and settles the same way.
-func (s *Server) messagesStream(c *gin.Context, st *state, resp *http.Response, cancel context.CancelFunc, meta translate.MessagesMeta, reserve ratelimit.Usage) accounting.Charge {
-	startStream(c) // above the relay's frame (see startStream)
-	return s.relayMessagesStream(c, st, resp, cancel, &meta, reserve)
-}
-
-// relayMessagesStream is messagesStream's relay, entered once the stream started.
+// relayMessagesStream relays the upstream stream as Anthropic events, entered once the
+// stream started.
 //
 //go:noinline
 func (s *Server) relayMessagesStream(c *gin.Context, st *state, resp *http.Response, cancel context.CancelFunc, meta *translate.MessagesMeta, reserve ratelimit.Usage) accounting.Charge {

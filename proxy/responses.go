@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -22,41 +23,60 @@ import (
 // responses passes POST /v1/responses through: the body goes upstream with the model alias
 // applied and modelgate's credential, and the answer comes back as it is, streamed event by
 // event when it is a stream. Usage is read on the side for the limits.
+//
+// Its frame is on the stack, with the gateway's, while the platform's answer headers are
+// awaited, the deepest a stream's stack goes (TestStreamHeaderWaitDepth): the call and its
+// charge are kept in the admitted request's record, and the relay is a call of its own.
 func (s *Server) responses(c *gin.Context) {
 	rc := s.admitResponses(c)
 	if rc == nil {
 		return
 	}
 	ri := info(c)
-	var ch accounting.Charge
-	defer func() { s.settle(c, rc.ticket, ch) }()
+	defer func() { s.settle(c, rc.ticket, rc.charge) }()
 
 	if rc.turn != nil {
 		ri.onResponse = func(resp []byte) { s.keepTurn(c, rc.st, rc.turn, resp) }
 	}
-	resp, cancel, f := s.callGateway(c, &gatewayCall{st: rc.st, p: rc.p, ri: ri, body: rc.body, stream: ri.Stream,
-		model: ri.Model, reserve: &rc.reserve, choices: 1, header: c.Writer.Header()})
-	rc.body = nil // the platform has it: a stream that runs for minutes need not hold it
+	gc := &rc.gc
+	gc.st, gc.p, gc.ri, gc.body, gc.stream, gc.model = rc.st, rc.p, ri, rc.body, ri.Stream, ri.Model
+	gc.reserve, gc.choices, gc.header = &rc.reserve, 1, c.Writer.Header()
+	resp, cancel, f := s.callGateway(c, gc)
+	rc.body, gc.body = nil, nil // the platform has it: a stream that runs for minutes need not hold it
 	if f != nil {
-		ch = f.Charge(rc.reserve)
+		chargeFailed(&rc.charge, f, rc.reserve)
 		return
 	}
 	defer cancel()
 	defer resp.Body.Close()
+	stream := relay.IsEventStream(resp)
+	if stream && ri.Stream {
+		startStream(c) // from this frame, above the relay's (see startStream)
+	}
+	s.relayResponses(c, rc, resp, stream, cancel)
+}
 
-	if relay.IsEventStream(resp) != ri.Stream {
+// relayResponses relays the platform's answer to an admitted Responses request, a stream
+// when stream (the stream started already when the client asked for one), and sets
+// rc.charge to what it cost.
+//
+//go:noinline
+func (s *Server) relayResponses(c *gin.Context, rc *admittedResponses, resp *http.Response, stream bool, cancel context.CancelFunc) {
+	ri := info(c)
+	ch := &rc.charge
+	if stream != ri.Stream {
 		// The platform answered in the other form than asked: neither can be relayed as the
 		// client expects it, and what it billed for the answer cannot be read.
 		ri.UpstreamErr = "invalid_body"
 		abortError(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
-		ch = accounting.UpperBound(rc.reserve, ratelimit.Usage{}, accounting.BadBody)
+		*ch = accounting.UpperBound(rc.reserve, ratelimit.Usage{}, accounting.BadBody)
 		return
 	}
 	if ri.Stream {
-		ch = s.forwardResponsesStream(c, rc.st, resp, rc.reserve, cancel)
+		*ch = s.relayResponsesStream(c, rc.st, resp, rc.reserve, cancel)
 		return
 	}
-	ch = s.forwardResponsesJSON(c, resp, rc.reserve)
+	*ch = s.forwardResponsesJSON(c, resp, rc.reserve)
 }
 
 // admittedResponses is a checked and admitted Responses request.
@@ -67,6 +87,8 @@ type admittedResponses struct {
 	p       *auth.Principal
 	reserve ratelimit.Usage
 	ticket  *ratelimit.Ticket
+	gc      gatewayCall       // its way to the platform
+	charge  accounting.Charge // what it cost, settled when the handler returns
 }
 
 // admitResponses checks and admits a Responses request through the preflight, or hands a

@@ -156,7 +156,11 @@ type Call struct {
 // Open sends c with retries. On success the caller owns resp.Body and must call cancel, which
 // also ends the upstream request early (stop sequences, client gone). Otherwise the Failure
 // says what the client is to be told and whether the platform may have billed the call.
-func (g *Gateway) Open(parent context.Context, c Call) (*http.Response, context.CancelFunc, *Failure) {
+//
+// c is passed by pointer: these frames are on a stream's stack while it waits for the
+// platform's answer headers, its deepest moment, and a Call copied into each would take
+// room there (proxy's TestStreamHeaderWaitDepth).
+func (g *Gateway) Open(parent context.Context, c *Call) (*http.Response, context.CancelFunc, *Failure) {
 	breaker := g.modelBreaker(c)
 	if breaker != "" && !c.ModelAsked && !g.health.Allow(breaker) {
 		return nil, nil, breakerOpen()
@@ -176,7 +180,7 @@ func (g *Gateway) Open(parent context.Context, c Call) (*http.Response, context.
 // the caller, under ModelBreaker.
 func (g *Gateway) Health() Health { return g.health }
 
-func (g *Gateway) open(parent context.Context, c Call) (*http.Response, context.CancelFunc, *Failure) {
+func (g *Gateway) open(parent context.Context, c *Call) (*http.Response, context.CancelFunc, *Failure) {
 	deadline := time.Now().Add(g.timeout)
 	var ctx context.Context
 	var cancel context.CancelFunc

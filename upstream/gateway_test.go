@@ -107,7 +107,7 @@ var alice = &auth.Principal{Team: "alpha", KeyName: "alpha-1", PlatformKey: auth
 func (env *gatewayEnv) open(t *testing.T) (*http.Response, *Failure, int) {
 	t.Helper()
 	attempts := 0
-	resp, cancel, f := env.gw.Open(t.Context(), Call{Principal: alice, Body: []byte(`{}`), Trail: Trail{RequestID: "req-1", Attempts: &attempts}})
+	resp, cancel, f := env.gw.Open(t.Context(), &Call{Principal: alice, Body: []byte(`{}`), Trail: Trail{RequestID: "req-1", Attempts: &attempts}})
 	if f == nil {
 		t.Cleanup(func() { resp.Body.Close(); cancel() })
 	}
@@ -210,7 +210,7 @@ func TestGatewayUnreachable(t *testing.T) {
 	p := gw.Policy()
 	p.Sleep = func(context.Context, time.Duration) error { waits.Add(1); return nil }
 	attempts := 0
-	_, _, f := gw.WithPolicy(p).Open(t.Context(), Call{Principal: alice, Body: []byte(`{}`), Trail: Trail{Attempts: &attempts}})
+	_, _, f := gw.WithPolicy(p).Open(t.Context(), &Call{Principal: alice, Body: []byte(`{}`), Trail: Trail{Attempts: &attempts}})
 	if f == nil || f.Status != http.StatusBadGateway || f.Kind != "dial" || f.MaybeBilled || f.ClientGone {
 		t.Fatalf("failure %+v", f)
 	}
@@ -237,7 +237,7 @@ func TestGatewayCallerGoneMaybeBilled(t *testing.T) {
 	gw := New(Deps{Platform: client}, &config.Config{Upstream: config.Upstream{RequestTimeout: 5 * time.Second}}, false)
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() { <-arrived; cancel() }()
-	_, _, f := gw.Open(ctx, Call{Principal: alice, Body: []byte(`{}`)})
+	_, _, f := gw.Open(ctx, &Call{Principal: alice, Body: []byte(`{}`)})
 	if f == nil || !f.ClientGone || !f.MaybeBilled || f.Kind != "canceled" {
 		t.Fatalf("failure %+v", f)
 	}

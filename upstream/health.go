@@ -29,7 +29,7 @@ const maxModelName = 256
 
 // modelBreaker is the name of the breaker c's model answers to, or "" when there is none:
 // breakers off, or a model the config does not list.
-func (g *Gateway) modelBreaker(c Call) string {
+func (g *Gateway) modelBreaker(c *Call) string {
 	if g.health == nil || len(g.models) == 0 {
 		return ""
 	}

@@ -83,7 +83,7 @@ func TestGatewayReportsToBreakers(t *testing.T) {
 				env.fake.status[k] = v
 			}
 			body := []byte(`{"model":"` + tt.model + `","input":"hi"}`)
-			resp, cancel, f := env.gw.Open(context.Background(), Call{Principal: alice, Body: body})
+			resp, cancel, f := env.gw.Open(context.Background(), &Call{Principal: alice, Body: body})
 			if f == nil {
 				resp.Body.Close()
 				cancel()
@@ -114,7 +114,7 @@ func TestClientGoneIsNotReported(t *testing.T) {
 	env := newGatewayEnvWith(t, h, []string{"m"})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _, f := env.gw.Open(ctx, Call{Principal: alice, Body: []byte(`{"model":"m"}`)})
+	_, _, f := env.gw.Open(ctx, &Call{Principal: alice, Body: []byte(`{"model":"m"}`)})
 	if f == nil || !f.ClientGone {
 		t.Fatalf("failure %+v, want the client gone", f)
 	}
@@ -143,7 +143,7 @@ func BenchmarkBreakersOnSuccess(b *testing.B) {
 			ok := &http.Response{StatusCode: http.StatusOK}
 			b.ReportAllocs()
 			for b.Loop() {
-				model := g.modelBreaker(call)
+				model := g.modelBreaker(&call)
 				if model != "" && !g.health.Allow(model) {
 					b.Fatal("refused")
 				}
