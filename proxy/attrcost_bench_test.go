@@ -27,11 +27,11 @@ func attrCostCases() []attrCostCase {
 	}
 }
 
-// attrCostServer is a server with a usage history and a JSON access log, the request of
+// attrCostServer is a server with a usage history and the access log in its default text format, the request of
 // case c, and the writer its answers go to.
 func attrCostServer(tb testing.TB, up http.RoundTripper, c attrCostCase) (http.Handler, string) {
 	d := benchDeps(tb, up, c.extra)
-	d.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	d.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	d.History = billing.NewRecorder(nil, time.Hour, time.Now, nil)
 	h := benchServer(tb, d).Handler()
 	hh := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -42,7 +42,7 @@ func attrCostServer(tb testing.TB, up http.RoundTripper, c attrCostCase) (http.H
 }
 
 // BenchmarkAttributionCost is a Responses call through a server with a usage history and a
-// JSON access log, sent the same bytes either way: "none" records no tags and names no end
+// text access log (the default format), sent the same bytes either way: "none" records no tags and names no end
 // user (the fields under names modelgate does not read), "recorded" records both.
 func BenchmarkAttributionCost(b *testing.B) {
 	minimal := benchUpstream(b, "")
