@@ -27,8 +27,8 @@ func attrCostCases() []attrCostCase {
 	}
 }
 
-// attrCostServer is a server with a usage history and the access log in its default text format, the request of
-// case c, and the writer its answers go to.
+// attrCostServer is a server with a usage history and the access log in its default text
+// format, the request of case c, and the writer its answers go to.
 func attrCostServer(tb testing.TB, up http.RoundTripper, c attrCostCase) (http.Handler, string) {
 	d := benchDeps(tb, up, c.extra)
 	d.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -42,8 +42,9 @@ func attrCostServer(tb testing.TB, up http.RoundTripper, c attrCostCase) (http.H
 }
 
 // BenchmarkAttributionCost is a Responses call through a server with a usage history and a
-// text access log (the default format), sent the same bytes either way: "none" records no tags and names no end
-// user (the fields under names modelgate does not read), "recorded" records both.
+// text access log (the default format), sent the same bytes either way: "none" records no
+// tags and names no end user (the fields under names modelgate does not read), "recorded"
+// records both.
 func BenchmarkAttributionCost(b *testing.B) {
 	minimal := benchUpstream(b, "")
 	for _, c := range attrCostCases() {
