@@ -11,8 +11,9 @@ if ! command -v wrk >/dev/null; then
 	apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }
 fi
 bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
 # modelgate is built as the Dockerfile builds it: static, stripped, and gin without its msgpack
 # codec. The floor and the upstream get the same flags, so what differs is the code.
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -tags "nomsgpack${MGBENCH_TAGS:+,$MGBENCH_TAGS}" -o "$bin/" . ./bench/cmd/benchup ./bench/cmd/floor
 go build -o "$bin/" ./bench/cmd/mgbench
-exec "$bin/mgbench" --bin "$bin" "$@"
+"$bin/mgbench" --bin "$bin" "$@"

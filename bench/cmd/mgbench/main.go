@@ -128,20 +128,29 @@ type bench struct {
 	rep      report
 }
 
-func run(o options) error {
+func run(o options) (err error) {
 	if _, err := exec.LookPath("wrk"); err != nil {
 		return fmt.Errorf("wrk not found: apt-get install -y wrk")
 	}
-	nofile, err := raiseFileLimit()
-	if err != nil {
-		return fmt.Errorf("raise the descriptor limit: %w", err)
+	nofile, ferr := raiseFileLimit()
+	if ferr != nil {
+		return fmt.Errorf("raise the descriptor limit: %w", ferr)
 	}
 	if o.workDir == "" {
-		d, err := os.MkdirTemp("", "mgbench-")
-		if err != nil {
-			return err
+		d, mkErr := os.MkdirTemp("", "mgbench-")
+		if mkErr != nil {
+			return mkErr
 		}
 		o.workDir = d
+		// The logs are for a run that failed: a paired phase's access logs alone come to
+		// about 1 GB, and runs left behind have filled this box's disk.
+		defer func() {
+			if err == nil {
+				os.RemoveAll(d)
+			} else {
+				fmt.Fprintf(os.Stderr, "mgbench: logs kept in %s\n", d)
+			}
+		}()
 	}
 	var current *bench // the mode now running, stopped on a signal
 	var mu sync.Mutex
