@@ -177,23 +177,11 @@ func (cc *chatCall) openAll(ctx context.Context, failed *accounting.Charge) *ups
 	// A single choice takes the request's whole fallback chain in openGateway.
 	resp, cancel, f := cc.s.openGateway(ctx, gc)
 	if f != nil {
-		cc.chargeFailure(f, failed)
+		chargeFailed(failed, f, cc.reserve) // as Responses and Messages charge theirs
 		return f
 	}
 	cc.resps, cc.cancels = []*http.Response{resp}, []context.CancelFunc{cancel}
 	return nil
-}
-
-// chargeFailure sets failed to what a single choice's failure f costs: nothing more when
-// its fallback chain billed it already on moving past it. Out of line, as a cold path of
-// openAll.
-//
-//go:noinline
-func (cc *chatCall) chargeFailure(f *upstream.Failure, failed *accounting.Charge) {
-	*failed = accounting.Charge{}
-	if !f.Settled {
-		*failed = f.Charge(cc.reserve)
-	}
 }
 
 // openFanout is openAll for n>1 choices: each attempt on gc's current model opens them all,

@@ -37,9 +37,10 @@ func (s *Server) callGateway(c *gin.Context, gc *gatewayCall) (*http.Response, c
 	return resp, cancel, f
 }
 
-// chargeFailed sets ch to what the failed gateway call f costs (Failure.Charge). Out of
-// line: the charge it builds would otherwise take room in a frame that stays on the stack
-// while the platform is awaited.
+// chargeFailed sets ch to what the failed gateway call f costs (Failure.Charge: nothing when
+// a fallback chain settled it already). Every route charges its failure here. Out of line:
+// the charge it builds would otherwise take room in a frame that stays on the stack while
+// the platform is awaited.
 //
 //go:noinline
 func chargeFailed(ch *accounting.Charge, f *upstream.Failure, reserve ratelimit.Usage) {
