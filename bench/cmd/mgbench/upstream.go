@@ -4,12 +4,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"modelgate/platformsim"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"modelgate/platformsim"
 )
 
 // upstreamMode is how the proxies under test speak to the benchmark upstream, one of the
