@@ -23,7 +23,7 @@ func (b *bench) attributionCost() error {
 	pair := func(name, path string, body []byte) *pairCase {
 		return &pairCase{name: name, path: path, offBody: with(decoyMeta, body), onBody: with(meta, body), offHeaders: off, onHeaders: on}
 	}
-	c := &pairComparison{title: "tags and end users recorded vs none", offLabel: "none", onLabel: "recorded", target: 0.97, cases: []*pairCase{
+	c := &pairComparison{title: "tags and end users recorded vs none", offLabel: "none", onLabel: "recorded", target: 0.97, swapRoles: true, cases: []*pairCase{
 		pair("/v1/responses", "/v1/responses", respBody),
 		pair("/v1/responses stream", "/v1/responses", respStreamBody),
 		pair("/v1/chat/completions", "/v1/chat/completions", chatBody),

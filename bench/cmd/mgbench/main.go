@@ -260,14 +260,18 @@ func (b *bench) startModelgateWith(name string, overheadHeader bool, extra strin
 
 // startModelgateTo starts a modelgate in front of the upstream up, reached in b's mode.
 func (b *bench) startModelgateTo(up *proc, name string, overheadHeader bool, extra string, env ...string) (*proc, error) {
-	cfg := strings.ReplaceAll(mgConfig, "UPSTREAM_MODE", b.mode.modelgateYAML())
-	cfg = strings.ReplaceAll(cfg, "UPSTREAM", up.url)
-	cfg = strings.ReplaceAll(cfg, "OVERHEAD", fmt.Sprint(overheadHeader)) + extra
-	p, err := startModelgate(name, b.o.workDir, filepath.Join(b.o.binDir, "modelgate"), cfg, env...)
+	p, err := startModelgate(name, b.o.workDir, filepath.Join(b.o.binDir, "modelgate"), b.modelgateConfig(up, overheadHeader, extra), env...)
 	if err == nil {
 		b.children = append(b.children, p)
 	}
 	return p, err
+}
+
+// modelgateConfig is the config of a modelgate in front of up, ending with extra YAML.
+func (b *bench) modelgateConfig(up *proc, overheadHeader bool, extra string) string {
+	cfg := strings.ReplaceAll(mgConfig, "UPSTREAM_MODE", b.mode.modelgateYAML())
+	cfg = strings.ReplaceAll(cfg, "UPSTREAM", up.url)
+	return strings.ReplaceAll(cfg, "OVERHEAD", fmt.Sprint(overheadHeader)) + extra
 }
 
 func (b *bench) stopAll() {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -19,6 +21,9 @@ type proc struct {
 	name string
 	cmd  *exec.Cmd
 	url  string
+	// A modelgate's config file and log, and what startModelgate put in its config: reload
+	// writes a new config with the same address and data directory.
+	cfgPath, logPath, listen, data string
 }
 
 // startReporting starts a command that prints its base URL as the first line of stdout.
@@ -51,17 +56,16 @@ func startModelgate(name, logDir, bin, configYAML string, env ...string) (*proc,
 	if err != nil {
 		return nil, err
 	}
-	cfgPath := filepath.Join(logDir, name+".yaml")
-	cfg := strings.ReplaceAll(configYAML, "${LISTEN}", "127.0.0.1:"+strconv.Itoa(port))
-	cfg = strings.ReplaceAll(cfg, "${DATA}", filepath.Join(logDir, name+"-data"))
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+	p := &proc{name: name, url: "http://127.0.0.1:" + strconv.Itoa(port), cfgPath: filepath.Join(logDir, name+".yaml"),
+		logPath: filepath.Join(logDir, name+".log"), listen: "127.0.0.1:" + strconv.Itoa(port), data: filepath.Join(logDir, name+"-data")}
+	if err := p.writeConfig(configYAML); err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(logDir, name+".log"))
+	logf, err := os.Create(p.logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--config", cfgPath)
+	cmd := exec.Command(bin, "--config", p.cfgPath)
 	if len(env) > 0 {
 		cmd.Env = append(os.Environ(), env...)
 	}
@@ -69,7 +73,7 @@ func startModelgate(name, logDir, bin, configYAML string, env ...string) (*proc,
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, url: "http://127.0.0.1:" + strconv.Itoa(port)}
+	p.cmd = cmd
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(p.url + "/healthz")
@@ -83,6 +87,54 @@ func startModelgate(name, logDir, bin, configYAML string, env ...string) (*proc,
 	}
 	p.stop()
 	return nil, fmt.Errorf("%s did not become healthy; see %s", name, filepath.Join(logDir, name+".log"))
+}
+
+// writeConfig writes configYAML as p's config file, with p's address and data directory.
+func (p *proc) writeConfig(configYAML string) error {
+	cfg := strings.ReplaceAll(configYAML, "${LISTEN}", p.listen)
+	cfg = strings.ReplaceAll(cfg, "${DATA}", p.data)
+	return os.WriteFile(p.cfgPath, []byte(cfg), 0o600)
+}
+
+// reload gives a running modelgate a new config: it rewrites the file, sends SIGHUP and
+// waits for the log line that says the reload was applied (the log is read from where it
+// ended before the signal, so a phase's access log is not read again). A rejected reload is
+// an error: the process would go on serving the old config.
+func (p *proc) reload(configYAML string) error {
+	if err := p.writeConfig(configYAML); err != nil {
+		return err
+	}
+	st, err := os.Stat(p.logPath)
+	if err != nil {
+		return err
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		return fmt.Errorf("reload %s: %w", p.name, err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		tail, err := readFrom(p.logPath, st.Size())
+		if err != nil {
+			return err
+		}
+		switch {
+		case strings.Contains(tail, "config reload rejected"):
+			return fmt.Errorf("%s rejected its new config; see %s", p.name, p.logPath)
+		case strings.Contains(tail, "config reloaded"):
+			return nil
+		}
+	}
+	return fmt.Errorf("%s did not reload within 15 s; see %s", p.name, p.logPath)
+}
+
+// readFrom is the text of the file at path from offset on.
+func readFrom(path string, offset int64) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, offset, 1<<20))
+	return string(b), err
 }
 
 func (p *proc) stop() {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 )
@@ -34,6 +35,9 @@ type pairComparison struct {
 	onLabel  string
 	target   float64 // the lowest acceptable median ratio
 	cases    []*pairCase
+	// swapRoles: the two processes trade configs every other round (see comparePair). Only
+	// for settings a reload applies.
+	swapRoles bool
 }
 
 // storeCost prices keeping responses: the same wrk runs against a modelgate that keeps
@@ -52,7 +56,11 @@ func (b *bench) storeCost() error {
 }
 
 // comparePair starts two fresh modelgates, one whose config ends with offYAML and one with
-// onYAML, and runs each case's wrk through both, alternating within each round.
+// onYAML, and runs each case's wrk through both, alternating within each round. With
+// c.swapRoles, every odd round the two processes trade configs by a reload (SIGHUP), so each
+// side is served by either process half the time: what differs between two processes besides
+// their config (which started first, where their memory lies, their log file) falls on both
+// sides alike instead of on one.
 func (b *bench) comparePair(name, offYAML, onYAML string, c *pairComparison) error {
 	if b.o.pairControl {
 		onYAML = offYAML
@@ -61,12 +69,16 @@ func (b *bench) comparePair(name, offYAML, onYAML string, c *pairComparison) err
 			pc.onBody, pc.onHeaders = pc.offBody, pc.offHeaders
 		}
 	}
-	on, err := b.startModelgateWith("mg-"+name+"-on", false, onYAML)
+	onName, offName := "mg-"+name+"-on", "mg-"+name+"-off"
+	if c.swapRoles { // each process serves both sides
+		onName, offName = "mg-"+name+"-a", "mg-"+name+"-b"
+	}
+	on, err := b.startModelgateWith(onName, false, onYAML)
 	if err != nil {
 		return err
 	}
 	defer on.stop()
-	off, err := b.startModelgateWith("mg-"+name+"-off", false, offYAML)
+	off, err := b.startModelgateWith(offName, false, offYAML)
 	if err != nil {
 		return err
 	}
@@ -81,42 +93,79 @@ func (b *bench) comparePair(name, offYAML, onYAML string, c *pairComparison) err
 		if s[i].on, err = luaScript(b.o.workDir, id+"-on", benchKey, pc.onBody, pc.onHeaders); err != nil {
 			return err
 		}
-		if err := warmUp(off, pc.path, s[i].off, b.o.threads, b.o.conns); err != nil {
-			return err
+	}
+	warm := func(off, on *proc) error {
+		for i, pc := range c.cases {
+			if err := warmUp(off, pc.path, s[i].off, b.o.threads, b.o.conns); err != nil {
+				return err
+			}
+			if err := warmUp(on, pc.path, s[i].on, b.o.threads, b.o.conns); err != nil {
+				return err
+			}
 		}
-		if err := warmUp(on, pc.path, s[i].on, b.o.threads, b.o.conns); err != nil {
-			return err
-		}
+		return nil
+	}
+	if err := warm(off, on); err != nil {
+		return err
 	}
 	for round := range b.o.rounds {
+		off, on := off, on
+		if c.swapRoles && round%2 == 1 {
+			off, on = on, off
+		}
+		if c.swapRoles && round > 0 {
+			if err := b.swapConfigs(off, on, offYAML, onYAML); err != nil {
+				return err
+			}
+			if err := warm(off, on); err != nil {
+				return err
+			}
+		}
 		for i, pc := range c.cases {
-			err := inTurn(round+i,
-				func() error {
-					r, err := b.wrkOnce(off, pc.path, s[i].off, b.o.threads, b.o.conns, b.o.duration)
-					pc.offRPS, pc.offCPU = append(pc.offRPS, r.res.rps), append(pc.offCPU, us(r.cpuPerReq))
-					return err
-				},
-				func() error {
-					r, err := b.wrkOnce(on, pc.path, s[i].on, b.o.threads, b.o.conns, b.o.duration)
-					pc.onRPS, pc.onCPU = append(pc.onRPS, r.res.rps), append(pc.onCPU, us(r.cpuPerReq))
-					return err
-				})
-			if err != nil {
+			if err := b.pairRound(round, round+i, pc, c, off, on, s[i].off, s[i].on); err != nil {
 				return err
 			}
-			n := len(pc.offRPS) - 1
-			pc.ratios = append(pc.ratios, pc.onRPS[n]/pc.offRPS[n])
-			offT, onT, err := b.wrkTogether(off, on, pc.path, s[i].off, s[i].on)
-			if err != nil {
-				return err
-			}
-			pc.togetherRatios = append(pc.togetherRatios, onT.res.rps/offT.res.rps)
-			pc.togetherCPURatios = append(pc.togetherCPURatios, float64(offT.cpuPerReq)/float64(onT.cpuPerReq))
-			fmt.Fprintf(os.Stderr, "round %d %-28s %s %8.0f rps %6.1f µs  %s %8.0f rps %6.1f µs  ratio %.3f  together %.0f / %.0f rps, ratio %.3f, CPU ratio %.3f\n", round+1, pc.name,
-				c.offLabel, pc.offRPS[n], pc.offCPU[n], c.onLabel, pc.onRPS[n], pc.onCPU[n], pc.ratios[n],
-				offT.res.rps, onT.res.rps, pc.togetherRatios[n], pc.togetherCPURatios[n])
 		}
 	}
+	return nil
+}
+
+// swapConfigs reloads off with the "off" config and on with the "on" one.
+func (b *bench) swapConfigs(off, on *proc, offYAML, onYAML string) error {
+	if err := off.reload(b.modelgateConfig(b.up, false, offYAML)); err != nil {
+		return err
+	}
+	return on.reload(b.modelgateConfig(b.up, false, onYAML))
+}
+
+// pairRound runs one round of one case: off and on one after the other (which goes first
+// follows turn's parity), then both at once.
+func (b *bench) pairRound(round, turn int, pc *pairCase, c *pairComparison, off, on *proc, offScript, onScript string) error {
+	err := inTurn(turn,
+		func() error {
+			r, err := b.wrkOnce(off, pc.path, offScript, b.o.threads, b.o.conns, b.o.duration)
+			pc.offRPS, pc.offCPU = append(pc.offRPS, r.res.rps), append(pc.offCPU, us(r.cpuPerReq))
+			return err
+		},
+		func() error {
+			r, err := b.wrkOnce(on, pc.path, onScript, b.o.threads, b.o.conns, b.o.duration)
+			pc.onRPS, pc.onCPU = append(pc.onRPS, r.res.rps), append(pc.onCPU, us(r.cpuPerReq))
+			return err
+		})
+	if err != nil {
+		return err
+	}
+	n := len(pc.offRPS) - 1
+	pc.ratios = append(pc.ratios, pc.onRPS[n]/pc.offRPS[n])
+	offT, onT, err := b.wrkTogether(off, on, pc.path, offScript, onScript)
+	if err != nil {
+		return err
+	}
+	pc.togetherRatios = append(pc.togetherRatios, onT.res.rps/offT.res.rps)
+	pc.togetherCPURatios = append(pc.togetherCPURatios, float64(offT.cpuPerReq)/float64(onT.cpuPerReq))
+	fmt.Fprintf(os.Stderr, "round %d %-28s %s %8.0f rps %6.1f µs  %s %8.0f rps %6.1f µs  ratio %.3f  together %.0f / %.0f rps, ratio %.3f, CPU ratio %.3f\n", round+1, pc.name,
+		c.offLabel, pc.offRPS[n], pc.offCPU[n], c.onLabel, pc.onRPS[n], pc.onCPU[n], pc.ratios[n],
+		offT.res.rps, onT.res.rps, pc.togetherRatios[n], pc.togetherCPURatios[n])
 	return nil
 }
 
@@ -151,4 +200,27 @@ func (c *pairComparison) print(w io.Writer) {
 			median(pc.togetherCPURatios), cLo, cHi)
 	}
 	fmt.Fprintln(w, "\t\t\t\t\t\t\t\t\t\t\t\t\t")
+	if !c.swapRoles {
+		return
+	}
+	fmt.Fprintf(w, "%s, run together, each two rounds in which the processes held opposite sides\tpairs\tratio (median)\trange\ttarget >= %.2f\tCPU ratio (median)\trange\t\n", c.title, c.target)
+	for _, pc := range c.cases {
+		rps, cpu := pairedRatios(pc.togetherRatios), pairedRatios(pc.togetherCPURatios)
+		lo, hi := minmax(rps)
+		cLo, cHi := minmax(cpu)
+		fmt.Fprintf(w, "%s\t%d\t%.3f\t%.3f–%.3f\t%s\t%.3f\t%.3f–%.3f\t\n", pc.name, len(rps), median(rps), lo, hi, verdict(median(rps) >= c.target), median(cpu), cLo, cHi)
+	}
+	fmt.Fprintln(w, "\t\t\t\t\t\t\t")
+}
+
+// pairedRatios are the geometric means of each two rounds in which the processes held
+// opposite sides (rounds 1 and 2, 3 and 4, ...; an odd last round is left out). Whatever
+// makes one process faster than the other multiplies one round's ratio by f and the next
+// one's by 1/f, so each mean is free of it.
+func pairedRatios(rs []float64) []float64 {
+	out := make([]float64, 0, len(rs)/2)
+	for i := 0; i+1 < len(rs); i += 2 {
+		out = append(out, math.Sqrt(rs[i]*rs[i+1]))
+	}
+	return out
 }
