@@ -79,6 +79,9 @@ type chatFields struct {
 	tools, toolChoice, parallel, functions, functionCall               gjson.Result
 	store, metadata, webSearch                                         gjson.Result
 	copied                                                             []field // fields copied under the same name
+	// copiedRoom holds copied: one slot per name copiedKind names, in the pooled tables, so
+	// a request that names its end user or its cache key allocates nothing for it.
+	copiedRoom [7]field
 }
 
 // chatFieldsPool lends the tables requests are parsed into. They are 2 KB of gjson results:
@@ -175,6 +178,9 @@ func (f *chatFields) set(r *ChatRequest, k, v gjson.Result) *Error {
 			}
 			if hasField(f.copied, key) {
 				return DuplicateField(key)
+			}
+			if f.copied == nil {
+				f.copied = f.copiedRoom[:0]
 			}
 			f.copied = append(f.copied, field{k.Raw, v.Raw})
 			r.Identity.set(key, v.Str)
