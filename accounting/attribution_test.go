@@ -20,7 +20,7 @@ func TestBillRecordsAttribution(t *testing.T) {
 	history := billing.NewRecorder(nil, time.Hour, now, nil)
 	s := Settler{Log: slog.New(slog.DiscardHandler), History: history}
 	rec := &reqlog.Record{Team: "alpha", Key: "k", Model: "m", Admitted: true, InputTokens: 1_000_000,
-		EndUser: "user-7", Tags: "feature=search,customer=acme"}
+		EndUser: "user-7", Tags: "feature:search,customer:acme"}
 	cost := s.Bill(rec, Spend{}, prices)
 	for _, tc := range []struct {
 		dim  billing.Dimension
@@ -51,7 +51,7 @@ func BenchmarkBill(b *testing.B) {
 			rec := &reqlog.Record{Team: "team", Key: "key", Model: "m", Admitted: true, InputTokens: 1200, OutputTokens: 350}
 			if attributed {
 				rec.EndUser = "user-42"
-				rec.Tags = "feature=search,customer=acme"
+				rec.Tags = "feature:search,customer:acme"
 			}
 			spend := Spend{KeyScope: "key:team/key", TeamScope: "team:team"}
 			b.ReportAllocs()

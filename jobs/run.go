@@ -69,7 +69,7 @@ type Work struct {
 	Started              time.Time
 	// EndUser and Tags are the request's attribution (issue 28), labels already bounded:
 	// the job's log line and metrics say them as the request's would.
-	// Tags are written "k=v,k2=v2", as reqlog.Record keeps them.
+	// Tags are written "k:v,k2:v2", as reqlog.Record keeps them.
 	EndUser string
 	Tags    string
 }

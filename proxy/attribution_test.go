@@ -69,17 +69,17 @@ func TestAttributionEveryRoute(t *testing.T) {
 		user, tags               string
 	}{
 		{"chat", "/v1/chat/completions", `{"model":"sim-chat",` + msgs + `,"user":"u-1","metadata":{"customer":"acme","other":"dropped"}}`, "feature=search",
-			keyAlpha1, "u-1", "customer=acme,feature=search"},
+			keyAlpha1, "u-1", "customer:acme,feature:search"},
 		{"chat safety_identifier", "/v1/chat/completions", `{"model":"sim-chat",` + msgs + `,"safety_identifier":"s/2"}`, "",
-			keyAlpha1, "s%2F2", "customer=default-customer,feature=default-feature"},
+			keyAlpha1, "s%2F2", "customer:default-customer,feature:default-feature"},
 		{"chat user over safety_identifier", "/v1/chat/completions", `{"model":"sim-chat",` + msgs + `,"safety_identifier":"s","user":"u"}`, "",
 			keyAlpha2, "u", ""},
 		{"messages", "/v1/messages", `{"model":"sim-chat","max_tokens":32,` + msgs + `,"metadata":{"user_id":"anthropic-user"}}`, "customer=beta co",
-			keyAlpha1, "anthropic-user", "customer=beta%20co,feature=default-feature"},
+			keyAlpha1, "anthropic-user", "customer:beta%20co,feature:default-feature"},
 		{"responses", "/v1/responses", `{"model":"sim-chat","input":"hi","user":"r-user","metadata":{"feature":"summarize","customer":"c1"}}`, "",
-			keyAlpha1, "r-user", "customer=c1,feature=summarize"},
+			keyAlpha1, "r-user", "customer:c1,feature:summarize"},
 		{"responses header wins", "/v1/responses", `{"model":"sim-chat","input":"hi","metadata":{"feature":"summarize"}}`, "feature=h",
-			keyAlpha2, "", "feature=h"},
+			keyAlpha2, "", "feature:h"},
 	}
 	for _, tc := range cases {
 		for _, stream := range []bool{false, true} {
@@ -109,7 +109,7 @@ func TestAttributionEveryRoute(t *testing.T) {
 		}
 	}
 	// The access log line names them too, as labels.
-	if logs := env.logs.String(); !strings.Contains(logs, `"end_user":"s%2F2"`) || !strings.Contains(logs, `"tags":"customer=acme,feature=search"`) {
+	if logs := env.logs.String(); !strings.Contains(logs, `"end_user":"s%2F2"`) || !strings.Contains(logs, `"tags":"customer:acme,feature:search"`) {
 		t.Fatalf("the log line misses the attribution:\n%s", logs)
 	}
 }
@@ -234,7 +234,7 @@ func TestAttributionBackground(t *testing.T) {
 	pollUntil(t, env, keyAlpha1, gjson.GetBytes(b, "id").Str, "completed")
 	select {
 	case r := <-jobDone:
-		if r.EndUser != "bg%2Fuser" || r.Tags != "customer=acme,feature=batch" || r.OutputTokens == 0 {
+		if r.EndUser != "bg%2Fuser" || r.Tags != "customer:acme,feature:batch" || r.OutputTokens == 0 {
 			t.Fatalf("the job's summary: end user %q tags %q output %d", r.EndUser, r.Tags, r.OutputTokens)
 		}
 	case <-time.After(10 * time.Second):

@@ -122,12 +122,16 @@ func hasControl(s string) bool {
 }
 
 // Attribution is what a request records (issue 28): its end user made a label (appendLabel), and its
-// tags written "k=v,k2=v2" (the access log's field, and the form Record.Tags keeps): for
+// tags written "k:v,k2:v2" (the access log's field, and the form Record.Tags keeps): for
 // each key of allow (sorted, the usage.tag_keys), the header's value, else the body
 // metadata's, else the key's default, made a label. Keys not allowed are dropped; "" when
-// allow is empty or nothing matched. Keys are usage.tag_keys, which hold no ',' or '=',
-// and labels hold neither, so the text reads back unambiguously (CutTag). Both strings
-// are views of one allocation, whatever the number of tags: the request path's only one.
+// allow is empty or nothing matched. Keys are usage.tag_keys, which hold no ',' or ':',
+// and labels hold no ',', so the text reads back unambiguously (CutTag). The pairs are
+// written with ':', not the header's '=', because neither a label nor a key holds
+// anything a logfmt line must quote: the text access log writes the field as it is, where
+// quoting it cost about a third of what recording a request's tags costs.
+// Both strings are views of one allocation, whatever the number of tags: the request
+// path's only one.
 func Attribution(user string, allow []string, header, body []Tag, defaults map[string]string) (endUser, tags string) {
 	var picked [MaxTags]Tag // the chosen values, not yet labels; allow holds at most MaxTags
 	n, room := 0, min(escapedLen(user), MaxLabelLen)
@@ -144,7 +148,7 @@ func Attribution(user string, allow []string, header, body []Tag, defaults map[s
 		}
 		picked[n] = Tag{Key: k, Value: v}
 		n++
-		room += len(k) + len("=,") + min(escapedLen(v), MaxLabelLen)
+		room += len(k) + len(":,") + min(escapedLen(v), MaxLabelLen)
 	}
 	if room == 0 {
 		return "", ""
@@ -157,7 +161,7 @@ func Attribution(user string, allow []string, header, body []Tag, defaults map[s
 			buf = append(buf, ',')
 		}
 		buf = append(buf, t.Key...)
-		buf = append(buf, '=')
+		buf = append(buf, ':')
 		buf = appendLabel(buf, t.Value)
 	}
 	whole := unsafe.String(unsafe.SliceData(buf), len(buf))
@@ -171,7 +175,7 @@ func CutTag(tags string) (t Tag, rest string, ok bool) {
 		return Tag{}, "", false
 	}
 	pair, rest, _ := strings.Cut(tags, ",")
-	t.Key, t.Value, _ = strings.Cut(pair, "=")
+	t.Key, t.Value, _ = strings.Cut(pair, ":") // a key holds no ':', a value may
 	return t, rest, true
 }
 

@@ -93,18 +93,18 @@ func TestAttribution(t *testing.T) {
 		{"no allow-list records none", "", nil, []Tag{{"feature", "a"}}, nil, nil, "", ""},
 		{"user alone", "user-42", nil, []Tag{{"feature", "a"}}, nil, nil, "user-42", ""},
 		{"user made a label", "team/a b", allow, nil, nil, nil, "team%2Fa%20b", ""},
-		{"header only", "", allow, []Tag{{"feature", "a"}}, nil, nil, "", "feature=a"},
-		{"dropped when not allowed", "", allow, []Tag{{"team", "x"}, {"feature", "a"}}, []Tag{{"other", "y"}}, nil, "", "feature=a"},
+		{"header only", "", allow, []Tag{{"feature", "a"}}, nil, nil, "", "feature:a"},
+		{"dropped when not allowed", "", allow, []Tag{{"team", "x"}, {"feature", "a"}}, []Tag{{"other", "y"}}, nil, "", "feature:a"},
 		{"header over body over default", "u", allow,
 			[]Tag{{"feature", "h"}},
 			[]Tag{{"feature", "b"}, {"customer", "b"}},
 			map[string]string{"feature": "d", "customer": "d", "experiment": "d"},
-			"u", "customer=b,experiment=d,feature=h"},
-		{"defaults alone", "", allow, nil, nil, map[string]string{"feature": "search"}, "", "feature=search"},
-		{"values made labels", "", allow, []Tag{{"customer", "a/b c"}, {"feature", "x=y,z"}}, nil, nil, "", "customer=a%2Fb%20c,feature=x%3Dy%2Cz"},
-		{"empty value kept", "", allow, []Tag{{"customer", ""}}, nil, nil, "", "customer="},
+			"u", "customer:b,experiment:d,feature:h"},
+		{"defaults alone", "", allow, nil, nil, map[string]string{"feature": "search"}, "", "feature:search"},
+		{"values made labels", "", allow, []Tag{{"customer", "a/b c"}, {"feature", "x=y,z"}}, nil, nil, "", "customer:a%2Fb%20c,feature:x%3Dy%2Cz"},
+		{"empty value kept", "", allow, []Tag{{"customer", ""}}, nil, nil, "", "customer:"},
 		{"long values cut", strings.Repeat("u", 300), allow, []Tag{{"customer", strings.Repeat("c", 300)}}, nil, nil,
-			labelOf(strings.Repeat("u", 300)), "customer=" + labelOf(strings.Repeat("c", 300))},
+			labelOf(strings.Repeat("u", 300)), "customer:" + labelOf(strings.Repeat("c", 300))},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -118,10 +118,10 @@ func TestAttribution(t *testing.T) {
 
 func TestCutTag(t *testing.T) {
 	var got []Tag
-	for tag, rest, ok := CutTag("customer=a%2Fb,experiment=,feature=x"); ok; tag, rest, ok = CutTag(rest) {
+	for tag, rest, ok := CutTag("customer:a%2Fb,experiment:,feature:x:y"); ok; tag, rest, ok = CutTag(rest) {
 		got = append(got, tag)
 	}
-	want := []Tag{{"customer", "a%2Fb"}, {"experiment", ""}, {"feature", "x"}}
+	want := []Tag{{"customer", "a%2Fb"}, {"experiment", ""}, {"feature", "x:y"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("CutTag read %v, want %v", got, want)
 	}

@@ -27,7 +27,7 @@ type Record struct {
 	// Attribution (issue 28), set by the preflight from the body, the x-modelgate-tags
 	// header and the key's default tags: the end user the request names (chat's and
 	// Responses' `user`, Messages' metadata.user_id), and the tags kept after the
-	// usage.tag_keys allow-list, written "k=v,k2=v2" (read them with CutTag). Both are
+	// usage.tag_keys allow-list, written "k:v,k2:v2" (read them with CutTag). Both are
 	// labels, bounded before they are set, and share one allocation (Attribution); "" when
 	// none.
 	EndUser string
