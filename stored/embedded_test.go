@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -478,13 +479,17 @@ type blockingStore struct {
 	store.Store
 	entered chan struct{}
 	release chan struct{}
+	held    atomic.Bool
 }
 
+// Batch holds the first write until the test lets it go; later writes pass. The first waits
+// for the test to see it enter: a send that gave up when the test was not yet receiving let
+// that write through unheld whenever the writer got there first (on a loaded machine), and
+// the test then waited for it forever.
 func (b *blockingStore) Batch(ctx context.Context, fn func(store.Tx) error) error {
-	select {
-	case b.entered <- struct{}{}:
+	if b.held.CompareAndSwap(false, true) {
+		b.entered <- struct{}{}
 		<-b.release
-	default:
 	}
 	return b.Store.Batch(ctx, fn)
 }
