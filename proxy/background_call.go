@@ -25,8 +25,9 @@ type backgroundCall struct {
 // Call runs the platform call and says how it ended (see jobs.Outcome).
 func (c *backgroundCall) Call(ctx context.Context, started func()) (o jobs.Outcome) {
 	defer func() { o.ServedModel = c.ri.ServedModel }()
-	resp, cancel, f := c.s.openGateway(ctx, &gatewayCall{st: c.st, p: c.p, ri: c.ri, body: c.body, stream: true,
-		model: c.ri.Model, reserve: &c.reserve, choices: 1})
+	var gc gatewayCall
+	gc.start(c.st, c.p, c.ri, c.body, true, &c.reserve, 1, nil) // no client waits on its headers
+	resp, cancel, f := c.s.openGateway(ctx, &gc)
 	if f == nil {
 		defer cancel()
 		defer resp.Body.Close()

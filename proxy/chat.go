@@ -169,8 +169,7 @@ func writeTranslateError(c *gin.Context, err error) {
 // of their own. (A charge returned by value would take room in each frame it passes.)
 func (cc *chatCall) openAll(ctx context.Context, failed *accounting.Charge) *upstream.Failure {
 	gc := &cc.gc
-	gc.st, gc.p, gc.ri, gc.body, gc.stream, gc.model = cc.st, cc.p, cc.ri, cc.upBody, cc.upStream, cc.ri.Model
-	gc.reserve, gc.choices, gc.header = &cc.reserve, int64(cc.req.N), cc.c.Writer.Header()
+	gc.start(cc.st, cc.p, cc.ri, cc.upBody, cc.upStream, &cc.reserve, int64(cc.req.N), cc.c.Writer.Header())
 	if cc.req.N > 1 {
 		return cc.openFanout(ctx, gc, failed)
 	}

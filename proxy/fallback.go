@@ -42,6 +42,16 @@ type gatewayCall struct {
 	asked    bool
 }
 
+// start makes gc the call of ri's request to the platform, on the model the request asked
+// for, no fallback tried yet: every route's call, and a background job's, starts here.
+// Out of line, so the temporaries that build it take no room in the caller's frame, which
+// stays on the stack while the platform is awaited (TestStreamHeaderWaitDepth).
+//
+//go:noinline
+func (gc *gatewayCall) start(st *state, p *auth.Principal, ri *requestInfo, body []byte, stream bool, reserve *ratelimit.Usage, choices int64, header http.Header) {
+	*gc = gatewayCall{st: st, p: p, ri: ri, body: body, stream: stream, model: ri.Model, reserve: reserve, choices: choices, header: header}
+}
+
 // openGateway sends gc to the Responses gateway (retries, key pools, attempt spans),
 // reporting to gc.ri, and moves down the asked model's fallbacks while an attempt fails in a
 // way a fallback may help with, before anything reached the client. On success the caller

@@ -54,8 +54,7 @@ func (s *Server) messages(c *gin.Context) {
 	// headers are awaited, the deepest a stream's stack goes (TestStreamHeaderWaitDepth).
 	ri := info(c)
 	gc := &m.gc
-	gc.st, gc.p, gc.ri, gc.body, gc.stream, gc.model = m.st, m.p, ri, m.upBody, m.upStream, ri.Model
-	gc.reserve, gc.choices, gc.header = &m.reserve, 1, c.Writer.Header()
+	gc.start(m.st, m.p, ri, m.upBody, m.upStream, &m.reserve, 1, c.Writer.Header())
 	resp, cancel, f := s.openGateway(ctx, gc)
 	m.upBody, gc.body = nil, nil // the platform has it: a stream that runs for minutes need not hold it
 	if f != nil {

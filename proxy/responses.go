@@ -39,8 +39,7 @@ func (s *Server) responses(c *gin.Context) {
 		ri.onResponse = func(resp []byte) { s.keepTurn(c, rc.st, rc.turn, resp) }
 	}
 	gc := &rc.gc
-	gc.st, gc.p, gc.ri, gc.body, gc.stream, gc.model = rc.st, rc.p, ri, rc.body, ri.Stream, ri.Model
-	gc.reserve, gc.choices, gc.header = &rc.reserve, 1, c.Writer.Header()
+	gc.start(rc.st, rc.p, ri, rc.body, ri.Stream, &rc.reserve, 1, c.Writer.Header())
 	resp, cancel, f := s.callGateway(c, gc)
 	rc.body, gc.body = nil, nil // the platform has it: a stream that runs for minutes need not hold it
 	if f != nil {
