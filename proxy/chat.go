@@ -298,8 +298,8 @@ func (cc *chatCall) complete(ch *accounting.Charge) {
 		writeFailure(cc.c, f)
 		return
 	}
+	defer cc.closeOpened()
 	resps, cancels := cc.resps, cc.cancels
-	defer closeAll(resps, cancels)
 	n := len(resps)
 	answers := make([][]byte, n)
 	charges := make([]accounting.Charge, n)
