@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"crypto/tls"
 	"crypto/x509"
 	"log/slog"
 	"net/http"
@@ -101,8 +100,8 @@ type envOptions struct {
 	// (upstream.http2: h2c): many streams on one connection.
 	h2c bool
 	// tlsH2 serves the platform over TLS with HTTP/2 offered by ALPN, with a certificate
-	// from its own CA (platformsim.NewCertificate), which modelgate's transport trusts
-	// (upstream.http2 auto, as production talks to the platform).
+	// modelgate's transport trusts (upstream.http2 auto, as production talks to the
+	// platform).
 	tlsH2 bool
 	// limiterNow is the limiter's clock; default testclock.Running.
 	limiterNow func() time.Time
@@ -154,7 +153,7 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 	}
 	var rootCAs *x509.CertPool
 	if o.tlsH2 {
-		rootCAs = startTLSH2(t, env.simSrv)
+		rootCAs = startTLSH2(env.simSrv)
 	} else {
 		env.simSrv.Start()
 	}
@@ -234,25 +233,13 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 	return env
 }
 
-// startTLSH2 starts srv on TLS, offering h2 and then http/1.1, with a certificate from a CA
-// made for it, and returns a pool that trusts that CA alone.
-func startTLSH2(t testing.TB, srv *httptest.Server) *x509.CertPool {
-	t.Helper()
-	c, err := platformsim.NewCertificate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.X509KeyPair(c.CertPEM, c.KeyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(c.CAPEM) {
-		t.Fatal("the CA's PEM holds no certificate")
-	}
+// startTLSH2 starts srv on TLS offering HTTP/2 by ALPN, with httptest's own certificate,
+// and returns a pool that trusts that certificate alone.
+func startTLSH2(srv *httptest.Server) *x509.CertPool {
 	srv.EnableHTTP2 = true
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
 	srv.StartTLS()
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
 	return roots
 }
 
