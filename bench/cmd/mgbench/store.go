@@ -35,8 +35,8 @@ type pairComparison struct {
 	onLabel  string
 	target   float64 // the lowest acceptable median ratio
 	cases    []*pairCase
-	// swapRoles: the two processes trade configs every other round (see comparePair). Only
-	// for settings a reload applies.
+	// swapRoles: the two processes trade configs from one round to the next (see
+	// comparePair). Only for settings a reload applies.
 	swapRoles bool
 }
 
@@ -57,10 +57,11 @@ func (b *bench) storeCost() error {
 
 // comparePair starts two fresh modelgates, one whose config ends with offYAML and one with
 // onYAML, and runs each case's wrk through both, alternating within each round. With
-// c.swapRoles, every odd round the two processes trade configs by a reload (SIGHUP), so each
-// side is served by either process half the time: what differs between two processes besides
-// their config (which started first, where their memory lies, their log file) falls on both
-// sides alike instead of on one.
+// c.swapRoles, the two processes trade configs by a reload (SIGHUP) before each round after
+// the first, so they hold opposite sides in alternate rounds and each side is served by
+// either process half the time: what differs between two processes besides their config
+// (which started first, where their memory lies, their log file) falls on both sides alike
+// instead of on one.
 func (b *bench) comparePair(name, offYAML, onYAML string, c *pairComparison) error {
 	if b.o.pairControl {
 		onYAML = offYAML
