@@ -39,8 +39,12 @@ type options struct {
 	tickStreams int
 	memoryRuns  int
 	phases      map[string]bool
-	pairControl bool     // --pair-control: paired phases compare "off" with itself
+	pairControl bool     // --pair-control: paired phases compare "off" with itself, and the baseline comparison the baseline with itself
 	routes      []string // only comparisons whose name contains one of these; nil: all
+	baseline    string   // --baseline: the git revision run.sh built modelgate-baseline from; "" compares no builds
+
+	// the commits run.sh says the two builds came from, for the report ("" if it did not say)
+	candidateCommit, baselineCommit string
 }
 
 const (
@@ -90,7 +94,8 @@ func main() {
 	flag.IntVar(&o.memoryRuns, "memory-runs", 1, "runs of the memory checks, in alternating order; the report gives medians")
 	flag.IntVar(&o.tickStreams, "tick-streams", 4, "concurrent timestamped streams per delay measurement")
 	flag.StringVar(&phases, "phases", "throughput,latency,events,memory,tracing", "comma-separated phases to run (also: store, responses.store local against off; websocket, the Responses WebSocket mode against HTTP; attribution, recording tags and end users against none; slowreaders, normal streams beside clients that do not read; soak, streams held for --soak-duration with clients coming and going)")
-	flag.BoolVar(&o.pairControl, "pair-control", false, "store, attribution: run both sides as the \"off\" side (same config, same requests), so the ratios show what the method reads when nothing differs")
+	flag.BoolVar(&o.pairControl, "pair-control", false, "store, attribution: run both sides as the \"off\" side (same config, same requests); with --baseline: run the baseline build on both sides; so the ratios show what the method reads when nothing differs")
+	flag.StringVar(&o.baseline, "baseline", "", "throughput: also run modelgate built from this git revision (run.sh builds it, e.g. main or HEAD~3) and compare the work tree's build with it, on fresh processes every round")
 	var routes string
 	flag.StringVar(&routes, "routes", "", "comma-separated route filter for throughput, latency and events, e.g. messages (default: all)")
 	flag.Parse()
@@ -112,6 +117,11 @@ func main() {
 	for p := range strings.SplitSeq(phases, ",") {
 		o.phases[strings.TrimSpace(p)] = true
 	}
+	if err := checkBaseline(o.baseline, o.phases, o.binDir); err != nil {
+		fmt.Fprintln(os.Stderr, "mgbench:", err)
+		os.Exit(2)
+	}
+	o.candidateCommit, o.baselineCommit = buildLabel(o.binDir, "modelgate"), buildLabel(o.binDir, baselineBinary)
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "mgbench:", err)
 		os.Exit(1)

@@ -52,16 +52,32 @@ func warmUp(p *proc, path, script string, threads, conns int) error {
 	return err
 }
 
+// side is what one process measured in a throughput scenario, one entry per round.
+type side struct {
+	rps, cpu, p50 []float64 // requests per second; µs of CPU per request; µs p50 under load
+}
+
+// measure runs wrk once against p and appends what it measured to s.
+func (b *bench) measure(s *side, p *proc, path, script string) error {
+	r, err := b.wrkOnce(p, path, script, b.o.threads, b.o.conns, b.o.duration)
+	s.rps = append(s.rps, r.res.rps)
+	s.cpu = append(s.cpu, us(r.cpuPerReq))
+	s.p50 = append(s.p50, us(r.res.p50))
+	return err
+}
+
 type scenario struct {
 	name            string
 	mgPath          string
 	mgBody, flrBody []byte
 	target          float64
-	mgRPS, flrRPS   []float64
+	mg, flr         side // with --baseline, mg is the candidate: the work tree's build
 	ratios          []float64
-	mgCPU, flrCPU   []float64 // µs per request
-	mgP50, flrP50   []float64 // µs, under load
+	base            *baselineSide // --baseline only
 }
+
+// throughputScripts are a scenario's wrk scripts: through modelgate, and through the floor.
+type throughputScripts struct{ mg, flr string }
 
 func (b *bench) throughput() error {
 	scs := []*scenario{
@@ -73,8 +89,7 @@ func (b *bench) throughput() error {
 		{name: "/v1/messages stream", mgPath: "/v1/messages", mgBody: msgsStreamBody, flrBody: upstreamEquivalentMessages(msgsStreamBody), target: 0.90},
 	}
 	scs = slices.DeleteFunc(scs, func(s *scenario) bool { return !b.o.wanted(s.name) })
-	type scripts struct{ mg, flr string }
-	sc := make([]scripts, len(scs))
+	sc := make([]throughputScripts, len(scs))
 	for i, s := range scs {
 		var err error
 		if sc[i].mg, err = luaScript(b.o.workDir, "tp-mg-"+strconv.Itoa(i), benchKey, s.mgBody, nil); err != nil {
@@ -83,10 +98,15 @@ func (b *bench) throughput() error {
 		if sc[i].flr, err = luaScript(b.o.workDir, "tp-floor-"+strconv.Itoa(i), "caller-key", s.flrBody, nil); err != nil {
 			return err
 		}
-		// Warm both up: connection pools, page cache, the Go heap.
+		// Warm the floor up: connection pools, page cache, the Go heap.
 		if err := warmUp(b.flr, "/v1/responses", sc[i].flr, b.o.threads, b.o.conns); err != nil {
 			return err
 		}
+	}
+	if b.o.baseline != "" {
+		return b.throughputAgainstBaseline(scs, sc)
+	}
+	for i, s := range scs {
 		if err := warmUp(b.mg, s.mgPath, sc[i].mg, b.o.threads, b.o.conns); err != nil {
 			return err
 		}
@@ -94,26 +114,14 @@ func (b *bench) throughput() error {
 	for round := range b.o.rounds {
 		for i, s := range scs {
 			err := inTurn(round+i,
-				func() error {
-					r, err := b.wrkOnce(b.flr, "/v1/responses", sc[i].flr, b.o.threads, b.o.conns, b.o.duration)
-					s.flrRPS = append(s.flrRPS, r.res.rps)
-					s.flrCPU = append(s.flrCPU, us(r.cpuPerReq))
-					s.flrP50 = append(s.flrP50, us(r.res.p50))
-					return err
-				},
-				func() error {
-					r, err := b.wrkOnce(b.mg, s.mgPath, sc[i].mg, b.o.threads, b.o.conns, b.o.duration)
-					s.mgRPS = append(s.mgRPS, r.res.rps)
-					s.mgCPU = append(s.mgCPU, us(r.cpuPerReq))
-					s.mgP50 = append(s.mgP50, us(r.res.p50))
-					return err
-				})
+				func() error { return b.measure(&s.flr, b.flr, "/v1/responses", sc[i].flr) },
+				func() error { return b.measure(&s.mg, b.mg, s.mgPath, sc[i].mg) })
 			if err != nil {
 				return err
 			}
-			n := len(s.mgRPS) - 1
-			s.ratios = append(s.ratios, s.mgRPS[n]/s.flrRPS[n])
-			fmt.Fprintf(os.Stderr, "round %d %-28s floor %8.0f rps  modelgate %8.0f rps  ratio %.3f\n", round+1, s.name, s.flrRPS[n], s.mgRPS[n], s.ratios[n])
+			n := len(s.mg.rps) - 1
+			s.ratios = append(s.ratios, s.mg.rps[n]/s.flr.rps[n])
+			fmt.Fprintf(os.Stderr, "round %d %-28s floor %8.0f rps  modelgate %8.0f rps  ratio %.3f\n", round+1, s.name, s.flr.rps[n], s.mg.rps[n], s.ratios[n])
 		}
 	}
 	b.rep.throughput = scs

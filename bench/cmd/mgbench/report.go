@@ -59,15 +59,22 @@ func printReports(out io.Writer, o options, started time.Time, reps []*report) {
 	}
 
 	if n := func(r *report) int { return len(r.throughput) }; has(n) {
-		fmt.Fprintln(w, "throughput (modelgate rps / floor rps)\tupstream\tratio\tratio range\ttarget\t\tCPU/req mg/floor\tmg CPU µs/req\t")
+		head := "throughput (modelgate rps / floor rps)"
+		if o.baseline != "" {
+			head = "throughput (candidate rps / floor rps)"
+		}
+		fmt.Fprintln(w, head+"\tupstream\tratio\tratio range\ttarget\t\tCPU/req mg/floor\tmg CPU µs/req\t")
 		eachRow(reps, n, func(i int, r *report) {
 			s := r.throughput[i]
 			lo, hi := minmax(s.ratios)
-			m := median(s.mgCPU)
+			m := median(s.mg.cpu)
 			fmt.Fprintf(w, "%s\t%s\t%.3f\t%.2f–%.2f\t>= %.2f\t%s\t%.2f\t%.1f %s\t\n", s.name, r.mode, median(s.ratios), lo, hi, s.target,
-				verdict(median(s.ratios) >= s.target), m/median(s.flrCPU), m, verdict(m <= 150))
+				verdict(median(s.ratios) >= s.target), m/median(s.flr.cpu), m, verdict(m <= 150))
 		})
 		fmt.Fprintln(w, "\t\t\t\t\t\t\t\t")
+	}
+	if n := func(r *report) int { return len(r.throughput) }; o.baseline != "" && has(n) {
+		printBaseline(w, o, reps, n)
 	}
 	if n := func(r *report) int { return len(r.latency) }; has(n) {
 		fmt.Fprintln(w, "latency @1 conn (µs)\tupstream\tdirect p50/p99\tfloor p50/p99\tmodelgate p50/p99\tadded p50\tadded p99\ttarget p99 150\t")
