@@ -23,10 +23,13 @@ for ((i = 0; i < ${#args[@]}; i++)); do
 done
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
-# modelgate is built as the Dockerfile builds it: static, stripped, and gin without its msgpack
-# codec. The floor, the upstream and the baseline get the same flags, so what differs is the code.
+# modelgate is built as the Dockerfile builds it: static, stripped, gin without its msgpack
+# codec, and no VCS stamp (the image's build context leaves .git out; here, the baseline's
+# unpacked tree has none, so stamping the work tree's build would make two builds of one
+# commit differ). The floor, the upstream and the baseline get the same flags, so what
+# differs is the code.
 build() {
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -tags "nomsgpack${MGBENCH_TAGS:+,$MGBENCH_TAGS}" "$@"
+	CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -tags "nomsgpack${MGBENCH_TAGS:+,$MGBENCH_TAGS}" "$@"
 }
 build -o "$bin/" . ./bench/cmd/benchup ./bench/cmd/floor
 # What the report names the candidate: the commit the work tree is on, and whether it has
@@ -44,6 +47,9 @@ if [ -n "$baseline" ]; then
 	echo "building the baseline, $baseline ($commit)" >&2
 	(cd "$bin/baseline-src" && build -o "$bin/modelgate-baseline" .)
 	rm -rf "$bin/baseline-src"
+	if cmp -s "$bin/modelgate" "$bin/modelgate-baseline"; then
+		echo "the two builds are the same bytes: the comparison reads only the method's noise" >&2
+	fi
 	git rev-parse --short=12 "$commit" >"$bin/modelgate-baseline.commit"
 fi
 go build -o "$bin/" ./bench/cmd/mgbench
