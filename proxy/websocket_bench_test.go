@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -37,6 +39,51 @@ func BenchmarkSocketPrepare(b *testing.B) {
 					if t := gjson.GetBytes(data, "type").Str; t == "response.completed" || t == "error" {
 						break
 					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSocketAdmission is modelgate's own work for one WebSocket message, in process:
+// a generate: false message's admission (prepareRoutes) served and refused, against a turn
+// refused by POST /v1/responses before its body is read (the cheapest refusal a turn gets).
+// A refused flood of either costs about the same.
+func BenchmarkSocketAdmission(b *testing.B) {
+	const turn = `{"model":"sim-chat","input":"hi","stream":true}`
+	for _, tc := range []struct {
+		name   string
+		rpm    int64
+		body   string
+		turn   bool
+		status int
+	}{
+		{"prepare_served", 0, "", false, http.StatusNoContent},
+		{"prepare_refused", 1, "", false, http.StatusTooManyRequests},
+		{"turn_refused", 1, turn, true, http.StatusTooManyRequests},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			env := newTestEnv(b, "", func(c *config.Config) { c.Teams[0].Keys[0].Limits.RequestsPerMinute = tc.rpm })
+			var h http.Handler = env.server.prepareRoutes()
+			if tc.turn {
+				h = env.server.Handler()
+			}
+			w := &discardWriter{h: http.Header{}}
+			serve := func() {
+				r, _ := http.NewRequest(http.MethodPost, "/v1/responses", strings.NewReader(tc.body))
+				r.Header.Set("Authorization", "Bearer "+keyAlpha1)
+				r.Header.Set("Content-Type", "application/json")
+				clear(w.h)
+				w.status = 0
+				h.ServeHTTP(w, r)
+			}
+			serve() // a key limited to one request a minute has spent it
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				serve()
+				if w.status != tc.status {
+					b.Fatalf("status %d, want %d", w.status, tc.status)
 				}
 			}
 		})
