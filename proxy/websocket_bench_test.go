@@ -14,21 +14,32 @@ import (
 
 // BenchmarkSocketPrepare is what one generate: false message costs, from the client's write
 // to its last frame read, over a loopback connection: served (a key with room) and refused
-// (a key out of requests after its first message).
+// (a key out of requests after its first message), against a turn refused the same way (the
+// cheapest refusal a turn gets). Besides ns/op it reports cpu-ns/op, the
+// CPU the process (client and server) spent per message, which a loaded machine blurs less.
 func BenchmarkSocketPrepare(b *testing.B) {
 	const msg = `{"type":"response.create","model":"sim-chat","store":false,"generate":false,"input":[{"role":"developer","content":"be terse"}]}`
+	const turn = `{"type":"response.create","model":"sim-chat","store":false,"input":"hi"}`
 	for _, tc := range []struct {
-		name string
-		rpm  int64
-	}{{"served", 0}, {"refused", 1}} {
+		name, msg string
+		rpm       int64
+	}{{"served", msg, 0}, {"refused", msg, 1}, {"turn_refused", turn, 1}} {
 		b.Run(tc.name, func(b *testing.B) {
 			env := newTestEnv(b, "", func(c *config.Config) { c.Teams[0].Keys[0].Limits.RequestsPerMinute = tc.rpm })
 			ws := dialSocket(b, env, keyAlpha1)
 			ctx := context.Background()
+			if tc.rpm > 0 {
+				ev := turnEvents(b, ws, tc.msg) // the minute's one request
+				if gjson.Get(ev[len(ev)-1], "type").Str != "response.completed" {
+					b.Fatalf("first message: %s", ev[len(ev)-1])
+				}
+			}
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := processCPU(b)
+			defer func() { b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op") }()
 			for range b.N {
-				if err := ws.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+				if err := ws.Write(ctx, websocket.MessageText, []byte(tc.msg)); err != nil {
 					b.Fatal(err)
 				}
 				for {
