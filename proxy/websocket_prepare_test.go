@@ -14,6 +14,7 @@ import (
 
 	"modelgate/auth"
 	"modelgate/config"
+	"modelgate/platformsim"
 	"modelgate/ratelimit"
 	"modelgate/testclock"
 )
@@ -211,5 +212,28 @@ func TestSocketRevokedKeyRefusedAtNextMessage(t *testing.T) {
 				t.Errorf("prepare lines %+v, want one served and one refused 401", lines)
 			}
 		})
+	}
+}
+
+// A generate: false message holds no concurrency slot, so it is served while the team's one
+// slot is held by a turn streaming on another connection, where a turn is refused.
+func TestSocketPrepareTakesNoSlot(t *testing.T) {
+	env := newTestEnv(t, limitsYAML, nil) // team alpha: one request at a time
+	first, second := dialSocket(t, env, keyAlpha2), dialSocket(t, env, keyAlpha2)
+	env.sim.Enqueue("/v1/responses", platformsim.Reply{Fault: platformsim.FaultStallMidStream, AfterEvents: 4})
+	send(t, first, `{"type":"response.create","model":"sim-chat","input":"hold"}`)
+	for range 4 {
+		nextFrame(t, first)
+	}
+	if n := env.limiter.Open(); n != 1 {
+		t.Fatalf("%d tickets open while one turn streams", n)
+	}
+	completedResponse(t, turnEvents(t, second, prepareMsg))
+	if n := env.limiter.Open(); n != 1 {
+		t.Errorf("%d tickets open after the prepare", n)
+	}
+	ev := turnEvents(t, second, `{"type":"response.create","model":"sim-chat","input":"refused"}`)
+	if e := gjson.Parse(ev[len(ev)-1]); e.Get("status").Int() != http.StatusTooManyRequests {
+		t.Errorf("a turn while the slot is held: %s", ev[len(ev)-1])
 	}
 }
