@@ -176,15 +176,21 @@ func (s *Server) checkLookup(route string) gin.HandlerFunc {
 		if p == nil {
 			return
 		}
-		req := limitRequest(p, ratelimit.Usage{})
-		req.Key.Limits.ConcurrentRequests = 0
-		if req.Team != nil {
-			team := *req.Team
-			team.Limits.ConcurrentRequests = 0
-			req.Team = &team
-		}
-		s.check(c, route, req)
+		s.check(c, route, withoutConcurrency(limitRequest(p, ratelimit.Usage{})))
 	}
+}
+
+// withoutConcurrency is req with no concurrency limit at either scope: for a request that
+// holds no slot for any time (a lookup, a WebSocket message that asks the model nothing), so
+// a key whose slots are all held by its running calls is not refused it.
+func withoutConcurrency(req ratelimit.Request) ratelimit.Request {
+	req.Key.Limits.ConcurrentRequests = 0
+	if req.Team != nil {
+		team := *req.Team
+		team.Limits.ConcurrentRequests = 0
+		req.Team = &team
+	}
+	return req
 }
 
 // check answers the client with the limiter's refusal when req would be refused now.

@@ -13,7 +13,9 @@ import (
 // The Responses WebSocket mode (GET /v1/responses with an upgrade) is served by package
 // wsmode; this is its HTTP face: the route, the upgrade's checks in the /v1 group's order
 // (drain, authentication), the browser origin, and the per-key cap. Each turn then comes back
-// through this engine as a POST /v1/responses, so it takes the one preflight and lifecycle.
+// through this engine as a POST /v1/responses, so it takes the one preflight and lifecycle; a
+// message that asks the model nothing (generate: false) is admitted by prepareRoutes
+// (websocket_prepare.go) before wsmode serves it.
 
 // websocketRoute is the upgrade's route name in logs and metrics.
 const websocketRoute = "/v1/responses (websocket)"
@@ -27,6 +29,7 @@ var turnHeaders = []string{"Authorization", "X-Api-Key", "User-Agent", "X-Modelg
 func newSockets(s *Server, cfg *config.Config) *wsmode.Server {
 	return wsmode.New(wsmode.Options{
 		Turns:      http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.engine.ServeHTTP(w, r) }),
+		Prepares:   s.prepareRoutes(),
 		Kept:       func() bool { return s.keeper != nil && s.state().cfg.Responses.StoreLocal() },
 		PerKey:     int(cfg.WebSocketConnections()),
 		MaxAge:     cfg.Server.WebSocketMaxAge,

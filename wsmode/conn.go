@@ -183,8 +183,12 @@ func (c *conn) turn(ctx context.Context, body []byte) {
 	}
 }
 
-// prepare serves a response.create with generate: false (see prepare.go).
+// prepare serves a response.create with generate: false (see prepare.go), once admitted:
+// the admission comes first, so a refused message costs no chain expansion.
 func (c *conn) prepare(ctx context.Context, body []byte) {
+	if !c.admitPrepare(ctx) {
+		return
+	}
 	prev := gjson.GetBytes(body, "previous_response_id")
 	c.mu.Lock()
 	_, input, continued, err := c.chains.expand(body)

@@ -8,7 +8,9 @@
 // with the connection's credentials, and the answer's SSE events become frames (an answer that
 // is not a stream, a refusal, becomes one `error` event). So every turn is admitted, limited,
 // reserved, settled, billed, traced and logged exactly as an HTTP request is, by the one
-// lifecycle, and this package knows nothing of limits or accounting.
+// lifecycle, and this package knows nothing of limits or accounting. A message that asks the
+// model nothing (generate: false) is served here, but only once the proxy's admission handed
+// in (Options.Prepares) has authenticated, counted and logged it as a request.
 //
 // What the socket adds is kept here: the connection-local memory of each chain's last
 // response (so previous_response_id works with store: false), the per-key cap on open

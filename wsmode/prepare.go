@@ -1,18 +1,23 @@
 package wsmode
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"time"
 )
 
 // A response.create with generate: false prepares a chain without asking the model: the
 // Codex CLI sends its whole prefix (instructions, tools, history) this way when it opens a
 // connection, then sends each turn with only its new items. Nothing reaches the platform and
-// nothing is charged: the input is kept as a response of the connection, and the client gets
+// no token is charged: the input is kept as a response of the connection, and the client gets
 // response.created and response.completed with no output and no usage, as it expects (it
-// falls back to HTTP when it gets anything else).
+// falls back to HTTP when it gets anything else). It is still a request: Options.Prepares
+// authenticates, counts and logs it first, or the client gets its refusal instead, so a
+// client sending thousands a second meets its key's limits as it would with turns.
 
 // preparedResponse is the response object of a prepared chain.
 type preparedResponse struct {
@@ -61,4 +66,29 @@ func newResponseID() string {
 	var b [24]byte
 	_, _ = rand.Read(b[:])
 	return "resp_" + hex.EncodeToString(b[:])
+}
+
+// errNoStream stops an admission's answer that would stream: an admission never does.
+var errNoStream = errors.New("wsmode: an admission answered with a stream")
+
+// admitPrepare asks Options.Prepares whether the connection's key may have one more message
+// served now. A refusal is sent as the error event its answer makes, with the answer's
+// Retry-After and x-ratelimit-* headers, as a refused turn's is; then it reports false.
+func (c *conn) admitPrepare(ctx context.Context) bool {
+	if c.s.opts.Prepares == nil {
+		return true
+	}
+	w := newTurnWriter(func([]byte) error { return errNoStream })
+	c.s.opts.Prepares.ServeHTTP(w, turnRequest(ctx, nil, &c.who, new(sentNote)))
+	if w.status == http.StatusNoContent {
+		return true
+	}
+	// Whatever else it answered is a refusal, to become one error event; a success status
+	// other than 204 (or a stream) is the handler's fault, not the client's.
+	w.stream = false
+	if w.status < http.StatusMultipleChoices {
+		w.status = http.StatusInternalServerError
+	}
+	c.write(ctx, w.finish())
+	return false
 }

@@ -14,6 +14,12 @@ import (
 type Options struct {
 	// Turns serves a turn as POST /v1/responses: the proxy's own handler.
 	Turns http.Handler
+	// Prepares admits a generate: false message before it is served: it gets the message
+	// as a POST /v1/responses with the connection's credentials and no body, and answers
+	// 204 No Content to let it through, or the refusal (401, 429, ...) the client then gets
+	// as an error event. So a message that asks the model nothing is still authenticated,
+	// limited and logged as a request; nil serves every one.
+	Prepares http.Handler
 	// Kept reports whether the Turns handler keeps responses in the record store
 	// (responses.store: local, which a reload may change); nil means it does not.
 	Kept func() bool
