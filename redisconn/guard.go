@@ -22,16 +22,22 @@ var ErrUnavailable = errors.New("redisconn: store unavailable (not answering rec
 // the same figure.
 const ProbeAfter = time.Second
 
+// OpenAfter is how many commands in a row without an answer open the store's breaker. More
+// than one, so that one command that missed its timeout on a loaded machine does not turn
+// the whole store away for a second; few, so that a hung store is found within the first
+// few requests, each of which waits one store timeout at most (its budget).
+const OpenAfter = 3
+
 // Guard is a circuit breaker on one Redis deployment, shared by every client of it (the
 // limiter's counters and the record store), and the hook that holds each request to its
 // store budget (WithBudget). A hung Redis (a stopped process, a dropped network path) costs
 // a command its whole timeout, and a request makes several: without the guard every request
 // paid several timeouts and throughput fell to a few requests a second.
 //
-// The breaker opens on the first command that fails for want of an answer (a timeout, a
-// refused or broken connection, a pool with no free connection): a store on the local
-// network answers in a millisecond, so one such failure is a clear sign. While open every
-// command fails at once with ErrUnavailable. After ProbeAfter the next command is sent as
+// The breaker opens after OpenAfter commands in a row fail for want of an answer (a timeout,
+// a refused or broken connection, a pool with no free connection): a store on the local
+// network answers in a millisecond, so a few such failures with no answer between them are a
+// clear sign. While open every command fails at once with ErrUnavailable. After ProbeAfter the next command is sent as
 // the one probe (the others still fail at once); its answer closes the breaker, its failure
 // opens it for ProbeAfter again. A reply, even an error reply (NOSCRIPT, MOVED) or a
 // missing key, is an answer.
@@ -40,7 +46,9 @@ type Guard struct {
 	log *slog.Logger
 
 	open atomic.Bool // read without the lock on every command
-	mu   sync.Mutex
+	// streak counts the commands in a row without an answer while closed.
+	streak atomic.Int32
+	mu     sync.Mutex
 	// until is when the open breaker lets a probe through; probing says one is out.
 	until   time.Time
 	probing bool
@@ -102,8 +110,16 @@ func judge(err error) outcome {
 // report moves the breaker by a sent command's outcome. Only the probe closes an open
 // breaker: an answer to a command sent before it opened says nothing of now.
 func (g *Guard) report(probe bool, o outcome) {
-	if !probe && o != noAnswer {
-		return
+	if !probe {
+		switch {
+		case o == answered && g.streak.Load() != 0: // a read first: the common case writes nothing
+			g.streak.Store(0)
+			return
+		case o != noAnswer:
+			return
+		case g.streak.Add(1) < OpenAfter && !g.open.Load():
+			return
+		}
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -113,6 +129,7 @@ func (g *Guard) report(probe bool, o outcome) {
 	switch {
 	case o == answered:
 		g.open.Store(false)
+		g.streak.Store(0)
 		g.log.Info("redis store answering again; store breaker closed")
 	case o == noAnswer:
 		if !g.open.Load() {

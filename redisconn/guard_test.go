@@ -54,8 +54,9 @@ func TestJudge(t *testing.T) {
 }
 
 // TestGuardBreaker walks the breaker through its states with commands that fail or answer
-// as the step says: open on the first unanswered command, fail at once while open, one
-// probe after ProbeAfter, closed by the probe's answer, reopened by its failure.
+// as the step says: open after OpenAfter unanswered commands in a row (an answer between
+// them starts the count again), fail at once while open, one probe after ProbeAfter, closed
+// by the probe's answer, reopened by its failure.
 func TestGuardBreaker(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1_000_000, 0)}
 	g := NewGuard(clk.now, nil)
@@ -63,16 +64,27 @@ func TestGuardBreaker(t *testing.T) {
 	run := func(err error) error {
 		return g.do(context.Background(), func(context.Context) error { sent++; return err }, func(error) {})
 	}
-	steps := []struct {
+	type step struct {
 		name     string
 		advance  time.Duration
 		err      error // what the store does when the command is sent
 		wantSent bool
 		wantOpen bool
-	}{
-		{"closed answers", 0, nil, true, false},
-		{"a missing key is an answer", 0, redis.Nil, true, false},
-		{"no answer opens", 0, context.DeadlineExceeded, true, true},
+	}
+	var steps []step
+	for i := 1; i < OpenAfter; i++ {
+		steps = append(steps, step{fmt.Sprintf("no answer %d: still closed", i), 0, context.DeadlineExceeded, true, false})
+	}
+	steps = append(steps,
+		step{"an answer starts the count again", 0, nil, true, false},
+		step{"closed answers", 0, nil, true, false},
+		step{"a missing key is an answer", 0, redis.Nil, true, false},
+		step{"an error reply is an answer", 0, replyErr{}, true, false})
+	for i := 1; i < OpenAfter; i++ {
+		steps = append(steps, step{fmt.Sprintf("no answer %d", i), 0, context.DeadlineExceeded, true, false})
+	}
+	steps = append(steps, []step{
+		{"the last no answer in a row opens", 0, context.DeadlineExceeded, true, true},
 		{"open: not sent", 0, nil, false, true},
 		{"still cooling down", ProbeAfter - time.Millisecond, nil, false, true},
 		{"probe fails: open again", time.Millisecond, redis.ErrPoolTimeout, true, true},
@@ -80,7 +92,7 @@ func TestGuardBreaker(t *testing.T) {
 		{"probe whose caller left: nothing learnt", ProbeAfter / 2, context.Canceled, true, true},
 		{"the next command probes: answered, closed", 0, nil, true, false},
 		{"closed again", 0, nil, true, false},
-	}
+	}...)
 	for _, st := range steps {
 		clk.add(st.advance)
 		before := sent
@@ -101,7 +113,12 @@ func TestGuardBreaker(t *testing.T) {
 func TestGuardOneProbe(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1_000_000, 0)}
 	g := NewGuard(clk.now, nil)
-	_ = g.do(context.Background(), func(context.Context) error { return context.DeadlineExceeded }, func(error) {})
+	for range OpenAfter {
+		_ = g.do(context.Background(), func(context.Context) error { return context.DeadlineExceeded }, func(error) {})
+	}
+	if !g.Open() {
+		t.Fatal("not open")
+	}
 	clk.add(ProbeAfter)
 	inProbe, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error)
@@ -159,18 +176,20 @@ func TestBudgetSpentByUnansweredOnly(t *testing.T) {
 	if left := budgetOf(ctx).left(); left > 0 {
 		t.Fatalf("%v left after a command that waited it out", left)
 	}
-	// The breaker opened too; a fresh guard shows the budget alone refuses.
-	other := NewGuard(nil, nil)
+	if g.Open() {
+		t.Fatal("one command without an answer opened the breaker")
+	}
+	// The budget alone refuses, and KeepBudget carries it to a context of its own.
 	kept := KeepBudget(context.Background(), ctx)
-	if err := other.do(kept, func(context.Context) error { t.Error("sent on a spent budget"); return nil }, func(error) {}); !errors.Is(err, ErrUnavailable) {
+	if err := g.do(kept, func(context.Context) error { t.Error("sent on a spent budget"); return nil }, func(error) {}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("spent budget: err = %v", err)
 	}
 }
 
 // TestGuardHungRedis stops a real redis-server with SIGSTOP: the first command of a request
-// waits at most the request's budget, the rest of its commands and every command of the
-// other client sharing the guard fail at once; once the server runs again, the probe after
-// ProbeAfter closes the breaker.
+// waits at most the request's budget and the rest of its commands fail at once; after
+// OpenAfter such requests the breaker is open and every command of both clients sharing the
+// guard fails at once; once the server runs again, the probe after ProbeAfter closes it.
 func TestGuardHungRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	clk := &fakeClock{t: time.Unix(1_000_000, 0)}
@@ -196,20 +215,26 @@ func TestGuardHungRedis(t *testing.T) {
 
 	srv.Pause()
 	const budget = 300 * time.Millisecond
-	ctx := WithBudget(bg, budget)
-	start := time.Now()
-	first := limiterSide.Get(ctx, "k").Err()
-	firstTook := time.Since(start)
-	if first == nil || errors.Is(first, ErrUnavailable) {
-		t.Fatalf("first command on the hung server: err = %v, want a timeout", first)
-	}
-	// The budget's deadline ends the wait; the slack is for a loaded machine's scheduling,
-	// far below the 2 s the command's own timeout would have taken.
-	if firstTook > budget+time.Second {
-		t.Fatalf("first command took %v, budget %v", firstTook, budget)
+	for i := range OpenAfter {
+		if g.Open() {
+			t.Fatalf("open after %d commands without an answer", i)
+		}
+		ctx := WithBudget(bg, budget)
+		start := time.Now()
+		first := limiterSide.Get(ctx, "k").Err()
+		again := recordSide.Get(ctx, "k").Err() // the same request's next command
+		took := time.Since(start)
+		if first == nil || errors.Is(first, ErrUnavailable) || !errors.Is(again, ErrUnavailable) {
+			t.Fatalf("request %d on the hung server: %v then %v, want a timeout then a refusal", i+1, first, again)
+		}
+		// The budget's deadline ends the wait; the slack is for a loaded machine's
+		// scheduling, far below the 4 s the two commands' own timeouts would have taken.
+		if took > budget+time.Second {
+			t.Fatalf("request %d took %v, budget %v", i+1, took, budget)
+		}
 	}
 	if !g.Open() {
-		t.Fatal("the breaker did not open on a command without an answer")
+		t.Fatalf("the breaker did not open after %d commands without an answer", OpenAfter)
 	}
 	for _, c := range []*Client{limiterSide, recordSide} {
 		t0 := time.Now()
