@@ -19,7 +19,7 @@ var allowedImports = map[string][]string{
 	"modelgate/metrics":             {"reqlog", "auth", "config", "calibration", "breaker"},
 	"modelgate/reqlog":              {},
 	"modelgate/sidecar":             {"platform", "store", "reqlog"},
-	"modelgate/proxy":               {"accounting", "calibration", "jobs", "relay", "reqbody", "translate", "ratelimit", "auth", "platform", "store", "stored", "billing", "tracing", "tokens", "reqlog", "sidecar", "config", "upstream", "breaker", "routing", "wsmode", "alerts"},
+	"modelgate/proxy":               {"accounting", "calibration", "jobs", "relay", "reqbody", "translate", "ratelimit", "redisconn", "auth", "platform", "store", "stored", "billing", "tracing", "tokens", "reqlog", "sidecar", "config", "upstream", "breaker", "routing", "wsmode", "alerts"},
 	"modelgate/upstream":            {"accounting", "auth", "config", "platform", "ratelimit", "reqlog", "tracing", "translate"},
 	"modelgate/admin":               {"audit", "auth", "billing", "ratelimit", "reqbody", "store", "config", "periodic"},
 	"modelgate/audit":               {"store", "config"},

@@ -312,9 +312,12 @@ func serve(o options, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// The limiter's counters and the record store are on the same Redis (when on Redis at
+	// all): one breaker for both, so either finding it hung spares the other the wait.
+	storeGuard := redisconn.NewGuard(nil, logger)
 	limiter, err := ratelimit.New(ratelimit.Options{
 		Store: cfg.Ratelimit.Store, OnStoreError: cfg.Ratelimit.OnStoreError, Redis: cfg.Ratelimit.Redis,
-		DataPath: cfg.Ratelimit.DataPath, Logger: logger,
+		DataPath: cfg.Ratelimit.DataPath, Logger: logger, Guard: storeGuard,
 	})
 	if err != nil {
 		return err
@@ -331,7 +334,7 @@ func serve(o options, logger *slog.Logger) error {
 		defer cancel()
 		_ = tracer.Shutdown(ctx)
 	}()
-	records, err := store.Open(cfg.Ratelimit, nil)
+	records, err := store.Open(cfg.Ratelimit, nil, storeGuard)
 	if err != nil {
 		return err
 	}

@@ -148,7 +148,7 @@ func startReplica(t testing.TB, o envOptions) *replica {
 	if rl.Store == "" {
 		rl.Store = "memory"
 	}
-	st, err := store.Open(rl, nil)
+	st, err := store.Open(rl, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/ratelimit"
+	"modelgate/redisconn"
 	"modelgate/reqbody"
 )
 
@@ -130,13 +131,15 @@ func (s *Server) admitted(c *gin.Context, ticket *ratelimit.Ticket, d ratelimit.
 	return nil
 }
 
-// refuseDecision answers a request the limiter refused: 503 when its store failed, 429 with
-// Retry-After otherwise.
+// refuseDecision answers a request the limiter refused: 503 when its store failed
+// (on_store_error: deny), 429 otherwise; both with Retry-After.
 func (s *Server) refuseDecision(c *gin.Context, d ratelimit.Decision, err error) {
 	info(c).Refusal = string(d.Reason)
 	if d.Reason == ratelimit.ReasonStoreUnavailable || (err != nil && d.Reason == ratelimit.ReasonNone) {
+		// A second: when the store's breaker sends its next probe (redisconn.ProbeAfter),
+		// so a client that waits that long finds out whether the store is back.
 		s.refuse(c, http.StatusServiceUnavailable, typeServer, "limiter_unavailable",
-			"modelgate cannot reach its limit store; try again shortly", 0)
+			"modelgate cannot reach its limit store; try again shortly", redisconn.ProbeAfter)
 		return
 	}
 	retry := d.RetryAfter

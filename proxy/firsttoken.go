@@ -32,8 +32,10 @@ const (
 // attempt with no output event by then is ended and reported as a stall, a 504 the fallback
 // chain moves past. A stall after the request was written is charged as a call sent without
 // an answer (its reservation, no_answer): the platform may have worked on it. The events
-// read while waiting are handed on: the relay reads the stream from its first byte.
+// read while waiting are handed on: the relay reads the stream from its first byte. A stall
+// counts against the model's breaker as a failure; output in time as a success.
 func openWatched(ctx context.Context, g *upstream.Gateway, c *upstream.Call, timeout time.Duration) (*http.Response, context.CancelFunc, *upstream.Failure) {
+	c.Watched = true
 	wctx, stop := context.WithCancelCause(ctx)
 	var state atomic.Int32
 	timer := time.AfterFunc(timeout, func() {
@@ -47,6 +49,8 @@ func openWatched(ctx context.Context, g *upstream.Gateway, c *upstream.Call, tim
 		stalled := state.Load() == watchStalled && ctx.Err() == nil
 		stop(nil)
 		if stalled {
+			// The gateway saw the stall's cancel as a caller gone and did not judge it.
+			g.ReportWatched(c, true)
 			return nil, nil, stallFailure(f.MaybeBilled)
 		}
 		return nil, nil, f
@@ -56,9 +60,15 @@ func openWatched(ctx context.Context, g *upstream.Gateway, c *upstream.Call, tim
 		cancel()
 		resp.Body.Close()
 		stop(nil)
+		if ctx.Err() == nil { // not the client leaving while the stream was read
+			g.ReportWatched(c, true)
+		}
 		return nil, nil, stallFailure(true)
 	}
 	timer.Stop()
+	if ctx.Err() == nil { // a client that left while waiting says nothing of the model
+		g.ReportWatched(c, false)
+	}
 	return resp, func() { cancel(); stop(nil) }, nil
 }
 

@@ -25,6 +25,7 @@ import (
 	"modelgate/jobs"
 	"modelgate/platform"
 	"modelgate/ratelimit"
+	"modelgate/redisconn"
 	"modelgate/reqbody"
 	"modelgate/reqlog"
 	"modelgate/sidecar"
@@ -120,17 +121,19 @@ type Server struct {
 	engine   *gin.Engine
 	ready    atomic.Bool
 	draining atomic.Bool
-	records  store.Store    // nil: no durable records
-	keeper   *stored.Keeper // stored responses over records; nil without records
-	admin    http.Handler
-	issued   *auth.Issued
-	ledger   *billing.Ledger
-	history  *billing.Recorder
-	settler  accounting.Settler
-	callers  *callerScopes   // passthrough callers with a limit scope of their own
-	bg       *jobs.Registry  // background responses this instance runs
-	tracer   *tracing.Tracer // nil: tracing off
-	owners   sidecar.Owners  // who uploaded each asset (sidecar routes)
+	records  store.Store // nil: no durable records
+	// storeBudget: the stores are on Redis, so each request gets a store budget.
+	storeBudget bool
+	keeper      *stored.Keeper // stored responses over records; nil without records
+	admin       http.Handler
+	issued      *auth.Issued
+	ledger      *billing.Ledger
+	history     *billing.Recorder
+	settler     accounting.Settler
+	callers     *callerScopes   // passthrough callers with a limit scope of their own
+	bg          *jobs.Registry  // background responses this instance runs
+	tracer      *tracing.Tracer // nil: tracing off
+	owners      sidecar.Owners  // who uploaded each asset (sidecar routes)
 	// inflating is the room gzip request bodies being inflated share (max_inflating_bytes).
 	inflating reqbody.Budget
 	// calibration learns each model's ratio of reported to estimated input tokens; never nil.
@@ -155,7 +158,7 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
 		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer,
-		breakers: d.Breakers, health: d.Health, alerts: d.Alerts}
+		breakers: d.Breakers, health: d.Health, alerts: d.Alerts, storeBudget: redisconn.IsRedis(d.Config.Ratelimit.Store)}
 	if s.health == nil && s.breakers != nil {
 		s.health = s.breakers // never a nil *Set inside a non-nil interface
 	}
@@ -354,8 +357,21 @@ func (s *Server) observe(c *gin.Context) {
 	if s.hooks.RequestStarted != nil {
 		s.hooks.RequestStarted()
 	}
+	if s.storeBudget {
+		budgetStore(c)
+	}
 	c.Next()
 	s.finish(c, ri)
+}
+
+// budgetStore gives the request its store budget (redisconn.WithBudget): on a Redis that
+// does not answer, the request waits one store timeout in all, whatever number of limiter
+// and record-store commands it makes. Out of line, so observe's frame, under every stream,
+// does not grow.
+//
+//go:noinline
+func budgetStore(c *gin.Context) {
+	c.Request = c.Request.WithContext(redisconn.WithBudget(c.Request.Context(), redisconn.RequestBudget))
 }
 
 // finish logs and reports a request that has been answered. It is its own call, never

@@ -28,10 +28,13 @@ type Options struct {
 	// LeaseTTL is how long a Redis concurrency slot outlives a replica that stopped renewing
 	// it; default 30s.
 	LeaseTTL time.Duration
-	// StoreTimeout bounds one Redis round trip; default 500ms.
+	// StoreTimeout bounds one Redis round trip; default 500ms (redisconn.RequestBudget).
 	StoreTimeout time.Duration
 	// Redis is the connection when Store is "redis": one server, Sentinel or Cluster.
 	Redis config.Redis
+	// Guard is the Redis store's breaker, shared with the record store's client of the same
+	// Redis; nil: one of the limiter's own.
+	Guard *redisconn.Guard
 }
 
 // Scope is one set of budgets: "team:<name>", "key:<team>/<key>", "caller:<sha256 hex>" or
@@ -203,7 +206,7 @@ func New(opts Options) (*Limiter, error) {
 		opts.LeaseTTL = 30 * time.Second
 	}
 	if opts.StoreTimeout <= 0 {
-		opts.StoreTimeout = 500 * time.Millisecond
+		opts.StoreTimeout = redisconn.RequestBudget
 	}
 	var err error
 	switch {
@@ -277,7 +280,7 @@ func (l *Limiter) Admit(ctx context.Context, req Request) (*Ticket, Decision, er
 		}
 		// Whether the store admitted is unknown: the ticket still settles by its id, which
 		// undoes the admission if it landed and does nothing if it did not.
-		t := &Ticket{l: l, a: a, unsure: true, reserve: reservation(req), day: utcDay(now)}
+		t := &Ticket{l: l, a: a, unsure: true, reserve: reservation(req), day: utcDay(now), ctx: settleContext(ctx)}
 		l.track(t)
 		if l.failOpen {
 			return t, Decision{Allowed: true, StoreError: true}, err
@@ -295,9 +298,17 @@ func (l *Limiter) Admit(ctx context.Context, req Request) (*Ticket, Decision, er
 		}
 		d.WouldRefuse = worst.reason
 	}
-	t := &Ticket{l: l, a: a, charged: out.charged, counted: out.counted, day: out.day, reserve: reservation(req)}
+	t := &Ticket{l: l, a: a, charged: out.charged, counted: out.counted, day: out.day, reserve: reservation(req), ctx: settleContext(ctx)}
 	l.track(t)
 	return t, d, nil
+}
+
+// settleContext is the context a ticket admitted under ctx settles with: not ctx, which
+// ends with the request (and a settle must reach the store after a client left), but with
+// the request's store budget, so a request that spent it on a hung store does not wait
+// again to settle; the settle is then kept and retried in the background.
+func settleContext(ctx context.Context) context.Context {
+	return redisconn.KeepBudget(context.Background(), ctx)
 }
 
 func newTicketID() string {
@@ -376,9 +387,10 @@ type Ticket struct {
 	charged bool
 	counted bool
 	day     int64
-	reserve Usage // what was reserved: settled at Close if the ticket is still open
-	unsure  bool  // the store's reply to the admission was lost: it may or may not have landed
-	refused bool  // an unsure admission that was refused (on_store_error: deny)
+	reserve Usage           // what was reserved: settled at Close if the ticket is still open
+	unsure  bool            // the store's reply to the admission was lost: it may or may not have landed
+	refused bool            // an unsure admission that was refused (on_store_error: deny)
+	ctx     context.Context // the settle's: the request's store budget, no cancellation
 	done    atomic.Bool
 }
 
@@ -402,7 +414,7 @@ func (t *Ticket) Settle(u Usage) {
 	if !t.charged && !t.counted && !t.unsure {
 		return
 	}
-	if err := l.store.settle(context.Background(), l.now(), t, u); err != nil {
+	if err := l.store.settle(t.ctx, l.now(), t, u); err != nil {
 		l.storeFailed("settle", err)
 	}
 }

@@ -61,7 +61,7 @@ type pendingSettle struct {
 }
 
 func newRedisStore(opts Options, now func() time.Time, log *slog.Logger) (*redisStore, error) {
-	rdb, err := redisconn.New(config.Ratelimit{Store: opts.Store, Redis: opts.Redis}, opts.StoreTimeout)
+	rdb, err := redisconn.New(config.Ratelimit{Store: opts.Store, Redis: opts.Redis}, opts.StoreTimeout, opts.Guard)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,8 @@ type Client struct {
 	// Cluster is true for Redis Cluster: multi-key commands and scripts must keep their keys
 	// in one hash slot (see HashTag).
 	Cluster bool
+	// Guard is the store breaker every command of the client goes through.
+	Guard *Guard
 }
 
 // IsRedis reports whether a ratelimit.store value selects Redis.
@@ -30,13 +32,16 @@ func IsRedis(store string) bool {
 }
 
 // New connects as r describes (store and the redis block), bounding every dial, read, write
-// and wait for a pooled connection by timeout. It does not contact Redis: a Redis that is
-// down at start must not keep modelgate from starting.
+// and wait for a pooled connection by timeout, and sending every command through guard (the
+// store's breaker and the request's budget; nil: a guard of this client's own). Clients of
+// one Redis share one Guard, so that one of them finding it hung spares the others the
+// wait. It does not contact Redis: a Redis that is down at start must not keep modelgate
+// from starting.
 //
 // Commands are never retried by the client (MaxRetries -1): modelgate's scripts are not
 // idempotent, and a retry after a lost reply would charge twice. Callers that can make a
 // write idempotent retry it themselves.
-func New(r config.Ratelimit, timeout time.Duration) (*Client, error) {
+func New(r config.Ratelimit, timeout time.Duration, guard *Guard) (*Client, error) {
 	var o redis.UniversalOptions
 	switch {
 	case strings.HasPrefix(r.Store, "redis://") || strings.HasPrefix(r.Store, "rediss://"):
@@ -69,7 +74,15 @@ func New(r config.Ratelimit, timeout time.Duration) (*Client, error) {
 	// One dial attempt: during an outage on_store_error should apply at once, not after
 	// several dial timeouts.
 	o.DialerRetries = 1
-	return &Client{UniversalClient: redis.NewUniversalClient(&o), Cluster: o.IsClusterMode}, nil
+	// A context's deadline bounds the command too (go-redis ignores it otherwise): it is how
+	// a request's store budget cuts a command short of the timeout.
+	o.ContextTimeoutEnabled = true
+	if guard == nil {
+		guard = NewGuard(nil, nil)
+	}
+	rdb := redis.NewUniversalClient(&o)
+	rdb.AddHook(guard.hook())
+	return &Client{UniversalClient: rdb, Cluster: o.IsClusterMode, Guard: guard}, nil
 }
 
 // HashTag wraps tag in braces for use inside a key: Redis Cluster places every key with the

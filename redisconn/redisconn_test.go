@@ -25,7 +25,7 @@ func TestNewPicksTheTopology(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := New(tc.r, 100*time.Millisecond)
+			c, err := New(tc.r, 100*time.Millisecond, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +55,7 @@ func TestNewRejectsWithoutEchoingSecrets(t *testing.T) {
 		{Store: "redis"},
 		{Store: "memory"},
 	} {
-		_, err := New(r, time.Second)
+		_, err := New(r, time.Second, nil)
 		if err == nil {
 			t.Fatalf("%q: no error", r.Store)
 		}

@@ -610,7 +610,7 @@ func TestOpenPicksByConfig(t *testing.T) {
 		{"memory store", config.Ratelimit{Store: "memory", DataPath: t.TempDir()}, "*store.Bolt"},
 		{"redis URL", config.Ratelimit{Store: "redis://127.0.0.1:1/0"}, "*store.Redis"},
 	} {
-		s, err := Open(tc.cfg, nil)
+		s, err := Open(tc.cfg, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -619,7 +619,7 @@ func TestOpenPicksByConfig(t *testing.T) {
 		}
 		s.Close()
 	}
-	_, err := Open(config.Ratelimit{Store: "redis://user:s3cret@[bad"}, nil)
+	_, err := Open(config.Ratelimit{Store: "redis://user:s3cret@[bad"}, nil, nil)
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("bad URL: %v (must fail without echoing the password)", err)
 	}

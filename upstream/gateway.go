@@ -150,6 +150,10 @@ type Call struct {
 	// choice does): Open does not ask again, which would spend a half-open breaker's one
 	// probe twice and refuse the call that holds it.
 	ModelAsked bool
+	// Watched says the caller waits for the stream's first output event itself (a model's
+	// first_token_timeout): an opened stream is not yet a success for the model's breaker,
+	// and the caller reports how it went with ReportWatched.
+	Watched bool
 	Trail
 }
 
@@ -166,7 +170,7 @@ func (g *Gateway) Open(parent context.Context, c *Call) (*http.Response, context
 		return nil, nil, breakerOpen()
 	}
 	resp, cancel, f := g.open(parent, c)
-	if breaker != "" {
+	if breaker != "" && (f != nil || !c.Watched) {
 		if failed, judged := ModelFailed(f); judged && (g.shared || f == nil || f.Status != http.StatusTooManyRequests) {
 			// (A caller's own key's 429 is that key's limit, not the model's trouble.)
 			g.health.Report(breaker, failed)
@@ -176,9 +180,20 @@ func (g *Gateway) Open(parent context.Context, c *Call) (*http.Response, context
 }
 
 // Health is the circuit breakers this Gateway reports to; nil when there are none. A
-// failure the Gateway cannot see (a stall before the first token) is reported on it by
-// the caller, under ModelBreaker.
+// failure the Gateway cannot see (a stall before the first token) is reported through
+// ReportWatched.
 func (g *Gateway) Health() Health { return g.health }
+
+// ReportWatched tells c's model breaker how a Watched call went once its caller knows:
+// stalled (no output event within the model's first_token_timeout) is a failure, like a
+// 5xx, so a model that always stalls is skipped (its fallback served, or the call refused)
+// instead of costing every call the whole timeout; output in time is a success. A call
+// that failed before its stream opened was reported by Open and is not reported again.
+func (g *Gateway) ReportWatched(c *Call, stalled bool) {
+	if b := g.modelBreaker(c); b != "" {
+		g.health.Report(b, stalled)
+	}
+}
 
 func (g *Gateway) open(parent context.Context, c *Call) (*http.Response, context.CancelFunc, *Failure) {
 	deadline := time.Now().Add(g.timeout)

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,6 +151,23 @@ func (s *Server) Kill() {
 	_ = s.cmd.Process.Kill()
 	<-s.exited
 	s.cmd = nil
+}
+
+// Pause stops the server with SIGSTOP: its connections stay open and nothing answers, a hung
+// host rather than a dead one. The test's end (or Resume) lets it run again.
+func (s *Server) Pause() {
+	s.t.Helper()
+	if err := syscall.Kill(s.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(s.Resume)
+}
+
+// Resume continues a paused server (SIGCONT); on a running one it does nothing.
+func (s *Server) Resume() {
+	if s.cmd != nil {
+		_ = syscall.Kill(s.cmd.Process.Pid, syscall.SIGCONT)
+	}
 }
 
 // Restart starts a killed server again with the same arguments and data directory.
