@@ -213,3 +213,23 @@ func oracleFold(key string) string {
 	}
 	return b.String()
 }
+
+// The client check against the plain validator on a typical body: what a request pays for
+// the case and UTF-8 checks (go test -bench 'Check(ClientBody|JSON)Typical' ./translate).
+func BenchmarkCheckClientBodyTypical(b *testing.B) {
+	b.SetBytes(int64(len(typicalChat)))
+	for b.Loop() {
+		if check, _ := CheckClientBody(typicalChat); check != JSONValid {
+			b.Fatal(check)
+		}
+	}
+}
+
+func BenchmarkCheckJSONTypical(b *testing.B) {
+	b.SetBytes(int64(len(typicalChat)))
+	for b.Loop() {
+		if CheckJSON(typicalChat) != JSONValid {
+			b.Fatal("invalid")
+		}
+	}
+}
