@@ -83,11 +83,17 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // maxCreateBody bounds POST /admin/keys; a real request is well under 1 KB.
 const maxCreateBody = 16 << 10
 
-// MaxKeyLifetime bounds expires_at. An instant centuries away is not an expiry anyone
-// means, and past 2262 it is not representable as the nanosecond count the stores and the
+// maxKeyYears bounds expires_at. An instant centuries away is not an expiry anyone means,
+// and past 2262 it is not representable as the nanosecond count the stores and the
 // authenticator compare (a wrapped one reads as long past: the key would be issued with a
 // secret and then refused). "Never" is said by leaving expires_at out.
-const MaxKeyLifetime = 100 * 365 * 24 * time.Hour
+const maxKeyYears = 100
+
+// MaxKeyExpiry is the latest expires_at a key issued at now may have: the same date and
+// time of day (UTC) 100 calendar years on, which is what docs/admin.md says. A fixed count
+// of 365-day years fell 24 or 25 days short of that date (the leap days in between), so a
+// key dated as the docs allow was refused. A 29 February issue date normalises to 1 March.
+func MaxKeyExpiry(now time.Time) time.Time { return now.UTC().AddDate(maxKeyYears, 0, 0) }
 
 type createRequest struct {
 	Team      string            `json:"team"`
@@ -138,9 +144,9 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 	case req.ExpiresAt != nil && !req.ExpiresAt.After(now):
 		writeError(w, http.StatusBadRequest, "invalid_expiry", "expires_at", "expires_at must be in the future.")
 		return
-	case req.ExpiresAt != nil && req.ExpiresAt.After(now.Add(MaxKeyLifetime)):
+	case req.ExpiresAt != nil && req.ExpiresAt.After(MaxKeyExpiry(now)):
 		writeError(w, http.StatusBadRequest, "invalid_expiry", "expires_at",
-			"expires_at must be within 100 years; leave it out for a key that never expires.")
+			"expires_at must be at most 100 years away (no later than "+MaxKeyExpiry(now).Format(time.RFC3339)+"); leave it out for a key that never expires.")
 		return
 	}
 	var limits limitsJSON

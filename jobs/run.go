@@ -72,6 +72,9 @@ type Work struct {
 	// Tags are written "k:v,k2:v2", as reqlog.Record keeps them.
 	EndUser string
 	Tags    string
+	// ClientRequestID is the submitting caller's own X-Request-Id, bounded and plain as the
+	// request's line logs it; "" when none was sent. RequestID is always modelgate's.
+	ClientRequestID string
 }
 
 // Start runs j in a goroutine of its own until it ends, then forgets it. Its record must
@@ -147,7 +150,7 @@ func (r *run) report() {
 		Team: w.Team, Key: w.Key, Model: reqlog.Printable(w.Model, maxLoggedModel), Status: r.httpStatus(o),
 		Duration: time.Since(w.Started), InputTokens: o.Charge.Usage.InputTokens, OutputTokens: o.Charge.Usage.OutputTokens,
 		ErrorCode: o.Error.Code, UpstreamErr: o.UpstreamErr, UsageEstimated: o.Charge.Unknown, CostMicros: r.cost,
-		EndUser: w.EndUser, Tags: w.Tags})
+		EndUser: w.EndUser, Tags: w.Tags, ClientRequestID: w.ClientRequestID})
 }
 
 // logEnd writes the job's own line, its access-log entry.
@@ -166,6 +169,9 @@ func (r *run) logEnd() {
 	}
 	if w.Tags != "" {
 		attrs = append(attrs, slog.String("tags", w.Tags))
+	}
+	if w.ClientRequestID != "" {
+		attrs = append(attrs, slog.String("client_request_id", w.ClientRequestID))
 	}
 	r.reg.log.LogAttrs(context.Background(), slog.LevelInfo, "background response", attrs...)
 }

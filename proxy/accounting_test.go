@@ -28,14 +28,17 @@ import (
 	"modelgate/testclock"
 )
 
-// settledRecord is what the access log says a request settled.
+// settledRecord is what the access log says a request settled, and modelgate's id for it
+// (what the platform was sent as X-Request-Id, and bills by).
 type settledRecord struct {
 	Input, Output int64
 	Estimated     string
 	Status        int
+	ID            string
 }
 
-// settledFor waits for the access log line of request id and returns what it settled.
+// settledFor waits for the access log line of the request sent with X-Request-Id id (which
+// modelgate logs as client_request_id, never as its own id) and returns what it settled.
 func settledFor(t testing.TB, logs *apitest.SyncBuffer, id string) settledRecord {
 	t.Helper()
 	var got settledRecord
@@ -44,13 +47,14 @@ func settledFor(t testing.TB, logs *apitest.SyncBuffer, id string) settledRecord
 			var rec struct {
 				Msg       string `json:"msg"`
 				RequestID string `json:"request_id"`
+				ClientID  string `json:"client_request_id"`
 				Input     int64  `json:"input_tokens"`
 				Output    int64  `json:"output_tokens"`
 				Estimated string `json:"usage_estimated"`
 				Status    int    `json:"status"`
 			}
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "request" && rec.RequestID == id {
-				got = settledRecord{rec.Input, rec.Output, rec.Estimated, rec.Status}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "request" && rec.ClientID == id {
+				got = settledRecord{rec.Input, rec.Output, rec.Estimated, rec.Status, rec.RequestID}
 				return true
 			}
 		}
@@ -60,6 +64,17 @@ func settledFor(t testing.TB, logs *apitest.SyncBuffer, id string) settledRecord
 		t.Fatalf("no access log line for %s", id)
 	}
 	return got
+}
+
+// billedAny reports whether sim billed any of the calls it was sent (each env here serves
+// one request, whose id modelgate chose).
+func billedAny(sim *platformsim.Sim) bool {
+	for _, r := range sim.Requests() {
+		if sim.BilledFor(r.Header.Get("X-Request-Id")).Requests > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Every way an admitted call can end where the platform may have billed: modelgate's charge
@@ -134,7 +149,7 @@ func TestAccountingNeverBelowThePlatform(t *testing.T) {
 			defer cancel()
 			if tc.cancelOnBill {
 				go func() {
-					waitFor(5*time.Second, func() bool { return env.sim.BilledFor(id).Requests > 0 })
+					waitFor(5*time.Second, func() bool { return billedAny(env.sim) })
 					cancel()
 				}()
 			}
@@ -148,7 +163,7 @@ func TestAccountingNeverBelowThePlatform(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := settledFor(t, env.logs, id)
-			billed := env.sim.BilledFor(id)
+			billed := env.sim.BilledFor(got.ID)
 			u, err := env.limiter.Usage(context.Background(), []ratelimit.Scope{{ID: "team:alpha"}})
 			if err != nil {
 				t.Fatal(err)
@@ -263,10 +278,10 @@ func TestHeaderTimeoutAfterThePlatformAnswered(t *testing.T) {
 		t.Fatalf("status %d, want 504", status)
 	}
 	got := settledFor(t, env.logs, id)
-	if !waitFor(3*time.Second, func() bool { return env.sim.BilledFor(id).OutputTokens == 200 }) {
-		t.Fatalf("the platform billed %+v, not the whole stream", env.sim.BilledFor(id))
+	if !waitFor(3*time.Second, func() bool { return env.sim.BilledFor(got.ID).OutputTokens == 200 }) {
+		t.Fatalf("the platform billed %+v, not the whole stream", env.sim.BilledFor(got.ID))
 	}
-	billed := env.sim.BilledFor(id)
+	billed := env.sim.BilledFor(got.ID)
 	if got.Input < billed.InputTokens || got.Output < billed.OutputTokens || got.Estimated != accounting.NoAnswer {
 		t.Errorf("modelgate settled in=%d out=%d (estimated %q); the platform billed in=%d out=%d",
 			got.Input, got.Output, got.Estimated, billed.InputTokens, billed.OutputTokens)
@@ -315,7 +330,7 @@ func TestReloadMidStreamSettlesExactly(t *testing.T) {
 	for i := range bodies {
 		id := fmt.Sprintf("reload-%d", i)
 		got := settledFor(t, env.logs, id)
-		billed := env.sim.BilledFor(id)
+		billed := env.sim.BilledFor(got.ID)
 		if got.Estimated != "" || got.Input != billed.InputTokens || got.Output != billed.OutputTokens {
 			t.Errorf("%s: settled %+v, the platform billed %+v", id, got, billed)
 		}

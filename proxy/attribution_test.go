@@ -26,13 +26,13 @@ func (s *summaries) hooks() reqlog.Hooks {
 	s.done = map[string]reqlog.RequestSummary{}
 	return reqlog.Hooks{RequestStarted: func() {}, RequestDone: func(r reqlog.RequestSummary) {
 		s.mu.Lock()
-		s.done[r.RequestID] = r
+		s.done[r.ClientRequestID] = r // the X-Request-Id each test sends
 		s.mu.Unlock()
 	}}
 }
 
-// wait polls (bounded) for the summary of request id: a stream's handler may end just
-// after its client read the last byte.
+// wait polls (bounded) for the summary of the request sent with X-Request-Id id: a stream's
+// handler may end just after its client read the last byte.
 func (s *summaries) wait(t *testing.T, id string) reqlog.RequestSummary {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)

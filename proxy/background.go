@@ -55,7 +55,7 @@ func (s *Server) submitBackground(c *gin.Context, a *admission, job *jobs.Job, t
 	}
 	// The job settles and bills the call when it ends: it takes the spend hold along, and
 	// this request records nothing of its own.
-	jobInfo := &requestInfo{Record: reqlog.Record{Start: time.Now(), RequestID: ri.RequestID, Route: "/v1/responses",
+	jobInfo := &requestInfo{Record: reqlog.Record{Start: time.Now(), RequestID: ri.RequestID, ClientRequestID: ri.ClientRequestID, Route: "/v1/responses",
 		Team: ri.Team, Key: ri.Key, Model: ri.Model, Admitted: true, InputEstimate: ri.InputEstimate, InputReserved: ri.InputReserved,
 		UpstreamModel: ri.UpstreamModel, EndUser: ri.EndUser, Tags: ri.Tags},
 		principal: p, limits: s.limiter, spend: ri.spend, prices: st.prices}
@@ -67,7 +67,7 @@ func (s *Server) submitBackground(c *gin.Context, a *admission, job *jobs.Job, t
 			return s.settleBilling(jobInfo)
 		},
 		Reserve: reserve, RequestID: ri.RequestID, Team: ri.Team, Key: ri.Key, Model: turn.model, Started: jobInfo.Start,
-		EndUser: ri.EndUser, Tags: ri.Tags})
+		EndUser: ri.EndUser, Tags: ri.Tags, ClientRequestID: ri.ClientRequestID})
 	c.Data(http.StatusOK, "application/json", obj)
 }
 

@@ -15,20 +15,23 @@ import (
 // rules would for the same text: a model with a smaller vocabulary.
 const calibrationDensity = 1.25
 
-// reservedAndBilled is one request's input reservation (its access log line) and the input
-// the platform billed for it.
+// reservedAndBilled is the input reservation of the request sent with X-Request-Id id (its
+// access log line, where id is the client_request_id) and the input the platform billed for
+// it (under modelgate's own id, the line's request_id).
 func reservedAndBilled(t *testing.T, env *testEnv, id string) (reserved, billed int64) {
 	t.Helper()
+	var ours string
 	found := waitFor(5*time.Second, func() bool {
 		reserved = -1
 		for line := range strings.SplitSeq(env.logs.String(), "\n") {
 			var r struct {
 				Msg       string `json:"msg"`
 				RequestID string `json:"request_id"`
+				ClientID  string `json:"client_request_id"`
 				Reserved  int64  `json:"input_reserved"`
 			}
-			if json.Unmarshal([]byte(line), &r) == nil && r.Msg == "request" && r.RequestID == id {
-				reserved = r.Reserved
+			if json.Unmarshal([]byte(line), &r) == nil && r.Msg == "request" && r.ClientID == id {
+				reserved, ours = r.Reserved, r.RequestID
 			}
 		}
 		return reserved >= 0
@@ -36,7 +39,7 @@ func reservedAndBilled(t *testing.T, env *testEnv, id string) (reserved, billed 
 	if !found {
 		t.Fatalf("%s: no access log line", id)
 	}
-	return reserved, env.sim.BilledFor(id).InputTokens
+	return reserved, env.sim.BilledFor(ours).InputTokens
 }
 
 // send posts a shape's request under id and fails unless it is answered.

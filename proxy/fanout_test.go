@@ -111,7 +111,7 @@ func TestFanOutFailureSettlesWhatThePlatformBilled(t *testing.T) {
 				t.Errorf("the error answer took %v, more than %v", elapsed, limit)
 			}
 			got := settledFor(t, env.logs, id)
-			billed := env.sim.BilledFor(id)
+			billed := env.sim.BilledFor(got.ID)
 			t.Logf("platform billed %+v; modelgate settled %+v in %v", billed, got, elapsed)
 			if billed.Requests == 0 || billed.OutputTokens == 0 {
 				t.Fatalf("the platform billed no answer: the case was not exercised")

@@ -17,7 +17,7 @@ func TestRefusedRequestLogsWhatItAsked(t *testing.T) {
 	done := map[string]reqlog.RequestSummary{}
 	env := startEnv(t, envOptions{hooks: reqlog.Hooks{RequestDone: func(r reqlog.RequestSummary) {
 		mu.Lock()
-		done[r.RequestID] = r
+		done[r.ClientRequestID] = r // the X-Request-Id each case sends
 		mu.Unlock()
 	}}})
 	tests := []struct {

@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -20,7 +22,7 @@ import (
 
 // The mixed run of TestReconcileMixedRunWithThePlatformsBill: one case per way a request can
 // end, on the three client routes, each with a simulated platform of its own (chosen by the
-// request id, as the soak does) so that what is scripted for one case meets only that case.
+// case id its prompt holds, as the soak chooses by its workers' marks) so that what is scripted for one case meets only that case.
 
 // reconcileCap is the output cap every case asks for: the output part of its reservation.
 const reconcileCap = 256
@@ -83,7 +85,7 @@ func reconcileCases() []reconcileCase {
 	// A fan-out choice refused once the other one is answered whole, or, when it stalls,
 	// billed as far as it goes: the platform billed it, whatever the order on a loaded machine.
 	answered := func(p *casePlatform) bool { return p.served.Load() >= 1 }
-	stalledAt2 := func(p *casePlatform) bool { return p.sim.BilledFor(p.id).OutputTokens >= 2 }
+	stalledAt2 := func(p *casePlatform) bool { return billedTotal(p.sim).OutputTokens >= 2 }
 	model := "sim-chat"
 	cases := []struct {
 		c           reconcileCase
@@ -161,11 +163,34 @@ type casePlatform struct {
 	served atomic.Int64               // calls the sim finished answering
 }
 
-// reconcilePlatform routes each call to its case's platform by the request id modelgate
-// forwards, as the soak's upstream does.
+// reconcilePlatform routes each call to its case's platform by the case's id, which each
+// case's prompt holds ("hello rc-..."): the request id modelgate forwards is its own, never
+// the client's.
 type reconcilePlatform struct {
 	mu    sync.Mutex
 	cases map[string]*casePlatform
+}
+
+// caseIDIn is the case id that follows "hello " in a call's body, "" if none does.
+func caseIDIn(body []byte) string {
+	_, rest, ok := bytes.Cut(body, []byte("hello rc-"))
+	if !ok {
+		return ""
+	}
+	end := bytes.IndexAny(rest, " \"\\")
+	if end < 0 {
+		return ""
+	}
+	return "rc-" + string(rest[:end])
+}
+
+// billedTotal is all a case's platform billed, under whatever request ids.
+func billedTotal(sim *platformsim.Sim) platformsim.Totals {
+	var sum platformsim.Totals
+	for _, b := range sim.Billed() {
+		sum = addTotals(sum, b)
+	}
+	return sum
 }
 
 func (u *reconcilePlatform) get(id string) *casePlatform {
@@ -175,7 +200,9 @@ func (u *reconcilePlatform) get(id string) *casePlatform {
 }
 
 func (u *reconcilePlatform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p := u.get(r.Header.Get("X-Request-Id"))
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	p := u.get(caseIDIn(body))
 	if p == nil {
 		http.Error(w, "reconcile: a call of no case", http.StatusTeapot)
 		return
@@ -213,7 +240,7 @@ func runCase(t *testing.T, env *resEnv, up *reconcilePlatform, key string, c rec
 		p := up.get(c.id)
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() {
-			waitFor(5*time.Second, func() bool { return p.sim.BilledFor(c.id).Requests > 0 })
+			waitFor(5*time.Second, func() bool { return billedTotal(p.sim).Requests > 0 })
 			cancel()
 		}()
 		req := apitest.NewRequest(t, ctx, http.MethodPost, env.front.URL+c.path, key, strings.NewReader(c.body), hdr...)

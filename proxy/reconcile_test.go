@@ -109,7 +109,13 @@ func TestReconcileMixedRunWithThePlatformsBill(t *testing.T) {
 	margins := map[string]platformsim.Totals{} // per team: the declared margins' sum
 	for _, c := range cases {
 		p := up.get(c.id)
-		billed := p.sim.BilledFor(c.id)
+		billed := billedTotal(p.sim)
+		// The platform billed the case under modelgate's own id for it, and no other.
+		for id := range p.sim.Billed() {
+			if id != books.settled[c.id].ours {
+				t.Errorf("%s: the platform billed id %q; modelgate logged the request as %q", c.id, id, books.settled[c.id].ours)
+			}
+		}
 		est := inputEstimate(t, p.sim)
 		mIn, mOut := declaredMargin(c, billed, est)
 		m := margins[c.team]
@@ -196,9 +202,11 @@ type settledLine struct {
 	Input     int64
 	Output    int64
 	Estimated string
+	ours      string // modelgate's id for the request: what the platform bills it under
 }
 
-// reconcileBooks is what modelgate's log says was charged, per request id.
+// reconcileBooks is what modelgate's log says was charged, per case id (the client's
+// X-Request-Id, logged as client_request_id).
 type reconcileBooks struct {
 	settled    map[string]settledLine
 	background map[string]bool // ids whose job logged its end
@@ -212,13 +220,14 @@ func readBooks(logs string) reconcileBooks {
 	for line := range strings.SplitSeq(logs, "\n") {
 		var r struct {
 			Msg       string `json:"msg"`
-			RequestID string `json:"request_id"`
+			Ours      string `json:"request_id"`
+			RequestID string `json:"client_request_id"` // the case's id, sent as X-Request-Id
 			Team      string `json:"team"`
 			Input     int64  `json:"input_tokens"`
 			Output    int64  `json:"output_tokens"`
 			Estimated string `json:"usage_estimated"`
 		}
-		if json.Unmarshal([]byte(line), &r) != nil || r.RequestID == "" {
+		if json.Unmarshal([]byte(line), &r) != nil || r.Ours == "" {
 			continue
 		}
 		switch r.Msg {
@@ -230,11 +239,11 @@ func readBooks(logs string) reconcileBooks {
 				continue
 			}
 			if !b.background[r.RequestID] { // a job's submission charges nothing itself
-				b.settled[r.RequestID] = settledLine{r.Team, r.Input, r.Output, r.Estimated}
+				b.settled[r.RequestID] = settledLine{r.Team, r.Input, r.Output, r.Estimated, r.Ours}
 			}
 		case "background response":
 			b.background[r.RequestID] = true
-			b.settled[r.RequestID] = settledLine{r.Team, r.Input, r.Output, r.Estimated}
+			b.settled[r.RequestID] = settledLine{r.Team, r.Input, r.Output, r.Estimated, r.Ours}
 		}
 	}
 	return b
@@ -270,7 +279,7 @@ func checkDayTotals(t *testing.T, env *resEnv, up *reconcilePlatform, ledger *bi
 			p := up.get(c.id)
 			bill = addTotals(bill, p.sim.Totals(tm.platformKey))
 			if c.team == tm.name {
-				byID = addTotals(byID, p.sim.BilledFor(c.id))
+				byID = addTotals(byID, billedTotal(p.sim))
 			}
 		}
 		if bill != byID {

@@ -130,9 +130,14 @@ type responsesDialect struct {
 //
 //go:noinline
 func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {
-	if !translate.ValidJSONObject(body) {
+	switch check, key := translate.CheckClientObject(body); check {
+	case translate.JSONValid:
+	case translate.JSONInvalid, translate.JSONTooDeep:
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "",
 			"We could not parse the JSON body of your request. The body must be a JSON object.")
+		return false
+	default: // not UTF-8, or a key that only the platform would read as a field checked here
+		writeTranslateError(c, translate.ClientBodyError(check, key))
 		return false
 	}
 	// f lives in this frame alone: the scan fills it in place rather than returning a copy,

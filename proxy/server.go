@@ -336,11 +336,9 @@ func (s *Server) noRoute(c *gin.Context) {
 
 // observe assigns the request id, times the request and reports it when done.
 func (s *Server) observe(c *gin.Context) {
-	ri := &requestInfo{Record: reqlog.Record{Start: time.Now()}, limits: s.limiter}
-	if id := c.GetHeader("X-Request-Id"); saneRequestID(id) {
-		ri.RequestID = id
-	} else {
-		ri.RequestID = newRequestID()
+	ri := &requestInfo{Record: reqlog.Record{Start: time.Now(), RequestID: newRequestID()}, limits: s.limiter}
+	if id := c.GetHeader("X-Request-Id"); id != "" {
+		ri.ClientRequestID = clientRequestID(id) // logged beside ours, never in its place
 	}
 	c.Set(infoKey, ri)
 	c.Header("X-Request-Id", ri.RequestID)
@@ -428,13 +426,14 @@ func (s *Server) logRequest(r reqlog.RequestSummary) {
 		slog.String("upstream_model", r.UpstreamModel),
 		slog.String("end_user", r.EndUser),
 		slog.String("tags", r.Tags),
+		slog.String("client_request_id", r.ClientRequestID),
 	}
-	// The last four are there only when set: without tracing, routes or attribution, the
-	// line is as it always was. Appending writes within the array (never past what it
-	// still reads), so nothing is allocated.
-	const optional = 4
+	// The last five are there only when set: without tracing, routes, attribution or a
+	// caller's own request id, the line is as it always was. Appending writes within the
+	// array (never past what it still reads), so nothing is allocated.
+	const optional = 5
 	line := attrs[:len(attrs)-optional]
-	for i, set := range [optional]bool{r.TraceID != "", r.UpstreamModel != "", r.EndUser != "", r.Tags != ""} {
+	for i, set := range [optional]bool{r.TraceID != "", r.UpstreamModel != "", r.EndUser != "", r.Tags != "", r.ClientRequestID != ""} {
 		if set {
 			line = append(line, attrs[len(attrs)-optional+i])
 		}

@@ -101,19 +101,42 @@ func soakSettingsFromEnv(t *testing.T) soakSettings {
 	return s
 }
 
-// soakUpstream gives every worker its own simulated platform, chosen by the request id the
-// worker sets and modelgate forwards. A fault a worker scripts is then met by that worker's
-// own next call, never by another's, so each fault lands on the kind of call it was meant for.
+// soakUpstream gives every worker its own simulated platform, chosen by the mark the worker
+// writes into its prompt (soakMark), which the platform receives whatever the route (the
+// request id it sends is modelgate's own, never the worker's). A fault a worker scripts is
+// then met by that worker's own next call, never by another's, so each fault lands on the
+// kind of call it was meant for.
 type soakUpstream struct{ sims []*platformsim.Sim }
 
 func (u *soakUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	id := r.Header.Get("X-Request-Id")
-	n, err := strconv.Atoi(strings.TrimPrefix(strings.SplitN(id, "-", 2)[0], "w"))
-	if err != nil || n < 0 || n >= len(u.sims) {
-		http.Error(w, "soak: request without a worker id", http.StatusTeapot)
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	n := -1
+	if _, rest, ok := bytes.Cut(body, []byte(soakMarkPrefix)); ok {
+		if end := bytes.IndexByte(rest, ':'); end > 0 {
+			n, _ = strconv.Atoi(string(rest[:end]))
+		}
+	}
+	if n < 0 || n >= len(u.sims) {
+		http.Error(w, "soak: request without a worker's mark", http.StatusTeapot)
 		return
 	}
 	u.sims[n].ServeHTTP(w, r)
+}
+
+// soakMarkPrefix starts the mark of a worker's prompts: soak-w<worker>:.
+const soakMarkPrefix = "soak-w"
+
+// soakMark puts the mark of the worker whose request ids start w<worker>- before the first
+// "hello" or "cut" of a body's prompt.
+func soakMark(body, id string) string {
+	mark := soakMarkPrefix + strings.TrimPrefix(strings.SplitN(id, "-", 2)[0], "w") + ": "
+	for _, word := range []string{`"hello`, `"cut`} {
+		if strings.Contains(body, word) {
+			return strings.Replace(body, word, `"`+mark+word[1:], 1)
+		}
+	}
+	return body
 }
 
 // billed is what the platforms charged per request id.
@@ -409,7 +432,8 @@ func (sw *soakWorker) one(t *testing.T, key string) {
 			}
 		}
 	}
-	seen := len(sw.sim.Requests())
+	body = soakMark(body, sw.id)
+	seen, billedBefore := len(sw.sim.Requests()), len(sw.sim.Billed())
 	for _, rep := range replies {
 		sw.sim.Enqueue("/v1/responses", rep)
 	}
@@ -431,7 +455,7 @@ func (sw *soakWorker) one(t *testing.T, key string) {
 	case 3:
 		go func() {
 			// Leave once the platform billed the call (or soon, if it was refused locally).
-			waitFor(time.Second, func() bool { return sw.sim.BilledFor(sw.id).Requests > 0 })
+			waitFor(time.Second, func() bool { return len(sw.sim.Billed()) > billedBefore })
 			cancel()
 		}()
 	}
@@ -601,7 +625,7 @@ func soakDrainCut(t *testing.T, env *resEnv) int {
 	var resps []*http.Response
 	for i := range 4 {
 		b := bodies[i%len(bodies)]
-		req, _ := http.NewRequest(http.MethodPost, env.front.URL+b.path, strings.NewReader(b.body))
+		req, _ := http.NewRequest(http.MethodPost, env.front.URL+b.path, strings.NewReader(soakMark(b.body, "w0-drain")))
 		req.Header.Set("Authorization", "Bearer mg-soak-key-4") // t4: no limits to refuse it
 		req.Header.Set("X-Request-Id", fmt.Sprintf("w0-drain-%d", i))
 		resp, err := env.client.Do(req)

@@ -11,12 +11,17 @@ import (
 // a client that left by the relay, the usage and cost by accounting. Plain values: no HTTP
 // framework and no server behind it, so it is handed explicitly to the parts that fill it.
 type Record struct {
-	Start     time.Time
+	Start time.Time
+	// RequestID is modelgate's own id for the request, always made here: it is sent to the
+	// platform and keys what is billed and logged, so a caller must not choose it.
 	RequestID string
-	Route     string // the route pattern, never the raw path
-	Team, Key string // who asked (the key's name, never its secret)
-	Model     string // as the client named it; capped when logged
-	Stream    bool
+	// ClientRequestID is the caller's own X-Request-Id, kept only to be logged beside
+	// RequestID: bounded and made plain before it is set (see proxy), "" when none was sent.
+	ClientRequestID string
+	Route           string // the route pattern, never the raw path
+	Team, Key       string // who asked (the key's name, never its secret)
+	Model           string // as the client named it; capped when logged
+	Stream          bool
 	// UpstreamModel is the platform model a weighted route chose for the call (issue 27);
 	// "" when the model has no routes. Configured, so bounded.
 	UpstreamModel string
@@ -78,7 +83,7 @@ func (r *Record) PricedModel() string {
 // status the HTTP layer knows, the model capped at maxModel printable bytes.
 func (r *Record) Summary(method string, status int, maxModel int) RequestSummary {
 	return RequestSummary{
-		RequestID: r.RequestID, Route: r.Route, Method: method,
+		RequestID: r.RequestID, ClientRequestID: r.ClientRequestID, Route: r.Route, Method: method,
 		Team: r.Team, Key: r.Key, Model: Printable(r.Model, maxModel), ServedModel: r.ServedModel, Status: status, Stream: r.Stream,
 		Duration: time.Since(r.Start), TTFB: r.TTFB,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, InputReserved: r.InputReserved, Attempts: r.Attempts,

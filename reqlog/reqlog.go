@@ -19,18 +19,20 @@ type Hooks struct {
 
 // RequestSummary is the record of one finished request, for logs and metrics.
 type RequestSummary struct {
-	RequestID    string
-	Route        string
-	Method       string
-	Team, Key    string
-	Model        string
-	ServedModel  string // the fallback that served it; "" when Model did
-	Status       int
-	Stream       bool
-	Duration     time.Duration
-	TTFB         time.Duration
-	InputTokens  int64
-	OutputTokens int64
+	RequestID string
+	// ClientRequestID is the caller's X-Request-Id, bounded and plain; "" when none was sent.
+	ClientRequestID string
+	Route           string
+	Method          string
+	Team, Key       string
+	Model           string
+	ServedModel     string // the fallback that served it; "" when Model did
+	Status          int
+	Stream          bool
+	Duration        time.Duration
+	TTFB            time.Duration
+	InputTokens     int64
+	OutputTokens    int64
 	// InputReserved is the input part of the request's reservation (0 when none was made).
 	InputReserved int64
 	Attempts      int

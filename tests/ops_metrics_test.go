@@ -128,8 +128,9 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	})
 }
 
-// TestRequestID checks the id's round trip: a sane client id is kept, echoed and sent
-// upstream; anything else is replaced by a generated one.
+// TestRequestID checks the id's round trip: modelgate's id is always its own, echoed and
+// sent upstream, so two requests that send the same X-Request-Id still get two ids; the
+// caller's id is logged beside it as client_request_id, bounded and plain.
 func TestRequestID(t *testing.T) {
 	p := startPlatform(t)
 	var mu sync.Mutex
@@ -144,15 +145,16 @@ func TestRequestID(t *testing.T) {
 	front := &platform{Sim: p.Sim, URL: recorder.URL, Key: p.Key}
 	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(front, ""), Env: keysEnv(p)})
 
+	seen := map[string]bool{} // modelgate's ids so far: each must be new
 	for _, tc := range []struct {
-		name, sent string
-		kept       bool
+		name, sent, logged string // logged: the client_request_id the line carries ("" none)
 	}{
-		{"sane", "trace-42.abc:def_X", true},
-		{"absent", "", false},
-		{"spaces", "has spaces", false},
-		{"too_long", strings.Repeat("a", 129), false},
-		{"newline_injection", "id\r\nX-Evil: 1", false},
+		{"plain", "trace-42.abc:def_X", "trace-42.abc:def_X"},
+		{"plain_again", "trace-42.abc:def_X", "trace-42.abc:def_X"},
+		{"absent", "", ""},
+		{"spaces", "has spaces", "has_spaces"},
+		{"too_long", strings.Repeat("a", 129), strings.Repeat("a", 128)},
+		{"newline_injection", "id\r\nX-Evil: 1", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mu.Lock()
@@ -176,18 +178,31 @@ func TestRequestID(t *testing.T) {
 			switch {
 			case resp.StatusCode != 200:
 				t.Fatalf("status %d", resp.StatusCode)
-			case tc.kept && got != tc.sent:
-				t.Errorf("answer X-Request-Id = %q, want the client's %q", got, tc.sent)
-			case !tc.kept && (got == "" || got == tc.sent || !strings.HasPrefix(got, "req_")):
-				t.Errorf("answer X-Request-Id = %q, want a generated req_ id", got)
+			case !strings.HasPrefix(got, "req_") || len(got) != len("req_")+32:
+				t.Errorf("answer X-Request-Id = %q, want modelgate's own req_ id", got)
+			case seen[got]:
+				t.Errorf("answer X-Request-Id %q was already another request's", got)
 			}
+			seen[got] = true
 			mu.Lock()
-			defer mu.Unlock()
 			if len(upstreamIDs) != 1 || upstreamIDs[0] != got {
 				t.Errorf("upstream saw X-Request-Id %q, want %q", upstreamIDs, got)
 			}
+			mu.Unlock()
 			// The access-log line is written once the answer is out, so it may trail the answer.
 			waitForLog(t, g, "request_id="+got+" ", 1)
+			var line string
+			for l := range strings.SplitSeq(g.Output.String(), "\n") {
+				if strings.Contains(l, "request_id="+got+" ") {
+					line = l
+				}
+			}
+			switch {
+			case tc.logged == "" && strings.Contains(line, "client_request_id="):
+				t.Errorf("a client_request_id logged for a request that sent none: %s", line)
+			case tc.logged != "" && !strings.Contains(line+" ", " client_request_id="+tc.logged+" "):
+				t.Errorf("line %s, want client_request_id=%s", line, tc.logged)
+			}
 		})
 	}
 }

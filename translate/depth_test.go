@@ -177,14 +177,14 @@ func TestUpstreamErrorDeepBody(t *testing.T) {
 	}
 }
 
-// ValidJSONObject: one well-formed object, white space around it allowed; anything else not.
-func TestValidJSONObject(t *testing.T) {
+// CheckClientObject: one well-formed object, white space around it allowed; anything else not.
+func TestCheckClientObject(t *testing.T) {
 	for body, want := range map[string]bool{
 		`{}`: true, " \n{\"a\":[1]}\t": true, `[]`: false, `"x"`: false, `{`: false, ``: false, `  `: false,
-		`{} {}`: false, strings.Repeat("[", MaxEventDepth+1): false,
+		`{} {}`: false, strings.Repeat("[", MaxEventDepth+1): false, strings.Repeat(`{"a":`, MaxEventDepth+1): false,
 	} {
-		if got := ValidJSONObject([]byte(body)); got != want {
-			t.Errorf("%q: %v, want %v", body, got, want)
+		if check, _ := CheckClientObject([]byte(body)); (check == JSONValid) != want {
+			t.Errorf("%q: %v, want valid %v", body, check, want)
 		}
 	}
 }

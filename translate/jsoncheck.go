@@ -2,7 +2,6 @@ package translate
 
 import (
 	"encoding/binary"
-	"strconv"
 )
 
 // MaxEventDepth is how deeply the JSON of one upstream event (or answer) may nest: objects
@@ -46,29 +45,12 @@ func CheckJSON(data []byte) JSONCheck {
 // ValidJSON reports whether CheckJSON finds data valid.
 func ValidJSON(data []byte) bool { return CheckJSON(data) == JSONValid }
 
-// ValidJSONObject reports whether data is one well-formed JSON object, nested at most
-// MaxEventDepth deep: what a Responses body and a WebSocket client message must be.
-func ValidJSONObject(data []byte) bool {
-	if !ValidJSON(data) {
-		return false
-	}
-	i := skipSpace(data, 0)
-	return i < len(data) && data[i] == '{'
-}
-
-// checkBody is the first check of every client body a dialect parses: the same bounded
-// validator, with the refusal every route gives (rendered in the route's own error shape).
-// The body's size is bounded before it gets here, by server.max_body_bytes on the inflated
-// bytes, so the check's time is bounded too.
-func checkBody(body []byte) *Error {
-	switch CheckJSON(body) {
-	case JSONTooDeep:
-		return badRequest("invalid_json", "", "The request body nests objects and arrays more than "+strconv.Itoa(MaxEventDepth)+" levels deep.")
-	case JSONInvalid:
-		return badRequest("invalid_json", "", "The request body is not valid JSON.")
-	}
-	return nil
-}
+// checkBody is the first check of every client body a dialect parses: the bounded
+// validator with a client's stricter terms (CheckClientBody), and the refusal every route
+// gives (rendered in the route's own error shape). The body's size is bounded before it
+// gets here, by server.max_body_bytes on the inflated bytes, so the check's time is bounded
+// too.
+func checkBody(body []byte) *Error { return ClientBodyError(CheckClientBody(body)) }
 
 // The validators below accept what gjson's do, up to MaxEventDepth; each returns the index
 // just past what it read. validValue skips leading white space, as gjson's validany does;

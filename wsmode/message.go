@@ -31,9 +31,14 @@ type clientMessage struct {
 // event to answer it with instead; the connection stays open. An acknowledgement gives
 // neither: nothing is answered.
 func parseClientMessage(data []byte) (clientMessage, []byte) {
-	if !translate.ValidJSONObject(data) {
+	switch check, key := translate.CheckClientObject(data); check {
+	case translate.JSONValid:
+	case translate.JSONInvalid, translate.JSONTooDeep:
 		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_json", "",
 			"The message could not be parsed: each message must be one JSON object with a 'type'.")
+	default: // not UTF-8, or a key that differs from a field only in case (see translate)
+		e := translate.ClientBodyError(check, key)
+		return clientMessage{}, errorEvent(e.Status, e.Type, e.Code, e.Param, e.Message)
 	}
 	if dup := repeatedField(data); dup != "" {
 		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", translate.CodeDuplicateField, dup,
