@@ -258,6 +258,6 @@ func (s *Server) countTokens(c *gin.Context) {
 	}
 	peekLimitHeaders(c)
 	raw := tokens.EstimateResponsesInput(req.ToResponses(countedUpstream(st, p, req.Model, st.models.identityKey(req.Model, &req.Identity)), translate.RequestOptions{}))
-	n := s.calibration.Factor(req.Model).Count(raw)
+	n := s.calibration.Factor(p.Team, req.Model).Count(raw)
 	c.Data(http.StatusOK, "application/json", []byte(`{"input_tokens":`+strconv.FormatInt(n, 10)+`}`))
 }

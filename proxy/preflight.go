@@ -123,7 +123,7 @@ func (s *Server) admitCall(c *gin.Context, d dialect, a *admission) bool {
 		}
 	}
 	raw, outCap, n := tokens.EstimateResponsesInput(call.upBody), st.outputReserve(call.maxOut), int64(max(call.choices, 1))
-	estimate := s.calibration.Factor(call.model).Reserve(raw)
+	estimate := s.calibration.Factor(p.Team, call.model).Reserve(raw)
 	ri := info(c)
 	ri.InputEstimate, ri.InputReserved = raw, estimate*n
 	// n choices are n upstream generations: reserve for all of them, count one request. The
