@@ -23,7 +23,7 @@ const spentKey = "mg-e2e-spent"
 func messagesConfig(p *platform) string {
 	return gatewayYAML{
 		upstream: "  keepalive_interval: 20ms\n",
-		models:   "  - id: claude-test\n    upstream: sim-chat\n  - id: sim-chat\n  - id: sim-tools\n  - id: sim-reasoning\n",
+		models:   "  - id: claude-test\n    upstream: sim-chat\n  - id: sim-chat\n  - id: sim-tools\n  - id: sim-reasoning\n  - id: sim-slow\n  - id: sim-error-event\n",
 		teams:    alphaTeam("") + spentTeam,
 		more:     adminKeys,
 	}.render(p)
