@@ -53,13 +53,18 @@ func PlatformOwners(models []Model) map[string][]string {
 }
 
 // unlistedModels checks limits.unlisted_models, and refuses a config that would refuse
-// every model call: team keys, no models listed, and unlisted models refused.
+// every model call: no models listed, and unlisted models refused (the default with team
+// keys).
 func (v *validator) unlistedModels(c *Config) {
 	v.either("limits.unlisted_models", c.Limits.UnlistedModels, UnlistedRefuse, UnlistedAllow)
-	if len(c.Models) == 0 && c.KeysMode() && c.RefusesUnlisted() {
+	switch {
+	case len(c.Models) > 0 || !c.RefusesUnlisted():
+	case c.Limits.UnlistedModels == "":
 		v.fail("models", "no models are listed, so with team keys every model call would be refused "+
 			"(limits.unlisted_models defaults to refuse when teams are configured): list the models teams may call, "+
 			"or set limits.unlisted_models: allow")
+	default:
+		v.fail("limits.unlisted_models", "refuse with no models listed would refuse every model call: list the models callers may call")
 	}
 }
 

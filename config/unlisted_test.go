@@ -15,7 +15,8 @@ func TestUnlistedModels(t *testing.T) {
 		bad        string // a part of the error; "" = valid
 	}{
 		{"passthrough allows by default", "listen: 127.0.0.1:1\n", false, ""},
-		{"passthrough may refuse", "limits: {unlisted_models: refuse}\n", true, ""},
+		{"passthrough may refuse", models + "limits: {unlisted_models: refuse}\n", true, ""},
+		{"refusing with no models refuses everything", "limits: {unlisted_models: refuse}\n", false, "limits.unlisted_models: refuse with no models listed"},
 		{"team keys refuse by default", "upstream: {api_key: sk-p}\n" + models + team, true, ""},
 		{"team keys may allow", "upstream: {api_key: sk-p}\nlimits: {unlisted_models: allow}\n" + models + team, false, ""},
 		{"team keys without models may allow", "upstream: {api_key: sk-p}\nlimits: {unlisted_models: allow}\n" + team, false, ""},
