@@ -369,7 +369,7 @@ func TestMessagesGoClient(t *testing.T) {
 		for pager.Next() {
 			ids = append(ids, pager.Current().ID)
 		}
-		if err := pager.Err(); err != nil || strings.Join(ids, ",") != "claude-test,sim-chat,sim-tools,sim-reasoning" {
+		if err := pager.Err(); err != nil || strings.Join(ids, ",") != "claude-test,sim-chat,sim-tools,sim-reasoning,sim-slow,sim-error-event" {
 			t.Fatalf("models %v (%v)", ids, err)
 		}
 		m, err := client.Models.Get(ctx(t), "claude-test", anthropic.ModelGetParams{})
