@@ -22,13 +22,14 @@
 //     teams: each votes with its own ratio at a weight u_t = w_t/(w_t+4) below 1 however
 //     many samples it has, against 24 votes for 1.0. A team counts as one voter, not as its
 //     number of calls, so one team moves S by at most (3−1)/25 = 8% up or (1−0.5)/25 = 2%
-//     down from 1, and by less than 8.5% from wherever the other teams put it. It takes
-//     many teams agreeing to move the prior far. A team's own vote is left out of its
+//     down from 1, and by no more (8% up, about 2% down) from wherever the other teams put
+//     it: more voters dilute a vote. It takes many teams agreeing to move the prior far. A team's own vote is left out of its
 //     prior, so a team alone on a model is calibrated exactly as a model was before teams.
 //   - A team's Factor blends its samples with the prior: Ratio = (Σ w·r + 4·S) / (w + 4)
 //     (the weight of its own mean is n/(n+4)), clamped to [0.5, 3]; a team with no samples
 //     has Ratio = S. Spread comes from the team's own samples only, so another team's calls
-//     move a team's reservation only through S, scaled down by 4/(w+4): less than 10%.
+//     move a team's reservation only through S, and by no larger a share than S moves:
+//     under 10%, up to the rounding of a token.
 //
 // # Shared and durable
 //
