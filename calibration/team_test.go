@@ -2,6 +2,7 @@ package calibration
 
 import (
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -158,4 +159,32 @@ func TestReplicasShareTeams(t *testing.T) {
 // sameFactor: equal up to the order the teams' votes were summed in.
 func sameFactor(a, b Factor) bool {
 	return a.Samples == b.Samples && near(a.Ratio, b.Ratio) && near(a.Spread, b.Spread)
+}
+
+// The bound holds whatever the other teams have learned: over many mixes of other teams
+// (their number, ratios and sample counts drawn from a fixed seed), one team's 750 calls
+// at either extreme move a team without samples, and a team with a few, by at most 8%.
+func TestPriorBoundWhateverTheOthers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(40, 4))
+	worst := 0.0
+	for trial := range 100 {
+		for _, reported := range []int64{400, 25} {
+			tb := New(nil, nil, nil)
+			for i := range rng.IntN(30) {
+				observeTeam(tb, "other-"+strconv.Itoa(i), "m", 1+rng.IntN(200), 100, 25+rng.Int64N(376))
+			}
+			observeTeam(tb, "few", "m", 1+rng.IntN(5), 100, 25+rng.Int64N(376))
+			before := map[string]Factor{"none": tb.Factor("none", "m"), "few": tb.Factor("few", "m")}
+			observeTeam(tb, "attacker", "m", 750, 100, reported)
+			for team, b := range before {
+				a := tb.Factor(team, "m")
+				m := math.Abs(a.Ratio/b.Ratio - 1)
+				worst = max(worst, m)
+				if m > 0.08+1e-9 {
+					t.Fatalf("trial %d, platform counting %d%%: %s's ratio moved %.2f%% (%v -> %v)", trial, reported, team, 100*m, b.Ratio, a.Ratio)
+				}
+			}
+		}
+	}
+	t.Logf("the largest move: %.2f%%", 100*worst)
 }
