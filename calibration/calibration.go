@@ -308,13 +308,13 @@ type ballot struct {
 	u, ratio float64
 }
 
-// vote is the vote of a team with view v: its own ratio (shrunk towards 1) at a weight
-// below 1; ok is false for a team without samples.
-func (v view) vote() (u, ratio float64, ok bool) {
-	if v.n <= 0 || v.w <= 0 {
-		return 0, 0, false
-	}
-	return v.w / (v.w + priorSamples), v.factor(1).Ratio, true
+// voting: the view has samples, so its team votes for the prior.
+func (v view) voting() bool { return v.n > 0 && v.w > 0 }
+
+// vote is the vote of a team with view v, which is voting: its own ratio (shrunk towards 1,
+// as factor(1) has it, without the spread) at a weight below 1.
+func (v view) vote() (u, ratio float64) {
+	return v.w / (v.w + priorSamples), min(max((v.r+priorSamples)/(v.w+priorSamples), minRatio), maxRatio)
 }
 
 // votes sums every team's vote; m.mu is held.
@@ -324,7 +324,8 @@ func (m *model) votes() ballot {
 	}
 	var b ballot
 	for _, e := range m.teams {
-		if u, r, ok := e.view().vote(); ok {
+		if v := e.view(); v.voting() {
+			u, r := v.vote()
 			b.voters++
 			b.u += u
 			b.ratio += u * r
@@ -338,14 +339,17 @@ func (m *model) votes() ballot {
 // none): every other team's vote against priorTeams votes for 1 (see the package comment);
 // m.mu is held. A team alone on the model has the prior 1 exactly.
 func (m *model) priorFor(own view) float64 {
-	b := m.votes()
-	if u, r, ok := own.vote(); ok {
+	b, mine := m.votes(), own.voting()
+	if mine {
 		b.voters--
-		b.u -= u
-		b.ratio -= u * r
 	}
 	if b.voters <= 0 {
 		return 1
+	}
+	if mine {
+		u, r := own.vote()
+		b.u -= u
+		b.ratio -= u * r
 	}
 	return min(max((priorTeams+b.ratio)/(priorTeams+b.u), minRatio), maxRatio)
 }
