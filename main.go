@@ -159,7 +159,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprint(stdout, cfg.Summary())
-	for _, w := range append(cfg.KeyWarnings(), cfg.SpendWarnings()...) {
+	for _, w := range append(append(cfg.KeyWarnings(), cfg.SpendWarnings()...), cfg.ModelWarnings()...) {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 	return 0

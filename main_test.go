@@ -45,7 +45,7 @@ func TestCheckCommand(t *testing.T) {
 		},
 		{
 			name: "valid_config_summarised_without_secrets",
-			yaml: "upstream:\n  gateway_url: http://gw\n  base_url: http://api\n  api_key: ${MG_TEST_PLATFORM}\n" +
+			yaml: "upstream:\n  gateway_url: http://gw\n  base_url: http://api\n  api_key: ${MG_TEST_PLATFORM}\nmodels: [{id: m}]\n" +
 				"teams:\n  - name: search\n    limits: { requests_per_minute: 600 }\n    keys:\n      - name: search-prod\n        key: ${MG_TEST_KEY}\n",
 			env:      map[string]string{"MG_TEST_PLATFORM": "sk-platform-secret", "MG_TEST_KEY": "mg-local-secret"},
 			wantCode: 0, wantOut: regexp.MustCompile(`(?s)team search.*600 requests/min.*key search-prod`),
@@ -64,7 +64,7 @@ func TestCheckCommand(t *testing.T) {
 		},
 		{
 			name: "weak_keys_warned_without_failing",
-			yaml: "upstream:\n  gateway_url: http://gw\n  base_url: http://api\n  api_key: ${MG_TEST_PLATFORM}\n" +
+			yaml: "upstream:\n  gateway_url: http://gw\n  base_url: http://api\n  api_key: ${MG_TEST_PLATFORM}\nmodels: [{id: m}]\n" +
 				"teams:\n  - name: search\n    keys:\n      - name: short\n        key: ${MG_TEST_KEY}\n" +
 				"      - name: reused\n        key: ${MG_TEST_PLATFORM}\nadmin_keys: [${MG_TEST_ADMIN}]\n",
 			env: map[string]string{"MG_TEST_PLATFORM": "sk-platform-secret-0123456789abcdef", "MG_TEST_KEY": "mg-local-secret",
@@ -74,6 +74,27 @@ func TestCheckCommand(t *testing.T) {
 				"warning: teams[0].keys[0] (team search, key short) is 15 characters long; use at least 32 random characters (e.g. openssl rand -hex 16)",
 				"warning: teams[0].keys[1] (team search, key reused) is the same secret as upstream.api_key: a local key must not be a platform key",
 			},
+		},
+		{
+			// Issue 40: unlisted models allowed where a spend budget cannot price them, and a
+			// platform model two entries send to.
+			name: "unpriced_names_warned",
+			yaml: "upstream:\n  gateway_url: http://gw\n  base_url: http://api\n  api_key: ${MG_TEST_PLATFORM}\n" +
+				"models:\n  - {id: expensive, upstream: vendor-x, price: {input: 10, output: 30}}\n  - {id: cheap, upstream: vendor-x}\n" +
+				"limits: {unlisted_models: allow}\n" +
+				"teams:\n  - name: search\n    models: [expensive]\n    limits: {spend_per_day: 5}\n    keys:\n      - name: prod\n        key: ${MG_TEST_KEY}\n",
+			env:      map[string]string{"MG_TEST_PLATFORM": "sk-platform-secret-0123456789abcdef", "MG_TEST_KEY": "0123456789abcdef0123456789abcdef"},
+			wantCode: 0, wantOut: regexp.MustCompile(`unlisted models: allowed`),
+			wantWarnings: []string{
+				"warning: models expensive, cheap all send calls to platform model vendor-x: a call naming vendor-x is taken as expensive (the first listed), with its allow-list, price, limits and calibration; give vendor-x an entry of its own to decide otherwise",
+				"warning: limits.unlisted_models is allow and team search has a spend limit: a call naming a model no entry lists has no price, so it costs nothing against it",
+			},
+		},
+		{
+			name: "teams_without_models_refused",
+			yaml: "upstream:\n  gateway_url: http://gw\n  base_url: http://api\n  api_key: sk-platform-secret-0123456789abcdef\n" +
+				"teams:\n  - name: search\n    keys:\n      - name: prod\n        key: 0123456789abcdef0123456789abcdef\n",
+			wantCode: 1, wantOut: regexp.MustCompile(`models: no models are listed.*limits\.unlisted_models: allow`),
 		},
 	}
 	for _, tt := range tests {

@@ -22,9 +22,9 @@ type Settler struct {
 
 // Learner learns from one request whose input the platform reported: estimated is
 // modelgate's first estimate of the platform calls that reported, reported their input
-// tokens.
+// tokens. It learns per team, so one team's calls set its own estimates, not another's.
 type Learner interface {
-	Observe(model string, estimated, reported int64)
+	Observe(team, model string, estimated, reported int64)
 }
 
 // Settle settles the request's ticket with ch and writes the usage into its record for the
@@ -59,7 +59,7 @@ func (s Settler) record(ch Charge, rec *reqlog.Record) {
 	rec.CachedTokens, rec.ReasoningTokens = ch.Usage.CachedInputTokens, ch.Usage.ReasoningTokens
 	rec.UsageEstimated = ch.Unknown
 	if ch.Unknown == "" && ch.Reported > 0 && s.Calibration != nil && rec.InputEstimate > 0 && ch.Usage.InputTokens > 0 {
-		s.Calibration.Observe(rec.PricedModel(), rec.InputEstimate*int64(ch.Reported), ch.Usage.InputTokens)
+		s.Calibration.Observe(rec.Team, rec.PricedModel(), rec.InputEstimate*int64(ch.Reported), ch.Usage.InputTokens)
 	}
 	if ch.Unknown != "" {
 		s.Log.Warn("billed, usage unknown",

@@ -111,7 +111,7 @@ func TestBill(t *testing.T) {
 // learnerLog keeps what a Settler taught.
 type learnerLog struct{ seen [][2]int64 }
 
-func (l *learnerLog) Observe(_ string, estimated, reported int64) {
+func (l *learnerLog) Observe(_, _ string, estimated, reported int64) {
 	l.seen = append(l.seen, [2]int64{estimated, reported})
 }
 

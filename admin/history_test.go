@@ -102,7 +102,7 @@ func TestUsageHistoryBadInput(t *testing.T) {
 }
 
 // A call the platform refused, billed nothing, leaves no history row: the history counts
-// what the platform did.
+// what the platform did. (The model is listed, so the call reaches the platform.)
 func TestRefusedCallsLeaveNoHistory(t *testing.T) {
 	sim := platformsim.New(platformsim.Options{APIKeys: []string{simPlatformKey}})
 	srv := httptest.NewServer(sim)
@@ -112,7 +112,7 @@ func TestRefusedCallsLeaveNoHistory(t *testing.T) {
 		Body: []byte(`{"error":{"message":"The model does not exist.","type":"invalid_request_error","code":"model_not_found"}}`)})
 	r := startReplica(t, envOptions{sim: srv})
 	status, _, b := r.do(t, "POST", "/v1/chat/completions", alphaKey, map[string]any{
-		"model": "no-such-model", "messages": []map[string]string{{"role": "user", "content": "hi"}}})
+		"model": "sim-long", "messages": []map[string]string{{"role": "user", "content": "hi"}}})
 	if status < 400 || status >= 500 {
 		t.Fatalf("the platform did not refuse the call: %d %s", status, b)
 	}

@@ -15,6 +15,7 @@ func issuedConfig(t testing.TB) *config.Config {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Upstream.APIKey = "sk-platform"
+	cfg.Models = []config.Model{{ID: "m1"}}
 	cfg.Teams = []config.Team{
 		{Name: "alpha", Models: []string{"m1"}, Limits: config.Limits{TokensPerDay: 9}, Keys: []config.Key{{Name: "cfg", Key: "mg-config-key"}}},
 		{Name: "beta", Keys: []config.Key{{Name: "cfg", Key: "mg-config-key-beta"}}},

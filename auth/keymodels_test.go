@@ -13,6 +13,7 @@ import (
 func TestKeyModelsNarrowTheTeam(t *testing.T) {
 	cfg := config.Default()
 	cfg.Upstream.APIKey = "sk-platform"
+	cfg.Models = []config.Model{{ID: "m1"}, {ID: "m2"}, {ID: "m3"}}
 	cfg.Teams = []config.Team{
 		{Name: "alpha", Models: []string{"m1", "m2"}, Keys: []config.Key{
 			{Name: "wide", Key: "mg-alpha-wide"},

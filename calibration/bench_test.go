@@ -19,7 +19,7 @@ func BenchmarkObserve(b *testing.B) {
 	tb := benchTable()
 	b.ReportAllocs()
 	for b.Loop() {
-		tb.Observe("model-7", 1000, 1234)
+		tb.Observe("", "model-7", 1000, 1234)
 	}
 }
 
@@ -28,7 +28,7 @@ func BenchmarkObserveParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			tb.Observe("model-7", 1000, 1234)
+			tb.Observe("", "model-7", 1000, 1234)
 		}
 	})
 }
@@ -38,7 +38,7 @@ func BenchmarkFactor(b *testing.B) {
 	b.ReportAllocs()
 	var sink int64
 	for b.Loop() {
-		f := tb.Factor("model-7")
+		f := tb.Factor("", "model-7")
 		sink += f.Reserve(1000)
 	}
 	_ = sink
@@ -48,6 +48,6 @@ func BenchmarkFactorUnknownModel(b *testing.B) {
 	tb := benchTable()
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = tb.Factor("not-calibrated")
+		_ = tb.Factor("", "not-calibrated")
 	}
 }

@@ -1,21 +1,43 @@
-// Package calibration learns, per model, how modelgate's first token estimate compares with
-// the input tokens the platform reports, so reservations and count_tokens can use a figure
-// near the truth instead of the raw estimate.
+// Package calibration learns, per model and per team, how modelgate's first token estimate
+// compares with the input tokens the platform reports, so reservations and count_tokens can
+// use a figure near the truth instead of the raw estimate.
 //
 // # Samples
 //
 // A sample is r = reported / estimated: the platform's input tokens of one answered call
 // over modelgate's raw first estimate of the same call. A sample whose estimate is under 8
 // tokens, or whose reported count is not positive, says little and is ignored; every r is
-// clamped to [0.25, 4] so one odd answer cannot swing a model's figure.
+// clamped to [0.25, 4] so one odd answer cannot swing a figure.
+//
+// # Per team, with a shared prior
+//
+// Samples are kept per team and model: a team's own calls set its ratio, so one team cannot
+// move another's reservations with calls of its own (issue 40). Passthrough callers, who
+// have no team, are the team "". What the teams learn is pooled into a per-model prior that
+// fills in where a team has few samples of its own:
+//
+//   - A team's own ratio R_t is the weighted mean of its samples shrunk towards 1 by a prior
+//     worth 4 samples, clamped to [0.5, 3].
+//   - The shared prior of a model is S = (Σ u_t·R_t + 24) / (Σ u_t + 24) over the other
+//     teams: each votes with its own ratio at a weight u_t = w_t/(w_t+4) below 1 however
+//     many samples it has, against 24 votes for 1.0. A team counts as one voter, not as its
+//     number of calls, so one team moves S by at most (3−1)/25 = 8% up or (1−0.5)/25 = 2%
+//     down from 1, and by no more (8% up, about 2% down) from wherever the other teams put
+//     it: more voters dilute a vote. It takes many teams agreeing to move the prior far. A team's own vote is left out of its
+//     prior, so a team alone on a model is calibrated exactly as a model was before teams.
+//   - A team's Factor blends its samples with the prior: Ratio = (Σ w·r + 4·S) / (w + 4)
+//     (the weight of its own mean is n/(n+4)), clamped to [0.5, 3]; a team with no samples
+//     has Ratio = S. Spread comes from the team's own samples only, so another team's calls
+//     move a team's reservation only through S, and by no larger a share than S moves:
+//     under 10%, up to the rounding of a token.
 //
 // # Shared and durable
 //
-// Samples are kept per model and per 6-hour time slot as three counters in the store
-// (bucket "calibration", key "<slot>|<model>"): the number of samples n, the sum of r and
-// the sum of r², both in millionths. Counters only ever grow through store.Add, so replicas
-// add to one record at once without losing an update, and a restart finds them (bbolt or
-// Redis). A record expires three days after its slot ends.
+// Samples are kept per team, model and 6-hour time slot as three counters in the store
+// (bucket "calibration_teams", key "<slot>|<team>|<model>"): the number of samples n, the
+// sum of r and the sum of r², both in millionths. Counters only ever grow through
+// store.Add, so replicas add to one record at once without losing an update, and a restart
+// finds them (bbolt or Redis). A record expires three days after its slot ends.
 //
 // A replica adds its samples to a local pending sum at once (no I/O on the request path)
 // and writes them every Run interval; at the same interval it reloads the shared records.
@@ -27,23 +49,24 @@
 //
 // # Factor
 //
-//   - Ratio is the weighted mean of r, shrunk towards 1 by a prior worth 4 samples at 1.0
-//     (so a few samples move it only part of the way), clamped to [0.5, 3].
-//   - Spread is the weighted standard deviation of r divided by its mean (the coefficient
-//     of variation); it stays 0 until the view holds 8 samples.
-//   - Samples is the number of samples in the view, whatever their weight.
+//   - Ratio is as above.
+//   - Spread is the weighted standard deviation of the team's r divided by its mean (the
+//     coefficient of variation); it stays 0 until the team's view holds 8 samples.
+//   - Samples is the number of the team's samples in the view, whatever their weight.
 //
 // Count(raw) = round(raw × Ratio) is the best figure (count_tokens, usage estimates).
 // Reserve(raw) = ceil(raw × Ratio × (1 + margin)) is what a reservation is built from; the
-// margin is one Spread, capped at 0.5. A model with no samples has Factor{1, 0, 0}: the
-// first estimate stands alone.
+// margin is one Spread, capped at 0.5. A model no team has samples of has Factor{1, 0, 0}:
+// the first estimate stands alone.
 //
 // # Bounds
 //
-// At most 256 models are calibrated per replica; a model seen when the table is full is
-// not calibrated (Factor{1, 0, 0}) until a model with no samples left gives way. Model
-// names over 256 bytes are ignored. Each reload reads the bucket's records, of which there
-// are at most 13 slots times the models replicas calibrated within the last three days.
+// At most 256 models are calibrated per replica, and at most 256 teams per model; a model
+// or team seen when its table is full is not calibrated until one with no samples left
+// gives way (a team that finds no room reads the prior). Model names over 256 bytes and
+// team names over 64 bytes (config allows 64) or holding '|' are ignored. Each reload reads
+// the bucket's records, of which there are at most 13 slots times the (team, model) pairs
+// replicas calibrated within the last three days.
 package calibration
 
 import (
@@ -63,23 +86,30 @@ const (
 	minEstimate = 8
 	// minSample and maxSample bound one sample's ratio.
 	minSample, maxSample = 0.25, 4.0
-	// minRatio and maxRatio bound a model's calibrated ratio.
+	// minRatio and maxRatio bound a calibrated ratio.
 	minRatio, maxRatio = 0.5, 3.0
-	// priorSamples is the weight of the prior ratio 1.0 the mean is shrunk towards.
+	// priorSamples is the weight, in samples, of the prior a team's mean is shrunk towards.
 	priorSamples = 4.0
+	// priorTeams is the weight, in teams, of the 1.0 the shared prior is shrunk towards:
+	// what keeps one team from moving it more than (maxRatio-1)/(priorTeams+1).
+	priorTeams = 24.0
 	// minSpreadSamples is how many samples a spread needs before it is trusted.
 	minSpreadSamples = 8
 	// maxMargin caps the reservation margin.
 	maxMargin = 0.5
 	// MaxModels is how many models one table calibrates.
 	MaxModels = 256
+	// MaxTeams is how many teams one model is calibrated for.
+	MaxTeams = 256
 	// MaxModelLen is the longest model name calibrated.
 	MaxModelLen = 256
+	// MaxTeamLen is the longest team name calibrated (config's own bound).
+	MaxTeamLen = 64
 	// micro is the fixed-point scale of the stored sums.
 	micro = 1e6
 )
 
-// Factor is what a model's calibration says of its raw estimates.
+// Factor is what a team's calibration of a model says of its raw estimates.
 type Factor struct {
 	Ratio   float64 `json:"ratio"`   // calibrated tokens per raw estimated token
 	Spread  float64 `json:"spread"`  // coefficient of variation of the samples; 0 until 8 samples
@@ -121,13 +151,17 @@ func (f Factor) Reserve(raw int64) int64 {
 	return max(n, f.Count(raw))
 }
 
-// ModelFactor is one model's Factor, as Models lists them.
+// ModelFactor is one model's shared figure, as Models lists them: the Factor of all teams'
+// samples pooled (what the platform counts of the model whoever calls it), and Prior, the
+// ratio a team with no samples of its own reserves with.
 type ModelFactor struct {
 	Model string `json:"model"`
 	Factor
+	Prior float64 `json:"prior"`
 }
 
-// Table is the calibration of every model a replica has seen. It is safe for concurrent use.
+// Table is the calibration of every model and team a replica has seen. It is safe for
+// concurrent use.
 type Table struct {
 	st  store.Store // nil: memory only
 	now func() time.Time
@@ -138,7 +172,7 @@ type Table struct {
 	syncMu sync.Mutex
 
 	mu     sync.RWMutex
-	models map[string]*entry
+	models map[string]*model
 }
 
 // New builds a table over st (nil: samples live in memory only). Run loads what the store
@@ -154,52 +188,60 @@ func New(st store.Store, now func() time.Time, log *slog.Logger) *Table {
 		// Nobody polls this bucket's version; on Redis a bump would cost a command per write.
 		st.Unversioned(bucket)
 	}
-	return &Table{st: st, now: now, log: log, models: map[string]*entry{}}
+	return &Table{st: st, now: now, log: log, models: map[string]*model{}}
 }
 
-// Observe records one answered call: estimated is modelgate's raw first estimate of its
-// input, reported what the platform counted. It takes no I/O and no allocation once the
-// model is known.
-func (t *Table) Observe(model string, estimated, reported int64) {
-	if estimated < minEstimate || reported <= 0 || model == "" || len(model) > MaxModelLen {
+// validTeam: a team name the table keys on; "" is the passthrough callers.
+func validTeam(team string) bool {
+	return len(team) <= MaxTeamLen && !strings.Contains(team, "|")
+}
+
+// Observe records one answered call of team: estimated is modelgate's raw first estimate
+// of its input, reported what the platform counted. It takes no I/O and no allocation once
+// the team and model are known.
+func (t *Table) Observe(team, model string, estimated, reported int64) {
+	if estimated < minEstimate || reported <= 0 || model == "" || len(model) > MaxModelLen || !validTeam(team) {
 		return
 	}
 	r := min(max(float64(reported)/float64(estimated), minSample), maxSample)
 	s := sums{n: 1, r: int64(math.Round(r * micro)), r2: int64(math.Round(r * r * micro))}
 	for {
-		e := t.entry(model, true)
-		if e == nil {
+		m := t.model(model, true)
+		if m == nil {
 			return // the table is full
 		}
-		if e.add(s) {
+		if m.add(team, s) {
 			return
 		}
-		// A reload dropped the entry between the lookup and the add: look it up again.
+		// A reload dropped the model between the lookup and the add: look it up again.
 	}
 }
 
-// Factor is model's calibration now. It takes no I/O and no allocation.
-func (t *Table) Factor(model string) Factor {
-	e := t.entry(model, false)
-	if e == nil {
+// Factor is team's calibration of model now. It takes no I/O and no allocation.
+func (t *Table) Factor(team, model string) Factor {
+	m := t.model(model, false)
+	if m == nil {
 		return uncalibrated()
 	}
-	e.mu.Lock()
-	v := e.view()
-	e.mu.Unlock()
-	return v.factor()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var v view
+	if e := m.teams[team]; e != nil {
+		v = e.view()
+	}
+	return v.factor(m.priorFor(v))
 }
 
-// Models lists every calibrated model's Factor, sorted by model.
+// Models lists every calibrated model's shared figure, sorted by model.
 func (t *Table) Models() []ModelFactor {
 	t.mu.RLock()
 	out := make([]ModelFactor, 0, len(t.models))
-	for name, e := range t.models {
-		e.mu.Lock()
-		v := e.view()
-		e.mu.Unlock()
-		if v.n > 0 {
-			out = append(out, ModelFactor{Model: name, Factor: v.factor()})
+	for name, m := range t.models {
+		m.mu.Lock()
+		prior, pooled := m.priorFor(view{}), m.pooled()
+		m.mu.Unlock()
+		if pooled.n > 0 {
+			out = append(out, ModelFactor{Model: name, Factor: pooled.factor(1), Prior: prior})
 		}
 	}
 	t.mu.RUnlock()
@@ -207,22 +249,119 @@ func (t *Table) Models() []ModelFactor {
 	return out
 }
 
-// entry returns model's entry; with create, it makes one if the table has room.
-func (t *Table) entry(model string, create bool) *entry {
+// model returns name's model; with create, it makes one if the table has room.
+func (t *Table) model(name string, create bool) *model {
 	t.mu.RLock()
-	e := t.models[model]
+	m := t.models[name]
 	t.mu.RUnlock()
-	if e != nil || !create {
-		return e
+	if m != nil || !create {
+		return m
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if e = t.models[model]; e == nil && len(t.models) < MaxModels {
-		e = &entry{}
+	if m = t.models[name]; m == nil && len(t.models) < MaxModels {
+		m = &model{teams: map[string]*entry{}}
 		// A copy: the caller's string may point into a large request body.
-		t.models[strings.Clone(model)] = e
+		t.models[strings.Clone(name)] = m
 	}
-	return e
+	return m
+}
+
+// model is one model's samples, by team.
+type model struct {
+	mu    sync.Mutex
+	teams map[string]*entry
+	// ballot caches every team's vote for the prior (votes) until a sample or a reload
+	// changes a team's view.
+	ballot   ballot
+	ballotOK bool
+	// gone marks a model a reload dropped, so an Observe that found it just before looks
+	// again.
+	gone bool
+}
+
+// add adds s to team's pending samples, unless a reload has dropped the model. A team
+// beyond MaxTeams is not calibrated.
+func (m *model) add(team string, s sums) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.gone {
+		return false
+	}
+	e := m.teams[team]
+	if e == nil {
+		if len(m.teams) >= MaxTeams {
+			return true
+		}
+		e = &entry{}
+		m.teams[strings.Clone(team)] = e
+	}
+	e.pending.add(s)
+	m.ballotOK = false
+	return true
+}
+
+// ballot is the teams' votes for a model's prior: how many voted, and the sums of their
+// weights and of their weighted ratios.
+type ballot struct {
+	voters   int
+	u, ratio float64
+}
+
+// voting: the view has samples, so its team votes for the prior.
+func (v view) voting() bool { return v.n > 0 && v.w > 0 }
+
+// vote is the vote of a team with view v, which is voting: its own ratio (shrunk towards 1,
+// as factor(1) has it, without the spread) at a weight below 1.
+func (v view) vote() (u, ratio float64) {
+	return v.w / (v.w + priorSamples), min(max((v.r+priorSamples)/(v.w+priorSamples), minRatio), maxRatio)
+}
+
+// votes sums every team's vote; m.mu is held.
+func (m *model) votes() ballot {
+	if m.ballotOK {
+		return m.ballot
+	}
+	var b ballot
+	for _, e := range m.teams {
+		if v := e.view(); v.voting() {
+			u, r := v.vote()
+			b.voters++
+			b.u += u
+			b.ratio += u * r
+		}
+	}
+	m.ballot, m.ballotOK = b, true
+	return b
+}
+
+// priorFor is the prior of the team whose samples are own (the zero view: a team with
+// none): every other team's vote against priorTeams votes for 1 (see the package comment);
+// m.mu is held. A team alone on the model has the prior 1 exactly.
+func (m *model) priorFor(own view) float64 {
+	b, mine := m.votes(), own.voting()
+	if mine {
+		b.voters--
+	}
+	if b.voters <= 0 {
+		return 1
+	}
+	if mine {
+		u, r := own.vote()
+		b.u -= u
+		b.ratio -= u * r
+	}
+	return min(max((priorTeams+b.ratio)/(priorTeams+b.u), minRatio), maxRatio)
+}
+
+// pooled is every team's samples together; m.mu is held.
+func (m *model) pooled() view {
+	var p view
+	for _, e := range m.teams {
+		v := e.view()
+		p.w, p.r, p.r2, p.n = p.w+v.w, p.r+v.r, p.r2+v.r2, p.n+v.n
+	}
+	return p
 }
 
 // sums are samples as the store keeps them: a count and fixed-point sums of r and r².
@@ -246,11 +385,16 @@ func (v *view) addSums(s sums, w float64) {
 	v.n += s.n
 }
 
-func (v view) factor() Factor {
+// factor is the Factor of v's samples shrunk towards prior by priorSamples; a view
+// without samples has the prior alone (with no spread).
+func (v view) factor(prior float64) Factor {
 	if v.n <= 0 || v.w <= 0 {
-		return uncalibrated()
+		if prior == 1 {
+			return uncalibrated()
+		}
+		return Factor{Ratio: prior}
 	}
-	f := Factor{Ratio: (v.r + priorSamples) / (v.w + priorSamples), Samples: v.n}
+	f := Factor{Ratio: (v.r + priorSamples*prior) / (v.w + priorSamples), Samples: v.n}
 	f.Ratio = min(max(f.Ratio, minRatio), maxRatio)
 	if v.n >= minSpreadSamples {
 		mean := v.r / v.w
@@ -262,31 +406,16 @@ func (v view) factor() Factor {
 	return f
 }
 
-// entry is one model's samples.
+// entry is one team's samples of one model; its model's mu guards it.
 type entry struct {
-	mu sync.Mutex
 	// shared is the store's view at the last reload.
 	shared view
 	// pending are samples observed here and not yet written; unsynced those written (or
 	// being written) since the last reload, which the shared view does not hold yet.
 	pending, unsynced sums
-	// gone marks an entry a reload dropped, so an Observe that found it just before
-	// looks again.
-	gone bool
 }
 
-// add adds s to the pending samples, unless a reload has dropped the entry.
-func (e *entry) add(s sums) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.gone {
-		return false
-	}
-	e.pending.add(s)
-	return true
-}
-
-// view is the entry's samples as a Factor sees them; e.mu is held.
+// view is the entry's samples as a Factor sees them.
 func (e *entry) view() view {
 	v := e.shared
 	v.addSums(e.pending, 1)

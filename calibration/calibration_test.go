@@ -48,13 +48,13 @@ func TestFactorLearnedFromSamples(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tb := New(nil, nil, nil)
 			for _, s := range tc.samples {
-				tb.Observe("m", s.estimated, s.reported)
+				tb.Observe("", "m", s.estimated, s.reported)
 			}
-			got := tb.Factor("m")
+			got := tb.Factor("", "m")
 			if !near(got.Ratio, tc.want.Ratio) || !near(got.Spread, tc.want.Spread) || got.Samples != tc.want.Samples {
 				t.Errorf("Factor = %+v, want %+v", got, tc.want)
 			}
-			if other := tb.Factor("other"); other != (Factor{1, 0, 0}) {
+			if other := tb.Factor("", "other"); other != (Factor{1, 0, 0}) {
 				t.Errorf("an unseen model: %+v", other)
 			}
 		})
@@ -91,19 +91,19 @@ func TestCountAndReserve(t *testing.T) {
 func TestModelsBounded(t *testing.T) {
 	tb := New(nil, nil, nil)
 	for i := range MaxModels {
-		tb.Observe("model-"+strconv.Itoa(i), 100, 200)
+		tb.Observe("", "model-"+strconv.Itoa(i), 100, 200)
 	}
-	tb.Observe("one-too-many", 100, 200)
-	if f := tb.Factor("one-too-many"); f != (Factor{1, 0, 0}) {
+	tb.Observe("", "one-too-many", 100, 200)
+	if f := tb.Factor("", "one-too-many"); f != (Factor{1, 0, 0}) {
 		t.Errorf("a model beyond the bound was calibrated: %+v", f)
 	}
-	if f := tb.Factor("model-0"); f.Samples != 1 {
+	if f := tb.Factor("", "model-0"); f.Samples != 1 {
 		t.Errorf("a model within the bound: %+v", f)
 	}
 	long := strings.Repeat("x", MaxModelLen+1)
 	tb2 := New(nil, nil, nil)
-	tb2.Observe(long, 100, 200)
-	tb2.Observe("", 100, 200)
+	tb2.Observe("", long, 100, 200)
+	tb2.Observe("", "", 100, 200)
 	if n := len(tb2.Models()); n != 0 {
 		t.Errorf("an empty or over-long model name was calibrated: %d models", n)
 	}
@@ -115,7 +115,7 @@ func TestModelsBounded(t *testing.T) {
 func TestModelsSorted(t *testing.T) {
 	tb := New(nil, nil, nil)
 	for _, m := range []string{"zeta", "alpha", "mid"} {
-		tb.Observe(m, 100, 150)
+		tb.Observe("", m, 100, 150)
 	}
 	got := tb.Models()
 	if len(got) != 3 || got[0].Model != "alpha" || got[1].Model != "mid" || got[2].Model != "zeta" {
@@ -131,7 +131,7 @@ func TestModelNameCopied(t *testing.T) {
 	body := []byte(`{"model":"borrowed"}`)
 	name := body[10:18]
 	tb := New(nil, nil, nil)
-	tb.Observe(unsafeString(name), 100, 200)
+	tb.Observe("", unsafeString(name), 100, 200)
 	copy(body[10:], "XXXXXXXX")
 	if got := tb.Models(); len(got) != 1 || got[0].Model != "borrowed" {
 		t.Fatalf("Models() = %+v", got)

@@ -13,9 +13,10 @@ import (
 )
 
 const (
-	// bucket holds one counter record per slot and model: "<slot>|<model>" with counters
-	// n, r and r2.
-	bucket = "calibration"
+	// bucket holds one counter record per slot, team and model: "<slot>|<team>|<model>"
+	// with counters n, r and r2. (The bucket "calibration" before it held one per slot and
+	// model, shared by every team; its records expire on their own.)
+	bucket = "calibration_teams"
 	// slotLength is the time one record collects samples for.
 	slotLength = 6 * time.Hour
 	// keptSlots is how many slots before the current one count; older records are ignored
@@ -34,23 +35,31 @@ func slotWeight(age int64) float64 {
 	return math.Exp2(-float64(max(age, 0)) / halfLifeSlots)
 }
 
-func recordKey(slot int64, model string) string {
-	return strconv.FormatInt(slot, 10) + "|" + model
+func recordKey(slot int64, team, model string) string {
+	return strconv.FormatInt(slot, 10) + "|" + team + "|" + model
 }
 
-// parseKey reads a record key back; ok is false for a key this package did not write.
-func parseKey(key string) (slot int64, model string, ok bool) {
-	s, model, found := strings.Cut(key, "|")
-	if !found || s == "" || len(s) > 12 || model == "" || len(model) > MaxModelLen {
-		return 0, "", false
+// parseKey reads a record key back; ok is false for a key this package did not write. The
+// team holds no '|' (validTeam), so the model is everything after the second one.
+func parseKey(key string) (slot int64, team, model string, ok bool) {
+	s, rest, found := strings.Cut(key, "|")
+	if !found || s == "" || len(s) > 12 {
+		return 0, "", "", false
+	}
+	team, model, found = strings.Cut(rest, "|")
+	if !found || !validTeam(team) || model == "" || len(model) > MaxModelLen {
+		return 0, "", "", false
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return 0, "", false
+			return 0, "", "", false
 		}
 	}
 	slot, err := strconv.ParseInt(s, 10, 64)
-	return slot, model, err == nil
+	if err != nil {
+		return 0, "", "", false
+	}
+	return slot, team, model, true
 }
 
 // Run loads the shared view, then every interval (10s when not positive) writes this
@@ -97,11 +106,12 @@ func (t *Table) Flush(ctx context.Context) error {
 	return t.flush(ctx)
 }
 
-// outgoing is one model's samples on their way to the store.
+// outgoing is one team's samples of one model on their way to the store.
 type outgoing struct {
-	model string
-	e     *entry
-	s     sums
+	team, model string
+	m           *model
+	e           *entry
+	s           sums
 }
 
 // flush moves each entry's pending samples to unsynced, where they keep counting, writes
@@ -109,14 +119,16 @@ type outgoing struct {
 func (t *Table) flush(ctx context.Context) error {
 	var out []outgoing
 	t.mu.RLock()
-	for model, e := range t.models {
-		e.mu.Lock()
-		if e.pending.n > 0 {
-			out = append(out, outgoing{model, e, e.pending})
-			e.unsynced.add(e.pending)
-			e.pending = sums{}
+	for name, m := range t.models {
+		m.mu.Lock()
+		for team, e := range m.teams {
+			if e.pending.n > 0 {
+				out = append(out, outgoing{team, name, m, e, e.pending})
+				e.unsynced.add(e.pending)
+				e.pending = sums{}
+			}
 		}
-		e.mu.Unlock()
+		m.mu.Unlock()
 	}
 	t.mu.RUnlock()
 	if len(out) == 0 {
@@ -129,37 +141,54 @@ func (t *Table) flush(ctx context.Context) error {
 	ttl := time.Unix((slot+1+keptSlots)*int64(slotLength/time.Second), 0).Sub(now)
 	var errs []error
 	for _, o := range out {
-		err := t.st.Add(ctx, bucket, recordKey(slot, o.model),
+		err := t.st.Add(ctx, bucket, recordKey(slot, o.team, o.model),
 			map[string]int64{"n": o.s.n, "r": o.s.r, "r2": o.s.r2}, ttl)
 		if err != nil {
-			o.e.mu.Lock()
+			o.m.mu.Lock()
 			o.e.unsynced.sub(o.s)
 			o.e.pending.add(o.s)
-			o.e.mu.Unlock()
+			o.m.mu.Unlock()
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// reload reads the shared records into each entry's shared view. Models the store knows
-// and this table does not are taken in while there is room, the most weighted first; an
-// entry with no samples left anywhere is dropped, so its place can be taken. t.syncMu is
-// held, so every flush that moved samples to unsynced has finished: the store holds them.
+// read is what a reload found of one model: each team's view, and their total weight.
+type read struct {
+	teams map[string]*view
+	w     float64
+}
+
+// reload reads the shared records into each entry's shared view. Models and teams the store
+// knows and this table does not are taken in while there is room, the most weighted models
+// first; an entry with no samples left anywhere is dropped, and a model with no entry left,
+// so their places can be taken. t.syncMu is held, so every flush that moved samples to
+// unsynced has finished: the store holds them.
 func (t *Table) reload(ctx context.Context) error {
 	cur := slotOf(t.now())
-	read := map[string]*view{}
+	found := map[string]*read{}
 	err := t.st.ScanCounters(ctx, bucket, "", func(key string, c map[string]int64) error {
-		slot, model, ok := parseKey(key)
+		slot, team, name, ok := parseKey(key)
 		if !ok || c["n"] <= 0 || cur-slot > keptSlots {
 			return nil
 		}
-		v := read[model]
-		if v == nil {
-			v = &view{}
-			read[model] = v
+		rd := found[name]
+		if rd == nil {
+			rd = &read{teams: map[string]*view{}}
+			found[name] = rd
 		}
+		v := rd.teams[team]
+		if v == nil {
+			if len(rd.teams) >= MaxTeams {
+				return nil
+			}
+			v = &view{}
+			rd.teams[team] = v
+		}
+		before := v.w
 		v.addSums(sums{n: c["n"], r: c["r"], r2: c["r2"]}, slotWeight(cur-slot))
+		rd.w += v.w - before
 		return nil
 	})
 	if err != nil {
@@ -167,26 +196,24 @@ func (t *Table) reload(ctx context.Context) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for model, e := range t.models {
-		e.mu.Lock()
-		e.shared, e.unsynced = view{}, sums{}
-		if v := read[model]; v != nil {
-			e.shared = *v
-			delete(read, model)
+	for name, m := range t.models {
+		m.mu.Lock()
+		rd := found[name]
+		delete(found, name)
+		m.refresh(rd)
+		if len(m.teams) == 0 {
+			m.gone = true
+			delete(t.models, name)
 		}
-		if e.shared.n == 0 && e.pending.n == 0 {
-			e.gone = true
-			delete(t.models, model)
-		}
-		e.mu.Unlock()
+		m.mu.Unlock()
 	}
-	if room := MaxModels - len(t.models); room > 0 && len(read) > 0 {
-		names := make([]string, 0, len(read))
-		for m := range read {
-			names = append(names, m)
+	if room := MaxModels - len(t.models); room > 0 && len(found) > 0 {
+		names := make([]string, 0, len(found))
+		for name := range found {
+			names = append(names, name)
 		}
 		slices.SortFunc(names, func(a, b string) int {
-			if wa, wb := read[a].w, read[b].w; wa != wb {
+			if wa, wb := found[a].w, found[b].w; wa != wb {
 				if wa > wb {
 					return -1
 				}
@@ -194,9 +221,39 @@ func (t *Table) reload(ctx context.Context) error {
 			}
 			return strings.Compare(a, b)
 		})
-		for _, m := range names[:min(room, len(names))] {
-			t.models[m] = &entry{shared: *read[m]}
+		for _, name := range names[:min(room, len(names))] {
+			m := &model{teams: map[string]*entry{}}
+			m.refresh(found[name])
+			t.models[name] = m
 		}
 	}
 	return nil
+}
+
+// refresh replaces the model's shared views by what a reload read (nil: nothing), takes in
+// the teams it read while there is room, and drops the teams with no samples left; m.mu is
+// held.
+func (m *model) refresh(rd *read) {
+	m.ballotOK = false
+	for team, e := range m.teams {
+		e.shared, e.unsynced = view{}, sums{}
+		if rd != nil {
+			if v := rd.teams[team]; v != nil {
+				e.shared = *v
+				delete(rd.teams, team)
+			}
+		}
+		if e.shared.n == 0 && e.pending.n == 0 {
+			delete(m.teams, team)
+		}
+	}
+	if rd == nil {
+		return
+	}
+	for team, v := range rd.teams {
+		if len(m.teams) >= MaxTeams {
+			return
+		}
+		m.teams[team] = &entry{shared: *v}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,7 +59,7 @@ func stores() []struct {
 
 func observe(tb *Table, model string, n int, estimated, reported int64) {
 	for range n {
-		tb.Observe(model, estimated, reported)
+		tb.Observe("", model, estimated, reported)
 	}
 }
 
@@ -78,23 +79,23 @@ func TestLocalSamplesCountOnce(t *testing.T) {
 	defer st.Close()
 	tb := New(st, clock.Now, nil)
 	observe(tb, "m", 10, 100, 200)
-	before := tb.Factor("m")
+	before := tb.Factor("", "m")
 	if before.Samples != 10 {
 		t.Fatalf("before the flush: %+v", before)
 	}
 	if err := tb.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := tb.Factor("m"); got != before {
+	if got := tb.Factor("", "m"); got != before {
 		t.Errorf("flushed, not reloaded: %+v, want %+v", got, before)
 	}
 	mustSync(t, tb, tb)
-	if got := tb.Factor("m"); got != before {
+	if got := tb.Factor("", "m"); got != before {
 		t.Errorf("after two syncs: %+v, want %+v", got, before)
 	}
 	observe(tb, "m", 10, 100, 200)
 	mustSync(t, tb)
-	if got := tb.Factor("m"); got.Samples != 20 {
+	if got := tb.Factor("", "m"); got.Samples != 20 {
 		t.Errorf("after more samples: %+v", got)
 	}
 }
@@ -109,13 +110,13 @@ func TestReplicasShareSamples(t *testing.T) {
 			a, b := New(st, clock.Now, nil), New(st, clock.Now, nil)
 			observe(a, "m", 30, 100, 200)
 			observe(b, "m", 30, 100, 100)
-			if got := b.Factor("m"); got.Samples != 30 || !near(got.Ratio, 1) {
+			if got := b.Factor("", "m"); got.Samples != 30 || !near(got.Ratio, 1) {
 				t.Fatalf("b before syncing: %+v", got)
 			}
 			mustSync(t, a, b, a)
 			want := Factor{Ratio: (90.0 + 4) / 64, Spread: 0.5 / 1.5, Samples: 60}
 			for name, tb := range map[string]*Table{"a": a, "b": b} {
-				if got := tb.Factor("m"); !near(got.Ratio, want.Ratio) || !near(got.Spread, want.Spread) || got.Samples != want.Samples {
+				if got := tb.Factor("", "m"); !near(got.Ratio, want.Ratio) || !near(got.Spread, want.Spread) || got.Samples != want.Samples {
 					t.Errorf("%s = %+v, want %+v", name, got, want)
 				}
 			}
@@ -136,14 +137,14 @@ func TestReplicasShareSamples(t *testing.T) {
 			}
 			wg.Wait()
 			mustSync(t, a, b, a)
-			ga, gb := a.Factor("m"), b.Factor("m")
+			ga, gb := a.Factor("", "m"), b.Factor("", "m")
 			if ga.Samples != 1060 || ga != gb {
 				t.Errorf("after concurrent syncs: a %+v, b %+v, want 1060 samples on both", ga, gb)
 			}
 			// A replica started later (or restarted) learns it all at its first sync.
 			c := New(st, clock.Now, nil)
 			mustSync(t, c)
-			if gc := c.Factor("m"); gc != ga {
+			if gc := c.Factor("", "m"); gc != ga {
 				t.Errorf("a new replica: %+v, want %+v", gc, ga)
 			}
 		})
@@ -158,7 +159,7 @@ func TestRestartKeepsCalibration(t *testing.T) {
 	tb := New(st, clock.Now, nil)
 	observe(tb, "m", 20, 1000, 1300)
 	observe(tb, "m", 20, 1000, 1100)
-	before := tb.Factor("m")
+	before := tb.Factor("", "m")
 	if err := tb.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -167,11 +168,11 @@ func TestRestartKeepsCalibration(t *testing.T) {
 	st = openBolt(t, dir, clock.Now)
 	defer st.Close()
 	again := New(st, clock.Now, nil)
-	if got := again.Factor("m"); got.Samples != 0 {
+	if got := again.Factor("", "m"); got.Samples != 0 {
 		t.Fatalf("before the first sync: %+v", got)
 	}
 	mustSync(t, again)
-	if got := again.Factor("m"); !near(got.Ratio, before.Ratio) || !near(got.Spread, before.Spread) || got.Samples != 40 {
+	if got := again.Factor("", "m"); !near(got.Ratio, before.Ratio) || !near(got.Spread, before.Spread) || got.Samples != 40 {
 		t.Errorf("after the restart: %+v, want %+v", got, before)
 	}
 }
@@ -202,7 +203,7 @@ func TestDecayBySlotAge(t *testing.T) {
 			mustSync(t, tb)
 			w := tc.weight
 			want := (100*2*w + 100 + 4) / (100*w + 100 + 4)
-			if got := tb.Factor("m"); !near(got.Ratio, want) || got.Samples != tc.samples {
+			if got := tb.Factor("", "m"); !near(got.Ratio, want) || got.Samples != tc.samples {
 				t.Errorf("Factor = %+v, want ratio %v and %d samples", got, want, tc.samples)
 			}
 		})
@@ -223,12 +224,12 @@ func TestRelearnedWithinADay(t *testing.T) {
 		}
 	}
 	hourly(48, 1000)
-	if got := tb.Factor("m"); math.Abs(got.Ratio-1) > 1e-9 {
+	if got := tb.Factor("", "m"); math.Abs(got.Ratio-1) > 1e-9 {
 		t.Fatalf("settled: %+v", got)
 	}
 	hourly(24, 1500)
-	t.Logf("a day after the change: %+v", tb.Factor("m"))
-	if got := tb.Factor("m"); math.Abs(got.Ratio-1.5)/1.5 > 0.1 {
+	t.Logf("a day after the change: %+v", tb.Factor("", "m"))
+	if got := tb.Factor("", "m"); math.Abs(got.Ratio-1.5)/1.5 > 0.1 {
 		t.Errorf("a day after the change: %+v, want within 10%% of 1.5", got)
 	}
 }
@@ -258,12 +259,12 @@ func TestFailedFlushKeepsSamples(t *testing.T) {
 	if err := tb.Sync(context.Background()); err == nil {
 		t.Fatal("the write failed, Sync did not say so")
 	}
-	if got := tb.Factor("m"); got.Samples != 5 {
+	if got := tb.Factor("", "m"); got.Samples != 5 {
 		t.Errorf("after the failed write: %+v", got)
 	}
 	st.fail.Store(false)
 	mustSync(t, tb, tb)
-	if got := tb.Factor("m"); got.Samples != 5 {
+	if got := tb.Factor("", "m"); got.Samples != 5 {
 		t.Errorf("after the retry: %+v", got)
 	}
 	var stored int64
@@ -283,11 +284,11 @@ func TestFullTableGivesWay(t *testing.T) {
 	defer st.Close()
 	tb := New(st, clock.Now, nil)
 	for i := range MaxModels {
-		tb.Observe("old-"+strconv.Itoa(i), 100, 200)
+		tb.Observe("", "old-"+strconv.Itoa(i), 100, 200)
 	}
 	mustSync(t, tb)
-	tb.Observe("new", 100, 200)
-	if got := tb.Factor("new"); got.Samples != 0 {
+	tb.Observe("", "new", 100, 200)
+	if got := tb.Factor("", "new"); got.Samples != 0 {
 		t.Fatalf("calibrated beyond the bound: %+v", got)
 	}
 	clock.Advance(time.Duration(keptSlots+2) * slotLength)
@@ -295,8 +296,8 @@ func TestFullTableGivesWay(t *testing.T) {
 	if n := len(tb.Models()); n != 0 {
 		t.Fatalf("%d models kept after their samples expired", n)
 	}
-	tb.Observe("new", 100, 200)
-	if got := tb.Factor("new"); got.Samples != 1 {
+	tb.Observe("", "new", 100, 200)
+	if got := tb.Factor("", "new"); got.Samples != 1 {
 		t.Errorf("after the old models gave way: %+v", got)
 	}
 }
@@ -309,16 +310,16 @@ func TestObserveRacingADrop(t *testing.T) {
 	st := openBolt(t, t.TempDir(), clock.Now)
 	defer st.Close()
 	tb := New(st, clock.Now, nil)
-	tb.Observe("m", 100, 200)
+	tb.Observe("", "m", 100, 200)
 	mustSync(t, tb)
 	clock.Advance(time.Duration(keptSlots+2) * slotLength)
-	found := tb.entry("m", true) // Observe's lookup
+	found := tb.model("m", true) // Observe's lookup
 	mustSync(t, tb)              // the reload drops the entry
-	if found.add(sums{n: 1, r: 2 * micro, r2: 4 * micro}) {
+	if found.add("", sums{n: 1, r: 2 * micro, r2: 4 * micro}) {
 		t.Fatal("a sample was added to an entry the table no longer holds")
 	}
-	tb.Observe("m", 100, 200)
-	if got := tb.Factor("m"); got.Samples != 1 {
+	tb.Observe("", "m", 100, 200)
+	if got := tb.Factor("", "m"); got.Samples != 1 {
 		t.Errorf("after the drop: %+v", got)
 	}
 }
@@ -337,42 +338,47 @@ func TestReloadTakesInModelsUpToTheBound(t *testing.T) {
 		}
 		observe(a, "model-"+strconv.Itoa(i), n, 100, 200)
 	}
-	b.Observe("own", 100, 150)
+	b.Observe("", "own", 100, 150)
 	mustSync(t, a, b)
 	got := b.Models()
 	if len(got) != MaxModels {
 		t.Fatalf("b calibrates %d models, want %d", len(got), MaxModels)
 	}
 	for i := MaxModels - 10; i < MaxModels; i++ {
-		if f := b.Factor("model-" + strconv.Itoa(i)); f.Samples != 5 {
+		if f := b.Factor("", "model-"+strconv.Itoa(i)); f.Samples != 5 {
 			t.Errorf("model-%d, among the best known, on b: %+v", i, f)
 		}
 	}
-	if f := b.Factor("own"); f.Samples != 1 {
+	if f := b.Factor("", "own"); f.Samples != 1 {
 		t.Errorf("b's own model: %+v", f)
 	}
 }
 
 func TestParseKey(t *testing.T) {
+	long := string(make([]byte, MaxModelLen+1))
 	for _, tc := range []struct {
-		key   string
-		slot  int64
-		model string
-		ok    bool
+		key         string
+		slot        int64
+		team, model string
+		ok          bool
 	}{
-		{recordKey(81234, "gpt-4o-mini"), 81234, "gpt-4o-mini", true},
-		{"81234|a|b", 81234, "a|b", true},
-		{"81234|", 0, "", false},
-		{"|m", 0, "", false},
-		{"-5|m", 0, "", false},
-		{"12a|m", 0, "", false},
-		{"9999999999999|m", 0, "", false},
-		{"no separator", 0, "", false},
-		{"1|" + string(make([]byte, MaxModelLen+1)), 0, "", false},
+		{recordKey(81234, "search", "gpt-4o-mini"), 81234, "search", "gpt-4o-mini", true},
+		{recordKey(81234, "", "gpt-4o-mini"), 81234, "", "gpt-4o-mini", true},
+		{"81234|t|a|b", 81234, "t", "a|b", true},
+		{"81234|gpt-4o-mini", 0, "", "", false}, // a record of the bucket before teams
+		{"81234|t|", 0, "", "", false},
+		{"81234|", 0, "", "", false},
+		{"|t|m", 0, "", "", false},
+		{"-5|t|m", 0, "", "", false},
+		{"12a|t|m", 0, "", "", false},
+		{"9999999999999|t|m", 0, "", "", false},
+		{"no separator", 0, "", "", false},
+		{"1|" + strings.Repeat("t", MaxTeamLen+1) + "|m", 0, "", "", false},
+		{"1|t|" + long, 0, "", "", false},
 	} {
-		slot, model, ok := parseKey(tc.key)
-		if slot != tc.slot || model != tc.model || ok != tc.ok {
-			t.Errorf("parseKey(%q) = %d, %q, %v; want %d, %q, %v", tc.key, slot, model, ok, tc.slot, tc.model, tc.ok)
+		slot, team, model, ok := parseKey(tc.key)
+		if slot != tc.slot || team != tc.team || model != tc.model || ok != tc.ok {
+			t.Errorf("parseKey(%q) = %d, %q, %q, %v; want %d, %q, %q, %v", tc.key, slot, team, model, ok, tc.slot, tc.team, tc.model, tc.ok)
 		}
 	}
 }
@@ -385,7 +391,7 @@ func TestRun(t *testing.T) {
 	a, b := New(st, clock.Now, nil), New(st, clock.Now, nil)
 	samplesOnB := func() int64 {
 		mustSync(t, b)
-		return b.Factor("m").Samples
+		return b.Factor("", "m").Samples
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())

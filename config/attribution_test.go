@@ -10,7 +10,7 @@ func TestAttributionConfig(t *testing.T) {
 		name, yaml string
 		bad        string // a part of the error; "" = valid
 	}{
-		{"all set", keyed + "        tags: {feature: search}\n    end_user_limits: {requests_per_minute: 20, tokens_per_day: 200000, spend_per_day: 1.5}\nusage:\n  tag_keys: [feature, customer]\n", ""},
+		{"all set", "models: [{id: m}]\n" + keyed + "        tags: {feature: search}\n    end_user_limits: {requests_per_minute: 20, tokens_per_day: 200000, spend_per_day: 1.5}\nusage:\n  tag_keys: [feature, customer]\n", ""},
 		{"bad tag key", keyed + "usage:\n  tag_keys: [\"a/b\"]\n", "usage.tag_keys: want 1-64"},
 		{"tag key twice", keyed + "usage:\n  tag_keys: [a, a]\n", `usage.tag_keys: "a" is listed twice`},
 		{"negative end-user rpm", keyed + "    end_user_limits: {requests_per_minute: -1}\n", "teams[0].end_user_limits.requests_per_minute"},
@@ -39,7 +39,7 @@ func TestAttributionConfig(t *testing.T) {
 }
 
 func TestSummaryNoTagKeys(t *testing.T) {
-	cfg, err := Parse([]byte(keyed), "c.yaml", envMap(testEnv))
+	cfg, err := Parse([]byte("models: [{id: m}]\n"+keyed), "c.yaml", envMap(testEnv))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,10 +41,10 @@ func TestTeamPlatformKeys(t *testing.T) {
 		name, yaml string
 		want       []string
 	}{
-		{"team_list", "teams:\n  - name: a\n    upstream_api_keys: [sk-1, sk-2]\n    keys: [{name: a, key: mg-a}]\n", []string{"sk-1", "sk-2"}},
-		{"team_single", "upstream:\n  upstream_api_keys: [sk-d1, sk-d2]\nteams:\n  - name: a\n    upstream_api_key: sk-1\n    keys: [{name: a, key: mg-a}]\n", []string{"sk-1"}},
-		{"default_list", "upstream:\n  upstream_api_keys: [sk-d1, sk-d2]\nteams:\n  - name: a\n    keys: [{name: a, key: mg-a}]\n", []string{"sk-d1", "sk-d2"}},
-		{"default_single", "upstream:\n  api_key: sk-d\nteams:\n  - name: a\n    keys: [{name: a, key: mg-a}]\n", []string{"sk-d"}},
+		{"team_list", "models: [{id: m}]\nteams:\n  - name: a\n    upstream_api_keys: [sk-1, sk-2]\n    keys: [{name: a, key: mg-a}]\n", []string{"sk-1", "sk-2"}},
+		{"team_single", "models: [{id: m}]\nupstream:\n  upstream_api_keys: [sk-d1, sk-d2]\nteams:\n  - name: a\n    upstream_api_key: sk-1\n    keys: [{name: a, key: mg-a}]\n", []string{"sk-1"}},
+		{"default_list", "models: [{id: m}]\nupstream:\n  upstream_api_keys: [sk-d1, sk-d2]\nteams:\n  - name: a\n    keys: [{name: a, key: mg-a}]\n", []string{"sk-d1", "sk-d2"}},
+		{"default_single", "models: [{id: m}]\nupstream:\n  api_key: sk-d\nteams:\n  - name: a\n    keys: [{name: a, key: mg-a}]\n", []string{"sk-d"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -80,6 +80,11 @@ func (c *Config) Summary() string {
 			}
 		}
 	}
+	if c.RefusesUnlisted() {
+		w("unlisted models: refused (404); a platform model an entry sends to is that entry")
+	} else {
+		w("unlisted models: allowed, forwarded as named and unpriced; a platform model an entry sends to is that entry")
+	}
 
 	if !c.KeysMode() {
 		w("limits per caller: %s", limitsText(c.Limits))

@@ -73,9 +73,9 @@ func TestSummaryOnBudgetExceeded(t *testing.T) {
 	}{
 		{"default_refuse", "listen: 127.0.0.1:1\n", []string{"on budget exceeded: refuse\n"}, []string{"clamp"}},
 		{"top_level_clamp", "limits:\n  on_budget_exceeded: clamp\n", []string{"on budget exceeded: clamp (the output cap is lowered"}, nil},
-		{"team_override", "upstream: {api_key: sk-test-key-0123456789}\nteams:\n  - name: t\n    limits: {on_budget_exceeded: clamp, tokens_per_day: 5}\n    keys: [{name: k, key: mg-team-key-0123456789}]\n",
+		{"team_override", "models: [{id: m}]\nupstream: {api_key: sk-test-key-0123456789}\nteams:\n  - name: t\n    limits: {on_budget_exceeded: clamp, tokens_per_day: 5}\n    keys: [{name: k, key: mg-team-key-0123456789}]\n",
 			[]string{"team limits: unlimited requests/min, unlimited tokens/min, unlimited concurrent, 5 tokens/day (UTC)\n  on budget exceeded: clamp\n", "on budget exceeded: refuse\n"}, nil},
-		{"team_policy_alone_is_no_limit", "upstream: {api_key: sk-test-key-0123456789}\nteams:\n  - name: t\n    limits: {on_budget_exceeded: refuse}\n    keys: [{name: k, key: mg-team-key-0123456789}]\n",
+		{"team_policy_alone_is_no_limit", "models: [{id: m}]\nupstream: {api_key: sk-test-key-0123456789}\nteams:\n  - name: t\n    limits: {on_budget_exceeded: refuse}\n    keys: [{name: k, key: mg-team-key-0123456789}]\n",
 			[]string{"team limits: unlimited\n  on budget exceeded: refuse\n"}, nil},
 	}
 	for _, tt := range tests {
@@ -170,7 +170,7 @@ func TestSummaryWebSocket(t *testing.T) {
 		{"set", "limits:\n  websocket_connections: 4\nserver:\n  websocket_max_age: 10m\n  websocket_ping_interval: 15s\n",
 			[]string{"websocket (GET /v1/responses): at most 4 connections open per caller in this process; each closed after 10m0s; pinged every 15s\n",
 				"limits per caller: unlimited\n"}, []string{"websocket_connections"}},
-		{"keys_mode", "upstream: {api_key: sk-test-key-0123456789}\nlimits: {websocket_connections: 2}\nteams:\n  - name: t\n    keys: [{name: k, key: mg-team-key-0123456789}]\n",
+		{"keys_mode", "models: [{id: m}]\nupstream: {api_key: sk-test-key-0123456789}\nlimits: {websocket_connections: 2}\nteams:\n  - name: t\n    keys: [{name: k, key: mg-team-key-0123456789}]\n",
 			[]string{"websocket (GET /v1/responses): at most 2 connections open per key in this process;"}, nil},
 	}
 	for _, tt := range tests {

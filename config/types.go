@@ -172,6 +172,11 @@ type Limits struct {
 	// WebSocketConnections caps the Responses WebSocket connections one key holds open at
 	// once (in this process). Read at the top-level limits only; default 16.
 	WebSocketConnections int64 `yaml:"websocket_connections"`
+	// UnlistedModels is what happens to a call naming a model no models[] entry names (by
+	// its id, its upstream or one of its routes): "refuse" (404) or "allow" (forwarded,
+	// unpriced). Read at the top-level limits only; default refuse with team keys, allow in
+	// passthrough mode (Config.RefusesUnlisted).
+	UnlistedModels string `yaml:"unlisted_models"`
 }
 
 // DefaultWebSocketConnections is limits.websocket_connections when it is not set.

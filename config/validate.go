@@ -91,6 +91,7 @@ func validate(c *Config, d *decoder) []*Error {
 	v.ratelimit(&c.Ratelimit)
 	v.limits("limits", c.Limits)
 	v.budgetAction("limits", c.Limits)
+	v.unlistedModels(c)
 	digests := v.teams(c, modelIDs)
 	v.adminKeys(c.AdminKeys, digests)
 	v.server(&c.Server)
@@ -390,10 +391,13 @@ func (v *validator) noBudgetAction(path string, l Limits) {
 }
 
 // noSocketCap refuses websocket_connections anywhere but the top-level limits, which cap
-// every key.
+// every key, and unlisted_models, which decides for every caller.
 func (v *validator) noSocketCap(path string, l Limits) {
 	if l.WebSocketConnections != 0 {
 		v.fail(path+".websocket_connections", "set it at the top-level limits: it caps every key")
+	}
+	if l.UnlistedModels != "" {
+		v.fail(path+".unlisted_models", "set it at the top-level limits: it decides for every caller")
 	}
 }
 

@@ -170,7 +170,7 @@ func TestKeyModelsNarrowTheTeam(t *testing.T) {
 	}{
 		{"subset_of_team", "models:\n  - id: a\n  - id: b\n" + keyed + "        models: [a]\n    models: [a, b]\n", []string{"a"}},
 		{"team_allows_all", "models:\n  - id: a\n  - id: b\n" + keyed + "        models: [b]\n", []string{"b"}},
-		{"no_catalogue_any_id", keyed + "        models: [anything]\n", []string{"anything"}},
+		{"no_catalogue_any_id", "limits: {unlisted_models: allow}\n" + keyed + "        models: [anything]\n", []string{"anything"}},
 		{"unset_is_the_team_list", "models:\n  - id: a\n" + keyed + "    models: [a]\n", nil},
 	}
 	for _, c := range cases {
@@ -207,7 +207,7 @@ func TestPassthroughNeedsNoPlatformKey(t *testing.T) {
 }
 
 func TestTeamUpstreamKeySatisfiesKeysMode(t *testing.T) {
-	src := "teams:\n  - name: search\n    upstream_api_key: sk-team\n    keys: [{name: a, key: mg-a}]\n"
+	src := "models: [{id: m}]\nteams:\n  - name: search\n    upstream_api_key: sk-team\n    keys: [{name: a, key: mg-a}]\n"
 	if _, err := Parse([]byte(src), "c.yaml", nil); err != nil {
 		t.Fatal(err)
 	}

@@ -20,9 +20,9 @@ func TestEstimatesExported(t *testing.T) {
 	m := New(&config.Config{Models: []config.Model{configModel("gpt-4o-mini"), configModel("claude-x")}})
 	tb := calibration.New(nil, nil, nil)
 	for range 8 {
-		tb.Observe("gpt-4o-mini", 100, 150)
-		tb.Observe("gpt-4o-mini", 100, 250)
-		tb.Observe("caller-named-model", 100, 300)
+		tb.Observe("alpha", "gpt-4o-mini", 100, 150)
+		tb.Observe("alpha", "gpt-4o-mini", 100, 250)
+		tb.Observe("alpha", "caller-named-model", 100, 300)
 	}
 	m.WatchEstimates(tb)
 	body := scrape(t, m)
@@ -43,7 +43,7 @@ func TestEstimatesExported(t *testing.T) {
 
 	// A reload that adds the model exports it at the next scrape; the table is read then.
 	m.Reload(&config.Config{Models: []config.Model{configModel("gpt-4o-mini"), configModel("caller-named-model")}})
-	tb.Observe("gpt-4o-mini", 100, 200)
+	tb.Observe("alpha", "gpt-4o-mini", 100, 200)
 	body = scrape(t, m)
 	for _, want := range []string{`modelgate_estimate_samples{model="caller-named-model"} 8`, `modelgate_estimate_samples{model="gpt-4o-mini"} 17`} {
 		if !strings.Contains(body, want+"\n") {

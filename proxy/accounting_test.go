@@ -343,7 +343,7 @@ func TestReloadMidStreamBillsAtAdmissionPrice(t *testing.T) {
 	history := billing.NewRecorder(nil, time.Hour, testclock.Running(), nil)
 	ledger := memoryLedger(t)
 	env := newResEnv(t, envOptions{ledger: ledger, history: history, yaml: strings.Replace(baseYAML,
-		"  - id: sim-long\n", "  - id: sim-long\n  - id: sim-slow\n    price: {input: 1, output: 2}\n", 1)})
+		"  - id: sim-slow\n", "  - id: sim-slow\n    price: {input: 1, output: 2}\n", 1)})
 	resp := env.send(t, context.Background(), "/v1/responses", keyAlpha1, `{"model":"sim-slow","input":"price me","stream":true}`,
 		"X-Request-Id", "priced-before")
 	defer resp.Body.Close()

@@ -12,10 +12,10 @@ import (
 func TestAdminUsageEstimates(t *testing.T) {
 	tb := calibration.New(nil, nil, nil)
 	for range 4 {
-		tb.Observe("gpt-4o-mini", 100, 100)
-		tb.Observe("gpt-4o-mini", 100, 200)
+		tb.Observe("alpha", "gpt-4o-mini", 100, 100)
+		tb.Observe("alpha", "gpt-4o-mini", 100, 200)
 	}
-	tb.Observe("sim-chat", 100, 150)
+	tb.Observe("alpha", "sim-chat", 100, 150)
 	for _, tc := range []struct {
 		name string
 		src  *calibration.Table

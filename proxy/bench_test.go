@@ -103,12 +103,16 @@ func (w *discardWriter) WriteHeader(code int)        { w.status = code }
 func (w *discardWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
 func (w *discardWriter) Flush()                      {}
 
+// benchYAML lets its team call any model by its platform name (limits.unlisted_models:
+// allow): the benchmarks measure the gateway's path, not a model list.
 const benchYAML = `
 listen: 127.0.0.1:0
 upstream:
   gateway_url: http://upstream.invalid
   base_url: http://upstream.invalid
   api_key: sk-platform
+limits:
+  unlisted_models: allow
 teams:
   - name: bench
     keys:

@@ -95,8 +95,8 @@ func TestCalibrationLearnsThePlatformsCount(t *testing.T) {
 		sendShape(t, env, route, body, fmt.Sprintf("learn-%d", i))
 	}
 	// The last answer's settlement may still be running when its client has it.
-	waitFor(5*time.Second, func() bool { return env.server.calibration.Factor(calibrationModel).Samples >= 55 })
-	f := env.server.calibration.Factor(calibrationModel)
+	waitFor(5*time.Second, func() bool { return env.server.calibration.Factor("alpha", calibrationModel).Samples >= 55 })
+	f := env.server.calibration.Factor("alpha", calibrationModel)
 	t.Logf("learned: ratio %.3f, spread %.3f, %d samples", f.Ratio, f.Spread, f.Samples)
 
 	for _, sh := range shapes {

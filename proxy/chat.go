@@ -111,8 +111,9 @@ func (d *chatDialect) check(c *gin.Context, st *state, body []byte, call *modelC
 		return false
 	}
 	d.req = req
-	d.sticky = st.models.identityKey(req.Model, &req.Identity)
-	*call = modelCall{model: req.Model, stream: req.Stream, maxOut: req.MaxOutputTokens, choices: req.N}
+	model, ok := st.models.resolve(req.Model)
+	d.sticky = st.models.identityKey(model, &req.Identity)
+	*call = modelCall{model: model, asked: req.Model, unknown: !ok, stream: req.Stream, maxOut: req.MaxOutputTokens, choices: req.N}
 	return true
 }
 

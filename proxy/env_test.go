@@ -53,6 +53,7 @@ const baseYAML = apitest.SimUpstreamYAML + `models:
   - id: sim-chat
   - id: sim-tools
   - id: sim-long
+  - id: sim-slow
 teams:
   - name: alpha
     keys:

@@ -169,7 +169,7 @@ func (s *Server) settleAbandoned(gc *gatewayCall, f *upstream.Failure, charge ac
 // and one concurrency slot, whatever it takes to serve it.
 func (s *Server) moveTo(gc *gatewayCall, id string) bool {
 	n := max(gc.choices, 1)
-	estimate := s.calibration.Factor(id).Reserve(gc.ri.InputEstimate) // one call's first estimate
+	estimate := s.calibration.Factor(gc.p.Team, id).Reserve(gc.ri.InputEstimate) // one call's first estimate
 	out := gc.reserve.OutputTokens
 	if s.holdSpendFor(gc.ri, gc.st, gc.p, id, estimate*n, out*n) != nil {
 		return false

@@ -17,13 +17,23 @@ import (
 	"modelgate/ratelimit"
 )
 
-// limitsYAML gives team alpha tight budgets and key alpha-1 its own request limit.
+// limitsYAML gives team alpha tight budgets and key alpha-1 its own request limit. It lists
+// the simulator's models the limit tests call.
 const limitsYAML = `
 upstream:
   gateway_url: ${SIM_URL}
   base_url: ${SIM_URL}
   api_key: ${CANARY}
   max_retries: 0
+models:
+  - id: sim-chat
+  - id: sim-tools
+  - id: sim-long
+  - id: sim-slow
+  - id: sim-failed
+  - id: sim-500
+  - id: sim-503
+  - id: sim-429
 teams:
   - name: alpha
     limits:

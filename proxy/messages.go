@@ -112,7 +112,8 @@ func (s *Server) checkMessages(c *gin.Context) *messagesCall {
 		return nil
 	}
 	m.st, m.p, m.upBody, m.stream = a.st, a.p, a.call.upBody, a.call.stream
-	m.meta = translate.MessagesMeta{ID: "msg_" + newRequestID()[4:], Model: a.call.model, StopSequences: m.req.StopSequences}
+	// The answer names the model as the client did, as chat's does.
+	m.meta = translate.MessagesMeta{ID: "msg_" + newRequestID()[4:], Model: a.call.asked, StopSequences: m.req.StopSequences}
 	m.reserve, m.ticket = a.reserve, a.ticket
 	return m
 }
@@ -136,8 +137,9 @@ func (d *messagesDialect) check(c *gin.Context, st *state, body []byte, call *mo
 		return false
 	}
 	d.req = req
-	d.sticky = st.models.identityKey(req.Model, &req.Identity)
-	*call = modelCall{model: req.Model, stream: req.Stream, maxOut: req.UpstreamMaxTokens(), choices: 1}
+	model, ok := st.models.resolve(req.Model)
+	d.sticky = st.models.identityKey(model, &req.Identity)
+	*call = modelCall{model: model, asked: req.Model, unknown: !ok, stream: req.Stream, maxOut: req.UpstreamMaxTokens(), choices: 1}
 	return true
 }
 
@@ -251,13 +253,16 @@ func (s *Server) countTokens(c *gin.Context) {
 		writeTranslateError(c, err)
 		return
 	}
-	ri.Model = req.Model
-	if !p.AllowsModel(req.Model) {
+	// The name resolves as a call's would: the entry's allow-list and its team's
+	// calibration apply.
+	model, known := st.models.resolve(req.Model)
+	ri.Model = model
+	if !known || !p.AllowsModel(model) {
 		modelNotFound(c, req.Model)
 		return
 	}
 	peekLimitHeaders(c)
-	raw := tokens.EstimateResponsesInput(req.ToResponses(countedUpstream(st, p, req.Model, st.models.identityKey(req.Model, &req.Identity)), translate.RequestOptions{}))
-	n := s.calibration.Factor(req.Model).Count(raw)
+	raw := tokens.EstimateResponsesInput(req.ToResponses(countedUpstream(st, p, model, st.models.identityKey(model, &req.Identity)), translate.RequestOptions{}))
+	n := s.calibration.Factor(p.Team, model).Count(raw)
 	c.Data(http.StatusOK, "application/json", []byte(`{"input_tokens":`+strconv.FormatInt(n, 10)+`}`))
 }

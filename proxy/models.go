@@ -21,6 +21,13 @@ type modelTable struct {
 	chained map[string]*config.Model
 	// anySticky: some model places its calls by a sticky key, read from request bodies.
 	anySticky bool
+	// owners maps a platform model an entry sends calls to (its upstream or a route's
+	// target) and that no entry has as its id to that entry's id, the first listed when
+	// several send there (config.PlatformOwners; `modelgate check` warns of those).
+	owners map[string]string
+	// refuseUnlisted: a name that is neither an id nor in owners is refused
+	// (limits.unlisted_models).
+	refuseUnlisted bool
 }
 
 // modelEntry is where one client-facing id's calls go.
@@ -50,7 +57,28 @@ func newModelTable(models []config.Model) modelTable {
 			t.chained[m.ID] = &models[i]
 		}
 	}
+	for name, ids := range config.PlatformOwners(models) {
+		if t.owners == nil {
+			t.owners = make(map[string]string)
+		}
+		t.owners[name] = ids[0]
+	}
 	return t
+}
+
+// resolve is the entry a call naming name is (issue 40): the entry with that id, else the
+// entry that sends calls to that platform model, so a platform name cannot escape its
+// entry's allow-list, prices, limits and calibration. A name no entry names is itself when
+// unlisted models are allowed; ok is false when they are refused. It runs in every
+// dialect's check, before anything is decided by the model.
+func (t modelTable) resolve(name string) (id string, ok bool) {
+	if _, listed := t.entries[name]; listed {
+		return name, true
+	}
+	if id, sent := t.owners[name]; sent {
+		return id, true
+	}
+	return name, !t.refuseUnlisted
 }
 
 // model is the configured model id, or nil.

@@ -13,7 +13,9 @@ import (
 // modelCall is what a dialect makes of a request: the one call to the platform's gateway it
 // becomes (or n of them, for a chat request with n choices).
 type modelCall struct {
-	model   string // as the client named it
+	model   string // the models[] entry the client's name resolved to (modelTable.resolve)
+	asked   string // the name the client sent
+	unknown bool   // no entry names it, and unlisted models are refused
 	stream  bool   // the client asked for a stream
 	maxOut  int64  // the output cap the platform is asked for; 0 when none is named
 	choices int    // upstream generations the request fans out to; 1 but for chat's n
@@ -96,8 +98,8 @@ func (s *Server) checkCall(c *gin.Context, route string, d dialect, call *modelC
 	}
 	ri.Model, ri.Stream = call.model, call.stream
 	p := principal(c)
-	if !p.AllowsModel(call.model) {
-		modelNotFound(c, call.model)
+	if call.unknown || !p.AllowsModel(call.model) {
+		modelNotFound(c, call.asked)
 		return false
 	}
 	if !d.prepare(c, st, p, call) {
@@ -123,7 +125,7 @@ func (s *Server) admitCall(c *gin.Context, d dialect, a *admission) bool {
 		}
 	}
 	raw, outCap, n := tokens.EstimateResponsesInput(call.upBody), st.outputReserve(call.maxOut), int64(max(call.choices, 1))
-	estimate := s.calibration.Factor(call.model).Reserve(raw)
+	estimate := s.calibration.Factor(p.Team, call.model).Reserve(raw)
 	ri := info(c)
 	ri.InputEstimate, ri.InputReserved = raw, estimate*n
 	// n choices are n upstream generations: reserve for all of them, count one request. The

@@ -215,10 +215,11 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 		return false
 	}
 	d.steering = f.steering
-	if d.stickyKind = st.models.stickyOf(f.model.Str); d.stickyKind != "" {
+	model, ok := st.models.resolve(f.model.Str)
+	if d.stickyKind = st.models.stickyOf(model); d.stickyKind != "" {
 		d.sticky = f.stickyKey(d.stickyKind)
 	}
-	*call = modelCall{model: f.model.Str, stream: f.stream.Bool(), maxOut: f.maxOut.Int(), choices: 1, upBody: body}
+	*call = modelCall{model: model, asked: f.model.Str, unknown: !ok, stream: f.stream.Bool(), maxOut: f.maxOut.Int(), choices: 1, upBody: body}
 	return true
 }
 
@@ -235,7 +236,7 @@ func (d *responsesDialect) prepare(c *gin.Context, st *state, p *auth.Principal,
 		d.sticky = firstInputKey(body) // the expanded conversation's, when one was expanded
 	}
 	st.routeCall(call, p, d.sticky)
-	body, err := prepareResponsesBody(body, call.upstream, call.model, d.steering)
+	body, err := prepareResponsesBody(body, call.upstream, call.asked, d.steering)
 	if err != nil {
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
 		return false

@@ -297,7 +297,7 @@ func TestModelsFilteredByAllowList(t *testing.T) {
 		}
 		return ids
 	}
-	if got := strings.Join(list(keyAlpha1), ","); got != "gpt-4o-mini,sim-chat,sim-tools,sim-long" {
+	if got := strings.Join(list(keyAlpha1), ","); got != "gpt-4o-mini,sim-chat,sim-tools,sim-long,sim-slow" {
 		t.Errorf("alpha sees %s", got)
 	}
 	if got := strings.Join(list(keyBeta), ","); got != "sim-chat" {

@@ -181,7 +181,9 @@ func New(d Deps) (*Server, error) {
 }
 
 func newState(cfg *config.Config, a *auth.Authenticator) *state {
-	return &state{cfg: cfg, auth: a, models: newModelTable(cfg.Models), prices: billing.NewPrices(cfg), tagKeys: cfg.SortedTagKeys()}
+	models := newModelTable(cfg.Models)
+	models.refuseUnlisted = cfg.RefusesUnlisted()
+	return &state{cfg: cfg, auth: a, models: models, prices: billing.NewPrices(cfg), tagKeys: cfg.SortedTagKeys()}
 }
 
 // withGateway gives st the platform calls of its config. Pools belong to one loaded config,

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"modelgate/config"
 	"modelgate/platformsim"
 )
 
@@ -17,7 +18,9 @@ func TestTracingModelAttributeBounded(t *testing.T) {
 		{"messages", "/v1/messages", keyAlpha1, `{"model":"` + model + `","max_tokens":5,"messages":[{"role":"user","content":"hello"}]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := newTracedEnv(t, 0)
+			// The name is no entry's: unlisted models are allowed, so the call is traced
+			// (a refused one ends before its span names a model).
+			env := newTracedEnvWith(t, 0, func(c *config.Config) { c.Limits.UnlistedModels = config.UnlistedAllow })
 			if code, _, body := env.call(t, tc.path, tc.key, tc.body); code != 200 && code != 404 {
 				t.Fatalf("status %d: %s", code, body)
 			}

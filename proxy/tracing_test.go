@@ -15,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"modelgate/config"
 	"modelgate/platform"
 	"modelgate/platformsim"
 	"modelgate/tracing"
@@ -31,6 +32,12 @@ type tracedEnv struct {
 
 func newTracedEnv(t *testing.T, contentMax int) *tracedEnv {
 	t.Helper()
+	return newTracedEnvWith(t, contentMax, nil)
+}
+
+// newTracedEnvWith is newTracedEnv with the parsed config adjusted by mutate.
+func newTracedEnvWith(t *testing.T, contentMax int, mutate func(*config.Config)) *tracedEnv {
+	t.Helper()
 	leakCheck(t) // first, so it runs after the tracer and the receiver have stopped
 	recv := tracingtest.NewReceiver(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL())
@@ -42,7 +49,7 @@ func newTracedEnv(t *testing.T, contentMax int) *tracedEnv {
 		t.Fatalf("tracing.New = %v, %v; want a tracer", tr, err)
 	}
 	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
-	return &tracedEnv{resEnv: newResEnv(t, envOptions{tracer: tr}), recv: recv, tracer: tr}
+	return &tracedEnv{resEnv: newResEnv(t, envOptions{tracer: tr, mutate: mutate}), recv: recv, tracer: tr}
 }
 
 // serverSpan waits until the receiver holds n server spans and returns them with all spans.

@@ -214,6 +214,10 @@ func keysConfig(p *platform, extra string) string {
   - id: sim-long
   - id: sim-slow
   - id: sim-reasoning
+  - id: sim-failed
+  - id: sim-incomplete
+  - id: sim-refusal
+  - id: sim-error-event
 `,
 		teams: `  - name: alpha
     keys:

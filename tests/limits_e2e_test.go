@@ -66,6 +66,7 @@ func TestTwoGatewaysShareOneTeamLimit(t *testing.T) {
 	redisURL := startRedis(t)
 	p := startPlatform(t)
 	cfg := gatewayYAML{
+		models:    "  - id: sim-chat\n  - id: sim-long\n",
 		ratelimit: "  store: " + redisURL + "\n",
 		teams: `  - name: alpha
     limits: { requests_per_minute: 10 }
@@ -113,6 +114,7 @@ func TestRestartKeepsDailyBudget(t *testing.T) {
 	p := startPlatform(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	cfg := gatewayYAML{
+		models:    "  - id: sim-chat\n  - id: sim-long\n",
 		ratelimit: "  data_path: " + dataDir + "\n",
 		teams:     alphaTeam("{ tokens_per_day: 100 }"),
 	}.render(p)

@@ -23,7 +23,7 @@ const spentKey = "mg-e2e-spent"
 func messagesConfig(p *platform) string {
 	return gatewayYAML{
 		upstream: "  keepalive_interval: 20ms\n",
-		models:   "  - id: claude-test\n    upstream: sim-chat\n  - id: sim-chat\n  - id: sim-tools\n  - id: sim-reasoning\n",
+		models:   "  - id: claude-test\n    upstream: sim-chat\n  - id: sim-chat\n  - id: sim-tools\n  - id: sim-reasoning\n  - id: sim-slow\n  - id: sim-error-event\n",
 		teams:    alphaTeam("") + spentTeam,
 		more:     adminKeys,
 	}.render(p)
@@ -369,7 +369,7 @@ func TestMessagesGoClient(t *testing.T) {
 		for pager.Next() {
 			ids = append(ids, pager.Current().ID)
 		}
-		if err := pager.Err(); err != nil || strings.Join(ids, ",") != "claude-test,sim-chat,sim-tools,sim-reasoning" {
+		if err := pager.Err(); err != nil || strings.Join(ids, ",") != "claude-test,sim-chat,sim-tools,sim-reasoning,sim-slow,sim-error-event" {
 			t.Fatalf("models %v (%v)", ids, err)
 		}
 		m, err := client.Models.Get(ctx(t), "claude-test", anthropic.ModelGetParams{})

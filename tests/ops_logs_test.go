@@ -62,7 +62,7 @@ func requestLines(t *testing.T, g *gateway, format string) int {
 
 func logsKeysMode(t *testing.T, format string) {
 	p := startPlatform(t)
-	cfg := strings.Replace(keysConfig(p, ""), "  - id: sim-reasoning\n", "  - id: sim-reasoning\n  - id: sim-failed\n", 1)
+	cfg := keysConfig(p, "")
 	g := startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: keysEnv(p), Args: []string{"--log-level", "debug", "--log-format", format}})
 	sec := secrets{
 		"platform key": p.Key, "alpha key": alphaKey, "beta key": betaKey, "admin key": adminKey,

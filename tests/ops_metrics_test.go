@@ -12,7 +12,9 @@ import (
 // scrapes /metrics and checks the per-team request and token series, the latency histograms
 // and that nothing client-chosen became a label.
 func TestMetricsAfterTraffic(t *testing.T) {
-	p, g := startKeysGateway(t, "")
+	// Unlisted models are allowed here (they are refused by default with team keys): what
+	// is tested is that their label is folded.
+	p, g := startKeysGateway(t, "limits:\n  unlisted_models: allow\n")
 	chat := g.URL + "/v1/chat/completions"
 
 	steps := []struct {
