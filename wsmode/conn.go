@@ -2,6 +2,7 @@ package wsmode
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"sync"
@@ -97,6 +98,10 @@ func (c *conn) handle(ctx context.Context, data []byte) {
 		c.write(ctx, errorEvent(http.StatusTooManyRequests, "invalid_request_error", "too_many_queued_responses", "",
 			"Too many response.create messages are waiting on this connection; wait for a response to finish."))
 		return
+	case !c.charge(msg.body):
+		c.mu.Unlock()
+		c.write(ctx, noRoomEvent())
+		return
 	}
 	c.queue = append(c.queue, msg)
 	if !c.busy {
@@ -112,6 +117,9 @@ func (c *conn) work(ctx context.Context) {
 	for {
 		c.mu.Lock()
 		if len(c.queue) == 0 || c.closing || ctx.Err() != nil {
+			for _, msg := range c.queue {
+				c.uncharge(msg.body) // dropped: the client is gone, or the connection closes
+			}
 			c.queue, c.busy = nil, false
 			close(c.idle)
 			closing, code, reason, notice := c.closing, c.code, c.reason, c.notice
@@ -122,7 +130,9 @@ func (c *conn) work(ctx context.Context) {
 			return
 		}
 		msg := c.queue[0]
+		c.queue[0] = clientMessage{} // the queue's array must not keep the body through the turn
 		c.queue = c.queue[1:]
+		c.uncharge(msg.body) // no longer waiting: the turn's request holds its own copy, charged as a body
 		c.mu.Unlock()
 		if msg.prepare {
 			c.prepare(ctx, msg.body)
@@ -270,4 +280,35 @@ func (c *conn) ping(ctx context.Context) {
 // write sends one frame of modelgate's own (an error event, a prepared chain's events).
 func (c *conn) write(ctx context.Context, data []byte) {
 	_ = c.ws.Write(ctx, websocket.MessageText, data)
+}
+
+// charge takes room for a create about to join the queue (c.mu held). The first one in the
+// queue may always wait, as the turn goroutine takes it next (or at once): it is charged
+// whatever the room, so the figure stays the truth. Behind it a create waits only if the
+// budget has room for it; otherwise it is refused and dropped, and the connection goes on.
+func (c *conn) charge(body []byte) bool {
+	room := c.s.opts.Room
+	if room == nil {
+		return true
+	}
+	if len(c.queue) == 0 {
+		room.Force(int64(cap(body)))
+		return true
+	}
+	return room.TryTake(int64(cap(body)))
+}
+
+// uncharge gives back the room a create took when it joined the queue.
+func (c *conn) uncharge(body []byte) {
+	if room := c.s.opts.Room; room != nil {
+		room.Give(int64(cap(body)))
+	}
+}
+
+// noRoomEvent answers a create refused for want of room in the budget: the HTTP routes'
+// 503 for a body that finds none, with the same code and Retry-After.
+func noRoomEvent() []byte {
+	obj, _ := json.Marshal(wireError{Type: "server_error", Code: "server_busy",
+		Message: "modelgate holds as many request bodies and queued messages as it has memory for: this response.create was dropped; send it again once a response has finished."})
+	return errorEventFrom(http.StatusServiceUnavailable, obj, map[string]string{"retry-after": "1"})
 }
