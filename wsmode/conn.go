@@ -53,8 +53,24 @@ func (c *conn) run(parent context.Context) {
 	c.pinger = time.AfterFunc(c.s.opts.PingEvery, func() { c.ping(ctx) })
 	defer c.pinger.Stop()
 	for {
-		typ, data, err := c.ws.Read(ctx)
+		typ, r, err := c.ws.Reader(ctx)
+		if err == nil && typ != websocket.MessageText {
+			c.ws.Close(websocket.StatusUnsupportedData, "binary messages are not supported; send JSON text")
+			break
+		}
+		var data []byte
+		m := messageRoom{room: c.s.opts.Room}
+		if err == nil {
+			m.force = c.nothingQueued() // as charge decides for the create it may become
+			data, err = readMessage(r, &m)
+		}
+		if errors.Is(err, errNoRoom) {
+			m.release()
+			c.write(ctx, noRoomEvent())
+			continue
+		}
 		if err != nil {
+			m.release()
 			if errors.Is(err, websocket.ErrMessageTooBig) {
 				// The library has sent 1009 with the rest of the message unread; closed at
 				// once, that unread data makes the kernel reset the connection, and the
@@ -64,11 +80,8 @@ func (c *conn) run(parent context.Context) {
 			}
 			break // gone, closed here, or a message over the limit
 		}
-		if typ != websocket.MessageText {
-			c.ws.Close(websocket.StatusUnsupportedData, "binary messages are not supported; send JSON text")
-			break
-		}
-		c.handle(ctx, data)
+		c.handle(ctx, data) // a create it queues is charged as a body of its own
+		m.release()
 	}
 	cancel()
 	c.ws.CloseNow() // ends a frame write blocked on a client that left
@@ -311,4 +324,12 @@ func noRoomEvent() []byte {
 	obj, _ := json.Marshal(wireError{Type: "server_error", Code: "server_busy",
 		Message: "modelgate holds as many request bodies and queued messages as it has memory for: this response.create was dropped; send it again once a response has finished."})
 	return errorEventFrom(http.StatusServiceUnavailable, obj, map[string]string{"retry-after": "1"})
+}
+
+// nothingQueued reports whether no create waits on the connection: the next one may wait
+// whatever the room (see charge).
+func (c *conn) nothingQueued() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue) == 0
 }

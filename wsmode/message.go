@@ -75,20 +75,7 @@ func parseCreate(data []byte) (clientMessage, []byte) {
 		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_type", "generate",
 			"Invalid type for 'generate': expected a boolean.")
 	}
-	body, err := sjson.DeleteBytes(data, "type")
-	for _, field := range []string{"generate", "stream_id"} {
-		if err == nil {
-			body, err = sjson.DeleteBytes(body, field)
-		}
-	}
-	if err == nil {
-		body, err = sjson.SetBytes(body, "stream", true)
-	}
-	if err != nil {
-		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_json", "",
-			"The message could not be read as a response.create body.")
-	}
-	return clientMessage{kind: msgCreate, body: body, prepare: gen.Type == gjson.False}, nil
+	return clientMessage{kind: msgCreate, body: createBody(data), prepare: gen.Type == gjson.False}, nil
 }
 
 // socketFields are the top-level fields this package reads or rewrites. One that comes twice
@@ -101,7 +88,7 @@ var socketFields = [...]string{"type", "model", "input", "previous_response_id",
 func repeatedField(data []byte) string {
 	var seen [len(socketFields)]bool
 	dup := ""
-	gjson.ParseBytes(data).ForEach(func(k, _ gjson.Result) bool {
+	gjson.Parse(view(data)).ForEach(func(k, _ gjson.Result) bool { // no copy of the message
 		for i, f := range socketFields {
 			if k.Str == f {
 				if seen[i] {
