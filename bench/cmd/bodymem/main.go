@@ -36,6 +36,7 @@ type options struct {
 	pid      int
 	phase    string
 	conns    int
+	rounds   int
 	declared int
 	sent     int
 	hold     time.Duration
@@ -52,6 +53,7 @@ func main() {
 	flag.IntVar(&o.pid, "pid", 0, "modelgate's process id, for its resident memory")
 	flag.StringVar(&o.phase, "phase", "bodies", "bodies (stalled bodies) or ws (queued WebSocket messages)")
 	flag.IntVar(&o.conns, "conns", 2000, "bodies: connections that stall mid-body")
+	flag.IntVar(&o.rounds, "rounds", 1, "bodies: rounds of them, one after the other (memory freed by a round is reused by the next)")
 	flag.IntVar(&o.declared, "declared", 1<<20, "bodies: the Content-Length each declares")
 	flag.IntVar(&o.sent, "sent", 100, "bodies: the bytes each sends before stalling")
 	flag.DurationVar(&o.hold, "hold", 10*time.Second, "how long the connections are held once open")
@@ -74,15 +76,19 @@ func run(o options) error {
 	if host := u.Hostname(); host != "127.0.0.1" && host != "localhost" && host != "::1" {
 		return errors.New("loopback only: " + host)
 	}
-	if o.conns > 10000 || o.wsConns > 64 || o.wsMsgs > 64 || o.hold > 5*time.Minute {
-		return errors.New("counts and hold are bounded: conns <= 10000, ws-conns <= 64, ws-msgs <= 64, hold <= 5m")
+	if o.conns > 10000 || o.rounds > 10 || o.wsConns > 64 || o.wsMsgs > 64 || o.hold > 5*time.Minute {
+		return errors.New("counts and hold are bounded: conns <= 10000, rounds <= 10, ws-conns <= 64, ws-msgs <= 64, hold <= 5m")
 	}
 	w := startWatch(o)
 	fmt.Printf("before: rss %s, inflight gauge %s\n", mib(w.rss()), mib(w.gauge()))
 	var phaseErr error
 	switch o.phase {
 	case "bodies":
-		phaseErr = bodies(o, u.Host, w)
+		for range max(o.rounds, 1) {
+			if phaseErr = bodies(o, u.Host, w); phaseErr != nil {
+				break
+			}
+		}
 	case "ws":
 		phaseErr = sockets(o, w)
 	default:
@@ -221,6 +227,7 @@ type watch struct {
 
 func startWatch(o options) *watch {
 	w := &watch{o: o, client: &http.Client{Timeout: 5 * time.Second}, done: make(chan struct{})}
+	w.peakGauge.Store(-1)
 	w.wg.Add(2)
 	go w.every(50*time.Millisecond, func() {
 		w.peakRSS.Store(max(w.peakRSS.Load(), w.rss()))
