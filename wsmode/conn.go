@@ -61,7 +61,9 @@ func (c *conn) run(parent context.Context) {
 		var data []byte
 		m := messageRoom{room: c.s.opts.Room}
 		if err == nil {
-			m.force = c.nothingQueued() // as charge decides for the create it may become
+			// The first create waiting may always wait; behind it one waits only if the
+			// budget has room. The read decides, as it takes the room the message will hold.
+			m.force = c.nothingQueued()
 			data, err = readMessage(r, &m)
 		}
 		if errors.Is(err, errNoRoom) {
@@ -80,7 +82,7 @@ func (c *conn) run(parent context.Context) {
 			}
 			break // gone, closed here, or a message over the limit
 		}
-		c.handle(ctx, data) // a create it queues is charged as a body of its own
+		c.handle(ctx, data, &m) // a create it queues keeps the room its message took
 		m.release()
 	}
 	cancel()
@@ -89,7 +91,10 @@ func (c *conn) run(parent context.Context) {
 }
 
 // handle serves one client message: a create joins the queue.
-func (c *conn) handle(ctx context.Context, data []byte) {
+//
+// A create's body is its message's buffer (createBody), so the queue keeps the room the read
+// took for it (m): counted once, and decided by the read (see run).
+func (c *conn) handle(ctx context.Context, data []byte, m *messageRoom) {
 	msg, answer := parseClientMessage(data)
 	if answer != nil {
 		c.write(ctx, answer)
@@ -111,11 +116,8 @@ func (c *conn) handle(ctx context.Context, data []byte) {
 		c.write(ctx, errorEvent(http.StatusTooManyRequests, "invalid_request_error", "too_many_queued_responses", "",
 			"Too many response.create messages are waiting on this connection; wait for a response to finish."))
 		return
-	case !c.charge(msg.body):
-		c.mu.Unlock()
-		c.write(ctx, noRoomEvent())
-		return
 	}
+	msg.room, m.taken = m.taken, 0
 	c.queue = append(c.queue, msg)
 	if !c.busy {
 		c.busy, c.idle = true, make(chan struct{})
@@ -131,7 +133,7 @@ func (c *conn) work(ctx context.Context) {
 		c.mu.Lock()
 		if len(c.queue) == 0 || c.closing || ctx.Err() != nil {
 			for _, msg := range c.queue {
-				c.uncharge(msg.body) // dropped: the client is gone, or the connection closes
+				c.uncharge(msg) // dropped: the client is gone, or the connection closes
 			}
 			c.queue, c.busy = nil, false
 			close(c.idle)
@@ -145,7 +147,7 @@ func (c *conn) work(ctx context.Context) {
 		msg := c.queue[0]
 		c.queue[0] = clientMessage{} // the queue's array must not keep the body through the turn
 		c.queue = c.queue[1:]
-		c.uncharge(msg.body) // no longer waiting: the turn's request holds its own copy, charged as a body
+		c.uncharge(msg) // no longer waiting: the turn's request holds its own copy, charged as a body
 		c.mu.Unlock()
 		if msg.prepare {
 			c.prepare(ctx, msg.body)
@@ -295,26 +297,10 @@ func (c *conn) write(ctx context.Context, data []byte) {
 	_ = c.ws.Write(ctx, websocket.MessageText, data)
 }
 
-// charge takes room for a create about to join the queue (c.mu held). The first one in the
-// queue may always wait, as the turn goroutine takes it next (or at once): it is charged
-// whatever the room, so the figure stays the truth. Behind it a create waits only if the
-// budget has room for it; otherwise it is refused and dropped, and the connection goes on.
-func (c *conn) charge(body []byte) bool {
-	room := c.s.opts.Room
-	if room == nil {
-		return true
-	}
-	if len(c.queue) == 0 {
-		room.Force(int64(cap(body)))
-		return true
-	}
-	return room.TryTake(int64(cap(body)))
-}
-
-// uncharge gives back the room a create took when it joined the queue.
-func (c *conn) uncharge(body []byte) {
-	if room := c.s.opts.Room; room != nil {
-		room.Give(int64(cap(body)))
+// uncharge gives back the room a queued create holds.
+func (c *conn) uncharge(msg clientMessage) {
+	if room := c.s.opts.Room; room != nil && msg.room != 0 {
+		room.Give(msg.room)
 	}
 }
 
@@ -327,7 +313,7 @@ func noRoomEvent() []byte {
 }
 
 // nothingQueued reports whether no create waits on the connection: the next one may wait
-// whatever the room (see charge).
+// whatever the room (see run).
 func (c *conn) nothingQueued() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()

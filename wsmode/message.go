@@ -25,6 +25,8 @@ type clientMessage struct {
 	// create with generate: false, which only prepares the chain and asks the model nothing.
 	body    []byte
 	prepare bool
+	// room is what it holds of Options.Room while it waits in the queue.
+	room int64
 }
 
 // parseClientMessage reads one text message. A message modelgate cannot serve gives the
