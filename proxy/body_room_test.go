@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/platformsim"
 )
@@ -220,5 +221,27 @@ func TestSocketQueueRoomServed(t *testing.T) {
 			break
 		}
 	}
+	waitRoom(t, env, 0)
+}
+
+// TestBodyRoomReload: a reload that changes server.max_inflight_body_bytes applies to the
+// requests after it; what was held stays held until given back.
+func TestBodyRoomReload(t *testing.T) {
+	env := newTestEnv(t, "", func(c *config.Config) { c.Server.MaxInflightBodyBytes = 1 << 20 })
+	env.server.bodies.Force(1 << 20) // held by others, under the old budget
+	if status, _, body := env.do(t, http.MethodPost, "/v1/responses", keyAlpha1, []byte(respBody)); status != http.StatusServiceUnavailable {
+		t.Fatalf("full room: status %d: %s", status, body)
+	}
+	cfg := *env.cfg
+	cfg.Server.MaxInflightBodyBytes = 2 << 20
+	a, err := auth.New(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.server.Reload(&cfg, a)
+	if status, _, body := env.do(t, http.MethodPost, "/v1/responses", keyAlpha1, []byte(respBody)); status != http.StatusOK {
+		t.Fatalf("after the reload doubled the room: status %d: %s", status, body)
+	}
+	env.server.bodies.Give(1 << 20)
 	waitRoom(t, env, 0)
 }
