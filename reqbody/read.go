@@ -62,7 +62,7 @@ func Read(w http.ResponseWriter, r *http.Request, l Limits) ([]byte, error) {
 
 // firstRoom is the most a body's buffer starts with: a body declared no larger is read
 // into one allocation of its size; a larger or undeclared one starts here and doubles as
-// its bytes arrive, so a stalled client pins at most twice what it sent.
+// its bytes arrive, so a stalled client pins at most twice what it sent, or 16 KiB.
 const firstRoom = 16 << 10
 
 // readGuarded is Read's read, within g's deadline and room.
