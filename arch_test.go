@@ -51,6 +51,7 @@ var allowedImports = map[string][]string{
 	"modelgate/bench/cmd/floor":     {"bench/benchserve"},
 	"modelgate/bench/benchserve":    {},
 	"modelgate/bench/cmd/mgbench":   {"translate", "bench/benchserve", "platformsim"},
+	"modelgate/bench/cmd/bodymem":   {},
 	"modelgate/deploy":              {},
 	"modelgate/tests":               {},
 	"modelgate/examples/openai-go":  {},

@@ -358,6 +358,7 @@ func serve(o options, logger *slog.Logger) error {
 	obs.WatchPlatformKeys(srv.KeyStates)
 	obs.WatchEstimates(self.calib)
 	obs.WatchBreakers(self.breakers)
+	obs.WatchInflightBodies(srv.InflightBodyBytes)
 	if self.deps.History != nil {
 		obs.WatchHistoryDrops(self.deps.History.DroppedRows)
 	}

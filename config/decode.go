@@ -27,6 +27,8 @@ type decoder struct {
 
 var durationType = reflect.TypeFor[time.Duration]()
 
+var byteSizeType = reflect.TypeFor[ByteSize]()
+
 func (d *decoder) fail(line int, path, format string, args ...any) {
 	d.errs = append(d.errs, &Error{File: d.file, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
@@ -187,6 +189,13 @@ func (d *decoder) scalar(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetInt(int64(dur))
+	case t == byteSizeType:
+		size, ok := parseByteSize(s)
+		if !ok {
+			d.fail(n.Line, path, "want a size in bytes such as \"268435456\" or \"256MiB\" (KiB, MiB, GiB, TiB), got %q", s)
+			return
+		}
+		v.SetInt(int64(size))
 	case t.Kind() == reflect.String:
 		v.SetString(s)
 	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:

@@ -181,7 +181,10 @@ const (
 	defaultReadHeaderTimeout = 10 * time.Second
 	defaultBodyReadTimeout   = 30 * time.Second
 	defaultMaxInflatingBytes = 64 << 20
-	defaultUploadIdleTimeout = 2 * time.Minute
+	// defaultMaxInflightBodyBytes holds eight bodies of the default largest size at once, or
+	// thousands of ordinary ones, and keeps a flood of stalled bodies far from a GiB.
+	defaultMaxInflightBodyBytes ByteSize = 256 << 20
+	defaultUploadIdleTimeout             = 2 * time.Minute
 	// A WebSocket lives at most an hour, as the platform's peers close theirs; pings every
 	// 30 s keep idle-cutting proxies from closing it and find a vanished client.
 	defaultWebSocketMaxAge       = 60 * time.Minute
@@ -250,6 +253,7 @@ func applyDefaults(c *Config) {
 	setDefault(&s.UploadIdleTimeout, defaultUploadIdleTimeout)
 	setDefault(&s.BodyReadTimeout, defaultBodyReadTimeout)
 	setDefault(&s.MaxInflatingBytes, defaultMaxInflatingBytes)
+	setDefault(&s.MaxInflightBodyBytes, defaultMaxInflightBodyBytes)
 	setDefault(&s.WebSocketMaxAge, defaultWebSocketMaxAge)
 	setDefault(&s.WebSocketPingInterval, defaultWebSocketPingInterval)
 	setDefault(&c.Responses.Scope, "team")

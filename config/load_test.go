@@ -121,7 +121,7 @@ func TestDefault(t *testing.T) {
 		Server: Server{
 			MaxBodyBytes: 32 << 20, MaxUploadBytes: 100 * 1000 * 1000,
 			DrainTimeout: 30 * time.Second, ReadHeaderTimeout: 10 * time.Second, UploadIdleTimeout: 2 * time.Minute,
-			BodyReadTimeout: 30 * time.Second, MaxInflatingBytes: 64 << 20,
+			BodyReadTimeout: 30 * time.Second, MaxInflatingBytes: 64 << 20, MaxInflightBodyBytes: 256 << 20,
 			WebSocketMaxAge: 60 * time.Minute, WebSocketPingInterval: 30 * time.Second,
 		},
 		Translate: Translate{ReasoningField: "reasoning_content", MaxN: 8},

@@ -145,7 +145,8 @@ func (c *Config) Summary() string {
 	s := c.Server
 	w("server: max body %d bytes, max upload %d bytes, read header timeout %s, upload idle timeout %s, drain %s",
 		s.MaxBodyBytes, s.MaxUploadBytes, s.ReadHeaderTimeout, s.UploadIdleTimeout, s.DrainTimeout)
-	w("request bodies: read within %s; gzip bodies inflated at once share %d bytes", s.BodyReadTimeout, s.MaxInflatingBytes)
+	w("request bodies: read within %s; gzip bodies inflated at once share %d bytes; bodies held and queued WebSocket messages share %d bytes",
+		s.BodyReadTimeout, s.MaxInflatingBytes, s.MaxInflightBodyBytes)
 	w("translate: reasoning field %s, drop extra fields %t", c.Translate.ReasoningField, c.Translate.DropExtraFields)
 	w("sidecar: balance cached %s", c.Sidecar.BalanceCacheTTL)
 	w("browsers: %s; chat n at most %d", corsText(s.CORSOrigins), c.Translate.MaxN)

@@ -263,6 +263,11 @@ type Server struct {
 	// process, in inflated bytes; a body that would take more is refused with 503. Default
 	// 64 MiB.
 	MaxInflatingBytes int64 `yaml:"max_inflating_bytes"`
+	// MaxInflightBodyBytes is the memory the whole process gives to what requests hold of
+	// their bodies: every JSON body being read or read and not yet sent to the platform, and
+	// every response.create queued on a WebSocket. A request that finds no room waits up to
+	// a second, then gets 503. Default 256 MiB.
+	MaxInflightBodyBytes ByteSize `yaml:"max_inflight_body_bytes"`
 	// CORSOrigins are the browser origins allowed to call /v1 ("scheme://host[:port]", or "*");
 	// empty = no CORS at all, since modelgate holds platform keys.
 	CORSOrigins []string `yaml:"cors_origins"`

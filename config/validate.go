@@ -603,6 +603,7 @@ func (v *validator) server(s *Server) {
 	v.nonNegativeDuration("server.upload_idle_timeout", s.UploadIdleTimeout)
 	v.nonNegativeDuration("server.body_read_timeout", s.BodyReadTimeout)
 	v.nonNegative("server.max_inflating_bytes", s.MaxInflatingBytes)
+	v.nonNegative("server.max_inflight_body_bytes", int64(s.MaxInflightBodyBytes))
 	// A negative age or interval would quietly mean the default.
 	v.nonNegativeDuration("server.websocket_max_age", s.WebSocketMaxAge)
 	v.nonNegativeDuration("server.websocket_ping_interval", s.WebSocketPingInterval)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -9,20 +10,35 @@ import (
 	"modelgate/reqbody"
 )
 
-// bodyLimits are the bounds of a /v1 request body under the config serving now, with the
-// inflating room this server's requests share.
+// bodyRoomWait is how long a body may wait for room in server.max_inflight_body_bytes
+// before it is refused with 503: long enough for the bodies in flight to reach the platform
+// and give theirs back, short enough that a client is not left hanging by a flood.
+const bodyRoomWait = time.Second
+
+// bodyLimits are the bounds of a /v1 request body under the config serving now (a reload
+// applies to the requests after it), with the inflating room and the room for bodies held
+// that this server's requests share.
 func (s *Server) bodyLimits(cfg *config.Config) reqbody.Limits {
 	return reqbody.Limits{
 		MaxBytes:     cfg.Server.MaxBodyBytes,
 		MaxInflating: cfg.Server.MaxInflatingBytes,
 		Timeout:      cfg.Server.BodyReadTimeout,
 		Budget:       &s.inflating,
+		Room:         &s.bodies,
+		MaxInflight:  int64(cfg.Server.MaxInflightBodyBytes),
+		RoomWait:     bodyRoomWait,
 	}
 }
 
-// readJSONBody reads the whole request body within l (see reqbody.Read). On failure it has
-// answered the client in the route's shape.
+// InflightBodyBytes is the room request bodies and queued WebSocket messages hold now
+// (modelgate_inflight_body_bytes).
+func (s *Server) InflightBodyBytes() int64 { return s.bodies.Used() }
+
+// readJSONBody reads the whole request body within l (see reqbody.Read); the room it holds
+// is the request's (requestInfo.held). On failure it has answered the client in the route's
+// shape.
 func readJSONBody(c *gin.Context, l reqbody.Limits) ([]byte, bool) {
+	l.Held = &info(c).held
 	body, err := reqbody.Read(c.Writer, c.Request, l)
 	if err != nil {
 		bodyRefused(c, err)
@@ -53,6 +69,13 @@ func bodyRefused(c *gin.Context, err error) {
 		c.Header("Retry-After", "1")
 		abortError(c, status, typeServer, "server_busy", "",
 			"modelgate is inflating too many compressed request bodies at once; retry shortly, or send this one uncompressed.")
+	case reqbody.NoRoom:
+		// Refused before anything went upstream, the rest not waited for: counted with the
+		// limits' refusals.
+		info(c).Refusal = "body_memory" // server.max_inflight_body_bytes
+		c.Header("Retry-After", "1")
+		abortError(c, status, typeServer, "server_busy", "",
+			"modelgate holds as many request bodies as it has memory for; retry shortly.")
 	case reqbody.BadGzip:
 		abortError(c, status, typeInvalidRequest, "invalid_body", "", "The request body is not valid gzip data.")
 	default:

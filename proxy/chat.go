@@ -399,6 +399,7 @@ func (cc *chatCall) stream(ch *accounting.Charge) {
 	defer cc.closeOpened()
 	// The platform has the request: a stream that runs for minutes need not hold it.
 	cc.req, cc.upBody, cc.gc.body = nil, nil, nil
+	cc.ri.held.Release()
 	startStream(cc.c) // from this frame, above the relay's (see startStream)
 	cc.relayStream(ch)
 }

@@ -103,6 +103,7 @@ func TestBodyRefusals(t *testing.T) {
 		{name: "timed_out", err: &reqbody.Error{Kind: reqbody.TimedOut, Err: os.ErrDeadlineExceeded}, status: 408, code: "request_timeout"},
 		{name: "encoding", err: &reqbody.Error{Kind: reqbody.UnsupportedEncoding}, status: 415, code: "unsupported_content_encoding"},
 		{name: "busy", err: &reqbody.Error{Kind: reqbody.Busy}, status: 503, code: "server_busy", refusal: "inflating", retryAfter: true},
+		{name: "no_room", err: &reqbody.Error{Kind: reqbody.NoRoom}, status: 503, code: "server_busy", refusal: "body_memory", retryAfter: true},
 		{name: "bad_gzip", err: &reqbody.Error{Kind: reqbody.BadGzip}, status: 400, code: "invalid_body"},
 		{name: "client_gone", err: &reqbody.Error{Kind: reqbody.ClientGone, Err: io.ErrUnexpectedEOF}, status: 400, code: "invalid_body", clientGone: true},
 		{name: "unreadable", err: &reqbody.Error{Kind: reqbody.Unreadable}, status: 400, code: "invalid_body"},

@@ -57,6 +57,7 @@ func (s *Server) messages(c *gin.Context) {
 	gc.start(m.st, m.p, ri, m.upBody, m.upStream, &m.reserve, 1, c.Writer.Header())
 	resp, cancel, f := s.openGateway(ctx, gc)
 	m.upBody, gc.body = nil, nil // the platform has it: a stream that runs for minutes need not hold it
+	ri.held.Release()
 	if f != nil {
 		writeFailure(c, f)
 		chargeFailed(&m.charge, f, m.reserve)

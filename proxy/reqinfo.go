@@ -12,6 +12,7 @@ import (
 	"modelgate/auth"
 	"modelgate/billing"
 	"modelgate/ratelimit"
+	"modelgate/reqbody"
 	"modelgate/reqlog"
 	"modelgate/tracing"
 )
@@ -43,6 +44,11 @@ type requestInfo struct {
 	abandoned ratelimit.Usage
 
 	trace *tracing.Request // nil: the request is not traced
+
+	// held is the room its body takes in server.max_inflight_body_bytes: given back once
+	// the platform has the request (a stream need not hold it for minutes), or when the
+	// handler returns (recoverer).
+	held reqbody.Held
 }
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.

@@ -42,6 +42,7 @@ func (s *Server) responses(c *gin.Context) {
 	gc.start(rc.st, rc.p, ri, rc.body, ri.Stream, &rc.reserve, 1, c.Writer.Header())
 	resp, cancel, f := s.callGateway(c, gc)
 	rc.body, gc.body = nil, nil // the platform has it: a stream that runs for minutes need not hold it
+	ri.held.Release()
 	if f != nil {
 		chargeFailed(&rc.charge, f, rc.reserve)
 		return

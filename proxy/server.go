@@ -136,6 +136,9 @@ type Server struct {
 	owners      sidecar.Owners  // who uploaded each asset (sidecar routes)
 	// inflating is the room gzip request bodies being inflated share (max_inflating_bytes).
 	inflating reqbody.Budget
+	// bodies is the room request bodies held and queued WebSocket messages share
+	// (max_inflight_body_bytes).
+	bodies reqbody.Room
 	// calibration learns each model's ratio of reported to estimated input tokens; never nil.
 	calibration *calibration.Table
 	// breakers are the circuit breakers every gateway reports to; nil: none.
@@ -449,8 +452,12 @@ func (s *Server) logRequest(r reqlog.RequestSummary) {
 // recoverer turns a handler panic into a 500 (if nothing was written yet) and a log line,
 // instead of a dropped connection with no trace. http.ErrAbortHandler is re-raised: it is
 // how a handler deliberately aborts a response it can no longer finish cleanly.
+//
+// Its deferred call also gives back the room the request's body held, whatever way the
+// handler ended (an aborted answer too): the request's end is the last point it may hold it.
 func (s *Server) recoverer(c *gin.Context) {
 	defer func() {
+		info(c).held.Release()
 		if r := recover(); r != nil {
 			if r == http.ErrAbortHandler {
 				panic(r)

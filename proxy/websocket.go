@@ -37,8 +37,20 @@ func newSockets(s *Server, cfg *config.Config) *wsmode.Server {
 		MaxMessage: cfg.Server.MaxBodyBytes,
 		Log:        s.log,
 		Now:        s.now,
+		Room:       socketRoom{s},
 	})
 }
+
+// socketRoom charges queued WebSocket messages to the room request bodies take, under the
+// budget of the config serving now (server.max_inflight_body_bytes).
+type socketRoom struct{ s *Server }
+
+func (r socketRoom) TryTake(n int64) bool {
+	return r.s.bodies.TryTake(n, int64(r.s.state().cfg.Server.MaxInflightBodyBytes))
+}
+
+func (r socketRoom) Force(n int64) { r.s.bodies.Force(n) }
+func (r socketRoom) Give(n int64)  { r.s.bodies.Give(n) }
 
 // responsesSocket upgrades GET /v1/responses to the WebSocket mode.
 func (s *Server) responsesSocket(c *gin.Context) {

@@ -26,6 +26,9 @@ const (
 	BadGzip
 	// ClientGone: the client went away before its body arrived whole.
 	ClientGone
+	// NoRoom: the process's room for bodies held (Limits.Room) stayed full for
+	// Limits.RoomWait. The rest of the body is abandoned, as for Busy.
+	NoRoom
 )
 
 // Status is the HTTP status a refusal of this kind is answered with. ClientGone is answered
@@ -39,7 +42,7 @@ func (k Kind) Status() int {
 		return http.StatusRequestTimeout
 	case UnsupportedEncoding:
 		return http.StatusUnsupportedMediaType
-	case Busy:
+	case Busy, NoRoom:
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusBadRequest
@@ -61,6 +64,8 @@ func (k Kind) String() string {
 		return "bad gzip"
 	case ClientGone:
 		return "client gone"
+	case NoRoom:
+		return "no room"
 	}
 	return "kind " + strconv.Itoa(int(k))
 }

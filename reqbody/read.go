@@ -25,14 +25,26 @@ type Limits struct {
 	Timeout time.Duration
 	// Budget is the process's inflating room, shared by every Read; nil: none.
 	Budget *Budget
+	// Room is the process's room for bodies held (server.max_inflight_body_bytes), shared
+	// by every Read; nil: none. MaxInflight is its size (0 or less: counted, unbounded), and
+	// RoomWait how long a body may wait for room before it is refused (NoRoom).
+	Room        *Room
+	MaxInflight int64
+	RoomWait    time.Duration
+	// Held receives the room a body read whole holds: the caller releases it once it no
+	// longer holds the body. nil: the room is given back when Read returns. After a failed
+	// Read nothing is held.
+	Held *Held
 }
 
 // Read reads r's body whole, refusing more than l.MaxBytes bytes whether or not the client
 // declared a Content-Length (a declared length over the limit is refused before reading). A
 // gzip body (Content-Encoding gzip or x-gzip, once) is inflated as it is read and the limit
 // applies to the inflated bytes, so a small bomb is refused once the limit came out of it:
-// nothing more than MaxBytes+1 bytes is ever held. A body read whole is closed, and its
-// read deadline lifted; after a failure the deadline stays. Every failure is an *Error.
+// nothing more than MaxBytes+1 bytes is ever held. The buffer grows as bytes arrive, each
+// step first taken from l.Room: a client that declares a large body and sends little holds
+// little. A body read whole is closed, and its read deadline lifted; after a failure the
+// deadline stays. Every failure is an *Error.
 func Read(w http.ResponseWriter, r *http.Request, l Limits) ([]byte, error) {
 	gzipped, err := encoding(r.Header)
 	if err != nil {
@@ -48,23 +60,28 @@ func Read(w http.ResponseWriter, r *http.Request, l Limits) ([]byte, error) {
 	return body, err
 }
 
-// readGuarded is Read's read, within g's deadline and, for a gzip body, its share of the
-// inflating room.
+// firstRoom is the most a body's buffer starts with: a body declared no larger is read
+// into one allocation of its size; a larger or undeclared one starts here and doubles as
+// its bytes arrive, so a stalled client pins at most twice what it sent, or 16 KiB.
+const firstRoom = 16 << 10
+
+// readGuarded is Read's read, within g's deadline and room.
 func readGuarded(w http.ResponseWriter, r *http.Request, limit int64, gzipped bool, g *guard) ([]byte, error) {
-	size := r.ContentLength
-	if gzipped || size < 0 || size > 1<<20 {
-		size = 8 << 10 // unknown or large: grow as it arrives rather than trusting the header
+	first, exact := int64(firstRoom), int64(-1)
+	if !gzipped && r.ContentLength >= 0 {
+		// One byte past the declared length, to see its end without another allocation.
+		exact = r.ContentLength + 1
+		first = min(first, exact)
 	}
 	var src io.Reader = http.MaxBytesReader(w, r.Body, limit)
-	var room *guard // a plain body is held within MaxBytes alone
 	if gzipped {
 		zr, err := gzip.NewReader(src)
 		if err != nil {
 			return nil, failed(w, r, limit, err, true)
 		}
-		src, room = zr, g
+		src = zr
 	}
-	body, err := readUpTo(src, int(size)+1, limit+1, room)
+	body, err := readUpTo(src, first, exact, limit+1, g, gzipped)
 	if err != nil {
 		return nil, failed(w, r, limit, err, gzipped)
 	}
@@ -77,25 +94,34 @@ func readGuarded(w http.ResponseWriter, r *http.Request, limit int64, gzipped bo
 	return body, nil
 }
 
-// errNoRoom ends a read that could not get room to inflate.
-var errNoRoom = errors.New("no room to inflate")
+// errNoRoom ends a read that could not get room to inflate; errFull one that could not get
+// room to hold its body.
+var (
+	errNoRoom = errors.New("no room to inflate")
+	errFull   = errors.New("no room to hold the body")
+)
 
 // readUpTo reads r to its end or until it has most bytes, starting with room for first and
 // doubling, but never allocating room for more than most bytes (bytes.Buffer would round a
-// body just under a large limit up to twice the limit). A non-nil g is asked first for the
-// bytes each allocation adds to the buffer's room; when it refuses, the read ends with
-// errNoRoom.
-func readUpTo(r io.Reader, first int, most int64, g *guard) ([]byte, error) {
-	size := min(int64(first), most)
-	if g != nil && !g.grow(size) {
-		return nil, errNoRoom
+// body just under a large limit up to twice the limit), nor past exact when it is positive
+// (the declared length and one byte), so a declared body ends in a buffer of its size. The
+// buffer grows only once full, that is as bytes arrive. g is asked first for the bytes each
+// allocation adds to the buffer's room (inflating: for the gzip budget as well); when it
+// refuses, the read ends with its error.
+func readUpTo(r io.Reader, first, exact, most int64, g *guard, inflating bool) ([]byte, error) {
+	size := min(first, most)
+	if err := g.grow(size, inflating); err != nil {
+		return nil, err
 	}
 	buf := make([]byte, 0, size)
 	for int64(len(buf)) < most {
 		if len(buf) == cap(buf) {
 			size := min(2*int64(cap(buf))+512, most)
-			if g != nil && !g.grow(size-int64(cap(buf))) { // the old buffer is garbage once copied
-				return nil, errNoRoom
+			if exact > int64(cap(buf)) {
+				size = min(size, exact)
+			}
+			if err := g.grow(size-int64(cap(buf)), inflating); err != nil { // the old buffer is garbage once copied
+				return nil, err
 			}
 			grown := make([]byte, len(buf), size)
 			copy(grown, buf)
@@ -124,6 +150,9 @@ func failed(w http.ResponseWriter, r *http.Request, limit int64, err error, gzip
 	case errors.Is(err, errNoRoom):
 		Abandon(w, r)
 		kind = Busy
+	case errors.Is(err, errFull) && r.Context().Err() == nil:
+		Abandon(w, r)
+		kind = NoRoom
 	case errors.As(err, &tooBig):
 		return &Error{Kind: TooLarge, Limit: limit, Err: err}
 	case r.Context().Err() != nil || (!gzipped && errors.Is(err, io.ErrUnexpectedEOF)):

@@ -285,19 +285,30 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte("{}"), "deflate", uint16(1), uint32(0))
 	f.Fuzz(func(t *testing.T, raw []byte, encoding string, limit uint16, room uint32) {
 		var budget reqbody.Budget
+		var inflight reqbody.Room
+		var held reqbody.Held
 		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(raw))
 		r.Header.Set("Content-Encoding", encoding)
-		l := reqbody.Limits{MaxBytes: int64(limit), MaxInflating: int64(room), Budget: &budget}
+		// The same figure bounds the room for bodies held, without waiting.
+		l := reqbody.Limits{MaxBytes: int64(limit), MaxInflating: int64(room), Budget: &budget,
+			Room: &inflight, MaxInflight: int64(room), Held: &held}
 		out, err := reqbody.Read(httptest.NewRecorder(), r, l)
 		if budget.Used() != 0 {
 			t.Fatalf("%d bytes of room held after the read", budget.Used())
+		}
+		if want := int64(cap(out)); inflight.Used() != held.Bytes() || held.Bytes() != want {
+			t.Fatalf("room %d, held %d, for a body of room %d and error %v", inflight.Used(), held.Bytes(), cap(out), err)
+		}
+		held.Release()
+		if inflight.Used() != 0 {
+			t.Fatalf("%d bytes of room held after the release", inflight.Used())
 		}
 		if err != nil {
 			var e *reqbody.Error
 			if !errors.As(err, &e) {
 				t.Fatalf("error %v is not a *reqbody.Error", err)
 			}
-			if s := e.Kind.Status(); (s < 400 || s > 499) && e.Kind != reqbody.Busy {
+			if s := e.Kind.Status(); (s < 400 || s > 499) && e.Kind != reqbody.Busy && e.Kind != reqbody.NoRoom {
 				t.Fatalf("%v answered %d", e.Kind, s)
 			}
 			if out != nil {
@@ -325,6 +336,25 @@ func (discardWriter) WriteHeader(int)             {}
 // request: one buffer of exactly its size.
 func BenchmarkRead4KB(b *testing.B) {
 	body := bytes.Repeat([]byte("a"), 4<<10)
+	src := bytes.NewReader(body)
+	r := httptest.NewRequest(http.MethodPost, "/", nil)
+	r.Body, r.ContentLength = io.NopCloser(src), int64(len(body))
+	w := discardWriter{h: http.Header{}}
+	l := reqbody.Limits{MaxBytes: 32 << 20}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		src.Reset(body)
+		if _, err := reqbody.Read(w, r, l); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRead256KB: a 256 KB plain body with its length declared: its buffer doubles from
+// 16 KiB as the bytes arrive, ending at exactly its size.
+func BenchmarkRead256KB(b *testing.B) {
+	body := bytes.Repeat([]byte("a"), 256<<10)
 	src := bytes.NewReader(body)
 	r := httptest.NewRequest(http.MethodPost, "/", nil)
 	r.Body, r.ContentLength = io.NopCloser(src), int64(len(body))

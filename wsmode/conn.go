@@ -2,6 +2,7 @@ package wsmode
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"sync"
@@ -52,8 +53,26 @@ func (c *conn) run(parent context.Context) {
 	c.pinger = time.AfterFunc(c.s.opts.PingEvery, func() { c.ping(ctx) })
 	defer c.pinger.Stop()
 	for {
-		typ, data, err := c.ws.Read(ctx)
+		typ, r, err := c.ws.Reader(ctx)
+		if err == nil && typ != websocket.MessageText {
+			c.ws.Close(websocket.StatusUnsupportedData, "binary messages are not supported; send JSON text")
+			break
+		}
+		var data []byte
+		m := messageRoom{room: c.s.opts.Room}
+		if err == nil {
+			// The first create waiting may always wait; behind it one waits only if the
+			// budget has room. The read decides, as it takes the room the message will hold.
+			m.force = c.nothingQueued()
+			data, err = readMessage(r, &m)
+		}
+		if errors.Is(err, errNoRoom) {
+			m.release()
+			c.write(ctx, noRoomEvent())
+			continue
+		}
 		if err != nil {
+			m.release()
 			if errors.Is(err, websocket.ErrMessageTooBig) {
 				// The library has sent 1009 with the rest of the message unread; closed at
 				// once, that unread data makes the kernel reset the connection, and the
@@ -63,11 +82,8 @@ func (c *conn) run(parent context.Context) {
 			}
 			break // gone, closed here, or a message over the limit
 		}
-		if typ != websocket.MessageText {
-			c.ws.Close(websocket.StatusUnsupportedData, "binary messages are not supported; send JSON text")
-			break
-		}
-		c.handle(ctx, data)
+		c.handle(ctx, data, &m) // a create it queues keeps the room its message took
+		m.release()
 	}
 	cancel()
 	c.ws.CloseNow() // ends a frame write blocked on a client that left
@@ -75,7 +91,10 @@ func (c *conn) run(parent context.Context) {
 }
 
 // handle serves one client message: a create joins the queue.
-func (c *conn) handle(ctx context.Context, data []byte) {
+//
+// A create's body is its message's buffer (createBody), so the queue keeps the room the read
+// took for it (m): counted once, and decided by the read (see run).
+func (c *conn) handle(ctx context.Context, data []byte, m *messageRoom) {
 	msg, answer := parseClientMessage(data)
 	if answer != nil {
 		c.write(ctx, answer)
@@ -98,6 +117,7 @@ func (c *conn) handle(ctx context.Context, data []byte) {
 			"Too many response.create messages are waiting on this connection; wait for a response to finish."))
 		return
 	}
+	msg.room, m.taken = m.taken, 0
 	c.queue = append(c.queue, msg)
 	if !c.busy {
 		c.busy, c.idle = true, make(chan struct{})
@@ -112,6 +132,9 @@ func (c *conn) work(ctx context.Context) {
 	for {
 		c.mu.Lock()
 		if len(c.queue) == 0 || c.closing || ctx.Err() != nil {
+			for _, msg := range c.queue {
+				c.uncharge(msg) // dropped: the client is gone, or the connection closes
+			}
 			c.queue, c.busy = nil, false
 			close(c.idle)
 			closing, code, reason, notice := c.closing, c.code, c.reason, c.notice
@@ -122,7 +145,9 @@ func (c *conn) work(ctx context.Context) {
 			return
 		}
 		msg := c.queue[0]
+		c.queue[0] = clientMessage{} // the queue's array must not keep the body through the turn
 		c.queue = c.queue[1:]
+		c.uncharge(msg) // no longer waiting: the turn's request holds its own copy, charged as a body
 		c.mu.Unlock()
 		if msg.prepare {
 			c.prepare(ctx, msg.body)
@@ -274,4 +299,27 @@ func (c *conn) ping(ctx context.Context) {
 // write sends one frame of modelgate's own (an error event, a prepared chain's events).
 func (c *conn) write(ctx context.Context, data []byte) {
 	_ = c.ws.Write(ctx, websocket.MessageText, data)
+}
+
+// uncharge gives back the room a queued create holds.
+func (c *conn) uncharge(msg clientMessage) {
+	if room := c.s.opts.Room; room != nil && msg.room != 0 {
+		room.Give(msg.room)
+	}
+}
+
+// noRoomEvent answers a create refused for want of room in the budget: the HTTP routes'
+// 503 for a body that finds none, with the same code and Retry-After.
+func noRoomEvent() []byte {
+	obj, _ := json.Marshal(wireError{Type: "server_error", Code: "server_busy",
+		Message: "modelgate holds as many request bodies and queued messages as it has memory for: this response.create was dropped; send it again once a response has finished."})
+	return errorEventFrom(http.StatusServiceUnavailable, obj, map[string]string{"retry-after": "1"})
+}
+
+// nothingQueued reports whether no create waits on the connection: the next one may wait
+// whatever the room (see run).
+func (c *conn) nothingQueued() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue) == 0
 }

@@ -25,6 +25,8 @@ type clientMessage struct {
 	// create with generate: false, which only prepares the chain and asks the model nothing.
 	body    []byte
 	prepare bool
+	// room is what it holds of Options.Room while it waits in the queue.
+	room int64
 }
 
 // parseClientMessage reads one text message. A message modelgate cannot serve gives the
@@ -80,20 +82,7 @@ func parseCreate(data []byte) (clientMessage, []byte) {
 		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_type", "generate",
 			"Invalid type for 'generate': expected a boolean.")
 	}
-	body, err := sjson.DeleteBytes(data, "type")
-	for _, field := range []string{"generate", "stream_id"} {
-		if err == nil {
-			body, err = sjson.DeleteBytes(body, field)
-		}
-	}
-	if err == nil {
-		body, err = sjson.SetBytes(body, "stream", true)
-	}
-	if err != nil {
-		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_json", "",
-			"The message could not be read as a response.create body.")
-	}
-	return clientMessage{kind: msgCreate, body: body, prepare: gen.Type == gjson.False}, nil
+	return clientMessage{kind: msgCreate, body: createBody(data), prepare: gen.Type == gjson.False}, nil
 }
 
 // socketFields are the top-level fields this package reads or rewrites. One that comes twice
@@ -106,7 +95,7 @@ var socketFields = [...]string{"type", "model", "input", "previous_response_id",
 func repeatedField(data []byte) string {
 	var seen [len(socketFields)]bool
 	dup := ""
-	gjson.ParseBytes(data).ForEach(func(k, _ gjson.Result) bool {
+	gjson.Parse(view(data)).ForEach(func(k, _ gjson.Result) bool { // no copy of the message
 		for i, f := range socketFields {
 			if k.Str == f {
 				if seen[i] {

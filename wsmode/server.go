@@ -34,8 +34,22 @@ type Options struct {
 	// the next ping is gone. 0 means 30 seconds.
 	PingEvery time.Duration
 	Log       *slog.Logger
+	// Room is the process's memory for request bodies, which a queued response.create is
+	// charged to while it waits; nil charges nothing (the queue is bounded by count alone).
+	Room Room
 	// Now is the clock of prepared responses' created_at; nil means time.Now.
 	Now func() time.Time
+}
+
+// Room is the memory budget queued messages are charged to (server.max_inflight_body_bytes,
+// shared with the HTTP request bodies).
+type Room interface {
+	// TryTake takes n bytes if the budget has room for them.
+	TryTake(n int64) bool
+	// Force takes n bytes whatever the budget: for a message held anyway.
+	Force(n int64)
+	// Give gives back n bytes taken before.
+	Give(n int64)
 }
 
 // Close codes. A connection that reached its maximum age gets the websocket_connection_limit_
