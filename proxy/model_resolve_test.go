@@ -71,7 +71,7 @@ func TestPlatformNameIsItsEntry(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			before := env.upstreamCalls()
 			spentBefore, _ := ledger.Spent("team:alpha")
-			status, _, b := env.do(t, "POST", r.path, keyAlpha1, r.body("sim-chat"), "X-Request-Id", "platform-name-"+r.name)
+			status, hdr, b := env.do(t, "POST", r.path, keyAlpha1, r.body("sim-chat"))
 			if status != 200 {
 				t.Fatalf("alpha naming sim-chat: %d %s", status, b)
 			}
@@ -87,7 +87,8 @@ func TestPlatformNameIsItsEntry(t *testing.T) {
 					t.Errorf("the answer names %q", m)
 				}
 			}
-			billed := env.sim.BilledFor("platform-name-" + r.name)
+			// The platform bills under modelgate's own request id, the one the answer names.
+			billed := env.sim.BilledFor(hdr.Get("X-Request-Id"))
 			want := billing.MicrosOf(float64(billed.InputTokens+billed.OutputTokens) * 1000 / 1e6)
 			var spent float64
 			if !waitFor(5*time.Second, func() bool { spent, _ = ledger.Spent("team:alpha"); return spent > spentBefore }) {
