@@ -409,7 +409,9 @@ func (t *Ticket) Settle(u Usage) {
 	if t.done.Swap(true) || l.closed {
 		return
 	}
-	l.untrack(t)
+	// The ticket counts as open until the store has its settle: Open() == 0 then means every
+	// slot and token is back (the drain, and tests that wait for a freed slot, read it so).
+	defer l.untrack(t)
 	u.InputTokens, u.OutputTokens = max(u.InputTokens, 0), max(u.OutputTokens, 0)
 	if !t.charged && !t.counted && !t.unsure {
 		return
