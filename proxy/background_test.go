@@ -454,7 +454,10 @@ func TestBackgroundDeleteEndsTheJob(t *testing.T) {
 // (the runner stops at its next heartbeat).
 func TestBackgroundTwoReplicasOnRedis(t *testing.T) {
 	addr := redistest.Start(t).Addr
-	const lease = 90 * time.Millisecond // heartbeats every 30ms
+	// Heartbeats every lease/3. A lease of 90ms expired once under -race on a loaded box (a
+	// renewal descheduled for longer than the lease), and the other replica then read the
+	// job as orphaned: the lease is the test's margin against the scheduler, not its subject.
+	const lease = 450 * time.Millisecond
 	replica := func() *testEnv {
 		st := store.NewRedis(redis.NewClient(&redis.Options{Addr: addr}))
 		t.Cleanup(func() { st.Close() })
