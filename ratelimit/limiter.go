@@ -379,6 +379,7 @@ type Ticket struct {
 	reserve Usage // what was reserved: settled at Close if the ticket is still open
 	unsure  bool  // the store's reply to the admission was lost: it may or may not have landed
 	refused bool  // an unsure admission that was refused (on_store_error: deny)
+	crashed bool  // settled by SettleCrashed for a previous life of the replica
 	done    atomic.Bool
 }
 
