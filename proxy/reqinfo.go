@@ -11,6 +11,7 @@ import (
 
 	"modelgate/auth"
 	"modelgate/billing"
+	"modelgate/journal"
 	"modelgate/ratelimit"
 	"modelgate/reqlog"
 	"modelgate/tracing"
@@ -43,6 +44,10 @@ type requestInfo struct {
 	abandoned ratelimit.Usage
 
 	trace *tracing.Request // nil: the request is not traced
+
+	// journaled is the call's entry in the admission journal, cleared once it settled and
+	// billed; a background job takes it along.
+	journaled journal.Handle
 }
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.

@@ -23,6 +23,7 @@ import (
 	"modelgate/calibration"
 	"modelgate/config"
 	"modelgate/jobs"
+	"modelgate/journal"
 	"modelgate/platform"
 	"modelgate/ratelimit"
 	"modelgate/reqbody"
@@ -74,6 +75,10 @@ type Deps struct {
 	// Tracer, when set, traces requests (see package tracing); nil is tracing off.
 	Tracer *tracing.Tracer
 
+	// Journal keeps every admitted call until it settles, so that the next start of a replica
+	// killed with calls in flight charges them (SettleCrashed); nil: none kept.
+	Journal *journal.Journal
+
 	// Health is what a model's weighted routes and fallbacks consult to skip an unhealthy
 	// model; nil: the Breakers (every model healthy without them). Tests set one of their own.
 	Health upstream.Health
@@ -120,8 +125,9 @@ type Server struct {
 	engine   *gin.Engine
 	ready    atomic.Bool
 	draining atomic.Bool
-	records  store.Store    // nil: no durable records
-	keeper   *stored.Keeper // stored responses over records; nil without records
+	records  store.Store      // nil: no durable records
+	journal  *journal.Journal // admitted calls not settled yet; nil: none kept
+	keeper   *stored.Keeper   // stored responses over records; nil without records
 	admin    http.Handler
 	issued   *auth.Issued
 	ledger   *billing.Ledger
@@ -154,7 +160,7 @@ func New(d Deps) (*Server, error) {
 		d.Now = time.Now
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
-		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer,
+		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer, journal: d.Journal,
 		breakers: d.Breakers, health: d.Health, alerts: d.Alerts}
 	if s.health == nil && s.breakers != nil {
 		s.health = s.breakers // never a nil *Set inside a non-nil interface
@@ -373,6 +379,7 @@ func (s *Server) finish(c *gin.Context, ri *requestInfo) {
 	}
 	sum := ri.Summary(c.Request.Method, status, maxLoggedModel)
 	sum.CostMicros = s.settleBilling(ri)
+	s.journal.Clear(ri.journaled) // settled and billed: nothing left for a next start to charge
 	if ri.trace != nil {
 		s.endTrace(ri, &sum)
 	}
@@ -425,6 +432,10 @@ func (s *Server) logRequest(r reqlog.RequestSummary) {
 	}
 	if r.Transport != "" {
 		line = append(line, slog.String("transport", r.Transport))
+	}
+	if r.Outcome != "" {
+		line = append(line, slog.String("outcome", r.Outcome))
+		level = slog.LevelWarn
 	}
 	s.log.LogAttrs(context.Background(), level, "request", line...)
 }
