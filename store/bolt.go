@@ -64,7 +64,9 @@ func OpenBolt(dir string, o BoltOptions) (*Bolt, error) {
 	}
 	db, err := bolt.Open(filepath.Join(dir, o.File), 0o600, &bolt.Options{
 		Timeout: time.Second,
-		NoSync:  o.NoSync,
+		// Unsynced, a commit need not write the freelist either (it is rebuilt at open) nor
+		// sync a file that grew.
+		NoSync: o.NoSync, NoFreelistSync: o.NoSync, NoGrowSync: o.NoSync,
 		// A file that outgrows its mapping is mapped again, and the write transaction that
 		// grew it first copies every record it touched out of the old mapping: with stored
 		// responses written in large batches that was an eighth of the writer's time while
