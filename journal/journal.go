@@ -7,7 +7,7 @@
 // (one bbolt transaction and sync, or one Redis pipeline), so concurrent admissions share
 // a write instead of queueing for one each. A settled call's entry is cleared lazily, with
 // the next batch of admissions or within clearEvery, never by a write of its own on the
-// request's path. Entries are keyed by the replica's stable id (ReplicaID): a restart on
+// request's path, and only clearDelay after the call settled. Entries are keyed by the replica's stable id (ReplicaID): a restart on
 // the same data path reads back what its previous life left open (Leftover).
 package journal
 
@@ -34,11 +34,16 @@ const (
 	// stays in a shared store. A call runs far shorter; a restart that comes later than this
 	// finds nothing left to charge.
 	entryTTL = 72 * time.Hour
-	// clearEvery is how long a settled call's clear waits for a batch of admissions to ride
-	// along with before it is written alone.
+	// clearEvery is how often the writer looks for clears due when no admission wakes it.
 	clearEvery = 250 * time.Millisecond
-	// maxHeldClears wakes the writer when this many clears wait, keeping them bounded.
-	maxHeldClears = 4096
+	// clearDelay is how long a settled call's entry is kept. What its settlement charged
+	// reaches the disk or Redis in batches, every second (the spend ledger, the usage
+	// history, the memory limiter's day counters); a kill before that would lose it, so the
+	// entry stays until those flushes are past, and a kill in between charges the call
+	// again (above the bill, never below it).
+	clearDelay = 2 * time.Second
+	// maxHeldClears bounds the clears held: past it the oldest are written at once.
+	maxHeldClears = 1 << 16
 	// writeTimeout bounds one batch.
 	writeTimeout = 5 * time.Second
 )
@@ -57,12 +62,19 @@ type Journal struct {
 
 	mu     sync.Mutex
 	admits []*pending
-	clears []string
+	clears []heldClear // in the order the calls settled
+	now    func() time.Time
 	closed bool
 
 	wake chan struct{}
 	stop chan struct{}
 	done chan struct{}
+}
+
+// heldClear is a settled call's entry, to be removed once clearDelay has passed since at.
+type heldClear struct {
+	key string
+	at  time.Time
 }
 
 // pending is one admission waiting for its batch.
@@ -78,13 +90,18 @@ type Handle struct{ key string }
 
 // Open starts the journal of replica on st.
 func Open(st store.Store, replica string, log *slog.Logger) *Journal {
+	return open(st, replica, log, time.Now)
+}
+
+// open is Open with the clock clears are timed by.
+func open(st store.Store, replica string, log *slog.Logger, now func() time.Time) *Journal {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	st.Unversioned(Bucket) // nothing caches the journal: its writes need no version bump
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	j := &Journal{st: st, replica: replica, boot: hex.EncodeToString(b[:]), log: log,
+	j := &Journal{st: st, replica: replica, boot: hex.EncodeToString(b[:]), log: log, now: now,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go j.run()
 	return j
@@ -135,13 +152,13 @@ func (j *Journal) key(n uint64) string {
 }
 
 // Clear forgets h's entry: its call has settled. It writes nothing itself; the clear goes
-// with the next batch.
+// with the first batch clearDelay after it.
 func (j *Journal) Clear(h Handle) {
 	if j == nil || h.key == "" {
 		return
 	}
 	j.mu.Lock()
-	j.clears = append(j.clears, h.key)
+	j.clears = append(j.clears, heldClear{h.key, j.now()})
 	full := len(j.clears) >= maxHeldClears
 	j.mu.Unlock()
 	if full {
@@ -161,7 +178,7 @@ func (j *Journal) run() {
 	for {
 		select {
 		case <-j.stop:
-			j.write()
+			j.writeAll()
 			return
 		case <-j.wake:
 			// Admissions that are runnable now (the callers woken by the last batch) get
@@ -177,10 +194,29 @@ func (j *Journal) run() {
 // write writes the admissions and clears waiting, in one batch. An admission's entry goes
 // before any clear of it: a clear is only taken once its Admit returned or gave up, and
 // both lists are taken together.
-func (j *Journal) write() {
+func (j *Journal) write() { j.writeDue(false) }
+
+// writeAll writes what waits, the clears not yet due included: the process is stopping
+// with every settlement flushed (Close runs after the stores' last flush).
+func (j *Journal) writeAll() { j.writeDue(true) }
+
+func (j *Journal) writeDue(all bool) {
+	due := j.now().Add(-clearDelay)
 	j.mu.Lock()
-	admits, clears := j.admits, j.clears
-	j.admits, j.clears = nil, nil
+	admits := j.admits
+	j.admits = nil
+	n := 0
+	for n < len(j.clears) && (all || !j.clears[n].at.After(due) || len(j.clears)-n > maxHeldClears) {
+		n++
+	}
+	clears := make([]string, n)
+	for i := range n {
+		clears[i] = j.clears[i].key
+	}
+	j.clears = j.clears[n:]
+	if len(j.clears) == 0 {
+		j.clears = nil // let the array go
+	}
 	j.mu.Unlock()
 	if len(admits) == 0 && len(clears) == 0 {
 		return
@@ -210,8 +246,12 @@ func (j *Journal) write() {
 	// The clears are kept for the next batch, bounded: an entry left behind is charged at
 	// its reservation by the next start, above the bill rather than below it.
 	j.mu.Lock()
-	if room := maxHeldClears*4 - len(j.clears); room > 0 {
-		j.clears = append(j.clears, clears[:min(len(clears), room)]...)
+	if room := maxHeldClears - len(j.clears); room > 0 {
+		back := make([]heldClear, 0, min(len(clears), room)+len(j.clears))
+		for _, k := range clears[:min(len(clears), room)] {
+			back = append(back, heldClear{k, time.Time{}}) // due at once
+		}
+		j.clears = append(back, j.clears...)
 	}
 	j.mu.Unlock()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"modelgate/ratelimit"
 	"modelgate/redisconn/redistest"
 	"modelgate/store"
+	"modelgate/testclock"
 )
 
 // stores are the two record stores the journal is written on.
@@ -164,34 +166,56 @@ func (j *Journal) waiting() int {
 	return len(j.admits)
 }
 
-// TestClearWritesNothingItself: a settled call's clear adds no write to its request: it
-// waits for the next batch (here the next admission's), and Close writes those left.
+// TestClearWritesNothingItself: a settled call's clear adds no write to its request, and is
+// written only once clearDelay has passed (the stores' flushes of what the call was charged
+// are then behind it), with the next batch; Close writes those left.
 func TestClearWritesNothingItself(t *testing.T) {
 	g := &gatedStore{Store: stores()[0].open(t), entered: make(chan struct{}), release: make(chan struct{})}
 	close(g.release)
-	j := Open(g, "0123456789abcdef", nil)
+	clock := testclock.At(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	j := open(g, "0123456789abcdef", nil, clock.Now)
 	ctx := context.Background()
-	h0, err := j.Admit(ctx, entry("r0"))
-	if err != nil {
-		t.Fatal(err)
+	admit := func(rid string) Handle {
+		t.Helper()
+		h, err := j.Admit(ctx, entry(rid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
 	}
+	leftover := func() []string {
+		t.Helper()
+		left, err := j.Leftover(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, l := range left {
+			ids = append(ids, l.Entry.RequestID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	h0 := admit("r0")
 	n := g.batches.Load()
 	j.Clear(h0)
 	if got := g.batches.Load(); got != n {
 		t.Fatalf("Clear wrote a batch (%d, was %d)", got, n)
 	}
-	h1, err := j.Admit(ctx, entry("r1"))
-	if err != nil {
-		t.Fatal(err)
+	clock.Advance(clearDelay - time.Millisecond)
+	h1 := admit("r1")
+	if got := leftover(); !slices.Equal(got, []string{"r0", "r1"}) {
+		t.Fatalf("before clearDelay: %v, want r0 r1", got)
 	}
-	left, err := j.Leftover(ctx)
-	if err != nil || len(left) != 1 || left[0].Entry.RequestID != "r1" {
-		t.Fatalf("after the next admission: %+v, %v; want r1 alone", left, err)
+	clock.Advance(time.Millisecond)
+	admit("r2")
+	if got := leftover(); !slices.Equal(got, []string{"r1", "r2"}) {
+		t.Fatalf("after clearDelay: %v, want r1 r2", got)
 	}
 	j.Clear(h1)
 	j.Close()
-	if left, err := j.Leftover(ctx); err != nil || len(left) != 0 {
-		t.Fatalf("after Close: %+v, %v", left, err)
+	if got := leftover(); !slices.Equal(got, []string{"r2"}) {
+		t.Fatalf("after Close: %v, want r2 (never cleared)", got)
 	}
 	if _, err := j.Admit(ctx, entry("late")); !errors.Is(err, ErrClosed) {
 		t.Errorf("Admit after Close: %v, want ErrClosed", err)
