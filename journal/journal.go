@@ -1,14 +1,18 @@
 // Package journal keeps, in the record store, every admitted model call that has not settled
-// yet, so that a replica killed with calls in flight (SIGKILL, a crash, the machine gone)
-// charges them at its next start instead of losing their usage (issue 41).
+// yet, so that a replica killed with calls in flight (SIGKILL, an OOM kill, a crash) charges
+// them at its next start instead of losing their usage (issue 41).
 //
 // An admission is written before the call leaves for the platform. Writes are group
 // committed: one writer takes every admission waiting and writes them in one store batch
-// (one bbolt transaction and sync, or one Redis pipeline), so concurrent admissions share
-// a write instead of queueing for one each. A settled call's entry is cleared lazily, with
-// the next batch of admissions or within clearEvery, never by a write of its own on the
-// request's path, and only clearDelay after the call settled. Entries are keyed by the replica's stable id (ReplicaID): a restart on
-// the same data path reads back what its previous life left open (Leftover).
+// (one bbolt transaction, or one Redis pipeline), so concurrent admissions share a write
+// instead of queueing for one each. main gives it the shared record store with Redis, and
+// with the embedded store a bbolt file of its own left unsynced: a commit is in the file,
+// which is what outliving a kill takes, and a sync to disk would cost each call
+// milliseconds (a power loss is not covered). A settled call's entry is cleared lazily,
+// clearDelay after it settled, with a later batch or the writer's own tick: never by a write
+// of its own on the request's path. Entries are keyed by the replica's stable id
+// (ReplicaID): a restart on the same data path reads back what its previous life left open
+// (Leftover).
 package journal
 
 import (
