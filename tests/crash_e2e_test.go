@@ -95,8 +95,21 @@ func TestCrashChargesOpenStreams(t *testing.T) {
 				t.Errorf("usage history after the restart: %d %s; the platform billed %d / %d", code, hist, billed.InputTokens, billed.OutputTokens)
 			}
 			t.Logf("platform billed %d in / %d out; charged after the restart %d / %d", billed.InputTokens, billed.OutputTokens, in, out)
-			if n := strings.Count(second.Output.String(), "outcome=crashed"); n != crashStreams {
-				t.Errorf("%d access log lines with outcome=crashed, want %d", n, crashStreams)
+			var crashed []string
+			for _, line := range strings.Split(second.Output.String(), "\n") {
+				if strings.Contains(line, "outcome=crashed") {
+					crashed = append(crashed, line)
+				}
+			}
+			if len(crashed) != crashStreams {
+				t.Errorf("%d access log lines with outcome=crashed, want %d", len(crashed), crashStreams)
+			}
+			for _, line := range crashed {
+				for _, want := range []string{"msg=request ", "route=/v1/chat/completions", "team=alpha", "key=alpha-1", "model=sim-slow", "usage_estimated=crashed"} {
+					if !strings.Contains(line, want) {
+						t.Errorf("crashed call's line lacks %q: %s", want, line)
+					}
+				}
 			}
 
 			// Every slot is free at once: the team opens its whole concurrency again, and one
