@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"modelgate/ratelimit"
 )
 
 // FuzzDecode: whatever a store hands back, Decode returns an entry whose ticket names one to
@@ -55,6 +57,38 @@ func FuzzParseID(f *testing.F) {
 		}
 		if again, err := ParseID(id); err != nil || again != id {
 			t.Fatalf("%q read back as %q, %v", id, again, err)
+		}
+	})
+}
+
+// FuzzAppendJSON: whatever strings and numbers an entry holds, what appendJSON writes is JSON
+// that Decode reads back as the same entry (a byte that is not UTF-8 as U+FFFD, as
+// encoding/json reads it).
+func FuzzAppendJSON(f *testing.F) {
+	f.Add("req-1", "alpha", "gpt-4o-mini", "u\"1\\\n\x00\xff", "env:prod", int64(4216), int64(120), true)
+	f.Add("", "", "", "", "", int64(0), int64(0), false)
+	f.Fuzz(func(t *testing.T, rid, team, model, user, tags string, tokens, input int64, stream bool) {
+		e := Entry{RequestID: rid, Route: "/v1/responses", Team: team, Key: team + "-1", Model: model, Stream: stream,
+			EndUser: user, Tags: tags, InputReserved: input, SpendScopes: []string{"key:" + team, "team:" + team}, StartedMs: tokens,
+			Ticket: ratelimit.TicketState{ID: rid, Lease: user, Tokens: max(tokens, 0), Input: max(input, 0), Day: tokens,
+				Charged: stream, Counted: true, Scopes: []ratelimit.ScopeState{{ID: "team:" + team, TokensPerMinute: tokens}}}}
+		if e.InputReserved < 0 {
+			e.InputReserved = 0
+		}
+		b := e.appendJSON(nil)
+		got, err := Decode(b)
+		if err != nil {
+			t.Fatalf("%v: %s", err, b)
+		}
+		want, _ := json.Marshal(e) // encoding/json's own reading of the same entry
+		var viaJSON Entry
+		if err := json.Unmarshal(want, &viaJSON); err != nil {
+			t.Fatal(err)
+		}
+		a, _ := json.Marshal(got)
+		w, _ := json.Marshal(viaJSON)
+		if string(a) != string(w) {
+			t.Fatalf("read back\n%s\nwant\n%s\nfrom %s", a, w, b)
 		}
 	})
 }

@@ -64,6 +64,10 @@ type Journal struct {
 	log     *slog.Logger
 	warned  atomic.Int64 // unix nanos of the last write failure logged
 
+	// pendings are admissions' buffers and channels, reused: an admission allocates its
+	// key alone.
+	pendings sync.Pool
+
 	mu     sync.Mutex
 	admits []*pending
 	clears []heldClear // in the order the calls settled
@@ -107,6 +111,7 @@ func open(st store.Store, replica string, log *slog.Logger, now func() time.Time
 	_, _ = rand.Read(b[:])
 	j := &Journal{st: st, replica: replica, boot: hex.EncodeToString(b[:]), log: log, now: now,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	j.pendings.New = func() any { return &pending{done: make(chan error, 1)} }
 	go j.run()
 	return j
 }
@@ -121,14 +126,13 @@ func (j *Journal) Admit(ctx context.Context, e *Entry) (Handle, error) {
 	if j == nil {
 		return Handle{}, nil // no journal (tests, tools): nothing to clear
 	}
-	val, err := e.encode()
-	if err != nil {
-		return Handle{}, err
-	}
-	p := &pending{key: j.key(j.seq.Add(1)), val: val, done: make(chan error, 1)}
+	p := j.pendings.Get().(*pending)
+	p.key = j.key(j.seq.Add(1))
+	p.val = e.appendJSON(p.val[:0])
 	j.mu.Lock()
 	if j.closed {
 		j.mu.Unlock()
+		j.pendings.Put(p)
 		return Handle{}, ErrClosed
 	}
 	j.admits = append(j.admits, p)
@@ -137,13 +141,21 @@ func (j *Journal) Admit(ctx context.Context, e *Entry) (Handle, error) {
 	case j.wake <- struct{}{}:
 	default: // the writer is already woken, or writing: it takes this one with the next batch
 	}
+	h := Handle{p.key}
 	select {
-	case err = <-p.done:
+	case err := <-p.done:
+		// The batch is written: the writer is done with p, which serves another admission.
+		if cap(p.val) <= maxPooledEntry {
+			j.pendings.Put(p)
+		}
+		return h, err
 	case <-ctx.Done():
-		err = ctx.Err()
+		return h, ctx.Err() // p stays the writer's: it is written, and dropped, later
 	}
-	return Handle{p.key}, err
 }
+
+// maxPooledEntry keeps an unusually large entry's buffer out of the pool.
+const maxPooledEntry = 4 << 10
 
 // key names the n-th entry of this life of the replica. The sequence is written in fixed
 // width so that keys sort in the order they are made: each batch's entries go at the end of
