@@ -111,7 +111,7 @@ func open(st store.Store, replica string, log *slog.Logger, now func() time.Time
 	_, _ = rand.Read(b[:])
 	j := &Journal{st: st, replica: replica, boot: hex.EncodeToString(b[:]), log: log, now: now,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	j.pendings.New = func() any { return &pending{done: make(chan error, 1)} }
+	j.pendings.New = func() any { return &pending{val: make([]byte, 0, 1024), done: make(chan error, 1)} }
 	go j.run()
 	return j
 }
