@@ -27,6 +27,7 @@ import (
 	"modelgate/audit"
 	"modelgate/auth"
 	"modelgate/config"
+	"modelgate/journal"
 	"modelgate/metrics"
 	"modelgate/periodic"
 	"modelgate/platform"
@@ -340,6 +341,17 @@ func serve(o options, logger *slog.Logger) error {
 	}
 	// Deferred after the limiter's Close, so it runs before it: handlers are done by then.
 	defer records.Close()
+	replica, err := journal.ReplicaID(cfg.Ratelimit.DataPath)
+	if err != nil {
+		return err
+	}
+	journalStore, err := openJournalStore(cfg.Ratelimit, records, logger)
+	if err != nil {
+		return err
+	}
+	defer journalStore.Close()
+	admissions := journal.Open(journalStore, replica, logger)
+	defer admissions.Close() // after the server's Close, before the store's: the last clears are written
 	obs := metrics.New(cfg)
 	self, err := newSelfService(cfg, records, limiter, logger)
 	if err != nil {
@@ -348,10 +360,11 @@ func serve(o options, logger *slog.Logger) error {
 	srv, err := proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: client, Logger: logger,
 		Hooks: obs.Hooks(), MetricsHandler: obs.Handler(), Store: records, Tracer: tracer,
 		Admin: self.deps.Admin, Issued: self.deps.Issued, Ledger: self.deps.Ledger, History: self.deps.History,
-		Calibration: self.deps.Calibration, Breakers: self.breakers, Alerts: self.deps.Alerts})
+		Calibration: self.deps.Calibration, Breakers: self.breakers, Alerts: self.deps.Alerts, Journal: admissions})
 	if err != nil {
 		return err
 	}
+	settleCrashed(srv, replica, logger)
 	self.start(srv)
 	defer self.stop() // before the store closes: the last spend and history are flushed
 	defer srv.Close() // before the store closes: responses still being written get there

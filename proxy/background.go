@@ -12,6 +12,7 @@ import (
 
 	"modelgate/accounting"
 	"modelgate/jobs"
+	"modelgate/journal"
 	"modelgate/reqlog"
 	"modelgate/stored"
 )
@@ -60,11 +61,14 @@ func (s *Server) submitBackground(c *gin.Context, a *admission, job *jobs.Job, t
 		UpstreamModel: ri.UpstreamModel, EndUser: ri.EndUser, Tags: ri.Tags},
 		principal: p, limits: s.limiter, spend: ri.spend, prices: st.prices}
 	ri.spend, ri.BilledLater = nil, true
+	jobInfo.journaled, ri.journaled = ri.journaled, journal.Handle{} // cleared when the job has settled
 	s.bg.Start(job, jobs.Work{Keeper: st.keeper,
 		Call: &backgroundCall{s: s, st: st, p: p, ri: jobInfo, body: body, reserve: reserve},
 		Settle: func(ch accounting.Charge) int64 {
 			s.settleInfo(jobInfo, ticket, ch)
-			return s.settleBilling(jobInfo)
+			cost := s.settleBilling(jobInfo)
+			s.journal.Clear(jobInfo.journaled)
+			return cost
 		},
 		Reserve: reserve, RequestID: ri.RequestID, Team: ri.Team, Key: ri.Key, Model: turn.model, Started: jobInfo.Start,
 		EndUser: ri.EndUser, Tags: ri.Tags, ClientRequestID: ri.ClientRequestID})

@@ -61,6 +61,7 @@ func (s *Server) admitBudgets(c *gin.Context, st *state, p *auth.Principal, call
 		ticket.Release()
 		return nil, 0
 	}
+	s.journalAdmit(c, ri, p, ticket)
 	return ticket, capped
 }
 

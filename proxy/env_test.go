@@ -16,6 +16,7 @@ import (
 	"modelgate/breaker"
 	"modelgate/calibration"
 	"modelgate/config"
+	"modelgate/journal"
 	"modelgate/platform"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
@@ -135,6 +136,10 @@ type envOptions struct {
 	alerts AlertsView
 	// health is the breakers' view routes and fallbacks consult; nil: the breakers'.
 	health upstream.Health
+	// journal keeps the server's admitted calls; nil: none.
+	journal *journal.Journal
+	// wrapUpstream interposes on the platform's handler (the env's Sim or upstream).
+	wrapUpstream func(http.Handler) http.Handler
 }
 
 // startEnv builds a testEnv. Every environment checks, when the test ends, that the platform
@@ -146,6 +151,9 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 	var upstream http.Handler = env.sim
 	if o.upstream != nil {
 		upstream = o.upstream
+	}
+	if o.wrapUpstream != nil {
+		upstream = o.wrapUpstream(upstream)
 	}
 	env.simSrv = httptest.NewUnstartedServer(upstream)
 	if o.h2c {
@@ -219,7 +227,7 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 	}
 	t.Cleanup(func() { env.limiter.Close() })
 	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease,
-		Ledger: o.ledger, History: o.history, Calibration: o.calibration, Breakers: o.breakers, Health: o.health, Alerts: o.alerts})
+		Ledger: o.ledger, History: o.history, Calibration: o.calibration, Breakers: o.breakers, Health: o.health, Alerts: o.alerts, Journal: o.journal})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"modelgate/auth"
 	"modelgate/billing"
+	"modelgate/journal"
 	"modelgate/ratelimit"
 	"modelgate/reqbody"
 	"modelgate/reqlog"
@@ -49,6 +50,10 @@ type requestInfo struct {
 	// the platform has the request (a stream need not hold it for minutes), or when the
 	// handler returns (recoverer).
 	held reqbody.Held
+
+	// journaled is the call's entry in the admission journal, cleared once it settled and
+	// billed; a background job takes it along.
+	journaled journal.Handle
 }
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.

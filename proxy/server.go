@@ -23,6 +23,7 @@ import (
 	"modelgate/calibration"
 	"modelgate/config"
 	"modelgate/jobs"
+	"modelgate/journal"
 	"modelgate/platform"
 	"modelgate/ratelimit"
 	"modelgate/redisconn"
@@ -75,6 +76,10 @@ type Deps struct {
 	// Tracer, when set, traces requests (see package tracing); nil is tracing off.
 	Tracer *tracing.Tracer
 
+	// Journal keeps every admitted call until it settles, so that the next start of a replica
+	// killed with calls in flight charges them (SettleCrashed); nil: none kept.
+	Journal *journal.Journal
+
 	// Health is what a model's weighted routes and fallbacks consult to skip an unhealthy
 	// model; nil: the Breakers (every model healthy without them). Tests set one of their own.
 	Health upstream.Health
@@ -121,7 +126,8 @@ type Server struct {
 	engine   *gin.Engine
 	ready    atomic.Bool
 	draining atomic.Bool
-	records  store.Store // nil: no durable records
+	records  store.Store      // nil: no durable records
+	journal  *journal.Journal // admitted calls not settled yet; nil: none kept
 	// storeBudget: the stores are on Redis, so each request gets a store budget.
 	storeBudget bool
 	keeper      *stored.Keeper // stored responses over records; nil without records
@@ -160,7 +166,7 @@ func New(d Deps) (*Server, error) {
 		d.Now = time.Now
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
-		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer,
+		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer, journal: d.Journal,
 		breakers: d.Breakers, health: d.Health, alerts: d.Alerts, storeBudget: redisconn.IsRedis(d.Config.Ratelimit.Store)}
 	if s.health == nil && s.breakers != nil {
 		s.health = s.breakers // never a nil *Set inside a non-nil interface
@@ -392,6 +398,7 @@ func (s *Server) finish(c *gin.Context, ri *requestInfo) {
 	}
 	sum := ri.Summary(c.Request.Method, status, maxLoggedModel)
 	sum.CostMicros = s.settleBilling(ri)
+	s.journal.Clear(ri.journaled) // settled and billed: nothing left for a next start to charge
 	if ri.trace != nil {
 		s.endTrace(ri, &sum)
 	}
@@ -445,6 +452,10 @@ func (s *Server) logRequest(r reqlog.RequestSummary) {
 	}
 	if r.Transport != "" {
 		line = append(line, slog.String("transport", r.Transport))
+	}
+	if r.Outcome != "" {
+		line = append(line, slog.String("outcome", r.Outcome))
+		level = slog.LevelWarn
 	}
 	s.log.LogAttrs(context.Background(), level, "request", line...)
 }

@@ -391,6 +391,7 @@ type Ticket struct {
 	unsure  bool            // the store's reply to the admission was lost: it may or may not have landed
 	refused bool            // an unsure admission that was refused (on_store_error: deny)
 	ctx     context.Context // the settle's: the request's store budget, no cancellation
+	crashed bool            // settled by SettleCrashed for a previous life of the replica
 	done    atomic.Bool
 }
 

@@ -199,6 +199,10 @@ func (m *memoryStore) settle(_ context.Context, now time.Time, t *Ticket, u Usag
 			}
 			s.dayIn += u.InputTokens
 			s.dayOut += u.OutputTokens
+			if t.crashed && s.dayCharged < s.dayIn+s.dayOut {
+				// The admission may have been killed before a flush wrote its reservation.
+				s.dayCharged = s.dayIn + s.dayOut
+			}
 			s.dirty = true
 		}
 		s.minIn += u.InputTokens

@@ -52,6 +52,9 @@ type RequestSummary struct {
 	Tags    string
 	// Transport is "websocket" for a turn of the Responses WebSocket mode; "" over HTTP.
 	Transport string
+	// Outcome is "crashed" for a call a replica was killed holding, charged by its next
+	// start (docs/accounting.md); "" for every request a running process answered.
+	Outcome string
 }
 
 // Platform key states, as /metrics and /admin/usage show them.

@@ -1,0 +1,108 @@
+package proxy
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"modelgate/journal"
+	"modelgate/store"
+)
+
+// journalWatch is the platform as TestJournalEveryAdmittedPath sees it: for each call, by
+// its X-Request-Id, whether the journal held the call's entry when the call arrived.
+type journalWatch struct {
+	st   store.Store
+	next http.Handler
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (w *journalWatch) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	rid := r.Header.Get("X-Request-Id")
+	found := false
+	_ = w.st.Scan(r.Context(), journal.Bucket, "", func(_ string, v []byte) error {
+		e, err := journal.Decode(v)
+		found = found || (err == nil && e.RequestID == rid)
+		return nil
+	})
+	w.mu.Lock()
+	w.seen[rid] = w.seen[rid] || found
+	w.mu.Unlock()
+	w.next.ServeHTTP(rw, r)
+}
+
+// ids is every call seen so far, by request id, with whether it was journaled.
+func (w *journalWatch) ids() map[string]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.seen)
+}
+
+// TestJournalEveryAdmittedPath (issue 41): on every route that admits a model call (chat,
+// messages and responses, stream or not, a background response, a WebSocket turn), the
+// call's journal entry is written before the platform sees the call, and cleared once the
+// call has settled.
+func TestJournalEveryAdmittedPath(t *testing.T) {
+	st := tempBolt(t, store.BoltOptions{})
+	j := journal.Open(st, "0123456789abcdef", nil)
+	t.Cleanup(j.Close)
+	watch := &journalWatch{st: st, seen: map[string]bool{}}
+	env := startEnv(t, envOptions{store: st, journal: j,
+		wrapUpstream: func(h http.Handler) http.Handler { watch.next = h; return watch }})
+
+	calls := []struct{ name, path, body string }{
+		{"chat", "/v1/chat/completions", `{"model":"sim-chat","messages":[{"role":"user","content":"hi"}]}`},
+		{"chat_stream", "/v1/chat/completions", `{"model":"sim-chat","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"messages", "/v1/messages", `{"model":"sim-chat","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`},
+		{"messages_stream", "/v1/messages", `{"model":"sim-chat","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"responses", "/v1/responses", `{"model":"sim-chat","input":"hi","store":false}`},
+		{"responses_stream", "/v1/responses", `{"model":"sim-chat","input":"hi","stream":true,"store":false}`},
+		{"background", "/v1/responses", `{"model":"sim-chat","input":"hi","background":true}`},
+		{"websocket", "", `{"type":"response.create","model":"sim-chat","input":"hi","store":false}`},
+	}
+	for _, c := range calls {
+		t.Run(c.name, func(t *testing.T) {
+			before := watch.ids()
+			if c.path == "" {
+				ws := dialSocket(t, env, keyAlpha1)
+				events := turnEvents(t, ws, c.body)
+				if typ := gjson.Get(events[len(events)-1], "type").Str; typ != "response.completed" {
+					t.Fatalf("turn ended with %s", typ)
+				}
+			} else {
+				status, _, body := env.do(t, "POST", c.path, keyAlpha1, []byte(c.body))
+				if status != http.StatusOK {
+					t.Fatalf("status %d: %s", status, body)
+				}
+				if c.name == "background" {
+					pollUntil(t, env, keyAlpha1, gjson.GetBytes(body, "id").Str, "completed")
+				}
+			}
+			var calls []string
+			for id, journaled := range watch.ids() {
+				if _, old := before[id]; !old {
+					calls = append(calls, id)
+					if !journaled {
+						t.Errorf("call %s reached the platform before its journal entry was written", id)
+					}
+				}
+			}
+			if len(calls) != 1 {
+				t.Fatalf("%d new platform calls, want 1", len(calls))
+			}
+		})
+	}
+	// Clears are written a while after the calls settled (journal's clearDelay): all at once.
+	if !waitFor(20*time.Second, func() bool {
+		left, err := j.Leftover(context.Background())
+		return err == nil && len(left) == 0
+	}) {
+		t.Fatal("the settled calls' entries were never cleared")
+	}
+}

@@ -1,0 +1,76 @@
+package proxy
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"modelgate/config"
+	"modelgate/journal"
+	"modelgate/redisconn/redistest"
+	"modelgate/store"
+)
+
+// BenchmarkJournal is the chat route with the admission journal off and on, on the embedded
+// store (one bbolt transaction, synced to disk, per batch) and on Redis (one pipeline per
+// batch): the cost of writing each admission before its call leaves. "serial" is one
+// client at a time, so every request waits for a write of its own; "parallel" is
+// GOMAXPROCS×4 clients, whose admissions share batches (group commit).
+//
+//	go test ./proxy -run '^$' -bench Journal -benchmem -count 6
+func BenchmarkJournal(b *testing.B) {
+	up := benchUpstream(b, "")
+	const body = `{"model":"bench","messages":[{"role":"user","content":"Write one short sentence about benchmarks."}]}`
+	for _, kind := range []string{"off", "bolt", "bolt_synced", "redis"} {
+		b.Run(kind+"/serial", func(b *testing.B) {
+			benchRoute(b, newJournalBenchServer(b, up, kind), "/v1/chat/completions", body, 100)
+		})
+		b.Run(kind+"/parallel", func(b *testing.B) {
+			h := newJournalBenchServer(b, up, kind)
+			b.SetParallelism(4)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					benchOnce(b, h, "/v1/chat/completions", body)
+				}
+			})
+		})
+	}
+}
+
+func newJournalBenchServer(b *testing.B, up http.RoundTripper, kind string) http.Handler {
+	b.Helper()
+	d := benchDeps(b, up, "")
+	var st store.Store
+	var err error
+	switch kind {
+	case "off":
+		return benchServer(b, d).Handler()
+	case "bolt": // as main opens it: a file of its own, unsynced
+		st, err = store.OpenBolt(b.TempDir(), store.BoltOptions{File: "journal.db", NoSync: true})
+	case "bolt_synced": // the record store's own file, synced on every commit
+		st, err = store.OpenBolt(b.TempDir(), store.BoltOptions{})
+	case "redis":
+		st, err = store.Open(config.Ratelimit{Store: "redis://" + redistest.Start(b).Addr + "/0"}, nil, nil)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	j := journal.Open(st, "0123456789abcdef", nil)
+	b.Cleanup(func() { j.Close(); st.Close() })
+	d.Journal = j
+	return benchServer(b, d).Handler()
+}
+
+// benchOnce sends one request to h and fails b unless it is answered 200.
+func benchOnce(b *testing.B, h http.Handler, path, body string) {
+	w := &discardWriter{h: http.Header{}}
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer mg-bench-key-1")
+	req.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(w, req)
+	if w.status != http.StatusOK {
+		b.Errorf("status %d", w.status)
+	}
+}
