@@ -2,7 +2,7 @@ package store
 
 import (
 	"strings"
-	"sync"
+	"sync/atomic"
 )
 
 // Writer names a feature that writes to the record store behind its callers' backs (in
@@ -28,10 +28,11 @@ func Writers() [nWriters]Writer { return [nWriters]Writer{WriterResponses, Write
 // only as an error log line: requests kept succeeding and the readiness probe stayed green
 // while what they wrote was lost. One per process, shared by the writers; a nil
 // *WriteHealth ignores what it is told.
+//
+// Atomics rather than a lock: a shared store's responses tell it of every write.
 type WriteHealth struct {
-	mu       sync.Mutex
-	failures [nWriters]uint64
-	failing  [nWriters]bool
+	failures [nWriters]atomic.Uint64
+	failing  [nWriters]atomic.Bool
 }
 
 func writerIndex(w Writer) int {
@@ -50,11 +51,11 @@ func (h *WriteHealth) Wrote(w Writer, err error) {
 	if h == nil || i < 0 {
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.failing[i] = err != nil
 	if err != nil {
-		h.failures[i]++
+		h.failures[i].Add(1)
+	}
+	if h.failing[i].Load() != (err != nil) { // no write to the shared line when unchanged
+		h.failing[i].Store(err != nil)
 	}
 }
 
@@ -63,11 +64,8 @@ func (h *WriteHealth) Failures(fn func(w Writer, n uint64)) {
 	if h == nil {
 		return
 	}
-	h.mu.Lock()
-	counts := h.failures
-	h.mu.Unlock()
 	for i, w := range Writers() {
-		fn(w, counts[i])
+		fn(w, h.failures[i].Load())
 	}
 }
 
@@ -77,12 +75,9 @@ func (h *WriteHealth) Degraded() string {
 	if h == nil {
 		return ""
 	}
-	h.mu.Lock()
-	failing := h.failing
-	h.mu.Unlock()
 	var names []string
 	for i, w := range Writers() {
-		if failing[i] {
+		if h.failing[i].Load() {
 			names = append(names, string(w))
 		}
 	}
