@@ -30,7 +30,7 @@ const (
 	defaultRetryEvery = time.Second
 )
 
-// heldBatch is a WriteHealth batch the store refused: written again as it is, as a segment.
+// heldBatch is a WriteBehind batch the store refused: written again as it is, as a segment.
 type heldBatch struct {
 	jobs  []*job
 	buf   *batchBuf
