@@ -72,8 +72,10 @@ func TestStoredResponsesOnAFullDisk(t *testing.T) {
 	if !refused || len(ids) < 2 {
 		t.Fatalf("%d calls answered and refused=%v: the held memory never filled", len(ids), refused)
 	}
-	if n, _ := env.server.keeper.Held(); n != len(ids) {
-		t.Fatalf("%d records held, want the %d answered since the disk filled", n, len(ids))
+	// Not necessarily all of them: bbolt may still fit a small batch into pages its file
+	// freed before the disk filled.
+	if n, _ := env.server.keeper.Held(); n == 0 || n > len(ids) {
+		t.Fatalf("%d records held, want some of the %d answered since the disk filled", n, len(ids))
 	}
 	// Store off needs no record: served.
 	if status, _, b := env.do(t, "POST", "/v1/responses", keyAlpha1, []byte(`{"model":"gpt-4o-mini","input":"x","store":false}`)); status != 200 {
