@@ -43,6 +43,10 @@ type heldRecord struct {
 	raw     []byte
 	expires int64 // Unix ns
 	gone    bool  // deleted by a client, or written, since it was queued for a retry
+	// version counts the updates of raw; created: a retry created the record, and an
+	// update that came meanwhile is still to be written over it (with Put).
+	version int
+	created bool
 }
 
 // Full reports whether the memory for held records is used up: a call that would keep a
@@ -201,21 +205,22 @@ func (k *Keeper) replaceShared(key string, raw []byte) bool {
 	}
 	k.heldBytes.Add(int64(len(raw) - len(h.raw)))
 	h.raw = raw
+	h.version++
 	return true
 }
 
 // unholdShared forgets the record held under key; called with k.mu held. Reports whether
-// one was held.
-func (k *Keeper) unholdShared(key string) bool {
+// one was held, and whether a retry has created it in the store already.
+func (k *Keeper) unholdShared(key string) (held, created bool) {
 	h := k.sharedHeld[key]
 	if h == nil {
-		return false
+		return false, false
 	}
 	h.gone = true
 	delete(k.sharedHeld, key)
 	k.nShared.Add(-1)
 	k.heldBytes.Add(-int64(len(h.raw)))
-	return true
+	return true, h.created
 }
 
 // retryShared creates the held records of a shared store, oldest first, and reports whether
@@ -231,7 +236,7 @@ func (k *Keeper) retryShared() bool {
 	var err error
 	for _, h := range queue {
 		k.mu.Lock()
-		gone, raw := h.gone, h.raw
+		gone, raw, version, wasCreated := h.gone, h.raw, h.version, h.created
 		k.mu.Unlock()
 		if gone {
 			done++
@@ -241,23 +246,40 @@ func (k *Keeper) retryShared() bool {
 		created := false
 		if ttl > 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), syncTimeout)
-			created, err = k.st.Create(ctx, bucketRecords, h.job.key, raw, ttl)
+			if wasCreated {
+				err = k.st.Put(ctx, bucketRecords, h.job.key, raw, ttl)
+			} else {
+				created, err = k.st.Create(ctx, bucketRecords, h.job.key, raw, ttl)
+			}
 			cancel()
 			if err != nil {
 				break
 			}
 		}
-		done++
 		k.mu.Lock()
-		if !h.gone {
+		if created && h.job.max > 0 {
+			// The cap's bookkeeping, for the writer's next pass; not through enqueue,
+			// whose wait for room would have the writer wait for itself.
+			k.jobs = append(k.jobs, h.job)
+		}
+		if !h.gone && h.version != version {
+			// Updated while it was being written: the update goes over it next time.
+			h.created = true
+			k.mu.Unlock()
+			break
+		}
+		done++
+		deleted := h.gone
+		if !deleted {
 			k.unholdShared(h.job.key)
-			if created && h.job.max > 0 {
-				// The cap's bookkeeping, for the writer's next pass; not through enqueue,
-				// whose wait for room would have the writer wait for itself.
-				k.jobs = append(k.jobs, h.job)
-			}
 		}
 		k.mu.Unlock()
+		if deleted {
+			// A client deleted it while it was being written: it goes again.
+			ctx, cancel := context.WithTimeout(context.Background(), syncTimeout)
+			_, _ = k.st.Delete(ctx, bucketRecords, h.job.key)
+			cancel()
+		}
 	}
 	k.health.Wrote(store.WriterResponses, err)
 	k.mu.Lock()

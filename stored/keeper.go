@@ -430,10 +430,14 @@ func (k *Keeper) Delete(ctx context.Context, owner, id string) (bool, error) {
 	}
 	if k.nShared.Load() > 0 {
 		k.mu.Lock()
-		held := k.unholdShared(key)
+		held, created := k.unholdShared(key)
 		k.mu.Unlock()
+		if held && !created {
+			return true, nil // never written (a retry under way deletes what it writes)
+		}
 		if held {
-			return true, nil
+			_, err := k.st.Delete(ctx, bucketRecords, key)
+			return true, err
 		}
 	}
 	if _, err := k.Get(ctx, owner, id); err != nil {
