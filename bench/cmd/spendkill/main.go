@@ -1,4 +1,4 @@
-// Command ledgerkill is the load of bench/cmd/ledgerkill/run.sh: n chat calls with c workers,
+// Command spendkill is the load of bench/cmd/spendkill/run.sh: n chat calls with c workers,
 // each naming an end user of its own, so the spend ledger holds n end users' totals (issue
 // 41). It prints how many were answered 200.
 package main

@@ -2,9 +2,9 @@
 # What a kill and a shutdown cost the spend ledger with many end users (issue 41), on the real
 # binary under --simulate with an embedded store:
 #
-#   bench/cmd/ledgerkill/run.sh kill 40000   # N end users' calls, SIGKILL 3 s after the load,
+#   bench/cmd/spendkill/run.sh kill 40000   # N end users' calls, SIGKILL 3 s after the load,
 #                                        # restart: the team's day spend before and after
-#   bench/cmd/ledgerkill/run.sh term 50000   # N end users' calls, then SIGTERM: time to exit
+#   bench/cmd/spendkill/run.sh term 50000   # N end users' calls, then SIGTERM: time to exit
 #
 # BIN=path/to/modelgate runs another build (an older one, to compare). Port 18080.
 set -euo pipefail
@@ -18,7 +18,7 @@ if [ -z "${BIN:-}" ]; then
   (cd "$here/../../.." && go build -o "$work/modelgate" .)
   BIN=$work/modelgate
 fi
-(cd "$here/../../.." && go build -o "$work/load" ./bench/cmd/ledgerkill)
+(cd "$here/../../.." && go build -o "$work/load" ./bench/cmd/spendkill)
 cat >"$work/config.yaml" <<YAML
 upstream:
   gateway_url: https://gateway.example.com
