@@ -129,21 +129,17 @@ type Server struct {
 	engine   *gin.Engine
 	ready    atomic.Bool
 	draining atomic.Bool
-	records  store.Store // nil: no durable records
-	writes   *store.WriteHealth
-	// holdBytes and holdRetry are Deps.HeldResponses and HeldRetry.
-	holdBytes int64
-	holdRetry time.Duration
-	keeper    *stored.Keeper // stored responses over records; nil without records
-	admin     http.Handler
-	issued    *auth.Issued
-	ledger    *billing.Ledger
-	history   *billing.Recorder
-	settler   accounting.Settler
-	callers   *callerScopes   // passthrough callers with a limit scope of their own
-	bg        *jobs.Registry  // background responses this instance runs
-	tracer    *tracing.Tracer // nil: tracing off
-	owners    sidecar.Owners  // who uploaded each asset (sidecar routes)
+	records  store.Store    // nil: no durable records
+	keeper   *stored.Keeper // stored responses over records; nil without records
+	admin    http.Handler
+	issued   *auth.Issued
+	ledger   *billing.Ledger
+	history  *billing.Recorder
+	settler  accounting.Settler
+	callers  *callerScopes   // passthrough callers with a limit scope of their own
+	bg       *jobs.Registry  // background responses this instance runs
+	tracer   *tracing.Tracer // nil: tracing off
+	owners   sidecar.Owners  // who uploaded each asset (sidecar routes)
 	// inflating is the room gzip request bodies being inflated share (max_inflating_bytes).
 	inflating reqbody.Budget
 	// calibration learns each model's ratio of reported to estimated input tokens; never nil.
@@ -153,6 +149,12 @@ type Server struct {
 	health   upstream.Health // what weighted routes consult; nil: all healthy
 	sockets  *wsmode.Server  // the Responses WebSocket mode's connections
 	alerts   AlertsView      // nil: no alerts
+
+	// writes hears of failed writes to the record store, and says when /readyz is
+	// degraded; holdBytes and holdRetry are Deps.HeldResponses and HeldRetry.
+	writes    *store.WriteHealth
+	holdBytes int64
+	holdRetry time.Duration
 }
 
 // New builds a Server. The config must already be validated.

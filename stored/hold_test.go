@@ -163,28 +163,36 @@ func TestKeeperHoldsWhatTheStoreRefuses(t *testing.T) {
 }
 
 // TestKeepDurableRefusedIsNotHeld: a background response's first record that the store
-// refuses is not held: KeepDurable's caller hears of the failure and answers its client so,
-// and the id must not come back later.
+// refuses is not held, in either mode: KeepDurable's caller hears of the failure and answers
+// its client so, and the id must not come back later.
 func TestKeepDurableRefusedIsNotHeld(t *testing.T) {
-	ctx := context.Background()
-	st := &refusingStore{Store: boltStore(t, nil)}
-	k := NewKeeper(st, Options{TTL: time.Hour, WriteBehind: true, RetryEvery: 10 * time.Millisecond, OnError: func(error) {}})
-	t.Cleanup(k.Stop)
-	st.refusing.Store(true)
-	if err := k.KeepDurable(ctx, "team:a", turnRecord("resp_bg", "", 0)); err == nil {
-		t.Fatal("KeepDurable succeeded while the store refuses writes")
-	}
-	if n, _ := k.Held(); n != 0 {
-		t.Errorf("%d records held after a refused KeepDurable, want 0", n)
-	}
-	if _, err := k.Get(ctx, "team:a", "resp_bg"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Get of the refused record: %v, want ErrNotFound", err)
-	}
-	st.refusing.Store(false)
-	k.Flush()
-	if _, err := reopen(t, st.Store, time.Hour, 0, nil).Get(ctx, "team:a", "resp_bg"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("the refused record after a restart: %v, want ErrNotFound", err)
-	}
+	eachMode(t, func(t *testing.T, behind bool) {
+		ctx := context.Background()
+		st := &refusingStore{Store: boltStore(t, nil)}
+		k := NewKeeper(st, Options{TTL: time.Hour, WriteBehind: behind, RetryEvery: 10 * time.Millisecond, OnError: func(error) {}})
+		t.Cleanup(k.Stop)
+		st.refusing.Store(true)
+		if err := k.KeepDurable(ctx, "team:a", turnRecord("resp_bg", "", 0)); err == nil {
+			t.Fatal("KeepDurable succeeded while the store refuses writes")
+		}
+		if n, _ := k.Held(); n != 0 {
+			t.Errorf("%d records held after a refused KeepDurable, want 0", n)
+		}
+		if _, err := k.Get(ctx, "team:a", "resp_bg"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get of the refused record: %v, want ErrNotFound", err)
+		}
+		st.refusing.Store(false)
+		k.Flush()
+		var again *Keeper
+		if behind {
+			again = reopen(t, st.Store, time.Hour, 0, nil)
+		} else {
+			again = newKeeper(t, st.Store, time.Hour, 0, nil, false)
+		}
+		if _, err := again.Get(ctx, "team:a", "resp_bg"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("the refused record read from the store: %v, want ErrNotFound", err)
+		}
+	})
 }
 
 // TestKeeperDeletesAHeldRecord: a record deleted while held is never written.

@@ -279,10 +279,11 @@ func (k *Keeper) Keep(ctx context.Context, owner string, r *Record) error {
 // see a record still waiting for the writer: kept with Keep, a crash in that window would
 // turn a job the client saw queued or running into an unknown id.
 func (k *Keeper) KeepDurable(ctx context.Context, owner string, r *Record) error {
-	if !k.behind {
-		return k.keep(ctx, owner, r)
-	}
 	done := make(chan error, 1)
+	if !k.behind {
+		// Written before Keep returns anyway; done only says not to hold it on a failure.
+		return k.keepWith(ctx, owner, r, done)
+	}
 	if err := k.keepWith(ctx, owner, r, done); err != nil {
 		return err
 	}
@@ -299,7 +300,8 @@ func (k *Keeper) keep(ctx context.Context, owner string, r *Record) error {
 }
 
 // keepWith keeps r; with a write-behind store and done set, the writer starts at once and
-// sends the write's outcome on done.
+// sends the write's outcome on done. On a shared store done set means the same (the write
+// is waited for): a record the store refuses is then an error, not held.
 func (k *Keeper) keepWith(ctx context.Context, owner string, r *Record, done chan error) error {
 	if !validID(r.ID) {
 		return fmt.Errorf("stored: response id %q cannot be kept", truncate(r.ID))
@@ -321,10 +323,13 @@ func (k *Keeper) keepWith(ctx context.Context, owner string, r *Record, done cha
 		raw := Encode(r)
 		created, err := k.st.Create(ctx, bucketRecords, j.key, raw, lim.ttl)
 		k.health.Wrote(store.WriterResponses, err)
-		if err != nil {
+		if err != nil && done == nil {
 			// Held and tried again: its id is in the client's answer (hold.go).
 			j.id = r.ID
 			return k.holdShared(j, raw, r.ExpiresAt)
+		}
+		if err != nil {
+			return err // KeepDurable's caller tells its client
 		}
 		if !created {
 			return ErrExists
