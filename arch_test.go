@@ -50,6 +50,7 @@ var allowedImports = map[string][]string{
 	"modelgate/platformsim":         {"tokens"},
 	"modelgate/bench/cmd/benchup":   {"platformsim", "bench/benchserve"},
 	"modelgate/bench/cmd/floor":     {"bench/benchserve"},
+	"modelgate/bench/cmd/spendkill": {},
 	"modelgate/bench/benchserve":    {},
 	"modelgate/bench/cmd/mgbench":   {"translate", "bench/benchserve", "platformsim"},
 	"modelgate/bench/cmd/bodymem":   {},

@@ -360,7 +360,7 @@ func serve(o options, logger *slog.Logger) error {
 	srv, err := proxy.New(proxy.Deps{Config: cfg, Auth: authn, Limiter: limiter, Platform: client, Logger: logger,
 		Hooks: obs.Hooks(), MetricsHandler: obs.Handler(), Store: records, Tracer: tracer,
 		Admin: self.deps.Admin, Issued: self.deps.Issued, Ledger: self.deps.Ledger, History: self.deps.History,
-		Calibration: self.deps.Calibration, Breakers: self.breakers, Alerts: self.deps.Alerts, Journal: admissions})
+		Calibration: self.deps.Calibration, Breakers: self.breakers, Alerts: self.deps.Alerts, Journal: admissions, StoreWrites: self.writes})
 	if err != nil {
 		return err
 	}
@@ -372,6 +372,9 @@ func serve(o options, logger *slog.Logger) error {
 	obs.WatchEstimates(self.calib)
 	obs.WatchBreakers(self.breakers)
 	obs.WatchInflightBodies(srv.InflightBodyBytes)
+	obs.WatchStoreWrites(func(yield func(string, uint64)) {
+		self.writes.Failures(func(w store.Writer, n uint64) { yield(string(w), n) })
+	})
 	if self.deps.History != nil {
 		obs.WatchHistoryDrops(self.deps.History.DroppedRows)
 	}

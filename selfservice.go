@@ -35,9 +35,12 @@ type selfService struct {
 	// often (alerts.check_interval, read at start).
 	alerts     *alerting
 	checkEvery time.Duration
-	srv        *proxy.Server
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup
+	// writes hears of the record store's failed background writes (spend, usage history,
+	// stored responses): modelgate_store_write_failures_total and /readyz's degraded.
+	writes *store.WriteHealth
+	srv    *proxy.Server
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 func newSelfService(cfg *config.Config, records store.Store, limiter *ratelimit.Limiter, logger *slog.Logger) (*selfService, error) {
@@ -47,11 +50,14 @@ func newSelfService(cfg *config.Config, records store.Store, limiter *ratelimit.
 	if err != nil {
 		return nil, err
 	}
+	ss.writes = &store.WriteHealth{}
+	ledger.ReportWrites(ss.writes)
 	var hist *billing.Recorder
 	if cfg.HistoryEnabled() {
 		hist = billing.NewRecorder(records, cfg.UsageHistory.Retention, nil, logger)
 		hist.SetHourlyRetention(cfg.UsageHistory.HourlyRetention)
 		hist.SetDistinctValues(cfg.UsageHistory.DistinctValues)
+		hist.ReportWrites(ss.writes)
 	}
 	// The server is built after these (it serves them); requests and loops only start once it is.
 	state := func() *config.Config { cfg, _ := ss.srv.State(); return cfg }
@@ -70,7 +76,8 @@ func newSelfService(cfg *config.Config, records store.Store, limiter *ratelimit.
 	ss.api = api
 	ss.calib = calibration.New(records, nil, logger)
 	ss.breakers = newBreakers(cfg, records, logger)
-	ss.deps = proxy.Deps{Admin: api, Issued: issued, Ledger: ledger, History: hist, Calibration: ss.calib, Alerts: ss.alerts.watcher}
+	ss.deps = proxy.Deps{Admin: api, Issued: issued, Ledger: ledger, History: hist, Calibration: ss.calib, Alerts: ss.alerts.watcher,
+		StoreWrites: ss.writes}
 	return ss, nil
 }
 

@@ -129,22 +129,29 @@ func TestLedgerBudgets(t *testing.T) {
 	}
 }
 
-// failingStore fails every Add, to check that spend is kept for the next flush.
+// failingStore fails every Add and Batch, to check that spend is kept for the next flush.
 type failingStore struct{ store.Store }
 
 func (failingStore) Add(context.Context, string, string, map[string]int64, time.Duration) error {
 	return errors.New("down")
 }
 
+func (failingStore) Batch(context.Context, func(store.Tx) error) error { return errors.New("down") }
+
 func TestFlushFailureKeepsSpend(t *testing.T) {
 	c := &clock{time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	ctx := context.Background()
 	st := openBolt(t, c)
 	l, _ := NewLedger(ctx, failingStore{st}, c.now, nil)
+	health := &store.WriteHealth{}
+	l.ReportWrites(health)
 	h, _ := l.Reserve([]Budget{{Scope: "team:t", PerDay: 100}}, 60)
 	h.Settle(60)
 	if err := l.Flush(ctx); err == nil {
 		t.Fatal("flush into a failing store succeeded")
+	}
+	if health.Degraded() == "" {
+		t.Error("a failed flush left the store's health undegraded")
 	}
 	if _, r := l.Reserve([]Budget{{Scope: "team:t", PerDay: 100}}, 60); r == nil {
 		t.Fatal("a failed flush lost the spend")
@@ -152,6 +159,9 @@ func TestFlushFailureKeepsSpend(t *testing.T) {
 	l.st = st
 	if err := l.Flush(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if d := health.Degraded(); d != "" {
+		t.Errorf("degraded after a flush that succeeded: %s", d)
 	}
 	l2, _ := NewLedger(ctx, st, c.now, nil)
 	if d, _ := l2.Spent("team:t"); d != Amount(60) {

@@ -95,6 +95,8 @@ type Recorder struct {
 	maxDistinct int
 	slots       attrSlots // today's named attribution rows, by what a request holds
 	loadedDay   string    // the day whose named values loadDistinct read from the store
+	// health hears of each flush's outcome (nil: no one).
+	health *store.WriteHealth
 }
 
 // rowID names a row: period is a day (YYYYMMDD) or an hour (YYYYMMDDHH); its length tells
@@ -221,6 +223,10 @@ func (r *Recorder) LastUse(ctx context.Context) (map[string]time.Time, error) {
 	return out, nil
 }
 
+// ReportWrites has every flush's outcome told to h (its failures counted, /readyz
+// degraded while they fail). Call it before Run.
+func (r *Recorder) ReportWrites(h *store.WriteHealth) { r.health = h }
+
 // Run flushes every interval until ctx ends, then flushes what is left.
 func (r *Recorder) Run(ctx context.Context, every time.Duration) {
 	if r.st == nil {
@@ -281,6 +287,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 			firstErr = err
 		}
 	}
+	r.health.Wrote(store.WriterUsage, firstErr)
 	return firstErr
 }
 

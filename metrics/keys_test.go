@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -88,6 +89,31 @@ func TestAlertDeliveriesExported(t *testing.T) {
 	} {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Fatalf("no %q in:\n%s", want, rec.Body.String())
+		}
+	}
+}
+
+// TestStoreWriteFailuresExported: every writer's series is exported, with its count as the
+// source reports it at scrape time.
+func TestStoreWriteFailuresExported(t *testing.T) {
+	m := New(config.Default())
+	n := uint64(0)
+	m.WatchStoreWrites(func(yield func(string, uint64)) {
+		yield("responses", n)
+		yield("ledger", 0)
+		yield("usage", 0)
+	})
+	for _, n = range []uint64{0, 7} {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		for _, want := range []string{
+			`modelgate_store_write_failures_total{store="responses"} ` + strconv.FormatUint(n, 10),
+			`modelgate_store_write_failures_total{store="ledger"} 0`,
+			`modelgate_store_write_failures_total{store="usage"} 0`,
+		} {
+			if !strings.Contains(rec.Body.String(), want+"\n") {
+				t.Fatalf("no %q in:\n%s", want, rec.Body.String())
+			}
 		}
 	}
 }

@@ -111,6 +111,9 @@ type envOptions struct {
 	now func() time.Time
 	// store is the server's record store; nil leaves the server without one.
 	store store.Store
+	// heldResponses and heldRetry are Deps.HeldResponses and HeldRetry; 0: the defaults.
+	heldResponses int64
+	heldRetry     time.Duration
 	// limiterStore is the limiter's store; default memory.
 	limiterStore string
 	// limiter, when set, is the limiter's store options instead of the memory store
@@ -227,7 +230,8 @@ func startEnv(t testing.TB, o envOptions) *testEnv {
 	}
 	t.Cleanup(func() { env.limiter.Close() })
 	env.server, err = New(Deps{Config: cfg, Auth: a, Limiter: env.limiter, Platform: pc, Logger: logger, Now: o.now, Store: o.store, Tracer: o.tracer, Hooks: o.hooks, BackgroundLease: o.bgLease,
-		Ledger: o.ledger, History: o.history, Calibration: o.calibration, Breakers: o.breakers, Health: o.health, Alerts: o.alerts, Journal: o.journal})
+		Ledger: o.ledger, History: o.history, Calibration: o.calibration, Breakers: o.breakers, Health: o.health, Alerts: o.alerts, Journal: o.journal,
+		HeldResponses: o.heldResponses, HeldRetry: o.heldRetry})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,15 @@ type Deps struct {
 	// Store keeps the records that outlive the process and are shared by replicas (issued
 	// keys, stored responses, usage history). Nil leaves those features without storage.
 	Store store.Store
+	// StoreWrites hears of the record store's failed background writes and says whether the
+	// store is degraded (for /readyz); the keeper of stored responses reports to it. Nil:
+	// one of the server's own.
+	StoreWrites *store.WriteHealth
+	// HeldResponses bounds the stored responses held in memory while the store refuses
+	// them, in bytes, and HeldRetry is how often they are tried again; 0: the keeper's
+	// defaults (64 MiB, 1 s). Tests lower them.
+	HeldResponses int64
+	HeldRetry     time.Duration
 
 	// Team self-service (package admin): the handler of /admin/keys, /admin/teams,
 	// /admin/usage/history and /admin/ui/, the issued keys every Authenticator consults, the
@@ -152,6 +161,12 @@ type Server struct {
 	health   upstream.Health // what weighted routes consult; nil: all healthy
 	sockets  *wsmode.Server  // the Responses WebSocket mode's connections
 	alerts   AlertsView      // nil: no alerts
+
+	// writes hears of failed writes to the record store, and says when /readyz is
+	// degraded; holdBytes and holdRetry are Deps.HeldResponses and HeldRetry.
+	writes    *store.WriteHealth
+	holdBytes int64
+	holdRetry time.Duration
 }
 
 // New builds a Server. The config must already be validated.
@@ -165,7 +180,11 @@ func New(d Deps) (*Server, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store,
+	if d.StoreWrites == nil {
+		d.StoreWrites = &store.WriteHealth{}
+	}
+	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store, writes: d.StoreWrites,
+		holdBytes: d.HeldResponses, holdRetry: d.HeldRetry,
 		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer, journal: d.Journal,
 		breakers: d.Breakers, health: d.Health, alerts: d.Alerts, storeBudget: redisconn.IsRedis(d.Config.Ratelimit.Store)}
 	if s.health == nil && s.breakers != nil {
@@ -503,9 +522,16 @@ func (s *Server) readyz(c *gin.Context) {
 	// An open breaker is reported, not unready: every replica shares it, and taking them all
 	// out of the balancer for one failing model would fail the healthy ones too. Names are
 	// in /admin/usage and /metrics, not on this unauthenticated route.
+	body := []byte(`{"status":"ready"`)
 	if n := s.breakers.OpenCount(); n > 0 {
-		c.Data(http.StatusOK, "application/json", []byte(`{"status":"ready","breakers_not_closed":`+strconv.Itoa(n)+`}`))
-		return
+		body = append(append(body, `,"breakers_not_closed":`...), strconv.Itoa(n)...)
 	}
-	c.Data(http.StatusOK, "application/json", []byte(`{"status":"ready"}`))
+	// A store that cannot write is degraded, still ready: the calls that need it are
+	// refused (or their records held) on every replica alike, and the others succeed.
+	// The reason names what cannot write, never an error's text.
+	if why := s.writes.Degraded(); why != "" {
+		body = append(body, `,"degraded":true,"reason":`...)
+		body = strconv.AppendQuote(body, why)
+	}
+	c.Data(http.StatusOK, "application/json", append(body, '}'))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -33,7 +34,7 @@ func (s *Server) newKeeper(cfg *config.Config) (*stored.Keeper, error) {
 	_, embedded := s.records.(*store.Bolt)
 	k := stored.NewKeeper(s.records, stored.Options{
 		TTL: cfg.Responses.StoreTTL, MaxPerOwner: cfg.Responses.StoreMaxPerTeam, Now: s.now,
-		WriteBehind: embedded,
+		WriteBehind: embedded, Health: s.writes, HoldBytes: s.holdBytes, RetryEvery: s.holdRetry,
 		OnError: func(err error) {
 			if errors.Is(err, stored.ErrExists) {
 				// The platform repeated an id: the first response keeps it.
@@ -70,7 +71,11 @@ func (s *Server) Close() {
 	cancel()
 	s.bg.Drain(ctx)
 	if s.keeper != nil {
-		s.keeper.Flush()
+		s.keeper.Stop() // one last try at what is queued or held
+		if n, bytes := s.keeper.Held(); n > 0 {
+			s.log.Error("stored responses: records the store refused are lost with the process",
+				slog.Int("records", n), slog.Int64("bytes", bytes))
+		}
 	}
 }
 
@@ -136,6 +141,13 @@ func (s *Server) expandPrevious(c *gin.Context, st *state, p *auth.Principal, bo
 	keep, prev, continued := t.keep, t.prev, t.continued
 	if !keep && !continued {
 		return body, nil, true // nothing to add and nothing to keep: forwarded as it came
+	}
+	if keep && st.keeper.Full() {
+		// The store refuses writes and the memory that holds its records meanwhile is
+		// full: this answer's id could not be kept, so the call is refused before it
+		// costs anything.
+		s.storeFull(c, st.keeper.RetryEvery())
+		return nil, nil, false
 	}
 	turnInput, err := stored.TurnInput(t.inputRaw)
 	if err != nil {
@@ -219,6 +231,20 @@ func (s *Server) keepTurn(c *gin.Context, st *state, turn *storedTurn, response 
 			slog.String("request_id", ri.RequestID), slog.String("team", ri.Team), slog.String("error", err.Error()))
 	}
 }
+
+// storeFull refuses a call whose response could not be kept: 503 with Retry-After, in the
+// route's shape.
+func (s *Server) storeFull(c *gin.Context, retry time.Duration) {
+	info(c).UpstreamErr = "store"
+	c.Header("Retry-After", strconv.Itoa(max(int((retry+time.Second-1)/time.Second), storeFullRetryAfter)))
+	abortError(c, http.StatusServiceUnavailable, typeServer, "store_unavailable", "store",
+		"modelgate cannot keep responses right now (its record store refuses writes); try again shortly, or send store: false.")
+}
+
+// storeFullRetryAfter is the least Retry-After of a call refused while the store refuses
+// writes, in seconds: a disk that filled or a Redis that went down is seldom back within
+// one retry of the held records.
+const storeFullRetryAfter = 5
 
 func (s *Server) storeUnavailable(c *gin.Context, err error) {
 	info(c).UpstreamErr = "store"

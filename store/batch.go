@@ -126,6 +126,15 @@ func (t *boltTx) Incr(bucket, key, name string, delta int64, ttl time.Duration) 
 	return counters[name], err
 }
 
+func (t *boltTx) Add(bucket, key string, deltas map[string]int64, ttl time.Duration) error {
+	bk, err := t.bucket(bucket)
+	if err != nil {
+		return err
+	}
+	_, err = t.b.addIn(bk, bucket, key, deltas, ttl, t.nowNanos)
+	return err
+}
+
 // Batch implements Store: writes that need no answer are held and go with the next call
 // that needs one, or at the end with the version bumps, in one pipeline.
 func (r *Redis) Batch(ctx context.Context, fn func(tx Tx) error) error {
@@ -295,4 +304,39 @@ func (t *redisTx) Incr(bucket, key, name string, delta int64, ttl time.Duration)
 		t.written[bucket] = true
 	}
 	return n, err
+}
+
+// addScript is Store.Add for one record as one command: the increments and the expiry
+// apply together, and unlike MULTI it can share a pipeline with other records' writes (on a
+// Cluster, each record's script goes to its key's node). ARGV: the ttl in milliseconds (0:
+// keep the expiry), then name and delta pairs.
+var addScript = redis.NewScript(`
+for i = 2, #ARGV, 2 do
+  redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1])
+end
+local ttl = tonumber(ARGV[1])
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
+return 1`)
+
+func (t *redisTx) Add(bucket, key string, deltas map[string]int64, ttl time.Duration) error {
+	if err := t.r.check(bucket); err != nil {
+		return err
+	}
+	t.written[bucket] = true
+	k := recordKey(bucket, key)
+	args := make([]any, 0, 1+2*len(deltas))
+	ms := int64(0)
+	if ttl > 0 {
+		ms = max(ttl.Milliseconds(), 1)
+	}
+	args = append(args, ms)
+	for name, d := range deltas {
+		args = append(args, name, d)
+	}
+	// EVAL, not EVALSHA: a pipeline cannot fall back on NOSCRIPT, and Redis caches the
+	// script's compilation by its text anyway.
+	t.held = append(t.held, func(p redis.Pipeliner) { addScript.Eval(t.ctx, p, []string{k}, args...) })
+	return nil
 }

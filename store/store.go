@@ -77,7 +77,10 @@ type Store interface {
 
 // Tx is the store inside Batch: the value and counter calls of Store, with the same
 // meaning, and two that save round trips on Redis: GetMany reads many keys at once, and
-// Remove is Delete without the report of whether anything was there. A Tx is valid only
+// Remove is Delete without the report of whether anything was there. Add, like Put, needs
+// no answer, so on Redis it is held and sent with the batch's next pipeline: a flush of
+// thousands of counter records (the spend ledger's) is one transaction on bbolt and one
+// round trip on Redis, where Store.Add is one of each per record. A Tx is valid only
 // until fn returns. Every call sees what earlier calls of the batch wrote; on Redis a held
 // write's error is returned by the next call that sends it, or by Batch.
 type Tx interface {
@@ -91,6 +94,9 @@ type Tx interface {
 	// Remove deletes key, live or not.
 	Remove(bucket, key string) error
 	Incr(bucket, key, name string, delta int64, ttl time.Duration) (int64, error)
+	// Add is Store.Add: atomic per record on both implementations (on Redis one script
+	// per record), so replicas adding to one record at once lose no update.
+	Add(bucket, key string, deltas map[string]int64, ttl time.Duration) error
 }
 
 // validName keeps bucket names to what both implementations can key on safely.

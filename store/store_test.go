@@ -699,6 +699,94 @@ func TestBatch(t *testing.T) {
 	})
 }
 
+// TestBatchAdd: a Tx's Add is Store.Add: counters of a record created or added to, its
+// expiry (re)set by a positive ttl, and concurrent batches adding to the same records lose
+// no update.
+func TestBatchAdd(t *testing.T) {
+	ctx := context.Background()
+	eachStore(t, func(t *testing.T, s Store) {
+		if err := s.Add(ctx, "spend", "d1|team:a", map[string]int64{"micros": 5}, 0); err != nil {
+			t.Fatal(err)
+		}
+		const batches, records = 8, 50
+		var wg sync.WaitGroup
+		for range batches {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := s.Batch(ctx, func(tx Tx) error {
+					for i := range records {
+						if err := tx.Add("spend", fmt.Sprintf("d1|enduser:a/u%02d", i), map[string]int64{"micros": int64(i), "n": 1}, time.Hour); err != nil {
+							return err
+						}
+					}
+					return tx.Add("spend", "d1|team:a", map[string]int64{"micros": 1}, 0)
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		got := map[string]map[string]int64{}
+		err := s.ScanCounters(ctx, "spend", "d1|", func(k string, c map[string]int64) error {
+			got[k] = c
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != records+1 {
+			t.Fatalf("%d records, want %d", len(got), records+1)
+		}
+		if c := got["d1|team:a"]; c["micros"] != 5+batches {
+			t.Errorf("team record %v, want micros %d", c, 5+batches)
+		}
+		for i := range records {
+			c := got[fmt.Sprintf("d1|enduser:a/u%02d", i)]
+			if c["micros"] != int64(i*batches) || c["n"] != batches {
+				t.Errorf("u%02d = %v, want micros %d n %d", i, c, i*batches, batches)
+			}
+		}
+		// A bucket of values refuses Add: the batch fails (on bbolt as a whole).
+		if err := s.Put(ctx, "vals", "k", []byte("not counters"), 0); err != nil {
+			t.Fatal(err)
+		}
+		err = s.Batch(ctx, func(tx Tx) error { return tx.Add("vals", "k", map[string]int64{"n": 1}, 0) })
+		if err == nil {
+			t.Error("Add to a value record succeeded")
+		}
+	})
+}
+
+// TestBoltBatchAddExpiry: a batch's Add with a ttl gives the record that expiry, one
+// without keeps the one it had (Redis: TestRedisBatchAddOneRoundTrip reads the ttl).
+func TestBoltBatchAddExpiry(t *testing.T) {
+	ctx := context.Background()
+	s, c := boltWithClock(t)
+	err := s.Batch(ctx, func(tx Tx) error {
+		if err := tx.Add("spend", "short", map[string]int64{"n": 1}, time.Minute); err != nil {
+			return err
+		}
+		return tx.Add("spend", "long", map[string]int64{"n": 1}, time.Hour)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Batch(ctx, func(tx Tx) error { return tx.Add("spend", "short", map[string]int64{"n": 1}, 0) }); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(2 * time.Minute)
+	seen := map[string]int64{}
+	err = s.ScanCounters(ctx, "spend", "", func(k string, cs map[string]int64) error { seen[k] = cs["n"]; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || seen["long"] != 1 {
+		t.Errorf("after 2 minutes: %v, want only long", seen)
+	}
+}
+
 // TestBoltBatchRollsBack: on bbolt a batch is one transaction; fn's error undoes it.
 func TestBoltBatchRollsBack(t *testing.T) {
 	ctx := context.Background()
@@ -787,6 +875,43 @@ func TestRedisBatchRoundTrips(t *testing.T) {
 		if gone := errors.Is(err, ErrNotFound); gone != (i%2 == 0) {
 			t.Errorf("%s gone=%v (%v)", k, gone, err)
 		}
+	}
+}
+
+// TestRedisBatchAddOneRoundTrip: a batch of counter adds, however many records, is one
+// pipeline, where Store.Add is a round trip (two with the version bump) per record.
+func TestRedisBatchAddOneRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr})
+	s := NewRedis(rdb)
+	t.Cleanup(func() { s.Close() })
+	if err := s.Put(ctx, "b", "warm", []byte("x"), 0); err != nil { // the connection dialled
+		t.Fatal(err)
+	}
+	h := &roundTrips{}
+	rdb.AddHook(h)
+	const n = 1000
+	err := s.Batch(ctx, func(tx Tx) error {
+		for i := range n {
+			if err := tx.Add("spend", fmt.Sprintf("k%04d", i), map[string]int64{"micros": int64(i)}, time.Hour); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.n != 1 {
+		t.Errorf("a batch of %d adds took %d round trips, want 1", n, h.n)
+	}
+	var sum, records int64
+	err = s.ScanCounters(ctx, "spend", "", func(_ string, c map[string]int64) error { sum += c["micros"]; records++; return nil })
+	if err != nil || records != n || sum != n*(n-1)/2 {
+		t.Errorf("stored %d records summing %d (%v), want %d summing %d", records, sum, err, n, n*(n-1)/2)
+	}
+	if d := rdb.PTTL(ctx, recordKey("spend", "k0007")).Val(); d <= 0 || d > time.Hour {
+		t.Errorf("a record's ttl is %v, want up to an hour", d)
 	}
 }
 

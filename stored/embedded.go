@@ -203,7 +203,10 @@ func (k *Keeper) updateBehind(ctx context.Context, j *job, r *Record) error {
 	}
 	// The new version carries the record's ordinal, so that on its own (once the segment
 	// of the first version is gone) it still says where the record stands under the cap.
-	j.update, j.entry, j.ordinal, j.done = true, e, e.ordinal, make(chan error, 1)
+	// The writer clears j.done once it has told it (a held job is retried later), so the
+	// wait is on a copy.
+	done := make(chan error, 1)
+	j.update, j.entry, j.ordinal, j.done = true, e, e.ordinal, done
 	e.job = j
 	k.encode(j, r)
 	k.enqueueLocked(j)
@@ -216,7 +219,7 @@ func (k *Keeper) updateBehind(ctx context.Context, j *job, r *Record) error {
 		k.mu.Unlock()
 	}()
 	select {
-	case err := <-j.done:
+	case err := <-done:
 		return err
 	case <-ctx.Done():
 		return ctx.Err()

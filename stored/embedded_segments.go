@@ -55,6 +55,14 @@ type Compaction struct {
 	Ratio    int // compacted once its live records hold less than 1/Ratio of its bytes
 }
 
+// bytesOrNil is b's bytes; nil for no buffer.
+func (b *batchBuf) bytesOrNil() []byte {
+	if b == nil {
+		return nil
+	}
+	return b.b
+}
+
 // batchBuf holds a batch's records, encoded as Keep gets them, in the layout of a segment
 // (segment.go); the writer adds the index and writes it. Two take turns, one filling while
 // the other is written, so in a steady flow keeping a response allocates no copy of it.
@@ -194,14 +202,24 @@ func (k *Keeper) compactSegments(seqs []uint64) {
 	}
 }
 
+// onFail says what writeSegment does with a batch the store refused.
+type onFail int
+
+const (
+	failDrop onFail = iota // forget it: moves of records still written where they were
+	failHold               // hold it for a retry (hold.go): new records and updates
+	failKeep               // leave it where it is held: a retry of a held batch
+)
+
 // writeSegment writes one batch of jobs, whose records are in buf, as a segment (and removes
 // the segments nothing points at any more, in the same transaction), then puts the records
-// in the index.
-func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64, marks map[string]uint64) error {
+// in the index. A batch the store refuses is dealt with as fail says.
+func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64, marks map[string]uint64, fail onFail) error {
 	var seq uint64
 	var entries []segEntry
 	var blob []byte
 	var ttl time.Duration
+	records := len(buf.bytesOrNil())
 	if len(jobs) > 0 {
 		k.mu.Lock() // k.seq is read under it (oldestSeg)
 		k.seq++
@@ -242,6 +260,9 @@ func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64, marks 
 		return tx.Put(bucketSegments, segKey(seq), blob, ttl)
 	})
 	cancel()
+	if len(jobs) > 0 && fail != failDrop {
+		k.health.Wrote(store.WriterResponses, err)
+	}
 
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -255,6 +276,16 @@ func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64, marks 
 			if ordinal > k.marks[tag] {
 				k.marks[tag] = ordinal
 			}
+		}
+		if fail != failDrop && blob != nil {
+			buf.b = blob[:records] // the index is added again by the retry
+		}
+		switch fail {
+		case failHold:
+			k.holdLocked(jobs, buf, err)
+			return err
+		case failKeep:
+			return err
 		}
 	}
 	nowNanos := k.now().UnixNano()
@@ -271,8 +302,8 @@ func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64, marks 
 		attached := e.indexed // not deleted or evicted meanwhile
 		switch {
 		case err != nil || !attached:
-			// Not written (the records are lost, and the caller hears of it), or an update
-			// of a record gone since, which brings nothing back.
+			// A move not written (the record stays where it was), or an update of a
+			// record gone since, which brings nothing back.
 			if attached && !e.written && e.job == nil {
 				k.drop(e)
 			}
@@ -314,6 +345,7 @@ func (k *Keeper) writeSegment(jobs []*job, buf *batchBuf, freed []uint64, marks 
 	for _, j := range jobs {
 		if j.done != nil {
 			j.done <- err
+			j.done = nil
 		}
 	}
 	if time.Duration(nowNanos-k.swept) >= sweepEvery {

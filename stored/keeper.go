@@ -86,6 +86,13 @@ type Options struct {
 	// Compaction tunes when WriteBehind's segments are compacted; zero fields are the
 	// defaults.
 	Compaction Compaction
+	// HoldBytes bounds the records held in memory while the store refuses them (see
+	// hold.go); 0 means the default (64 MiB).
+	HoldBytes int64
+	// RetryEvery is how often held records are tried again; 0 means the default (1 s).
+	RetryEvery time.Duration
+	// Health hears of the outcome of the keeper's writes (nil: no one).
+	Health *store.WriteHealth
 }
 
 // Keeper keeps, finds and walks records. It is safe for concurrent use, and replicas may
@@ -108,12 +115,23 @@ type Keeper struct {
 	compaction Compaction
 	limits     atomic.Pointer[limits]
 	kick       chan struct{} // ends the writer's window early: a full batch, or a Flush waiting
+	health     *store.WriteHealth
+	holdMax    int64
+	retryEvery time.Duration
+	heldBytes  atomic.Int64 // the bytes of held records (hold.go)
+	nShared    atomic.Int64 // len(sharedHeld), read without the lock
 
 	mu      sync.Mutex
 	cond    *sync.Cond // signalled when the writer finished a batch or stopped
 	jobs    []*job
 	running bool // a writer goroutine is at work
 	waiting int  // Flush calls waiting: the writer skips its window for them
+	// Records the store refused, held for a retry (hold.go).
+	held        []*heldBatch           // WriteBehind: batches, oldest first
+	sharedHeld  map[string]*heldRecord // shared store: records by key
+	sharedQueue []*heldRecord          // the same, oldest first (some gone since)
+	retrying    bool                   // the writer waits for the next retry, with nothing else to do
+	stopped     bool                   // Stop was called: no more retries
 
 	// The embedded layout's index (WriteBehind only; see embedded.go), under mu.
 	entries  map[uint64]*entry // hash of record key -> its versions, queued and written
@@ -178,8 +196,14 @@ func NewKeeper(st store.Store, o Options) *Keeper {
 	if o.Compaction.Ratio <= 0 {
 		o.Compaction.Ratio = defaultCompactRatio
 	}
+	if o.HoldBytes <= 0 {
+		o.HoldBytes = defaultHoldBytes
+	}
+	if o.RetryEvery <= 0 {
+		o.RetryEvery = defaultRetryEvery
+	}
 	k := &Keeper{st: st, now: o.Now, behind: o.WriteBehind, onErr: o.OnError, window: o.BatchWindow, compaction: o.Compaction,
-		kick:    make(chan struct{}, 1),
+		kick: make(chan struct{}, 1), health: o.Health, holdMax: o.HoldBytes, retryEvery: o.RetryEvery, sharedHeld: map[string]*heldRecord{},
 		entries: map[uint64]*entry{}, seed: maphash.MakeSeed(), evicted: map[string]uint64{}, marks: map[string]uint64{}, queues: map[string]*ownerQueue{}, segs: map[uint64]*segInfo{}}
 	k.cond = sync.NewCond(&k.mu)
 	k.SetLimits(o.TTL, o.MaxPerOwner)
@@ -255,10 +279,11 @@ func (k *Keeper) Keep(ctx context.Context, owner string, r *Record) error {
 // see a record still waiting for the writer: kept with Keep, a crash in that window would
 // turn a job the client saw queued or running into an unknown id.
 func (k *Keeper) KeepDurable(ctx context.Context, owner string, r *Record) error {
-	if !k.behind {
-		return k.keep(ctx, owner, r)
-	}
 	done := make(chan error, 1)
+	if !k.behind {
+		// Written before Keep returns anyway; done only says not to hold it on a failure.
+		return k.keepWith(ctx, owner, r, done)
+	}
 	if err := k.keepWith(ctx, owner, r, done); err != nil {
 		return err
 	}
@@ -275,7 +300,8 @@ func (k *Keeper) keep(ctx context.Context, owner string, r *Record) error {
 }
 
 // keepWith keeps r; with a write-behind store and done set, the writer starts at once and
-// sends the write's outcome on done.
+// sends the write's outcome on done. On a shared store done set means the same (the write
+// is waited for): a record the store refuses is then an error, not held.
 func (k *Keeper) keepWith(ctx context.Context, owner string, r *Record, done chan error) error {
 	if !validID(r.ID) {
 		return fmt.Errorf("stored: response id %q cannot be kept", truncate(r.ID))
@@ -289,11 +315,21 @@ func (k *Keeper) keepWith(ctx context.Context, owner string, r *Record, done cha
 	tag := k.ownerTag(owner)
 	j := &job{tag: tag, key: recordKey(tag, r.ID), ttl: lim.ttl, max: lim.max}
 	if !k.behind {
+		if k.heldShared(j.key) != nil {
+			return ErrExists
+		}
 		ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 		defer cancel()
-		created, err := k.st.Create(ctx, bucketRecords, j.key, Encode(r), lim.ttl)
+		raw := Encode(r)
+		created, err := k.st.Create(ctx, bucketRecords, j.key, raw, lim.ttl)
+		k.health.Wrote(store.WriterResponses, err)
+		if err != nil && done == nil {
+			// Held and tried again: its id is in the client's answer (hold.go).
+			j.id = r.ID
+			return k.holdShared(j, raw, r.ExpiresAt)
+		}
 		if err != nil {
-			return err
+			return err // KeepDurable's caller tells its client
 		}
 		if !created {
 			return ErrExists
@@ -335,7 +371,11 @@ func (k *Keeper) updateTag(ctx context.Context, tag string, r *Record) error {
 	if k.behind {
 		return k.updateBehind(ctx, &job{tag: tag, key: key}, r)
 	}
-	return k.st.Put(ctx, bucketRecords, key, Encode(r), left)
+	raw := Encode(r)
+	if k.replaceShared(key, raw) {
+		return nil // written when the held record is
+	}
+	return k.st.Put(ctx, bucketRecords, key, raw, left)
 }
 
 // Get returns owner's live record of id, or ErrNotFound.
@@ -356,6 +396,14 @@ func (k *Keeper) get(ctx context.Context, tag, id string) (*Record, error) {
 				err = fmt.Errorf("stored: record %s: %w", truncate(id), err)
 			}
 			return nil, err
+		}
+	}
+	if r == nil && !k.behind {
+		if raw := k.heldShared(key); raw != nil {
+			var err error
+			if r, err = Decode(raw); err != nil {
+				return nil, fmt.Errorf("stored: record %s: %w", truncate(id), err)
+			}
 		}
 	}
 	if r == nil {
@@ -384,6 +432,18 @@ func (k *Keeper) Delete(ctx context.Context, owner, id string) (bool, error) {
 	key := recordKey(k.ownerTag(owner), id)
 	if k.behind {
 		return k.deleteBehind(ctx, key) // the index knows whether a live record is there
+	}
+	if k.nShared.Load() > 0 {
+		k.mu.Lock()
+		held, created := k.unholdShared(key)
+		k.mu.Unlock()
+		if held && !created {
+			return true, nil // never written (a retry under way deletes what it writes)
+		}
+		if held {
+			_, err := k.st.Delete(ctx, bucketRecords, key)
+			return true, err
+		}
 	}
 	if _, err := k.Get(ctx, owner, id); err != nil {
 		if errors.Is(err, ErrNotFound) {

@@ -66,10 +66,17 @@ func (k *Keeper) gather() {
 }
 
 // write stores queued jobs, everything that queued up meanwhile in one batch, until none
-// is left.
+// is left, and tries held records again (hold.go) until none is held or Stop is called.
 func (k *Keeper) write() {
 	for {
-		k.gather()
+		k.mu.Lock()
+		holding := k.holding()
+		k.mu.Unlock()
+		if holding {
+			k.retryWait()
+		} else {
+			k.gather()
+		}
 		k.mu.Lock()
 		jobs, freed, buf, marks, compact := k.jobs, k.freed, k.fill, k.marks, k.compact
 		moves, moveBuf := k.moves, k.moveFill
@@ -77,7 +84,8 @@ func (k *Keeper) write() {
 		if len(marks) > 0 {
 			k.marks = map[string]uint64{}
 		}
-		if len(jobs) == 0 && len(freed) == 0 && len(marks) == 0 && len(compact) == 0 && len(moves) == 0 {
+		idle := len(jobs) == 0 && len(freed) == 0 && len(marks) == 0 && len(compact) == 0 && len(moves) == 0
+		if idle && (!k.holding() || k.stopped) {
 			// A kick left from a Flush that found this writer busy would cut the next
 			// writer's first window short, at whatever point the keeps had reached.
 			select {
@@ -95,16 +103,34 @@ func (k *Keeper) write() {
 		// Moves first: they copied their records before any version now queued was, so in
 		// segment order (which a start-up replays) they come before those versions too.
 		if len(moves) > 0 {
-			if err := k.writeSegment(moves, moveBuf, nil, nil); err != nil && k.onErr != nil {
+			if err := k.writeSegment(moves, moveBuf, nil, nil, failDrop); err != nil && k.onErr != nil {
 				k.onErr(err)
 			}
 		}
+		// Held records go before the new ones, so an update never lands before the record.
+		caughtUp := k.retryHeld()
+		heldBuf := false
 		var err error
 		switch {
 		case !k.behind:
-			err = k.writeCaps(jobs)
-		case len(jobs)+len(freed)+len(marks) > 0:
-			err = k.writeSegment(jobs, buf, freed, marks)
+			if len(jobs) > 0 {
+				err = k.writeCaps(jobs)
+			}
+		case len(jobs)+len(freed)+len(marks) == 0:
+		case !caughtUp:
+			// The store still refuses the held batches: this one joins them untried.
+			k.mu.Lock()
+			k.freed = append(k.freed, freed...)
+			for tag, ordinal := range marks {
+				k.marks[tag] = max(k.marks[tag], ordinal)
+			}
+			if len(jobs) > 0 {
+				heldBuf = k.holdLocked(jobs, buf, errStillHeld)
+			}
+			k.mu.Unlock()
+		default:
+			err = k.writeSegment(jobs, buf, freed, marks, failHold)
+			heldBuf = err != nil && len(jobs) > 0 && k.isHeld(buf)
 		}
 		if err != nil && k.onErr != nil {
 			k.onErr(err)
@@ -113,12 +139,24 @@ func (k *Keeper) write() {
 			k.compactSegments(compact)
 		}
 		k.mu.Lock()
-		if buf != nil && cap(buf.b) <= maxSpareBatch {
+		if buf != nil && !heldBuf && cap(buf.b) <= maxSpareBatch {
 			k.spare = buf // no job of it is pending any more: readers no longer copy from it
 		}
 		k.cond.Broadcast()
 		k.mu.Unlock()
 	}
+}
+
+// isHeld reports whether buf is a held batch's buffer.
+func (k *Keeper) isHeld(buf *batchBuf) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, b := range k.held {
+		if b.buf == buf {
+			return true
+		}
+	}
+	return false
 }
 
 // writeCaps gives records that Keep wrote to a shared store their places under their
@@ -193,7 +231,8 @@ func evict(tx store.Tx, jobs []*job) error {
 	return nil
 }
 
-// Flush waits until everything queued so far is written.
+// Flush waits until everything queued so far is written, or held (hold.go) when the store
+// refused it.
 func (k *Keeper) Flush() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -202,7 +241,9 @@ func (k *Keeper) Flush() {
 	if k.running {
 		k.wake()
 	}
-	for k.running || len(k.jobs) > 0 {
+	// A writer waiting to retry held records has written what it could: Flush waits for
+	// what was queued to be tried, not for the store to recover.
+	for k.running && !k.retrying || len(k.jobs) > 0 {
 		k.cond.Wait()
 	}
 }

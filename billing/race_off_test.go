@@ -1,0 +1,5 @@
+//go:build !race
+
+package billing
+
+const raceEnabled = false
