@@ -17,6 +17,7 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -58,8 +59,8 @@ type Journal struct {
 	warned  atomic.Int64 // unix nanos of the last write failure logged
 	unlock  func()
 
-	// pendings are admissions' records and channels, reused: an admission allocates
-	// nothing. A pending is the writer's from its admission until its entry is cleared.
+	// pendings are admissions' encoding buffers and channels, reused: an admission
+	// allocates its record alone, which the writer keeps until the entry is cleared.
 	pendings sync.Pool
 
 	mu      sync.Mutex
@@ -95,9 +96,10 @@ type heldClear struct {
 
 // pending is one admission: its record, and where the writer answers once it is written.
 type pending struct {
-	id   uint64
-	rec  []byte
-	done chan error
+	id      uint64
+	rec     []byte // the record, exactly: the writer keeps it while the entry is open
+	scratch []byte // where it is encoded, reused
+	done    chan error
 }
 
 // Handle names one journaled entry, to clear it once its call settled. The zero Handle
@@ -139,7 +141,7 @@ func open(dir, replica string, log *slog.Logger, o options) (*Journal, error) {
 	}
 	j := &Journal{dir: dir, replica: replica, log: log, opts: o, unlock: unlock,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	j.pendings.New = func() any { return &pending{rec: make([]byte, 0, 1024), done: make(chan error, 1)} }
+	j.pendings.New = func() any { return &pending{scratch: make([]byte, 0, 1024), done: make(chan error, 1)} }
 	if err := j.recover(); err != nil {
 		unlock()
 		return nil, err
@@ -160,7 +162,10 @@ func (j *Journal) Admit(ctx context.Context, e *Entry) (Handle, error) {
 	}
 	p := j.pendings.Get().(*pending)
 	p.id = j.seq.Add(1)
-	p.rec = appendAdmit(p.rec[:0], p.id, e)
+	p.scratch = appendAdmit(p.scratch[:0], p.id, e)
+	// Kept, exactly sized, by the writer until the entry is cleared (a rotation writes it
+	// again); copied here rather than on the writer, whose time every admission shares.
+	p.rec = bytes.Clone(p.scratch)
 	j.mu.Lock()
 	if j.closed {
 		j.mu.Unlock()
@@ -173,27 +178,19 @@ func (j *Journal) Admit(ctx context.Context, e *Entry) (Handle, error) {
 	h := Handle{p.id}
 	select {
 	case err := <-p.done:
+		// The batch is written: the writer is done with p, which serves another admission.
+		p.rec = nil
+		if cap(p.scratch) <= maxPooledEntry {
+			j.pendings.Put(p)
+		}
 		return h, err
 	case <-ctx.Done():
-		return h, ctx.Err() // the writer answers later; its answer is dropped with p
+		return h, ctx.Err() // p stays the writer's: it is written, and dropped, later
 	}
 }
 
-// maxPooledEntry keeps an unusually large record's buffer out of the pool.
+// maxPooledEntry keeps an unusually large entry's buffer out of the pool.
 const maxPooledEntry = 4 << 10
-
-// recycle gives a cleared admission's pending back to the pool. Its answer may still wait in
-// done (its Admit gave up first): it is dropped, so the next admission reads its own.
-func (j *Journal) recycle(p *pending) {
-	if p.done == nil || cap(p.rec) > maxPooledEntry {
-		return // read back at start, or too large to keep
-	}
-	select {
-	case <-p.done:
-	default:
-	}
-	j.pendings.Put(p)
-}
 
 // poke wakes the writer; one already woken, or writing, takes what waits with its next batch.
 func (j *Journal) poke() {

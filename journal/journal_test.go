@@ -410,3 +410,22 @@ func TestKilledMidRotation(t *testing.T) {
 		t.Errorf("files after the start: %v", files)
 	}
 }
+
+// TestRotationOfALargeOpenSet: an open set larger than the bound is not written again at
+// every batch: a rotation waits for as many bytes again as it started the segment with.
+func TestRotationOfALargeOpenSet(t *testing.T) {
+	dir := t.TempDir()
+	const bound = 4 << 10
+	j := mustOpen(t, dir, options{segmentBytes: bound})
+	for i := range 200 { // about 90 KB open, never cleared
+		admit(t, j, fmt.Sprint("r", i))
+	}
+	_, nums, _ := segments(dir)
+	// Doubling: the rotations are logarithmic in the bytes written, not one per admission.
+	if n := nums[0]; n > 12 {
+		t.Fatalf("%d segments started for 200 admissions", n)
+	}
+	if got := onDisk(t, dir); len(got) != 200 {
+		t.Fatalf("%d entries on disk, want 200", len(got))
+	}
+}

@@ -14,9 +14,14 @@ type writer struct {
 	f    *os.File
 	num  uint64 // the segment's number
 	size int64  // bytes in it
-	// open is every entry admitted and not cleared, by id: what a rotation writes again.
-	// It holds the calls in flight and those settled less than clearDelay ago.
-	open map[uint64]*pending
+	// base is the bytes a rotation started it with (the entries then open): the next
+	// rotation waits for as many bytes again at least, so that a large open set is not
+	// written again at every batch.
+	base int64
+	// open is every entry admitted and not cleared, by id, its record as written: what a
+	// rotation writes again. It holds the calls in flight and those settled less than
+	// clearDelay ago (a few hundred bytes each).
+	open map[uint64][]byte
 	// broken is set when a write failed: the segment may end in a partial record, after
 	// which nothing could be read back, so the next batch starts a new segment first.
 	broken bool
@@ -44,10 +49,7 @@ func (j *Journal) recover() error {
 	}
 	j.left = left
 	j.seq.Store(rp.maxID)
-	j.w.open = make(map[uint64]*pending, len(rp.open))
-	for id, rec := range rp.open {
-		j.w.open[id] = &pending{id: id, rec: rec} // done nil: never pooled
-	}
+	j.w.open = rp.open
 	var last uint64
 	if len(nums) > 0 {
 		last = nums[len(nums)-1]
@@ -103,17 +105,15 @@ func (j *Journal) writeDue(all bool) {
 	b := w.buf[:0]
 	for _, p := range admits {
 		b = append(b, p.rec...)
-		w.open[p.id] = p
+		w.open[p.id] = p.rec
 	}
 	nclear := 0
 	clearOne := func(id uint64) {
-		p, ok := w.open[id]
-		if !ok {
+		if _, ok := w.open[id]; !ok {
 			return
 		}
 		delete(w.open, id)
 		b = appendClear(b, id)
-		j.recycle(p) // its record is copied into b
 		nclear++
 	}
 	for _, c := range clears {
@@ -144,7 +144,7 @@ func (j *Journal) writeDue(all bool) {
 		j.warn("journal write failed", err, len(admits), nclear)
 		return
 	}
-	if w.size >= j.opts.segmentBytes {
+	if w.size >= max(j.opts.segmentBytes, 2*w.base) {
 		if err := j.rotate(); err != nil {
 			j.warn("journal rotation failed", err, 0, 0)
 		}
@@ -177,8 +177,8 @@ func (j *Journal) rotate() error {
 		return fmt.Errorf("journal: %w", err)
 	}
 	b := w.buf[:0]
-	for _, p := range w.open {
-		b = append(b, p.rec...)
+	for _, rec := range w.open {
+		b = append(b, rec...)
 	}
 	w.buf = b[:0]
 	if cap(w.buf) > maxKeptBuf {
@@ -200,7 +200,7 @@ func (j *Journal) rotate() error {
 			j.warn("journal: old segment not removed", err, 0, 0)
 		}
 	}
-	w.f, w.num, w.size, w.broken = f, next, int64(len(b)), false
+	w.f, w.num, w.size, w.base, w.broken = f, next, int64(len(b)), int64(len(b)), false
 	return nil
 }
 
