@@ -412,20 +412,27 @@ func TestKilledMidRotation(t *testing.T) {
 }
 
 // TestRotationOfALargeOpenSet: an open set larger than the bound is not written again at
-// every batch: a rotation waits for as many bytes again as it started the segment with.
+// every batch: a rotation waits for as many bytes again as it started the segment with. One
+// past the rotation's write chunk (1 MiB) is carried whole, and read back whole.
 func TestRotationOfALargeOpenSet(t *testing.T) {
 	dir := t.TempDir()
 	const bound = 4 << 10
+	const n = 2600 // about 1.2 MB open, never cleared
 	j := mustOpen(t, dir, options{segmentBytes: bound})
-	for i := range 200 { // about 90 KB open, never cleared
+	for i := range n {
 		admit(t, j, fmt.Sprint("r", i))
 	}
 	_, nums, _ := segments(dir)
-	// Doubling: the rotations are logarithmic in the bytes written, not one per admission.
-	if n := nums[0]; n > 12 {
-		t.Fatalf("%d segments started for 200 admissions", n)
+	// Doubling from 4 KiB: about ten rotations, not one per admission.
+	if got := nums[0]; got > 16 {
+		t.Fatalf("%d segments started for %d admissions", got, n)
 	}
-	if got := onDisk(t, dir); len(got) != 200 {
-		t.Fatalf("%d entries on disk, want 200", len(got))
+	if got := onDisk(t, dir); len(got) != n {
+		t.Fatalf("%d entries on disk, want %d", len(got), n)
+	}
+	j.Close()
+	again := mustOpen(t, dir, options{segmentBytes: bound})
+	if left, _ := again.Leftover(context.Background()); len(left) != n {
+		t.Fatalf("next start finds %d, want %d", len(left), n)
 	}
 }

@@ -176,15 +176,25 @@ func (j *Journal) rotate() error {
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
+	// Written in chunks of the batch buffer's bound: an open set swollen by the settled
+	// calls of the last clearDelay at a high rate takes no second copy of itself in memory.
+	// The file is not renamed in until it is whole, so the writes need not be one.
 	b := w.buf[:0]
+	var size int64
 	for _, rec := range w.open {
 		b = append(b, rec...)
+		if len(b) >= maxKeptBuf && err == nil {
+			_, err = f.Write(b)
+			size += int64(len(b))
+			b = b[:0]
+		}
+	}
+	if err == nil {
+		_, err = f.Write(b)
+		size += int64(len(b))
 	}
 	w.buf = b[:0]
-	if cap(w.buf) > maxKeptBuf {
-		w.buf = nil
-	}
-	if _, err := f.Write(b); err != nil {
+	if err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return fmt.Errorf("journal: %w", err)
@@ -200,7 +210,7 @@ func (j *Journal) rotate() error {
 			j.warn("journal: old segment not removed", err, 0, 0)
 		}
 	}
-	w.f, w.num, w.size, w.base, w.broken = f, next, int64(len(b)), int64(len(b)), false
+	w.f, w.num, w.size, w.base, w.broken = f, next, size, size, false
 	return nil
 }
 
