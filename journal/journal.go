@@ -12,7 +12,7 @@
 // settled, by a record appended with a later batch or on the writer's own tick: never by a
 // write of its own on the request's path. When the file passes a bound the writer starts a
 // new one holding only the entries still open (it keeps them in memory) and removes the old
-// one (segment.go, rotate.go). The journal is the replica's alone: only a restart on the
+// one (segment.go, write.go). The journal is the replica's alone: only a restart on the
 // same data path reads it back (Leftover), whatever store the replica uses.
 package journal
 

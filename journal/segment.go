@@ -32,8 +32,9 @@ const (
 	maxPayload = payloadMin + maxEntryBytes
 )
 
-// castagnoli is the CRC-32C table (hardware assisted on amd64 and arm64).
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// checksum is a record payload's CRC-32C (hardware assisted on amd64 and arm64; MakeTable
+// builds the table once and returns it after).
+func checksum(p []byte) uint32 { return crc32.Checksum(p, crc32.MakeTable(crc32.Castagnoli)) }
 
 // appendAdmit appends the admission record of entry id.
 func appendAdmit(b []byte, id uint64, e *Entry) []byte {
@@ -58,7 +59,7 @@ func appendClear(b []byte, id uint64) []byte {
 func sealRecord(b []byte, start int) []byte {
 	payload := b[start+recordHeader:]
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(payload, castagnoli))
+	binary.LittleEndian.PutUint32(b[start+4:], checksum(payload))
 	return b
 }
 
@@ -93,7 +94,7 @@ func readRecord(r *bufio.Reader, buf []byte) (kind byte, id uint64, body, next [
 		}
 		return 0, 0, nil, buf, err
 	}
-	if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(h[4:]) {
+	if checksum(p) != binary.LittleEndian.Uint32(h[4:]) {
 		return 0, 0, nil, buf, errTorn
 	}
 	kind, id, body = p[0], binary.LittleEndian.Uint64(p[1:9]), p[9:]
