@@ -33,7 +33,7 @@ var allowedImports = map[string][]string{
 	"modelgate/calibration":         {"store", "periodic"},
 	"modelgate/breaker":             {"store", "periodic"},
 	"modelgate/stored":              {"store"},
-	"modelgate/journal":             {"ratelimit", "store"},
+	"modelgate/journal":             {"ratelimit"},
 	"modelgate/translate":           {"tokens"},
 	"modelgate/ratelimit":           {"redisconn", "config"},
 	"modelgate/redisconn":           {"config"},

@@ -345,13 +345,11 @@ func serve(o options, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	journalStore, err := openJournalStore(cfg.Ratelimit, records, logger)
+	admissions, err := journal.Open(cfg.Ratelimit.DataPath, replica, logger)
 	if err != nil {
 		return err
 	}
-	defer journalStore.Close()
-	admissions := journal.Open(journalStore, replica, logger)
-	defer admissions.Close() // after the server's Close, before the store's: the last clears are written
+	defer admissions.Close() // after the server's Close and the last flushes: the last clears are written
 	obs := metrics.New(cfg)
 	self, err := newSelfService(cfg, records, limiter, logger)
 	if err != nil {

@@ -14,9 +14,9 @@ import (
 const IdentityFile = "replica-id"
 
 // ReplicaID returns the id of the replica whose data path is dir: read from dir/replica-id,
-// or created there on first start. It keys the replica's journal, so a restart on the same
-// data path finds what its previous life left open. With no dir there is no previous life
-// to find: the id is new.
+// or created there on first start, so a restart on the same data path (which finds the
+// journal its previous life left there) is named as the same replica in the log. With no dir
+// there is no previous life to find: the id is new.
 func ReplicaID(dir string) (string, error) {
 	if dir == "" {
 		return newID(), nil
@@ -59,8 +59,8 @@ func ReplicaID(dir string) (string, error) {
 }
 
 // ParseID reads a replica id as the identity file holds it: 8 to 64 lowercase hex digits,
-// surrounding white space ignored. It keys records in the shared store, so nothing else is
-// taken.
+// surrounding white space ignored. It names the replica in logs and in the records of a
+// shared store, so nothing else is taken.
 func ParseID(s string) (string, error) {
 	id := strings.TrimSpace(s)
 	if len(id) < 8 || len(id) > 64 {

@@ -6,23 +6,20 @@ import (
 	"strings"
 	"testing"
 
-	"modelgate/config"
 	"modelgate/journal"
-	"modelgate/redisconn/redistest"
-	"modelgate/store"
 )
 
-// BenchmarkJournal is the chat route with the admission journal off and on, on the embedded
-// store (one bbolt transaction, synced to disk, per batch) and on Redis (one pipeline per
-// batch): the cost of writing each admission before its call leaves. "serial" is one
-// client at a time, so every request waits for a write of its own; "parallel" is
-// GOMAXPROCS×4 clients, whose admissions share batches (group commit).
+// BenchmarkJournal is the chat route with the admission journal off and on (its segment
+// file in the data path, one write(2) per group-committed batch): the cost of writing each
+// admission before its call leaves. "serial" is one client at a time, so every request
+// waits for a write of its own; "parallel" is GOMAXPROCS×4 clients, whose admissions share
+// writes (group commit).
 //
 //	go test ./proxy -run '^$' -bench Journal -benchmem -count 6
 func BenchmarkJournal(b *testing.B) {
 	up := benchUpstream(b, "")
 	const body = `{"model":"bench","messages":[{"role":"user","content":"Write one short sentence about benchmarks."}]}`
-	for _, kind := range []string{"off", "bolt", "bolt_synced", "redis"} {
+	for _, kind := range []string{"off", "file"} {
 		b.Run(kind+"/serial", func(b *testing.B) {
 			benchRoute(b, newJournalBenchServer(b, up, kind), "/v1/chat/completions", body, 100)
 		})
@@ -42,23 +39,14 @@ func BenchmarkJournal(b *testing.B) {
 func newJournalBenchServer(b *testing.B, up http.RoundTripper, kind string) http.Handler {
 	b.Helper()
 	d := benchDeps(b, up, "")
-	var st store.Store
-	var err error
-	switch kind {
-	case "off":
+	if kind == "off" {
 		return benchServer(b, d).Handler()
-	case "bolt": // as main opens it: a file of its own, unsynced
-		st, err = store.OpenBolt(b.TempDir(), store.BoltOptions{File: "journal.db", NoSync: true})
-	case "bolt_synced": // the record store's own file, synced on every commit
-		st, err = store.OpenBolt(b.TempDir(), store.BoltOptions{})
-	case "redis":
-		st, err = store.Open(config.Ratelimit{Store: "redis://" + redistest.Start(b).Addr + "/0"}, nil, nil)
 	}
+	j, err := journal.Open(b.TempDir(), "0123456789abcdef", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	j := journal.Open(st, "0123456789abcdef", nil)
-	b.Cleanup(func() { j.Close(); st.Close() })
+	b.Cleanup(j.Close)
 	d.Journal = j
 	return benchServer(b, d).Handler()
 }

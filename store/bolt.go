@@ -42,31 +42,17 @@ type Bolt struct {
 type BoltOptions struct {
 	// Now is the clock expiry is judged by; nil means time.Now. Tests inject one.
 	Now func() time.Time
-	// File is the file's name in dir; "" is store.db.
-	File string
-	// NoSync leaves the file unsynced: a write is in the file once its transaction commits,
-	// so it outlives the process being killed, but a power loss or a crash of the machine
-	// may lose the last writes or damage the file. For records whose loss costs little and
-	// that are written on a request's path, where a sync to disk (milliseconds) would be most
-	// of the request: the admission journal (package journal).
-	NoSync bool
 }
 
-// OpenBolt opens (or creates) dir/store.db, or dir/<o.File>.
+// OpenBolt opens (or creates) dir/store.db.
 func OpenBolt(dir string, o BoltOptions) (*Bolt, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: data_path: %w", err)
 	}
 	// The timeout turns a second process on the same directory into a clear error instead
 	// of a hang: bbolt holds an exclusive file lock.
-	if o.File == "" {
-		o.File = "store.db"
-	}
-	db, err := bolt.Open(filepath.Join(dir, o.File), 0o600, &bolt.Options{
+	db, err := bolt.Open(filepath.Join(dir, "store.db"), 0o600, &bolt.Options{
 		Timeout: time.Second,
-		// Unsynced, a commit need not write the freelist either (it is rebuilt at open) nor
-		// sync a file that grew.
-		NoSync: o.NoSync, NoFreelistSync: o.NoSync, NoGrowSync: o.NoSync,
 		// A file that outgrows its mapping is mapped again, and the write transaction that
 		// grew it first copies every record it touched out of the old mapping: with stored
 		// responses written in large batches that was an eighth of the writer's time while
