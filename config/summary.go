@@ -265,7 +265,7 @@ func routesText(m Model) string {
 	return strings.Join(parts, ", ") + "; " + sticky
 }
 
-// routingText says where a model's calls go when it fails (fallbacks, context_window,
+// routingText says where a model's calls go when it fails (fallbacks, context_window, retries,
 // first_token_timeout), or "" when it names none of them.
 func routingText(m Model) string {
 	var parts []string
@@ -277,6 +277,9 @@ func routingText(m Model) string {
 	}
 	if m.FirstTokenTimeout > 0 {
 		parts = append(parts, "first_token_timeout: "+m.FirstTokenTimeout.String())
+	}
+	if m.Retries != nil {
+		parts = append(parts, fmt.Sprintf("retries: %d", *m.Retries))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -104,7 +104,15 @@ type Model struct {
 	Fallbacks         []string      `yaml:"fallbacks"`           // configured model ids, tried in order
 	ContextWindow     int64         `yaml:"context_window"`      // tokens; 0 = unknown
 	FirstTokenTimeout time.Duration `yaml:"first_token_timeout"` // 0 = no bound of its own
+	// Retries is how many times a call to this model is retried (upstream's retry policy)
+	// before its fallback is tried. nil: none while a fallback is left to try, so the
+	// fallback is not kept waiting; upstream.max_retries otherwise.
+	Retries *int `yaml:"retries"`
 }
+
+// MaxModelRetries bounds models[].retries: each retry may wait up to the platform's
+// Retry-After, and the call's deadline bounds them anyway.
+const MaxModelRetries = 10
 
 // Route is one share of a model's weighted routes.
 type Route struct {

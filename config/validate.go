@@ -264,6 +264,9 @@ func (v *validator) models(models []Model) map[string]bool {
 		if m.FirstTokenTimeout < 0 {
 			v.fail(p+".first_token_timeout", "must not be negative")
 		}
+		if m.Retries != nil && (*m.Retries < 0 || *m.Retries > MaxModelRetries) {
+			v.fail(p+".retries", "must be between 0 and %d, got %d", MaxModelRetries, *m.Retries)
+		}
 	}
 	for i, m := range models {
 		v.fallbacks(fmt.Sprintf("models[%d].fallbacks", i), m, ids)
