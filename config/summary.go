@@ -147,7 +147,7 @@ func (c *Config) Summary() string {
 		s.MaxBodyBytes, s.MaxUploadBytes, s.ReadHeaderTimeout, s.UploadIdleTimeout, s.DrainTimeout)
 	w("request bodies: read within %s; gzip bodies inflated at once share %d bytes; bodies held and queued WebSocket messages share %d bytes",
 		s.BodyReadTimeout, s.MaxInflatingBytes, s.MaxInflightBodyBytes)
-	w("translate: reasoning field %s, drop extra fields %t", c.Translate.ReasoningField, c.Translate.DropExtraFields)
+	w("translate: reasoning field %s, drop extra fields %t, server tools %s", c.Translate.ReasoningField, c.Translate.DropExtraFields, c.Translate.ServerTools)
 	w("sidecar: balance cached %s", c.Sidecar.BalanceCacheTTL)
 	w("browsers: %s; chat n at most %d", corsText(s.CORSOrigins), c.Translate.MaxN)
 	holder := "caller"

@@ -293,7 +293,16 @@ type Translate struct {
 	ReasoningField  string `yaml:"reasoning_field"`   // "reasoning_content" (default) or "reasoning"
 	DropExtraFields bool   `yaml:"drop_extra_fields"` // drop unknown chat fields instead of forwarding them
 	MaxN            int    `yaml:"max_n"`             // largest chat n fanned out; default 8, at most 128
+	// ServerTools is what becomes of a tool the platform cannot run (Anthropic's server
+	// tools, OpenAI's hosted tools): ServerToolsDrop (default) or ServerToolsRefuse.
+	ServerTools string `yaml:"server_tools"`
 }
+
+// The choices of translate.server_tools.
+const (
+	ServerToolsDrop   = "drop"   // left out of the call, named in x-modelgate-dropped-tools
+	ServerToolsRefuse = "refuse" // the call is answered with a 400
+)
 
 // SidecarConf tunes the platform REST routes.
 type SidecarConf struct {

@@ -96,6 +96,7 @@ func validate(c *Config, d *decoder) []*Error {
 	v.adminKeys(c.AdminKeys, digests)
 	v.server(&c.Server)
 	v.either("translate.reasoning_field", c.Translate.ReasoningField, "reasoning_content", "reasoning")
+	v.either("translate.server_tools", c.Translate.ServerTools, ServerToolsDrop, ServerToolsRefuse)
 	v.nonNegativeDuration("sidecar.balance_cache_ttl", c.Sidecar.BalanceCacheTTL)
 	v.corsOrigins(c.Server.CORSOrigins)
 	v.maxN(c.Translate.MaxN)

@@ -45,6 +45,7 @@ type messagesFields struct {
 	model, messages, system, maxTokens, stream, stop  gjson.Result
 	temperature, topP, topK, tools, toolChoice, think gjson.Result
 	metadata, outputConfig, outputFormat              gjson.Result
+	tl                                                toolState
 }
 
 // ParseMessages validates an Anthropic Messages body and translates it for the Responses
@@ -88,12 +89,13 @@ func parseMessages(body []byte, count bool, opt ParseOptions) (*MessagesRequest,
 	if err := f.check(r); err != nil {
 		return nil, err
 	}
-	w := msgWriter{bodyWriter: bodyWriter{b: make([]byte, 0, len(src)+256)}, opt: opt}
+	f.tl.opt = opt
+	w := msgWriter{bodyWriter: bodyWriter{b: make([]byte, 0, len(src)+256)}, tl: &f.tl}
 	if err := w.write(f, r); err != nil {
 		return nil, err
 	}
 	r.core = w.b
-	r.DroppedTools = w.Dropped
+	r.DroppedTools = f.tl.dropped
 	r.Identity.FirstUser = w.firstUser
 	return r, nil
 }
@@ -261,10 +263,18 @@ func (r *MessagesRequest) ToResponses(upstreamModel string, opt RequestOptions) 
 type msgWriter struct {
 	bodyWriter
 	calls []string // tool_use ids seen so far, for the pairing check
-	opt   ParseOptions
-	// Dropped names the server tools' families left out; droppedNames their names in the
+	// tl is the parse's rule for server tools and what it left out, kept in the pooled
+	// fields table rather than here: this writer is on the stack of the goroutine that then
+	// holds the stream open (TestOpenStreamStack).
+	tl *toolState
+}
+
+// toolState is a Messages parse's rule for server tools and what it left out.
+type toolState struct {
+	opt ParseOptions
+	// dropped names the server tools' families left out; droppedNames their names in the
 	// request, which a tool_choice may force; sentTools says some tool went upstream.
-	Dropped      []string
+	dropped      []string
 	droppedNames []string
 	sentTools    bool
 }
@@ -388,7 +398,7 @@ func (w *msgWriter) toolChoice(tc gjson.Result) *Error {
 	case "auto":
 		w.b = append(w.b, `,"tool_choice":"auto"`...)
 	case "any":
-		if !w.sentTools {
+		if !w.tl.sentTools {
 			return nil // every tool was a dropped server tool: nothing left to require
 		}
 		w.b = append(w.b, `,"tool_choice":"required"`...)
@@ -399,7 +409,7 @@ func (w *msgWriter) toolChoice(tc gjson.Result) *Error {
 		if name.Type != gjson.String || name.Str == "" {
 			return badRequest(codeMissing, "tool_choice.name", "tool_choice.name: Field required")
 		}
-		for _, dropped := range w.droppedNames {
+		for _, dropped := range w.tl.droppedNames {
 			if dropped == name.Str {
 				return nil // forcing a dropped server tool: the model chooses among the rest
 			}

@@ -143,7 +143,7 @@ func (w *msgWriter) tools(tools gjson.Result) *Error {
 		return nil
 	}
 	w.b = append(w.b, ']')
-	w.sentTools = true
+	w.tl.sentTools = true
 	return nil
 }
 
@@ -162,12 +162,12 @@ func (w *msgWriter) tool(t gjson.Result, param string, start int) *Error {
 		if !ok || typ.Type != gjson.String {
 			return badRequest(codeUnsupportedValue, param+".type", param+".type: the tool type "+strconv.Quote(capString(typ.String(), 64))+" is not supported by this gateway; define it as a client tool with an input_schema")
 		}
-		if w.opt.RefuseServerTools {
+		if w.tl.opt.RefuseServerTools {
 			return badRequest(codeUnsupportedValue, param+".type", param+".type: the server tool "+strconv.Quote(typ.Str)+" runs on Anthropic's side and the platform cannot run it; remove it, or ask the operator for translate.server_tools: drop")
 		}
-		w.Dropped = appendOnce(w.Dropped, label)
+		w.tl.dropped = appendOnce(w.tl.dropped, label)
 		if name.Type == gjson.String {
-			w.droppedNames = append(w.droppedNames, name.Str)
+			w.tl.droppedNames = append(w.tl.droppedNames, name.Str)
 		}
 		return nil
 	}

@@ -13,6 +13,14 @@ import (
 // (anthropic_tools.go): dropped and named in x-modelgate-dropped-tools, or refused with
 // translate.server_tools: refuse. Tool types the gateway does not know pass as they are.
 
+// hostedState is a chat parse's rule for hosted tools and what it left out.
+type hostedState struct {
+	opt     ParseOptions
+	dropped []string // hosted tools left out, each once
+	// allDropped: every tool was a dropped hosted tool, so none can be required.
+	allDropped bool
+}
+
 // hostedTool names a Responses hosted tool type the platform cannot run, by its family
 // (dated variants included), the name x-modelgate-dropped-tools gives it.
 func hostedTool(typ string) (string, bool) {

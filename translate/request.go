@@ -66,12 +66,13 @@ func ParseChatWith(body []byte, opt ParseOptions) (*ChatRequest, error) {
 	if err := f.check(r); err != nil {
 		return nil, err
 	}
-	w := reqWriter{bodyWriter: bodyWriter{b: make([]byte, 0, len(src)+256)}, opt: opt}
+	f.hosted.opt = opt
+	w := reqWriter{bodyWriter: bodyWriter{b: make([]byte, 0, len(src)+256)}, hosted: &f.hosted}
 	if err := w.write(f, r); err != nil {
 		return nil, err
 	}
 	r.core = w.b
-	r.DroppedTools = w.dropped
+	r.DroppedTools = f.hosted.dropped
 	r.Identity.FirstUser = w.firstUser
 	r.Identity.Metadata = metadataCopy(&f.metadata)
 	return r, nil
@@ -89,6 +90,7 @@ type chatFields struct {
 	// copiedRoom holds copied: one slot per name copiedKind names, in the pooled tables, so
 	// a request that names its end user or its cache key allocates nothing for it.
 	copiedRoom [7]field
+	hosted     hostedState
 }
 
 // chatFieldsPool lends the tables requests are parsed into. They are 2 KB of gjson results:

@@ -10,11 +10,11 @@ import (
 // form (texts, schemas, arguments) are copied verbatim from the source.
 type reqWriter struct {
 	bodyWriter
-	calls   []callRef // tool calls seen so far, for the pairing check
-	opt     ParseOptions
-	dropped []string // hosted tools left out (hosted_tools.go)
-	// allDropped: every tool was a dropped hosted tool, so none can be required.
-	allDropped bool
+	calls []callRef // tool calls seen so far, for the pairing check
+	// hosted is the parse's rule for hosted tools and what it left out, kept in the pooled
+	// fields table rather than here: this writer is on the stack of the goroutine that then
+	// holds the stream open (TestOpenStreamStack).
+	hosted *hostedState
 }
 
 // callRef is one tool call of the history and whether a result answered it.
@@ -201,9 +201,9 @@ func (w *reqWriter) tools(f *chatFields) *Error {
 			return err
 		}
 	}
-	if len(w.b) == start && len(w.dropped) > 0 {
+	if len(w.b) == start && len(w.hosted.dropped) > 0 {
 		w.b = w.b[:mark] // every tool was dropped: send none
-		w.allDropped = true
+		w.hosted.allDropped = true
 		return nil
 	}
 	w.b = append(w.b, ']')
@@ -213,10 +213,10 @@ func (w *reqWriter) tools(f *chatFields) *Error {
 // dropHosted applies translate.server_tools to a hosted tool the platform cannot run:
 // refused, or left out and named.
 func (w *reqWriter) dropHosted(param, name string) *Error {
-	if w.opt.RefuseServerTools {
+	if w.hosted.opt.RefuseServerTools {
 		return hostedRefused(param, name)
 	}
-	w.dropped = appendOnce(w.dropped, name)
+	w.hosted.dropped = appendOnce(w.hosted.dropped, name)
 	return nil
 }
 
@@ -334,7 +334,7 @@ func (w *reqWriter) toolChoice(f *chatFields) *Error {
 	case gjson.String:
 		switch tc.Str {
 		case "required":
-			if w.allDropped {
+			if w.hosted.allDropped {
 				return nil
 			}
 			fallthrough
@@ -348,7 +348,7 @@ func (w *reqWriter) toolChoice(f *chatFields) *Error {
 		if !tc.IsObject() {
 			break
 		}
-		if name, ok := hostedTool(tc.Get("type").Str); ok && contains(w.dropped, name) {
+		if name, ok := hostedTool(tc.Get("type").Str); ok && contains(w.hosted.dropped, name) {
 			return nil // forcing a dropped hosted tool: the model chooses among the rest
 		}
 		w.b = append(w.b, `,"tool_choice":`...)
