@@ -259,6 +259,7 @@ func applyDefaults(c *Config) {
 	setDefault(&c.Responses.Scope, "team")
 	setDefault(&c.Translate.ReasoningField, defaultReasoningField)
 	setDefault(&c.Translate.MaxN, DefaultMaxN)
+	setDefault(&c.Translate.ServerTools, ServerToolsDrop)
 	setDefault(&c.Sidecar.BalanceCacheTTL, defaultBalanceCacheTTL)
 	setDefault(&c.Responses.Store, defaultResponsesStore)
 	setDefault(&c.Responses.StoreTTL, defaultResponsesStoreTTL)

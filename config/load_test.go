@@ -124,7 +124,7 @@ func TestDefault(t *testing.T) {
 			BodyReadTimeout: 30 * time.Second, MaxInflatingBytes: 64 << 20, MaxInflightBodyBytes: 256 << 20,
 			WebSocketMaxAge: 60 * time.Minute, WebSocketPingInterval: 30 * time.Second,
 		},
-		Translate: Translate{ReasoningField: "reasoning_content", MaxN: 8},
+		Translate: Translate{ReasoningField: "reasoning_content", MaxN: 8, ServerTools: ServerToolsDrop},
 		Sidecar:   SidecarConf{BalanceCacheTTL: 5 * time.Second},
 	}
 	if cfg.Upstream.MaxRetries == nil || *cfg.Upstream.MaxRetries != 2 {

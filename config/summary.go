@@ -147,7 +147,7 @@ func (c *Config) Summary() string {
 		s.MaxBodyBytes, s.MaxUploadBytes, s.ReadHeaderTimeout, s.UploadIdleTimeout, s.DrainTimeout)
 	w("request bodies: read within %s; gzip bodies inflated at once share %d bytes; bodies held and queued WebSocket messages share %d bytes",
 		s.BodyReadTimeout, s.MaxInflatingBytes, s.MaxInflightBodyBytes)
-	w("translate: reasoning field %s, drop extra fields %t", c.Translate.ReasoningField, c.Translate.DropExtraFields)
+	w("translate: reasoning field %s, drop extra fields %t, server tools %s", c.Translate.ReasoningField, c.Translate.DropExtraFields, c.Translate.ServerTools)
 	w("sidecar: balance cached %s", c.Sidecar.BalanceCacheTTL)
 	w("browsers: %s; chat n at most %d", corsText(s.CORSOrigins), c.Translate.MaxN)
 	holder := "caller"
@@ -265,7 +265,7 @@ func routesText(m Model) string {
 	return strings.Join(parts, ", ") + "; " + sticky
 }
 
-// routingText says where a model's calls go when it fails (fallbacks, context_window,
+// routingText says where a model's calls go when it fails (fallbacks, context_window, retries,
 // first_token_timeout), or "" when it names none of them.
 func routingText(m Model) string {
 	var parts []string
@@ -277,6 +277,9 @@ func routingText(m Model) string {
 	}
 	if m.FirstTokenTimeout > 0 {
 		parts = append(parts, "first_token_timeout: "+m.FirstTokenTimeout.String())
+	}
+	if m.Retries != nil {
+		parts = append(parts, fmt.Sprintf("retries: %d", *m.Retries))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -104,7 +104,15 @@ type Model struct {
 	Fallbacks         []string      `yaml:"fallbacks"`           // configured model ids, tried in order
 	ContextWindow     int64         `yaml:"context_window"`      // tokens; 0 = unknown
 	FirstTokenTimeout time.Duration `yaml:"first_token_timeout"` // 0 = no bound of its own
+	// Retries is how many times a call to this model is retried (upstream's retry policy)
+	// before its fallback is tried. nil: none while a fallback is left to try, so the
+	// fallback is not kept waiting; upstream.max_retries otherwise.
+	Retries *int `yaml:"retries"`
 }
+
+// MaxModelRetries bounds models[].retries: each retry may wait up to the platform's
+// Retry-After, and the call's deadline bounds them anyway.
+const MaxModelRetries = 10
 
 // Route is one share of a model's weighted routes.
 type Route struct {
@@ -285,7 +293,16 @@ type Translate struct {
 	ReasoningField  string `yaml:"reasoning_field"`   // "reasoning_content" (default) or "reasoning"
 	DropExtraFields bool   `yaml:"drop_extra_fields"` // drop unknown chat fields instead of forwarding them
 	MaxN            int    `yaml:"max_n"`             // largest chat n fanned out; default 8, at most 128
+	// ServerTools is what becomes of a tool the platform cannot run (Anthropic's server
+	// tools, OpenAI's hosted tools): ServerToolsDrop (default) or ServerToolsRefuse.
+	ServerTools string `yaml:"server_tools"`
 }
+
+// The choices of translate.server_tools.
+const (
+	ServerToolsDrop   = "drop"   // left out of the call, named in x-modelgate-dropped-tools
+	ServerToolsRefuse = "refuse" // the call is answered with a 400
+)
 
 // SidecarConf tunes the platform REST routes.
 type SidecarConf struct {

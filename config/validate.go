@@ -96,6 +96,7 @@ func validate(c *Config, d *decoder) []*Error {
 	v.adminKeys(c.AdminKeys, digests)
 	v.server(&c.Server)
 	v.either("translate.reasoning_field", c.Translate.ReasoningField, "reasoning_content", "reasoning")
+	v.either("translate.server_tools", c.Translate.ServerTools, ServerToolsDrop, ServerToolsRefuse)
 	v.nonNegativeDuration("sidecar.balance_cache_ttl", c.Sidecar.BalanceCacheTTL)
 	v.corsOrigins(c.Server.CORSOrigins)
 	v.maxN(c.Translate.MaxN)
@@ -263,6 +264,9 @@ func (v *validator) models(models []Model) map[string]bool {
 		}
 		if m.FirstTokenTimeout < 0 {
 			v.fail(p+".first_token_timeout", "must not be negative")
+		}
+		if m.Retries != nil && (*m.Retries < 0 || *m.Retries > MaxModelRetries) {
+			v.fail(p+".retries", "must be between 0 and %d, got %d", MaxModelRetries, *m.Retries)
 		}
 	}
 	for i, m := range models {

@@ -52,6 +52,9 @@ func TestParseErrors(t *testing.T) {
 		{"fallback_twice", "models:\n  - id: a\n    fallbacks: [b, b]\n  - id: b\n", []string{`models[0].fallbacks[1]: "b" is listed twice`}},
 		{"context_window_negative", "models:\n  - id: a\n    context_window: -1\n", []string{"models[0].context_window: must not be negative"}},
 		{"first_token_timeout_negative", "models:\n  - id: a\n    first_token_timeout: -1s\n", []string{"models[0].first_token_timeout: must not be negative"}},
+		{"retries_negative", "models:\n  - id: a\n    retries: -1\n", []string{"models[0].retries: must be between 0 and 10, got -1"}},
+		{"retries_too_many", "models:\n  - id: a\n    retries: 11\n", []string{"models[0].retries: must be between 0 and 10, got 11"}},
+		{"server_tools", "translate:\n  server_tools: keep\n", []string{"translate.server_tools: want drop or refuse, got \"keep\""}},
 
 		// environment
 		{"env_unset", strings.Replace(keyed, "mg-search-prod", "${UNSET_APP_KEY}", 1), []string{"c.yaml:7: teams[0].keys[0].key: environment variable UNSET_APP_KEY is not set"}},

@@ -98,11 +98,12 @@ type chatDialect struct {
 }
 
 func (d *chatDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {
-	req, err := translate.ParseChat(body) // the body's last use: the parse's copy replaces it
+	req, err := translate.ParseChatWith(body, parseOptions(st)) // the body's last use: the parse's copy replaces it
 	if err != nil {
 		writeTranslateError(c, err)
 		return false
 	}
+	noteDroppedTools(c, req.DroppedTools)
 	if maxN := maxChoices(st.cfg); req.N > maxN {
 		tooManyChoices(c, maxN)
 		return false

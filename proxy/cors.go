@@ -29,7 +29,7 @@ var corsAllowedHeaderFamilies = []string{"openai-", "x-stainless-"}
 // rate-limit headers of both dialects, Retry-After, and the clamped output cap. Headers a given answer does not
 // carry are simply absent.
 var corsExposedHeaders = strings.Join([]string{
-	"x-request-id", "retry-after", "x-should-retry", overheadHeader, clampedHeader, servedModelHeader,
+	"x-request-id", "retry-after", "x-should-retry", overheadHeader, clampedHeader, servedModelHeader, droppedToolsHeader,
 	"x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests",
 	"x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens",
 	"anthropic-ratelimit-requests-limit", "anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-requests-reset",

@@ -108,6 +108,27 @@ func (s *Server) openOnce(ctx context.Context, gc *gatewayCall, ri *requestInfo)
 //go:noinline
 func (gc *gatewayCall) fillCall(c *upstream.Call, ri *requestInfo) {
 	*c = upstream.Call{Principal: gc.p, Body: gc.body, Stream: gc.stream, Model: gc.upstream, ModelAsked: gc.asked, Trail: ri.trail()}
+	c.Retries, c.OwnRetries = gc.retries()
+}
+
+// retries is how many retries the attempt on gc's current model gets (issue 45): its
+// models[].retries when set; else none while a fallback the caller may use is left, since a
+// refused call (503 with Retry-After: 1, say) would otherwise wait out every retry before
+// its fallback is tried; else (own false) the gateway's upstream.max_retries, as ever.
+func (gc *gatewayCall) retries() (int, bool) {
+	if e, ok := gc.st.models.entries[gc.model]; ok && e.retries != nil {
+		return *e.retries, true
+	}
+	asked := gc.st.models.chained[gc.ri.Model]
+	if asked == nil {
+		return 0, false
+	}
+	for _, id := range asked.Fallbacks[min(gc.next, len(asked.Fallbacks)):] {
+		if gc.p.AllowsModel(id) {
+			return 0, true
+		}
+	}
+	return 0, false
 }
 
 // fallBack moves gc to the asked model's next fallback that f allows (routing.Classify and

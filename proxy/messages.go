@@ -127,11 +127,12 @@ type messagesDialect struct {
 }
 
 func (d *messagesDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {
-	req, err := translate.ParseMessages(body) // the body's last use: the parse's copy replaces it
+	req, err := translate.ParseMessagesWith(body, parseOptions(st)) // the body's last use: the parse's copy replaces it
 	if err != nil {
 		writeTranslateError(c, err)
 		return false
 	}
+	noteDroppedTools(c, req.DroppedTools)
 	// Messages' metadata holds user_id alone (Identity.User): its tags come from the
 	// header and the key.
 	if !attributeIdentity(c, st, &req.Identity) {
@@ -248,7 +249,7 @@ func (s *Server) countTokens(c *gin.Context) {
 		return
 	}
 	asked := peekable(body)
-	req, err := translate.ParseMessagesCount(body) // the body's last use, as in the preflight
+	req, err := translate.ParseMessagesCountWith(body, parseOptions(st)) // the body's last use, as in the preflight
 	if err != nil {
 		noteAsked(ri, asked)
 		writeTranslateError(c, err)

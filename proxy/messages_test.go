@@ -43,7 +43,7 @@ func TestMessagesErrorsInAnthropicShape(t *testing.T) {
 		{name: "unknown x-api-key", body: messagesBody("sim-chat"), hdr: []string{"X-Api-Key", "mg-nope"}, status: 401, typ: "authentication_error"},
 		{name: "invalid json", key: keyAlpha2, body: []byte(`{"model":`), status: 400, typ: "invalid_request_error"},
 		{name: "missing max_tokens", key: keyAlpha2, body: []byte(`{"model":"sim-chat","messages":[{"role":"user","content":"hi"}]}`), status: 400, typ: "invalid_request_error"},
-		{name: "server tool", key: keyAlpha2, body: []byte(`{"model":"sim-chat","max_tokens":5,"tools":[{"type":"bash_20250124","name":"bash"}],"messages":[{"role":"user","content":"hi"}]}`), status: 400, typ: "invalid_request_error"},
+		{name: "unknown tool type", key: keyAlpha2, body: []byte(`{"model":"sim-chat","max_tokens":5,"tools":[{"type":"teleport_20990101","name":"teleport"}],"messages":[{"role":"user","content":"hi"}]}`), status: 400, typ: "invalid_request_error"},
 		{name: "body too large", key: keyAlpha2, body: []byte(`{"model":"sim-chat","max_tokens":5,"messages":[{"role":"user","content":"` + strings.Repeat("x", 8<<10) + `"}]}`), status: 413, typ: "request_too_large"},
 		{name: "unknown sub-route", key: keyAlpha2, path: "/v1/messages/batches", body: []byte(`{}`), status: 404, typ: "not_found_error"},
 		{name: "platform overloaded", key: keyAlpha2, body: messagesBody("sim-503"), status: 529, typ: "overloaded_error", upstream: true},

@@ -35,6 +35,7 @@ type modelEntry struct {
 	upstream string         // the platform's name when the id has no routes
 	routes   *routing.Table // the id's weighted routes; nil when it has none
 	sticky   string         // config.StickyUser, config.StickyConversation or ""
+	retries  *int           // models[].retries; nil: the default (gatewayCall.retries)
 }
 
 func newModelTable(models []config.Model) modelTable {
@@ -44,7 +45,7 @@ func newModelTable(models []config.Model) modelTable {
 		if up == "" {
 			up = m.ID
 		}
-		e := modelEntry{upstream: up, sticky: m.Sticky}
+		e := modelEntry{upstream: up, sticky: m.Sticky, retries: m.Retries}
 		t.anySticky = t.anySticky || (m.Sticky != "" && len(m.Routes) > 0)
 		if len(m.Routes) > 0 {
 			e.routes = newRouteTable(m.Routes)

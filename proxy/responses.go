@@ -180,6 +180,17 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 			return false
 		}
 	}
+	if present(f.tools) {
+		// Hosted tools the platform cannot run are dropped (or refused) before anything
+		// else reads the body.
+		out, dropped, err := translate.ResponsesHostedTools(body, parseOptions(st))
+		if err != nil {
+			writeTranslateError(c, err)
+			return false
+		}
+		body = out
+		noteDroppedTools(c, dropped)
+	}
 	switch {
 	case !present(f.background):
 	case !f.background.IsBool():

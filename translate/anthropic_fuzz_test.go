@@ -138,6 +138,9 @@ func FuzzParseMessages(f *testing.F) {
 		`{"type":"document","source":{"type":"url","url":"file:///etc/passwd"}}]}]}`), false)
 	f.Add([]byte(thinkingBody(signatureOf(`{"id":"rs_1","enc":"`+strings.Repeat("[", 40)+`"}`))), true)
 	f.Add([]byte(thinkingBody(signatureOf(nested(MaxEventDepth+1, false, "")))), false)
+	// Issue 45's typed tools: client-run ones written out, server ones dropped.
+	f.Add([]byte(`{"model":"m","max_tokens":5,"tools":[{"type":"bash_20250124","name":"bash"},{"type":"web_search_20250305","name":"web_search"},`+
+		`{"type":"computer_20250124","display_width_px":1,"display_height_px":2}],"tool_choice":{"type":"tool","name":"web_search"},"messages":[{"role":"user","content":"x"}]}`), false)
 	f.Fuzz(func(t *testing.T, body []byte, count bool) {
 		orig := bytes.Clone(body)
 		var r *MessagesRequest

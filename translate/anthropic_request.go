@@ -27,6 +27,9 @@ type MessagesRequest struct {
 	Thinking      bool // extended thinking requested: reasoning comes back as thinking blocks
 	// Identity is who asks (metadata.user_id) and in which conversation, as the body says.
 	Identity Identity
+	// DroppedTools names the server tools left out because the platform cannot run them
+	// (web_search, web_fetch, ...), each once: the x-modelgate-dropped-tools header.
+	DroppedTools []string
 
 	core   []byte  // translated fields after model/stream, each preceded by a comma
 	extras []field // model-specific fields forwarded unless the upstream is strict
@@ -42,12 +45,20 @@ type messagesFields struct {
 	model, messages, system, maxTokens, stream, stop  gjson.Result
 	temperature, topP, topK, tools, toolChoice, think gjson.Result
 	metadata, outputConfig, outputFormat              gjson.Result
+	tl                                                toolState
 }
 
 // ParseMessages validates an Anthropic Messages body and translates it for the Responses
 // gateway. Bad input gives a *Error whose Param names the offending field; the proxy renders
 // it in Anthropic's error shape.
-func ParseMessages(body []byte) (*MessagesRequest, error) { return parseMessages(body, false) }
+func ParseMessages(body []byte) (*MessagesRequest, error) {
+	return parseMessages(body, false, ParseOptions{})
+}
+
+// ParseMessagesWith is ParseMessages with options (translate.server_tools).
+func ParseMessagesWith(body []byte, opt ParseOptions) (*MessagesRequest, error) {
+	return parseMessages(body, false, opt)
+}
 
 // UpstreamMaxTokens is the output cap the platform is asked for: the client's max_tokens,
 // raised to the Responses API's minimum where it is below it.
@@ -55,9 +66,16 @@ func (r *MessagesRequest) UpstreamMaxTokens() int64 { return max(r.MaxTokens, mi
 
 // ParseMessagesCount parses a count_tokens body: a Messages request without max_tokens.
 // Its translation is what a call would send, so the count is the admission estimate.
-func ParseMessagesCount(body []byte) (*MessagesRequest, error) { return parseMessages(body, true) }
+func ParseMessagesCount(body []byte) (*MessagesRequest, error) {
+	return parseMessages(body, true, ParseOptions{})
+}
 
-func parseMessages(body []byte, count bool) (*MessagesRequest, error) {
+// ParseMessagesCountWith is ParseMessagesCount with options, those of the calls it counts.
+func ParseMessagesCountWith(body []byte, opt ParseOptions) (*MessagesRequest, error) {
+	return parseMessages(body, true, opt)
+}
+
+func parseMessages(body []byte, count bool, opt ParseOptions) (*MessagesRequest, error) {
 	f := newMessagesFields()
 	defer f.release()
 	r := &MessagesRequest{}
@@ -71,11 +89,13 @@ func parseMessages(body []byte, count bool) (*MessagesRequest, error) {
 	if err := f.check(r); err != nil {
 		return nil, err
 	}
-	w := msgWriter{bodyWriter: bodyWriter{b: make([]byte, 0, len(src)+256)}}
+	f.tl.opt = opt
+	w := msgWriter{bodyWriter: bodyWriter{b: make([]byte, 0, len(src)+256)}, tl: &f.tl}
 	if err := w.write(f, r); err != nil {
 		return nil, err
 	}
 	r.core = w.b
+	r.DroppedTools = f.tl.dropped
 	r.Identity.FirstUser = w.firstUser
 	return r, nil
 }
@@ -243,6 +263,20 @@ func (r *MessagesRequest) ToResponses(upstreamModel string, opt RequestOptions) 
 type msgWriter struct {
 	bodyWriter
 	calls []string // tool_use ids seen so far, for the pairing check
+	// tl is the parse's rule for server tools and what it left out, kept in the pooled
+	// fields table rather than here: this writer is on the stack of the goroutine that then
+	// holds the stream open (TestOpenStreamStack).
+	tl *toolState
+}
+
+// toolState is a Messages parse's rule for server tools and what it left out.
+type toolState struct {
+	opt ParseOptions
+	// dropped names the server tools' families left out; droppedNames their names in the
+	// request, which a tool_choice may force; sentTools says some tool went upstream.
+	dropped      []string
+	droppedNames []string
+	sentTools    bool
 }
 
 func (w *msgWriter) write(f *messagesFields, r *MessagesRequest) *Error {
@@ -353,67 +387,6 @@ func safetyIdentifier(id string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// tools maps client tools to function tools. Anthropic's server tools (web search, bash,
-// the text editor, computer use) would run on Anthropic's side; the platform cannot run
-// them, so they are refused rather than silently ignored.
-func (w *msgWriter) tools(tools gjson.Result) *Error {
-	if !tools.Exists() || tools.Type == gjson.Null {
-		return nil
-	}
-	if !tools.IsArray() {
-		return badRequest(codeInvalidType, "tools", "tools: Input should be a valid list")
-	}
-	if !hasElements(tools) {
-		return nil
-	}
-	w.b = append(w.b, `,"tools":[`...)
-	start := len(w.b)
-	var err *Error
-	i := 0
-	tools.ForEach(func(_, t gjson.Result) bool {
-		param := "tools." + strconv.Itoa(i)
-		i++
-		if !t.IsObject() {
-			err = badRequest(codeInvalidType, param, param+": Input should be a valid dictionary")
-			return false
-		}
-		if typ := t.Get("type"); typ.Exists() && typ.Type != gjson.Null && typ.Str != "custom" {
-			err = badRequest(codeUnsupportedValue, param+".type", param+".type: the server tool "+strconv.Quote(capString(typ.String(), 64))+" is not supported by this gateway; define it as a client tool with an input_schema")
-			return false
-		}
-		name, schema := t.Get("name"), t.Get("input_schema")
-		if name.Type != gjson.String || name.Str == "" {
-			err = badRequest(codeMissing, param+".name", param+".name: Field required")
-			return false
-		}
-		if !schema.IsObject() {
-			err = badRequest(codeMissing, param+".input_schema", param+".input_schema: Field required")
-			return false
-		}
-		w.sep(start)
-		w.b = append(w.b, `{"type":"function","name":`...)
-		w.b = append(w.b, name.Raw...)
-		if d := t.Get("description"); d.Type == gjson.String {
-			w.b = append(w.b, `,"description":`...)
-			w.b = append(w.b, d.Raw...)
-		}
-		w.b = append(w.b, `,"parameters":`...)
-		w.b = append(w.b, schema.Raw...)
-		// strict: true asks for calls that always fit the schema, as on Anthropic's side.
-		if t.Get("strict").Type == gjson.True {
-			w.b = append(w.b, `,"strict":true}`...)
-		} else {
-			w.b = append(w.b, `,"strict":false}`...)
-		}
-		return true
-	})
-	if err != nil {
-		return err
-	}
-	w.b = append(w.b, ']')
-	return nil
-}
-
 func (w *msgWriter) toolChoice(tc gjson.Result) *Error {
 	if !tc.Exists() || tc.Type == gjson.Null {
 		return nil
@@ -425,6 +398,9 @@ func (w *msgWriter) toolChoice(tc gjson.Result) *Error {
 	case "auto":
 		w.b = append(w.b, `,"tool_choice":"auto"`...)
 	case "any":
+		if !w.tl.sentTools {
+			return nil // every tool was a dropped server tool: nothing left to require
+		}
 		w.b = append(w.b, `,"tool_choice":"required"`...)
 	case "none":
 		w.b = append(w.b, `,"tool_choice":"none"`...)
@@ -432,6 +408,11 @@ func (w *msgWriter) toolChoice(tc gjson.Result) *Error {
 		name := tc.Get("name")
 		if name.Type != gjson.String || name.Str == "" {
 			return badRequest(codeMissing, "tool_choice.name", "tool_choice.name: Field required")
+		}
+		for _, dropped := range w.tl.droppedNames {
+			if dropped == name.Str {
+				return nil // forcing a dropped server tool: the model chooses among the rest
+			}
 		}
 		w.b = append(w.b, `,"tool_choice":{"type":"function","name":`...)
 		w.b = append(w.b, name.Raw...)

@@ -11,6 +11,9 @@ import (
 // what the proxy needs to route, admit and post-process the call; the rest is the already
 // translated body, so ToResponses only frames it.
 type ChatRequest struct {
+	// DroppedTools names the hosted tools left out because the platform cannot run them
+	// (web_search, ...), each once: the x-modelgate-dropped-tools header.
+	DroppedTools []string
 	Model        string
 	Stream       bool
 	IncludeUsage bool
@@ -47,7 +50,10 @@ const maxN = 128
 
 // ParseChat validates a Chat Completions body and translates it. Bad input gives a *Error
 // whose Param names the offending field.
-func ParseChat(body []byte) (*ChatRequest, error) {
+func ParseChat(body []byte) (*ChatRequest, error) { return ParseChatWith(body, ParseOptions{}) }
+
+// ParseChatWith is ParseChat with options (translate.server_tools).
+func ParseChatWith(body []byte, opt ParseOptions) (*ChatRequest, error) {
 	f := newChatFields()
 	defer f.release()
 	r := &ChatRequest{N: 1}
@@ -60,11 +66,13 @@ func ParseChat(body []byte) (*ChatRequest, error) {
 	if err := f.check(r); err != nil {
 		return nil, err
 	}
-	w := reqWriter{bodyWriter: bodyWriter{b: make([]byte, 0, len(src)+256)}}
+	f.hosted.opt = opt
+	w := reqWriter{bodyWriter: bodyWriter{b: make([]byte, 0, len(src)+256)}, hosted: &f.hosted}
 	if err := w.write(f, r); err != nil {
 		return nil, err
 	}
 	r.core = w.b
+	r.DroppedTools = f.hosted.dropped
 	r.Identity.FirstUser = w.firstUser
 	r.Identity.Metadata = metadataCopy(&f.metadata)
 	return r, nil
@@ -82,6 +90,7 @@ type chatFields struct {
 	// copiedRoom holds copied: one slot per name copiedKind names, in the pooled tables, so
 	// a request that names its end user or its cache key allocates nothing for it.
 	copiedRoom [7]field
+	hosted     hostedState
 }
 
 // chatFieldsPool lends the tables requests are parsed into. They are 2 KB of gjson results:

@@ -11,6 +11,10 @@ import (
 type reqWriter struct {
 	bodyWriter
 	calls []callRef // tool calls seen so far, for the pairing check
+	// hosted is the parse's rule for hosted tools and what it left out, kept in the pooled
+	// fields table rather than here: this writer is on the stack of the goroutine that then
+	// holds the stream open (TestOpenStreamStack).
+	hosted *hostedState
 }
 
 // callRef is one tool call of the history and whether a result answered it.
@@ -170,6 +174,7 @@ func (w *reqWriter) tools(f *chatFields) *Error {
 	if !hasTools && !hasFunctions && !hasSearch {
 		return nil
 	}
+	mark := len(w.b)
 	w.b = append(w.b, `,"tools":[`...)
 	start := len(w.b)
 	if hasTools {
@@ -192,11 +197,26 @@ func (w *reqWriter) tools(f *chatFields) *Error {
 		}
 	}
 	if hasSearch {
-		if err := w.webSearch(f.webSearch, start); err != nil {
+		if err := w.webSearch(f.webSearch); err != nil {
 			return err
 		}
 	}
+	if len(w.b) == start && len(w.hosted.dropped) > 0 {
+		w.b = w.b[:mark] // every tool was dropped: send none
+		w.hosted.allDropped = true
+		return nil
+	}
 	w.b = append(w.b, ']')
+	return nil
+}
+
+// dropHosted applies translate.server_tools to a hosted tool the platform cannot run:
+// refused, or left out and named.
+func (w *reqWriter) dropHosted(param, name string) *Error {
+	if w.hosted.opt.RefuseServerTools {
+		return hostedRefused(param, name)
+	}
+	w.hosted.dropped = appendOnce(w.hosted.dropped, name)
 	return nil
 }
 
@@ -231,7 +251,10 @@ func (w *reqWriter) tool(t gjson.Result, i, start int) *Error {
 	case "":
 		return missing(param + ".type")
 	}
-	// Hosted tools (web_search, file_search, ...) already have their Responses shape.
+	if name, ok := hostedTool(typ.Str); ok && typ.Type == gjson.String {
+		return w.dropHosted(param+".type", name)
+	}
+	// Other hosted tools already have their Responses shape.
 	w.sep(start)
 	w.b = append(w.b, t.Raw...)
 	return nil
@@ -279,22 +302,13 @@ func (w *reqWriter) function(fn gjson.Result, param string, start int) *Error {
 	return nil
 }
 
-func (w *reqWriter) webSearch(ws gjson.Result, start int) *Error {
+// webSearch takes web_search_options, chat's request for OpenAI's hosted web search, which
+// the platform cannot run: dropped or refused like any hosted tool (hosted_tools.go).
+func (w *reqWriter) webSearch(ws gjson.Result) *Error {
 	if !ws.IsObject() {
 		return badRequest(codeInvalidType, "web_search_options", "Invalid type for 'web_search_options': expected an object.")
 	}
-	w.sep(start)
-	w.b = append(w.b, `{"type":"web_search"`...)
-	w.optional(ws, "search_context_size")
-	if loc := ws.Get("user_location.approximate"); loc.IsObject() {
-		w.b = append(w.b, `,"user_location":{"type":"approximate"`...)
-		for _, k := range [...]string{"city", "country", "region", "timezone"} {
-			w.optional(loc, k)
-		}
-		w.b = append(w.b, '}')
-	}
-	w.b = append(w.b, '}')
-	return nil
+	return w.dropHosted("web_search_options", "web_search")
 }
 
 // toolChoice flattens tool_choice, or maps the legacy function_call when there is none.
@@ -319,7 +333,12 @@ func (w *reqWriter) toolChoice(f *chatFields) *Error {
 	switch tc.Type {
 	case gjson.String:
 		switch tc.Str {
-		case "none", "auto", "required":
+		case "required":
+			if w.hosted.allDropped {
+				return nil
+			}
+			fallthrough
+		case "none", "auto":
 			w.b = append(w.b, `,"tool_choice":`...)
 			w.b = append(w.b, tc.Raw...)
 			return nil
@@ -328,6 +347,9 @@ func (w *reqWriter) toolChoice(f *chatFields) *Error {
 	case gjson.JSON:
 		if !tc.IsObject() {
 			break
+		}
+		if name, ok := hostedTool(tc.Get("type").Str); ok && contains(w.hosted.dropped, name) {
+			return nil // forcing a dropped hosted tool: the model chooses among the rest
 		}
 		w.b = append(w.b, `,"tool_choice":`...)
 		return w.namedChoice(tc, param)

@@ -50,8 +50,11 @@ func (ks keys) next(tried []*poolKey) (*poolKey, bool) {
 //
 // With a pool of platform keys, a 401/403 or 429 on one key is retried at once on another
 // usable key, without counting against max_retries: that key's refusal says nothing about
-// the request. Retries the policy allows go to a key not tried yet when there is one.
-func (g *Gateway) attempt(ctx context.Context, tr *Trail, deadline time.Time, ks keys, build func(ctx context.Context, key string) (*http.Request, error)) (*http.Response, error) {
+// the request. Retries the policy allows go to a key not tried yet when there is one;
+// retries bounds them (the policy's MaxRetries, or a model's own count, see Call.Retries).
+func (g *Gateway) attempt(ctx context.Context, tr *Trail, deadline time.Time, ks keys, retries int, build func(ctx context.Context, key string) (*http.Request, error)) (*http.Response, error) {
+	policy := g.policy
+	policy.MaxRetries = retries
 	var tried []*poolKey
 	var next *poolKey
 	judged := 0 // attempts the retry policy has judged
@@ -116,7 +119,7 @@ func (g *Gateway) attempt(ctx context.Context, tr *Trail, deadline time.Time, ks
 			}
 		}
 		judged++
-		wait, again := g.policy.Decide(judged, resp, err, time.Until(deadline))
+		wait, again := policy.Decide(judged, resp, err, time.Until(deadline))
 		if !again || ctx.Err() != nil {
 			if span != nil {
 				g.finalAttempt(span, req, done, resp, err)
@@ -127,7 +130,7 @@ func (g *Gateway) attempt(ctx context.Context, tr *Trail, deadline time.Time, ks
 			g.endAttempt(span, req, done, resp, err)
 		}
 		discard(resp)
-		if err := g.policy.sleep(ctx, wait); err != nil {
+		if err := policy.sleep(ctx, wait); err != nil {
 			return nil, err
 		}
 	}

@@ -154,7 +154,20 @@ type Call struct {
 	// first_token_timeout): an opened stream is not yet a success for the model's breaker,
 	// and the caller reports how it went with ReportWatched.
 	Watched bool
+	// OwnRetries says Retries, not the gateway's upstream.max_retries, bounds this call's
+	// retries: a model with fallbacks gets none unless its models[].retries says otherwise,
+	// so a refused call moves to the fallback at once (docs/routing.md).
+	OwnRetries bool
+	Retries    int
 	Trail
+}
+
+// retries is how many retries c may have.
+func (g *Gateway) retries(c *Call) int {
+	if c.OwnRetries {
+		return max(c.Retries, 0)
+	}
+	return g.policy.MaxRetries
 }
 
 // Open sends c with retries. On success the caller owns resp.Body and must call cancel, which
@@ -220,7 +233,7 @@ func (g *Gateway) open(parent context.Context, c *Call) (*http.Response, context
 	if c.Wait != nil {
 		g.timeWait(ct, c.Wait)
 	}
-	resp, err := g.attempt(ctx, &c.Trail, deadline, g.keysFor(c.Principal), func(ctx context.Context, key string) (*http.Request, error) {
+	resp, err := g.attempt(ctx, &c.Trail, deadline, g.keysFor(c.Principal), g.retries(c), func(ctx context.Context, key string) (*http.Request, error) {
 		sent.Store(false)
 		return g.platform.NewGatewayRequest(httptrace.WithClientTrace(ctx, ct), platform.Call{
 			Method: http.MethodPost, Path: platform.ResponsesPath, Body: c.Body,

@@ -37,7 +37,7 @@ func (l *Lender) Send(ctx context.Context, prefer string, build func(ctx context
 	if !ok {
 		deadline = time.Now().Add(l.g.timeout)
 	}
-	return l.g.attempt(l.timed(ctx), &l.tr, deadline, ks, build)
+	return l.g.attempt(l.timed(ctx), &l.tr, deadline, ks, l.g.policy.MaxRetries, build)
 }
 
 // Lease lends one key for a call that cannot be sent twice (a streamed upload). The returned
