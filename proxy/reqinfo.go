@@ -49,6 +49,10 @@ type requestInfo struct {
 	// the platform has the request (a stream need not hold it for minutes), or when the
 	// handler returns (recoverer).
 	held reqbody.Held
+
+	// socket is set on a WebSocket upgrade handed to wsmode: the request is reported when
+	// its connection closes, not when the upgrade's handler returns.
+	socket *socketEnd
 }
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.

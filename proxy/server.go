@@ -364,6 +364,10 @@ func (s *Server) observe(c *gin.Context) {
 		budgetStore(c)
 	}
 	c.Next()
+	if ri.socket != nil {
+		s.finishSocket(c, ri) // reported when the connection closes (websocket_log.go)
+		return
+	}
 	s.finish(c, ri)
 }
 
@@ -390,7 +394,12 @@ func (s *Server) finish(c *gin.Context, ri *requestInfo) {
 	if ri.ClientClosed && !c.Writer.Written() {
 		status = statusClientClosedRequest
 	}
-	sum := ri.Summary(c.Request.Method, status, maxLoggedModel)
+	s.report(ri, c.Request.Method, status)
+}
+
+// report logs and reports a request that has ended, from its record alone.
+func (s *Server) report(ri *requestInfo, method string, status int) {
+	sum := ri.Summary(method, status, maxLoggedModel)
 	sum.CostMicros = s.settleBilling(ri)
 	if ri.trace != nil {
 		s.endTrace(ri, &sum)
@@ -445,6 +454,9 @@ func (s *Server) logRequest(r reqlog.RequestSummary) {
 	}
 	if r.Transport != "" {
 		line = append(line, slog.String("transport", r.Transport))
+	}
+	if r.Route == websocketRoute {
+		line = append(line, slog.Int("turns", r.Turns))
 	}
 	s.log.LogAttrs(context.Background(), level, "request", line...)
 }

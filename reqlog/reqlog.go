@@ -52,6 +52,9 @@ type RequestSummary struct {
 	Tags    string
 	// Transport is "websocket" for a turn of the Responses WebSocket mode; "" over HTTP.
 	Transport string
+	// Turns is, for a Responses WebSocket connection (summarised when it closes), the turns
+	// it served; 0 for any other request.
+	Turns int
 }
 
 // Platform key states, as /metrics and /admin/usage show them.
