@@ -42,7 +42,10 @@ func (e *socketEnd) closed(turns int) {
 
 // finishSocket is observe's end of an upgrade handed to wsmode: the answer's status (101,
 // or the library's refusal of a bad handshake) is read now, while the gin context is still
-// the request's; the report waits for the connection to close.
+// the request's; the report waits for the connection to close. Never inlined, as finish
+// is not: observe's frame stays on the stack of every open stream.
+//
+//go:noinline
 func (s *Server) finishSocket(c *gin.Context, ri *requestInfo) {
 	method, status := c.Request.Method, c.Writer.Status()
 	report := func() { s.report(ri, method, status) }
