@@ -171,3 +171,22 @@ func dialUpload(t *testing.T, addr, msg string) (net.Conn, *bufio.Reader) {
 	}
 	return conn, br
 }
+
+// TestSidecarUploadExpectContinueNotDrained: a client that waits for 100-continue and is
+// refused on its declared length never sends the body, so nothing is drained: the 413 comes
+// without a 100 Continue before it, and the connection closes at once rather than after
+// lingerTime (10 s).
+func TestSidecarUploadExpectContinueNotDrained(t *testing.T) {
+	noLeaks(t)
+	cp := newCountingPlatform(t)
+	env := newTestEnv(t, "", withPlatform(cp, 0))
+	head := fmt.Sprintf("POST /api/open/v2/assets HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n",
+		keyAlpha1, testBoundary, int64(10)<<30)
+	conn, br := dialUpload(t, env.front.Listener.Addr().String(), head)
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		t.Fatalf("the connection was not closed after the 413: %v", err)
+	}
+	cp.assertNoUpload(t)
+}
