@@ -249,9 +249,6 @@ func runTag() string {
 	return hex.EncodeToString(b[:])
 }
 
-// simulatedModels are listed when --simulate runs with a config that names no models.
-var simulatedModels = []string{"sim-chat", "sim-tools", "sim-reasoning", "sim-json", "sim-long", "sim-slow", "sim-refusal", "sim-incomplete", "sim-failed"}
-
 func serve(o options, logger *slog.Logger) error {
 	cfg, err := loadConfig(o, logger)
 	if err != nil {
@@ -260,33 +257,18 @@ func serve(o options, logger *slog.Logger) error {
 	for _, w := range cfg.KeyWarnings() {
 		logger.Warn("weak local key: " + w) // names the key's place in the config, never its value
 	}
-	var simRoots *x509.CertPool // --simulate-upstream h2: the one CA the embedded platform's certificate chains to
+	var sim *simulated // --simulate: the embedded platform, kept across reloads
 	if o.simulate {
-		// A tag of this run in every id: responses kept before a restart keep their ids.
-		sim := platformsim.New(platformsim.Options{IDTag: runTag()})
-		served, err := sim.Serve("127.0.0.1:0", platformsim.ServeOptions{
-			Protocol: o.simulateUp,
-			// Once per protocol, so a run shows what modelgate speaks to the platform.
-			FirstRequest: func(proto string) { logger.Info("simulated platform: first request", "protocol", proto) },
-		})
-		if err != nil {
-			return fmt.Errorf("start simulated platform: %w", err)
+		if sim, err = startSimulated(o.simulateUp, logger); err != nil {
+			return err
 		}
-		defer served.Stop()
-		simURL := served.URL
-		cfg.Upstream.GatewayURL, cfg.Upstream.BaseURL = simURL, simURL
-		switch o.simulateUp {
-		case platformsim.ServeH2:
-			simRoots, cfg.Upstream.HTTP2 = served.RootCAs, config.HTTP2Auto
-		case platformsim.ServeH2C:
-			cfg.Upstream.HTTP2 = config.HTTP2Cleartext
-		}
-		if len(cfg.Models) == 0 {
-			for _, id := range simulatedModels {
-				cfg.Models = append(cfg.Models, config.Model{ID: id})
-			}
-		}
-		logger.Info("simulated platform running", "url", simURL)
+		defer sim.stop()
+		sim.point(cfg)
+		logger.Info("simulated platform running", "url", sim.url)
+	}
+	var simRoots *x509.CertPool
+	if sim != nil {
+		simRoots = sim.roots
 	}
 	if cfg.Upstream.GatewayURL == "" || cfg.Upstream.BaseURL == "" {
 		return errors.New("no upstream: set upstream.gateway_url and upstream.base_url (or --gateway-url/--base-url), or run with --simulate")
@@ -419,7 +401,7 @@ func serve(o options, logger *slog.Logger) error {
 			return err
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
-				reload(o, logger, srv, obs, authn.Mode(), self)
+				reload(o, sim, logger, srv, obs, authn.Mode(), self)
 				continue
 			}
 			return drain(httpServer, srv, limiter, cfg.Server.DrainTimeout, logger, tracer)
@@ -433,10 +415,11 @@ func serve(o options, logger *slog.Logger) error {
 // local keys upstream. Nor may it add a config key named like a key issued to the same team.
 //
 // Either way the audit log records it: the paths the reload changed, or that one was refused.
-func reload(o options, logger *slog.Logger, srv *proxy.Server, obs *metrics.Metrics, mode auth.Mode, self *selfService) {
+func reload(o options, sim *simulated, logger *slog.Logger, srv *proxy.Server, obs *metrics.Metrics, mode auth.Mode, self *selfService) {
 	cfg, err := loadConfig(o, logger)
-	if err == nil && o.simulate {
-		err = errors.New("reload is not supported with --simulate")
+	if err == nil {
+		// Under --simulate the new config is pointed at the platform already running.
+		sim.point(cfg)
 	}
 	var a *auth.Authenticator
 	if err == nil {

@@ -12,6 +12,10 @@ import (
 // slowEventDelay is sim-slow's pause between events when Options.EventDelay is not set.
 const slowEventDelay = 50 * time.Millisecond
 
+// stallOpenEvents is how many events sim-stall's stream sends before it goes silent:
+// response.created and response.in_progress, neither of them output.
+const stallOpenEvents = 2
+
 // serveResponses is POST /v1/responses: authenticate, apply a script, validate, generate.
 func (s *Sim) serveResponses(w http.ResponseWriter, r *http.Request) {
 	body, tooLarge := s.recordRequest(r)
@@ -67,6 +71,10 @@ func (s *Sim) generate(req *request, key string) answer {
 			message: "The server is overloaded. Please retry later."})
 		a.header.Set("Retry-After", "1")
 		return a
+	case "sim-context-length":
+		// Any input exceeds this model's window: the error a fallback with a larger
+		// context_window is for.
+		return ContextLengthReply().answer()
 	}
 
 	p := &plan{req: req, id: s.nextID("resp"), createdAt: s.opts.Now().Unix(), status: "completed"}
@@ -127,7 +135,15 @@ func (s *Sim) generate(req *request, key string) answer {
 		if req.model == "sim-slow" {
 			a.eventDelay = slowEventDelay
 		}
+		if req.model == "sim-stall" {
+			// The stream opens (created, in progress) and no output ever follows: a model
+			// thinking for ever, what first_token_timeout is for.
+			a.events, a.stall = a.events[:stallOpenEvents], true
+		}
 		return a
+	}
+	if req.model == "sim-stall" {
+		return answer{stall: true} // no header ever comes, and nothing is charged
 	}
 	b.output = int64(p.deltaCount())
 	body, _ := json.Marshal(p.response(b.input))

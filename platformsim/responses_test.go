@@ -369,6 +369,7 @@ func TestHTTPErrorModels(t *testing.T) {
 		{"sim-429", 429, "1", "rate_limit_exceeded"},
 		{"sim-500", 500, "", "server_error"},
 		{"sim-503", 503, "1", "server_is_overloaded"},
+		{"sim-context-length", 400, "", "context_length_exceeded"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.model, func(t *testing.T) {

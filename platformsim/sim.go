@@ -11,7 +11,9 @@
 // "parallel") and answers with the tool output once it is given; sim-reasoning adds a reasoning
 // summary; sim-refusal refuses; sim-incomplete and sim-filtered stop early; sim-failed fails;
 // sim-error-event streams an error event; sim-slow paces events; sim-429, sim-500 and sim-503
-// answer HTTP errors; sim-json fits text.format; sim-long streams 200 deltas. Any model whose
+// answer HTTP errors; sim-context-length answers 400 context_length_exceeded; sim-stall opens
+// its stream and never sends output (a plain answer never gets its headers); sim-json fits
+// text.format; sim-long streams 200 deltas (docs/simulate.md lists them all). Any model whose
 // request turns the platform's thinking switch on (thinking.type enabled) leads its answer
 // with a reasoning summary.
 //

@@ -19,6 +19,9 @@ type answer struct {
 	events     []Event       // non-nil: an SSE stream
 	eventDelay time.Duration // default pause between events (sim-slow)
 	bill       *bill         // nil: nothing charged
+	// stall (sim-stall): once its events are sent (a plain answer: before its headers),
+	// wait until the client leaves.
+	stall bool
 }
 
 // bill is what the platform charges for a generated answer. A plain body is charged in full;
@@ -46,6 +49,10 @@ func (s *Sim) send(w http.ResponseWriter, r *http.Request, a answer, rep Reply) 
 		a.bill.requestID = r.Header.Get("X-Request-Id")
 	}
 	if !s.wait(ctx, rep.Delay) {
+		return
+	}
+	if a.stall && a.events == nil {
+		s.stall(ctx)
 		return
 	}
 	switch rep.Fault {
@@ -169,6 +176,10 @@ func (s *Sim) sendStream(w http.ResponseWriter, r *http.Request, a answer, rep R
 		if a.bill != nil && deltaTypes[ev.Type] {
 			s.charge(a.bill, 0, 0, 1)
 		}
+	}
+	if a.stall {
+		s.stall(ctx)
+		return
 	}
 	switch rep.Fault {
 	case FaultResetMidStream:

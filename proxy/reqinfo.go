@@ -54,6 +54,10 @@ type requestInfo struct {
 	// journaled is the call's entry in the admission journal, cleared once it settled and
 	// billed; a background job takes it along.
 	journaled journal.Handle
+
+	// socket is set on a WebSocket upgrade handed to wsmode: the request is reported when
+	// its connection closes, not when the upgrade's handler returns.
+	socket *socketEnd
 }
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.

@@ -389,6 +389,10 @@ func (s *Server) observe(c *gin.Context) {
 		budgetStore(c)
 	}
 	c.Next()
+	if ri.socket != nil {
+		s.finishSocket(c, ri) // reported when the connection closes (websocket_log.go)
+		return
+	}
 	s.finish(c, ri)
 }
 
@@ -415,7 +419,12 @@ func (s *Server) finish(c *gin.Context, ri *requestInfo) {
 	if ri.ClientClosed && !c.Writer.Written() {
 		status = statusClientClosedRequest
 	}
-	sum := ri.Summary(c.Request.Method, status, maxLoggedModel)
+	s.report(ri, c.Request.Method, status)
+}
+
+// report logs and reports a request that has ended, from its record alone.
+func (s *Server) report(ri *requestInfo, method string, status int) {
+	sum := ri.Summary(method, status, maxLoggedModel)
 	sum.CostMicros = s.settleBilling(ri)
 	s.journal.Clear(ri.journaled) // settled and billed: nothing left for a next start to charge
 	if ri.trace != nil {
@@ -475,6 +484,9 @@ func (s *Server) logRequest(r reqlog.RequestSummary) {
 	if r.Outcome != "" {
 		line = append(line, slog.String("outcome", r.Outcome))
 		level = slog.LevelWarn
+	}
+	if r.Route == websocketRoute {
+		line = append(line, slog.Int("turns", r.Turns))
 	}
 	s.log.LogAttrs(context.Background(), level, "request", line...)
 }

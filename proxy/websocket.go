@@ -73,6 +73,7 @@ func (s *Server) responsesSocket(c *gin.Context) {
 		return
 	}
 	who := wsmode.Caller{Scope: p.ScopeID, Header: http.Header{}, RemoteAddr: c.Request.RemoteAddr}
+	who.Closed = socketEndOf(info(c)).closed
 	for _, h := range turnHeaders {
 		if v := c.Request.Header.Values(h); len(v) > 0 {
 			who.Header[h] = v

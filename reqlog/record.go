@@ -59,6 +59,8 @@ type Record struct {
 	ClientClosed                  bool          // the client left before its answer was complete
 	// Transport is "websocket" for a turn of the Responses WebSocket mode; "" over HTTP.
 	Transport string
+	// Turns is, for a Responses WebSocket connection, the turns it served in its life.
+	Turns int
 
 	// KeepWait is set when server.overhead_header is on: the platform calls then add their
 	// wait (nanoseconds, from asking for a connection to each answer's first byte, plus
@@ -88,7 +90,7 @@ func (r *Record) Summary(method string, status int, maxModel int) RequestSummary
 		Duration: time.Since(r.Start), TTFB: r.TTFB,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, InputReserved: r.InputReserved, Attempts: r.Attempts,
 		ErrorCode: r.ErrCode, Refusal: r.Refusal, UpstreamErr: r.UpstreamErr,
-		UsageEstimated: r.UsageEstimated, UpstreamModel: r.UpstreamModel, Transport: r.Transport,
+		UsageEstimated: r.UsageEstimated, UpstreamModel: r.UpstreamModel, Transport: r.Transport, Turns: r.Turns,
 		EndUser: r.EndUser, Tags: r.Tags,
 	}
 }

@@ -55,6 +55,9 @@ type RequestSummary struct {
 	// Outcome is "crashed" for a call a replica was killed holding, charged by its next
 	// start (docs/accounting.md); "" for every request a running process answered.
 	Outcome string
+	// Turns is, for a Responses WebSocket connection (summarised when it closes), the turns
+	// it served; 0 for any other request.
+	Turns int
 }
 
 // Platform key states, as /metrics and /admin/usage show them.

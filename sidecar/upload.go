@@ -82,8 +82,13 @@ func (r *Routes) uploadAsset(c *gin.Context) {
 	call := callOf(c)
 	limit := call.Settings.MaxUploadBytes
 	if c.Request.ContentLength > limit+multipartSlack {
-		// Refused on the declaration alone; the body is never read.
-		uploadTooLarge(c, limit)
+		// Refused on the declaration alone; the body is never read, only drained when the
+		// client sends it without waiting (lingering close, linger.go).
+		if waitsForContinue(c.Request) {
+			uploadTooLarge(c, limit)
+		} else {
+			answerAndLinger(c, call.Settings.UploadIdleTimeout, func() { uploadTooLarge(c, limit) })
+		}
 		return
 	}
 	if !noQuery(c) {
@@ -108,8 +113,11 @@ func (r *Routes) uploadAsset(c *gin.Context) {
 	}
 	out := u.run()
 	if !out.clientGone && !u.bodyDone {
-		// The rest of the body was not read; the connection cannot be reused.
+		// The rest of the body was not read; the connection cannot be reused, and the client
+		// may still be sending it: answer, then drain it (lingering close, linger.go).
 		c.Header("Connection", "close")
+		answerAndLinger(c, idle, func() { out.write(c) })
+		return
 	}
 	out.write(c)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -36,6 +37,7 @@ type conn struct {
 	notice  []byte // an event to send before closing
 
 	pinger *time.Timer
+	turns  atomic.Int64 // turns served (generate: false messages are not turns)
 }
 
 func newConn(s *Server, ws *websocket.Conn, who Caller) *conn {
@@ -152,6 +154,7 @@ func (c *conn) work(ctx context.Context) {
 		if msg.prepare {
 			c.prepare(ctx, msg.body)
 		} else {
+			c.turns.Add(1)
 			c.turn(ctx, msg.body)
 		}
 	}

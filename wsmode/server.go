@@ -106,6 +106,17 @@ type Caller struct {
 	Header http.Header
 	// RemoteAddr is the client's address, for the turns' logs.
 	RemoteAddr string
+	// Closed, when set, is called once the connection has ended (or its upgrade failed),
+	// its turns settled, with the number of turns it served: the connection's own request
+	// is reported then, with its life as its duration.
+	Closed func(turns int)
+}
+
+// closed reports the connection's end to the caller.
+func (who *Caller) closed(turns int) {
+	if who.Closed != nil {
+		who.Closed(turns)
+	}
 }
 
 // Admit takes a place for one more connection of the caller's key, or reports that the key
@@ -146,6 +157,7 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, who Caller, relea
 	})
 	if err != nil {
 		release()
+		who.closed(0)
 		return
 	}
 	ws.SetReadLimit(s.opts.MaxMessage)
@@ -153,6 +165,7 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, who Caller, relea
 	if !s.track(c) {
 		release()
 		ws.Close(closeDraining, "server is shutting down; reconnect to continue")
+		who.closed(0)
 		return
 	}
 	go func() {
@@ -161,6 +174,8 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, who Caller, relea
 		// Not the upgrade's context: its values (the server's, the upgrade's trace) are
 		// not the turns', and would be kept alive for the connection's life.
 		c.run(context.Background())
+		// Before untrack: a drain that waits for every connection waits for its report too.
+		who.closed(int(c.turns.Load()))
 	}()
 }
 
