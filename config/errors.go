@@ -3,7 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -14,6 +16,9 @@ type Error struct {
 	Line int    // 1-based; 0 when the problem has no single place in the file
 	Path string // key path such as teams[0].keys[1].key; "" for the file as a whole
 	Msg  string
+	// Vars are the unset environment variables this error names, for a caller that can
+	// offer a way around them (check --simulate).
+	Vars []string
 }
 
 func (e *Error) Error() string {
@@ -53,4 +58,77 @@ func joinErrors(errs []*Error) error {
 		out = append(out, fmt.Errorf("%s: %d more problems not shown", errs[0].File, extra))
 	}
 	return errors.Join(out...)
+}
+
+// reportUnset adds the one error naming every unset environment variable, each with the
+// lines that reference it. A single reference keeps its key path, as any other error does.
+func (d *decoder) reportUnset() {
+	if len(d.unset) == 0 {
+		return
+	}
+	first := d.unsetLines[d.unset[0]][0]
+	if len(d.unset) == 1 && len(d.unsetLines[d.unset[0]]) == 1 {
+		name := d.unset[0]
+		path := ""
+		for p, vars := range d.unsetPaths {
+			if slices.Contains(vars, name) {
+				path = p
+			}
+		}
+		d.errs = append(d.errs, &Error{File: d.file, Line: first, Path: path, Vars: []string{name},
+			Msg: fmt.Sprintf("environment variable %s is not set", name)})
+		return
+	}
+	parts := make([]string, len(d.unset))
+	for i, name := range d.unset {
+		lines := d.unsetLines[name]
+		word := "line"
+		if len(lines) > 1 {
+			word = "lines"
+		}
+		nums := make([]string, len(lines))
+		for j, l := range lines {
+			nums[j] = strconv.Itoa(l)
+		}
+		parts[i] = fmt.Sprintf("%s (%s %s)", name, word, strings.Join(nums, ", "))
+	}
+	msg := "environment variables are not set: " + strings.Join(parts, ", ")
+	if len(d.unset) == 1 {
+		msg = "environment variable " + parts[0] + " is not set"
+	}
+	d.errs = append(d.errs, &Error{File: d.file, Line: first, Vars: slices.Clone(d.unset), Msg: msg})
+}
+
+// relevant drops the validation errors about a path that failed to decode, or about a path
+// above or below one: the decoding error already says what is wrong there.
+func (d *decoder) relevant(errs []*Error) []*Error {
+	if len(d.failed) == 0 {
+		return errs
+	}
+	above := make(map[string]bool, len(d.failed)) // every ancestor of a failed path
+	for p := range d.failed {
+		for q := parentPath(p); q != ""; q = parentPath(q) {
+			above[q] = true
+		}
+	}
+	out := errs[:0]
+	for _, e := range errs {
+		drop := e.Path != "" && above[e.Path]
+		for p := e.Path; p != "" && !drop; p = parentPath(p) {
+			drop = d.failed[p]
+		}
+		if !drop {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// parentPath is the path one level up: "a.b[2]" for "a.b[2].c", "a.b" for "a.b[2]".
+func parentPath(p string) string {
+	i := strings.LastIndexAny(p, ".[")
+	if i < 0 {
+		return ""
+	}
+	return p[:i]
 }
