@@ -43,7 +43,8 @@ func help(args []string, stdout, stderr io.Writer) int {
 	case "", "help":
 		fmt.Fprint(stdout, mainUsage(serveFlags(&options{}, stderr)))
 	case "check":
-		fmt.Fprint(stdout, checkUsage(checkFlags(stderr)))
+		fs, _ := checkFlags(stderr)
+		fmt.Fprint(stdout, checkUsage(fs))
 	case "keys":
 		fmt.Fprintln(stdout, keysUsage)
 	case "healthcheck":
@@ -69,7 +70,7 @@ func checkFlags(stderr io.Writer) (*pflag.FlagSet, *checkOptions) {
 	return fs, &o
 }
 
-func checkUsage(fs *pflag.FlagSet, _ *checkOptions) string {
+func checkUsage(fs *pflag.FlagSet) string {
 	return "usage: modelgate check [--config FILE] [--simulate]\n\n" +
 		"Reports every problem of the file at once, each at its line, or prints what the config\n" +
 		"would enforce; exit status 0 when it is valid, 1 when it is not, 2 for a usage error.\n\nflags:\n" +
@@ -79,7 +80,7 @@ func checkUsage(fs *pflag.FlagSet, _ *checkOptions) string {
 // check validates a config file and prints what it would enforce.
 func check(args []string, stdout, stderr io.Writer) int {
 	fs, o := checkFlags(stderr)
-	fs.Usage = func() { fmt.Fprint(stdout, checkUsage(fs, o)) }
+	fs.Usage = func() { fmt.Fprint(stdout, checkUsage(fs)) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0

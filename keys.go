@@ -24,7 +24,7 @@ const keysUsage = `usage: modelgate keys create --team T --name N [--expires-at 
        modelgate keys list [--team T]
        modelgate keys revoke ID
 every subcommand takes --url (default http://127.0.0.1:8080) and --json; the admin key is
-read from $MODELGATE_ADMIN_KEY`
+read from $MODELGATE_ADMIN_KEY; modelgate keys SUBCOMMAND --help lists its flags`
 
 // keysCommand issues, lists and revokes keys through a running modelgate's admin API.
 func keysCommand(args []string, stdout, stderr io.Writer) int {

@@ -118,9 +118,9 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 	d.eachKey(n, path, func(name, p string, k, val *yaml.Node) {
 		idx, ok := fields[name]
 		if !ok {
-			hint, near, close := suggestKey(name, fields)
+			hint, near, sure := suggestKey(name, fields)
 			d.fail(k.Line, p, "unknown key%s", hint)
-			if close && !hasKey(n, near) {
+			if sure && !hasKey(n, near) {
 				// The typo left the key it meant unset: "missing" complaints about it are the
 				// same mistake.
 				d.failed[ChildPath(path, near)] = true

@@ -12,7 +12,7 @@ import (
 // the error, near that key, and close whether it is near enough to be the intended key (a
 // typo, a case or '-' slip, a plural). When nothing is close, the hint lists every key
 // allowed at that place, since a guess alone would mislead.
-func suggestKey(got string, fields map[string]int) (hint, near string, close bool) {
+func suggestKey(got string, fields map[string]int) (hint, near string, sure bool) {
 	names := make([]string, 0, len(fields))
 	for name := range fields {
 		names = append(names, name)
@@ -30,8 +30,8 @@ func suggestKey(got string, fields map[string]int) (hint, near string, close boo
 		}
 	}
 	// Two edits, or a quarter of a long name: beyond that the nearest key is a guess.
-	close = best <= max(2, len(near)/4) && best < len(near)
-	if close {
+	sure = best <= max(2, len(near)/4) && best < len(near)
+	if sure {
 		return fmt.Sprintf(" (did you mean %q?)", near), near, true
 	}
 	return fmt.Sprintf(" (did you mean %q? the keys here are %s)", near, strings.Join(names, ", ")), near, false
