@@ -68,9 +68,9 @@ func TestKeysCommand(t *testing.T) {
 			`POST /admin/keys {"models":["gpt-4o-mini","big"],"name":"bot","team":"search"}`, "key: mg-secret-once", ""},
 		{"create_unknown_team", []string{"create", "--team", "nope", "--name", "bot"}, 1, `POST /admin/keys`, "", "404 No team of that name"},
 		{"list", []string{"list", "--team", "search"}, 0, "GET /admin/keys?team=search",
-			"ID                  TEAM    NAME  SOURCE  LIMITS                                                                             REQUESTS TODAY  SPEND TODAY    LAST USED             EXPIRES\n" +
-				"config:search:prod  search  prod  config  -                                                                                  0               0.0000         -                     -\n" +
-				"key_1               search  bot   api     requests_per_minute=60,tokens_per_day=100000,spend_per_day=2.5,spend_per_month=40  12              0.3000 of 2.5  2026-11-26T08:00:00Z  -\n", ""},
+			"ID                  TEAM    NAME  SOURCE  LIMITS                                                                             REQUESTS TODAY  SPEND TODAY  LAST USED             EXPIRES\n" +
+				"config:search:prod  search  prod  config  -                                                                                  0               0            -                     -\n" +
+				"key_1               search  bot   api     requests_per_minute=60,tokens_per_day=100000,spend_per_day=2.5,spend_per_month=40  12              0.3 of 2.5   2026-11-26T08:00:00Z  -\n", ""},
 		{"list_json", []string{"list", "--json"}, 0, "GET /admin/keys", `"keys":[`, ""},
 		{"revoke", []string{"revoke", "key_1"}, 0, "DELETE /admin/keys/key_1", "revoked key key_1 (team search, name bot)\n", ""},
 		{"revoke_older_server", []string{"revoke", "key_old"}, 0, "DELETE /admin/keys/key_old", "revoked key key_old\n", ""},
@@ -143,5 +143,26 @@ func TestKeysCommandRefusesRedirects(t *testing.T) {
 	}
 	if n := leaked.Load(); n != 0 {
 		t.Fatalf("the admin key was sent to the redirect's target %d times", n)
+	}
+}
+
+// Spend is priced per token: a key that spent millionths must not read as one that spent
+// nothing, and float noise must not show.
+func TestSpentToday(t *testing.T) {
+	cases := []struct {
+		spent  float64
+		limits keyLimits
+		want   string
+	}{
+		{0, keyLimits{}, "0"},
+		{0.000042, keyLimits{}, "0.000042"},
+		{0.0000004, keyLimits{}, "0"},
+		{0.30000000000000004, keyLimits{SpendPerDay: 2.5}, "0.3 of 2.5"},
+		{12.125, keyLimits{SpendPerDay: 25, SpendPerMonth: 500}, "12.125 of 25"},
+	}
+	for _, c := range cases {
+		if got := spentToday(c.spent, c.limits); got != c.want {
+			t.Errorf("spentToday(%v, %+v) = %q, want %q", c.spent, c.limits, got, c.want)
+		}
 	}
 }

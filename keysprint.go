@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -53,8 +54,10 @@ func money(f float64) string {
 }
 
 // spentToday is the SPEND TODAY column: the day's spend, and the key's daily budget if any.
+// A few calls of a cheap model cost millionths, so six decimals are kept: fewer would show a
+// key that has spent as one that has not.
 func spentToday(spent float64, l keyLimits) string {
-	s := strconv.FormatFloat(spent, 'f', 4, 64)
+	s := money(math.Round(spent*1e6) / 1e6)
 	if l.SpendPerDay != 0 {
 		s += " of " + money(l.SpendPerDay)
 	}
