@@ -179,6 +179,25 @@ func TestSyntaxErrorAtItsLine(t *testing.T) {
 	}
 }
 
+// Past maxSearchBytes the search is skipped (each step parses the file again): the line is
+// yaml.v3's own, here the block's, not the broken line at the end.
+func TestSyntaxErrorLineSearchBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("teams:\n")
+	for b.Len() <= maxSearchBytes {
+		b.WriteString("  - name: t\n    keys:\n      - {name: k, key: v}\n")
+	}
+	b.WriteString("  - name: x\n    a: 1\n   b: 2\n")
+	_, err := Parse([]byte(b.String()), "c.yaml", nil)
+	var ce *Error
+	if !errors.As(err, &ce) || !strings.Contains(ce.Msg, "YAML syntax") {
+		t.Fatalf("error %v: want a YAML syntax error", err)
+	}
+	if last := strings.Count(b.String(), "\n"); ce.Line >= last-1 {
+		t.Errorf("line %d of %d: the search ran on a file over its bound", ce.Line, last)
+	}
+}
+
 // FuzzProblemLine: whatever the text, the line found for a syntax error is one of its lines.
 func FuzzProblemLine(f *testing.F) {
 	f.Add([]byte("a:\n  b: 1\n d: 3\n"))

@@ -24,6 +24,12 @@ func syntaxError(err error, source string, data []byte) error {
 	return &Error{File: source, Line: problemLine(data, reported, m[2]), Msg: "YAML syntax: " + m[2]}
 }
 
+// maxSearchBytes bounds the files problemLine searches: yaml.v3 parses about 2 MB a second
+// and the search parses up to seventeen prefixes, so a file of this size costs well under a
+// second (a 4 MiB one took 48 s). A real config is a few kilobytes; a larger file keeps the
+// line yaml.v3 names.
+const maxSearchBytes = 128 << 10
+
 // problemLine finds the first line at which the document fails with problem. YAML closes
 // every open block at the end of the input, so the document cut off before the bad line
 // parses, and cut off after it fails with the same problem: a binary search over where to
@@ -31,6 +37,9 @@ func syntaxError(err error, source string, data []byte) error {
 // file. A cut inside a quoted string or a [...] fails with another problem, which counts as
 // parsing. If the search finds nothing better it answers the reported line.
 func problemLine(data []byte, reported int, problem string) int {
+	if len(data) > maxSearchBytes {
+		return reported
+	}
 	ends := lineEnds(data)
 	if reported < 1 || reported >= len(ends) {
 		return reported
