@@ -99,29 +99,43 @@ func (d *decoder) reportUnset() {
 	d.errs = append(d.errs, &Error{File: d.file, Line: first, Vars: slices.Clone(d.unset), Msg: msg})
 }
 
-// relevant drops the validation errors about a path that failed to decode, or about a path
-// above or below one: the decoding error already says what is wrong there.
+// relevant drops the validation errors the decoding errors already explain: those about a
+// path that failed to decode or about a key under one, and those whose message names one
+// ("set upstream.api_key or ..." when upstream.api_key named an unset variable). An error
+// about an ancestor stays: a team's own problem is not its key's.
 func (d *decoder) relevant(errs []*Error) []*Error {
 	if len(d.failed) == 0 {
 		return errs
 	}
-	above := make(map[string]bool, len(d.failed)) // every ancestor of a failed path
-	for p := range d.failed {
-		for q := parentPath(p); q != ""; q = parentPath(q) {
-			above[q] = true
-		}
-	}
 	out := errs[:0]
 	for _, e := range errs {
-		drop := e.Path != "" && above[e.Path]
-		for p := e.Path; p != "" && !drop; p = parentPath(p) {
-			drop = d.failed[p]
-		}
-		if !drop {
+		if !d.explained(e) {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+func (d *decoder) explained(e *Error) bool {
+	for p := e.Path; p != ""; p = parentPath(p) {
+		if d.failed[p] {
+			return true
+		}
+	}
+	// Each word of the message that could be a key path is looked up: linear in the
+	// message, however many paths failed.
+	for _, w := range strings.FieldsFunc(e.Msg, func(r rune) bool { return !isPathRune(r) }) {
+		w = strings.TrimRight(w, ".")
+		if strings.ContainsAny(w, ".[") && d.failed[w] {
+			return true
+		}
+	}
+	return false
+}
+
+func isPathRune(r rune) bool {
+	return r == '_' || r == '.' || r == '[' || r == ']' || r == '-' ||
+		'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
 }
 
 // parentPath is the path one level up: "a.b[2]" for "a.b[2].c", "a.b" for "a.b[2]".

@@ -44,6 +44,17 @@ func TestParseReportsEveryProblemAtOnce(t *testing.T) {
 				`c.yaml:2: environment variables are not set: GW (lines 2, 4), BASE (line 3)`,
 				`c.yaml:5: limits.requests_per_minute: must not be negative, got -1`,
 			}},
+		// The team's own problem is not its limit's: both are reported.
+		{"team_problem_beside_a_failed_limit",
+			"models: [{id: a}]\nteams:\n  - name: t\n    limits: {tokens_per_day: lots}\n    keys: [{name: k, key: mg-a}]\n",
+			[]string{
+				`c.yaml:3: teams[0]: no platform key for this team: set upstream.api_key or teams[0].upstream_api_key`,
+				`c.yaml:4: teams[0].limits.tokens_per_day: want a whole number, got "lots"`,
+			}},
+		// ... but a complaint that names the key whose variable is unset is that same problem.
+		{"complaint_naming_a_failed_key_left_out",
+			"models: [{id: a}]\nupstream:\n  api_key: ${PLATFORM}\nteams:\n  - name: t\n    keys: [{name: k, key: mg-a}]\n",
+			[]string{`c.yaml:3: upstream.api_key: environment variable PLATFORM is not set`}},
 		{"unset_variable_used_once_keeps_its_path",
 			"upstream:\n  api_key: ${PLATFORM}\n",
 			[]string{`c.yaml:2: upstream.api_key: environment variable PLATFORM is not set`}},
