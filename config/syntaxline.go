@@ -37,7 +37,7 @@ const maxSearchBytes = 128 << 10
 // file. A cut inside a quoted string or a [...] fails with another problem, which counts as
 // parsing. If the search finds nothing better it answers the reported line.
 func problemLine(data []byte, reported int, problem string) int {
-	if len(data) > maxSearchBytes {
+	if len(data) > maxSearchBytes || !onlyNewlines(data) {
 		return reported
 	}
 	ends := lineEnds(data)
@@ -81,4 +81,16 @@ func lineEnds(data []byte) []int {
 		ends = append(ends, off)
 	}
 	return ends
+}
+
+// onlyNewlines reports whether data breaks lines with "\n" (or "\r\n") alone. yaml.v3 also
+// counts a lone "\r", NEL, LS and PS as line breaks; in a file that has them its line numbers
+// and lineEnds' would disagree, so the search is not attempted.
+func onlyNewlines(data []byte) bool {
+	for i, c := range data {
+		if c == '\r' && (i+1 == len(data) || data[i+1] != '\n') {
+			return false
+		}
+	}
+	return !bytes.Contains(data, []byte("\u0085")) && !bytes.Contains(data, []byte("\u2028")) && !bytes.Contains(data, []byte("\u2029"))
 }
