@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -24,10 +24,14 @@ const keysUsage = `usage: modelgate keys create --team T --name N [--expires-at 
        modelgate keys list [--team T]
        modelgate keys revoke ID
 every subcommand takes --url (default http://127.0.0.1:8080) and --json; the admin key is
-read from $MODELGATE_ADMIN_KEY`
+read from $MODELGATE_ADMIN_KEY; modelgate keys SUBCOMMAND --help lists its flags`
 
 // keysCommand issues, lists and revokes keys through a running modelgate's admin API.
 func keysCommand(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprintln(stdout, keysUsage)
+		return 0
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprintln(stderr, keysUsage)
 		return 2
@@ -35,6 +39,7 @@ func keysCommand(args []string, stdout, stderr io.Writer) int {
 	sub := args[0]
 	fs := pflag.NewFlagSet("modelgate keys "+sub, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(stdout, "%s\n\nflags of keys %s:\n%s", keysUsage, sub, fs.FlagUsages()) }
 	base := fs.String("url", "http://127.0.0.1:8080", "modelgate's base URL")
 	asJSON := fs.Bool("json", false, "print the API's JSON answer")
 	team := fs.String("team", "", "team name")
@@ -47,9 +52,10 @@ func keysCommand(args []string, stdout, stderr io.Writer) int {
 		models = fs.StringArray("model", nil, "a model the key may use, one of its team's; repeatable (default: the team's models)")
 	}
 	if err := fs.Parse(args[1:]); err != nil {
-		if err == pflag.ErrHelp {
+		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
+		fmt.Fprintf(stderr, "modelgate keys %s: %v (see modelgate keys --help)\n", sub, err)
 		return 2
 	}
 	adminKey := os.Getenv(adminKeyEnv)
@@ -127,39 +133,6 @@ func keysCommand(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	return printKeys(sub, body, stdout, stderr)
-}
-
-func printKeys(sub string, body []byte, stdout, stderr io.Writer) int {
-	type key struct {
-		ID, Team, Name, Source string
-		Key                    string     `json:"key"`
-		ExpiresAt              *time.Time `json:"expires_at"`
-		LastUsedAt             *time.Time `json:"last_used_at"`
-	}
-	switch sub {
-	case "create":
-		var k key
-		if err := json.Unmarshal(body, &k); err != nil {
-			fmt.Fprintln(stderr, "modelgate keys: unexpected answer")
-			return 1
-		}
-		fmt.Fprintf(stdout, "id:  %s\nkey: %s\n(the key is shown only once: store it now)\n", k.ID, k.Key)
-	case "list":
-		var l struct{ Keys []key }
-		if err := json.Unmarshal(body, &l); err != nil {
-			fmt.Fprintln(stderr, "modelgate keys: unexpected answer")
-			return 1
-		}
-		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tTEAM\tNAME\tSOURCE\tLAST USED\tEXPIRES")
-		for _, k := range l.Keys {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Team, k.Name, k.Source, timeOrDash(k.LastUsedAt), timeOrDash(k.ExpiresAt))
-		}
-		tw.Flush()
-	case "revoke":
-		fmt.Fprintln(stdout, "revoked")
-	}
-	return 0
 }
 
 func timeOrDash(t *time.Time) string {

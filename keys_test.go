@@ -33,9 +33,16 @@ func fakeAdmin(t *testing.T, calls *[]string) *httptest.Server {
 			w.WriteHeader(201)
 			_, _ = w.Write([]byte(`{"id":"key_1","team":"search","name":"bot","source":"api","key":"mg-secret-once"}`))
 		case r.Method == "GET" && r.URL.Path == "/admin/keys":
-			_, _ = w.Write([]byte(`{"keys":[{"id":"config:search:prod","team":"search","name":"prod","source":"config"},{"id":"key_1","team":"search","name":"bot","source":"api","last_used_at":"2026-11-26T08:00:00Z"}]}`))
+			_, _ = w.Write([]byte(`{"keys":[{"id":"config:search:prod","team":"search","name":"prod","source":"config",` +
+				`"limits":{"requests_per_minute":0},"usage":{"day_requests":0,"spend_day":0}},` +
+				`{"id":"key_1","team":"search","name":"bot","source":"api","last_used_at":"2026-11-26T08:00:00Z",` +
+				`"limits":{"requests_per_minute":60,"tokens_per_day":100000,"spend_per_day":2.5,"spend_per_month":40},` +
+				`"usage":{"minute_requests":1,"day_requests":12,"spend_day":0.30000000000000004,"spend_month":7.1}}]}`))
 		case r.Method == "DELETE" && r.URL.Path == "/admin/keys/key_1":
-			_, _ = w.Write([]byte(`{"id":"key_1","revoked":true}`))
+			_, _ = w.Write([]byte(`{"id":"key_1","team":"search","name":"bot","revoked":true}`))
+		case r.Method == "DELETE" && r.URL.Path == "/admin/keys/key_old":
+			// an older modelgate answers with the id alone
+			_, _ = w.Write([]byte(`{"id":"key_old","revoked":true}`))
 		default:
 			w.WriteHeader(404)
 		}
@@ -60,12 +67,18 @@ func TestKeysCommand(t *testing.T) {
 		{"create_with_models", []string{"create", "--team", "search", "--name", "bot", "--model", "gpt-4o-mini", "--model", "big"}, 0,
 			`POST /admin/keys {"models":["gpt-4o-mini","big"],"name":"bot","team":"search"}`, "key: mg-secret-once", ""},
 		{"create_unknown_team", []string{"create", "--team", "nope", "--name", "bot"}, 1, `POST /admin/keys`, "", "404 No team of that name"},
-		{"list", []string{"list", "--team", "search"}, 0, "GET /admin/keys?team=search", "search  bot   api     2026-11-26T08:00:00Z", ""},
+		{"list", []string{"list", "--team", "search"}, 0, "GET /admin/keys?team=search",
+			"ID                  TEAM    NAME  SOURCE  LIMITS                                                                             REQUESTS TODAY  SPEND TODAY  LAST USED             EXPIRES\n" +
+				"config:search:prod  search  prod  config  -                                                                                  0               0            -                     -\n" +
+				"key_1               search  bot   api     requests_per_minute=60,tokens_per_day=100000,spend_per_day=2.5,spend_per_month=40  12              0.3 of 2.5   2026-11-26T08:00:00Z  -\n", ""},
 		{"list_json", []string{"list", "--json"}, 0, "GET /admin/keys", `"keys":[`, ""},
-		{"revoke", []string{"revoke", "key_1"}, 0, "DELETE /admin/keys/key_1", "revoked", ""},
+		{"revoke", []string{"revoke", "key_1"}, 0, "DELETE /admin/keys/key_1", "revoked key key_1 (team search, name bot)\n", ""},
+		{"revoke_older_server", []string{"revoke", "key_old"}, 0, "DELETE /admin/keys/key_old", "revoked key key_old\n", ""},
 		{"revoke_needs_id", []string{"revoke"}, 2, "", "", "exactly one key id"},
 		{"bad_limit", []string{"create", "--team", "search", "--name", "x", "--limit", "rpm"}, 2, "", "", "want name=number"},
 		{"unknown_sub", []string{"rotate"}, 2, "", "", "usage:"},
+		{"sub_help", []string{"list", "--help"}, 0, "", "flags of keys list:", ""},
+		{"create_help", []string{"create", "-h"}, 0, "", "--limit stringArray", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -130,5 +143,26 @@ func TestKeysCommandRefusesRedirects(t *testing.T) {
 	}
 	if n := leaked.Load(); n != 0 {
 		t.Fatalf("the admin key was sent to the redirect's target %d times", n)
+	}
+}
+
+// Spend is priced per token: a key that spent millionths must not read as one that spent
+// nothing, and float noise must not show.
+func TestSpentToday(t *testing.T) {
+	cases := []struct {
+		spent  float64
+		limits keyLimits
+		want   string
+	}{
+		{0, keyLimits{}, "0"},
+		{0.000042, keyLimits{}, "0.000042"},
+		{0.0000004, keyLimits{}, "0"},
+		{0.30000000000000004, keyLimits{SpendPerDay: 2.5}, "0.3 of 2.5"},
+		{12.125, keyLimits{SpendPerDay: 25, SpendPerMonth: 500}, "12.125 of 25"},
+	}
+	for _, c := range cases {
+		if got := spentToday(c.spent, c.limits); got != c.want {
+			t.Errorf("spentToday(%v, %+v) = %q, want %q", c.spent, c.limits, got, c.want)
+		}
 	}
 }

@@ -67,12 +67,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case "check":
 			return check(args[1:], stdout, stderr)
 		case "healthcheck":
-			return healthcheck(args[1:], stderr)
+			return healthcheck(args[1:], stdout, stderr)
 		case "keys":
 			return keysCommand(args[1:], stdout, stderr)
+		case "help":
+			return help(args[1:], stdout, stderr)
 		}
 	}
-	opts, code, done := parseFlags(args, stderr)
+	opts, code, done := parseFlags(args, stdout, stderr)
 	if done {
 		return code
 	}
@@ -93,28 +95,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func parseFlags(args []string, stderr io.Writer) (options, int, bool) {
+func parseFlags(args []string, stdout, stderr io.Writer) (options, int, bool) {
 	var o options
-	fs := pflag.NewFlagSet("modelgate", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.configPath, "config", "", "YAML config file (default config.yaml in the working directory when it exists)")
-	fs.StringVar(&o.listen, "listen", "", "listen address, overrides the config (default 127.0.0.1:8080)")
-	fs.StringVar(&o.gatewayURL, "gateway-url", "", "the platform's {gateway_url}, where /v1/responses lives")
-	fs.StringVar(&o.baseURL, "base-url", "", "the platform's {base_url}, where /api/open/v2/... lives")
-	fs.BoolVar(&o.simulate, "simulate", false, "start an embedded simulated platform on loopback and use it as the upstream")
-	fs.StringVar(&o.simulateUp, "simulate-upstream", platformsim.ServeH1, "how the --simulate platform serves: h1 (plain HTTP/1.1), h2 (TLS with HTTP/2, a certificate made at start) or h2c (cleartext HTTP/2)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
-	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs := serveFlags(&o, stderr)
+	fs.Usage = func() { fmt.Fprint(stdout, mainUsage(fs)) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return o, 0, true
 		}
-		fmt.Fprintln(stderr, "modelgate:", err)
+		fmt.Fprintln(stderr, "modelgate:", err, "(see modelgate --help)")
 		return o, 2, true
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "modelgate: unexpected argument %q (did you mean 'modelgate check'?)\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "modelgate: unexpected argument %q (the commands are check, keys, healthcheck and help)\n", fs.Arg(0))
 		return o, 2, true
 	}
 	switch o.simulateUp {
@@ -128,6 +121,22 @@ func parseFlags(args []string, stderr io.Writer) (options, int, bool) {
 		return o, 2, true
 	}
 	return o, 0, false
+}
+
+// serveFlags are the flags of modelgate itself (serving), bound to o.
+func serveFlags(o *options, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("modelgate", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.configPath, "config", "", "YAML config file (default config.yaml in the working directory when it exists)")
+	fs.StringVar(&o.listen, "listen", "", "listen address, overrides the config (default 127.0.0.1:8080)")
+	fs.StringVar(&o.gatewayURL, "gateway-url", "", "the platform's {gateway_url}, where /v1/responses lives")
+	fs.StringVar(&o.baseURL, "base-url", "", "the platform's {base_url}, where /api/open/v2/... lives")
+	fs.BoolVar(&o.simulate, "simulate", false, "start an embedded simulated platform on loopback and use it as the upstream")
+	fs.StringVar(&o.simulateUp, "simulate-upstream", platformsim.ServeH1, "how the --simulate platform serves: h1 (plain HTTP/1.1), h2 (TLS with HTTP/2, a certificate made at start) or h2c (cleartext HTTP/2)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	return fs
 }
 
 func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
@@ -145,50 +154,6 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
-// check validates a config file and prints what it would enforce.
-func check(args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("modelgate check", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", "config.yaml", "YAML config file to validate")
-	if err := fs.Parse(args); err != nil {
-		fmt.Fprintln(stderr, "modelgate check:", err)
-		return 2
-	}
-	cfg, err := config.Load(*path)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	fmt.Fprint(stdout, cfg.Summary())
-	for _, w := range append(append(cfg.KeyWarnings(), cfg.SpendWarnings()...), cfg.ModelWarnings()...) {
-		fmt.Fprintln(stderr, "warning:", w)
-	}
-	return 0
-}
-
-// healthcheck probes a running modelgate's /healthz: the container image has no shell or
-// curl, so the binary is its own probe.
-func healthcheck(args []string, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("modelgate healthcheck", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	url := fs.String("url", "http://127.0.0.1:8080/healthz", "health URL to probe")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	client := http.Client{Timeout: 3 * time.Second}
-	resp, err := client.Get(*url)
-	if err != nil {
-		fmt.Fprintln(stderr, "unhealthy:", err)
-		return 1
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintln(stderr, "unhealthy: status", resp.StatusCode)
-		return 1
-	}
-	return 0
-}
-
 // loadConfig finds and loads the config the flags name, then applies the flag overrides.
 // Under --simulate an unset ${VAR} becomes the placeholder "sim-VAR", so the example config
 // runs on a machine with no secrets; the names (never values) are logged.
@@ -204,18 +169,11 @@ func loadConfig(o options, logger *slog.Logger) (*config.Config, error) {
 	case path == "":
 		cfg = config.Default()
 	case o.simulate:
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		getenv := func(name string) (string, bool) {
-			if v, ok := os.LookupEnv(name); ok {
-				return v, true
-			}
+		var err error
+		cfg, err = loadSimulated(path, func(name string) {
 			logger.Warn("simulate: environment variable unset, using placeholder "+config.SimulatePlaceholder(name), "variable", name)
-			return config.SimulatePlaceholder(name), true
-		}
-		if cfg, err = config.Parse(data, path, getenv); err != nil {
+		})
+		if err != nil {
 			return nil, err
 		}
 	default:

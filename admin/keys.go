@@ -272,7 +272,8 @@ func (a *API) revokeKey(w http.ResponseWriter, r *http.Request) {
 		a.d.KeyEvents.KeyRevoked(ctx, id, rec.Team, rec.Name)
 	}
 	a.audit(r, audit.KeyRevoked, rec.Team+"/"+rec.Name, map[string]string{"id": id})
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "revoked": true})
+	// The team and name say which key went, so the one revoking can tell it was the right one.
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "team": rec.Team, "name": rec.Name, "revoked": true})
 }
 
 // issuedDetails are what the audit log says of an issued key: its id and what bounds it,

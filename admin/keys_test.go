@@ -77,6 +77,9 @@ func TestIssuedKeyWorksAtOnceAndRevokes(t *testing.T) {
 
 	if status, _, b := r.do(t, "DELETE", "/admin/keys/"+id, adminKey, nil); status != 200 {
 		t.Fatalf("revoke: %d %s", status, b)
+	} else if want := `{"id":"` + id + `","name":"ci-bot","revoked":true,"team":"alpha"}`; strings.TrimSpace(string(b)) != want {
+		// The answer names what went, so the CLI can say it (issue 45).
+		t.Errorf("revoke answered %s, want %s", b, want)
 	}
 	if got := r.chat(t, secret); got != http.StatusUnauthorized {
 		t.Fatalf("chat with the revoked key: %d, want 401", got)

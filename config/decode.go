@@ -23,6 +23,20 @@ type decoder struct {
 	// envVars maps a key path to the variables its value was built from, to explain an empty
 	// value that came from a set-but-empty variable.
 	envVars map[string][]string
+	// failed holds the paths whose value could not be decoded, and the known key an unknown
+	// one was probably meant to be: validation runs anyway (every problem in one pass), but
+	// its complaints about these paths would only restate the decoding error.
+	failed map[string]bool
+	// unset lists each unset environment variable once, in the order met, with the lines
+	// naming it: they are reported in one message, not one per reference.
+	unset      []string
+	unsetLines map[string][]int
+	unsetPaths map[string][]string // key path to the unset variables its value names
+}
+
+func newDecoder(file string, getenv func(string) (string, bool)) *decoder {
+	return &decoder{file: file, getenv: getenv, lines: map[string]int{}, envVars: map[string][]string{},
+		failed: map[string]bool{}, unsetLines: map[string][]int{}, unsetPaths: map[string][]string{}}
 }
 
 var durationType = reflect.TypeFor[time.Duration]()
@@ -31,6 +45,7 @@ var byteSizeType = reflect.TypeFor[ByteSize]()
 
 func (d *decoder) fail(line int, path, format string, args ...any) {
 	d.errs = append(d.errs, &Error{File: d.file, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
+	d.failed[path] = true
 }
 
 // ChildPath is the path of key under parent, as errors and the audit log name config keys:
@@ -103,7 +118,13 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 	d.eachKey(n, path, func(name, p string, k, val *yaml.Node) {
 		idx, ok := fields[name]
 		if !ok {
-			d.fail(k.Line, p, "unknown key%s", suggestKey(name, fields))
+			hint, near, sure := suggestKey(name, fields)
+			d.fail(k.Line, p, "unknown key%s", hint)
+			if sure && !hasKey(n, near) {
+				// The typo left the key it meant unset: "missing" complaints about it are the
+				// same mistake.
+				d.failed[ChildPath(path, near)] = true
+			}
 			return
 		}
 		d.lines[p] = k.Line
@@ -170,11 +191,19 @@ func (d *decoder) scalar(n *yaml.Node, v reflect.Value, path string) {
 	}
 	// Expansion happens on the scalar's text after parsing, so a variable's value can never
 	// add keys, items or YAML syntax; it is always exactly one value.
-	s, vars, problems := expand(unmaskRefs(n.Value), d.getenv)
+	s, vars, unset, problems := expand(unmaskRefs(n.Value), d.getenv)
 	for _, p := range problems {
 		d.fail(n.Line, path, "%s", p)
 	}
-	if len(problems) > 0 {
+	for _, name := range unset {
+		if _, seen := d.unsetLines[name]; !seen {
+			d.unset = append(d.unset, name)
+		}
+		d.unsetLines[name] = append(d.unsetLines[name], n.Line)
+		d.unsetPaths[path] = append(d.unsetPaths[path], name)
+		d.failed[path] = true
+	}
+	if len(problems)+len(unset) > 0 {
 		return
 	}
 	if len(vars) > 0 {
@@ -198,6 +227,10 @@ func (d *decoder) scalar(n *yaml.Node, v reflect.Value, path string) {
 		v.SetInt(int64(size))
 	case t.Kind() == reflect.String:
 		v.SetString(s)
+	case (t.Kind() == reflect.Int || t.Kind() == reflect.Int64 || t.Kind() == reflect.Float64) && quoted(n) && len(vars) == 0:
+		// "1.00" is text in YAML; taking it as a number would hide a value that a template or
+		// a hand edit turned into a string. A quoted ${VAR} is fine: the environment is text.
+		d.fail(n.Line, path, "want a number, got the string %q: write it without quotes", s)
 	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
 		i, err := strconv.ParseInt(s, 10, t.Bits())
 		if err != nil {
@@ -252,18 +285,4 @@ func KeyName(f reflect.StructField) string {
 		return strings.ToLower(f.Name)
 	}
 	return name
-}
-
-// suggestKey names a known key that differs only in case, '-' for '_' or a missing 's', the
-// usual typos; it returns "" otherwise.
-func suggestKey(got string, fields map[string]int) string {
-	norm := func(s string) string {
-		return strings.TrimSuffix(strings.ReplaceAll(strings.ToLower(s), "-", "_"), "s")
-	}
-	for name := range fields {
-		if norm(name) == norm(got) {
-			return fmt.Sprintf(" (did you mean %q?)", name)
-		}
-	}
-	return ""
 }

@@ -9,16 +9,13 @@ import (
 
 // expand replaces each ${NAME} in s with the variable's value; "$${" stands for a literal "${".
 // A "$" not followed by "{" is kept as written, so values such as "pa$$word" need no escaping.
-// It returns the names it used and one message per problem (unset or malformed reference).
-func expand(s string, getenv func(string) (string, bool)) (string, []string, []string) {
+// It returns the names it used, the names that are not set (reported together by the caller,
+// so a file needing five secrets says so once) and one message per malformed reference.
+func expand(s string, getenv func(string) (string, bool)) (out string, vars, unset, problems []string) {
 	if !strings.Contains(s, "${") {
-		return s, nil, nil
+		return s, nil, nil, nil
 	}
-	var (
-		b        strings.Builder
-		vars     []string
-		problems []string
-	)
+	var b strings.Builder
 	for i := 0; i < len(s); {
 		switch {
 		case strings.HasPrefix(s[i:], "$${"):
@@ -28,7 +25,7 @@ func expand(s string, getenv func(string) (string, bool)) (string, []string, []s
 			end := strings.IndexByte(s[i+2:], '}')
 			if end < 0 {
 				problems = append(problems, "unterminated ${ (write $${ for a literal ${)")
-				return "", vars, problems
+				return "", vars, unset, problems
 			}
 			name := s[i+2 : i+2+end]
 			i += 2 + end + 1
@@ -38,7 +35,7 @@ func expand(s string, getenv func(string) (string, bool)) (string, []string, []s
 			}
 			val, ok := getenv(name)
 			if !ok {
-				problems = append(problems, fmt.Sprintf("environment variable %s is not set", name))
+				unset = append(unset, name)
 				continue
 			}
 			vars = append(vars, name)
@@ -48,7 +45,7 @@ func expand(s string, getenv func(string) (string, bool)) (string, []string, []s
 			i++
 		}
 	}
-	return b.String(), vars, problems
+	return b.String(), vars, unset, problems
 }
 
 func validVarName(name string) bool {

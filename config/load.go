@@ -8,7 +8,6 @@ import (
 	"os"
 	"reflect"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -63,14 +62,14 @@ func Parse(data []byte, source string, getenv func(string) (string, bool)) (*Con
 		return nil, err
 	}
 	cfg := &Config{}
-	d := &decoder{file: source, getenv: getenv, lines: map[string]int{}, envVars: map[string][]string{}}
+	d := newDecoder(source, getenv)
 	if root != nil {
 		d.value(root, reflect.ValueOf(cfg).Elem(), "")
 	}
-	if len(d.errs) > 0 {
-		return nil, joinErrors(d.errs)
-	}
-	if errs := validate(cfg, d); len(errs) > 0 {
+	d.reportUnset()
+	// Validation runs even when decoding failed, on what did decode, so that one run of
+	// check reports every problem; what a failed value would make it say is left out.
+	if errs := append(d.errs, d.relevant(validate(cfg, d))...); len(errs) > 0 {
 		return nil, joinErrors(errs)
 	}
 	keepAlive := cfg.Upstream.KeepAliveInterval
@@ -93,7 +92,7 @@ func Default() *Config {
 // Validate checks a config built or changed in code (after flag overrides, in tests) with the
 // same rules Parse applies; messages carry key paths but no line numbers.
 func (c *Config) Validate() error {
-	d := &decoder{file: "config", lines: map[string]int{}, envVars: map[string][]string{}}
+	d := newDecoder("config", nil)
 	return joinErrors(validate(c, d))
 }
 
@@ -123,13 +122,13 @@ func parseDocument(data []byte, source string) (*yaml.Node, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
-		return nil, syntaxError(err, source)
+		return nil, syntaxError(err, source, masked)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		line := extra.Line
 		if err != nil {
-			return nil, syntaxError(err, source)
+			return nil, syntaxError(err, source, nil)
 		}
 		return nil, &Error{File: source, Line: line, Msg: "only one YAML document is allowed (remove the extra ---)"}
 	}
@@ -144,15 +143,6 @@ func parseDocument(data []byte, source string) (*yaml.Node, error) {
 		return nil, &Error{File: source, Line: top.Line, Msg: "want a mapping of keys at the top level, got " + kindName(top)}
 	}
 	return top, nil
-}
-
-// syntaxError rewrites yaml's "yaml: line N: msg" into the file:line form used everywhere else.
-func syntaxError(err error, source string) error {
-	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &Error{File: source, Line: line, Msg: "YAML syntax: " + m[2]}
-	}
-	return &Error{File: source, Msg: "YAML syntax: " + err.Error()}
 }
 
 // Defaults, applied after validation to values left unset (zero).

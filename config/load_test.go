@@ -185,7 +185,7 @@ func TestExpand(t *testing.T) {
 		{"escape_then_var", "$${A}${A}", "${A}1", ""},
 		{"lone_dollar", "a$b$", "a$b$", ""},
 		{"value_not_reexpanded", "${R}", "${A}", ""},
-		{"unset", "${NOPE}", "", "environment variable NOPE is not set"},
+		{"unset", "${NOPE}", "", "unset NOPE"},
 		{"unterminated", "${A", "", "unterminated ${"},
 		{"bad_name", "${A-B}", "", "invalid environment variable reference ${A-B}"},
 		{"empty_name", "${}", "", "invalid environment variable reference ${}"},
@@ -193,7 +193,10 @@ func TestExpand(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, _, problems := expand(c.in, env)
+			got, _, unset, problems := expand(c.in, env)
+			for _, name := range unset {
+				problems = append(problems, "unset "+name)
+			}
 			if c.problem == "" {
 				if len(problems) > 0 || got != c.want {
 					t.Errorf("expand(%q) = %q, %v; want %q", c.in, got, problems, c.want)

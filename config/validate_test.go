@@ -60,7 +60,7 @@ func TestParseErrors(t *testing.T) {
 		{"env_unset", strings.Replace(keyed, "mg-search-prod", "${UNSET_APP_KEY}", 1), []string{"c.yaml:7: teams[0].keys[0].key: environment variable UNSET_APP_KEY is not set"}},
 		{"env_unset_in_flow_list", "admin_keys: [${UNSET_ADMIN}]\n", []string{"c.yaml:1: admin_keys[0]: environment variable UNSET_ADMIN is not set"}},
 		{"env_reserved_marker", "listen: .mg-env-Q7z.X.\n", []string{"c.yaml: the file contains", "reserves"}},
-		{"env_all_unset_named", "upstream:\n  gateway_url: ${GW}\n  base_url: ${BASE}\n", []string{"environment variable GW is not set", "environment variable BASE is not set"}},
+		{"env_all_unset_named", "upstream:\n  gateway_url: ${GW}\n  base_url: ${BASE}\n", []string{"c.yaml:2: environment variables are not set: GW (line 2), BASE (line 3)"}},
 		{"env_unterminated", "upstream:\n  api_key: ${KEY\n", []string{"upstream.api_key: unterminated ${"}},
 		{"env_empty_secret", strings.Replace(keyed, "mg-search-prod", "${EMPTY}", 1), []string{"teams[0].keys[0].key: set key or key_sha256 (environment variable EMPTY is set but empty)"}},
 		{"env_empty_admin", "admin_keys: [\"${EMPTY}\"]\n", []string{"admin_keys[0]: is empty (environment variable EMPTY is set but empty)"}},

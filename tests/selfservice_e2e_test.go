@@ -96,11 +96,14 @@ func TestSelfServiceAcrossRestart(t *testing.T) {
 		t.Fatalf("spend after restart: %d %s (history says %v)", code, body, hist.Rows[0].Cost)
 	}
 
+	// The list shows the key's own limits and, after the restart, today's three requests and
+	// a spend above zero (issue 45).
 	out, err = keysCLI(t, g2.URL, "list", "--team", "alpha")
-	if err != nil || !regexp.MustCompile(`(?m)^`+id+`\s+alpha\s+cli-bot\s+api\s+\d{4}-`).MatchString(out) || strings.Contains(out, secret) {
+	if err != nil || !regexp.MustCompile(`(?m)^`+id+`\s+alpha\s+cli-bot\s+api\s+requests_per_minute=100\s+3\s+0\.0*[1-9]\d*\s+\d{4}-`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^config:alpha:alpha-1\s+alpha\s+alpha-1\s+config\s+-\s+0\s+0\s`).MatchString(out) || strings.Contains(out, secret) {
 		t.Fatalf("keys list: %v\n%s", err, out)
 	}
-	if out, err := keysCLI(t, g2.URL, "revoke", id); err != nil {
+	if out, err := keysCLI(t, g2.URL, "revoke", id); err != nil || out != "revoked key "+id+" (team alpha, name cli-bot)\n" {
 		t.Fatalf("keys revoke: %v\n%s", err, out)
 	}
 	if code := chat(g2, secret); code != 401 {
