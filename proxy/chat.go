@@ -103,6 +103,15 @@ func (d *chatDialect) check(c *gin.Context, st *state, body []byte, call *modelC
 		writeTranslateError(c, err)
 		return false
 	}
+	return d.checkParsed(c, st, req, call)
+}
+
+// checkParsed is check's half after the parse, out of line: its locals (the model's
+// resolution, the call's fields) would otherwise take room in the frame the parse runs
+// under, the deepest point before a stream opens (TestOpenStreamStack).
+//
+//go:noinline
+func (d *chatDialect) checkParsed(c *gin.Context, st *state, req *translate.ChatRequest, call *modelCall) bool {
 	noteDroppedTools(c, req.DroppedTools)
 	if maxN := maxChoices(st.cfg); req.N > maxN {
 		tooManyChoices(c, maxN)

@@ -132,6 +132,14 @@ func (d *messagesDialect) check(c *gin.Context, st *state, body []byte, call *mo
 		writeTranslateError(c, err)
 		return false
 	}
+	return d.checkParsed(c, st, req, call)
+}
+
+// checkParsed is check's half after the parse, out of line, as chat's is
+// (TestOpenStreamStack).
+//
+//go:noinline
+func (d *messagesDialect) checkParsed(c *gin.Context, st *state, req *translate.MessagesRequest, call *modelCall) bool {
 	noteDroppedTools(c, req.DroppedTools)
 	// Messages' metadata holds user_id alone (Identity.User): its tags come from the
 	// header and the key.

@@ -87,7 +87,7 @@ func (s *Server) checkCall(c *gin.Context, route string, d dialect, call *modelC
 	ri := info(c)
 	ri.Route = route
 	st := requestState(c)
-	body, ok := readJSONBody(c, s.bodyLimits(st.cfg))
+	body, ok := s.readCallBody(c, st.cfg)
 	if !ok {
 		return false
 	}
