@@ -232,6 +232,15 @@ func (l *Ledger) Charge(scopes []string, cost int64) {
 	h.Settle(cost)
 }
 
+// ChargeDay adds cost to a day-only scope's spend (an end user's) without a reservation.
+func (l *Ledger) ChargeDay(scope string, cost int64) {
+	if scope == "" {
+		return
+	}
+	h, _ := l.Reserve([]Budget{{Scope: scope, DayOnly: true}}, 0) // no limits: never refused
+	h.Settle(cost)
+}
+
 // Cancel drops the reservation of a call that was refused elsewhere or never ran.
 func (h *Hold) Cancel() { h.Settle(0) }
 

@@ -38,6 +38,7 @@ func (e *Entry) appendJSON(b []byte) []byte {
 		}
 		b = append(b, ']')
 	}
+	b = appendField(b, "end_user_spend", e.EndUserSpend)
 	b = append(b, `,"started_ms":`...)
 	b = strconv.AppendInt(b, e.StartedMs, 10)
 	t := &e.Ticket

@@ -25,6 +25,9 @@ type Entry struct {
 	// SpendScopes are the spend ledger scopes the call's hold was taken against (its key, its
 	// team, its end user): the cost of its reservation is charged to them.
 	SpendScopes []string `json:"spend,omitempty"`
+	// EndUserSpend is the end user's daily spend scope when its team limits an end user's
+	// spend_per_day: charged for the day alone, as the hold was (no monthly total is kept).
+	EndUserSpend string `json:"end_user_spend,omitempty"`
 	// StartedMs is when the call was admitted, in Unix milliseconds.
 	StartedMs int64                 `json:"started_ms"`
 	Ticket    ratelimit.TicketState `json:"ticket"`

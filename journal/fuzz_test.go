@@ -72,7 +72,7 @@ func FuzzAppendJSON(f *testing.F) {
 	f.Add("", "", "", "", "", int64(0), int64(0), false)
 	f.Fuzz(func(t *testing.T, rid, team, model, user, tags string, tokens, input int64, stream bool) {
 		e := Entry{RequestID: rid, Route: "/v1/responses", Team: team, Key: team + "-1", Model: model, Stream: stream,
-			EndUser: user, Tags: tags, InputReserved: input, SpendScopes: []string{"key:" + team, "team:" + team}, StartedMs: tokens,
+			EndUser: user, Tags: tags, InputReserved: input, SpendScopes: []string{"key:" + team, "team:" + team}, EndUserSpend: user, StartedMs: tokens,
 			Ticket: ratelimit.TicketState{ID: rid, Lease: user, Tokens: max(tokens, 0), Input: max(input, 0), Day: tokens,
 				Charged: stream, Counted: true, Scopes: []ratelimit.ScopeState{{ID: "team:" + team, TokensPerMinute: tokens}}}}
 		if e.InputReserved < 0 {

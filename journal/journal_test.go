@@ -21,7 +21,7 @@ import (
 
 func entry(rid string) *Entry {
 	return &Entry{RequestID: rid, Route: "/v1/chat/completions", Team: "alpha", Key: "alpha-1", Model: "gpt-4o-mini",
-		Stream: true, EndUser: "u1", Tags: "env:prod", InputReserved: 120, SpendScopes: []string{"key:alpha/alpha-1", "team:alpha"},
+		Stream: true, EndUser: "u1", Tags: "env:prod", InputReserved: 120, SpendScopes: []string{"key:alpha/alpha-1", "team:alpha"}, EndUserSpend: "enduser:alpha/u1",
 		StartedMs: 1700000000000, Ticket: ratelimit.TicketState{ID: "t-" + rid, Lease: "l-" + rid, Tokens: 4216, Input: 120, Day: 20000,
 			Charged: true, Counted: true, Scopes: []ratelimit.ScopeState{{ID: "key:alpha/alpha-1"}, {ID: "team:alpha", TokensPerMinute: 9000}}}}
 }

@@ -29,9 +29,12 @@ func (s *Server) journalAdmit(c *gin.Context, ri *requestInfo, p *auth.Principal
 		EndUser: ri.EndUser, Tags: ri.Tags, InputReserved: ri.InputReserved,
 		StartedMs: ri.Start.UnixMilli(), Ticket: t.State()}
 	if ri.spend != nil {
-		// The hold's key and team scopes (an end user's daily spend is left out: the
-		// ledger's plain charge would give it a monthly total it never keeps).
+		// The hold's key and team scopes, and apart from them the end user's daily one,
+		// which keeps no monthly total.
 		e.SpendScopes = []string{p.ScopeID, p.TeamScopeID}
+		if budgets, n := spendBudgets(p, ri.EndUser); n == 3 {
+			e.EndUserSpend = budgets[2].Scope
+		}
 	}
 	ri.journaled, _ = s.journal.Admit(c.Request.Context(), &e)
 }
@@ -67,6 +70,9 @@ func (s *Server) SettleCrashed(ctx context.Context) (int, error) {
 			Team: e.Team, Key: e.Key, Model: e.Model, UpstreamModel: e.UpstreamModel, Stream: e.Stream,
 			EndUser: e.EndUser, Tags: e.Tags, InputReserved: e.InputReserved, Admitted: true}
 		cost := s.settler.SettleCrashed(&rec, u, e.SpendScopes, prices)
+		if s.ledger != nil && cost > 0 {
+			s.ledger.ChargeDay(e.EndUserSpend, cost)
+		}
 		sum := rec.Summary(http.MethodPost, 0, maxLoggedModel)
 		sum.CostMicros, sum.Outcome = cost, accounting.Crashed
 		s.logRequest(sum)

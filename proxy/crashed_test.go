@@ -108,3 +108,59 @@ func TestJournalEveryAdmittedPath(t *testing.T) {
 		t.Fatal("the settled calls' entries were never cleared")
 	}
 }
+
+// heldPlatform is a platform that keeps every call waiting until the test ends: the calls
+// stay admitted and journaled, as they are in a process killed while they run.
+type heldPlatform struct {
+	arrived chan string
+	release chan struct{}
+}
+
+func (h *heldPlatform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.arrived <- r.Header.Get("X-Request-Id")
+	select {
+	case <-h.release:
+	case <-r.Context().Done():
+	}
+	http.Error(w, "gone", http.StatusBadRequest) // not retried
+}
+
+// A call a replica was killed holding is charged at its next start to every spend scope its
+// hold was taken against: the key's, the team's and, when the team limits its end users'
+// spend, the end user's day (issue 41).
+func TestCrashedCallChargesItsEndUser(t *testing.T) {
+	dir := t.TempDir()
+	first, err := journal.Open(dir, "0123456789abcdef", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := &heldPlatform{arrived: make(chan string, 16), release: make(chan struct{})}
+	env := startEnv(t, envOptions{yaml: endUserYAML, journal: first, ledger: memoryLedger(t),
+		wrapUpstream: func(http.Handler) http.Handler { return held }})
+	body := []byte(`{"model":"sim-chat","max_tokens":16,"user":"u1","messages":[{"role":"user","content":"hi"}]}`)
+	go env.do(t, "POST", "/v1/chat/completions", keyGamma, body)
+	select {
+	case <-held.arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call never reached the platform")
+	}
+	first.Close() // the process dies here: the call is open in the journal
+	close(held.release)
+
+	next, err := journal.Open(dir, "0123456789abcdef", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(next.Close)
+	ledger := memoryLedger(t)
+	restarted := startEnv(t, envOptions{yaml: endUserYAML, journal: next, ledger: ledger})
+	n, err := restarted.server.SettleCrashed(t.Context())
+	if err != nil || n != 1 {
+		t.Fatalf("SettleCrashed: %d calls, %v", n, err)
+	}
+	team, _ := ledger.Spent("team:gamma")
+	user, _ := ledger.Spent("enduser:gamma/u1")
+	if team <= 0 || user != team {
+		t.Errorf("the crashed call charged the team %v and its end user %v: want the same, above 0", team, user)
+	}
+}
