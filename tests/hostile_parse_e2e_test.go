@@ -69,8 +69,11 @@ func TestCrashInputsRefused(t *testing.T) {
 		t.Fatalf("refused requests reached the platform %d times", n)
 	}
 	// Each refusal holds its body only while it is checked: what stays is the heap the
-	// largest body needed (64 MiB allowed here), not a sum over requests.
-	if before, after := rssBefore, rssBytes(t, g.cmd.Process.Pid); before > 0 && after-before > 256<<20 {
+	// largest body needed (64 MiB allowed here), not a sum over requests. The bound holds
+	// for the binary as it ships. A -race binary's shadow memory multiplies what each large
+	// buffer costs (216-256 MiB of growth here, 300 once in CI, against 75-94 MiB without),
+	// so there the figure is only logged, and .ci/run checks the bound without -race.
+	if before, after := rssBefore, rssBytes(t, g.cmd.Process.Pid); !raceEnabled && before > 0 && after-before > 256<<20 {
 		t.Errorf("RSS grew from %d MiB to %d MiB", before>>20, after>>20)
 	} else {
 		t.Logf("RSS %d MiB -> %d MiB", before>>20, after>>20)
