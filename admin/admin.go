@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modelgate/audit"
@@ -45,9 +46,12 @@ type Deps struct {
 	// KeyEvents hears of every key issued or revoked through this API (the alerts' Watcher);
 	// nil: nobody is told.
 	KeyEvents KeyEvents
-	// PollEvery is how often the store's key version is checked; default 250ms, so a key
-	// revoked through another replica stops working within a second.
+	// PollEvery is how often the store's key and team versions are checked; default
+	// 250ms, so a key revoked or a budget lowered through another replica is in force
+	// within a second.
 	PollEvery time.Duration
+	// MaxTeams caps the teams created through the API; 0 is MaxRuntimeTeams.
+	MaxTeams int
 }
 
 // KeyEvents is told of keys issued and revoked through the API, after the store has them.
@@ -65,6 +69,10 @@ type API struct {
 	refreshMu sync.Mutex
 	version   uint64
 	loaded    bool
+	// The runtime teams as last loaded (name order), and the store version they are of.
+	teams        atomic.Pointer[[]teamRecord]
+	teamsVersion uint64
+	teamsLoaded  bool
 }
 
 // New builds the API and loads the issued keys once, so keys work from the first request.
@@ -85,7 +93,10 @@ func New(d Deps) (*API, error) {
 	a.mux.HandleFunc("GET /admin/keys", a.adminOnly(a.listKeys))
 	a.mux.HandleFunc("POST /admin/keys", a.adminOnly(a.createKey))
 	a.mux.HandleFunc("DELETE /admin/keys/{id}", a.adminOnly(a.revokeKey))
-	a.mux.HandleFunc("GET /admin/teams", a.adminOnly(a.teams))
+	a.mux.HandleFunc("GET /admin/teams", a.adminOnly(a.listTeams))
+	a.mux.HandleFunc("POST /admin/teams", a.adminOnly(a.createTeam))
+	a.mux.HandleFunc("PATCH /admin/teams/{name}", a.adminOnly(a.updateTeam))
+	a.mux.HandleFunc("DELETE /admin/teams/{name}", a.adminOnly(a.deleteTeam))
 	a.mux.HandleFunc("GET /admin/usage/history", a.adminOnly(a.history))
 	a.mux.HandleFunc("GET /admin/audit", a.adminOnly(a.auditLog))
 	a.mux.HandleFunc("GET /admin/ui/", a.dashboard)
@@ -96,7 +107,7 @@ func New(d Deps) (*API, error) {
 		// A store that is down at start must not keep the gateway down: config keys work,
 		// and the poller loads the issued ones as soon as the store answers.
 		if err := a.Refresh(context.Background()); err != nil {
-			d.Logger.Warn("issued keys: not loaded yet; retrying in the background", "err", err.Error())
+			d.Logger.Warn("issued keys and runtime teams: not loaded yet; retrying in the background", "err", err.Error())
 		}
 	}
 	return a, nil
@@ -109,15 +120,15 @@ func (e errorString) Error() string { return string(e) }
 // ServeHTTP serves the admin routes.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
 
-// Run keeps the issued keys in step with the store until ctx ends: it polls the bucket's
-// version, which is one cheap read, and reloads the keys only when it changed.
+// Run keeps the issued keys and runtime teams in step with the store until ctx ends: it
+// polls each bucket's version, one cheap read each, and reloads one only when it changed.
 func (a *API) Run(ctx context.Context) {
 	if a.d.Store == nil {
 		return
 	}
 	periodic.Every(ctx, a.d.PollEvery, func(ctx context.Context) {
 		if err := a.Refresh(ctx); err != nil && ctx.Err() == nil {
-			a.d.Logger.Warn("issued keys: refresh failed; the last loaded keys stay in force", "err", err.Error())
+			a.d.Logger.Warn("issued keys or runtime teams: refresh failed; the last loaded ones stay in force", "err", err.Error())
 		}
 	})
 }

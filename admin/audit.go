@@ -72,14 +72,19 @@ func auditQuery(q url.Values) (limit int, before string, bad *badQuery) {
 // key. The action has happened by now: a store that fails here is logged, and the answer
 // to the action stands.
 func (a *API) audit(r *http.Request, action, target string, details map[string]string) {
+	a.record(r, audit.Entry{Action: action, Target: target, Details: details})
+}
+
+// record is audit for an entry with more than details (a team.updated's changed paths).
+func (a *API) record(r *http.Request, e audit.Entry) {
 	if a.d.Audit == nil {
 		return
 	}
 	_, authn := a.d.State()
-	actor := "admin:" + authn.AdminFingerprint(r.Header.Get("Authorization"))
+	e.Actor = "admin:" + authn.AdminFingerprint(r.Header.Get("Authorization"))
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditTimeout)
 	defer cancel()
-	if _, err := a.d.Audit.Record(ctx, audit.Entry{Actor: actor, Action: action, Target: target, Details: details}); err != nil {
-		a.d.Logger.Error("audit: entry not recorded", "action", action, "target", target, "actor", actor, "err", err.Error())
+	if _, err := a.d.Audit.Record(ctx, e); err != nil {
+		a.d.Logger.Error("audit: entry not recorded", "action", e.Action, "target", e.Target, "actor", e.Actor, "err", err.Error())
 	}
 }

@@ -132,7 +132,7 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 	case req.Team == "":
 		writeError(w, http.StatusBadRequest, "missing_required_parameter", "team", "Missing required parameter: 'team'.")
 		return
-	case teamOf(cfg, req.Team) == nil || !authn.HasTeam(req.Team):
+	case a.teamFor(cfg, req.Team) == nil || !authn.HasTeam(req.Team):
 		writeError(w, http.StatusNotFound, "unknown_team", "team", "No team of that name is configured.")
 		return
 	case req.Name == "":
@@ -159,7 +159,8 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 	}
 	// A key narrows its team's model list, by the rule config keys follow; an empty list is
 	// no list (the team's), as in the config.
-	if i, p := cfg.KeyModelsProblem(teamOf(cfg, req.Team), req.Models); p != "" {
+	team := a.teamFor(cfg, req.Team)
+	if i, p := cfg.KeyModelsProblem(team, req.Models); p != "" {
 		writeError(w, http.StatusBadRequest, "invalid_model", "models", "models["+strconv.Itoa(i)+"]: "+p+".")
 		return
 	}
@@ -174,7 +175,7 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 	if len(req.Tags) == 0 {
 		req.Tags = nil
 	}
-	for _, k := range teamOf(cfg, req.Team).Keys {
+	for _, k := range team.Keys {
 		if k.Name == req.Name {
 			writeError(w, http.StatusConflict, "duplicate_name", "name", "The team already has a key of that name (in the config).")
 			return
@@ -332,7 +333,7 @@ type keyUsage struct {
 func (a *API) listKeys(w http.ResponseWriter, r *http.Request) {
 	cfg, _ := a.d.State()
 	team := r.URL.Query().Get("team")
-	if team != "" && teamOf(cfg, team) == nil {
+	if team != "" && a.teamFor(cfg, team) == nil {
 		writeError(w, http.StatusNotFound, "unknown_team", "team", "No team of that name is configured.")
 		return
 	}
@@ -362,7 +363,7 @@ func (a *API) keyViews(ctx context.Context, cfg *config.Config, team string) ([]
 		return nil, err
 	}
 	for _, rec := range recs {
-		if (team == "" || rec.Team == team) && teamOf(cfg, rec.Team) != nil {
+		if (team == "" || rec.Team == team) && a.teamFor(cfg, rec.Team) != nil {
 			views = append(views, issuedView(rec, a.d.Issued))
 		}
 	}
@@ -432,10 +433,22 @@ func (a *API) records(ctx context.Context) ([]keyRecord, error) {
 	return recs, err
 }
 
-// Refresh reloads the issued keys when the store says they changed.
+// Refresh reloads the runtime teams and the issued keys, each when the store says it
+// changed.
 func (a *API) Refresh(ctx context.Context) error {
 	a.refreshMu.Lock()
 	defer a.refreshMu.Unlock()
+	// Teams first: a key issued to a new team then finds its team on this replica.
+	teamsErr := a.refreshTeams(ctx)
+	if err := a.refreshKeys(ctx); err != nil {
+		return err
+	}
+	return teamsErr
+}
+
+// refreshKeys reloads the issued keys when the store says they changed. The caller holds
+// refreshMu.
+func (a *API) refreshKeys(ctx context.Context) error {
 	v, err := a.d.Store.Version(ctx, keysBucket)
 	if err != nil {
 		return err

@@ -5,18 +5,24 @@ import (
 	"net/http"
 	"time"
 
+	"modelgate/config"
 	"modelgate/ratelimit"
 )
 
-// teamView is one team as GET /admin/teams shows it: its limits and budgets against what it
-// used this minute, today and this month.
+// teamView is one team as GET /admin/teams shows it: where it is defined, its limits and
+// budgets against what it used this minute, today and this month.
 type teamView struct {
-	Name   string     `json:"name"`
-	Mode   string     `json:"mode"`
-	Limits limitsJSON `json:"limits"`
-	Models []string   `json:"models"`
-	Keys   int        `json:"keys"`
-	Now    teamNow    `json:"usage"`
+	Name          string            `json:"name"`
+	Source        string            `json:"source"` // "config" or "api"
+	Mode          string            `json:"mode"`
+	Limits        teamLimitsJSON    `json:"limits"`
+	EndUserLimits endUserLimitsJSON `json:"end_user_limits"`
+	Models        []string          `json:"models"`
+	Keys          int               `json:"keys"`
+	Now           teamNow           `json:"usage"`
+	// CreatedAt and UpdatedAt are a runtime team's; a config team has neither.
+	CreatedAt *time.Time `json:"created_at,omitempty"`
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 }
 
 type teamNow struct {
@@ -53,13 +59,43 @@ func (a *API) usage(ctx context.Context, scopes []ratelimit.Scope) []ratelimit.S
 	return usage
 }
 
-// teams reports every configured team with its figures: the dashboard's main table.
-func (a *API) teams(w http.ResponseWriter, r *http.Request) {
+// listTeams reports every team, the config's first and then those created through the
+// API, with their figures: the dashboard's main table.
+func (a *API) listTeams(w http.ResponseWriter, r *http.Request) {
 	cfg, _ := a.d.State()
-	ctx := r.Context()
-	scopes := make([]ratelimit.Scope, len(cfg.Teams))
-	for i, t := range cfg.Teams {
-		scopes[i] = ratelimit.Scope{ID: "team:" + t.Name, Limits: t.Limits}
+	out := a.teamViews(r.Context(), cfg, a.runtimeTeams(), true)
+	// Every configured model, for a team without a list of its own: what a key of it may be
+	// narrowed to (the dashboard's issue form offers them).
+	models := make([]string, len(cfg.Models))
+	for i, m := range cfg.Models {
+		models[i] = m.ID
+	}
+	// tag_keys: usage.tag_keys, what the dashboard may split spend by (issue 28).
+	tagKeys := cfg.Usage.TagKeys
+	if tagKeys == nil {
+		tagKeys = []string{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"currency": cfg.Pricing.Currency, "models": models, "teams": out, "tag_keys": tagKeys})
+}
+
+// teamViews describes the runtime teams recs, after cfg's teams when withConfig, each with
+// its figures.
+func (a *API) teamViews(ctx context.Context, cfg *config.Config, recs []teamRecord, withConfig bool) []teamView {
+	var out []teamView
+	if withConfig {
+		for _, t := range cfg.Teams {
+			out = append(out, teamView{Name: t.Name, Source: "config", Mode: t.Mode, Limits: toTeamLimitsJSON(t.Limits),
+				EndUserLimits: toEndUserLimitsJSON(t.EndUserLimits), Models: t.Models, Keys: len(t.Keys)})
+		}
+	}
+	for _, rec := range recs {
+		created, updated := rec.CreatedAt, rec.UpdatedAt
+		out = append(out, teamView{Name: rec.Name, Source: "api", Mode: "enforce", Limits: rec.Limits,
+			EndUserLimits: rec.EndUserLimits, Models: rec.Models, CreatedAt: &created, UpdatedAt: &updated})
+	}
+	scopes := make([]ratelimit.Scope, len(out))
+	for i, v := range out {
+		scopes[i] = ratelimit.Scope{ID: "team:" + v.Name, Limits: v.Limits.config()}
 	}
 	usage := a.usage(ctx, scopes)
 	month := map[string][2]int64{} // team -> requests, tokens
@@ -76,14 +112,14 @@ func (a *API) teams(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	recs, _ := a.records(ctx)
+	keys, _ := a.records(ctx)
 	issued := map[string]int{}
-	for _, rec := range recs {
+	for _, rec := range keys {
 		issued[rec.Team]++
 	}
-	out := make([]teamView, len(cfg.Teams))
-	for i, t := range cfg.Teams {
-		v := teamView{Name: t.Name, Mode: t.Mode, Limits: toLimitsJSON(t.Limits), Models: t.Models, Keys: len(t.Keys) + issued[t.Name]}
+	for i := range out {
+		v := &out[i]
+		v.Keys += issued[v.Name]
 		if v.Models == nil {
 			v.Models = []string{}
 		}
@@ -92,21 +128,9 @@ func (a *API) teams(w http.ResponseWriter, r *http.Request) {
 			v.Now.MinuteRequests, v.Now.DayRequests = u.MinuteRequests, u.DayRequests
 			v.Now.DayTokens = u.DayInputTokens + u.DayOutputTokens
 		}
-		m := month[t.Name]
+		m := month[v.Name]
 		v.Now.MonthRequests, v.Now.MonthTokens = m[0], m[1]
-		v.Now.spend = a.spent("team:" + t.Name)
-		out[i] = v
+		v.Now.spend = a.spent("team:" + v.Name)
 	}
-	// Every configured model, for a team without a list of its own: what a key of it may be
-	// narrowed to (the dashboard's issue form offers them).
-	models := make([]string, len(cfg.Models))
-	for i, m := range cfg.Models {
-		models[i] = m.ID
-	}
-	// tag_keys: usage.tag_keys, what the dashboard may split spend by (issue 28).
-	tagKeys := cfg.Usage.TagKeys
-	if tagKeys == nil {
-		tagKeys = []string{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"currency": cfg.Pricing.Currency, "models": models, "teams": out, "tag_keys": tagKeys})
+	return out
 }

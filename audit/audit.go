@@ -39,6 +39,9 @@ const (
 	KeyRevoked           = "key.revoked"
 	ConfigReloaded       = "config.reloaded"
 	ConfigReloadRejected = "config.reload_rejected"
+	TeamCreated          = "team.created"
+	TeamUpdated          = "team.updated"
+	TeamDeleted          = "team.deleted"
 )
 
 // Retention and bounds.

@@ -40,6 +40,8 @@ type issuedEntry struct {
 type Issued struct {
 	now     func() time.Time
 	entries atomic.Pointer[issuedSet]
+	// teams are the teams created at run time (teams.go); nil until first replaced.
+	teams atomic.Pointer[teamSet]
 }
 
 // issuedSet is one generation of issued keys, indexed for authentication and for listing.
@@ -132,9 +134,13 @@ func (is *Issued) lookup(d digest) *issuedEntry {
 // before it publishes an Authenticator, so it is never called concurrently with Authenticate.
 func (a *Authenticator) UseIssued(is *Issued) { a.issued = is }
 
-// HasTeam reports whether the config behind a names a team that can hold keys.
+// HasTeam reports whether a team can hold keys: a config team with keys, or a runtime team
+// this config can serve.
 func (a *Authenticator) HasTeam(name string) bool {
-	_, ok := a.teams[name]
+	if _, ok := a.teams[name]; ok {
+		return true
+	}
+	_, ok := a.runtimePrincipal(name)
 	return ok
 }
 
@@ -150,7 +156,11 @@ func (a *Authenticator) issuedPrincipal(d digest) (*Principal, bool) {
 	}
 	tmpl, ok := a.teams[e.key.Team]
 	if !ok {
-		return nil, false
+		// A runtime team's principal is built for the call; config teams win a name clash,
+		// which reloads and the admin API both refuse anyway.
+		if tmpl, ok = a.runtimePrincipal(e.key.Team); !ok {
+			return nil, false
+		}
 	}
 	p := *tmpl
 	p.KeyName, p.ScopeID, p.KeyLimits, p.KeyModels, p.Tags = e.key.Name, e.scopeID, e.key.Limits, e.key.Models, e.key.Tags
@@ -172,8 +182,12 @@ func expiryNanos(t time.Time) int64 {
 // Clash names the first key of cfg whose team and name a live issued key already has, or
 // returns nil. The two would share one limit scope ("key:<team>/<name>"), one spend budget
 // and, under responses.scope: key, one set of kept responses, so such a config is refused
-// (the admin API refuses the other order: issuing a name the config holds).
+// (the admin API refuses the other order: issuing a name the config holds). A config team
+// named like a runtime team is refused for the same reason.
 func (is *Issued) Clash(cfg *config.Config) error {
+	if err := is.teamClash(cfg); err != nil {
+		return err
+	}
 	now := is.now().UnixNano()
 	taken := map[string]bool{}
 	for _, e := range is.entries.Load().byID {
