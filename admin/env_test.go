@@ -85,6 +85,8 @@ type envOptions struct {
 	keyEvents admin.KeyEvents
 	// alerts builds what /admin/usage shows of the alerts over the replica's store; nil: none.
 	alerts func(st store.Store, now func() time.Time) proxy.AlertsView
+	// maxTeams caps the runtime teams; 0: admin.MaxRuntimeTeams.
+	maxTeams int
 }
 
 // simPlatformKey is the platform key the simulated platform accepts and the config uses.
@@ -160,7 +162,7 @@ func startReplica(t testing.TB, o envOptions) *replica {
 	r.history = billing.NewRecorder(st, cfg.UsageHistory.Retention, o.now, logger)
 	issued := auth.NewIssued(o.now)
 	r.api, err = admin.New(admin.Deps{Store: st, Issued: issued, Limiter: limiter, Ledger: r.ledger, History: r.history,
-		Audit: audit.New(st, o.now), Logger: logger, Now: o.now, KeyEvents: o.keyEvents, State: func() (*config.Config, *auth.Authenticator) { return r.srv.State() }})
+		Audit: audit.New(st, o.now), Logger: logger, Now: o.now, KeyEvents: o.keyEvents, MaxTeams: o.maxTeams, State: func() (*config.Config, *auth.Authenticator) { return r.srv.State() }})
 	if err != nil {
 		t.Fatal(err)
 	}

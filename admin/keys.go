@@ -70,7 +70,7 @@ func (l limitsJSON) problem() string {
 		}
 	}
 	for _, f := range []float64{l.SpendPerDay, l.SpendPerMonth} {
-		if f < 0 || f > 1e12 {
+		if f < 0 || f > 1e12 || f != f { // NaN: not from JSON, but the check stands alone
 			return "spend limits must be from 0 to 1e12"
 		}
 	}

@@ -250,7 +250,7 @@ func teamRecordProblem(cfg *config.Config, t teamRecord) *teamProblem {
 		return &teamProblem{"invalid_limits", "limits.on_budget_exceeded", "limits.on_budget_exceeded must be \"refuse\" or \"clamp\" (or left out: the top-level limits' choice)."}
 	}
 	e := t.EndUserLimits
-	if e.RequestsPerMinute < 0 || e.TokensPerDay < 0 || e.SpendPerDay < 0 || e.SpendPerDay > 1e12 {
+	if e.RequestsPerMinute < 0 || e.TokensPerDay < 0 || e.SpendPerDay < 0 || e.SpendPerDay > 1e12 || e.SpendPerDay != e.SpendPerDay {
 		return &teamProblem{"invalid_limits", "end_user_limits", "end_user_limits must not be negative (spend_per_day at most 1e12)."}
 	}
 	if i, p := cfg.KeyModelsProblem(&config.Team{}, t.Models); p != "" {

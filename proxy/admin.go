@@ -24,6 +24,9 @@ func (s *Server) adminRoutes(e *gin.Engine) {
 		admin.POST("/keys", h)
 		admin.DELETE("/keys/:id", h)
 		admin.GET("/teams", h)
+		admin.POST("/teams", h)
+		admin.PATCH("/teams/:name", h)
+		admin.DELETE("/teams/:name", h)
 		admin.GET("/usage/history", h)
 		admin.GET("/audit", h) // read only: no route writes or deletes an audit entry
 		// The page itself holds no data and asks for the admin key: no credential needed.
