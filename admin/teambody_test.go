@@ -34,7 +34,7 @@ func TestMergeTeam(t *testing.T) {
 		{name: "one limit", body: `{"limits":{"spend_per_day":0.5}}`,
 			want: func(r *teamRecord) { r.Limits.SpendPerDay = 0.5 }, changed: "limits.spend_per_day"},
 		{name: "limit to null", body: `{"limits":{"requests_per_minute":null,"on_budget_exceeded":null}}`,
-			want: func(r *teamRecord) { r.Limits.RequestsPerMinute, r.Limits.OnBudgetExceeded = 0, "" },
+			want:    func(r *teamRecord) { r.Limits.RequestsPerMinute, r.Limits.OnBudgetExceeded = 0, "" },
 			changed: "limits.on_budget_exceeded,limits.requests_per_minute"},
 		{name: "limits to null", body: `{"limits":null}`, want: func(r *teamRecord) { r.Limits = teamLimitsJSON{} },
 			changed: "limits.on_budget_exceeded,limits.requests_per_minute,limits.spend_per_day"},
