@@ -18,6 +18,7 @@ import (
 const commands = `usage: modelgate [flags]             serve (see the flags below)
        modelgate check [flags]       validate a config file and print what it would enforce
        modelgate keys SUBCOMMAND     create, list or revoke keys through a running modelgate
+       modelgate teams SUBCOMMAND    list, create, update or delete teams through a running modelgate
        modelgate healthcheck [flags] probe a running modelgate's /healthz (the container's probe)
        modelgate help [COMMAND]      this text, or a command's own
 
@@ -47,10 +48,12 @@ func help(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, checkUsage(fs))
 	case "keys":
 		fmt.Fprintln(stdout, keysUsage)
+	case "teams":
+		fmt.Fprintln(stdout, teamsUsage)
 	case "healthcheck":
 		fmt.Fprint(stdout, healthcheckUsage(healthcheckFlags(stderr)))
 	default:
-		fmt.Fprintf(stderr, "modelgate help: no command %q (the commands are check, keys, healthcheck and help)\n", topic)
+		fmt.Fprintf(stderr, "modelgate help: no command %q (the commands are check, keys, teams, healthcheck and help)\n", topic)
 		return 2
 	}
 	return 0

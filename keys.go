@@ -63,11 +63,7 @@ func keysCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "modelgate keys: set %s to an admin key\n", adminKeyEnv)
 		return 2
 	}
-	c := &adminClient{base: strings.TrimRight(*base, "/"), key: adminKey, http: &http.Client{Timeout: 30 * time.Second,
-		// The admin key goes to --url and nowhere else: Go's client would carry the
-		// Authorization header along a redirect to another port or scheme of the same host.
-		// modelgate never redirects its admin API, so a redirect is reported, not followed.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	c := newAdminClient(*base, adminKey)
 
 	var status int
 	var body []byte
@@ -121,11 +117,7 @@ func keysCommand(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if status/100 != 2 {
-		var e struct {
-			Error struct{ Message string } `json:"error"`
-		}
-		_ = json.Unmarshal(body, &e)
-		fmt.Fprintf(stderr, "modelgate keys %s: %d %s\n", sub, status, e.Error.Message)
+		fmt.Fprintf(stderr, "modelgate keys %s: %d %s\n", sub, status, apiMessage(body))
 		return 1
 	}
 	if *asJSON {
@@ -140,6 +132,25 @@ func timeOrDash(t *time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// newAdminClient talks to the admin API at base with the admin key (the keys and teams
+// commands).
+func newAdminClient(base, adminKey string) *adminClient {
+	return &adminClient{base: strings.TrimRight(base, "/"), key: adminKey, http: &http.Client{Timeout: 30 * time.Second,
+		// The admin key goes to --url and nowhere else: Go's client would carry the
+		// Authorization header along a redirect to another port or scheme of the same host.
+		// modelgate never redirects its admin API, so a redirect is reported, not followed.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// apiMessage is the message of an admin API error answer ("" when it has none).
+func apiMessage(body []byte) string {
+	var e struct {
+		Error struct{ Message string } `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e)
+	return e.Error.Message
 }
 
 type adminClient struct {

@@ -70,6 +70,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return healthcheck(args[1:], stdout, stderr)
 		case "keys":
 			return keysCommand(args[1:], stdout, stderr)
+		case "teams":
+			return teamsCommand(args[1:], stdout, stderr)
 		case "help":
 			return help(args[1:], stdout, stderr)
 		}

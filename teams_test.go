@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// fakeTeamsAdmin records the calls teams makes and answers as modelgate's /admin/teams.
+func fakeTeamsAdmin(t *testing.T, calls *[]string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		*calls = append(*calls, r.Method+" "+r.URL.RequestURI()+" "+strings.TrimSpace(string(body)))
+		switch {
+		case r.Header.Get("Authorization") != "Bearer mg-admin-cli":
+			w.WriteHeader(401)
+		case r.Method == "GET" && r.URL.Path == "/admin/teams":
+			_, _ = w.Write([]byte(`{"teams":[{"name":"search","source":"config","models":[],"keys":2,"limits":{"requests_per_minute":60},` +
+				`"end_user_limits":{},"usage":{"spend_day":0.1,"spend_month":3}},` +
+				`{"name":"growth","source":"api","models":["gpt-4o-mini"],"keys":0,"limits":{"spend_per_day":5,"on_budget_exceeded":"clamp"},` +
+				`"end_user_limits":{"requests_per_minute":5},"usage":{"spend_day":0.30000000000000004,"spend_month":0.3}}]}`))
+		case r.Method == "POST" && r.URL.Path == "/admin/teams":
+			w.WriteHeader(201)
+			_, _ = w.Write([]byte(`{"name":"growth","source":"api","models":["gpt-4o-mini"],"limits":{"spend_per_day":5},"end_user_limits":{}}`))
+		case r.Method == "PATCH" && r.URL.Path == "/admin/teams/growth":
+			_, _ = w.Write([]byte(`{"name":"growth","source":"api","models":[],"limits":{"spend_per_day":1},"end_user_limits":{}}`))
+		case r.URL.Path == "/admin/teams/search":
+			w.WriteHeader(409)
+			_, _ = w.Write([]byte(`{"error":{"message":"This team is defined in the config file; change it there and reload."}}`))
+		case r.Method == "DELETE" && r.URL.Path == "/admin/teams/growth":
+			_, _ = w.Write([]byte(`{"name":"growth","deleted":true}`))
+		default:
+			w.WriteHeader(404)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestTeamsCommand(t *testing.T) {
+	var calls []string
+	srv := fakeTeamsAdmin(t, &calls)
+	t.Setenv(adminKeyEnv, "mg-admin-cli")
+	for _, c := range []struct {
+		name     string
+		args     []string
+		code     int
+		call     string // the request the CLI must have sent
+		out, err string
+	}{
+		{"list", []string{"list"}, 0, "GET /admin/teams",
+			"NAME    SOURCE  MODELS       LIMITS                                    END USER LIMITS        KEYS  SPEND TODAY  SPEND THIS MONTH\n" +
+				"search  config  (all)        requests_per_minute=60                    -                      2     0.1          3\n" +
+				"growth  api     gpt-4o-mini  spend_per_day=5,on_budget_exceeded=clamp  requests_per_minute=5  0     0.3 of 5     0.3\n", ""},
+		{"list_json", []string{"list", "--json"}, 0, "GET /admin/teams", `"teams":[`, ""},
+		{"create", []string{"create", "--name", "growth", "--model", "gpt-4o-mini", "--limit", "spend_per_day=5", "--limit", "on_budget_exceeded=clamp",
+			"--end-user-limit", "requests_per_minute=5"}, 0,
+			`POST /admin/teams {"end_user_limits":{"requests_per_minute":5},"limits":{"on_budget_exceeded":"clamp","spend_per_day":5},"models":["gpt-4o-mini"],"name":"growth"}`,
+			"created team growth: models gpt-4o-mini, limits spend_per_day=5, end user limits -\n", ""},
+		{"update", []string{"update", "growth", "--limit", "spend_per_day=1", "--limit", "tokens_per_day=", "--all-models"}, 0,
+			`PATCH /admin/teams/growth {"limits":{"spend_per_day":1,"tokens_per_day":null},"models":null}`,
+			"updated team growth: models (all), limits spend_per_day=1, end user limits -\n", ""},
+		{"update_config_team", []string{"update", "search", "--limit", "spend_per_day=1"}, 1, "PATCH /admin/teams/search", "", "409 This team is defined in the config file"},
+		{"update_needs_name", []string{"update", "--limit", "spend_per_day=1"}, 2, "", "", "exactly one team name"},
+		{"update_models_twice", []string{"update", "growth", "--model", "a", "--all-models"}, 2, "", "", "not both"},
+		{"create_empty_value", []string{"create", "--name", "x", "--limit", "spend_per_day="}, 2, "", "", "want name=number"},
+		{"bad_limit", []string{"create", "--name", "x", "--limit", "rpm"}, 2, "", "", "want name=value"},
+		{"delete", []string{"delete", "growth"}, 0, "DELETE /admin/teams/growth", "deleted team growth\n", ""},
+		{"delete_needs_name", []string{"delete"}, 2, "", "", "exactly one team name"},
+		{"unknown_sub", []string{"rename"}, 2, "", "", "usage:"},
+		{"sub_help", []string{"update", "--help"}, 0, "", "flags of teams update:", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			calls = nil
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"teams"}, append(c.args, "--url", srv.URL)...), &stdout, &stderr)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d; stderr %s", code, c.code, stderr.String())
+			}
+			if c.call == "" && len(calls) != 0 || c.call != "" && (len(calls) != 1 || !strings.HasPrefix(calls[0], c.call)) {
+				t.Errorf("calls %q, want %q", calls, c.call)
+			}
+			if !strings.Contains(stdout.String(), c.out) || !strings.Contains(stderr.String(), c.err) {
+				t.Errorf("stdout %q stderr %q, want %q / %q", stdout.String(), stderr.String(), c.out, c.err)
+			}
+		})
+	}
+	for _, args := range [][]string{{"teams", "--help"}, {"teams", "-h"}, {"help", "teams"}, {"teams", "list", "--help"}} {
+		var stdout bytes.Buffer
+		if code := run(args, &stdout, io.Discard); code != 0 || !strings.Contains(stdout.String(), "usage: modelgate teams list") {
+			t.Errorf("%v: exit %d, %q", args, code, stdout.String())
+		}
+	}
+	t.Setenv(adminKeyEnv, "")
+	var stderr bytes.Buffer
+	if code := run([]string{"teams", "list", "--url", srv.URL}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), adminKeyEnv) {
+		t.Errorf("without the admin key: exit %d, %s", code, stderr.String())
+	}
+}
