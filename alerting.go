@@ -74,6 +74,10 @@ func (f figures) readings(ctx context.Context) []alerts.Reading {
 			scopes = append(scopes, budgetScope{"key", t.Name, k.Name, k.Limits})
 		}
 	}
+	// Teams created through the admin API have budgets like the config's (issue 45).
+	for _, t := range f.issued.RuntimeTeams() {
+		scopes = append(scopes, budgetScope{"team", t.Name, "", t.Limits})
+	}
 	for _, k := range f.issued.Keys() {
 		scopes = append(scopes, budgetScope{"key", k.Team, k.Name, k.Limits})
 	}
