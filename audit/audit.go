@@ -1,6 +1,6 @@
-// Package audit is the log of admin actions: keys issued and revoked through the admin API
-// (and so through the dashboard, which calls it), and config reloads with the config paths
-// they changed. Entries live in the record store, so every replica writes to and reads one
+// Package audit is the log of admin actions: keys issued and revoked and teams created,
+// updated and deleted through the admin API (and so through the dashboard and the CLI, which
+// call it), and config reloads with the config paths they changed. Entries live in the record store, so every replica writes to and reads one
 // log and it survives restarts. Nothing here deletes or changes an entry; they leave only by
 // retention.
 //
