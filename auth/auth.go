@@ -73,6 +73,9 @@ type Principal struct {
 	Tags map[string]string
 	// EndUserLimits bound each end user of the team (teams[].end_user_limits).
 	EndUserLimits config.EndUserLimits
+	// Runtime: the team was created through the admin API; its calls go with the config's
+	// default platform keys (upstream's runtime pool).
+	Runtime bool
 }
 
 // AllowsModel reports whether the allow-lists admit the client-facing model id: the team's

@@ -71,7 +71,7 @@ func (a *Authenticator) runtimePrincipal(team string) (*Principal, bool) {
 		return nil, false
 	}
 	return &Principal{Team: t.Name, TeamScopeID: "team:" + t.Name, PlatformKey: a.runtimeKey,
-		TeamLimits: t.Limits, Models: t.Models, EndUserLimits: t.EndUserLimits}, true
+		TeamLimits: t.Limits, Models: t.Models, EndUserLimits: t.EndUserLimits, Runtime: true}, true
 }
 
 // RuntimeTeamsProblem says why this config cannot serve runtime teams, or "" when it can.

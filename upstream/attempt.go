@@ -20,7 +20,11 @@ type keys struct {
 
 // keysFor is the key source of a principal's calls.
 func (g *Gateway) keysFor(p *auth.Principal) keys {
-	if pool := g.pools[p.Team]; pool != nil && len(pool.keys) > 0 && g.shared {
+	pool := g.pools[p.Team]
+	if p.Runtime {
+		pool = g.runtime
+	}
+	if pool != nil && len(pool.keys) > 0 && g.shared {
 		return keys{pool: pool}
 	}
 	return keys{plain: p.PlatformKey.Reveal()}

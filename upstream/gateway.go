@@ -31,6 +31,9 @@ type Gateway struct {
 	// with the caller's own platform key.
 	shared bool
 	pools  map[string]*Pool // team name -> its platform keys
+	// runtime is the pool of the teams created through the admin API: the config's default
+	// platform keys, which a config team without keys of its own gets too. nil: none.
+	runtime *Pool
 	// served are the teams with local keys, in config order: a team nobody can call as does
 	// not make the instance unready when its platform keys are out.
 	served []string
@@ -86,8 +89,19 @@ func New(d Deps, cfg *config.Config, shared bool) *Gateway {
 			g.served = append(g.served, t.Name)
 		}
 	}
+	if defaults := cfg.TeamPlatformKeys(&config.Team{}); shared && len(defaults) > 0 {
+		// Shared by every runtime team: they have no keys of their own, and a pool per team
+		// would only split the same keys' cool-downs. Its keys' breakers are the same ones
+		// (named by fingerprint), so an outage one pool sees, the other avoids too.
+		g.runtime = newPool(RuntimePool, defaults, d.Now)
+		g.runtime.log = warn
+		g.runtime.health = d.Health
+	}
 	return g
 }
+
+// RuntimePool is the team name the runtime teams' pool reports its keys under.
+const RuntimePool = "(runtime)"
 
 // Policy is the retry policy calls follow.
 func (g *Gateway) Policy() Policy { return g.policy }
