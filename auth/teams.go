@@ -9,7 +9,8 @@ import (
 
 // RuntimeTeam is a team created at run time through the admin API (issue 45). It has no
 // keys of its own in the config: its keys are issued ones, and its calls go with the
-// config's default platform key (upstream.api_key or the first of upstream.api_keys).
+// config's default platform keys (upstream.api_key or upstream.api_keys, as upstream's
+// runtime pool; the principal carries the first).
 type RuntimeTeam struct {
 	Name          string
 	Models        []string // allow-list of client-facing model ids; empty = all
