@@ -87,6 +87,8 @@ type envOptions struct {
 	alerts func(st store.Store, now func() time.Time) proxy.AlertsView
 	// maxTeams caps the runtime teams; 0: admin.MaxRuntimeTeams.
 	maxTeams int
+	// pollEvery is how often the replica polls the store for keys and teams; 0: the default.
+	pollEvery time.Duration
 }
 
 // simPlatformKey is the platform key the simulated platform accepts and the config uses.
@@ -162,7 +164,7 @@ func startReplica(t testing.TB, o envOptions) *replica {
 	r.history = billing.NewRecorder(st, cfg.UsageHistory.Retention, o.now, logger)
 	issued := auth.NewIssued(o.now)
 	r.api, err = admin.New(admin.Deps{Store: st, Issued: issued, Limiter: limiter, Ledger: r.ledger, History: r.history,
-		Audit: audit.New(st, o.now), Logger: logger, Now: o.now, KeyEvents: o.keyEvents, MaxTeams: o.maxTeams, State: func() (*config.Config, *auth.Authenticator) { return r.srv.State() }})
+		Audit: audit.New(st, o.now), Logger: logger, Now: o.now, KeyEvents: o.keyEvents, MaxTeams: o.maxTeams, PollEvery: o.pollEvery, State: func() (*config.Config, *auth.Authenticator) { return r.srv.State() }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -192,6 +192,19 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 		ttl = exp.Sub(now)
 	}
 	ctx := r.Context()
+	// A runtime team deleted through another replica may still be in this one's memory for
+	// up to a poll: the store says whether it is still there. (A delete landing between this
+	// read and the write below can still leave a key without a team, which then works
+	// nowhere and is not listed.)
+	if teamOf(cfg, req.Team) == nil {
+		if _, err := a.d.Store.Get(ctx, teamsBucket, req.Team); isNotFound(err) {
+			writeError(w, http.StatusNotFound, "unknown_team", "team", "No team of that name is configured.")
+			return
+		} else if err != nil {
+			a.storeFailed(w, err)
+			return
+		}
+	}
 	// The name is claimed first: two replicas issuing the same name at once, one wins.
 	won, err := a.d.Store.Create(ctx, namesBucket, req.Team+"/"+req.Name, []byte(id), ttl)
 	if err != nil {
@@ -414,65 +427,6 @@ func (a *API) describe(ctx context.Context, cfg *config.Config, views []keyView)
 		}
 	}
 	return views
-}
-
-// records reads every live issued key from the store.
-func (a *API) records(ctx context.Context) ([]keyRecord, error) {
-	if a.d.Store == nil {
-		return nil, nil
-	}
-	var recs []keyRecord
-	err := a.d.Store.Scan(ctx, keysBucket, "", func(_ string, v []byte) error {
-		var rec keyRecord
-		if err := json.Unmarshal(v, &rec); err != nil {
-			return nil // a damaged record is skipped, not fatal to every other key
-		}
-		recs = append(recs, rec)
-		return nil
-	})
-	return recs, err
-}
-
-// Refresh reloads the runtime teams and the issued keys, each when the store says it
-// changed.
-func (a *API) Refresh(ctx context.Context) error {
-	a.refreshMu.Lock()
-	defer a.refreshMu.Unlock()
-	// Teams first: a key issued to a new team then finds its team on this replica.
-	teamsErr := a.refreshTeams(ctx)
-	if err := a.refreshKeys(ctx); err != nil {
-		return err
-	}
-	return teamsErr
-}
-
-// refreshKeys reloads the issued keys when the store says they changed. The caller holds
-// refreshMu.
-func (a *API) refreshKeys(ctx context.Context) error {
-	v, err := a.d.Store.Version(ctx, keysBucket)
-	if err != nil {
-		return err
-	}
-	if a.loaded && v == a.version {
-		return nil
-	}
-	recs, err := a.records(ctx)
-	if err != nil {
-		return err
-	}
-	keys := make([]auth.IssuedKey, 0, len(recs))
-	for _, rec := range recs {
-		k := auth.IssuedKey{ID: rec.ID, Team: rec.Team, Name: rec.Name, SHA256: rec.SHA256, Limits: rec.Limits.config(), Models: rec.Models, Tags: rec.Tags}
-		if rec.ExpiresAt != nil {
-			k.ExpiresAt = *rec.ExpiresAt
-		}
-		keys = append(keys, k)
-	}
-	if err := a.d.Issued.Replace(keys); err != nil {
-		return err
-	}
-	a.version, a.loaded = v, true
-	return nil
 }
 
 func (a *API) storeFailed(w http.ResponseWriter, err error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -222,55 +221,6 @@ func (a *API) maxTeams() int {
 		return a.d.MaxTeams
 	}
 	return MaxRuntimeTeams
-}
-
-// teamRecords reads every runtime team from the store, in name order.
-func (a *API) teamRecords(ctx context.Context) ([]teamRecord, error) {
-	var recs []teamRecord
-	err := a.d.Store.Scan(ctx, teamsBucket, "", func(key string, v []byte) error {
-		var rec teamRecord
-		// A damaged record, or one whose name is not its key, is skipped rather than fatal
-		// to every other team; neither can come from this API.
-		if json.Unmarshal(v, &rec) != nil || rec.Name != key || !nameRE.MatchString(rec.Name) {
-			return nil
-		}
-		recs = append(recs, rec)
-		return nil
-	})
-	sort.Slice(recs, func(i, j int) bool { return recs[i].Name < recs[j].Name })
-	return recs, err
-}
-
-// refreshTeams reloads the runtime teams when the store's version of them changed. The
-// caller holds refreshMu.
-func (a *API) refreshTeams(ctx context.Context) error {
-	v, err := a.d.Store.Version(ctx, teamsBucket)
-	if err != nil {
-		return err
-	}
-	if a.teamsLoaded && v == a.teamsVersion {
-		return nil
-	}
-	recs, err := a.teamRecords(ctx)
-	if err != nil {
-		return err
-	}
-	teams := make([]auth.RuntimeTeam, len(recs))
-	for i, rec := range recs {
-		teams[i] = auth.RuntimeTeam{Name: rec.Name, Models: rec.Models, Limits: rec.Limits.config(), EndUserLimits: rec.EndUserLimits.config()}
-	}
-	a.d.Issued.ReplaceTeams(teams)
-	a.teams.Store(&recs)
-	a.teamsVersion, a.teamsLoaded = v, true
-	return nil
-}
-
-// runtimeTeams is the runtime teams as last loaded, in name order.
-func (a *API) runtimeTeams() []teamRecord {
-	if p := a.teams.Load(); p != nil {
-		return *p
-	}
-	return nil
 }
 
 // teamFor is the team named name as a key's checks need it: a config team, or a runtime

@@ -1,10 +1,13 @@
 package admin_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"modelgate/redisconn/redistest"
 )
 
 // teamListed is one team of GET /admin/teams, as far as these tests read it.
@@ -228,4 +231,39 @@ func TestRuntimeTeamCap(t *testing.T) {
 		t.Fatalf("DELETE: %d %s", status, b)
 	}
 	r.createTeam(t, map[string]any{"name": "three"})
+}
+
+// TestRuntimeTeamsAcrossReplicas: two replicas on one Redis. A team created on one is
+// served by the other after its poll; a key is not issued through a replica whose memory
+// still holds a team another replica deleted (it asks the store).
+func TestRuntimeTeamsAcrossReplicas(t *testing.T) {
+	url := fmt.Sprintf("redis://%s/0", redistest.Start(t).Addr)
+	sim := newSim(t)
+	a := startReplica(t, envOptions{storeURL: url, sim: sim})
+	b := startReplica(t, envOptions{storeURL: url, sim: sim})
+	a.createTeam(t, map[string]any{"name": "growth"})
+	_, secret := a.issue(t, "growth", "bot", nil)
+	deadline := time.Now().Add(15 * time.Second)
+	for b.chat(t, secret) != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("the other replica never served the runtime team's key")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := b.teams(t)["growth"]; got.Source != "api" || got.Keys != 1 {
+		t.Fatalf("the other replica lists %+v", got)
+	}
+
+	// c polls once an hour: after its first load it keeps what it saw.
+	c := startReplica(t, envOptions{storeURL: url, sim: sim, pollEvery: time.Hour})
+	a.createTeam(t, map[string]any{"name": "brief"})
+	if err := c.api.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, b := a.do(t, "DELETE", "/admin/teams/brief", adminKey, nil); status != http.StatusOK {
+		t.Fatalf("DELETE: %d %s", status, b)
+	}
+	if status, _, b := c.do(t, "POST", "/admin/keys", adminKey, map[string]any{"team": "brief", "name": "late"}); status != http.StatusNotFound {
+		t.Fatalf("a key for a team deleted elsewhere: %d %s, want 404", status, b)
+	}
 }
