@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"modelgate/audit"
-	"modelgate/auth"
 	"modelgate/config"
 )
 
@@ -26,7 +25,7 @@ const maxTeamBody = 16 << 10
 
 // createTeam answers POST /admin/teams: 201 with the team as GET /admin/teams lists it.
 func (a *API) createTeam(w http.ResponseWriter, r *http.Request) {
-	cfg, authn, ok := a.teamWriteState(w)
+	cfg, ok := a.teamWriteState(w)
 	if !ok {
 		return
 	}
@@ -42,7 +41,7 @@ func (a *API) createTeam(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, bad.code, bad.param, bad.msg)
 		return
 	}
-	if authn.IsConfigTeam(rec.Name) || teamOf(cfg, rec.Name) != nil {
+	if teamOf(cfg, rec.Name) != nil {
 		writeError(w, http.StatusConflict, "duplicate_name", "name", "A team of that name is defined in the config file.")
 		return
 	}
@@ -80,7 +79,7 @@ func (a *API) createTeam(w http.ResponseWriter, r *http.Request) {
 // updateTeam answers PATCH /admin/teams/{name}: a merge patch of models, limits and
 // end_user_limits. A config team is changed in the config file: 409.
 func (a *API) updateTeam(w http.ResponseWriter, r *http.Request) {
-	cfg, _, ok := a.teamWriteState(w)
+	cfg, ok := a.teamWriteState(w)
 	if !ok {
 		return
 	}
@@ -127,7 +126,7 @@ func (a *API) updateTeam(w http.ResponseWriter, r *http.Request) {
 // refused (409) rather than having them revoked along with it: keys are revoked one by one,
 // each with its own audit entry and alert, by whoever knows what uses them.
 func (a *API) deleteTeam(w http.ResponseWriter, r *http.Request) {
-	cfg, _, ok := a.teamWriteState(w)
+	cfg, ok := a.teamWriteState(w)
 	if !ok {
 		return
 	}
@@ -167,17 +166,17 @@ func (a *API) deleteTeam(w http.ResponseWriter, r *http.Request) {
 
 // teamWriteState is what a team write needs: a record store, and a config that can serve
 // runtime teams. On failure it has answered.
-func (a *API) teamWriteState(w http.ResponseWriter) (*config.Config, *auth.Authenticator, bool) {
+func (a *API) teamWriteState(w http.ResponseWriter) (*config.Config, bool) {
 	if a.d.Store == nil {
 		writeError(w, http.StatusServiceUnavailable, "store_unavailable", "", "This modelgate has no record store, so it cannot keep teams.")
-		return nil, nil, false
+		return nil, false
 	}
 	cfg, authn := a.d.State()
 	if p := authn.RuntimeTeamsProblem(); p != "" {
 		writeError(w, http.StatusConflict, "runtime_teams_unavailable", "", p)
-		return nil, nil, false
+		return nil, false
 	}
-	return cfg, authn, true
+	return cfg, true
 }
 
 // refuseConfigTeam answers 409 for a team of the config file, which the API does not change.

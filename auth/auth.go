@@ -121,9 +121,6 @@ type Authenticator struct {
 	// teams holds each team's principal without a key, for keys issued at run time.
 	teams  map[string]*Principal
 	issued *Issued
-	// configTeams names every team of the config, with keys or not: a runtime team may not
-	// take one of their names.
-	configTeams map[string]bool
 	// runtimeKey is the platform key of teams created at run time ("": none can be served).
 	runtimeKey Secret
 }
@@ -140,11 +137,9 @@ func New(cfg *config.Config) (*Authenticator, error) {
 		admin:       map[digest]digest{},
 		passthrough: cfg.Limits,
 		teams:       map[string]*Principal{},
-		configTeams: make(map[string]bool, len(cfg.Teams)),
 		runtimeKey:  defaultPlatformKey(cfg),
 	}
 	for i, t := range cfg.Teams {
-		a.configTeams[t.Name] = true
 		// A team with a pool of keys calls the platform through proxy's pool; the principal
 		// carries the first key for code that needs one credential per team.
 		pool := cfg.TeamPlatformKeys(&cfg.Teams[i])

@@ -86,9 +86,6 @@ func (a *Authenticator) RuntimeTeamsProblem() string {
 	return ""
 }
 
-// IsConfigTeam reports whether the config behind a names the team (with keys or not).
-func (a *Authenticator) IsConfigTeam(name string) bool { return a.configTeams[name] }
-
 // teamClash names the first team of cfg a runtime team already has the name of, or nil:
 // the two would share one limit scope ("team:<name>") and one spend budget.
 func (is *Issued) teamClash(cfg *config.Config) error {
