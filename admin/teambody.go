@@ -57,8 +57,6 @@ func toEndUserLimitsJSON(l config.EndUserLimits) endUserLimitsJSON {
 // teamProblem is a refused team body, as writeError takes it.
 type teamProblem struct{ code, param, msg string }
 
-func (p *teamProblem) Error() string { return p.msg }
-
 // The fields a team body may hold, and the names of each nested object's fields. The
 // names are the config's (teams[].limits, teams[].end_user_limits).
 var (
