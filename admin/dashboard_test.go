@@ -352,8 +352,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 }
 
+// docsScreenshots are the screenshots the README shows: the test's name of each, and its
+// file under docs/img.
+var docsScreenshots = map[string]string{"dashboard-1280x800.png": "dashboard.png", "dashboard-health.png": "dashboard-health.png"}
+
 // shot saves a full-page screenshot under the test's output folder; with
-// MODELGATE_DOCS_SCREENSHOT=1 the desktop one also replaces docs/img/dashboard.png.
+// MODELGATE_DOCS_SCREENSHOT=1 the ones of docsScreenshots also replace their docs/img files.
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -365,8 +369,8 @@ func shot(t *testing.T, ctx context.Context, name string) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", path)
-	if name == "dashboard-1280x800.png" && os.Getenv("MODELGATE_DOCS_SCREENSHOT") == "1" {
-		if err := os.WriteFile(filepath.Join("..", "docs", "img", "dashboard.png"), png, 0o644); err != nil {
+	if doc, ok := docsScreenshots[name]; ok && os.Getenv("MODELGATE_DOCS_SCREENSHOT") == "1" {
+		if err := os.WriteFile(filepath.Join("..", "docs", "img", doc), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
