@@ -51,6 +51,13 @@ func TestDashboardHealthInBrowser(t *testing.T) {
 	for range routed {
 		chat(betaKey, "assistant")
 	}
+	// Yesterday beta used 2,717 tokens for €0.00003: its chart's middle tick was once
+	// "1,358.5", whose first digit fell off the chart's left edge.
+	yesterday := r.now().UTC().AddDate(0, 0, -1).Format("20060102")
+	if err := r.st.Add(context.Background(), "usage_days", yesterday+"/beta/beta-cfg/sim-long",
+		map[string]int64{"requests": 1, "input_tokens": 2000, "output_tokens": 717, "cost_micros": 30}, 0); err != nil {
+		t.Fatal(err)
+	}
 	url, stub := teamsFront(t, r)
 	t.Logf("teams API: stand-in %v", stub)
 
@@ -99,6 +106,14 @@ func TestDashboardHealthInBrowser(t *testing.T) {
 	must("sign in", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(url+"/admin/ui/"), chromedp.WaitVisible(chromedp.ID("admin-key")),
 		chromedp.SendKeys(chromedp.ID("admin-key"), adminKey), chromedp.Click(chromedp.CSS("#signin-form button")),
 		chromedp.WaitVisible(chromedp.CSS(`#health-models tr[data-model="big"]`)))
+
+	// Every axis label lies inside its chart, written compactly.
+	if got := eval(`[...document.querySelectorAll("article svg text")].filter((e) => { const b = e.getBBox(); return b.x < 0 || b.x + b.width > 560; }).map((e) => e.textContent).join(",")`); got != "" {
+		t.Errorf("axis labels outside their chart: %s", got)
+	}
+	if got := eval(`[...document.querySelectorAll('article[data-team="beta"] svg text')].map((e) => e.textContent).join(",")`); !strings.Contains(got, ",2.5k,") || strings.Contains(got, "1,358") {
+		t.Errorf("beta's axis labels: %s", got)
+	}
 
 	// Fallbacks by reason: the platform's 503 twice, then the open breaker.
 	for sel, want := range map[string]string{

@@ -227,6 +227,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	if n := eval(`String(document.querySelectorAll('article[data-team="alpha"] svg rect').length)`); n != "30" {
 		t.Errorf("alpha's chart has %s bars, want 30", n)
 	}
+	// Every axis label lies inside its chart (a middle tick "1,358.5" once lost its first
+	// digit past the left edge), and is written compactly.
+	if got := eval(`[...document.querySelectorAll("article svg text")].filter((e) => { const b = e.getBBox(); return b.x < 0 || b.x + b.width > 560; }).map((e) => e.textContent).join(",")`); got != "" {
+		t.Errorf("axis labels outside their chart: %s", got)
+	}
+	if got := eval(`[...document.querySelectorAll("article svg text")].map((e) => e.textContent).filter((s) => s.length > 7).join(",")`); got != "" {
+		t.Errorf("axis labels longer than 7 characters: %s", got)
+	}
 
 	// Spend by tag (the first of usage.tag_keys) and, chosen instead, by end user (issue 28).
 	attr := `#attribution tr[data-team="alpha"]`
