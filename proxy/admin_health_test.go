@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +21,14 @@ import (
 // by reason, the routes' split, each model's figures and the recent requests, newest first,
 // team-scoped on request; bad parameters get a 4xx in the OpenAI shape.
 func TestAdminHealth(t *testing.T) {
-	env := fallbackEnv(t, envOptions{mutate: func(c *config.Config) {
+	var mu sync.Mutex
+	var hooked []string // what the Fallback hook (the metrics) heard
+	hooks := reqlog.Hooks{Fallback: func(model, served, reason string) {
+		mu.Lock()
+		defer mu.Unlock()
+		hooked = append(hooked, model+">"+served+":"+reason)
+	}}
+	env := fallbackEnv(t, envOptions{hooks: hooks, mutate: func(c *config.Config) {
 		c.Models = append(c.Models, config.Model{ID: "assistant", Routes: []config.Route{{Upstream: "sim-v1", Weight: 1}, {Upstream: "sim-v2", Weight: 1}}})
 	}})
 	env.sim.SetModelScript("sim-big", platformsim.Reply{Status: 503, Body: errorJSON("server_error", "server_is_overloaded", "busy")})
@@ -46,6 +54,11 @@ func TestAdminHealth(t *testing.T) {
 	if got := j.Get("fallbacks").Raw; got != `[{"model":"big","served_model":"wide","reason":"status_5xx","count":1}]` {
 		t.Errorf("fallbacks %s", got)
 	}
+	mu.Lock()
+	if fmt.Sprint(hooked) != "[big>wide:status_5xx]" {
+		t.Errorf("the Fallback hook heard %v", hooked)
+	}
+	mu.Unlock()
 	var routed int64
 	for _, r := range j.Get("routes").Array() {
 		if r.Get("model").Str != "assistant" {
