@@ -14,6 +14,7 @@ import (
 	"modelgate/config"
 	"modelgate/platformsim"
 	"modelgate/reqlog"
+	"modelgate/testclock"
 	"modelgate/upstream"
 )
 
@@ -28,7 +29,10 @@ func TestAdminHealth(t *testing.T) {
 		defer mu.Unlock()
 		hooked = append(hooked, model+">"+served+":"+reason)
 	}}
-	env := fallbackEnv(t, envOptions{hooks: hooks, mutate: func(c *config.Config) {
+	// Today's figures start again at midnight: the clock leaves the test ten minutes of the day.
+	offset := testclock.SameDay(testclock.Origin(), 10*time.Minute).Sub(time.Now())
+	clock := func() time.Time { return time.Now().Add(offset) }
+	env := fallbackEnv(t, envOptions{hooks: hooks, now: clock, mutate: func(c *config.Config) {
 		c.Models = append(c.Models, config.Model{ID: "assistant", Routes: []config.Route{{Upstream: "sim-v1", Weight: 1}, {Upstream: "sim-v2", Weight: 1}}})
 	}})
 	env.sim.SetModelScript("sim-big", platformsim.Reply{Status: 503, Body: errorJSON("server_error", "server_is_overloaded", "busy")})
