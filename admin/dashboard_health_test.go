@@ -155,6 +155,8 @@ func TestDashboardHealthInBrowser(t *testing.T) {
 	if got := text(`#health-models tr[data-model="assistant"] td:nth-child(5)`); got != "8" {
 		t.Errorf("assistant's requests today: %q", got)
 	}
+	// Every replica's requests today, from the usage history, by the model that served.
+	poll("the shared figures", `document.getElementById("health-shared").textContent.includes("medium 3 req")`)
 	// The open breaker goes by the model users configured, and says what opened it.
 	row := `#breakers tr[data-breaker="model:sim-503"]`
 	if got := text(row); !strings.Contains(got, "big") || !strings.Contains(got, "open") || !strings.Contains(got, "opened by 2 failures") {

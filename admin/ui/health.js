@@ -103,6 +103,10 @@
     }
     $("health-error").textContent = "";
     $("health-models").replaceChildren(renderHealthModels(h.models));
+    // Shared by the replicas: the usage history's requests and cost today, by the model
+    // that served them.
+    const shared = (h.usage_today || []).map((u) => u.model + " " + num(u.requests) + " req · " + money(u.cost));
+    $("health-shared").textContent = shared.length ? "All replicas today" + (team ? " (" + team + ")" : "") + ": " + shared.join(" · ") : "";
     $("health-routes").replaceChildren(renderRoutes(h.routes));
     $("health-fallbacks").replaceChildren(renderFallbacks(h.fallbacks));
     $("health-recent").replaceChildren(renderRecent(h.recent));
