@@ -169,7 +169,7 @@ func TestDashboardHealthInBrowser(t *testing.T) {
 	if got := eval(`String(document.querySelectorAll("#health-recent tbody tr").length)`); got != "11" {
 		t.Errorf("%s recent requests shown, want 11", got)
 	}
-	if got := text(`#health-recent tbody tr:last-child`); !strings.Contains(got, "alpha") || !strings.Contains(got, "big") || !strings.Contains(got, "medium") {
+	if got := text(`#health-recent tbody tr:last-child`); !strings.Contains(got, "alpha") || !strings.Contains(got, "big") || !strings.Contains(got, "medium") || !strings.Contains(got, "€0.0000") {
 		t.Errorf("the oldest recent request shows %q", got)
 	}
 	shot(t, ctx, "dashboard-health.png")
