@@ -111,6 +111,7 @@ func (w *Window) Observe(s *RequestSummary, at time.Time) {
 	at = at.UTC()
 	failed := IsError(s)
 	minute := at.Unix() / 60
+	bucket := bucketOf(s.Duration) // outside the lock: a logarithm
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.roll(at)
@@ -130,8 +131,8 @@ func (w *Window) Observe(s *RequestSummary, at time.Time) {
 		slot.errs++
 		m.errs++
 	}
-	slot.lat.add(s.Duration)
-	m.lat.add(s.Duration)
+	slot.lat[bucket]++
+	m.lat[bucket]++
 	if s.UpstreamModel != "" {
 		served := s.Model
 		if s.ServedModel != "" {

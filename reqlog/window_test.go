@@ -133,3 +133,17 @@ func TestWindowRecentRing(t *testing.T) {
 		t.Errorf("%d kept, newest %d, oldest %d", len(r), r[0].InputTokens, r[len(r)-1].InputTokens)
 	}
 }
+
+// BenchmarkWindowObserve is what every finished model call adds: one lock, a few counters,
+// a row of the ring. RunParallel shows the lock shared by every request of the replica.
+func BenchmarkWindowObserve(b *testing.B) {
+	w := NewWindow([]string{"big", "medium"})
+	s := RequestSummary{Route: "/v1/chat/completions", Team: "search", Key: "search-1", Model: "big", Status: 200, Duration: 40 * time.Millisecond}
+	at := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			w.Observe(&s, at)
+		}
+	})
+}
