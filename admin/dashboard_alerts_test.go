@@ -64,6 +64,8 @@ func TestDashboardAlertsInBrowser(t *testing.T) {
 	readings = []alerts.Reading{
 		{Scope: "team", Team: "alpha", Budget: alerts.BudgetSpendDay, Used: 4.2, Limit: 5, Currency: "EUR"},
 		{Scope: "key", Team: "beta", Key: "beta-cfg", Budget: alerts.BudgetTokensDay, Used: 120000, Limit: 100000},
+		// Sub-cent budgets must not read "€0.0001 of €0.0001".
+		{Scope: "team", Team: "beta", Budget: alerts.BudgetSpendMonth, Used: 0.00005, Limit: 0.0001, Currency: "EUR"},
 	}
 	if err := watcher.Check(context.Background()); err != nil {
 		t.Fatal(err)
@@ -73,14 +75,15 @@ func TestDashboardAlertsInBrowser(t *testing.T) {
 		`#alerts tr[data-alert="alpha spend_per_day 50"]`:           "team alpha",
 		`#alerts tr[data-alert="alpha spend_per_day 80"]`:           "€4.20 of €5.00",
 		`#alerts tr[data-alert="beta/beta-cfg tokens_per_day 100"]`: "120k of 100k",
+		`#alerts tr[data-alert="beta spend_per_month 50"]`:          "€0.000050 of €0.00010 (50%)",
 	} {
 		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
 		if err != nil || !strings.Contains(v, want) {
 			t.Errorf("%s shows %q (%v), want %q", sel, v, err, want)
 		}
 	}
-	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#alerts tbody tr").length`)); n != 5 {
-		t.Errorf("%d rows, want 5 (alpha 50 and 80, beta-cfg 50, 80 and 100)", n)
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#alerts tbody tr").length`)); n != 6 {
+		t.Errorf("%d rows, want 6 (alpha 50 and 80, beta-cfg 50, 80 and 100, beta's month 50)", n)
 	}
 	shot(t, ctx, "dashboard-alerts.png")
 }

@@ -227,6 +227,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	if n := eval(`String(document.querySelectorAll('article[data-team="alpha"] svg rect').length)`); n != "30" {
 		t.Errorf("alpha's chart has %s bars, want 30", n)
 	}
+	// Every axis label lies inside its chart (a middle tick "1,358.5" once lost its first
+	// digit past the left edge), and is written compactly.
+	if got := eval(`[...document.querySelectorAll("article svg text")].filter((e) => { const b = e.getBBox(); return b.x < 0 || b.x + b.width > 560; }).map((e) => e.textContent).join(",")`); got != "" {
+		t.Errorf("axis labels outside their chart: %s", got)
+	}
+	if got := eval(`[...document.querySelectorAll("article svg text")].map((e) => e.textContent).filter((s) => s.length > 7).join(",")`); got != "" {
+		t.Errorf("axis labels longer than 7 characters: %s", got)
+	}
 
 	// Spend by tag (the first of usage.tag_keys) and, chosen instead, by end user (issue 28).
 	attr := `#attribution tr[data-team="alpha"]`
@@ -352,8 +360,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 }
 
+// docsScreenshots are the screenshots the README shows: the test's name of each, and its
+// file under docs/img.
+var docsScreenshots = map[string]string{"dashboard-1280x800.png": "dashboard.png", "dashboard-health.png": "dashboard-health.png"}
+
 // shot saves a full-page screenshot under the test's output folder; with
-// MODELGATE_DOCS_SCREENSHOT=1 the desktop one also replaces docs/img/dashboard.png.
+// MODELGATE_DOCS_SCREENSHOT=1 the ones of docsScreenshots also replace their docs/img files.
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -365,8 +377,8 @@ func shot(t *testing.T, ctx context.Context, name string) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", path)
-	if name == "dashboard-1280x800.png" && os.Getenv("MODELGATE_DOCS_SCREENSHOT") == "1" {
-		if err := os.WriteFile(filepath.Join("..", "docs", "img", "dashboard.png"), png, 0o644); err != nil {
+	if doc, ok := docsScreenshots[name]; ok && os.Getenv("MODELGATE_DOCS_SCREENSHOT") == "1" {
+		if err := os.WriteFile(filepath.Join("..", "docs", "img", doc), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,7 +13,7 @@ func TestDashboardAssembled(t *testing.T) {
 	if bytes.Contains(dashboardHTML, []byte("@include")) {
 		t.Fatal("an include line was left in the page")
 	}
-	for _, name := range []string{"alerts.js", "attribution.js", "audit.js"} {
+	for _, name := range []string{"alerts.js", "attribution.js", "audit.js", "health.js", "teams.js", "chart.js", "keys.js"} {
 		view, err := uiFiles.ReadFile("ui/" + name)
 		if err != nil {
 			t.Fatal(err)

@@ -99,6 +99,10 @@ type breaker struct {
 	failures int       // failures counted in the current window (the shared count with a store)
 	window   int64     // the window failures counts belong to
 	openedAt time.Time // when it last opened, for display (another replica's clock when learned)
+	// openedBy and openedAfter say what last opened it, for display: an open breaker's
+	// window count starts again at 0, and "0 failures" would hide why it is open.
+	openedBy    string
+	openedAfter int
 	// changed is the set's transition number when this replica last opened or closed b:
 	// a sync that began before it must not undo it with what it read.
 	changed  uint64
@@ -213,12 +217,14 @@ func (s *Set) Report(name string, failed bool) {
 	switch {
 	case b.probing && failed:
 		b.cooldown = min(2*b.cooldown, s.cfg.MaxCooldown)
+		b.openedBy, b.openedAfter = OpenedByProbe, 1
 		s.open(name, b, now, true)
 	case b.probing:
 		s.close(name, b)
 	case failed && State(b.state.Load()) == Closed:
 		if n, shared := s.count(name, b, now); n >= s.cfg.Failures {
 			b.cooldown = s.cfg.Cooldown
+			b.openedBy, b.openedAfter = OpenedByFailures, n
 			// Of the replicas counting at once, the one whose failure reached the
 			// threshold writes the opening; the others (past it) open here only, and
 			// leave alone the claim a probe of another replica may already hold.
@@ -282,8 +288,19 @@ type Status struct {
 	State    string     `json:"state"`
 	Failures int        `json:"failures"`            // in the current window
 	OpenedAt *time.Time `json:"opened_at,omitempty"` // when it last opened; nil if it never did
-	value    State
+	// OpenedBy says what last opened it (OpenedByFailures, OpenedByProbe, OpenedByReplica);
+	// OpenedAfter, for OpenedByFailures, how many failures in one window did.
+	OpenedBy    string `json:"opened_by,omitempty"`
+	OpenedAfter int    `json:"opened_after_failures,omitempty"`
+	value       State
 }
+
+// What opened a breaker, as Status.OpenedBy tells it.
+const (
+	OpenedByFailures = "failures"      // Settings.Failures failures within one window
+	OpenedByProbe    = "failed_probe"  // the half-open probe failed: open again, longer
+	OpenedByReplica  = "other_replica" // learned from the store: another replica opened it
+)
 
 // Value is the state as the metric's number.
 func (st Status) Value() State { return st.value }
@@ -308,6 +325,7 @@ func (s *Set) Statuses() []Status {
 		if !b.openedAt.IsZero() {
 			at := b.openedAt
 			item.OpenedAt = &at
+			item.OpenedBy, item.OpenedAfter = b.openedBy, b.openedAfter
 		}
 		b.mu.Unlock()
 		out = append(out, item)

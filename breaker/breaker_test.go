@@ -192,3 +192,36 @@ func BenchmarkAllowClosed(b *testing.B) {
 		}
 	})
 }
+
+// An open breaker's window count starts again at 0: its status says what opened it
+// instead, the failures that tripped it or a failed probe.
+func TestStatusSaysWhatOpenedIt(t *testing.T) {
+	clk := newClock()
+	s := New(Options{Settings: testSettings, Now: clk.Now})
+	status := func() Status {
+		for _, st := range s.Statuses() {
+			if st.Name == "model:m" {
+				return st
+			}
+		}
+		t.Fatal("no status")
+		return Status{}
+	}
+	s.Report("model:m", true)
+	if st := status(); st.OpenedBy != "" || st.OpenedAfter != 0 || st.Failures != 1 {
+		t.Errorf("closed with one failure: %+v", st)
+	}
+	s.Report("model:m", true)
+	s.Report("model:m", true)
+	clk.Advance(time.Minute) // the next window: its count is 0
+	if st := status(); st.State != "open" || st.Failures != 0 || st.OpenedBy != OpenedByFailures || st.OpenedAfter != 3 {
+		t.Errorf("opened by three failures: %+v", st)
+	}
+	if !s.Allow("model:m") {
+		t.Fatal("no probe after the cool-down")
+	}
+	s.Report("model:m", true)
+	if st := status(); st.State != "open" || st.OpenedBy != OpenedByProbe || st.OpenedAfter != 1 {
+		t.Errorf("opened by a failed probe: %+v", st)
+	}
+}

@@ -127,6 +127,7 @@ func (s *Set) Sync(ctx context.Context) error {
 			// Ask the store at the next call: its cooling record says whether the
 			// cool-down is over.
 			b.until, b.openedAt, b.cooldown = began, t.openedAt, t.cooldown
+			b.openedBy, b.openedAfter = OpenedByReplica, 0
 		}
 		b.mu.Unlock()
 	}

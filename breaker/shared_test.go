@@ -51,6 +51,13 @@ func TestReplicasShareOnBolt(t *testing.T) {
 	if r1.Allow("model:m") {
 		t.Fatal("replica 1 does not see the breaker replica 2 opened")
 	}
+	for r, want := range map[*Set]string{r1: OpenedByReplica, r2: OpenedByFailures} {
+		for _, st := range r.Statuses() {
+			if st.OpenedBy != want {
+				t.Errorf("opened by %q, want %q", st.OpenedBy, want)
+			}
+		}
+	}
 	clk.Advance(testSettings.Cooldown)
 	got1, got2 := r1.Allow("model:m"), r2.Allow("model:m")
 	if got1 == got2 {

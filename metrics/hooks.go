@@ -13,6 +13,7 @@ func (m *Metrics) Hooks() reqlog.Hooks {
 		RequestDone:    m.requestDone,
 		StreamOpened:   func(r string) { m.openStreams.WithLabelValues(route(r)).Inc() },
 		StreamClosed:   func(r string) { m.openStreams.WithLabelValues(route(r)).Dec() },
+		Fallback:       m.fallback,
 	}
 }
 
@@ -31,7 +32,8 @@ func (m *Metrics) requestDone(s reqlog.RequestSummary) {
 	team := lt.team(s.Team)
 	model := lt.model(s.Model)
 
-	m.requests.WithLabelValues(rt, team, lt.key(s.Team, s.Key), model, status(s.Status)).Inc()
+	m.requests.WithLabelValues(rt, team, m.keyLabel(lt, s.Team, s.Key), model, status(s.Status)).Inc()
+	m.routeCall(lt, &s)
 	m.duration.WithLabelValues(rt).Observe(s.Duration.Seconds())
 	if s.Stream && s.TTFB > 0 {
 		m.ttfb.WithLabelValues(rt).Observe(s.TTFB.Seconds())

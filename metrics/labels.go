@@ -26,15 +26,23 @@ const (
 type labelTable struct {
 	models map[string]bool
 	teams  map[string]map[string]bool // team name -> its key names
+	routes map[string]map[string]bool // model id -> the upstream models of its weighted routes
 }
 
 func newLabelTable(cfg *config.Config) *labelTable {
-	t := &labelTable{models: map[string]bool{}, teams: map[string]map[string]bool{}}
+	t := &labelTable{models: map[string]bool{}, teams: map[string]map[string]bool{}, routes: map[string]map[string]bool{}}
 	if cfg == nil {
 		return t
 	}
 	for _, m := range cfg.Models {
 		t.models[m.ID] = true
+		if len(m.Routes) > 0 {
+			ups := map[string]bool{}
+			for _, r := range m.Routes {
+				ups[r.Upstream] = true
+			}
+			t.routes[m.ID] = ups
+		}
 	}
 	for _, team := range cfg.Teams {
 		keys := map[string]bool{}

@@ -40,6 +40,9 @@ type Metrics struct {
 	lastReload      prometheus.Gauge
 	spend           *prometheus.CounterVec
 	usageEstimated  *prometheus.CounterVec
+	routing         routingMetrics
+	// issued names the issued keys (admin API) that label series, a bounded set.
+	issued issuedLabels
 }
 
 // Latency buckets span a health probe (milliseconds) to a long reasoning stream (minutes).
@@ -109,6 +112,7 @@ func New(cfg *config.Config) *Metrics {
 		"Requests the platform may have billed whose usage it did not report, settled at an upper bound (see docs/accounting.md), by route and reason.",
 		"route", "reason")
 	m.reg.MustRegister(m.usageEstimated)
+	m.routing = newRoutingMetrics(m.reg)
 	// Both results exist from the start, so an alert on rejected reloads has a series to read.
 	m.reloads.WithLabelValues("applied")
 	m.reloads.WithLabelValues("rejected")
@@ -132,6 +136,7 @@ func (m *Metrics) Reload(cfg *config.Config) {
 	m.relabel.Lock()
 	prev := m.labels.Swap(next)
 	m.dropStale(prev, next)
+	m.issued.forgetTeams(next)
 	m.relabel.Unlock()
 	m.reloads.WithLabelValues("applied").Inc()
 	m.lastReload.Set(float64(time.Now().UnixNano()) / 1e9)
@@ -166,6 +171,16 @@ func (m *Metrics) dropStale(prev, next *labelTable) {
 		if !next.models[model] {
 			m.requests.DeletePartialMatch(prometheus.Labels{"model": model})
 			m.tokens.DeletePartialMatch(prometheus.Labels{"model": model})
+			m.routing.fallbacks.DeletePartialMatch(prometheus.Labels{"model": model})
+			m.routing.fallbacks.DeletePartialMatch(prometheus.Labels{"served_model": model})
+			m.routing.routeCalls.DeletePartialMatch(prometheus.Labels{"model": model})
+		}
+	}
+	for model, ups := range prev.routes {
+		for up := range ups {
+			if !next.routes[model][up] {
+				m.routing.routeCalls.DeletePartialMatch(prometheus.Labels{"model": model, "upstream_model": up})
+			}
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 func (s *Server) adminRoutes(e *gin.Engine) {
 	admin := e.Group("/admin", s.authenticateAdmin)
 	admin.GET("/usage", s.adminUsage)
+	admin.GET("/health", s.adminHealth) // issue 45: the dashboard's health view
 	if s.admin != nil {
 		h := gin.WrapH(s.admin)
 		admin.GET("/keys", h)

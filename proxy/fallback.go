@@ -161,6 +161,7 @@ func (s *Server) fallBack(gc *gatewayCall, f *upstream.Failure, charge accountin
 			settled = true
 		}
 		if s.moveTo(gc, asked.Fallbacks[i]) {
+			s.noteFallback(gc, asked.Fallbacks[i], f) // issue 45: the health view and modelgate_fallbacks_total
 			gc.next = i + 1
 			return true
 		}

@@ -158,9 +158,11 @@ type Server struct {
 	calibration *calibration.Table
 	// breakers are the circuit breakers every gateway reports to; nil: none.
 	breakers *breaker.Set
-	health   upstream.Health // what weighted routes consult; nil: all healthy
-	sockets  *wsmode.Server  // the Responses WebSocket mode's connections
-	alerts   AlertsView      // nil: no alerts
+	// window is this replica's recent model calls, for GET /admin/health (issue 45).
+	window  *reqlog.Window
+	health  upstream.Health // what weighted routes consult; nil: all healthy
+	sockets *wsmode.Server  // the Responses WebSocket mode's connections
+	alerts  AlertsView      // nil: no alerts
 
 	// writes hears of failed writes to the record store, and says when /readyz is
 	// degraded; holdBytes and holdRetry are Deps.HeldResponses and HeldRetry.
@@ -186,7 +188,9 @@ func New(d Deps) (*Server, error) {
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store, writes: d.StoreWrites,
 		holdBytes: d.HeldResponses, holdRetry: d.HeldRetry,
 		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer, journal: d.Journal,
-		breakers: d.Breakers, health: d.Health, alerts: d.Alerts, storeBudget: redisconn.IsRedis(d.Config.Ratelimit.Store)}
+		breakers: d.Breakers, health: d.Health, alerts: d.Alerts, storeBudget: redisconn.IsRedis(d.Config.Ratelimit.Store),
+		window: reqlog.NewWindow(modelIDs(d.Config))}
+	s.hooks = s.observedHooks(d.Hooks)
 	if s.health == nil && s.breakers != nil {
 		s.health = s.breakers // never a nil *Set inside a non-nil interface
 	}
@@ -198,7 +202,7 @@ func New(d Deps) (*Server, error) {
 	if s.keeper, err = s.newKeeper(d.Config); err != nil {
 		return nil, err
 	}
-	s.bg = jobs.New(jobs.Options{Store: d.Store, Logger: d.Logger, Now: d.Now, Hooks: d.Hooks, Lease: d.BackgroundLease})
+	s.bg = jobs.New(jobs.Options{Store: d.Store, Logger: d.Logger, Now: d.Now, Hooks: s.hooks, Lease: d.BackgroundLease})
 	s.owners = s.sidecarOwners()
 	s.bg.ReapOrphans(s.keeper)
 	s.Reload(d.Config, d.Auth)
@@ -233,6 +237,7 @@ func (s *Server) Reload(cfg *config.Config, a *auth.Authenticator) {
 	}
 	st := newState(cfg, a)
 	st.health = s.health
+	s.window.SetModels(modelIDs(cfg))
 	s.st.Store(s.withGateway(s.withKeeper(st)))
 }
 

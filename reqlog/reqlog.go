@@ -15,7 +15,23 @@ type Hooks struct {
 	RequestDone func(RequestSummary)
 	// StreamOpened and StreamClosed bracket every streamed answer.
 	StreamOpened, StreamClosed func(route string)
+	// Fallback is called each time a call moves down its model's fallback chain (issue
+	// 45): model is the client's model id, served the fallback it moved to, reason one of
+	// the Fallback* words. All three are bounded by the config and the code.
+	Fallback func(model, served, reason string)
 }
+
+// Why a call moved to a fallback (the reason label of modelgate_fallbacks_total).
+const (
+	FallbackStatus5xx         = "status_5xx"          // the platform answered 5xx
+	FallbackStatus429         = "status_429"          // every platform key was rate-limited
+	FallbackTimeout           = "timeout"             // no answer in time (504)
+	FallbackUnreachable       = "unreachable"         // the platform could not be reached (502)
+	FallbackFirstTokenTimeout = "first_token_timeout" // the stream sent no output in time
+	FallbackBreakerOpen       = "breaker_open"        // the model's circuit breaker is open
+	FallbackContextLength     = "context_length"      // the input did not fit the model
+	FallbackOther             = "other"
+)
 
 // RequestSummary is the record of one finished request, for logs and metrics.
 type RequestSummary struct {

@@ -3,6 +3,7 @@ package tests
 import (
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -78,6 +79,13 @@ func TestSimulateDocExamples(t *testing.T) {
 			t.Fatalf("answers by model %v", seen)
 		}
 		waitForLog(t, g, `"upstream_model":"assistant-v2"`, 1)
+		// Each call counted by the route that served it (issue 45).
+		_, metrics := opsMust(t, "GET", g.URL+"/metrics", "", "")
+		for up, n := range seen {
+			if want := `modelgate_route_calls_total{model="assistant",upstream_model="` + up + `"} ` + strconv.Itoa(n); !strings.Contains(metrics, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
 	})
 
 	t.Run("fallbacks", func(t *testing.T) {
@@ -91,6 +99,16 @@ func TestSimulateDocExamples(t *testing.T) {
 				t.Errorf("%s: %d served by %q: %s", tc.model, code, h.Get("X-Modelgate-Served-Model"), b)
 			}
 		}
+		// Each move counted by its reason (issue 45).
+		_, metrics := opsMust(t, "GET", g.URL+"/metrics", "", "")
+		for _, want := range []string{
+			`modelgate_fallbacks_total{model="big",reason="status_5xx",served_model="medium"} 1`,
+			`modelgate_fallbacks_total{model="big-window",reason="context_length",served_model="long"} 1`,
+		} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
 	})
 
 	t.Run("stall", func(t *testing.T) {
@@ -98,6 +116,10 @@ func TestSimulateDocExamples(t *testing.T) {
 		// The stream's text comes in pieces: its end and the header say who served it.
 		if code != 200 || h.Get("X-Modelgate-Served-Model") != "quick" || !strings.HasSuffix(strings.TrimSpace(b), "data: [DONE]") {
 			t.Errorf("%d served by %q: %s", code, h.Get("X-Modelgate-Served-Model"), b)
+		}
+		_, metrics := opsMust(t, "GET", g.URL+"/metrics", "", "")
+		if want := `modelgate_fallbacks_total{model="reasoner",reason="first_token_timeout",served_model="quick"} 1`; !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
 		}
 	})
 }

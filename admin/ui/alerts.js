@@ -26,7 +26,8 @@
       return el("tr", { "data-alert": (a.scope === "key" ? a.team + "/" + a.key : a.team) + " " + a.budget + " " + a.threshold },
         el("td", { text: who }), el("td", { text: BUDGET_NAMES[a.budget] || a.budget }), el("td", { text: a.period }),
         el("td", { class: "num", text: a.threshold + "%" }),
-        el("td", { class: "num", text: figure(a, a.used) + " of " + figure(a, a.limit) }), el("td", { text: when(a.time) }));
+        el("td", { class: "num", text: figure(a, a.used) + " of " + figure(a, a.limit) + (a.limit > 0 ? " (" + Math.round((a.used / a.limit) * 100) + "%)" : "") }),
+        el("td", { text: when(a.time) }));
     });
     box.replaceChildren(el("h2", { text: "Budget alerts today" }),
       el("div", { class: "table-wrap" }, el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows))));

@@ -1,0 +1,68 @@
+package proxy
+
+import (
+	"github.com/tidwall/gjson"
+
+	"modelgate/config"
+	"modelgate/reqlog"
+	"modelgate/routing"
+	"modelgate/upstream"
+)
+
+// observedHooks is hooks with this replica's health window (issue 45) told of every
+// finished request before the other observers: the dashboard's health view reads it. The
+// background jobs report through the same hooks, so their calls count too.
+func (s *Server) observedHooks(h reqlog.Hooks) reqlog.Hooks {
+	done := h.RequestDone
+	h.RequestDone = func(sum reqlog.RequestSummary) {
+		s.window.Observe(&sum, s.now())
+		if done != nil {
+			done(sum)
+		}
+	}
+	return h
+}
+
+// modelIDs are cfg's client-facing model ids: the ones the health window keeps figures for.
+func modelIDs(cfg *config.Config) []string {
+	ids := make([]string, len(cfg.Models))
+	for i, m := range cfg.Models {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+// noteFallback tells the health window and the metrics that gc moved to the fallback served
+// after failure f (issue 45).
+func (s *Server) noteFallback(gc *gatewayCall, served string, f *upstream.Failure) {
+	reason := fallbackReason(f)
+	s.window.Fallback(gc.ri.Model, served, reason, s.now())
+	if s.hooks.Fallback != nil {
+		s.hooks.Fallback(gc.ri.Model, served, reason)
+	}
+}
+
+// kindFirstTokenTimeout is the Failure kind of a stream that sent no output in time
+// (firsttoken.go).
+const kindFirstTokenTimeout = "first_token_timeout"
+
+// fallbackReason names the failure a call fell back from, one of reqlog's Fallback* words.
+func fallbackReason(f *upstream.Failure) string {
+	switch {
+	case f.Kind == upstream.KindBreakerOpen:
+		return reqlog.FallbackBreakerOpen
+	case f.Kind == kindFirstTokenTimeout:
+		return reqlog.FallbackFirstTokenTimeout
+	case f.Status == 400 && gjson.GetBytes(f.Body, "error.code").Str == routing.ContextLengthCode:
+		return reqlog.FallbackContextLength
+	case f.Status == 429:
+		return reqlog.FallbackStatus429
+	case f.Kind == "timeout":
+		return reqlog.FallbackTimeout
+	case f.Kind == "status_5xx":
+		return reqlog.FallbackStatus5xx
+	case f.Status == 502 || f.Status == 504:
+		return reqlog.FallbackUnreachable
+	}
+	return reqlog.FallbackOther
+}
