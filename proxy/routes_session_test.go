@@ -40,6 +40,11 @@ func TestSessionAffinityKeepsOneRoute(t *testing.T) {
 				t.Fatalf("%s: status %d: %s", path, status, b)
 			}
 		}
+		for _, r := range env.sim.Requests() {
+			if r.Header.Get(header) != "" || strings.Contains(string(r.Body), session) {
+				t.Fatalf("the session id reached the platform: %v %s", r.Header, r.Body)
+			}
+		}
 		got := simModels(env)
 		if len(got) != 20 {
 			t.Fatalf("session %d: %d platform calls, want 20", s, len(got))
