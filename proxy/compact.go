@@ -172,6 +172,16 @@ func (s *Server) inputTokens(c *gin.Context) {
 	if body, ok = s.expandAux(c, st, p, body, &f); !ok {
 		return
 	}
+	if f.tools {
+		// Hosted tools the platform cannot run are left out of a call, so of its estimate
+		// too (or refused, as the call would be).
+		out, _, err := translate.ResponsesHostedTools(body, parseOptions(st))
+		if err != nil {
+			writeTranslateError(c, err)
+			return
+		}
+		body = out
+	}
 	peekLimitHeaders(c)
 	// The estimate reads the input, instructions, tools and text format; the model's name is
 	// none of them, so no route is chosen.
@@ -187,6 +197,7 @@ type auxFields struct {
 	convo           gjson.Result
 	cacheKey        string
 	metadata        string // the metadata object, raw; "" when absent
+	tools           bool   // tools are given
 }
 
 // stickyKey is the conversation key the body names (prompt_cache_key, else conversation),
@@ -238,7 +249,7 @@ func checkAuxBody(c *gin.Context, st *state, body []byte, known func(string) boo
 			return false
 		}
 	}
-	*f = auxFields{model: r.model.Str, input: r.input, previous: r.previous, convo: r.convo, cacheKey: r.cacheKey, metadata: r.metadata}
+	*f = auxFields{model: r.model.Str, input: r.input, previous: r.previous, convo: r.convo, cacheKey: r.cacheKey, metadata: r.metadata, tools: present(r.tools)}
 	return true
 }
 

@@ -206,6 +206,13 @@ func TestInputTokensCount(t *testing.T) {
 	if !(0 < short && short < long && long < longer) {
 		t.Errorf("counts do not grow with the input: %d, %d, %d", short, long, longer)
 	}
+	// A hosted tool the platform cannot run is left out of the estimate, as out of a call.
+	fn := `{"type":"function","name":"lookup","description":"` + text + `","parameters":{"type":"object"}}`
+	withFn := count(`{"model":"sim-chat","input":"hello","tools":[` + fn + `]}`)
+	withHosted := count(`{"model":"sim-chat","input":"hello","tools":[` + fn + `,{"type":"web_search","search_context_size":"` + text + `"}]}`)
+	if withFn <= short || withHosted != withFn {
+		t.Errorf("tools: none %d, a function %d, and a hosted tool besides %d", short, withFn, withHosted)
+	}
 	status, _, b := env.do(t, http.MethodPost, "/v1/messages/count_tokens", keyAlpha1,
 		[]byte(`{"model":"sim-chat","messages":[{"role":"user","content":"`+text+`"}]}`))
 	if status != http.StatusOK {
