@@ -11,6 +11,7 @@ import (
 
 	"modelgate/accounting"
 	"modelgate/auth"
+	"modelgate/config"
 	"modelgate/ratelimit"
 	"modelgate/relay"
 	"modelgate/tokens"
@@ -128,8 +129,8 @@ func (d *compactDialect) prepare(c *gin.Context, st *state, p *auth.Principal, c
 	if !ok {
 		return false
 	}
-	if !d.sticky.ok && st.models.stickyOf(call.model) != "" {
-		d.sticky = firstInputKey(body)
+	if !d.sticky.ok && st.models.stickyOf(call.model) == config.StickyConversation {
+		d.sticky = firstInputKey(body) // the conversation's first user item, as its turns were placed
 	}
 	st.routeCall(call, p, d.sticky)
 	instructions := translate.DefaultCompactInstructions

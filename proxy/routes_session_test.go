@@ -128,6 +128,27 @@ func TestSessionAffinitySources(t *testing.T) {
 	if userRoute("", a) == userRoute("", b) {
 		t.Errorf("sticky user: sessions %s and %s of a call naming no user took one route", a, b)
 	}
+	// A compaction without a session is placed as its conversation's turns were: on sticky:
+	// conversation by its first user item, on sticky: user by the caller's key.
+	for _, model := range []string{"ab-convo", "ab-user"} {
+		env.sim.Reset()
+		for i := range 8 {
+			input := fmt.Sprintf(`[{"role":"user","content":"first %d"},{"role":"user","content":"then"}]`, i)
+			body := `{"model":"` + model + `","input":` + input + `}`
+			if status, _, b := env.do(t, http.MethodPost, "/v1/responses", keyAlpha1, []byte(body)); status != 200 {
+				t.Fatalf("status %d: %s", status, b)
+			}
+			if status, _, b := env.do(t, http.MethodPost, "/v1/responses/compact", keyAlpha1, []byte(body)); status != 200 {
+				t.Fatalf("compact: status %d: %s", status, b)
+			}
+		}
+		got := simModels(env)
+		for i := 0; i < len(got); i += 2 {
+			if got[i] != got[i+1] {
+				t.Errorf("%s: conversation %d went to %s, its compaction to %s", model, i/2, got[i], got[i+1])
+			}
+		}
+	}
 	// A model that is not sticky is not placed by sessions: it has one upstream.
 	env.sim.Reset()
 	if status, _, body := env.do(t, http.MethodPost, "/v1/responses", keyAlpha1, []byte(`{"model":"plain","input":"p"}`), "x-session-id", a); status != 200 ||
