@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/coder/websocket"
 	"github.com/tidwall/gjson"
 )
 
@@ -154,5 +157,42 @@ func TestSessionAffinitySources(t *testing.T) {
 	if status, _, body := env.do(t, http.MethodPost, "/v1/responses", keyAlpha1, []byte(`{"model":"plain","input":"p"}`), "x-session-id", a); status != 200 ||
 		gjson.GetBytes(env.sim.Requests()[0].Body, "model").Str != "sim-chat" {
 		t.Errorf("plain model: %d %s", status, body)
+	}
+}
+
+// TestSessionAffinityOverWebSocket: the session header of a WebSocket's upgrade places each
+// of its turns, as it places an HTTP call: 20 turns with new inputs, one route.
+func TestSessionAffinityOverWebSocket(t *testing.T) {
+	env := startEnv(t, envOptions{yaml: routesYAML})
+	seen := map[string]bool{}
+	for s := range 6 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ws, _, err := websocket.Dial(ctx, strings.Replace(env.front.URL, "http", "ws", 1)+"/v1/responses",
+			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + keyAlpha1}, "Session_id": {fmt.Sprintf("ws-session-%d", s)}}})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.sim.Reset()
+		for i := range 20 {
+			evs := turnEvents(t, ws, fmt.Sprintf(`{"type":"response.create","model":"ab-convo","input":"socket %d turn %d"}`, s, i))
+			if last := evs[len(evs)-1]; gjson.Get(last, "type").Str != "response.completed" {
+				t.Fatalf("turn %d: %s", i, last)
+			}
+		}
+		ws.CloseNow()
+		got := simModels(env)
+		if len(got) != 20 {
+			t.Fatalf("socket %d: %d platform calls, want 20", s, len(got))
+		}
+		for _, m := range got {
+			if m != got[0] {
+				t.Fatalf("socket %d went to %v: want one route for its session", s, got)
+			}
+		}
+		seen[got[0]] = true
+	}
+	if len(seen) != 2 {
+		t.Fatalf("6 sessions all went to %v", seen)
 	}
 }
