@@ -281,6 +281,9 @@ func routingText(m Model) string {
 	if m.Retries != nil {
 		parts = append(parts, fmt.Sprintf("retries: %d", *m.Retries))
 	}
+	if m.CompactInstructions != "" {
+		parts = append(parts, fmt.Sprintf("compact_instructions: %d bytes", len(m.CompactInstructions)))
+	}
 	return strings.Join(parts, "; ")
 }
 

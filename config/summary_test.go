@@ -148,13 +148,13 @@ func TestRoutedModelRevalidates(t *testing.T) {
 
 // Each model's routing keys show under it; a model without them shows nothing more.
 func TestSummaryFallbacks(t *testing.T) {
-	yaml := "models:\n  - id: big\n    context_window: 128000\n    fallbacks: [small]\n    first_token_timeout: 20s\n  - id: small\n"
+	yaml := "models:\n  - id: big\n    context_window: 128000\n    fallbacks: [small]\n    first_token_timeout: 20s\n    compact_instructions: Summarise.\n  - id: small\n"
 	cfg, err := Parse([]byte(yaml), "c.yaml", envMap(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := cfg.Summary()
-	summaryHas(t, s, "  big\n    fallbacks: small; context_window: 128000 tokens; first_token_timeout: 20s\n  small\n")
+	summaryHas(t, s, "  big\n    fallbacks: small; context_window: 128000 tokens; first_token_timeout: 20s; compact_instructions: 10 bytes\n  small\n")
 }
 
 // The Responses WebSocket mode's three keys show on a line of their own; the connection cap

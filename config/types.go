@@ -108,7 +108,15 @@ type Model struct {
 	// before its fallback is tried. nil: none while a fallback is left to try, so the
 	// fallback is not kept waiting; upstream.max_retries otherwise.
 	Retries *int `yaml:"retries"`
+	// CompactInstructions are the instructions of the summarising call that emulates POST
+	// /v1/responses/compact for this model (issue 44); "" = modelgate's own
+	// (translate.DefaultCompactInstructions).
+	CompactInstructions string `yaml:"compact_instructions"`
 }
+
+// MaxCompactInstructions bounds models[].compact_instructions, in bytes: they are sent with
+// every compaction of the model, and a summary prompt needs far less.
+const MaxCompactInstructions = 32 << 10
 
 // MaxModelRetries bounds models[].retries: each retry may wait up to the platform's
 // Retry-After, and the call's deadline bounds them anyway.

@@ -268,11 +268,25 @@ func (v *validator) models(models []Model) map[string]bool {
 		if m.Retries != nil && (*m.Retries < 0 || *m.Retries > MaxModelRetries) {
 			v.fail(p+".retries", "must be between 0 and %d, got %d", MaxModelRetries, *m.Retries)
 		}
+		v.compactInstructions(p, m.CompactInstructions)
 	}
 	for i, m := range models {
 		v.fallbacks(fmt.Sprintf("models[%d].fallbacks", i), m, ids)
 	}
 	return ids
+}
+
+// compactInstructions checks a model's compact_instructions: unset, or text of at most
+// MaxCompactInstructions bytes that says something (a blank value would ask the model for a
+// summary with no instructions at all).
+func (v *validator) compactInstructions(p, s string) {
+	switch {
+	case s == "":
+	case strings.TrimSpace(s) == "":
+		v.fail(p+".compact_instructions", "is blank: leave it unset for modelgate's own instructions")
+	case len(s) > MaxCompactInstructions:
+		v.fail(p+".compact_instructions", "is %d bytes long, more than %d", len(s), MaxCompactInstructions)
+	}
 }
 
 // routes checks a model's weighted routes and its sticky choice: routes replace upstream,

@@ -54,6 +54,8 @@ func TestParseErrors(t *testing.T) {
 		{"first_token_timeout_negative", "models:\n  - id: a\n    first_token_timeout: -1s\n", []string{"models[0].first_token_timeout: must not be negative"}},
 		{"retries_negative", "models:\n  - id: a\n    retries: -1\n", []string{"models[0].retries: must be between 0 and 10, got -1"}},
 		{"retries_too_many", "models:\n  - id: a\n    retries: 11\n", []string{"models[0].retries: must be between 0 and 10, got 11"}},
+		{"compact_instructions_blank", "models:\n  - id: a\n    compact_instructions: \"  \"\n", []string{"models[0].compact_instructions: is blank"}},
+		{"compact_instructions_too_long", "models:\n  - id: a\n    compact_instructions: " + strings.Repeat("x", 32<<10+1) + "\n", []string{"models[0].compact_instructions: is 32769 bytes long, more than 32768"}},
 		{"server_tools", "translate:\n  server_tools: keep\n", []string{"translate.server_tools: want drop or refuse, got \"keep\""}},
 
 		// environment

@@ -76,6 +76,8 @@ func TestKeyAt429RefusedBeforeItsBody(t *testing.T) {
 		{"POST", "/v1/responses", false},
 		{"POST", "/v1/messages", true},
 		{"POST", "/v1/messages/count_tokens", true},
+		{"POST", "/v1/responses/compact", false},
+		{"POST", "/v1/responses/input_tokens", false},
 		{"GET", "/v1/responses/resp_abc", false},
 		{"DELETE", "/v1/responses/resp_abc", false},
 		{"GET", "/v1/responses/resp_abc/input_items", false},

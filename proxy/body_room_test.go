@@ -47,6 +47,8 @@ func TestBodyRoomFullRefused(t *testing.T) {
 		{"responses", "/v1/responses", []byte(respBody), 503, `"code":"server_busy"`},
 		{"messages", "/v1/messages", messagesBody("sim-chat"), 529, `"type":"overloaded_error"`},
 		{"count_tokens", "/v1/messages/count_tokens", messagesBody("sim-chat"), 529, `"type":"overloaded_error"`},
+		{"compact", "/v1/responses/compact", []byte(respBody), 503, `"code":"server_busy"`},
+		{"input_tokens", "/v1/responses/input_tokens", []byte(respBody), 503, `"code":"server_busy"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,6 +111,8 @@ func TestBodyRoomReleased(t *testing.T) {
 		{"responses_stream", "/v1/responses", []byte(respStreamBody), 200, nil, ""},
 		{"messages", "/v1/messages", messagesBody("sim-chat"), 200, nil, ""},
 		{"count_tokens", "/v1/messages/count_tokens", messagesBody("sim-chat"), 200, nil, ""},
+		{"compact", "/v1/responses/compact", []byte(big), 200, nil, ""},
+		{"input_tokens", "/v1/responses/input_tokens", []byte(big), 200, nil, ""},
 		{"gzip", "/v1/responses", gzipped(t, []byte(big)), 200, []string{"Content-Encoding", "gzip"}, ""},
 		{"bad_json", "/v1/chat/completions", []byte(`{"model":`), 400, nil, ""},
 		{"model_not_allowed", "/v1/responses", []byte(`{"model":"sim-tools","input":"x"}`), 404, nil, keyBeta},

@@ -122,7 +122,7 @@ func (d *chatDialect) checkParsed(c *gin.Context, st *state, req *translate.Chat
 	}
 	d.req = req
 	model, ok := st.models.resolve(req.Model)
-	d.sticky = st.models.identityKey(model, &req.Identity)
+	d.sticky = st.models.withSession(model, st.models.identityKey(model, &req.Identity), c.Request.Header, "")
 	*call = modelCall{model: model, asked: req.Model, unknown: !ok, stream: req.Stream, maxOut: req.MaxOutputTokens, choices: req.N}
 	return true
 }

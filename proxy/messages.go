@@ -148,7 +148,7 @@ func (d *messagesDialect) checkParsed(c *gin.Context, st *state, req *translate.
 	}
 	d.req = req
 	model, ok := st.models.resolve(req.Model)
-	d.sticky = st.models.identityKey(model, &req.Identity)
+	d.sticky = st.models.withSession(model, st.models.identityKey(model, &req.Identity), c.Request.Header, "")
 	*call = modelCall{model: model, asked: req.Model, unknown: !ok, stream: req.Stream, maxOut: req.UpstreamMaxTokens(), choices: 1}
 	return true
 }
@@ -272,7 +272,7 @@ func (s *Server) countTokens(c *gin.Context) {
 		return
 	}
 	peekLimitHeaders(c)
-	raw := tokens.EstimateResponsesInput(req.ToResponses(countedUpstream(st, p, model, st.models.identityKey(model, &req.Identity)), translate.RequestOptions{}))
+	raw := tokens.EstimateResponsesInput(req.ToResponses(countedUpstream(st, p, model, st.models.withSession(model, st.models.identityKey(model, &req.Identity), c.Request.Header, "")), translate.RequestOptions{}))
 	n := s.calibration.Factor(p.Team, model).Count(raw)
 	c.Data(http.StatusOK, "application/json", []byte(`{"input_tokens":`+strconv.FormatInt(n, 10)+`}`))
 }

@@ -229,7 +229,7 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 	d.steering = f.steering
 	model, ok := st.models.resolve(f.model.Str)
 	if d.stickyKind = st.models.stickyOf(model); d.stickyKind != "" {
-		d.sticky = f.stickyKey(d.stickyKind)
+		d.sticky = st.models.withSession(model, f.stickyKey(d.stickyKind), c.Request.Header, f.metadata)
 	}
 	*call = modelCall{model: model, asked: f.model.Str, unknown: !ok, stream: f.stream.Bool(), maxOut: f.maxOut.Int(), choices: 1, upBody: body}
 	return true

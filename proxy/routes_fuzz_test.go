@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net/http"
 	"testing"
 
 	"modelgate/config"
@@ -18,6 +19,8 @@ func FuzzStickyKeys(f *testing.F) {
 		`{"model":"m","prompt_cache_key":"sess","conversation":{"id":"conv_1"},"input":[{"role":"user","content":"x"}]}`,
 		`{"model":"m","safety_identifier":"","user":7,"input":"plain"}`,
 		`{"messages":{"#":1},"input":[1,[2],{"role":"user"}]}`,
+		`{"model":"m","input":"x","metadata":{"session_id":"019a-s","feature":"f"}}`,
+		`{"model":"m","input":"x","metadata":{"session_id":{"nested":1}}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -39,6 +42,12 @@ func FuzzStickyKeys(f *testing.F) {
 				var f responsesFields
 				scanResponsesFields(body, &f)
 				out = append(out, f.stickyKey(config.StickyUser), f.stickyKey(config.StickyConversation), firstInputKey(body))
+				// The session a Responses body's metadata names, on both kinds, and the
+				// same read from a header holding the body (any bytes a client may send).
+				hdr := http.Header{"X-Session-Id": {string(body)}}
+				for _, m := range []string{"by-user", "by-convo"} {
+					out = append(out, models.withSession(m, stickyKey{}, nil, f.metadata), models.withSession(m, stickyKey{}, hdr, ""))
+				}
 			}
 			return out
 		}

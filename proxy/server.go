@@ -328,6 +328,8 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	v1.DELETE("/responses/:id", s.checkLookup("/v1/responses/{id}"), s.deleteResponse)
 	v1.GET("/responses/:id/input_items", s.checkLookup("/v1/responses/{id}/input_items"), s.listInputItems)
 	v1.POST("/responses/:id/cancel", s.checkLookup("/v1/responses/{id}/cancel"), s.cancelResponse)
+	v1.POST("/responses/compact", s.admitEarly(compactRoute), s.compact)
+	v1.POST("/responses/input_tokens", s.checkLookup(inputTokensRoute), s.inputTokens)
 
 	// Anthropic's Messages API: the same checks as /v1, answered in Anthropic's shape.
 	msgs := e.Group("/v1/messages", s.markAnthropic, s.refuseWhileDraining, s.authenticate)

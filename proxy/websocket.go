@@ -21,8 +21,9 @@ import (
 const websocketRoute = "/v1/responses (websocket)"
 
 // turnHeaders are the upgrade's headers each turn is sent with: the credentials, and what a
-// client says once for all its requests.
-var turnHeaders = []string{"Authorization", "X-Api-Key", "User-Agent", "X-Modelgate-Tags", "Traceparent", "Tracestate"}
+// client says once for all its requests (its tags, its trace, its session).
+var turnHeaders = []string{"Authorization", "X-Api-Key", "User-Agent", "X-Modelgate-Tags", "Traceparent", "Tracestate",
+	headerSessionAffinity, headerSessionID, headerSessionIDPlain}
 
 // newSockets is the WebSocket server of a config (read at start: its caps and ages are not
 // reloaded).

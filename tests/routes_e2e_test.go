@@ -1,12 +1,14 @@
 package tests
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/tidwall/gjson"
 )
 
@@ -70,5 +72,52 @@ func TestWeightedRoutesE2E(t *testing.T) {
 	}
 	if !strings.Contains(g.Output.String(), `upstream_model`) {
 		t.Errorf("no log line names the route's upstream_model:\n%s", g.Output.String())
+	}
+}
+
+// TestSessionAffinityE2E: through the binary, with the openai Go client setting
+// x-session-id as an agent does, each session keeps its 20 calls (each with a new first
+// message) on one route of a sticky: conversation model, and the sessions use both routes.
+func TestSessionAffinityE2E(t *testing.T) {
+	p := startPlatform(t)
+	cfg := gatewayYAML{
+		models: `  - id: ab-convo
+    routes: [{upstream: sim-chat, weight: 1}, {upstream: sim-next, weight: 1}]
+    sticky: conversation
+`,
+		teams: alphaTeam(""),
+	}.render(p)
+	g := startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: map[string]string{"PLATFORM_API_KEY": p.Key, "ALPHA_KEY": alphaKey}})
+	seen := map[string]bool{}
+	for s := range 8 {
+		session := fmt.Sprintf("0199c2e1-session-%d", s)
+		client := openai.NewClient(option.WithBaseURL(g.URL+"/v1"), option.WithAPIKey(alphaKey), option.WithMaxRetries(0),
+			option.WithHeader("x-session-id", session))
+		mark := len(p.Sim.Requests())
+		for i := range 20 {
+			_, err := client.Responses.New(ctx(t), responses.ResponseNewParams{
+				Model: "ab-convo",
+				Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(fmt.Sprintf("session %d call %d", s, i))},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		var routes []string
+		for _, r := range upstreamCalls(p, mark) {
+			routes = append(routes, gjson.GetBytes(r.Body, "model").Str)
+		}
+		if len(routes) != 20 {
+			t.Fatalf("session %d: %d platform calls, want 20", s, len(routes))
+		}
+		for _, m := range routes {
+			if m != routes[0] {
+				t.Fatalf("session %d went to %v: want one route for its 20 calls", s, routes)
+			}
+		}
+		seen[routes[0]] = true
+	}
+	if len(seen) != 2 {
+		t.Fatalf("8 sessions all went to %v", seen)
 	}
 }
