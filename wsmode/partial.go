@@ -59,10 +59,10 @@ func (p *partialOutput) note(typ string, data []byte) {
 }
 
 // items is the output as a JSON array: the finished items, then the message being written,
-// if any, with its text so far, marked incomplete.
+// if it has text, with its text so far, marked incomplete.
 func (p *partialOutput) items() []byte {
 	out := append(append([]byte{'['}, p.done...), ']')
-	if p.openID == "" {
+	if p.openID == "" || len(p.text) == 0 {
 		return out
 	}
 	part, _ := json.Marshal(struct {

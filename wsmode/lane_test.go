@@ -1,0 +1,135 @@
+package wsmode
+
+import (
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// Turns on one lane run in the order they were sent, one at a time; another lane runs beside
+// them; every event of a lane's turns carries its stream_id, and the default lane's none.
+func TestLanesOrderAndTags(t *testing.T) {
+	route := newFakeRoute()
+	a1 := route.gate("a1")
+	ws := serveOne(t, New(Options{Turns: route}))
+
+	send(t, ws, create("a1", "a"))
+	route.wait(t, "start:a1")
+	send(t, ws, create("a2", "a")) // waits behind a1 on lane a
+	send(t, ws, create("b1", "b")) // runs beside a1
+	route.wait(t, "start:b1")
+	route.wait(t, "end:b1")
+	got := frames(t, ws, isType("response.completed", "b"))
+	for _, ev := range got {
+		if lane := ev.Get("stream_id").Str; lane != "a" && lane != "b" {
+			t.Errorf("an event without its lane: %s", ev.Raw)
+		}
+		if ev.Get("stream_id").Str == "b" && ev.Get("type").Str == "response.completed" && ev.Get("response.id").Str != "resp_b1" {
+			t.Errorf("lane b completed %s", ev.Raw)
+		}
+	}
+	// a1 is still held: a2 has not started.
+	select {
+	case ev := <-route.events:
+		t.Fatalf("%s while a1 is held", ev)
+	default:
+	}
+	close(a1)
+	route.wait(t, "end:a1")
+	route.wait(t, "start:a2")
+	route.wait(t, "end:a2")
+	got = frames(t, ws, func(ev gjson.Result) bool { return ev.Get("response.id").Str == "resp_a2" && ev.Get("type").Str == "response.completed" })
+	var order []string
+	for _, ev := range got {
+		if ev.Get("stream_id").Str != "a" {
+			t.Errorf("lane a's event without its stream_id: %s", ev.Raw)
+		}
+		if ev.Get("type").Str == "response.completed" {
+			order = append(order, ev.Get("response.id").Str)
+		}
+	}
+	if len(order) != 2 || order[0] != "resp_a1" || order[1] != "resp_a2" {
+		t.Errorf("lane a completed %v, want resp_a1 then resp_a2", order)
+	}
+
+	// The default lane's events carry no stream_id.
+	send(t, ws, create("d", ""))
+	for _, ev := range frames(t, ws, isType("response.completed", "")) {
+		if ev.Get("stream_id").Exists() {
+			t.Errorf("a default lane event with a stream_id: %s", ev.Raw)
+		}
+	}
+	// A previous_response_id chain crosses lanes: b continues a2's response.
+	send(t, ws, `{"type":"response.create","model":"m","store":false,"stream_id":"b","previous_response_id":"resp_a2","input":"b2"}`)
+	frames(t, ws, isType("response.completed", "b"))
+	last := gjson.Parse(route.body(4))
+	if last.Get("previous_response_id").Exists() || len(last.Get("input").Array()) != 3 {
+		t.Errorf("b2 was not expanded from lane a's chain: %s", last.Raw)
+	}
+}
+
+// A create that would open a lane beyond Options.Lanes gets an error event with its
+// stream_id; creates on the lanes already open still queue; once a lane has ended, a new one
+// may open.
+func TestLanesCap(t *testing.T) {
+	route := newFakeRoute()
+	a, b := route.gate("a1"), route.gate("b1")
+	s := New(Options{Turns: route, Lanes: 2})
+	ws := serveOne(t, s)
+
+	send(t, ws, create("a1", "a"))
+	route.wait(t, "start:a1")
+	send(t, ws, create("b1", "b"))
+	route.wait(t, "start:b1")
+	send(t, ws, create("c1", "c"))
+	ev := frames(t, ws, func(ev gjson.Result) bool { return ev.Get("type").Str == "error" })
+	e := ev[len(ev)-1]
+	if e.Get("stream_id").Str != "c" || e.Get("status").Int() != 429 || e.Get("error.code").Str != "too_many_lanes" || e.Get("error.param").Str != "stream_id" {
+		t.Errorf("the create beyond the cap got %s", e.Raw)
+	}
+	send(t, ws, create("a2", "a")) // lane a is open: it queues
+	close(a)
+	route.wait(t, "end:a1")
+	route.wait(t, "start:a2")
+	route.wait(t, "end:a2")
+	frames(t, ws, func(ev gjson.Result) bool { return ev.Get("response.id").Str == "resp_a2" && ev.Get("type").Str == "response.completed" })
+
+	// Lane a ends once its goroutine finds its queue empty; then lane c may open.
+	waitFor(t, func() bool { return lanesOpen(s) == 1 })
+	send(t, ws, create("c1", "c"))
+	frames(t, ws, isType("response.completed", "c"))
+	close(b)
+	frames(t, ws, isType("response.completed", "b"))
+}
+
+// lanesOpen is the number of lanes of s's one connection.
+func lanesOpen(s *Server) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.mu.Lock()
+		n := len(c.lanes)
+		c.mu.Unlock()
+		return n
+	}
+	return -1
+}
+
+func TestTagEvent(t *testing.T) {
+	tag := laneTag("l\"1")
+	cases := []struct{ in, want string }{
+		{`{"type":"x"}`, `{"stream_id":"l\"1","type":"x"}`},
+		{`{ }`, `{"stream_id":"l\"1"}`},
+		{`{}`, `{"stream_id":"l\"1"}`},
+		{`[1]`, `[1]`},
+		{``, ``},
+	}
+	for _, c := range cases {
+		if got := string(tagEvent(nil, []byte(c.in), tag)); got != c.want {
+			t.Errorf("tagEvent(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	if got := string(tagEvent(nil, []byte(`{"a":1}`), nil)); got != `{"a":1}` {
+		t.Errorf("no tag: %s", got)
+	}
+}
