@@ -38,7 +38,9 @@ func TestLanesOrderAndTags(t *testing.T) {
 	route.wait(t, "end:a1")
 	route.wait(t, "start:a2")
 	route.wait(t, "end:a2")
-	got = frames(t, ws, func(ev gjson.Result) bool { return ev.Get("response.id").Str == "resp_a2" && ev.Get("type").Str == "response.completed" })
+	got = frames(t, ws, func(ev gjson.Result) bool {
+		return ev.Get("response.id").Str == "resp_a2" && ev.Get("type").Str == "response.completed"
+	})
 	var order []string
 	for _, ev := range got {
 		if ev.Get("stream_id").Str != "a" {
@@ -92,7 +94,9 @@ func TestLanesCap(t *testing.T) {
 	route.wait(t, "end:a1")
 	route.wait(t, "start:a2")
 	route.wait(t, "end:a2")
-	frames(t, ws, func(ev gjson.Result) bool { return ev.Get("response.id").Str == "resp_a2" && ev.Get("type").Str == "response.completed" })
+	frames(t, ws, func(ev gjson.Result) bool {
+		return ev.Get("response.id").Str == "resp_a2" && ev.Get("type").Str == "response.completed"
+	})
 
 	// Lane a ends once its goroutine finds its queue empty; then lane c may open.
 	waitFor(t, func() bool { return lanesOpen(s) == 1 })
