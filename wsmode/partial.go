@@ -18,43 +18,30 @@ type partialOutput struct {
 	text     []byte
 }
 
-// note reads one output event (output_item.added, output_item.done or output_text.delta).
-func (p *partialOutput) note(typ string, data []byte) {
-	switch typ {
-	case "response.output_item.added":
-		item := gjson.GetBytes(data, "item")
+// item reads an output item event (output_item.added or output_item.done) and its item.
+func (p *partialOutput) item(typ string, item gjson.Result) {
+	if !item.IsObject() {
+		return
+	}
+	if typ == "response.output_item.added" {
 		if item.Get("type").Str == "message" {
 			p.openID, p.openItem, p.text = item.Get("id").Str, []byte(item.Raw), p.text[:0]
 		}
-	case "response.output_text.delta":
-		if p.openID == "" {
-			return
-		}
-		var f [2]gjson.Result
-		gjson.Parse(view(data)).ForEach(func(k, v gjson.Result) bool {
-			switch k.Str {
-			case "item_id":
-				f[0] = v
-			case "delta":
-				f[1] = v
-			}
-			return !f[0].Exists() || !f[1].Exists()
-		})
-		if f[0].Str == p.openID {
-			p.text = append(p.text, f[1].Str...)
-		}
-	case "response.output_item.done":
-		item := gjson.GetBytes(data, "item")
-		if !item.IsObject() {
-			return
-		}
-		if len(p.done) > 0 {
-			p.done = append(p.done, ',')
-		}
-		p.done = append(p.done, item.Raw...)
-		if item.Get("id").Str == p.openID {
-			p.openID, p.openItem, p.text = "", nil, p.text[:0]
-		}
+		return
+	}
+	if len(p.done) > 0 {
+		p.done = append(p.done, ',')
+	}
+	p.done = append(p.done, item.Raw...)
+	if item.Get("id").Str == p.openID {
+		p.openID, p.openItem, p.text = "", nil, p.text[:0]
+	}
+}
+
+// delta reads a text delta of item itemID.
+func (p *partialOutput) delta(itemID, text string) {
+	if p.openID != "" && itemID == p.openID {
+		p.text = append(p.text, text...)
 	}
 }
 

@@ -96,14 +96,16 @@ var errSteered = errors.New("wsmode: the response was steered")
 // before the next event that starts or extends output: the relay reads the refusal as a
 // client that left, and cuts and charges the stream as it would then.
 func (w *turnWriter) emit(data []byte) error {
-	var fields [2]gjson.Result
-	getTypeAndSeq(data, &fields)
-	typ := fields[0].Str
+	var f eventFields
+	f.read(data)
+	typ := f.typ.Str
 	if w.stop.Load() && cutsBefore(typ) {
 		w.steered = true
 		return errSteered
 	}
 	switch typ {
+	case "response.output_text.delta":
+		w.out.delta(f.itemID.Str, f.delta.Str)
 	case "response.created":
 		r := gjson.GetBytes(data, "response")
 		w.created, w.id = []byte(r.Raw), r.Get("id").Str
@@ -112,11 +114,11 @@ func (w *turnWriter) emit(data []byte) error {
 		}
 	case "response.completed", "response.incomplete":
 		w.terminal = []byte(gjson.GetBytes(data, "response").Raw)
-	case "response.output_item.added", "response.output_item.done", "response.output_text.delta":
-		w.out.note(typ, data)
+	case "response.output_item.added", "response.output_item.done":
+		w.out.item(typ, gjson.GetBytes(data, "item"))
 	}
-	if fields[1].Exists() {
-		w.lastSeq.Store(fields[1].Int())
+	if f.seq.Exists() {
+		w.lastSeq.Store(f.seq.Int())
 	}
 	if len(w.tag) == 0 {
 		return w.send(data)
@@ -125,17 +127,30 @@ func (w *turnWriter) emit(data []byte) error {
 	return w.send(w.frame)
 }
 
-// getTypeAndSeq reads an event's type and sequence_number in one pass, without a copy: the
-// results are views of data, read before it changes.
-func getTypeAndSeq(data []byte, out *[2]gjson.Result) {
+// eventFields are the members of an event the socket reads, views of its data (read before
+// the data changes).
+type eventFields struct {
+	typ, seq, itemID, delta gjson.Result
+}
+
+// read reads them in one pass over the event's top level, stopped once what the event's type
+// needs was found: a text delta's item_id and delta are kept for the partial output.
+func (f *eventFields) read(data []byte) {
 	gjson.Parse(view(data)).ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "type":
-			out[0] = v
+			f.typ = v
 		case "sequence_number":
-			out[1] = v
+			f.seq = v
+		case "item_id":
+			f.itemID = v
+		case "delta":
+			f.delta = v
 		}
-		return !out[0].Exists() || !out[1].Exists()
+		if !f.typ.Exists() || !f.seq.Exists() {
+			return true
+		}
+		return f.typ.Str == "response.output_text.delta" && (!f.itemID.Exists() || !f.delta.Exists())
 	})
 }
 
