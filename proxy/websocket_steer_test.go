@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"modelgate/accounting"
+	"modelgate/platformsim"
 )
 
 // Lanes and steering through the whole lifecycle: each lane's turn is its own request,
@@ -32,25 +33,31 @@ func onLane(typ, lane string) func(gjson.Result) bool {
 }
 
 // Two lanes on one connection each complete a turn, side by side, every event carrying its
-// lane; each turn is a request of its own in the log.
+// lane; each turn is a request of its own in the log. The first lane's platform call pauses
+// mid-stream for 3 s: the second lane's turn completes meanwhile.
 func TestSocketTwoLanes(t *testing.T) {
 	env := newTestEnv(t, "", nil)
 	ws := dialSocket(t, env, keyAlpha1)
-	send(t, ws, `{"type":"response.create","model":"sim-slow","store":false,"stream_id":"slow","input":"the slow lane"}`)
+	env.sim.Enqueue("/v1/responses", platformsim.Reply{Silence: 3 * time.Second, AfterEvents: 2})
+	send(t, ws, `{"type":"response.create","model":"sim-chat","store":false,"stream_id":"paused","input":"the paused lane"}`)
+	framesUntil(t, ws, onLane("response.created", "paused")) // its call took the paused reply
 	send(t, ws, `{"type":"response.create","model":"sim-chat","store":false,"stream_id":"quick","input":"the quick lane"}`)
-	done := map[string]bool{}
-	for len(done) < 2 {
+	var order []string
+	for len(order) < 2 {
 		ev := gjson.Parse(nextFrame(t, ws))
 		lane := ev.Get("stream_id").Str
-		if lane != "slow" && lane != "quick" {
+		if lane != "paused" && lane != "quick" {
 			t.Fatalf("an event without its lane: %s", ev.Raw)
 		}
 		if ev.Get("type").Str == "response.completed" {
-			if done["slow"] {
-				t.Error("the slow lane finished before the quick one: the lanes did not run side by side")
+			if !strings.Contains(ev.Raw, "the "+lane+" lane") {
+				t.Errorf("lane %s completed %s", lane, ev.Raw)
 			}
-			done[lane] = true
+			order = append(order, lane)
 		}
+	}
+	if order[0] != "quick" {
+		t.Errorf("lanes completed in the order %v: the quick one waited for the paused one", order)
 	}
 	if !waitFor(10*time.Second, func() bool { return len(socketTurnLines(env.logs.String())) == 2 && env.limiter.Open() == 0 }) {
 		t.Fatalf("turns logged: %v", socketTurnLines(env.logs.String()))
