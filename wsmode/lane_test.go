@@ -1,8 +1,11 @@
 package wsmode
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	"github.com/coder/websocket"
 	"github.com/tidwall/gjson"
 )
 
@@ -135,5 +138,49 @@ func TestTagEvent(t *testing.T) {
 	}
 	if got := string(tagEvent(nil, []byte(`{"a":1}`), nil)); got != `{"a":1}` {
 		t.Errorf("no tag: %s", got)
+	}
+}
+
+// A drain lets the turns in flight on every lane finish, drops what waits, and closes the
+// connection (1012) only once the last lane has stopped.
+func TestLanesDrain(t *testing.T) {
+	route := newFakeRoute()
+	a, b := route.gate("a1"), route.gate("b1")
+	s := New(Options{Turns: route})
+	ws := serveOne(t, s)
+	send(t, ws, create("a1", "a"))
+	route.wait(t, "start:a1")
+	send(t, ws, create("b1", "b"))
+	route.wait(t, "start:b1")
+	send(t, ws, create("a2", "a")) // waits behind a1: dropped by the drain
+	waitFor(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for c := range s.conns {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.queued == 1
+		}
+		return false
+	})
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		s.Drain(context.Background())
+	}()
+	waitFor(t, s.isDraining)
+	close(a)
+	frames(t, ws, isType("response.completed", "a"))
+	close(b) // lane a has stopped; the connection is still open for lane b's turn
+	frames(t, ws, isType("response.completed", "b"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, data, err := ws.Read(ctx)
+	if websocket.CloseStatus(err) != closeDraining {
+		t.Fatalf("after both turns: frame %s, err %v; want close 1012", data, err)
+	}
+	<-drained
+	if got := route.body(2); got != "" {
+		t.Errorf("the create waiting behind a1 reached the route: %s", got)
 	}
 }
