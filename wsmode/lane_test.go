@@ -64,6 +64,13 @@ func TestLanesOrderAndTags(t *testing.T) {
 			t.Errorf("a default lane event with a stream_id: %s", ev.Raw)
 		}
 	}
+	// A prepared chain's events (generate: false) carry their lane too.
+	send(t, ws, `{"type":"response.create","model":"m","generate":false,"stream_id":"p","input":"prefix"}`)
+	for _, ev := range frames(t, ws, func(ev gjson.Result) bool { return ev.Get("type").Str == "response.completed" }) {
+		if ev.Get("stream_id").Str != "p" {
+			t.Errorf("a prepared chain's event without its lane: %s", ev.Raw)
+		}
+	}
 	// A previous_response_id chain crosses lanes: b continues a2's response.
 	send(t, ws, `{"type":"response.create","model":"m","store":false,"stream_id":"b","previous_response_id":"resp_a2","input":"b2"}`)
 	frames(t, ws, isType("response.completed", "b"))
