@@ -26,7 +26,7 @@ type turnWriter struct {
 	stream bool // the answer is an event stream
 	events eventSplitter
 	answer []byte
-	err    error // the first frame that could not be sent: the client is gone
+	err    error // the first frame that could not be sent: the client is gone, or a steer stopped the stream
 	// terminal is the response object of the stream's response.completed or
 	// response.incomplete event (a copy), for the connection's chains.
 	terminal []byte
