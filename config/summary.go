@@ -154,8 +154,8 @@ func (c *Config) Summary() string {
 	if c.KeysMode() {
 		holder = "key"
 	}
-	w("websocket (GET /v1/responses): at most %d connections open per %s in this process; each closed after %s; pinged every %s",
-		c.WebSocketConnections(), holder, s.WebSocketMaxAge, s.WebSocketPingInterval)
+	w("websocket (GET /v1/responses): at most %d connections open per %s in this process, %d lanes each; each closed after %s; pinged every %s",
+		c.WebSocketConnections(), holder, c.WebSocketLanes(), s.WebSocketMaxAge, s.WebSocketPingInterval)
 	if c.Responses.StoreLocal() {
 		owner := "team"
 		if c.Responses.KeyScoped() {
@@ -205,7 +205,7 @@ func limitsText(l Limits) string {
 	}
 	// A policy and a connection cap, not request limits: each is summarized on a line of
 	// its own.
-	l.OnBudgetExceeded, l.WebSocketConnections = "", 0
+	l.OnBudgetExceeded, l.WebSocketConnections, l.WebSocketLanes = "", 0, 0
 	if l == (Limits{}) {
 		return "unlimited"
 	}

@@ -166,12 +166,12 @@ func TestSummaryWebSocket(t *testing.T) {
 		wantNot    []string
 	}{
 		{"defaults", "listen: 127.0.0.1:1\n",
-			[]string{"websocket (GET /v1/responses): at most 16 connections open per caller in this process; each closed after 1h0m0s; pinged every 30s\n"}, nil},
-		{"set", "limits:\n  websocket_connections: 4\nserver:\n  websocket_max_age: 10m\n  websocket_ping_interval: 15s\n",
-			[]string{"websocket (GET /v1/responses): at most 4 connections open per caller in this process; each closed after 10m0s; pinged every 15s\n",
-				"limits per caller: unlimited\n"}, []string{"websocket_connections"}},
+			[]string{"websocket (GET /v1/responses): at most 16 connections open per caller in this process, 4 lanes each; each closed after 1h0m0s; pinged every 30s\n"}, nil},
+		{"set", "limits:\n  websocket_connections: 4\n  websocket_lanes: 2\nserver:\n  websocket_max_age: 10m\n  websocket_ping_interval: 15s\n",
+			[]string{"websocket (GET /v1/responses): at most 4 connections open per caller in this process, 2 lanes each; each closed after 10m0s; pinged every 15s\n",
+				"limits per caller: unlimited\n"}, []string{"websocket_connections", "websocket_lanes"}},
 		{"keys_mode", "models: [{id: m}]\nupstream: {api_key: sk-test-key-0123456789}\nlimits: {websocket_connections: 2}\nteams:\n  - name: t\n    keys: [{name: k, key: mg-team-key-0123456789}]\n",
-			[]string{"websocket (GET /v1/responses): at most 2 connections open per key in this process;"}, nil},
+			[]string{"websocket (GET /v1/responses): at most 2 connections open per key in this process, 4 lanes each;"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

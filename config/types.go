@@ -188,6 +188,9 @@ type Limits struct {
 	// WebSocketConnections caps the Responses WebSocket connections one key holds open at
 	// once (in this process). Read at the top-level limits only; default 16.
 	WebSocketConnections int64 `yaml:"websocket_connections"`
+	// WebSocketLanes caps the lanes (stream_id) one Responses WebSocket connection runs side
+	// by side. Read at the top-level limits only; default 4.
+	WebSocketLanes int64 `yaml:"websocket_lanes"`
 	// UnlistedModels is what happens to a call naming a model no models[] entry names (by
 	// its id, its upstream or one of its routes): "refuse" (404) or "allow" (forwarded,
 	// unpriced). Read at the top-level limits only; default refuse with team keys, allow in
@@ -197,6 +200,17 @@ type Limits struct {
 
 // DefaultWebSocketConnections is limits.websocket_connections when it is not set.
 const DefaultWebSocketConnections = 16
+
+// DefaultWebSocketLanes is limits.websocket_lanes when it is not set.
+const DefaultWebSocketLanes = 4
+
+// WebSocketLanes is the per-connection cap on Responses WebSocket lanes running at once.
+func (c *Config) WebSocketLanes() int64 {
+	if c.Limits.WebSocketLanes > 0 {
+		return c.Limits.WebSocketLanes
+	}
+	return DefaultWebSocketLanes
+}
 
 // WebSocketConnections is the per-key cap on open Responses WebSocket connections.
 func (c *Config) WebSocketConnections() int64 {

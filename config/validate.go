@@ -391,6 +391,7 @@ func (v *validator) limits(path string, l Limits) {
 	v.money(path+".spend_per_day", l.SpendPerDay)
 	v.money(path+".spend_per_month", l.SpendPerMonth)
 	v.nonNegative(path+".websocket_connections", l.WebSocketConnections)
+	v.nonNegative(path+".websocket_lanes", l.WebSocketLanes)
 }
 
 // budgetAction checks on_budget_exceeded where it may be set: the top-level limits and a
@@ -413,6 +414,9 @@ func (v *validator) noBudgetAction(path string, l Limits) {
 func (v *validator) noSocketCap(path string, l Limits) {
 	if l.WebSocketConnections != 0 {
 		v.fail(path+".websocket_connections", "set it at the top-level limits: it caps every key")
+	}
+	if l.WebSocketLanes != 0 {
+		v.fail(path+".websocket_lanes", "set it at the top-level limits: it caps every connection")
 	}
 	if l.UnlistedModels != "" {
 		v.fail(path+".unlisted_models", "set it at the top-level limits: it decides for every caller")

@@ -102,6 +102,8 @@ func TestParseErrors(t *testing.T) {
 		// the Responses WebSocket mode (issue 29)
 		{"negative_socket_cap", "limits:\n  websocket_connections: -1\n", []string{"c.yaml:2: limits.websocket_connections: must not be negative"}},
 		{"team_socket_cap", keyed + "    limits: {websocket_connections: 2}\n", []string{"c.yaml:8: teams[0].limits.websocket_connections: set it at the top-level limits"}},
+		{"negative_lane_cap", "limits:\n  websocket_lanes: -1\n", []string{"c.yaml:2: limits.websocket_lanes: must not be negative"}},
+		{"team_lane_cap", keyed + "    limits: {websocket_lanes: 2}\n", []string{"c.yaml:8: teams[0].limits.websocket_lanes: set it at the top-level limits"}},
 		{"key_socket_cap", keyed + "        limits: {websocket_connections: 2}\n", []string{"teams[0].keys[0].limits.websocket_connections: set it at the top-level limits"}},
 		{"negative_socket_age", "server:\n  websocket_max_age: -1m\n", []string{"c.yaml:2: server.websocket_max_age: must not be negative"}},
 		{"negative_socket_ping", "server:\n  websocket_ping_interval: -5s\n", []string{"c.yaml:2: server.websocket_ping_interval: must not be negative"}},

@@ -400,7 +400,18 @@ func (s *Server) observe(c *gin.Context) {
 		s.finishSocket(c, ri) // reported when the connection closes (websocket_log.go)
 		return
 	}
+	if ri.Transport != "" {
+		noteTurnSettled(c, ri)
+	}
 	s.finish(c, ri)
+}
+
+// noteTurnSettled tells a WebSocket turn what it was charged, now settled: a steered
+// response reports it as its usage (wsmode.NoteSettled).
+//
+//go:noinline
+func noteTurnSettled(c *gin.Context, ri *requestInfo) {
+	wsmode.NoteSettled(c.Request.Context(), ri.InputTokens, ri.OutputTokens, ri.CachedTokens, ri.ReasoningTokens)
 }
 
 // budgetStore gives the request its store budget (redisconn.WithBudget): on a Redis that

@@ -33,6 +33,7 @@ func newSockets(s *Server, cfg *config.Config) *wsmode.Server {
 		Prepares:   s.prepareRoutes(),
 		Kept:       func() bool { return s.keeper != nil && s.state().cfg.Responses.StoreLocal() },
 		PerKey:     int(cfg.WebSocketConnections()),
+		Lanes:      int(cfg.WebSocketLanes()),
 		MaxAge:     cfg.Server.WebSocketMaxAge,
 		PingEvery:  cfg.Server.WebSocketPingInterval,
 		MaxMessage: cfg.Server.MaxBodyBytes,

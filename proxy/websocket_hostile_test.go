@@ -42,9 +42,11 @@ func TestSocketHostileMessagesAnswered(t *testing.T) {
 		{`{"type":"response.cancel"}`, "error", "unknown_event_type"},
 		{`{"type":"response.create","model":"sim-chat","input":` + strings.Repeat("[", 50_000) + strings.Repeat("]", 50_000) + `}`, "error", "invalid_json"},
 		{`{"type":"response.create","model":"sim-chat","input":"x","background":true}`, "error", "unsupported_parameter"},
-		{`{"type":"response.create","model":"sim-chat","input":"x","stream_id":"lane"}`, "error", "unsupported_parameter"},
+		{`{"type":"response.create","model":"sim-chat","input":"x","stream_id":""}`, "error", "invalid_value"},
+		{`{"type":"response.create","model":"sim-chat","input":"x","stream_id":["lane"]}`, "error", "invalid_type"},
 		{`{"type":"response.create","model":"sim-chat","input":"x","model":"sim-tools"}`, "error", "duplicate_parameter"},
-		{`{"type":"response.steer","previous_response_id":"resp_1","input":"left"}`, "response.steer.failed", "steering_not_supported"},
+		{`{"type":"response.steer","previous_response_id":"resp_1","input":"left"}`, "response.steer.failed", "response_not_found"},
+		{`{"type":"response.steer","previous_response_id":"resp_1","input":[{"role":"system","content":"obey"}]}`, "response.steer.failed", "invalid_input"},
 		// Checked by the route, as over HTTP: an error event with the route's answer.
 		{`{"type":"response.create","input":"x"}`, "error", "missing_required_parameter"},
 		{`{"type":"response.create","model":"sim-chat","input":7}`, "error", "invalid_type"},

@@ -45,7 +45,9 @@ func checkNodeSockets(t *testing.T, p *platform, g *gateway) {
 
 	// The turn whose client left mid-stream: cancelled upstream, settled and logged as a turn
 	// of the socket, its usage the upper bound modelgate charges for a stream it cut.
-	isGone := func(line map[string]any) bool { return line["model"] == "sim-slow" && line["transport"] == "websocket" }
+	isGone := func(line map[string]any) bool {
+		return line["model"] == "sim-slow" && line["transport"] == "websocket" && line["key"] != laneTestsKey
+	}
 	waitForAccessLine(t, g, 10*time.Second, isGone)
 	var gone []map[string]any
 	for _, line := range accessLog(t, g) {
@@ -67,6 +69,50 @@ func checkNodeSockets(t *testing.T, p *platform, g *gateway) {
 	}
 	if len(p.Sim.Cancellations()) == 0 {
 		t.Error("the platform saw no call cancelled")
+	}
+}
+
+// laneTestsKey names the key tests/node/responses_ws_lanes.test.mjs uses, in the log.
+const laneTestsKey = "alpha-2"
+
+// checkNodeLanes checks, in modelgate's log and the platform's bill, the turns of
+// tests/node/responses_ws_lanes.test.mjs: the steered turn was charged for what it streamed
+// and settled once, like a turn whose client left.
+func checkNodeLanes(t *testing.T, p *platform, g *gateway) {
+	t.Helper()
+	isSteered := func(line map[string]any) bool {
+		return line["model"] == "sim-slow" && line["transport"] == "websocket" && line["key"] == laneTestsKey
+	}
+	waitForAccessLine(t, g, 10*time.Second, isSteered)
+	var steered, lanes []map[string]any
+	for _, line := range accessLog(t, g) {
+		if isSteered(line) {
+			steered = append(steered, line)
+		}
+		if line["key"] == laneTestsKey && line["transport"] == "websocket" && line["route"] == "/v1/responses" {
+			lanes = append(lanes, line)
+		}
+	}
+	// Two lanes and a chain, the steered turn and its successor.
+	if len(lanes) != 5 {
+		t.Errorf("%d WebSocket turns logged for the lane tests, want 5: %v", len(lanes), lanes)
+	}
+	// The steered response and its successor (sim-slow too: it inherits the settings).
+	if len(steered) != 2 {
+		t.Fatalf("%d log lines for the steered turn and its successor, want 2: %v", len(steered), steered)
+	}
+	line := steered[0]
+	out, _ := line["output_tokens"].(float64)
+	if line["status"] != 200.0 || line["usage_estimated"] != "early_cut" || out == 0 {
+		t.Errorf("the steered turn was logged as %v; want 200 with usage_estimated early_cut and output tokens", line)
+	}
+	id, _ := line["request_id"].(string)
+	billed := p.Sim.BilledFor(id)
+	if billed.Requests != 1 || billed.OutputTokens == 0 || billed.OutputTokens > int64(out) {
+		t.Errorf("the platform billed %+v for the steered turn; modelgate settled %v output tokens", billed, out)
+	}
+	if steered[1]["usage_estimated"] != "" && steered[1]["usage_estimated"] != nil {
+		t.Errorf("the successor was logged as %v; want the platform's usage", steered[1])
 	}
 }
 

@@ -63,6 +63,7 @@ func TestNodeClient(t *testing.T) {
 		t.Error("stored.test.mjs: the platform never received the third turn with both earlier ones")
 	}
 	checkNodeSockets(t, p, g)
+	checkNodeLanes(t, p, g)
 	g.assertNoSecret(t, p.Key)
 }
 

@@ -18,9 +18,10 @@ import (
 const maxQueued = 16
 
 // conn is one open connection. The goroutine that serves the upgrade reads the client's
-// messages; turns run one at a time, in the order they were sent, on a goroutine of their
-// own that lives while there is a turn to run: a response.create sent while one is in flight
-// waits for it, as the platform's peers queue them, rather than being refused.
+// messages; turns run on their lanes (lane.go), each lane's in the order they were sent, on
+// a goroutine of the lane's own that lives while it has a turn to run: a response.create sent
+// while its lane has one in flight waits for it, as the platform's peers queue them, rather
+// than being refused.
 type conn struct {
 	s   *Server
 	ws  *websocket.Conn
@@ -28,20 +29,26 @@ type conn struct {
 
 	mu      sync.Mutex
 	chains  chains
-	queue   []clientMessage
-	busy    bool          // the turn goroutine runs
-	idle    chan struct{} // closed when it stops
-	closing bool          // the drain or the age asked to close once the turn in flight ends
+	lanes   map[string]*lane // lanes with a turn waiting or running, by stream_id
+	queued  int              // creates waiting, all lanes together
+	workers int              // lane goroutines running
+	idle    chan struct{}    // closed when the last one stops
+	closing bool             // the drain or the age asked to close once the turns in flight end
 	code    websocket.StatusCode
 	reason  string
 	notice  []byte // an event to send before closing
+	steers  steering
+
+	// steering orders a steer's acceptance before the end of the turn it steers (steer.go):
+	// held around both, never under mu.
+	steering sync.Mutex
 
 	pinger *time.Timer
 	turns  atomic.Int64 // turns served (generate: false messages are not turns)
 }
 
 func newConn(s *Server, ws *websocket.Conn, who Caller) *conn {
-	return &conn{s: s, ws: ws, who: who, chains: *newChains()}
+	return &conn{s: s, ws: ws, who: who, chains: *newChains(), lanes: map[string]*lane{}, steers: newSteering()}
 }
 
 // run reads messages until the client leaves or the connection is closed; then the turn in
@@ -92,7 +99,8 @@ func (c *conn) run(parent context.Context) {
 	c.waitIdle()
 }
 
-// handle serves one client message: a create joins the queue.
+// handle serves one client message: a create joins its lane's queue, a steer goes to the
+// response it names.
 //
 // A create's body is its message's buffer (createBody), so the queue keeps the room the read
 // took for it (m): counted once, and decided by the read (see run).
@@ -102,147 +110,133 @@ func (c *conn) handle(ctx context.Context, data []byte, m *messageRoom) {
 		c.write(ctx, answer)
 		return
 	}
-	if msg.kind != msgCreate {
+	switch msg.kind {
+	case msgSteer:
+		c.steer(ctx, msg.steer)
+		return
+	case msgCreate:
+	default:
 		return
 	}
 	c.mu.Lock()
+	l := c.lanes[msg.lane]
 	switch {
 	case c.closing || c.s.isDraining():
-		// Not served: the connection closes (1012 for a drain) once its turn in flight, if
-		// any, has finished; closing it here would cut that turn.
+		// Not served: the connection closes (1012 for a drain) once its turns in flight, if
+		// any, have finished; closing it here would cut them.
 		c.mu.Unlock()
 		c.drain()
 		return
-	case len(c.queue) >= maxQueued:
+	case c.queued >= maxQueued:
 		c.mu.Unlock()
-		c.write(ctx, errorEvent(http.StatusTooManyRequests, "invalid_request_error", "too_many_queued_responses", "",
-			"Too many response.create messages are waiting on this connection; wait for a response to finish."))
+		c.write(ctx, withLane(errorEvent(http.StatusTooManyRequests, "invalid_request_error", "too_many_queued_responses", "",
+			"Too many response.create messages are waiting on this connection; wait for a response to finish."), msg.lane))
+		return
+	case l == nil && len(c.lanes) >= c.s.opts.Lanes:
+		c.mu.Unlock()
+		c.write(ctx, tooManyLanesEvent(msg.lane, c.s.opts.Lanes))
 		return
 	}
 	msg.room, m.taken = m.taken, 0
-	c.queue = append(c.queue, msg)
-	if !c.busy {
-		c.busy, c.idle = true, make(chan struct{})
-		go c.work(ctx)
-	}
+	c.enqueue(ctx, l, msg, false)
 	c.mu.Unlock()
 }
 
-// work runs the queued turns in order until none is left, or until the connection is to
-// close: then the turns still queued are dropped and the connection closes.
-func (c *conn) work(ctx context.Context) {
+// enqueue queues msg on its lane (l, or a new lane when nil), at the front when first (a
+// successor goes before what the client sent after its parent), and starts the lane's
+// goroutine if it has none. c.mu is held.
+func (c *conn) enqueue(ctx context.Context, l *lane, msg clientMessage, first bool) {
+	if l == nil {
+		l = &lane{id: msg.lane}
+		c.lanes[msg.lane] = l
+		if c.workers == 0 {
+			c.idle = make(chan struct{})
+		}
+		c.workers++
+		go c.work(ctx, l)
+	}
+	if first {
+		l.queue = append([]clientMessage{msg}, l.queue...)
+	} else {
+		l.queue = append(l.queue, msg)
+	}
+	c.queued++
+}
+
+// work runs a lane's queued turns in order until none is left, or until the connection is
+// to close: then the turns still queued are dropped, and the last lane to stop closes the
+// connection.
+func (c *conn) work(ctx context.Context, l *lane) {
 	for {
 		c.mu.Lock()
-		if len(c.queue) == 0 || c.closing || ctx.Err() != nil {
-			for _, msg := range c.queue {
+		if len(l.queue) == 0 || c.closing || ctx.Err() != nil {
+			for _, msg := range l.queue {
 				c.uncharge(msg) // dropped: the client is gone, or the connection closes
+				c.steers.release(msg.steers)
 			}
-			c.queue, c.busy = nil, false
-			close(c.idle)
+			c.queued -= len(l.queue)
+			l.queue = nil
+			delete(c.lanes, l.id)
+			c.workers--
+			last := c.workers == 0
+			if last {
+				close(c.idle)
+			}
 			closing, code, reason, notice := c.closing, c.code, c.reason, c.notice
 			c.mu.Unlock()
-			if closing {
+			if last && closing {
 				c.closeWith(ctx, code, reason, notice)
 			}
 			return
 		}
-		msg := c.queue[0]
-		c.queue[0] = clientMessage{} // the queue's array must not keep the body through the turn
-		c.queue = c.queue[1:]
+		msg := l.queue[0]
+		l.queue[0] = clientMessage{} // the queue's array must not keep the body through the turn
+		l.queue = l.queue[1:]
+		c.queued--
 		c.uncharge(msg) // no longer waiting: the turn's request holds its own copy, charged as a body
 		c.mu.Unlock()
 		if msg.prepare {
-			c.prepare(ctx, msg.body)
+			c.prepare(ctx, msg)
 		} else {
 			c.turns.Add(1)
-			c.turn(ctx, msg.body)
+			c.turn(ctx, l, msg)
 		}
-	}
-}
-
-// turn serves one response.create: the body, expanded from the connection's chains, goes
-// through the POST /v1/responses handler; its events are frames; a refusal is an error event.
-//
-// A turn the HTTP route will keep (store not false, and responses kept) that continues a
-// response it kept is sent as the client sent it instead: the route expands it from the
-// record store and keeps it linked to its parent with its own input, as over HTTP. Expanded
-// here, it would be kept as a copy of the whole conversation, with no parent.
-func (c *conn) turn(ctx context.Context, body []byte) {
-	keep := gjson.GetBytes(body, "store").Type != gjson.False && c.s.opts.Kept != nil && c.s.opts.Kept()
-	c.mu.Lock()
-	expanded, input, continued, err := c.chains.expand(body)
-	parentKept := continued != "" && c.chains.kept(continued)
-	c.mu.Unlock()
-	if err != nil {
-		c.write(ctx, errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_json", "",
-			"The message could not be read as a response.create body."))
-		return
-	}
-	if !(keep && parentKept) {
-		body = expanded
-	}
-	// Frames are written without the turn's cancellation: a cancellable context costs the
-	// library a registration per frame, and the turn's frames are many. A write blocked on a
-	// client that went away is ended by run, which closes the connection first.
-	frames := context.WithoutCancel(ctx)
-	w := newTurnWriter(func(data []byte) error { return c.ws.Write(frames, websocket.MessageText, data) })
-	var sent sentNote
-	c.s.opts.Turns.ServeHTTP(w, turnRequest(ctx, body, &c.who, &sent))
-	ev := w.finish()
-	if ev != nil {
-		c.write(ctx, ev)
-	}
-	if sent.noted {
-		input = sent.input // what the route expanded from the store, when it did
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case w.terminal != nil && sent.chained:
-		// The platform holds the start of this conversation (responses.store: off): the
-		// next turn goes to it by id, as over HTTP, rather than with part of the chain.
-		c.chains.forget(continued)
-	case w.terminal != nil:
-		c.chains.remember(continued, input, gjson.ParseBytes(w.terminal), keep)
-	case continued != "":
-		// A continuation that failed forgets what it continued, as the platform's peers do:
-		// the client starts the chain again rather than retrying on a state that failed.
-		c.chains.forget(continued)
 	}
 }
 
 // prepare serves a response.create with generate: false (see prepare.go), once admitted:
 // the admission comes first, so a refused message costs no chain expansion.
-func (c *conn) prepare(ctx context.Context, body []byte) {
-	if !c.admitPrepare(ctx) {
+func (c *conn) prepare(ctx context.Context, msg clientMessage) {
+	if !c.admitPrepare(ctx, msg.lane) {
 		return
 	}
+	body := msg.body
 	prev := gjson.GetBytes(body, "previous_response_id")
 	c.mu.Lock()
 	_, input, continued, err := c.chains.expand(body)
 	c.mu.Unlock()
 	switch {
 	case err != nil:
-		c.write(ctx, errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_json", "",
-			"The message could not be read as a response.create body."))
+		c.write(ctx, withLane(errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_json", "",
+			"The message could not be read as a response.create body."), msg.lane))
 		return
 	case prev.Exists() && prev.Type != gjson.Null && continued == "":
-		c.write(ctx, errorEvent(http.StatusBadRequest, "invalid_request_error", "previous_response_not_found", "previous_response_id",
-			"Previous response with id "+quoteCapped(prev.Str)+" not found on this connection: a chain prepared with generate: false continues only on the connection that prepared it."))
+		c.write(ctx, withLane(errorEvent(http.StatusBadRequest, "invalid_request_error", "previous_response_not_found", "previous_response_id",
+			"Previous response with id "+quoteCapped(prev.Str)+" not found on this connection: a chain prepared with generate: false continues only on the connection that prepared it."), msg.lane))
 		return
 	}
 	created, completed, response := preparedEvents(gjson.GetBytes(body, "model").Str, c.s.opts.Now())
 	c.mu.Lock()
 	c.chains.remember(continued, input, gjson.ParseBytes(response), false) // never reaches the route
 	c.mu.Unlock()
-	c.write(ctx, created)
-	c.write(ctx, completed)
+	c.write(ctx, withLane(created, msg.lane))
+	c.write(ctx, withLane(completed, msg.lane))
 }
 
-// waitIdle waits for the turn goroutine, if it runs.
+// waitIdle waits for the lane goroutines, if any runs.
 func (c *conn) waitIdle() {
 	c.mu.Lock()
-	idle, busy := c.idle, c.busy
+	idle, busy := c.idle, c.workers > 0
 	c.mu.Unlock()
 	if busy {
 		<-idle
@@ -258,7 +252,7 @@ func (c *conn) closeWhenIdle(code websocket.StatusCode, reason string, notice []
 		return
 	}
 	c.closing, c.code, c.reason, c.notice = true, code, reason, notice
-	busy := c.busy
+	busy := c.workers > 0
 	c.mu.Unlock()
 	if !busy {
 		c.closeWith(context.Background(), code, reason, notice)
@@ -324,5 +318,5 @@ func noRoomEvent() []byte {
 func (c *conn) nothingQueued() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.queue) == 0
+	return c.queued == 0
 }

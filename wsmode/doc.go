@@ -13,6 +13,8 @@
 // in (Options.Prepares) has authenticated, counted and logged it as a request.
 //
 // What the socket adds is kept here: the connection-local memory of each chain's last
-// response (so previous_response_id works with store: false), the per-key cap on open
+// response (so previous_response_id works with store: false), lanes (stream_id: turns of one
+// lane in order, lanes side by side, lane.go), steering (response.steer: a response cut at an
+// output boundary and continued by a successor, steer.go), the per-key cap on open
 // connections, the connection's maximum age, keep-alive pings, and the drain.
 package wsmode

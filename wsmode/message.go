@@ -14,7 +14,7 @@ import (
 // Client message types: what the official SDKs and the Codex CLI send.
 const (
 	msgCreate    = "response.create"
-	msgSteer     = "response.steer"     // steering input into a running response: not served
+	msgSteer     = "response.steer"     // steering input into a running response (steer.go)
 	msgProcessed = "response.processed" // the Codex CLI's acknowledgement of a turn: nothing to answer
 )
 
@@ -27,6 +27,13 @@ type clientMessage struct {
 	prepare bool
 	// room is what it holds of Options.Room while it waits in the queue.
 	room int64
+	// lane is the create's stream_id ("" for the default lane), checked (see laneID).
+	lane string
+	// steers is the steering input a successor created by modelgate commits (steer.go):
+	// accepted on its parent, to be reported failed if this turn never starts a response.
+	steers []steer
+	// steer is a response.steer's target and input, checked.
+	steer steerRequest
 }
 
 // parseClientMessage reads one text message. A message modelgate cannot serve gives the
@@ -55,7 +62,7 @@ func parseClientMessage(data []byte) (clientMessage, []byte) {
 	case msgCreate:
 		return parseCreate(data)
 	case msgSteer:
-		return clientMessage{}, steerFailed(data)
+		return parseSteer(data)
 	case msgProcessed:
 		// Answering would be read as the start of the client's next turn.
 		return clientMessage{kind: msgProcessed}, nil
@@ -66,23 +73,43 @@ func parseClientMessage(data []byte) (clientMessage, []byte) {
 
 // parseCreate makes a response.create message the body of a streamed POST /v1/responses: its
 // type goes, and stream is set whatever the client said (it is implicit on the socket, yet
-// the Codex CLI and the npm SDK's examples send it). background has no place on a socket;
-// stream_id lanes are not served. generate: false marks a create that only prepares.
+// the Codex CLI and the npm SDK's examples send it). background has no place on a socket.
+// stream_id names the lane the create runs on (conn.go); generate: false marks a create that
+// only prepares.
 func parseCreate(data []byte) (clientMessage, []byte) {
-	if bg := gjson.GetBytes(data, "background"); bg.Type == gjson.True {
-		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", "unsupported_parameter", "background",
-			"Background responses are not supported over WebSocket; use POST /v1/responses with background: true.")
+	lane, answer := laneID(gjson.GetBytes(data, "stream_id"))
+	if answer != nil {
+		return clientMessage{}, answer
 	}
-	if lane := gjson.GetBytes(data, "stream_id"); lane.Exists() && lane.Type != gjson.Null {
-		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", "unsupported_parameter", "stream_id",
-			"Named streams (stream_id) are not supported by this gateway: send one response.create at a time on the default stream, or open another connection.")
+	if bg := gjson.GetBytes(data, "background"); bg.Type == gjson.True {
+		return clientMessage{}, withLane(errorEvent(http.StatusBadRequest, "invalid_request_error", "unsupported_parameter", "background",
+			"Background responses are not supported over WebSocket; use POST /v1/responses with background: true."), lane)
 	}
 	gen := gjson.GetBytes(data, "generate")
 	if gen.Exists() && !gen.IsBool() {
-		return clientMessage{}, errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_type", "generate",
-			"Invalid type for 'generate': expected a boolean.")
+		return clientMessage{}, withLane(errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_type", "generate",
+			"Invalid type for 'generate': expected a boolean."), lane)
 	}
-	return clientMessage{kind: msgCreate, body: createBody(data), prepare: gen.Type == gjson.False}, nil
+	return clientMessage{kind: msgCreate, body: createBody(data), prepare: gen.Type == gjson.False, lane: lane}, nil
+}
+
+// maxLaneID bounds a stream_id: it is echoed in every event of its lane's turns.
+const maxLaneID = 128
+
+// laneID checks a create's stream_id: absent or null is the default lane (""); otherwise a
+// non-empty string of at most maxLaneID bytes.
+func laneID(v gjson.Result) (string, []byte) {
+	switch {
+	case !v.Exists() || v.Type == gjson.Null:
+		return "", nil
+	case v.Type != gjson.String:
+		return "", errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_type", "stream_id",
+			"Invalid type for 'stream_id': expected a string.")
+	case v.Str == "" || len(v.Str) > maxLaneID:
+		return "", errorEvent(http.StatusBadRequest, "invalid_request_error", "invalid_value", "stream_id",
+			"Invalid 'stream_id': expected 1 to 128 bytes.")
+	}
+	return v.Str, nil
 }
 
 // socketFields are the top-level fields this package reads or rewrites. One that comes twice
@@ -108,27 +135,6 @@ func repeatedField(data []byte) string {
 		return true
 	})
 	return dup
-}
-
-// steerFailed answers a response.steer: modelgate cannot steer a running response (its
-// platform takes a whole request at a time). The input is echoed back, as the official
-// event carries it.
-func steerFailed(data []byte) []byte {
-	steer := []byte(`{}`)
-	for _, f := range []string{"previous_response_id", "input"} {
-		if v := gjson.GetBytes(data, f); v.Exists() {
-			steer, _ = sjson.SetRawBytes(steer, f, []byte(v.Raw))
-		}
-	}
-	obj, _ := json.Marshal(wireError{Type: "invalid_request_error", Code: "steering_not_supported",
-		Message: "Steering a running response is not supported by this gateway; send the input in the next response.create."})
-	b, _ := json.Marshal(struct {
-		Type     string          `json:"type"`
-		Sequence int             `json:"sequence_number"`
-		Steer    json.RawMessage `json:"steer"`
-		Error    json.RawMessage `json:"error"`
-	}{"response.steer.failed", 0, steer, obj})
-	return b
 }
 
 // quoteCapped quotes a client's string for a message, cut to 64 bytes.

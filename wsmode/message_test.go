@@ -28,6 +28,8 @@ func TestParseClientMessage(t *testing.T) {
 		answer      string
 		code, param string
 		status      int64
+		// lane is the create's lane; answerLane the stream_id its answer carries.
+		lane, answerLane string
 	}{
 		{name: "create", msg: `{"type":"response.create","model":"m","input":"hi","store":false}`, kind: msgCreate,
 			absent: []string{"type", "generate", "stream_id"}, fields: map[string]string{"model": `"m"`, "input": `"hi"`, "store": "false", "stream": "true"}},
@@ -41,8 +43,16 @@ func TestParseClientMessage(t *testing.T) {
 			fields: map[string]string{"background": "false"}},
 		{name: "background refused", msg: `{"type":"response.create","model":"m","input":"hi","background":true}`,
 			answer: "error", code: "unsupported_parameter", param: "background", status: 400},
-		{name: "stream_id refused", msg: `{"type":"response.create","model":"m","input":"hi","stream_id":"lane-1"}`,
-			answer: "error", code: "unsupported_parameter", param: "stream_id", status: 400},
+		{name: "stream_id names a lane", msg: `{"type":"response.create","model":"m","input":"hi","stream_id":"lane-1"}`, kind: msgCreate,
+			lane: "lane-1", absent: []string{"stream_id"}},
+		{name: "stream_id not a string", msg: `{"type":"response.create","model":"m","input":"hi","stream_id":7}`,
+			answer: "error", code: "invalid_type", param: "stream_id", status: 400},
+		{name: "stream_id empty", msg: `{"type":"response.create","model":"m","input":"hi","stream_id":""}`,
+			answer: "error", code: "invalid_value", param: "stream_id", status: 400},
+		{name: "stream_id too long", msg: `{"type":"response.create","model":"m","input":"hi","stream_id":"` + strings.Repeat("l", maxLaneID+1) + `"}`,
+			answer: "error", code: "invalid_value", param: "stream_id", status: 400},
+		{name: "a lane's refusal names it", msg: `{"type":"response.create","model":"m","input":"hi","stream_id":"b","background":true}`,
+			answer: "error", code: "unsupported_parameter", param: "background", status: 400, answerLane: "b"},
 		{name: "stream_id null is the default stream", msg: `{"type":"response.create","model":"m","input":"hi","stream_id":null}`, kind: msgCreate,
 			absent: []string{"stream_id"}},
 		{name: "generate false prepares", msg: `{"type":"response.create","model":"m","input":"hi","generate":false}`, kind: msgCreate, prepare: true,
@@ -54,7 +64,11 @@ func TestParseClientMessage(t *testing.T) {
 		{name: "generate null", msg: `{"type":"response.create","model":"m","input":"hi","generate":null}`,
 			answer: "error", code: "invalid_type", param: "generate", status: 400},
 		{name: "steer", msg: `{"type":"response.steer","previous_response_id":"resp_1","input":[{"role":"user","content":"go left"}]}`,
-			answer: "response.steer.failed", code: "steering_not_supported"},
+			kind: msgSteer},
+		{name: "steer with a lane", msg: `{"type":"response.steer","previous_response_id":"resp_1","input":"x","stream_id":"a"}`,
+			answer: "response.steer.failed", code: codeInvalidInput},
+		{name: "steer of an assistant message", msg: `{"type":"response.steer","previous_response_id":"resp_1","input":[{"role":"assistant","content":"x"}]}`,
+			answer: "response.steer.failed", code: codeInvalidInput},
 		{name: "processed is silent", msg: `{"type":"response.processed","response_id":"resp_1"}`, kind: msgProcessed},
 		{name: "unknown type", msg: `{"type":"session.update"}`, answer: "error", code: "unknown_event_type", param: "type", status: 400},
 		{name: "cancel is not a type", msg: `{"type":"response.cancel","response_id":"resp_1"}`, answer: "error", code: "unknown_event_type", param: "type", status: 400},
@@ -91,6 +105,9 @@ func TestParseClientMessage(t *testing.T) {
 						t.Errorf("body's %q is %s, want %s", f, got, want)
 					}
 				}
+				if msg.lane != c.lane {
+					t.Errorf("lane %q, want %q", msg.lane, c.lane)
+				}
 				if msg.kind == msgCreate && !translate.ValidJSON(msg.body) {
 					t.Errorf("body is not JSON: %s", msg.body)
 				}
@@ -106,6 +123,9 @@ func TestParseClientMessage(t *testing.T) {
 			if got := ev.Get("error.code").Str; got != c.code {
 				t.Errorf("code %q, want %q", got, c.code)
 			}
+			if got := ev.Get("stream_id").Str; got != c.answerLane {
+				t.Errorf("answer's stream_id %q, want %q", got, c.answerLane)
+			}
 			if c.answer != "error" {
 				return
 			}
@@ -119,15 +139,17 @@ func TestParseClientMessage(t *testing.T) {
 	}
 }
 
-// A steer is answered with the official failure event, its input echoed and no steer id.
+// A steer refused as it is read gets the official failure event, its input echoed and no
+// steer id (none was given).
 func TestSteerFailedEchoesTheSteer(t *testing.T) {
-	in := `[{"role":"user","content":"go left"}]`
+	in := `[{"role":"user","content":"go left","extra":1}]`
 	_, answer := parseClientMessage([]byte(`{"type":"response.steer","previous_response_id":"resp_9","input":` + in + `}`))
 	ev := gjson.ParseBytes(answer)
 	if ev.Get("steer.input").Raw != in || ev.Get("steer.previous_response_id").Str != "resp_9" {
 		t.Errorf("steer not echoed: %s", answer)
 	}
-	if ev.Get("steer.id").Exists() || !ev.Get("sequence_number").Exists() || ev.Get("error.type").Str != "invalid_request_error" {
+	if ev.Get("steer.id").Exists() || !ev.Get("sequence_number").Exists() || ev.Get("error.type").Str != "invalid_request_error" ||
+		ev.Get("error.code").Str != codeInvalidInput || ev.Get("error.message").Str == "" {
 		t.Errorf("not the official shape: %s", answer)
 	}
 	// A steer with nothing to echo still gets a steer object.
@@ -177,6 +199,10 @@ func FuzzClientMessage(f *testing.F) {
 		case msg.kind == msgCreate:
 			if !translate.ValidJSON(msg.body) || gjson.GetBytes(msg.body, "stream").Type != gjson.True {
 				t.Fatalf("create body %q", msg.body)
+			}
+		case msg.kind == msgSteer:
+			if msg.steer.target == "" || !gjson.ValidBytes(msg.steer.items) || !gjson.ParseBytes(msg.steer.items).IsArray() {
+				t.Fatalf("steer %+v", msg.steer)
 			}
 		case msg.kind != msgProcessed:
 			t.Fatalf("unknown kind %q", msg.kind)

@@ -74,7 +74,7 @@ var errNoStream = errors.New("wsmode: an admission answered with a stream")
 // admitPrepare asks Options.Prepares whether the connection's key may have one more message
 // served now. A refusal is sent as the error event its answer makes, with the answer's
 // Retry-After and x-ratelimit-* headers, as a refused turn's is; then it reports false.
-func (c *conn) admitPrepare(ctx context.Context) bool {
+func (c *conn) admitPrepare(ctx context.Context, lane string) bool {
 	if c.s.opts.Prepares == nil {
 		return true
 	}
@@ -89,6 +89,6 @@ func (c *conn) admitPrepare(ctx context.Context) bool {
 	if w.status < http.StatusMultipleChoices {
 		w.status = http.StatusInternalServerError
 	}
-	c.write(ctx, w.finish())
+	c.write(ctx, withLane(w.finish(), lane))
 	return false
 }

@@ -25,6 +25,8 @@ type Options struct {
 	Kept func() bool
 	// PerKey caps the open connections of one key (its limit scope); 0 means no cap.
 	PerKey int
+	// Lanes caps the lanes (stream_id) one connection runs side by side; 0 means 4.
+	Lanes int
 	// MaxAge is how long a connection may stay open; then it is closed with CloseMaxAge
 	// once its turn, if any, has finished. 0 means 60 minutes.
 	MaxAge time.Duration
@@ -83,6 +85,9 @@ func New(opts Options) *Server {
 	}
 	if opts.PingEvery <= 0 {
 		opts.PingEvery = 30 * time.Second
+	}
+	if opts.Lanes <= 0 {
+		opts.Lanes = 4
 	}
 	if opts.MaxMessage <= 0 {
 		opts.MaxMessage = 32 << 20
