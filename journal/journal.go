@@ -3,34 +3,32 @@
 // (SIGKILL, an OOM kill, a crash) charges them at its next start on the same data path
 // instead of losing their usage (issue 41).
 //
-// An admission is written before the call leaves for the platform. Writes are group
-// committed: one writer takes every admission waiting and appends them with one write(2),
-// so concurrent admissions share a write instead of queueing for one each. The file is not
-// synced: a write that returned is in the page cache, which outlives the process being
-// killed, and a sync to disk would cost each call milliseconds (a power loss or a crash of
-// the machine is not covered). A settled call's entry is cleared lazily, clearDelay after it
-// settled, by a record appended with a later batch or on the writer's own tick: never by a
-// write of its own on the request's path. When the file passes a bound the writer starts a
-// new one holding only the entries still open (it keeps them in memory) and removes the old
-// one (segment.go, write.go). The journal is the replica's alone: only a restart on the
-// same data path reads it back (Leftover), whatever store the replica uses.
+// An admission is written before the call leaves for the platform, by the request itself: the
+// segment file is allocated whole when it starts and mapped into memory, so appending a
+// record is a copy into the file's page cache under the journal's mutex, with no write(2)
+// and no hand-off to another goroutine (write.go). The file is not synced: what is in the
+// page cache outlives the process being killed, and a sync to disk would cost each call
+// milliseconds (a power loss or a crash of the machine is not covered). A settled call's
+// entry is cleared lazily, clearDelay after it settled, by a record appended with a later
+// admission or on the journal's own tick: never on the settling request's path. When a
+// segment is full the journal starts a new one holding only the entries still open and
+// removes the old one (segment.go, write.go). The journal is the replica's alone: only a
+// restart on the same data path reads it back (Leftover), whatever store the replica uses.
 package journal
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
 const (
-	// clearEvery is how often the writer looks for clears due when no admission wakes it.
+	// clearEvery is how often the journal appends the clears due when no admission does.
 	clearEvery = 250 * time.Millisecond
 	// clearDelay is how long a settled call's entry is kept. What its settlement charged
 	// reaches the disk or Redis in batches, every second (the spend ledger, the usage
@@ -40,9 +38,9 @@ const (
 	clearDelay = 2 * time.Second
 	// maxHeldClears bounds the clears held: past it the oldest are written at once.
 	maxHeldClears = 1 << 16
-	// segmentBytes is the size past which the writer starts a new segment. A rotation
-	// writes the open entries (a few hundred bytes per call in flight) once per this many
-	// bytes of admissions and clears: about 8000 calls.
+	// segmentBytes is a segment's size: past it the journal starts a new one, which
+	// writes the open entries (a few hundred bytes per call in flight) once per about
+	// 8000 calls.
 	segmentBytes = 4 << 20
 )
 
@@ -59,22 +57,16 @@ type Journal struct {
 	warned  atomic.Int64 // unix nanos of the last write failure logged
 	unlock  func()
 
-	// pendings are admissions' encoding buffers and channels, reused: an admission
-	// allocates its record alone, which the writer keeps until the entry is cleared.
-	pendings sync.Pool
+	// scratch holds admissions' encoding buffers, reused: a record is encoded outside the
+	// mutex and copied into the segment under it.
+	scratch sync.Pool
 
-	mu      sync.Mutex
-	admits  []*pending
-	clears  []heldClear // in the order the calls settled
-	forgets []uint64    // leftover entries charged: cleared with the next batch
-	flushes []chan error
-	left    []Left // what the previous life left open and is not forgotten yet
-	closed  bool
+	mu     sync.Mutex
+	clears []heldClear // in the order the calls settled
+	left   []Left      // what the previous life left open and is not forgotten yet
+	closed bool
+	w      writer // the segment appended to and the entries open in it
 
-	// The writer's own: the segment written to and the entries open in it.
-	w writer
-
-	wake chan struct{}
 	stop chan struct{}
 	done chan struct{}
 }
@@ -83,8 +75,8 @@ type Journal struct {
 type options struct {
 	now          func() time.Time
 	segmentBytes int64
-	// beforeWrite, if set, runs before each batch's write; an error fails the write as
-	// the file would (a full disk).
+	// beforeWrite, if set, runs before each record is appended; an error fails the append as
+	// a failed write would (a full disk).
 	beforeWrite func() error
 }
 
@@ -92,14 +84,6 @@ type options struct {
 type heldClear struct {
 	id uint64
 	at time.Time
-}
-
-// pending is one admission: its record, and where the writer answers once it is written.
-type pending struct {
-	id      uint64
-	rec     []byte // the record, exactly: the writer keeps it while the entry is open
-	scratch []byte // where it is encoded, reused
-	done    chan error
 }
 
 // Handle names one journaled entry, to clear it once its call settled. The zero Handle
@@ -113,8 +97,8 @@ type Left struct {
 }
 
 // Open opens the journal in dir for replica (its id, for the log): it reads what a previous
-// life left open (Leftover), carries it into a new segment and starts the writer. A second
-// process on the same dir is refused.
+// life left open (Leftover), carries it into a new segment and starts the clearing tick. A
+// second process on the same dir is refused.
 func Open(dir, replica string, log *slog.Logger) (*Journal, error) {
 	return open(dir, replica, log, options{})
 }
@@ -140,8 +124,8 @@ func open(dir, replica string, log *slog.Logger, o options) (*Journal, error) {
 		return nil, err
 	}
 	j := &Journal{dir: dir, replica: replica, log: log, opts: o, unlock: unlock,
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	j.pendings.New = func() any { return &pending{scratch: make([]byte, 0, 1024), done: make(chan error, 1)} }
+		stop: make(chan struct{}), done: make(chan struct{})}
+	j.scratch.New = func() any { b := make([]byte, 0, 1024); return &b }
 	if err := j.recover(); err != nil {
 		unlock()
 		return nil, err
@@ -153,70 +137,92 @@ func open(dir, replica string, log *slog.Logger, o options) (*Journal, error) {
 // Replica is the id of the replica the journal belongs to.
 func (j *Journal) Replica() string { return j.replica }
 
-// Admit writes e and returns once the batch holding it is written. The returned Handle must
-// be cleared when the call settles, even when Admit failed: a write whose outcome is not
-// known (the disk failed mid-batch, ctx ended first) may still have landed.
-func (j *Journal) Admit(ctx context.Context, e *Entry) (Handle, error) {
+// Admit writes e and returns once it is in the segment. The returned Handle must be cleared
+// when the call settles, even when Admit failed: a write whose outcome is not known (the disk
+// failed part way) may still have landed. ctx is not waited on: an admission takes a copy
+// and, rarely, a new segment.
+func (j *Journal) Admit(_ context.Context, e *Entry) (Handle, error) {
 	if j == nil {
 		return Handle{}, nil // no journal (tests, tools): nothing to clear
 	}
-	p := j.pendings.Get().(*pending)
-	p.id = j.seq.Add(1)
-	p.scratch = appendAdmit(p.scratch[:0], p.id, e)
-	// Kept, exactly sized, by the writer until the entry is cleared (a rotation writes it
-	// again); copied here rather than on the writer, whose time every admission shares.
-	p.rec = bytes.Clone(p.scratch)
+	h := Handle{j.seq.Add(1)}
+	sp := j.scratch.Get().(*[]byte)
+	*sp = appendAdmit((*sp)[:0], h.id, e)
 	j.mu.Lock()
 	if j.closed {
 		j.mu.Unlock()
-		j.pendings.Put(p)
+		j.putScratch(sp)
 		return Handle{}, ErrClosed
 	}
-	j.admits = append(j.admits, p)
+	cerr := j.clearDue(false)
+	err := j.appendAdmitted(h.id, *sp)
 	j.mu.Unlock()
-	j.poke()
-	h := Handle{p.id}
-	select {
-	case err := <-p.done:
-		// The batch is written: the writer is done with p, which serves another admission.
-		p.rec = nil
-		if cap(p.scratch) <= maxPooledEntry {
-			j.pendings.Put(p)
-		}
-		return h, err
-	case <-ctx.Done():
-		return h, ctx.Err() // p stays the writer's: it is written, and dropped, later
+	// appendAdmitted kept a copy of the record (in the segment) unless the append failed,
+	// when it keeps the record itself: the buffer goes back to the pool only in the first case.
+	if err == nil {
+		j.putScratch(sp)
+	} else {
+		j.warn("journal write failed", err)
+	}
+	if cerr != nil {
+		j.warn("journal write failed", cerr)
+	}
+	return h, err
+}
+
+func (j *Journal) putScratch(sp *[]byte) {
+	if cap(*sp) <= maxPooledEntry {
+		j.scratch.Put(sp)
 	}
 }
 
 // maxPooledEntry keeps an unusually large entry's buffer out of the pool.
 const maxPooledEntry = 4 << 10
 
-// poke wakes the writer; one already woken, or writing, takes what waits with its next batch.
-func (j *Journal) poke() {
-	select {
-	case j.wake <- struct{}{}:
-	default:
-	}
-}
-
 // Clear forgets h's entry: its call has settled. It writes nothing itself; the clear goes
-// with the first batch clearDelay after it.
+// with the first admission or tick clearDelay after it.
 func (j *Journal) Clear(h Handle) {
 	if j == nil || h.id == 0 {
 		return
 	}
 	j.mu.Lock()
 	j.clears = append(j.clears, heldClear{h.id, j.opts.now()})
-	full := len(j.clears) >= maxHeldClears
+	var err error
+	if len(j.clears) >= maxHeldClears && !j.closed {
+		err = j.clearDue(false)
+	}
 	j.mu.Unlock()
-	if full {
-		j.poke()
+	if err != nil {
+		j.warn("journal write failed", err)
 	}
 }
 
-// run is the one writer: each wake (an admission, a full set of clears, a Forget) or tick
-// writes everything waiting in one batch.
+// clearDue appends the clears due (held clearDelay, or past maxHeldClears, or all of them
+// with all: the process is stopping with every settlement flushed); j.mu is held.
+func (j *Journal) clearDue(all bool) error {
+	if len(j.clears) == 0 {
+		return nil
+	}
+	due := j.opts.now().Add(-clearDelay)
+	n := 0
+	for n < len(j.clears) && (all || !j.clears[n].at.After(due) || len(j.clears)-n > maxHeldClears) {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	ids := make([]uint64, n)
+	for i := range n {
+		ids[i] = j.clears[i].id
+	}
+	j.clears = j.clears[n:]
+	if len(j.clears) == 0 {
+		j.clears = nil // let the array go
+	}
+	return j.appendClears(ids)
+}
+
+// run appends the clears due on each tick, so that they do not wait for an admission.
 func (j *Journal) run() {
 	defer close(j.done)
 	tick := time.NewTicker(clearEvery)
@@ -224,33 +230,34 @@ func (j *Journal) run() {
 	for {
 		select {
 		case <-j.stop:
-			j.writeDue(true)
-			j.w.close()
 			return
-		case <-j.wake:
-			// Admissions that are runnable now (the callers woken by the last batch) get
-			// to add themselves first, so that they share this batch instead of each
-			// starting one; a lone admission waits for nothing.
-			runtime.Gosched()
 		case <-tick.C:
 		}
-		j.writeDue(false)
+		j.mu.Lock()
+		var err error
+		if !j.closed {
+			err = j.clearDue(false)
+		}
+		j.mu.Unlock()
+		if err != nil {
+			j.warn("journal write failed", err)
+		}
 	}
 }
 
 // warn logs a failed write, at most once a second so that a failing disk does not flood the
 // log.
-func (j *Journal) warn(msg string, err error, admits, clears int) {
+func (j *Journal) warn(msg string, err error) {
 	now := time.Now().UnixNano()
 	last := j.warned.Load()
 	if now-last < int64(time.Second) || !j.warned.CompareAndSwap(last, now) {
 		return
 	}
-	j.log.Warn(msg, slog.String("error", err.Error()), slog.Int("admissions", admits), slog.Int("clears", clears))
+	j.log.Warn(msg, slog.String("error", err.Error()))
 }
 
-// Close writes the clears still waiting, stops the writer and releases the journal's lock.
-// Entries of calls still open stay: the next start charges them.
+// Close writes the clears still waiting, closes the segment and releases the journal's
+// lock. Entries of calls still open stay: the next start charges them.
 func (j *Journal) Close() {
 	j.mu.Lock()
 	if j.closed {
@@ -261,6 +268,12 @@ func (j *Journal) Close() {
 	j.mu.Unlock()
 	close(j.stop)
 	<-j.done
+	j.mu.Lock()
+	if err := j.clearDue(true); err != nil {
+		j.warn("journal write failed", err)
+	}
+	j.w.close(true)
+	j.mu.Unlock()
 	j.unlock()
 }
 
@@ -276,19 +289,19 @@ func (j *Journal) Leftover(context.Context) ([]Left, error) {
 
 // Forget clears leftover entries once they have been charged, and returns once that is
 // written.
-func (j *Journal) Forget(ctx context.Context, left []Left) error {
+func (j *Journal) Forget(_ context.Context, left []Left) error {
 	if len(left) == 0 {
 		return nil
 	}
-	done := make(chan error, 1)
 	j.mu.Lock()
+	defer j.mu.Unlock()
 	if j.closed {
-		j.mu.Unlock()
 		return ErrClosed
 	}
 	gone := map[uint64]bool{}
+	ids := make([]uint64, 0, len(left))
 	for _, l := range left {
-		j.forgets = append(j.forgets, l.ID)
+		ids = append(ids, l.ID)
 		gone[l.ID] = true
 	}
 	kept := j.left[:0]
@@ -298,13 +311,5 @@ func (j *Journal) Forget(ctx context.Context, left []Left) error {
 		}
 	}
 	j.left = kept
-	j.flushes = append(j.flushes, done)
-	j.mu.Unlock()
-	j.poke()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return j.appendClears(ids)
 }

@@ -19,8 +19,9 @@ import (
 //	length uint32 LE | crc32c(payload) uint32 LE | payload
 //
 // where the payload is a kind byte, the entry's id (uint64 LE) and, for an admission, the
-// entry as JSON. A kill mid-write leaves at most the last record partial; the checksum tells
-// a torn or damaged record from a whole one, and reading stops there.
+// entry as JSON. A segment is allocated whole and its records are followed by zeros: a
+// header of zeros ends it. A kill mid-copy leaves at most the last record partial; the
+// checksum tells a torn or damaged record from a whole one, and reading stops there.
 const (
 	recordHeader = 8
 	kindAdmit    = 'A'
@@ -81,6 +82,11 @@ func readRecord(r *bufio.Reader, buf []byte) (kind byte, id uint64, body, next [
 		return 0, 0, nil, buf, err
 	}
 	size := binary.LittleEndian.Uint32(h[:4])
+	if size == 0 && binary.LittleEndian.Uint32(h[4:]) == 0 {
+		// The zeros after a segment's records: it was allocated whole (write.go), and a
+		// record's length is never 0.
+		return 0, 0, nil, buf, io.EOF
+	}
 	if size < payloadMin || size > maxPayload {
 		return 0, 0, nil, buf, errTorn
 	}

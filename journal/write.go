@@ -8,28 +8,35 @@ import (
 	"path/filepath"
 )
 
-// writer is the segment being appended to and the entries open in the journal. Only the
-// writer goroutine touches it (and recover, before that goroutine starts).
+// writer is the segment being appended to and the entries open in the journal. It is the
+// Journal's, under its mutex (and recover's, before the journal is shared).
+//
+// The segment is allocated whole when it is started and mapped into memory (mapSegment):
+// appending a record is a copy into the mapping, which is the file's page cache, so a record
+// copied is in the file for any later reader and outlives the process, without a write(2)
+// per record. A syscall per admitted call, or a hand-off to a writing goroutine and back,
+// cost each call more than everything else the journal does.
 type writer struct {
-	f    *os.File
-	num  uint64 // the segment's number
-	size int64  // bytes in it
-	// base is the bytes a rotation started it with (the entries then open): the next
-	// rotation waits for as many bytes again at least, so that a large open set is not
-	// written again at every batch.
+	f   *os.File
+	seg segment // the mapping: its length is the segment's capacity
+	num uint64  // the segment's number
+	// size is the bytes of records in the segment; after them the file is zeros, which a
+	// reader takes for the end.
+	size int64
+	// base is the bytes a rotation started it with (the entries then open): the segment has
+	// room for as many again at least, so that a large open set is not written again at
+	// every admission.
 	base int64
-	// open is every entry admitted and not cleared, by id, its record as written: what a
-	// rotation writes again. It holds the calls in flight and those settled less than
-	// clearDelay ago (a few hundred bytes each).
+	// open is every entry admitted and not cleared, by id, its record as written (a slice of
+	// the mapping, or of memory for entries read back at start): what a rotation writes
+	// again. It holds the calls in flight and those settled less than clearDelay ago (a few
+	// hundred bytes each).
 	open map[uint64][]byte
-	// broken is set when a write failed: the segment may end in a partial record, after
-	// which nothing could be read back, so the next batch starts a new segment first.
+	// broken is set when an append failed (a test's hook, standing for a write that failed
+	// part way): the segment may end in a partial record, after which nothing could be read
+	// back, so the next append starts a new segment first.
 	broken bool
-	buf    []byte // the batch being written, reused
 }
-
-// maxKeptBuf keeps a batch buffer grown by a large rotation from staying with the writer.
-const maxKeptBuf = 1 << 20
 
 // recover replays the segments in dir, keeps what they left open as the leftover, and carries
 // it into a new segment, removing the old ones: a torn record at the end of the last segment
@@ -55,7 +62,7 @@ func (j *Journal) recover() error {
 		last = nums[len(nums)-1]
 	}
 	j.w.num = last
-	if err := j.rotate(); err != nil {
+	if err := j.rotate(0); err != nil {
 		return err
 	}
 	// Temporary files a rotation left behind (killed before its rename).
@@ -72,152 +79,151 @@ func (j *Journal) recover() error {
 	return nil
 }
 
-// writeDue appends the admissions, forgets and clears due (all of them with all: the
-// process is stopping with every settlement flushed, Close running after the stores' last
-// flush) with one write. An admission's record goes before any clear of it: a clear is only
-// taken once its Admit returned or gave up, and the lists are taken together.
-func (j *Journal) writeDue(all bool) {
-	due := j.opts.now().Add(-clearDelay)
-	j.mu.Lock()
-	admits, forgets, flushes := j.admits, j.forgets, j.flushes
-	j.admits, j.forgets, j.flushes = nil, nil, nil
-	n := 0
-	for n < len(j.clears) && (all || !j.clears[n].at.After(due) || len(j.clears)-n > maxHeldClears) {
-		n++
-	}
-	clears := j.clears[:n:n]
-	j.clears = j.clears[n:]
-	if len(j.clears) == 0 {
-		j.clears = nil // let the array go
-	}
-	j.mu.Unlock()
-	if len(admits) == 0 && len(clears) == 0 && len(forgets) == 0 {
-		for _, ch := range flushes {
-			ch <- nil
-		}
-		return
-	}
+// appendAdmitted adds the admission rec of entry id to the segment; j.mu is held. The entry
+// is open from here even when the append fails: a record whose write failed part way may be
+// read back, so it is carried into the next segment and cleared like any other.
+func (j *Journal) appendAdmitted(id uint64, rec []byte) error {
 	w := &j.w
-	var err error
-	if w.broken {
-		err = j.rotate()
-	}
-	b := w.buf[:0]
-	for _, p := range admits {
-		b = append(b, p.rec...)
-		w.open[p.id] = p.rec
-	}
-	nclear := 0
-	clearOne := func(id uint64) {
-		if _, ok := w.open[id]; !ok {
-			return
-		}
-		delete(w.open, id)
-		b = appendClear(b, id)
-		nclear++
-	}
-	for _, c := range clears {
-		clearOne(c.id)
-	}
-	for _, id := range forgets {
-		clearOne(id)
-	}
+	err := j.room(len(rec))
 	if err == nil {
-		err = j.append(b)
-	}
-	w.buf = b[:0]
-	if cap(w.buf) > maxKeptBuf {
-		w.buf = nil
-	}
-	for _, p := range admits {
-		p.done <- err
-	}
-	for _, ch := range flushes {
-		ch <- err
+		err = j.hook()
 	}
 	if err != nil {
-		// The records may be partly written; the next batch starts a new segment from the
-		// entries open in memory, which carries the admissions, and drops the clears, of
-		// this one. Until then an entry cleared here is charged by a start in between, above
-		// the bill rather than below it.
 		w.broken = true
-		j.warn("journal write failed", err, len(admits), nclear)
-		return
+		w.open[id] = rec
+		return err
 	}
-	if w.size >= max(j.opts.segmentBytes, 2*w.base) {
-		if err := j.rotate(); err != nil {
-			j.warn("journal rotation failed", err, 0, 0)
-		}
-	}
-}
-
-// append writes b at the end of the segment, in one write(2) (O_APPEND).
-func (j *Journal) append(b []byte) error {
-	if hook := j.opts.beforeWrite; hook != nil {
-		if err := hook(); err != nil {
-			return err
-		}
-	}
-	n, err := j.w.f.Write(b)
-	j.w.size += int64(n)
-	return err
-}
-
-// rotate starts the next segment with the entries open, then removes the current one. The
-// new segment is written whole under a temporary name and renamed, so a kill at any point
-// leaves either the old segment or the new one whole (or both: replaying both in order gives
-// the same open set).
-func (j *Journal) rotate() error {
-	w := &j.w
-	next := w.num + 1
-	path := filepath.Join(j.dir, segmentName(next))
-	tmp := path + tempSuffix
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o600)
+	at, err := w.put(rec)
 	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+		w.broken = true
+		w.open[id] = rec
+		return err
 	}
-	// Written in chunks of the batch buffer's bound: an open set swollen by the settled
-	// calls of the last clearDelay at a high rate takes no second copy of itself in memory.
-	// The file is not renamed in until it is whole, so the writes need not be one.
-	b := w.buf[:0]
-	var size int64
-	for _, rec := range w.open {
-		b = append(b, rec...)
-		if len(b) >= maxKeptBuf && err == nil {
-			_, err = f.Write(b)
-			size += int64(len(b))
-			b = b[:0]
-		}
-	}
-	if err == nil {
-		_, err = f.Write(b)
-		size += int64(len(b))
-	}
-	w.buf = b[:0]
-	if err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("journal: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("journal: %w", err)
-	}
-	if w.f != nil {
-		w.f.Close()
-		if err := os.Remove(filepath.Join(j.dir, segmentName(w.num))); err != nil && !errors.Is(err, os.ErrNotExist) {
-			j.warn("journal: old segment not removed", err, 0, 0)
-		}
-	}
-	w.f, w.num, w.size, w.base, w.broken = f, next, size, size, false
+	w.open[id] = at
 	return nil
 }
 
-// close closes the segment; its records stay for the next start.
-func (w *writer) close() {
-	if w.f != nil {
-		w.f.Close()
-		w.f = nil
+// appendClears adds the clear records of ids still open; j.mu is held.
+func (j *Journal) appendClears(ids []uint64) error {
+	var rec [recordHeader + payloadMin]byte
+	var err error
+	for _, id := range ids {
+		if _, ok := j.w.open[id]; !ok {
+			continue
+		}
+		delete(j.w.open, id)
+		if err != nil {
+			continue // dropped: the next segment, started from the open set, has no need of it
+		}
+		if err = j.room(len(rec)); err == nil {
+			err = j.hook()
+		}
+		if err != nil {
+			j.w.broken = true
+			continue
+		}
+		if _, err = j.w.put(appendClear(rec[:0], id)); err != nil {
+			j.w.broken = true
+		}
 	}
+	return err
+}
+
+// hook runs the tests' stand-in for a failing write, if any.
+func (j *Journal) hook() error {
+	if h := j.opts.beforeWrite; h != nil {
+		return h()
+	}
+	return nil
+}
+
+// room makes sure the segment has n bytes free, starting the next one when it has not (or
+// when the last append failed).
+func (j *Journal) room(n int) error {
+	w := &j.w
+	if !w.broken && w.size+int64(n) <= int64(len(w.seg.data)) {
+		return nil
+	}
+	return j.rotate(n)
+}
+
+// put appends rec at the end of the segment, which has room, and returns where it now lies.
+func (w *writer) put(rec []byte) ([]byte, error) {
+	at := w.size
+	copy(w.seg.data[at:], rec)
+	w.size += int64(len(rec))
+	return w.seg.data[at:w.size:w.size], w.seg.sync(at, int64(len(rec)))
+}
+
+// rotate starts the next segment with the entries open and room for need bytes more, then
+// removes the current one. The new segment is written whole under a temporary name and
+// renamed, so a kill at any point leaves either the old segment or the new one whole (or
+// both: replaying both in order gives the same open set).
+func (j *Journal) rotate(need int) error {
+	w := &j.w
+	var openBytes int64
+	for _, rec := range w.open {
+		openBytes += int64(len(rec))
+	}
+	capacity := max(j.opts.segmentBytes, 2*openBytes, openBytes+int64(need))
+	capacity = (capacity + pageBytes - 1) / pageBytes * pageBytes
+	next := w.num + 1
+	path := filepath.Join(j.dir, segmentName(next))
+	tmp := path + tempSuffix
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	seg, err := mapSegment(f, capacity)
+	if err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("journal: %w", err)
+	}
+	nw := writer{f: f, seg: seg, num: next, open: make(map[uint64][]byte, len(w.open))}
+	for id, rec := range w.open {
+		at, err := nw.put(rec)
+		if err != nil {
+			return j.dropSegment(&nw, tmp, err)
+		}
+		nw.open[id] = at
+	}
+	nw.base = nw.size
+	if err := os.Rename(tmp, path); err != nil {
+		return j.dropSegment(&nw, tmp, err)
+	}
+	old := *w
+	*w = nw
+	if old.f != nil {
+		old.close(false)
+		if err := os.Remove(filepath.Join(j.dir, segmentName(old.num))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			j.warn("journal: old segment not removed", err)
+		}
+	}
+	return nil
+}
+
+// dropSegment gives up a segment a rotation could not finish; the current one stays.
+func (j *Journal) dropSegment(nw *writer, tmp string, err error) error {
+	nw.close(false)
+	os.Remove(tmp)
+	return fmt.Errorf("journal: %w", err)
+}
+
+// pageBytes rounds a segment's capacity: mappings are made of whole pages.
+const pageBytes = 4096
+
+// close unmaps the segment and closes it; with trim the file is cut to its records, so that
+// the zeros after them take no room while the replica is down. Its records stay for the
+// next start.
+func (w *writer) close(trim bool) {
+	if w.f == nil {
+		return
+	}
+	if trim {
+		_ = w.f.Truncate(w.size)
+	}
+	w.seg.unmap()
+	w.f.Close()
+	w.f = nil
 }

@@ -16,8 +16,7 @@ import (
 )
 
 // journalAdmit writes the admitted call to the admission journal before it leaves for the
-// platform, and waits for the write (group committed with the other admissions of the
-// moment). A journal that cannot be written does not refuse the call: a failing disk
+// platform (a copy into the mapped segment file, journal/write.go). A journal that cannot be written does not refuse the call: a failing disk
 // must not become the gateway's outage, and the call still settles as usual; only a kill during it
 // would lose its usage. The failure is logged by the journal.
 func (s *Server) journalAdmit(c *gin.Context, ri *requestInfo, p *auth.Principal, t *ratelimit.Ticket) {

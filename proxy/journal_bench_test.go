@@ -10,10 +10,9 @@ import (
 )
 
 // BenchmarkJournal is the chat route with the admission journal off and on (its segment
-// file in the data path, one write(2) per group-committed batch): the cost of writing each
-// admission before its call leaves. "serial" is one client at a time, so every request
-// waits for a write of its own; "parallel" is GOMAXPROCS×4 clients, whose admissions share
-// writes (group commit).
+// file in the data path, mapped: each admission a copy into it): the cost of writing each
+// admission before its call leaves. "serial" is one client at a time; "parallel" is
+// GOMAXPROCS×4 clients, whose admissions take the journal's lock in turn.
 //
 //	go test ./proxy -run '^$' -bench Journal -benchmem -count 6
 func BenchmarkJournal(b *testing.B) {
