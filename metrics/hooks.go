@@ -29,10 +29,10 @@ func (m *Metrics) requestDone(s reqlog.RequestSummary) {
 	defer m.relabel.RUnlock()
 	lt := m.labels.Load()
 	rt := route(s.Route)
-	team := lt.team(s.Team)
+	team := m.teamLabel(lt, s.Team, s.RuntimeTeam)
 	model := lt.model(s.Model)
 
-	m.requests.WithLabelValues(rt, team, m.keyLabel(lt, s.Team, s.Key), model, status(s.Status)).Inc()
+	m.requests.WithLabelValues(rt, team, m.keyLabel(lt, s.Team, team, s.Key), model, status(s.Status)).Inc()
 	m.routeCall(lt, &s)
 	m.duration.WithLabelValues(rt).Observe(s.Duration.Seconds())
 	if s.Stream && s.TTFB > 0 {

@@ -109,3 +109,33 @@ func TestIssuedKeyLabel(t *testing.T) {
 		t.Errorf("%d request series: want the config key, %d issued names, (issued) and two empty ones (the issued key label is not bounded)", n, maxIssuedKeyLabels)
 	}
 }
+
+// TestRuntimeTeamLabel: a team created through the admin API labels its calls by its name
+// and its issued keys by theirs, as a config team's; at most maxRuntimeTeamLabels names,
+// then runtimeOverflow with no key label; a team a reload removed stays "".
+func TestRuntimeTeamLabel(t *testing.T) {
+	m := New(routingConfig())
+	h := m.Hooks()
+	calls := func(team, key string) float64 {
+		return counterValue(t, m, "modelgate_requests_total", map[string]string{"route": "/v1/chat/completions", "team": team, "key": key, "model": "big", "status": "200"})
+	}
+	serve(h, reqlog.RequestSummary{Route: "/v1/chat/completions", Team: "gamma", RuntimeTeam: true, Key: "gamma-ci", Model: "big", Status: 200})
+	if calls("gamma", "gamma-ci") != 1 {
+		t.Error("a runtime team's call is not labelled team=gamma key=gamma-ci")
+	}
+	serve(h, reqlog.RequestSummary{Route: "/v1/chat/completions", Team: "removed", Key: "k", Model: "big", Status: 200})
+	if calls("", "") != 1 {
+		t.Error("a call of a config team a reload removed is not labelled \"\"")
+	}
+	for i := range maxRuntimeTeamLabels - 1 { // gamma holds one name already
+		serve(h, reqlog.RequestSummary{Route: "/v1/chat/completions", Team: fmt.Sprintf("t%d", i), RuntimeTeam: true, Key: "k", Model: "big", Status: 200})
+	}
+	serve(h, reqlog.RequestSummary{Route: "/v1/chat/completions", Team: "late", RuntimeTeam: true, Key: "late-1", Model: "big", Status: 200})
+	if calls(runtimeOverflow, "") != 1 {
+		t.Errorf("a runtime team past the cap is not labelled %s with no key", runtimeOverflow)
+	}
+	serve(h, reqlog.RequestSummary{Route: "/v1/chat/completions", Team: "gamma", RuntimeTeam: true, Key: "gamma-ci", Model: "big", Status: 200})
+	if calls("gamma", "gamma-ci") != 2 {
+		t.Error("a runtime team labelled before the cap lost its name")
+	}
+}

@@ -38,6 +38,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.limitPassthrough(p, st.cfg.Ratelimit)
 	}
 	ri.Team, ri.Key, ri.principal, ri.prices = p.Team, p.KeyName, p, st.prices
+	ri.RuntimeTeam = p.Runtime
 	c.Set(principalKey, p)
 	c.Set(stateKey, st)
 }

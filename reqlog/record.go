@@ -20,6 +20,9 @@ type Record struct {
 	ClientRequestID string
 	Route           string // the route pattern, never the raw path
 	Team, Key       string // who asked (the key's name, never its secret)
+	// RuntimeTeam says Team was created through the admin API, not in the config: metrics
+	// label its calls by its name all the same (bounded there).
+	RuntimeTeam bool
 	Model           string // as the client named it; capped when logged
 	Stream          bool
 	// UpstreamModel is the platform model a weighted route chose for the call (issue 27);
@@ -91,6 +94,6 @@ func (r *Record) Summary(method string, status int, maxModel int) RequestSummary
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, InputReserved: r.InputReserved, Attempts: r.Attempts,
 		ErrorCode: r.ErrCode, Refusal: r.Refusal, UpstreamErr: r.UpstreamErr,
 		UsageEstimated: r.UsageEstimated, UpstreamModel: r.UpstreamModel, Transport: r.Transport, Turns: r.Turns,
-		EndUser: r.EndUser, Tags: r.Tags,
+		EndUser: r.EndUser, Tags: r.Tags, RuntimeTeam: r.RuntimeTeam,
 	}
 }

@@ -41,6 +41,7 @@ type RequestSummary struct {
 	Route           string
 	Method          string
 	Team, Key       string
+	RuntimeTeam     bool // Team was created through the admin API
 	Model           string
 	ServedModel     string // the fallback that served it; "" when Model did
 	Status          int
