@@ -23,8 +23,8 @@ type Record struct {
 	// RuntimeTeam says Team was created through the admin API, not in the config: metrics
 	// label its calls by its name all the same (bounded there).
 	RuntimeTeam bool
-	Model           string // as the client named it; capped when logged
-	Stream          bool
+	Model       string // as the client named it; capped when logged
+	Stream      bool
 	// UpstreamModel is the platform model a weighted route chose for the call (issue 27);
 	// "" when the model has no routes. Configured, so bounded.
 	UpstreamModel string
