@@ -107,7 +107,7 @@ func (r *run) run() {
 			r.reg.log.Error("background response panic", slog.String("request_id", r.w.RequestID), slog.Any("panic", v))
 			// Charged the reservation's bound unless it was settled before the panic.
 			r.end(Outcome{Status: stored.StatusFailed, Error: panicError,
-				Charge: accounting.UpperBound(r.w.Reserve, ratelimit.Usage{}, accounting.StreamCut)})
+				Charge: accounting.ChargeFor(r.w.Reserve, accounting.Ending{How: accounting.PlatformCut})})
 		}
 	}()
 	stopBeat := r.heartbeat()
