@@ -74,11 +74,25 @@ func (s Settler) record(ch Charge, rec *reqlog.Record) {
 }
 
 // Spend is what a request holds against the spend budgets: the hold its admission took (nil
-// when it took none), and the key's and team's budget scopes to charge directly when it
-// took none ("" when there is no caller to charge).
+// when it took none), and the key's and team's budget scopes and its end user's daily one to
+// charge directly when it took none ("" when there is none to charge).
 type Spend struct {
 	Hold                *billing.Hold
 	KeyScope, TeamScope string
+	EndUserScope        string // keeps a daily total only
+}
+
+// charge settles spend's hold with cost, or charges cost to its scopes when it holds none.
+func (s Settler) charge(spend Spend, cost int64) {
+	switch {
+	case spend.Hold != nil:
+		spend.Hold.Settle(cost)
+	case s.Ledger != nil && spend.KeyScope != "" && cost > 0:
+		// A call that reserved nothing (a crashed one's hold died with its process): still
+		// charged.
+		s.Ledger.Charge([]string{spend.KeyScope, spend.TeamScope}, cost)
+		s.Ledger.ChargeDay(spend.EndUserScope, cost)
+	}
 }
 
 // Bill runs once a request is answered, after Settle: it settles the spend hold with the
@@ -99,13 +113,7 @@ func (s Settler) Bill(rec *reqlog.Record, spend Spend, prices billing.Prices) in
 		OutputTokens: rec.OutputTokens, ReasoningTokens: rec.ReasoningTokens}
 	model := rec.PricedModel()
 	cost := prices.Cost(model, u)
-	switch {
-	case spend.Hold != nil:
-		spend.Hold.Settle(cost)
-	case s.Ledger != nil && spend.KeyScope != "" && cost > 0:
-		// A route that reserved nothing: still charged.
-		s.Ledger.Charge([]string{spend.KeyScope, spend.TeamScope}, cost)
-	}
+	s.charge(spend, cost)
 	if s.History != nil && !platformRefused(rec, u) {
 		s.recordHistory(rec, model, u, cost)
 	}
