@@ -21,15 +21,18 @@ func (s *Server) settleInfo(ri *requestInfo, t *ratelimit.Ticket, ch accounting.
 	s.settler.SettleAfter(t, ch, ri.abandoned.Usage, &ri.Record)
 }
 
-// settleBilling runs once a request is answered: the spend hold settles with the real cost
-// and the request joins the usage history (accounting.Settler.Bill). It returns the cost in
-// micro-units.
-func (s *Server) settleBilling(ri *requestInfo) int64 {
+// bill runs once a request is answered, or a background job ended, after settle: the spend
+// hold settles with the real cost, the request joins the usage history
+// (accounting.Settler.Bill), and its journal entry is cleared, since nothing is left for a
+// next start to charge. It returns the cost in micro-units.
+func (s *Server) bill(ri *requestInfo) int64 {
 	prices := ri.prices
 	if prices == nil {
-		prices = s.state().prices // a caller never authenticated here (a background job's run)
+		prices = s.state().prices // a caller never authenticated here
 	}
-	return s.settler.Bill(&ri.Record, ri.spendOf(ri.principal), prices)
+	cost := s.settler.Bill(&ri.Record, ri.spendOf(ri.principal), prices)
+	s.journal.Clear(ri.journaled)
+	return cost
 }
 
 // spendOf is what ri holds against p's spend budgets, with the scopes a call that holds

@@ -37,7 +37,7 @@ type requestInfo struct {
 	// (the non-stream answer, or a stream's terminal event's response) before the client
 	// gets it: stored responses keep it there.
 	onResponse func(response []byte)
-	// spend is the spend reservation of an admitted call (see settleBilling).
+	// spend is the spend reservation of an admitted call (see bill).
 	spend *billing.Hold
 	// prices are those of the config the request was admitted under: its hold was priced
 	// with them, so it settles with them even when a reload changed them meanwhile.
