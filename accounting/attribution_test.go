@@ -83,7 +83,7 @@ func TestAbandonedAttemptKeepsAttribution(t *testing.T) {
 	rec := req.ForAttempt("stalled", "first_token_timeout")
 	spend := Spend{KeyScope: "key:alpha/k", TeamScope: "team:alpha", EndUserScope: "enduser:alpha/user-7"}
 	ch := ChargeFor(ratelimit.Usage{InputTokens: 1_000_000}, Ending{How: Unanswered})
-	cost := s.SettleAbandoned(ch, &rec, spend, prices)
+	cost := s.SettleApart(ch, &rec, spend, prices)
 	if cost != 3_000_000 {
 		t.Fatalf("cost %d, want 3000000: 1M input at the stalled model's price", cost)
 	}

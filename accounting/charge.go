@@ -33,6 +33,7 @@ const (
 	StreamCut = "stream_cut"      // the platform's stream ended without reporting usage
 	EarlyEnd  = "early_cut"       // modelgate ended the stream itself
 	FanoutCut = "fanout_cut"      // a choice abandoned because another choice of the request failed
+	Crashed   = "crashed"         // open when the replica was killed: its next start charged its reservation
 )
 
 // InFlightAllowance is the output charged on top of what was read when modelgate cuts a

@@ -30,7 +30,8 @@ func TestSettleCrashed(t *testing.T) {
 	s := Settler{Log: slog.New(slog.NewTextHandler(&logged, nil)), Ledger: ledger, History: history}
 	rec := &reqlog.Record{RequestID: "req-1", Team: "alpha", Key: "k", Model: "m", Admitted: true, EndUser: "user-7"}
 	reserve := ratelimit.Usage{InputTokens: 1_000_000, OutputTokens: 500_000}
-	cost := s.SettleCrashed(rec, reserve, Spend{KeyScope: "key:alpha/k", TeamScope: "team:alpha", EndUserScope: "enduser:alpha/user-7"}, prices)
+	spend := Spend{KeyScope: "key:alpha/k", TeamScope: "team:alpha", EndUserScope: "enduser:alpha/user-7"}
+	cost := s.SettleApart(ChargeFor(reserve, Ending{How: Killed}), rec, spend, prices)
 	if want := int64(2_000_000); cost != want {
 		t.Fatalf("cost %d, want %d (1M input at 1 + 0.5M output at 2)", cost, want)
 	}

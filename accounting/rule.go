@@ -8,39 +8,23 @@ import "modelgate/ratelimit"
 type End uint8
 
 const (
-	// PlatformCut: a stream the platform ended without its usage (reset, truncated,
-	// garbage, silent past the idle timeout, an error event or a terminal event without
-	// usage on /v1/responses): the reservation, or what was read where that is more.
-	PlatformCut End = iota
-	// OwnCut: a stream modelgate ended itself (the client left, a stop sequence, a chat
-	// stream complete but for its figure, a job cancelled): what was read plus the
-	// in-flight allowance.
-	OwnCut
-	// Unanswered: the request was sent whole and no answer headers came (a timeout, a
-	// reset, the client gone while the platform worked, a stall past first_token_timeout):
-	// the reservation.
-	Unanswered
-	// Unreadable: a 2xx answer that could not be read, parsed, or said no usage, or one in
-	// the other form than asked: the reservation.
-	Unreadable
-	// FanoutAbandoned: an answered choice of an n>1 chat given up because a sibling failed,
-	// whose terminal event did not come within the drain: the reservation.
-	FanoutAbandoned
-	// NotBilled: the platform refused the call (an error status) or it never reached the
-	// platform whole: nothing.
-	NotBilled
+	PlatformCut     End = iota // a stream the platform cut, broke or ended without usage: stream_cut
+	OwnCut                     // a stream modelgate ended (client gone, stop sequence, job cancelled): early_cut
+	Unanswered                 // sent whole, no answer headers (a stall too): no_answer
+	Unreadable                 // a 2xx answer unreadable, without usage, or in the other form: unreadable_body
+	FanoutAbandoned            // an n>1 choice given up as a sibling failed, unreported in the drain: fanout_cut
+	NotBilled                  // refused by the platform, or never sent whole: nothing
+	Killed                     // open when the replica was killed, charged at its next start: crashed
 )
 
-// Ending is what a relay knows of one platform call once it stopped reading it.
+// Ending is what a relay knows of one platform call once it stopped reading it: how it
+// ended, and whether the platform reported its usage (Read is then that figure, charged as
+// it is however the call ended) or what was read before the end (the input reservation and
+// one output token per delta event).
 type Ending struct {
-	How End
-	// Reported says the platform reported its usage (a stream's terminal event, a JSON
-	// answer's usage object): Read is then that figure, and How does not matter, since a
-	// report is charged as it is however the call ended.
+	How      End
 	Reported bool
-	// Read is the platform's usage when Reported; otherwise what was read before the end:
-	// the input reservation and one output token per delta event.
-	Read ratelimit.Usage
+	Read     ratelimit.Usage
 }
 
 // ChargeFor is the one charge rule: what a call that ended as e costs, given its reservation
@@ -61,14 +45,15 @@ func ChargeFor(reserve ratelimit.Usage, e Ending) Charge {
 		return UpperBound(reserve, e.Read, FanoutCut)
 	case NotBilled:
 		return Charge{}
+	case Killed:
+		return UpperBound(reserve, e.Read, Crashed)
 	}
 	return UpperBound(reserve, e.Read, StreamCut)
 }
 
-// ForAnswer is the charge of a JSON (non-stream) answer: the platform billed it whole before
-// sending it, so its usage when it reported one (reported, usage), else the reservation as
-// for an unreadable body. An answer that could not be read at all is ForAnswer(reserve,
-// ratelimit.Usage{}, false).
+// ForAnswer is the charge of a JSON (non-stream) answer, billed whole before it was sent:
+// its usage when it reported one, else the reservation as an unreadable body (an answer not
+// read at all is ForAnswer(reserve, ratelimit.Usage{}, false)).
 func ForAnswer(reserve, usage ratelimit.Usage, reported bool) Charge {
 	return ChargeFor(reserve, Ending{How: Unreadable, Reported: reported, Read: usage})
 }

@@ -30,6 +30,7 @@ func TestChargeForTable(t *testing.T) {
 		{"own cut: the allowance stops at the reservation", Ending{How: OwnCut, Read: u(10, 95)}, Charge{Usage: u(10, 100), Unknown: EarlyEnd}},
 		{"n>1 choice abandoned, no terminal event in the drain", Ending{How: FanoutAbandoned, Read: read}, Charge{Usage: reserve, Unknown: FanoutCut}},
 		{"n>1 choice abandoned, its terminal event in the drain", Ending{How: FanoutAbandoned, Reported: true, Read: platform}, known},
+		{"killed in flight, charged by the next start", Ending{How: Killed}, Charge{Usage: reserve, Unknown: Crashed}},
 		{"an end of no known kind is never charged below a cut", Ending{How: End(200), Read: read}, Charge{Usage: reserve, Unknown: StreamCut}},
 	}
 	for _, tc := range tests {

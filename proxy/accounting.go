@@ -1,23 +1,16 @@
 package proxy
 
 import (
-	"github.com/gin-gonic/gin"
-
 	"modelgate/accounting"
 	"modelgate/auth"
 	"modelgate/ratelimit"
-	"modelgate/reqlog"
 )
 
-// settle settles the request's ticket with ch and records it for the access log, the metrics
-// and, when the usage is estimated, the "billed, usage unknown" warning an operator
-// reconciles against the platform's bill.
-func (s *Server) settle(c *gin.Context, t *ratelimit.Ticket, ch accounting.Charge) {
-	s.settleInfo(info(c), t, ch)
-}
-
-// settleInfo is settle for a request known by its requestInfo alone (a background job).
-func (s *Server) settleInfo(ri *requestInfo, t *ratelimit.Ticket, ch accounting.Charge) {
+// settle is the one settlement of an admitted call, a route's (when its handler returns) or
+// a background job's (when it ends): the ticket with ch and the usage of the attempts a
+// fallback abandoned, and the record for the access log, the metrics and, when the usage is
+// estimated, the "billed, usage unknown" warning. bill follows once it is answered.
+func (s *Server) settle(ri *requestInfo, t *ratelimit.Ticket, ch accounting.Charge) {
 	s.settler.SettleAfter(t, ch, ri.abandoned.Usage, &ri.Record)
 }
 
@@ -49,11 +42,4 @@ func (ri *requestInfo) spendOf(p *auth.Principal) accounting.Spend {
 		spend.EndUserScope = budgets[2].Scope
 	}
 	return spend
-}
-
-// forAttempt is the record and spend of one attempt of ri's request that is billed on its own
-// (a fallback's abandoned attempt, on model, failed as failure): both derived from the
-// request's, so its end user, tags and end-user spend scope are the request's.
-func (ri *requestInfo) forAttempt(p *auth.Principal, model, failure string) (reqlog.Record, accounting.Spend) {
-	return ri.ForAttempt(model, failure), ri.spendOf(p)
 }

@@ -63,7 +63,7 @@ func (s *Server) submitBackground(c *gin.Context, a *admission, job *jobs.Job, t
 	s.bg.Start(job, jobs.Work{Keeper: st.keeper, Reserve: reserve, Record: jobInfo.Record,
 		Call: &backgroundCall{s: s, st: st, p: p, ri: jobInfo, body: body, reserve: reserve},
 		Settle: func(ch accounting.Charge) int64 {
-			s.settleInfo(jobInfo, ticket, ch)
+			s.settle(jobInfo, ticket, ch)
 			return s.bill(jobInfo)
 		}})
 	c.Data(http.StatusOK, "application/json", obj)

@@ -57,7 +57,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		return
 	}
 	call.admitted(s, c, a)
-	defer func() { s.settle(c, a.ticket, call.charge) }()
+	defer func() { s.settle(info(c), a.ticket, call.charge) }()
 	if call.ri.Stream {
 		call.stream(&call.charge)
 		return

@@ -71,7 +71,7 @@ func (s *Server) SettleCrashed(ctx context.Context) (int, error) {
 		if len(e.SpendScopes) == 2 { // the key's and the team's (journalAdmit)
 			spend.KeyScope, spend.TeamScope = e.SpendScopes[0], e.SpendScopes[1]
 		}
-		cost := s.settler.SettleCrashed(&rec, u, spend, prices)
+		cost := s.settler.SettleApart(accounting.ChargeFor(u, accounting.Ending{How: accounting.Killed}), &rec, spend, prices)
 		sum := rec.Summary(http.MethodPost, 0, maxLoggedModel)
 		sum.CostMicros, sum.Outcome = cost, accounting.Crashed
 		s.logRequest(sum)

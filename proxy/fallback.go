@@ -175,8 +175,10 @@ func (s *Server) fallBack(gc *gatewayCall, f *upstream.Failure, charge accountin
 // (requestInfo.abandoned): the limits count what the platform did, once.
 func (s *Server) settleAbandoned(gc *gatewayCall, f *upstream.Failure, charge accounting.Charge) {
 	ri := gc.ri
-	rec, spend := ri.forAttempt(gc.p, gc.model, f.Kind)
-	s.settler.SettleAbandoned(charge, &rec, spend, gc.st.prices)
+	// Derived from the request's record and spend: its end user, tags and end-user spend
+	// scope are the request's (issue 42).
+	rec, spend := ri.ForAttempt(gc.model, f.Kind), ri.spendOf(gc.p)
+	s.settler.SettleApart(charge, &rec, spend, gc.st.prices)
 	ri.spend = nil
 	ri.abandoned = ri.abandoned.Plus(charge)
 }

@@ -40,7 +40,7 @@ func (s *Server) messages(c *gin.Context) {
 	if m == nil {
 		return
 	}
-	defer func() { s.settle(c, m.ticket, m.charge) }()
+	defer func() { s.settle(info(c), m.ticket, m.charge) }()
 	ctx := c.Request.Context()
 	if m.upStream && !m.stream {
 		// The client waits for one answer: the whole call is bounded like any non-stream

@@ -33,7 +33,7 @@ func (s *Server) responses(c *gin.Context) {
 		return
 	}
 	ri := info(c)
-	defer func() { s.settle(c, rc.ticket, rc.charge) }()
+	defer func() { s.settle(info(c), rc.ticket, rc.charge) }()
 
 	if rc.turn != nil {
 		ri.onResponse = func(resp []byte) { s.keepTurn(c, rc.st, rc.turn, resp) }
