@@ -1,15 +1,7 @@
-// Package accounting says what one admitted request is charged. Every admitted request
-// settles exactly once, and never at zero when the platform may have billed:
-//   - the platform reported its usage: exactly that (Known), and Unknown is empty;
-//   - the platform may have billed but its figure cannot be known (the request was sent and
-//     no answer came, the answer could not be read, the platform cut its stream): an upper
-//     bound, the reservation unless more was read (UpperBound);
-//   - modelgate ended a stream itself: what was read plus InFlightAllowance for what the
-//     platform generated before the cancellation reached it (EarlyCut). At a stop sequence
-//     the relay first reads on briefly and charges the platform's own figure when the
-//     terminal event comes; a client that leaves cancels the call at once.
-//
-// docs/accounting.md explains each case to operators.
+// Package accounting says what one admitted request is charged and settles it exactly once,
+// never at zero when the platform may have billed: the platform's own figure when it reported
+// one (Known), else a bound (UpperBound, EarlyCut), as the one rule, ChargeFor, picks from how
+// the call ended. docs/accounting.md explains each case to operators.
 package accounting
 
 import "modelgate/ratelimit"
