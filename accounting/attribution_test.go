@@ -8,6 +8,7 @@ import (
 
 	"modelgate/billing"
 	"modelgate/config"
+	"modelgate/ratelimit"
 	"modelgate/reqlog"
 )
 
@@ -59,5 +60,45 @@ func BenchmarkBill(b *testing.B) {
 				s.Bill(rec, spend, prices)
 			}
 		})
+	}
+}
+
+// An attempt a fallback abandoned, settled from a record derived from its request's
+// (issue 42): its usage-history row is under the request's end user and tags, at the price of
+// the model it was sent to, and a call that holds nothing charges the end user's daily scope
+// with the key's and the team's.
+func TestAbandonedAttemptKeepsAttribution(t *testing.T) {
+	ctx := context.Background()
+	now := func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }
+	prices := billing.NewPrices(&config.Config{Models: []config.Model{
+		{ID: "asked", Price: &config.Price{Input: 1, Output: 1}}, {ID: "stalled", Price: &config.Price{Input: 3, Output: 3}}}})
+	history := billing.NewRecorder(nil, time.Hour, now, nil)
+	ledger, err := billing.NewLedger(ctx, nil, now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Settler{Log: slog.New(slog.DiscardHandler), Ledger: ledger, History: history}
+	req := &reqlog.Record{RequestID: "req-1", Team: "alpha", Key: "k", Model: "asked", Admitted: true,
+		EndUser: "user-7", Tags: "feature:search", InputEstimate: 5}
+	rec := req.ForAttempt("stalled", "first_token_timeout")
+	spend := Spend{KeyScope: "key:alpha/k", TeamScope: "team:alpha", EndUserScope: "enduser:alpha/user-7"}
+	ch := ChargeFor(ratelimit.Usage{InputTokens: 1_000_000}, Ending{How: Unanswered})
+	cost := s.SettleApart(ch, &rec, spend, prices)
+	if cost != 3_000_000 {
+		t.Fatalf("cost %d, want 3000000: 1M input at the stalled model's price", cost)
+	}
+	for _, tc := range []struct {
+		dim  billing.Dimension
+		want string
+	}{{billing.Dimension{}, "user-7"}, {billing.Dimension{TagKey: "feature"}, "search"}} {
+		rows, err := history.QueryAttribution(ctx, "20260301", "20260301", tc.dim, map[string]bool{"model": true})
+		if err != nil || len(rows) != 1 || rows[0].Value != tc.want || rows[0].Model != "stalled" || rows[0].CostMicros != cost {
+			t.Errorf("%+v: %+v %v", tc.dim, rows, err)
+		}
+	}
+	for _, scope := range []string{"key:alpha/k", "team:alpha", "enduser:alpha/user-7"} {
+		if day, _ := ledger.Spent(scope); day != 3 {
+			t.Errorf("%s spent %v today, want 3", scope, day)
+		}
 	}
 }

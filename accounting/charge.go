@@ -1,15 +1,7 @@
-// Package accounting says what one admitted request is charged. Every admitted request
-// settles exactly once, and never at zero when the platform may have billed:
-//   - the platform reported its usage: exactly that (Known), and Unknown is empty;
-//   - the platform may have billed but its figure cannot be known (the request was sent and
-//     no answer came, the answer could not be read, the platform cut its stream): an upper
-//     bound, the reservation unless more was read (UpperBound);
-//   - modelgate ended a stream itself: what was read plus InFlightAllowance for what the
-//     platform generated before the cancellation reached it (EarlyCut). At a stop sequence
-//     the relay first reads on briefly and charges the platform's own figure when the
-//     terminal event comes; a client that leaves cancels the call at once.
-//
-// docs/accounting.md explains each case to operators.
+// Package accounting says what one admitted request is charged and settles it exactly once,
+// never at zero when the platform may have billed: the platform's own figure when it reported
+// one (Known), else a bound (UpperBound, EarlyCut), as the one rule, ChargeFor, picks from how
+// the call ended. docs/accounting.md explains each case to operators.
 package accounting
 
 import "modelgate/ratelimit"
@@ -33,6 +25,7 @@ const (
 	StreamCut = "stream_cut"      // the platform's stream ended without reporting usage
 	EarlyEnd  = "early_cut"       // modelgate ended the stream itself
 	FanoutCut = "fanout_cut"      // a choice abandoned because another choice of the request failed
+	Crashed   = "crashed"         // open when the replica was killed: its next start charged its reservation
 )
 
 // InFlightAllowance is the output charged on top of what was read when modelgate cuts a

@@ -27,27 +27,25 @@ type Learner interface {
 	Observe(team, model string, estimated, reported int64)
 }
 
-// Settle settles the request's ticket with ch and writes the usage into its record for the
-// access log and the metrics. When the usage is estimated it also logs the "billed, usage
-// unknown" warning an operator reconciles against the platform's bill.
-func (s Settler) Settle(t *ratelimit.Ticket, ch Charge, rec *reqlog.Record) {
-	s.SettleAfter(t, ch, ratelimit.Usage{}, rec)
-}
-
-// SettleAfter is Settle for a request whose earlier attempts on other models were abandoned
-// (fallbacks): the ticket, which admitted the whole request, settles with their usage
-// (prior) and ch's; the record, which prices and logs the model that served it, with ch
-// alone. The abandoned attempts were recorded and billed by SettleAbandoned.
+// SettleAfter settles the request's ticket with ch and writes the usage into its record for
+// the access log and the metrics; when the usage is estimated it also logs the "billed,
+// usage unknown" warning an operator reconciles against the platform's bill. prior is the
+// usage of earlier attempts on other models a fallback abandoned (none: zero): the ticket,
+// which admitted the whole request, settles with it and ch's; the record, which prices and
+// logs the model that served it, with ch alone. The abandoned attempts were recorded and
+// billed by SettleApart.
 func (s Settler) SettleAfter(t *ratelimit.Ticket, ch Charge, prior ratelimit.Usage, rec *reqlog.Record) {
 	t.Settle(ch.Plus(Charge{Usage: prior}).Usage)
 	s.record(ch, rec)
 }
 
-// SettleAbandoned records and bills one abandoned attempt of a request that goes on to a
-// fallback model: rec names the attempt's model (ServedModel) and its upstream failure. Its
-// ticket is not settled: the request's final SettleAfter carries the attempt's usage. It
-// returns the attempt's cost in micro-units.
-func (s Settler) SettleAbandoned(ch Charge, rec *reqlog.Record, spend Spend, prices billing.Prices) int64 {
+// SettleApart records and bills a call apart from a ticket settled here: an abandoned attempt
+// of a request that goes on to a fallback model (rec names the attempt's model, ServedModel,
+// and its upstream failure; the request's final SettleAfter carries its usage), or a call a
+// previous life of the replica admitted and never settled (rec filled from the admission
+// journal, ch its reservation as the limiter settled it, spend holding nothing since the hold
+// died with the process). It returns the cost in micro-units.
+func (s Settler) SettleApart(ch Charge, rec *reqlog.Record, spend Spend, prices billing.Prices) int64 {
 	s.record(ch, rec)
 	return s.Bill(rec, spend, prices)
 }
@@ -74,11 +72,25 @@ func (s Settler) record(ch Charge, rec *reqlog.Record) {
 }
 
 // Spend is what a request holds against the spend budgets: the hold its admission took (nil
-// when it took none), and the key's and team's budget scopes to charge directly when it
-// took none ("" when there is no caller to charge).
+// when it took none), and the key's and team's budget scopes and its end user's daily one to
+// charge directly when it took none ("" when there is none to charge).
 type Spend struct {
 	Hold                *billing.Hold
 	KeyScope, TeamScope string
+	EndUserScope        string // keeps a daily total only
+}
+
+// charge settles spend's hold with cost, or charges cost to its scopes when it holds none.
+func (s Settler) charge(spend Spend, cost int64) {
+	switch {
+	case spend.Hold != nil:
+		spend.Hold.Settle(cost)
+	case s.Ledger != nil && spend.KeyScope != "" && cost > 0:
+		// A call that reserved nothing (a crashed one's hold died with its process): still
+		// charged.
+		s.Ledger.Charge([]string{spend.KeyScope, spend.TeamScope}, cost)
+		s.Ledger.ChargeDay(spend.EndUserScope, cost)
+	}
 }
 
 // Bill runs once a request is answered, after Settle: it settles the spend hold with the
@@ -99,13 +111,7 @@ func (s Settler) Bill(rec *reqlog.Record, spend Spend, prices billing.Prices) in
 		OutputTokens: rec.OutputTokens, ReasoningTokens: rec.ReasoningTokens}
 	model := rec.PricedModel()
 	cost := prices.Cost(model, u)
-	switch {
-	case spend.Hold != nil:
-		spend.Hold.Settle(cost)
-	case s.Ledger != nil && spend.KeyScope != "" && cost > 0:
-		// A route that reserved nothing: still charged.
-		s.Ledger.Charge([]string{spend.KeyScope, spend.TeamScope}, cost)
-	}
+	s.charge(spend, cost)
 	if s.History != nil && !platformRefused(rec, u) {
 		s.recordHistory(rec, model, u, cost)
 	}

@@ -31,7 +31,7 @@ func TestSettleRecordsAndWarns(t *testing.T) {
 			var logs bytes.Buffer
 			s := Settler{Log: slog.New(slog.NewTextHandler(&logs, nil))}
 			rec := &reqlog.Record{RequestID: "req_1", Route: "/v1/responses", Team: "alpha"}
-			s.Settle(nil, tc.ch, rec)
+			s.SettleAfter(nil, tc.ch, ratelimit.Usage{}, rec)
 			u := tc.ch.Usage
 			if rec.InputTokens != u.InputTokens || rec.OutputTokens != u.OutputTokens || rec.CachedTokens != u.CachedInputTokens ||
 				rec.ReasoningTokens != u.ReasoningTokens || rec.UsageEstimated != tc.ch.Unknown {
@@ -134,7 +134,7 @@ func TestSettleTeachesCalibration(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var l learnerLog
 			s := Settler{Log: slog.New(slog.DiscardHandler), Calibration: &l}
-			s.Settle(nil, tc.ch, &reqlog.Record{Model: "m", InputEstimate: 10})
+			s.SettleAfter(nil, tc.ch, ratelimit.Usage{}, &reqlog.Record{Model: "m", InputEstimate: 10})
 			if !slices.Equal(l.seen, tc.want) {
 				t.Errorf("taught %v, want %v", l.seen, tc.want)
 			}

@@ -90,7 +90,7 @@ func submit(t *testing.T, reg *jobs.Registry, k *stored.Keeper, e *ended, call j
 		t.Fatal(err)
 	}
 	reg.Start(j, jobs.Work{Keeper: k, Call: call, Settle: e.settle(k, id), Reserve: reserve,
-		RequestID: "req_1", Team: "alpha", Key: "alpha-1", Model: "sim-chat", Started: time.Now()})
+		Record: reqlog.Record{RequestID: "req_1", Team: "alpha", Key: "alpha-1", Model: "sim-chat", Start: time.Now()}})
 	return id
 }
 

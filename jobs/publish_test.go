@@ -108,8 +108,8 @@ func TestEndIsPublishedLast(t *testing.T) {
 			}
 			startedCh := make(chan struct{})
 			reg.Start(j, jobs.Work{Keeper: k, Call: tc.call(startedCh), Reserve: reserve,
-				Settle:    func(accounting.Charge) int64 { w.saw("settle"); return 42 },
-				RequestID: "req_1", Team: "alpha", Key: "alpha-1", Model: "sim-chat"})
+				Settle: func(accounting.Charge) int64 { w.saw("settle"); return 42 },
+				Record: reqlog.Record{RequestID: "req_1", Team: "alpha", Key: "alpha-1", Model: "sim-chat"}})
 			if tc.stop != nil {
 				<-startedCh
 				tc.stop(reg, w.id)

@@ -63,18 +63,12 @@ type Work struct {
 	// returns its cost in micro-units (0 when not billed).
 	Settle func(accounting.Charge) (costMicros int64)
 	// Reserve is what admission reserved: what a job that panicked is charged at most.
-	Reserve              ratelimit.Usage
-	RequestID, Team, Key string
-	Model                string // client-facing, as the record holds it
-	Started              time.Time
-	// EndUser and Tags are the request's attribution (issue 28), labels already bounded:
-	// the job's log line and metrics say them as the request's would.
-	// Tags are written "k:v,k2:v2", as reqlog.Record keeps them.
-	EndUser string
-	Tags    string
-	// ClientRequestID is the submitting caller's own X-Request-Id, bounded and plain as the
-	// request's line logs it; "" when none was sent. RequestID is always modelgate's.
-	ClientRequestID string
+	Reserve ratelimit.Usage
+	// Record is the job's request, derived from its submission's record (reqlog.Record.Derive):
+	// its ids, caller, model (client-facing), attribution and estimates, Start when it was
+	// submitted. The job's metrics summary and log line are read from it, as a request's are
+	// from its own.
+	Record reqlog.Record
 }
 
 // Start runs j in a goroutine of its own until it ends, then forgets it. Its record must
@@ -104,10 +98,10 @@ func (r *run) run() {
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			r.reg.log.Error("background response panic", slog.String("request_id", r.w.RequestID), slog.Any("panic", v))
+			r.reg.log.Error("background response panic", slog.String("request_id", r.w.Record.RequestID), slog.Any("panic", v))
 			// Charged the reservation's bound unless it was settled before the panic.
 			r.end(Outcome{Status: stored.StatusFailed, Error: panicError,
-				Charge: accounting.UpperBound(r.w.Reserve, ratelimit.Usage{}, accounting.StreamCut)})
+				Charge: accounting.ChargeFor(r.w.Reserve, accounting.Ending{How: accounting.PlatformCut})})
 		}
 	}()
 	stopBeat := r.heartbeat()
@@ -144,36 +138,24 @@ func (r *run) end(o Outcome) {
 }
 
 // report counts the job's end in the request metrics.
-func (r *run) report() {
-	w, o := r.w, r.ended
-	r.reg.hooks.RequestDone(reqlog.RequestSummary{RequestID: w.RequestID, Route: Route, Method: http.MethodPost,
-		Team: w.Team, Key: w.Key, Model: reqlog.Printable(w.Model, maxLoggedModel), Status: r.httpStatus(o),
-		Duration: time.Since(w.Started), InputTokens: o.Charge.Usage.InputTokens, OutputTokens: o.Charge.Usage.OutputTokens,
-		ErrorCode: o.Error.Code, UpstreamErr: o.UpstreamErr, UsageEstimated: o.Charge.Unknown, CostMicros: r.cost,
-		EndUser: w.EndUser, Tags: w.Tags, ClientRequestID: w.ClientRequestID})
+func (r *run) report() { r.reg.hooks.RequestDone(r.summary()) }
+
+// logEnd writes the job's own line, its access-log entry: a request's line (the same
+// summary the metrics got) under "background response", with the status the record ends in.
+func (r *run) logEnd() {
+	sum := r.summary()
+	sum.Log(r.reg.log, "background response", slog.String("response_status", r.ended.Status))
 }
 
-// logEnd writes the job's own line, its access-log entry.
-func (r *run) logEnd() {
-	w, o := r.w, r.ended
-	attrs := []slog.Attr{
-		slog.String("request_id", w.RequestID), slog.String("team", w.Team), slog.String("key", w.Key),
-		slog.String("model", reqlog.Printable(w.Model, maxLoggedModel)), slog.String("served_model", o.ServedModel),
-		slog.String("status", o.Status),
-		slog.Duration("duration", time.Since(w.Started)),
-		slog.Int64("input_tokens", o.Charge.Usage.InputTokens), slog.Int64("output_tokens", o.Charge.Usage.OutputTokens),
-		slog.String("upstream_error", o.UpstreamErr), slog.String("usage_estimated", o.Charge.Unknown),
-	}
-	if w.EndUser != "" {
-		attrs = append(attrs, slog.String("end_user", w.EndUser))
-	}
-	if w.Tags != "" {
-		attrs = append(attrs, slog.String("tags", w.Tags))
-	}
-	if w.ClientRequestID != "" {
-		attrs = append(attrs, slog.String("client_request_id", w.ClientRequestID))
-	}
-	r.reg.log.LogAttrs(context.Background(), slog.LevelInfo, "background response", attrs...)
+// summary is the job's end as a request's: its record's fields, with the route, the status
+// and the charge of its end.
+func (r *run) summary() reqlog.RequestSummary {
+	o := r.ended
+	sum := r.w.Record.Summary(http.MethodPost, r.httpStatus(o), maxLoggedModel)
+	sum.Route, sum.ServedModel, sum.CostMicros = Route, o.ServedModel, r.cost
+	sum.InputTokens, sum.OutputTokens, sum.UsageEstimated = o.Charge.Usage.InputTokens, o.Charge.Usage.OutputTokens, o.Charge.Unknown
+	sum.ErrorCode, sum.UpstreamErr = o.Error.Code, o.UpstreamErr
+	return sum
 }
 
 // httpStatus is how a job's end shows in request metrics: 200 for an answer (complete or
@@ -213,7 +195,7 @@ func (r *run) heartbeat() (stop func()) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 			if err := k.Claim(ctx, owner, id, r.reg.instance, r.reg.claimTTL()); err != nil {
-				r.reg.log.Warn("background response: claim not renewed", slog.String("request_id", r.w.RequestID), slog.String("error", err.Error()))
+				r.reg.log.Warn("background response: claim not renewed", slog.String("request_id", r.w.Record.RequestID), slog.String("error", err.Error()))
 			}
 			// Cancelled or deleted through another replica: the platform call is not wanted.
 			if cur, err := k.Get(ctx, owner, id); errors.Is(err, stored.ErrNotFound) || err == nil && cur.Status == stored.StatusCancelled {
@@ -254,7 +236,7 @@ func (r *run) progress(status string) {
 	cur.Status = status
 	cur.Response = objectWith(cur.Response, status, ResponseError{}, nil, 0)
 	if err := k.Update(ctx, r.job.owner, cur); err != nil {
-		r.reg.log.Warn("background response: progress not recorded", slog.String("request_id", r.w.RequestID), slog.String("error", err.Error()))
+		r.reg.log.Warn("background response: progress not recorded", slog.String("request_id", r.w.Record.RequestID), slog.String("error", err.Error()))
 	}
 }
 
@@ -266,13 +248,13 @@ func (r *run) finish(o Outcome) {
 	k, owner, id := r.w.Keeper, r.job.owner, r.job.id
 	defer func() {
 		if err := k.Release(ctx, owner, id); err != nil {
-			r.reg.log.Warn("background response: claim not released", slog.String("request_id", r.w.RequestID), slog.String("error", err.Error()))
+			r.reg.log.Warn("background response: claim not released", slog.String("request_id", r.w.Record.RequestID), slog.String("error", err.Error()))
 		}
 	}()
 	cur, err := k.Get(ctx, owner, id)
 	if err != nil {
 		if !errors.Is(err, stored.ErrNotFound) { // deleted meanwhile: nothing to record
-			r.reg.log.Error("background response: result not recorded", slog.String("request_id", r.w.RequestID), slog.String("error", err.Error()))
+			r.reg.log.Error("background response: result not recorded", slog.String("request_id", r.w.Record.RequestID), slog.String("error", err.Error()))
 		}
 		return
 	}
@@ -291,6 +273,6 @@ func (r *run) finish(o Outcome) {
 		rec.Response = objectWith(cur.Response, status, rerr, output, now)
 	}
 	if err := k.Update(ctx, owner, rec); err != nil && !errors.Is(err, stored.ErrNotFound) {
-		r.reg.log.Error("background response: result not recorded", slog.String("request_id", r.w.RequestID), slog.String("error", err.Error()))
+		r.reg.log.Error("background response: result not recorded", slog.String("request_id", r.w.Record.RequestID), slog.String("error", err.Error()))
 	}
 }

@@ -30,7 +30,7 @@ func ReadAnswer(ctx context.Context, a Answer, started func()) (o Outcome) {
 	if !relay.IsEventStream(a.Resp) {
 		return Outcome{Status: stored.StatusFailed, UpstreamErr: "invalid_body",
 			Error:  ResponseError{Code: "server_error", Message: "The platform returned an invalid response."},
-			Charge: accounting.UpperBound(a.Reserve, ratelimit.Usage{}, accounting.BadBody)}
+			Charge: accounting.ChargeFor(a.Reserve, accounting.Ending{How: accounting.Unreadable})}
 	}
 	started()
 
@@ -39,6 +39,9 @@ func ReadAnswer(ctx context.Context, a Answer, started func()) (o Outcome) {
 	defer events.Release()
 	sc := scan(events, a.Reserve.InputTokens)
 	o.Output = sc.output
+	// An error event, or a terminal one without usage: every event was read, but what the
+	// platform billed for them it did not say.
+	e := accounting.Ending{How: accounting.PlatformCut, Reported: sc.reported, Read: sc.usage}
 	if sc.done {
 		if sc.final == nil {
 			o.UpstreamErr = "stream_error"
@@ -46,22 +49,16 @@ func ReadAnswer(ctx context.Context, a Answer, started func()) (o Outcome) {
 		// Read the upstream to its end (bounded) so its connection can be reused.
 		_, _ = io.CopyN(io.Discard, a.Resp.Body, 64<<10)
 		o.Status, o.Final, o.Error = sc.status, sc.final, sc.rerr
-		if sc.reported {
-			o.Charge = accounting.Known(sc.usage)
-		} else {
-			// An error event, or a terminal one without usage: every event was read, but
-			// what the platform billed for them it did not say.
-			o.Charge = accounting.UpperBound(a.Reserve, sc.usage, accounting.StreamCut)
-		}
+		o.Charge = accounting.ChargeFor(a.Reserve, e)
 		return o
 	}
 	a.Cancel()
-	o.Status, o.Charge = stored.StatusFailed, accounting.UpperBound(a.Reserve, sc.usage, accounting.StreamCut)
+	o.Status = stored.StatusFailed
 	switch {
 	case ctx.Err() != nil:
 		// Cancelled by its client or by a shutdown: modelgate's own cut.
 		o.UpstreamErr, o.Cut = "canceled", true
-		o.Charge = accounting.EarlyCut(a.Reserve, sc.usage, accounting.EarlyEnd)
+		e.How = accounting.OwnCut
 	case idle.Fired():
 		o.UpstreamErr = "stream_idle"
 		o.Error = ResponseError{Code: "server_error", Message: "The platform stopped sending events; the response was abandoned."}
@@ -72,5 +69,6 @@ func ReadAnswer(ctx context.Context, a Answer, started func()) (o Outcome) {
 		o.UpstreamErr = relay.StreamEndKind(sc.readErr)
 		o.Error = ResponseError{Code: "server_error", Message: "The platform's stream ended before the response was complete."}
 	}
+	o.Charge = accounting.ChargeFor(a.Reserve, e)
 	return o
 }

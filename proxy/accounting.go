@@ -1,35 +1,45 @@
 package proxy
 
 import (
-	"github.com/gin-gonic/gin"
-
 	"modelgate/accounting"
+	"modelgate/auth"
 	"modelgate/ratelimit"
 )
 
-// settle settles the request's ticket with ch and records it for the access log, the metrics
-// and, when the usage is estimated, the "billed, usage unknown" warning an operator
-// reconciles against the platform's bill.
-func (s *Server) settle(c *gin.Context, t *ratelimit.Ticket, ch accounting.Charge) {
-	s.settleInfo(info(c), t, ch)
+// settle is the one settlement of an admitted call, a route's (when its handler returns) or
+// a background job's (when it ends): the ticket with ch and the usage of the attempts a
+// fallback abandoned, and the record for the access log, the metrics and, when the usage is
+// estimated, the "billed, usage unknown" warning. bill follows once it is answered.
+func (s *Server) settle(ri *requestInfo, t *ratelimit.Ticket, ch accounting.Charge) {
+	s.settler.SettleAfter(t, ch, ri.abandoned.Usage, &ri.Record)
 }
 
-// settleInfo is settle for a request known by its requestInfo alone (a background job).
-func (s *Server) settleInfo(ri *requestInfo, t *ratelimit.Ticket, ch accounting.Charge) {
-	s.settler.SettleAfter(t, ch, ri.abandoned, &ri.Record)
-}
-
-// settleBilling runs once a request is answered: the spend hold settles with the real cost
-// and the request joins the usage history (accounting.Settler.Bill). It returns the cost in
-// micro-units.
-func (s *Server) settleBilling(ri *requestInfo) int64 {
-	spend := accounting.Spend{Hold: ri.spend}
-	if ri.principal != nil {
-		spend.KeyScope, spend.TeamScope = ri.principal.ScopeID, ri.principal.TeamScopeID
-	}
+// bill runs once a request is answered, or a background job ended, after settle: the spend
+// hold settles with the real cost, the request joins the usage history
+// (accounting.Settler.Bill), and its journal entry is cleared, since nothing is left for a
+// next start to charge. It returns the cost in micro-units.
+func (s *Server) bill(ri *requestInfo) int64 {
 	prices := ri.prices
 	if prices == nil {
-		prices = s.state().prices // a caller never authenticated here (a background job's run)
+		prices = s.state().prices // a caller never authenticated here
 	}
-	return s.settler.Bill(&ri.Record, spend, prices)
+	cost := s.settler.Bill(&ri.Record, ri.spendOf(ri.principal), prices)
+	s.journal.Clear(ri.journaled)
+	return cost
+}
+
+// spendOf is what ri holds against p's spend budgets, with the scopes a call that holds
+// nothing is charged to: the key's, the team's, and the end user's daily one when the team
+// limits it (the scopes its hold was taken against).
+func (ri *requestInfo) spendOf(p *auth.Principal) accounting.Spend {
+	spend := accounting.Spend{Hold: ri.spend}
+	if p == nil {
+		return spend
+	}
+	budgets, n := spendBudgets(p, ri.EndUser)
+	spend.KeyScope, spend.TeamScope = budgets[0].Scope, budgets[1].Scope
+	if n == 3 {
+		spend.EndUserScope = budgets[2].Scope
+	}
+	return spend
 }

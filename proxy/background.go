@@ -13,7 +13,6 @@ import (
 	"modelgate/accounting"
 	"modelgate/jobs"
 	"modelgate/journal"
-	"modelgate/reqlog"
 	"modelgate/stored"
 )
 
@@ -54,24 +53,19 @@ func (s *Server) submitBackground(c *gin.Context, a *admission, job *jobs.Job, t
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
 		return
 	}
-	// The job settles and bills the call when it ends: it takes the spend hold along, and
-	// this request records nothing of its own.
-	jobInfo := &requestInfo{Record: reqlog.Record{Start: time.Now(), RequestID: ri.RequestID, ClientRequestID: ri.ClientRequestID, Route: "/v1/responses",
-		Team: ri.Team, Key: ri.Key, Model: ri.Model, Admitted: true, InputEstimate: ri.InputEstimate, InputReserved: ri.InputReserved,
-		UpstreamModel: ri.UpstreamModel, EndUser: ri.EndUser, Tags: ri.Tags},
-		principal: p, limits: s.limiter, spend: ri.spend, prices: st.prices}
+	// The job settles and bills the call when it ends: its record is derived from this
+	// request's (the caller, the model, the attribution, the estimates), it takes the spend
+	// hold along, and this request records nothing of its own.
+	jobInfo := &requestInfo{Record: ri.Derive(), principal: p, limits: s.limiter, spend: ri.spend, prices: st.prices}
+	jobInfo.Start, jobInfo.Route, jobInfo.Admitted = time.Now(), "/v1/responses", true
 	ri.spend, ri.BilledLater = nil, true
 	jobInfo.journaled, ri.journaled = ri.journaled, journal.Handle{} // cleared when the job has settled
-	s.bg.Start(job, jobs.Work{Keeper: st.keeper,
+	s.bg.Start(job, jobs.Work{Keeper: st.keeper, Reserve: reserve, Record: jobInfo.Record,
 		Call: &backgroundCall{s: s, st: st, p: p, ri: jobInfo, body: body, reserve: reserve},
 		Settle: func(ch accounting.Charge) int64 {
-			s.settleInfo(jobInfo, ticket, ch)
-			cost := s.settleBilling(jobInfo)
-			s.journal.Clear(jobInfo.journaled)
-			return cost
-		},
-		Reserve: reserve, RequestID: ri.RequestID, Team: ri.Team, Key: ri.Key, Model: turn.model, Started: jobInfo.Start,
-		EndUser: ri.EndUser, Tags: ri.Tags, ClientRequestID: ri.ClientRequestID})
+			s.settle(jobInfo, ticket, ch)
+			return s.bill(jobInfo)
+		}})
 	c.Data(http.StatusOK, "application/json", obj)
 }
 

@@ -30,7 +30,7 @@ func spendBudgets(p *auth.Principal, endUser string) ([3]billing.Budget, int) {
 // holdSpend holds what the call may cost at most (its input estimate and output cap at the
 // model's price) against the key's and the team's spend budgets, before the limiter admits
 // it, or names the budget that refuses it; it answers nothing (refuseSpend does). The hold is
-// settled with the real cost once the request is done (settleBilling).
+// settled with the real cost once the request is done (bill).
 func (s *Server) holdSpend(c *gin.Context, st *state, p *auth.Principal, inputTokens, outputCap int64) *billing.Refusal {
 	ri := info(c)
 	return s.holdSpendFor(ri, st, p, ri.Model, inputTokens, outputCap)

@@ -57,7 +57,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		return
 	}
 	call.admitted(s, c, a)
-	defer func() { s.settle(c, a.ticket, call.charge) }()
+	defer func() { s.settle(info(c), a.ticket, call.charge) }()
 	if call.ri.Stream {
 		call.stream(&call.charge)
 		return
@@ -267,20 +267,18 @@ func (cc *chatCall) abandon(resp *http.Response, cancel context.CancelFunc) acco
 	defer cancel()
 	defer resp.Body.Close()
 	if cc.upStream {
-		read, reported := relay.DrainAbandoned(resp.Body, cancel)
-		if reported {
-			return accounting.Known(read)
-		}
-		return accounting.UpperBound(cc.reserve, read, accounting.FanoutCut)
+		e := accounting.Ending{How: accounting.FanoutAbandoned}
+		e.Read, e.Reported = relay.DrainAbandoned(resp.Body, cancel)
+		return accounting.ChargeFor(cc.reserve, e)
 	}
 	buf := relay.GetAnswerBuf(resp.ContentLength)
 	defer relay.PutAnswerBuf(buf)
+	var u ratelimit.Usage
+	reported := false
 	if relay.ReadAnswer(buf, resp.Body, nil) == nil {
-		if u, ok := relay.ResponseUsage(buf.Bytes()); ok {
-			return accounting.Known(u)
-		}
+		u, reported = relay.ResponseUsage(buf.Bytes())
 	}
-	return accounting.UpperBound(cc.reserve, ratelimit.Usage{}, accounting.BadBody)
+	return accounting.ForAnswer(cc.reserve, u, reported)
 }
 
 func closeAll(resps []*http.Response, cancels []context.CancelFunc) {
@@ -357,14 +355,11 @@ func (cc *chatCall) completeOne(ctx context.Context, resp *http.Response, cancel
 	if !cc.upStream {
 		var buf bytes.Buffer
 		if err := relay.ReadAnswer(&buf, resp.Body, cc.ri.waitClock()); err != nil {
-			return nil, accounting.UpperBound(cc.reserve, ratelimit.Usage{}, accounting.BadBody), err
+			return nil, accounting.ForAnswer(cc.reserve, ratelimit.Usage{}, false), err
 		}
 		cc.ri.traceAnswer(buf.Bytes())
 		out, usage, err := translate.ResponseToChat(buf.Bytes(), meta)
-		if !usage.Reported {
-			return out, accounting.UpperBound(cc.reserve, relay.UsageOf(usage), accounting.BadBody), err
-		}
-		return out, accounting.Known(relay.UsageOf(usage)), err
+		return out, accounting.ForAnswer(cc.reserve, relay.UsageOf(usage), usage.Reported), err
 	}
 	agg := translate.NewAggregator(meta)
 	agg.SetInputEstimate(cc.estimate)

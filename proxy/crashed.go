@@ -30,10 +30,8 @@ func (s *Server) journalAdmit(c *gin.Context, ri *requestInfo, p *auth.Principal
 	if ri.spend != nil {
 		// The hold's key and team scopes, and apart from them the end user's daily one,
 		// which keeps no monthly total.
-		e.SpendScopes = []string{p.ScopeID, p.TeamScopeID}
-		if budgets, n := spendBudgets(p, ri.EndUser); n == 3 {
-			e.EndUserSpend = budgets[2].Scope
-		}
+		spend := ri.spendOf(p)
+		e.SpendScopes, e.EndUserSpend = []string{spend.KeyScope, spend.TeamScope}, spend.EndUserScope
 	}
 	ri.journaled, _ = s.journal.Admit(c.Request.Context(), &e)
 }
@@ -68,10 +66,11 @@ func (s *Server) SettleCrashed(ctx context.Context) (int, error) {
 		rec := reqlog.Record{Start: time.UnixMilli(e.StartedMs), RequestID: e.RequestID, Route: e.Route,
 			Team: e.Team, Key: e.Key, Model: e.Model, UpstreamModel: e.UpstreamModel, Stream: e.Stream,
 			EndUser: e.EndUser, Tags: e.Tags, InputReserved: e.InputReserved, Admitted: true}
-		cost := s.settler.SettleCrashed(&rec, u, e.SpendScopes, prices)
-		if s.ledger != nil && cost > 0 {
-			s.ledger.ChargeDay(e.EndUserSpend, cost)
+		spend := accounting.Spend{EndUserScope: e.EndUserSpend}
+		if len(e.SpendScopes) == 2 { // the key's and the team's (journalAdmit)
+			spend.KeyScope, spend.TeamScope = e.SpendScopes[0], e.SpendScopes[1]
 		}
+		cost := s.settler.SettleApart(accounting.ChargeFor(u, accounting.Ending{How: accounting.Killed}), &rec, spend, prices)
 		sum := rec.Summary(http.MethodPost, 0, maxLoggedModel)
 		sum.CostMicros, sum.Outcome = cost, accounting.Crashed
 		s.logRequest(sum)

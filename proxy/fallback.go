@@ -10,7 +10,6 @@ import (
 	"modelgate/accounting"
 	"modelgate/auth"
 	"modelgate/ratelimit"
-	"modelgate/reqlog"
 	"modelgate/routing"
 	"modelgate/upstream"
 )
@@ -177,12 +176,12 @@ func (s *Server) fallBack(gc *gatewayCall, f *upstream.Failure, charge accountin
 // (requestInfo.abandoned): the limits count what the platform did, once.
 func (s *Server) settleAbandoned(gc *gatewayCall, f *upstream.Failure, charge accounting.Charge) {
 	ri := gc.ri
-	rec := reqlog.Record{Start: ri.Start, RequestID: ri.RequestID, Route: ri.Route, Team: ri.Team, Key: ri.Key,
-		Model: ri.Model, ServedModel: gc.model, Stream: ri.Stream, Admitted: true, UpstreamErr: f.Kind}
-	spend := accounting.Spend{Hold: ri.spend, KeyScope: gc.p.ScopeID, TeamScope: gc.p.TeamScopeID}
-	s.settler.SettleAbandoned(charge, &rec, spend, gc.st.prices)
+	// Derived from the request's record and spend: its end user, tags and end-user spend
+	// scope are the request's (issue 42).
+	rec, spend := ri.ForAttempt(gc.model, f.Kind), ri.spendOf(gc.p)
+	s.settler.SettleApart(charge, &rec, spend, gc.st.prices)
 	ri.spend = nil
-	ri.abandoned = accounting.Charge{Usage: ri.abandoned}.Plus(charge).Usage
+	ri.abandoned = ri.abandoned.Plus(charge)
 }
 
 // moveTo points gc at model id: a spend hold at its price for its calibrated estimate (a

@@ -40,7 +40,7 @@ func (s *Server) messages(c *gin.Context) {
 	if m == nil {
 		return
 	}
-	defer func() { s.settle(c, m.ticket, m.charge) }()
+	defer func() { s.settle(info(c), m.ticket, m.charge) }()
 	ctx := c.Request.Context()
 	if m.upStream && !m.stream {
 		// The client waits for one answer: the whole call is bounded like any non-stream
@@ -202,14 +202,11 @@ func (s *Server) messagesComplete(c *gin.Context, ri *requestInfo, resp *http.Re
 	var buf bytes.Buffer
 	if err := relay.ReadAnswer(&buf, resp.Body, ri.waitClock()); err != nil {
 		s.answerFailed(c, err) // in Anthropic's shape: the route is marked anthropic
-		return accounting.UpperBound(reserve, ratelimit.Usage{}, accounting.BadBody)
+		return accounting.ForAnswer(reserve, ratelimit.Usage{}, false)
 	}
 	ri.traceAnswer(buf.Bytes())
 	out, usage, err := translate.ResponseToMessage(buf.Bytes(), meta)
-	ch := accounting.Known(relay.UsageOf(usage))
-	if !usage.Reported {
-		ch = accounting.UpperBound(reserve, relay.UsageOf(usage), accounting.BadBody)
-	}
+	ch := accounting.ForAnswer(reserve, relay.UsageOf(usage), usage.Reported)
 	if err != nil {
 		var te *translate.Error
 		if errors.As(err, &te) {

@@ -5,10 +5,12 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/accounting"
 	"modelgate/auth"
 	"modelgate/billing"
 	"modelgate/journal"
@@ -35,14 +37,14 @@ type requestInfo struct {
 	// (the non-stream answer, or a stream's terminal event's response) before the client
 	// gets it: stored responses keep it there.
 	onResponse func(response []byte)
-	// spend is the spend reservation of an admitted call (see settleBilling).
+	// spend is the spend reservation of an admitted call (see bill).
 	spend *billing.Hold
 	// prices are those of the config the request was admitted under: its hold was priced
 	// with them, so it settles with them even when a reload changed them meanwhile.
 	prices billing.Prices
 	// abandoned is the usage of the attempts a fallback replaced (issue 27): already billed
 	// at their models' prices, still to be settled on the request's ticket.
-	abandoned ratelimit.Usage
+	abandoned accounting.Charge
 
 	trace *tracing.Request // nil: the request is not traced
 
@@ -58,6 +60,13 @@ type requestInfo struct {
 	// socket is set on a WebSocket upgrade handed to wsmode: the request is reported when
 	// its connection closes, not when the upgrade's handler returns.
 	socket *socketEnd
+
+	// KeepWait is set when server.overhead_header is on: the platform calls then add their
+	// wait (nanoseconds, from asking for a connection to each answer's first byte, plus
+	// reading non-stream bodies) to UpstreamWait, atomically since n>1 chat calls run in
+	// parallel. Kept here, not in the record, so a record stays a plain value to derive.
+	KeepWait     bool
+	UpstreamWait atomic.Int64
 }
 
 // overheadHeader states the time modelgate itself spent on a request, in milliseconds.

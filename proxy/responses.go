@@ -33,7 +33,7 @@ func (s *Server) responses(c *gin.Context) {
 		return
 	}
 	ri := info(c)
-	defer func() { s.settle(c, rc.ticket, rc.charge) }()
+	defer func() { s.settle(info(c), rc.ticket, rc.charge) }()
 
 	if rc.turn != nil {
 		ri.onResponse = func(resp []byte) { s.keepTurn(c, rc.st, rc.turn, resp) }
@@ -69,7 +69,7 @@ func (s *Server) relayResponses(c *gin.Context, rc *admittedResponses, resp *htt
 		// client expects it, and what it billed for the answer cannot be read.
 		ri.UpstreamErr = "invalid_body"
 		abortError(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
-		*ch = accounting.UpperBound(rc.reserve, ratelimit.Usage{}, accounting.BadBody)
+		*ch = accounting.ForAnswer(rc.reserve, ratelimit.Usage{}, false)
 		return
 	}
 	if ri.Stream {
@@ -402,14 +402,12 @@ func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, reser
 	defer relay.PutAnswerBuf(buf)
 	if err := relay.ReadAnswer(buf, resp.Body, ri.waitClock()); err != nil {
 		s.answerFailed(c, err)
-		return accounting.UpperBound(reserve, ratelimit.Usage{}, accounting.BadBody)
+		return accounting.ForAnswer(reserve, ratelimit.Usage{}, false)
 	}
 	b := buf.Bytes()
 	ri.traceAnswer(b)
-	ch := accounting.UpperBound(reserve, ratelimit.Usage{}, accounting.BadBody)
-	if u, ok := relay.ResponseUsage(b); ok {
-		ch = accounting.Known(u)
-	}
+	u, reported := relay.ResponseUsage(b)
+	ch := accounting.ForAnswer(reserve, u, reported)
 	if ri.onResponse != nil {
 		ri.onResponse(b) // kept before the client can name it in its next turn
 	}

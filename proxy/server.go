@@ -443,8 +443,7 @@ func (s *Server) finish(c *gin.Context, ri *requestInfo) {
 // report logs and reports a request that has ended, from its record alone.
 func (s *Server) report(ri *requestInfo, method string, status int) {
 	sum := ri.Summary(method, status, maxLoggedModel)
-	sum.CostMicros = s.settleBilling(ri)
-	s.journal.Clear(ri.journaled) // settled and billed: nothing left for a next start to charge
+	sum.CostMicros = s.bill(ri)
 	if ri.trace != nil {
 		s.endTrace(ri, &sum)
 	}
@@ -454,59 +453,13 @@ func (s *Server) report(ri *requestInfo, method string, status int) {
 	}
 }
 
+// logRequest writes r's access-log line; a WebSocket connection's also says its turns.
 func (s *Server) logRequest(r reqlog.RequestSummary) {
-	level := slog.LevelInfo
-	if r.Status >= 500 {
-		level = slog.LevelWarn
-	}
-	// Only these fields are ever logged: never headers, keys, prompts or bodies.
-	attrs := [...]slog.Attr{
-		slog.String("request_id", r.RequestID),
-		slog.String("method", r.Method),
-		slog.String("route", r.Route),
-		slog.String("team", r.Team),
-		slog.String("key", r.Key),
-		slog.String("model", r.Model),
-		slog.String("served_model", r.ServedModel),
-		slog.Int("status", r.Status),
-		slog.Bool("stream", r.Stream),
-		slog.Duration("duration", r.Duration),
-		slog.Duration("ttfb", r.TTFB),
-		slog.Int64("input_tokens", r.InputTokens),
-		slog.Int64("output_tokens", r.OutputTokens),
-		slog.Int64("input_reserved", r.InputReserved),
-		slog.Int("attempts", r.Attempts),
-		slog.String("error_code", r.ErrorCode),
-		slog.String("refusal", r.Refusal),
-		slog.String("upstream_error", r.UpstreamErr),
-		slog.String("usage_estimated", r.UsageEstimated),
-		slog.String("trace_id", r.TraceID),
-		slog.String("upstream_model", r.UpstreamModel),
-		slog.String("end_user", r.EndUser),
-		slog.String("tags", r.Tags),
-		slog.String("client_request_id", r.ClientRequestID),
-	}
-	// The last five are there only when set: without tracing, routes, attribution or a
-	// caller's own request id, the line is as it always was. Appending writes within the
-	// array (never past what it still reads), so nothing is allocated.
-	const optional = 5
-	line := attrs[:len(attrs)-optional]
-	for i, set := range [optional]bool{r.TraceID != "", r.UpstreamModel != "", r.EndUser != "", r.Tags != "", r.ClientRequestID != ""} {
-		if set {
-			line = append(line, attrs[len(attrs)-optional+i])
-		}
-	}
-	if r.Transport != "" {
-		line = append(line, slog.String("transport", r.Transport))
-	}
-	if r.Outcome != "" {
-		line = append(line, slog.String("outcome", r.Outcome))
-		level = slog.LevelWarn
-	}
+	var turns slog.Attr
 	if r.Route == websocketRoute {
-		line = append(line, slog.Int("turns", r.Turns))
+		turns = slog.Int("turns", r.Turns)
 	}
-	s.log.LogAttrs(context.Background(), level, "request", line...)
+	r.Log(s.log, "request", turns)
 }
 
 // recoverer turns a handler panic into a 500 (if nothing was written yet) and a log line,

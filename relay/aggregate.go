@@ -68,22 +68,17 @@ func (a *Aggregate) ReadErr() error { return truncation(a.readErr) }
 // Charge ends the upstream call and returns what to charge for it, usage being what the
 // aggregator counted or the platform reported; client is the client's request.
 func (a *Aggregate) Charge(client context.Context, cancel context.CancelFunc, reserve ratelimit.Usage, usage translate.Usage) accounting.Charge {
+	e := Ended(accounting.PlatformCut, usage)
 	switch {
-	case usage.Reported:
-		cancel()
-		return accounting.Known(UsageOf(usage))
+	case e.Reported:
 	case a.finished:
 		// Ended at a stop sequence, modelgate's own cut: count what is in flight, then
 		// stop the platform generating.
-		read, reported := DrainAfterCut(a.events, cancel, UsageOf(usage))
-		if reported {
-			return accounting.Known(read)
-		}
-		return accounting.EarlyCut(reserve, read, accounting.EarlyEnd)
+		e.How = accounting.OwnCut
+		e.Read, e.Reported = DrainAfterCut(a.events, cancel, e.Read)
 	case client.Err() != nil:
-		cancel()
-		return accounting.EarlyCut(reserve, UsageOf(usage), accounting.EarlyEnd)
+		e.How = accounting.OwnCut
 	}
 	cancel()
-	return accounting.UpperBound(reserve, UsageOf(usage), accounting.StreamCut)
+	return accounting.ChargeFor(reserve, e)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"modelgate/accounting"
 	"modelgate/platform"
 	"modelgate/ratelimit"
 	"modelgate/translate"
@@ -152,6 +153,12 @@ func ResponseUsage(obj []byte) (ratelimit.Usage, bool) {
 func UsageOf(u translate.Usage) ratelimit.Usage {
 	return ratelimit.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 		CachedInputTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens}
+}
+
+// Ended is how a translated stream ended for the charge rule: how, unless the converter
+// saw the platform's usage.
+func Ended(how accounting.End, u translate.Usage) accounting.Ending {
+	return accounting.Ending{How: how, Reported: u.Reported, Read: UsageOf(u)}
 }
 
 // ResponseObject is the response a terminal event's data carries, lent in place: a view of

@@ -90,7 +90,12 @@ func (r *relayed) count(ev *Event) {
 //go:noinline
 func (r *relayed) end(p *Pump, body io.Reader, events *EventReader, idle *IdleTimer, cancel context.CancelFunc) accounting.Charge {
 	sw := p.Out
-	read := ratelimit.Usage{InputTokens: r.reserve.InputTokens, OutputTokens: r.deltas}
+	// A terminal event without usage, or an error event: every event was read, but what the
+	// platform billed for them it did not say.
+	e := accounting.Ending{How: accounting.PlatformCut, Reported: r.reported, Read: r.usage}
+	if !r.reported {
+		e.Read = ratelimit.Usage{InputTokens: r.reserve.InputTokens, OutputTokens: r.deltas}
+	}
 	if r.terminal {
 		if sw.Err() == nil {
 			// Read the upstream to its end (bounded, and by the idle timer) so its
@@ -100,25 +105,17 @@ func (r *relayed) end(p *Pump, body io.Reader, events *EventReader, idle *IdleTi
 			p.Obs.ClientGone()
 		}
 		cancel()
-		if r.reported {
-			return accounting.Known(r.usage)
-		}
-		// A terminal event without usage, or an error event: every event was read, but
-		// what the platform billed for them it did not say.
-		return accounting.UpperBound(r.reserve, read, accounting.StreamCut)
+		return accounting.ChargeFor(r.reserve, e)
 	}
 	if sw.Err() != nil || p.Client.Err() != nil {
 		p.Obs.ClientGone()
 		if r.readErr == nil && !r.invalid {
 			// The platform is still sending: count what is in flight before cancelling.
-			u, reported := DrainAfterCut(events, cancel, read)
-			if reported {
-				return accounting.Known(u)
-			}
-			read = u
+			e.Read, e.Reported = DrainAfterCut(events, cancel, e.Read)
 		}
 		cancel()
-		return accounting.EarlyCut(r.reserve, read, accounting.EarlyEnd)
+		e.How = accounting.OwnCut
+		return accounting.ChargeFor(r.reserve, e)
 	}
 	cancel() // failed: nothing more is wanted from the upstream
 	switch {
@@ -135,5 +132,5 @@ func (r *relayed) end(p *Pump, body io.Reader, events *EventReader, idle *IdleTi
 		p.Obs.UpstreamFailed(StreamEndKind(r.readErr))
 		_ = sw.Write(ErrorEvent("upstream_stream_ended", "The platform's stream ended before the response was complete."))
 	}
-	return accounting.UpperBound(r.reserve, read, accounting.StreamCut)
+	return accounting.ChargeFor(r.reserve, e)
 }

@@ -76,13 +76,11 @@ func (p *Pump) Direct(body io.Reader, cancel context.CancelFunc, conv translate.
 //
 //go:noinline
 func (p *Pump) endCharge(readErr error, idle *IdleTimer, conv translate.Converter) accounting.Charge {
-	u := conv.Usage()
+	e := Ended(accounting.PlatformCut, conv.Usage())
 	if p.Client.Err() != nil {
 		p.Obs.ClientGone()
-		if u.Reported {
-			return accounting.Known(UsageOf(u))
-		}
-		return accounting.EarlyCut(p.Reserve, UsageOf(u), accounting.EarlyEnd)
+		e.How = accounting.OwnCut
+		return accounting.ChargeFor(p.Reserve, e)
 	}
 	if idle.Fired() {
 		p.Obs.UpstreamFailed("stream_idle")
@@ -90,10 +88,7 @@ func (p *Pump) endCharge(readErr error, idle *IdleTimer, conv translate.Converte
 		p.Obs.UpstreamFailed(StreamEndKind(readErr))
 	}
 	p.send(conv.End(readErr), true)
-	if u.Reported {
-		return accounting.Known(UsageOf(u))
-	}
-	return accounting.UpperBound(p.Reserve, UsageOf(u), accounting.StreamCut)
+	return accounting.ChargeFor(p.Reserve, e)
 }
 
 // cutCharge ends a stream modelgate stopped relaying (the client left, a stop sequence, or
@@ -101,16 +96,13 @@ func (p *Pump) endCharge(readErr error, idle *IdleTimer, conv translate.Converte
 //
 //go:noinline
 func (p *Pump) cutCharge(events *EventReader, cancel context.CancelFunc, conv translate.Converter) accounting.Charge {
-	u := conv.Usage()
-	if u.Reported {
+	e := Ended(accounting.OwnCut, conv.Usage())
+	if e.Reported {
 		cancel()
-		return accounting.Known(UsageOf(u))
+	} else {
+		e.Read, e.Reported = DrainAfterCut(events, cancel, e.Read)
 	}
-	read, reported := DrainAfterCut(events, cancel, UsageOf(u))
-	if reported {
-		return accounting.Known(read)
-	}
-	return accounting.EarlyCut(p.Reserve, read, accounting.EarlyEnd)
+	return accounting.ChargeFor(p.Reserve, e)
 }
 
 // feedNext reads the next event that carries content, reports it and converts it into a
@@ -160,15 +152,10 @@ func (p *Pump) Merged(bodies []io.Reader, cancels []context.CancelFunc, convs []
 	p.merge(bodies, cancels, convs, meta)
 	var total accounting.Charge
 	for _, conv := range convs {
-		u := conv.Usage()
-		if u.Reported {
-			total = total.Plus(accounting.Known(UsageOf(u)))
-			continue
-		}
-		// Cut by the platform, or by modelgate while the choices run side by side (the
-		// client left, a sibling failed, a stop sequence): the reservation. Several
-		// streams are not drained after a cut; n>1 streams with a cut are rare.
-		total = total.Plus(accounting.UpperBound(p.Reserve, UsageOf(u), accounting.StreamCut))
+		// Unreported: cut by the platform, or by modelgate while the choices run side by
+		// side (the client left, a sibling failed, a stop sequence), charged as a platform
+		// cut. Several streams are not drained after a cut; n>1 streams with a cut are rare.
+		total = total.Plus(accounting.ChargeFor(p.Reserve, Ended(accounting.PlatformCut, conv.Usage())))
 	}
 	return total
 }

@@ -1,9 +1,6 @@
 package reqlog
 
-import (
-	"sync/atomic"
-	"time"
-)
+import "time"
 
 // Record is what one request tells the access log and the metrics, filled in by the layer
 // that learns each thing: the route and the caller at admission, the model and stream flag
@@ -64,13 +61,29 @@ type Record struct {
 	Transport string
 	// Turns is, for a Responses WebSocket connection, the turns it served in its life.
 	Turns int
+}
 
-	// KeepWait is set when server.overhead_header is on: the platform calls then add their
-	// wait (nanoseconds, from asking for a connection to each answer's first byte, plus
-	// reading non-stream bodies) to UpstreamWait, atomically since n>1 chat calls run in
-	// parallel.
-	KeepWait     bool
-	UpstreamWait atomic.Int64
+// ForAttempt is the record of one attempt of r's request that is settled and billed on its
+// own (an attempt a fallback abandoned, issue 42): r's request as it is (the caller, the
+// model asked, its route, the end user, the tags, the estimates, and any field added later,
+// since the record is copied whole), naming the model the attempt was sent to and how it
+// failed, admitted, and with none of r's outcome.
+func (r *Record) ForAttempt(model, failure string) Record {
+	a := r.Derive()
+	a.ServedModel, a.UpstreamErr, a.Admitted = model, failure, true
+	return a
+}
+
+// Derive is a record of r's request that has not ended yet: r whole but for what its end
+// sets (the usage and cost as settled, the outcome, the attempts, the model that served it),
+// which are zero. A background job's record starts from its submission's this way.
+func (r *Record) Derive() Record {
+	a := *r
+	a.ServedModel = ""
+	a.InputTokens, a.OutputTokens, a.CachedTokens, a.ReasoningTokens, a.CostMicros = 0, 0, 0, 0, 0
+	a.UsageEstimated, a.Admitted, a.BilledLater, a.Attempts = "", false, false, 0
+	a.ErrCode, a.Refusal, a.TTFB, a.UpstreamErr, a.ClientClosed, a.Turns = "", "", 0, "", false, 0
+	return a
 }
 
 // Tag is one request tag (issue 28), its key one of usage.tag_keys.

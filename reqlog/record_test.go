@@ -1,6 +1,7 @@
 package reqlog
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -25,5 +26,48 @@ func TestRecordSummary(t *testing.T) {
 	}
 	if s := (&Record{Model: "a\nb"}).Summary("GET", 200, 64); s.Model != "a?b" {
 		t.Errorf("model %q, want it printable", s.Model)
+	}
+}
+
+// ForAttempt carries every field of the request's record but its outcome (issue 42): a field
+// added to Record later follows by itself; only the outcome listed here starts anew.
+func TestForAttemptCarriesTheRequest(t *testing.T) {
+	outcome := map[string]bool{"ServedModel": true, "InputTokens": true, "OutputTokens": true, "CachedTokens": true,
+		"ReasoningTokens": true, "CostMicros": true, "UsageEstimated": true, "Admitted": true, "BilledLater": true,
+		"Attempts": true, "ErrCode": true, "Refusal": true, "TTFB": true, "UpstreamErr": true, "ClientClosed": true, "Turns": true}
+	var req Record
+	v := reflect.ValueOf(&req).Elem()
+	for i := range v.NumField() { // every field set to something other than its zero
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString("x" + v.Type().Field(i).Name)
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Int, reflect.Int64:
+			f.SetInt(int64(i + 1))
+		case reflect.Struct: // time.Time
+			f.Set(reflect.ValueOf(time.Unix(int64(i+1), 0)))
+		default:
+			t.Fatalf("field %s of kind %s: teach this test to set it", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	a := req.ForAttempt("fallback-model", "first_token_timeout")
+	if a.ServedModel != "fallback-model" || a.UpstreamErr != "first_token_timeout" || !a.Admitted {
+		t.Errorf("attempt names %q, %q, admitted %v", a.ServedModel, a.UpstreamErr, a.Admitted)
+	}
+	av := reflect.ValueOf(a)
+	for i := range v.NumField() {
+		name := v.Type().Field(i).Name
+		switch {
+		case name == "ServedModel" || name == "UpstreamErr" || name == "Admitted":
+		case outcome[name] && !av.Field(i).IsZero():
+			t.Errorf("%s = %v: the request's outcome is not the attempt's", name, av.Field(i))
+		case !outcome[name] && !reflect.DeepEqual(av.Field(i).Interface(), v.Field(i).Interface()):
+			t.Errorf("%s = %v, want the request's %v", name, av.Field(i), v.Field(i))
+		}
+	}
+	if d := req.Derive(); d.EndUser != req.EndUser || d.Tags != req.Tags || d.Admitted || d.ServedModel != "" {
+		t.Errorf("derived %+v", d)
 	}
 }

@@ -78,8 +78,9 @@ func (g *Gateway) statusFailure(requestID string, resp *http.Response) *Failure 
 // reached the platform whole and no answer came (the platform may have billed it); nothing
 // when it never reached the platform or the platform refused it.
 func (f *Failure) Charge(reserve ratelimit.Usage) accounting.Charge {
+	e := accounting.Ending{How: accounting.NotBilled}
 	if f.MaybeBilled && !f.Settled {
-		return accounting.UpperBound(reserve, ratelimit.Usage{}, accounting.NoAnswer)
+		e.How = accounting.Unanswered
 	}
-	return accounting.Charge{}
+	return accounting.ChargeFor(reserve, e)
 }
