@@ -37,7 +37,7 @@ func (s *Server) compact(c *gin.Context) {
 	}
 	ri := info(c)
 	var ch accounting.Charge
-	defer func() { s.settle(c, a.ticket, ch) }()
+	defer func() { s.settle(ri, a.ticket, ch) }()
 	var gc gatewayCall
 	gc.start(a.st, a.p, ri, a.call.upBody, false, &a.reserve, 1, c.Writer.Header())
 	resp, cancel, f := s.callGateway(c, &gc)
@@ -57,7 +57,7 @@ func (s *Server) compact(c *gin.Context) {
 // reported (it billed the call whatever the summary is worth), else the reservation.
 func (s *Server) answerCompact(c *gin.Context, resp *http.Response, reserve ratelimit.Usage, input string) accounting.Charge {
 	ri := info(c)
-	bad := accounting.UpperBound(reserve, ratelimit.Usage{}, accounting.BadBody)
+	bad := accounting.ForAnswer(reserve, ratelimit.Usage{}, false)
 	if relay.IsEventStream(resp) {
 		ri.UpstreamErr = "invalid_body"
 		abortError(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
@@ -71,10 +71,8 @@ func (s *Server) answerCompact(c *gin.Context, resp *http.Response, reserve rate
 	}
 	b := buf.Bytes()
 	ri.traceAnswer(b)
-	ch := bad
-	if u, ok := relay.ResponseUsage(b); ok {
-		ch = accounting.Known(u)
-	}
+	u, reported := relay.ResponseUsage(b)
+	ch := accounting.ForAnswer(reserve, u, reported)
 	out, terr := translate.CompactedResponse(b, gjson.Parse(input), compactID(), s.now().Unix())
 	if terr != nil {
 		ri.UpstreamErr = "invalid_body"
