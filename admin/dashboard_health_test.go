@@ -19,9 +19,7 @@ import (
 // and, once its breaker opened, on the open breaker; assistant's calls split between its
 // two routes. Then a team is created and its budget edited from the page (issue 45).
 //
-// The teams form talks to POST and PATCH /admin/teams: against the real API when the
-// replica serves it, else through teamsFront's stand-in, so after the teams API is merged
-// the same test runs against it unchanged.
+// The teams form talks to the replica's own POST and PATCH /admin/teams.
 func TestDashboardHealthInBrowser(t *testing.T) {
 	bin := chromium(t)
 	// Today's figures start again at midnight: the clock leaves the test ten minutes of the
@@ -61,8 +59,7 @@ func TestDashboardHealthInBrowser(t *testing.T) {
 		map[string]int64{"requests": 1, "input_tokens": 2000, "output_tokens": 717, "cost_micros": 30}, 0); err != nil {
 		t.Fatal(err)
 	}
-	url, stub := teamsFront(t, r)
-	t.Logf("teams API: stand-in %v", stub)
+	url := r.front.URL
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
