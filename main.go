@@ -35,6 +35,7 @@ import (
 	"modelgate/proxy"
 	"modelgate/ratelimit"
 	"modelgate/redisconn"
+	"modelgate/reqlog"
 	"modelgate/store"
 	"modelgate/tracing"
 )
@@ -149,7 +150,7 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	ho := &slog.HandlerOptions{Level: lv}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, ho)), nil
+		return slog.New(reqlog.NewTextHandler(w, ho)), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, ho)), nil
 	}
