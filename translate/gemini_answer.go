@@ -97,9 +97,9 @@ func (p *geminiParts) text(b []byte, s string, thought bool) []byte {
 
 func (p *geminiParts) call(b []byte, id, name, args string) []byte {
 	b = p.open(b)
-	b = append(b, `{"functionCall":{"id":`...)
-	b = appendString(b, id)
-	b = append(b, `,"name":`...)
+	b = append(b, `{"functionCall":{`...)
+	b = appendCallID(b, id)
+	b = append(b, `"name":`...)
 	b = appendString(b, name)
 	b = append(b, `,"args":`...)
 	b = appendToolInput(b, args)
@@ -237,4 +237,15 @@ func MergeGeminiCandidates(answers [][]byte) ([]byte, error) {
 	b = append(b, `,"responseId":`...)
 	b = appendString(b, first.Get("responseId").String())
 	return append(b, '}'), nil
+}
+
+// appendCallID writes a function call's "id" member and its comma; a call the platform gave
+// no id has none, as Gemini's own calls often have none.
+func appendCallID(b []byte, id string) []byte {
+	if id == "" {
+		return b
+	}
+	b = append(b, `"id":`...)
+	b = appendString(b, id)
+	return append(b, ',')
 }

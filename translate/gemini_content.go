@@ -68,11 +68,10 @@ func (w *geminiWriter) system(s gjson.Result, start int) *Error {
 		}
 		return nil
 	}
-	role, parts, err := readContent(s, at)
+	_, parts, err := readContent(s, at) // its role, if any, means nothing here
 	if err != nil {
 		return err
 	}
-	_ = role
 	mark := len(w.b)
 	w.sep(start)
 	w.b = append(w.b, `{"type":"message","role":"system","content":[`...)

@@ -258,9 +258,9 @@ func (c *GeminiStream) callChunk(out []byte, call *geminiStreamCall) []byte {
 	call.sent = true
 	out = c.flush(out)
 	out = c.open(out)
-	out = append(out, `{"candidates":[{"content":{"parts":[{"functionCall":{"id":`...)
-	out = appendString(out, call.id)
-	out = append(out, `,"name":`...)
+	out = append(out, `{"candidates":[{"content":{"parts":[{"functionCall":{`...)
+	out = appendCallID(out, call.id)
+	out = append(out, `"name":`...)
 	out = appendString(out, call.name)
 	out = append(out, `,"args":`...)
 	out = appendToolInput(out, str(call.args))
