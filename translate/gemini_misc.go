@@ -1,6 +1,10 @@
 package translate
 
-import "github.com/tidwall/gjson"
+import (
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
 
 // Gemini's error shape, countTokens and the models list.
 
@@ -58,9 +62,11 @@ func AppendGeminiError(b []byte, status int, msg string) []byte {
 }
 
 // ParseGeminiCount parses a countTokens body for the model of the URL path: either
-// {"contents": [...]} or {"generateContentRequest": {...}} (a whole request, its system
-// instruction and tools counted too). Its translation is what a call would send, so the
-// estimate of its ToResponses body is the count, as for Messages' count_tokens.
+// {"generateContentRequest": {...}}, a whole request (its system instruction and tools
+// counted too), or the request's own fields: {"contents": [...]} as the Gemini API takes it,
+// with systemInstruction, tools and generationConfig beside it as Vertex takes them. Its
+// translation is what a call would send, so the estimate of its ToResponses body is the
+// count, as for Messages' count_tokens.
 func ParseGeminiCount(body []byte, model string) (*GeminiRequest, error) {
 	if err := checkBody(body); err != nil {
 		return nil, err
@@ -69,28 +75,26 @@ func ParseGeminiCount(body []byte, model string) (*GeminiRequest, error) {
 	if !root.IsObject() {
 		return nil, badRequest(codeInvalidType, "", "Invalid JSON payload received. The request body must be a JSON object.")
 	}
-	var contents, gcr gjson.Result
-	if err := geminiObject(root, "", []string{"contents", "generateContentRequest"}, []*gjson.Result{&contents, &gcr}); err != nil {
-		return nil, err
+	var gcr gjson.Result
+	others := ""
+	root.ForEach(func(k, v gjson.Result) bool {
+		if k.Str == "generateContentRequest" || k.Str == "generate_content_request" {
+			gcr = v
+		} else if others == "" {
+			others = k.Str
+		}
+		return true
+	})
+	if !gcr.Exists() {
+		return parseGemini(body, model, false, ParseOptions{})
 	}
 	switch {
-	case present(contents) && present(gcr):
-		return nil, geminiInvalid("contents", "set contents or generateContentRequest, not both.")
-	case present(gcr):
-		if !gcr.IsObject() {
-			return nil, geminiType("generateContentRequest", "an object")
-		}
-		return parseGemini([]byte(gcr.Raw), model, false, ParseOptions{})
+	case others != "":
+		return nil, geminiInvalid("generateContentRequest", "send generateContentRequest alone, without "+strconv.Quote(capString(others, 64))+".")
+	case !gcr.IsObject():
+		return nil, geminiType("generateContentRequest", "an object")
 	}
-	// Only the conversation: the same parse, over a request of just it.
-	b := make([]byte, 0, len(contents.Raw)+16)
-	b = append(b, `{"contents":`...)
-	if present(contents) {
-		b = append(b, contents.Raw...)
-	} else {
-		b = append(b, "null"...)
-	}
-	return parseGemini(append(b, '}'), model, false, ParseOptions{})
+	return parseGemini([]byte(gcr.Raw), model, false, ParseOptions{})
 }
 
 // GeminiCountJSON renders countTokens' answer.

@@ -185,7 +185,12 @@ func TestGeminiCount(t *testing.T) {
 	if plain <= 0 || whole <= plain || whole != tokens.EstimateResponsesInput(direct.ToResponses("up", RequestOptions{})) {
 		t.Errorf("contents %d, whole request %d", plain, whole)
 	}
-	for _, bad := range []string{`{}`, `{"contents":[],"generateContentRequest":{}}`, `{"contents":` + contents + `,"generateContentRequest":{"contents":` + contents + `}}`, `{"model":"x"}`} {
+	// Vertex's shape: the request's fields beside contents.
+	if vertex := estimate(full); vertex != whole {
+		t.Errorf("Vertex's shape counts %d, the whole request %d", vertex, whole)
+	}
+	for _, bad := range []string{`{}`, `{"contents":[],"generateContentRequest":{}}`, `{"contents":` + contents + `,"generateContentRequest":{"contents":` + contents + `}}`,
+		`{"model":"x"}`, `{"generateContentRequest":[]}`, `{"contents":` + contents + `,"instances":[]}`} {
 		if _, err := ParseGeminiCount([]byte(bad), geminiTestModel); err == nil {
 			t.Errorf("%s: counted", bad)
 		}
