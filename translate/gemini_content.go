@@ -317,11 +317,10 @@ func (w *geminiWriter) functionResponse(v gjson.Result, at string, start int) *E
 	if present(resp) && !resp.IsObject() {
 		return geminiType(at+".response", "an object")
 	}
-	call := w.findCall(id.Str, name.Str)
+	call := w.calls.answer(id.Str, name.Str)
 	if call == nil {
 		return geminiInvalid(at, "no earlier functionCall named "+strconv.Quote(printableName(name.Str))+" is left to answer.")
 	}
-	call.answered = true
 	w.sep(start)
 	w.b = append(w.b, `{"type":"function_call_output","call_id":`...)
 	w.b = appendString(w.b, call.id)
@@ -357,21 +356,6 @@ func (w *geminiWriter) functionResponse(v gjson.Result, at string, start int) *E
 	})
 	w.closeGroup(&g)
 	return err
-}
-
-// findCall is the call a response answers: by id when it has one, else the earliest
-// unanswered call of that name.
-func (w *geminiWriter) findCall(id, name string) *geminiCall {
-	for i := range w.calls {
-		c := &w.calls[i]
-		if c.answered || c.name != name {
-			continue
-		}
-		if id == "" || c.id == id {
-			return c
-		}
-	}
-	return nil
 }
 
 func (w *geminiWriter) modelTurn(parts gjson.Result, at string, start int) *Error {
@@ -442,9 +426,11 @@ func (w *geminiWriter) functionCall(v gjson.Result, at string, part, start int) 
 	}
 	callID := id.Str
 	if callID == "" {
-		callID = "call_" + strconv.Itoa(len(w.calls)) + "_" + strconv.Itoa(part)
+		callID = "gemini_call_" + strconv.Itoa(len(w.calls.list)) + "_" + strconv.Itoa(part)
 	}
-	w.calls = append(w.calls, geminiCall{id: callID, name: name.Str})
+	if !w.calls.add(callID, name.Str) {
+		return geminiInvalid(at+".id", "the functionCall id "+strconv.Quote(printableName(callID))+" is used twice.")
+	}
 	w.sep(start)
 	w.b = append(w.b, `{"type":"function_call","call_id":`...)
 	w.b = appendString(w.b, callID)

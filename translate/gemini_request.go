@@ -170,17 +170,12 @@ func GeminiModelID(path string) (string, *Error) {
 type geminiWriter struct {
 	bodyWriter
 	opt     ParseOptions
-	calls   []geminiCall // function calls of the history, for pairing their responses
-	dropped []string     // hosted tools left out
-	names   []string     // declared function names, for allowedFunctionNames
-	tools   int          // function tools written
-}
-
-// geminiCall is one functionCall of the history: its call_id upstream, its name, and
-// whether a functionResponse answered it.
-type geminiCall struct {
-	id, name string
-	answered bool
+	dropped []string // hosted tools left out
+	tools   int      // function tools written
+	// names are the declared functions, for allowedFunctionNames and the twice-declared check;
+	// a set, so that a request declaring many functions costs no more than linear time.
+	names map[string]struct{}
+	calls geminiCalls
 }
 
 func (w *geminiWriter) write(f *geminiFields, g *geminiGenFields, r *GeminiRequest) *Error {

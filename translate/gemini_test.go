@@ -290,3 +290,60 @@ func readFile(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestGeminiCallPairing: a response answers the call of its id, else the earliest unanswered
+// call of its name; a call id used twice and a response left over are refused.
+func TestGeminiCallPairing(t *testing.T) {
+	call := func(id, name string) string {
+		if id == "" {
+			return `{"functionCall":{"name":"` + name + `"}}`
+		}
+		return `{"functionCall":{"id":"` + id + `","name":"` + name + `"}}`
+	}
+	resp := func(id, name string) string {
+		if id == "" {
+			return `{"functionResponse":{"name":"` + name + `","response":{}}}`
+		}
+		return `{"functionResponse":{"id":"` + id + `","name":"` + name + `","response":{}}}`
+	}
+	body := func(calls, resps []string) []byte {
+		return []byte(`{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[` + strings.Join(calls, ",") +
+			`]},{"role":"user","parts":[` + strings.Join(resps, ",") + `]}]}`)
+	}
+	for _, c := range []struct {
+		name         string
+		calls, resps []string
+		want         string // the call ids the outputs answer, in order; "" for a refusal
+	}{
+		{"by name in order", []string{call("", "a"), call("", "a"), call("", "b")}, []string{resp("", "b"), resp("", "a"), resp("", "a")},
+			"gemini_call_2_2,gemini_call_0_0,gemini_call_1_1"},
+		{"by id first", []string{call("x", "a"), call("y", "a")}, []string{resp("y", "a"), resp("", "a")}, "y,x"},
+		{"id of another name", []string{call("x", "a"), call("y", "b")}, []string{resp("x", "b")}, "y"},
+		{"an id unknown falls back to the name", []string{call("x", "a")}, []string{resp("zz", "a")}, "x"},
+		{"one response too many", []string{call("", "a")}, []string{resp("", "a"), resp("", "a")}, ""},
+		{"answered twice by id", []string{call("x", "a")}, []string{resp("x", "a"), resp("x", "a")}, ""},
+		{"id used twice", []string{call("x", "a"), call("x", "b")}, []string{resp("x", "a")}, ""},
+	} {
+		r, err := ParseGemini(body(c.calls, c.resps), geminiTestModel, false, ParseOptions{})
+		if c.want == "" {
+			if err == nil {
+				t.Errorf("%s: accepted", c.name)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		var got []string
+		gjson.GetBytes(r.ToResponses("up", RequestOptions{}), "input").ForEach(func(_, it gjson.Result) bool {
+			if it.Get("type").Str == "function_call_output" {
+				got = append(got, it.Get("call_id").Str)
+			}
+			return true
+		})
+		if strings.Join(got, ",") != c.want {
+			t.Errorf("%s: outputs answer %v, want %s", c.name, got, c.want)
+		}
+	}
+}

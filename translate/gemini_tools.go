@@ -115,10 +115,13 @@ func (w *geminiWriter) declaration(d gjson.Result, at string, start int) *Error 
 	if present(params) && present(paramsJSON) {
 		return geminiInvalid(at, "set parameters or parametersJsonSchema, not both.")
 	}
-	if contains(w.names, name.Str) {
+	if _, dup := w.names[name.Str]; dup {
 		return geminiInvalid(at+".name", "the function "+strconv.Quote(printableName(name.Str))+" is declared twice.")
 	}
-	w.names = append(w.names, name.Str)
+	if w.names == nil {
+		w.names = make(map[string]struct{})
+	}
+	w.names[name.Str] = struct{}{}
 	w.tools++
 	w.sep(start)
 	w.b = append(w.b, `{"type":"function","name":`...)
@@ -185,7 +188,7 @@ func (w *geminiWriter) toolConfig(tc gjson.Result) *Error {
 			return geminiType(fat+".allowedFunctionNames", "a list of strings")
 		}
 		each(allowed, func(_, n gjson.Result) bool {
-			if n.Type != gjson.String || !contains(w.names, n.Str) {
+			if _, declared := w.names[n.Str]; n.Type != gjson.String || !declared {
 				err = geminiInvalid(fat+".allowedFunctionNames", "every name must be a declared function.")
 				return false
 			}
