@@ -69,10 +69,10 @@ func convertGeminiSSE(r io.Reader, framing GeminiFraming, meta GeminiMeta) []byt
 	return feedSSE(r, NewGeminiStream(framing, meta))
 }
 
-// eachGeminiStream runs f for every recorded stream, chat's and Messages', with the path its
-// Gemini goldens share.
+// eachGeminiStream runs f for every recorded stream, chat's, Messages' and the dialect's own,
+// with the path its Gemini goldens share.
 func eachGeminiStream(t *testing.T, f func(t *testing.T, golden string, raw []byte, meta GeminiMeta)) {
-	cases := []string{"testdata/streams/*.sse", "testdata/anthropic/streams/*.sse"}
+	cases := []string{"testdata/streams/*.sse", "testdata/anthropic/streams/*.sse", "testdata/gemini/streams/*.sse"}
 	eachCase(t, ".sse", cases, func(t *testing.T, base string, raw []byte) {
 		f(t, filepath.Join("testdata/gemini/streams", filepath.Base(base)), raw, loadGeminiMeta(t, base+".meta.json"))
 	})
