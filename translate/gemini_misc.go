@@ -104,12 +104,12 @@ func GeminiCountJSON(total int64) []byte {
 
 // GeminiModel describes one model of the models list. Token limits of 0 are left out.
 type GeminiModel struct {
-	ID                string
-	DisplayName       string // the id when empty
-	InputTokenLimit   int64
-	OutputTokenLimit  int64
-	Thinking          bool
-	DescriptionPrefix string // "" for none
+	ID               string
+	DisplayName      string // the id when empty
+	InputTokenLimit  int64
+	OutputTokenLimit int64
+	Thinking         bool
+	Description      string // left out when empty
 }
 
 // AppendGeminiModel appends one Model object: name "models/<id>" and the methods the gateway
@@ -125,9 +125,9 @@ func AppendGeminiModel(b []byte, m GeminiModel) []byte {
 		name = m.ID
 	}
 	b = appendString(b, name)
-	if m.DescriptionPrefix != "" {
+	if m.Description != "" {
 		b = append(b, `,"description":`...)
-		b = appendString(b, m.DescriptionPrefix)
+		b = appendString(b, m.Description)
 	}
 	if m.InputTokenLimit > 0 {
 		b = append(b, `,"inputTokenLimit":`...)
