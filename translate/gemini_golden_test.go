@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+	sse "github.com/tmaxmax/go-sse"
 )
 
 // The Gemini dialect is tested against the same recorded upstream answers and streams as chat
@@ -92,6 +93,79 @@ func TestGeminiGoldenStreams(t *testing.T) {
 		}
 		if strings.Join(chunks, "\n") != strings.Join(elems, "\n") {
 			t.Errorf("the framings differ:\n%s\n%s", sse, arr)
+		}
+
+		got, _, err := aggregateGeminiSSE(bytes.NewReader(raw), meta)
+		if err != nil {
+			got = geminiErrorJSON(t, err)
+		}
+		checkGolden(t, golden+".aggregate.golden.json", indent(t, got))
+	})
+}
+
+// aggregateGeminiSSE runs a recorded stream through a GeminiAggregator the way the route
+// serves a non-stream client with stop sequences.
+func aggregateGeminiSSE(r io.Reader, meta GeminiMeta) ([]byte, Usage, error) {
+	agg := NewGeminiAggregator(meta)
+	agg.SetInputEstimate(testInputEstimate)
+	var readErr error
+	for ev, err := range sse.Read(r, &sse.ReadConfig{MaxEventSize: 64 << 20}) {
+		if err != nil {
+			readErr = err
+			break
+		}
+		if agg.Feed(ev.Type, []byte(ev.Data)) {
+			return agg.Result()
+		}
+	}
+	agg.End(readErr)
+	return agg.Result()
+}
+
+// geminiGist is what a client reads from an answer, whichever way its text was split into
+// parts: the answer's text, the thoughts' text, the calls, the signatures, the finish reason
+// and the usage.
+func geminiGist(answer []byte) string {
+	var text, thoughts, rest strings.Builder
+	v := gjson.ParseBytes(answer)
+	v.Get("candidates.0.content.parts").ForEach(func(_, p gjson.Result) bool {
+		switch {
+		case p.Get("functionCall").Exists():
+			rest.WriteString("call " + p.Get("functionCall").Raw + "\n")
+		case p.Get("thought").Type == gjson.True:
+			thoughts.WriteString(p.Get("text").Str)
+		default:
+			text.WriteString(p.Get("text").Str)
+		}
+		if sig := p.Get("thoughtSignature").Str; sig != "" {
+			rest.WriteString("signature " + sig + "\n")
+		}
+		return true
+	})
+	return "text " + text.String() + "\nthoughts " + thoughts.String() + "\n" + rest.String() +
+		v.Get("candidates.0.finishReason").Str + " " + v.Get("usageMetadata").Raw
+}
+
+// A completed stream aggregates to what ResponseToGemini gives for its final response, when
+// that response lists its output: the two paths of a non-stream answer agree.
+func TestGeminiAggregateMatchesAnswer(t *testing.T) {
+	eachGeminiStream(t, func(t *testing.T, _ string, raw []byte, meta GeminiMeta) {
+		var final []byte
+		for ev, err := range sse.Read(bytes.NewReader(raw), &sse.ReadConfig{MaxEventSize: 64 << 20}) {
+			if err == nil && (ev.Type == "response.completed" || ev.Type == "response.incomplete") {
+				final = []byte(gjson.Get(ev.Data, "response").Raw)
+			}
+		}
+		if len(meta.StopSequences) > 0 || final == nil || !hasElements(gjson.GetBytes(final, "output")) {
+			t.Skip("no terminal response with its output")
+		}
+		agg, _, aerr := aggregateGeminiSSE(bytes.NewReader(raw), meta)
+		want, _, werr := ResponseToGemini(final, meta)
+		if aerr != nil || werr != nil {
+			t.Fatalf("aggregate error %v, answer error %v", aerr, werr)
+		}
+		if g, w := geminiGist(agg), geminiGist(want); g != w {
+			t.Errorf("aggregate\n%s\nanswer\n%s", g, w)
 		}
 	})
 }

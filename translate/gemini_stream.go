@@ -42,6 +42,8 @@ type GeminiStream struct {
 
 	maxStop int
 	held    []byte // text held back: it may start a stop sequence
+
+	failure *Error // what ended the stream with an error chunk
 }
 
 // geminiStreamCall is a function call being streamed: its arguments are gathered until the
@@ -106,12 +108,18 @@ func (c *GeminiStream) convert(out []byte, typ string, oi int64, data []byte) []
 	return out
 }
 
-// call records a function call announced by output item oi.
+// call records a function call announced by output item oi. A call id seen before under
+// another item is recorded as sent: the client would run the call twice.
 func (c *GeminiStream) call(oi int64, item gjson.Result) *geminiStreamCall {
 	if call := c.findCall(oi); call != nil {
 		return call
 	}
-	c.calls = append(c.calls, geminiStreamCall{oi: oi, id: strings.Clone(item.Get("call_id").String()),
+	id := item.Get("call_id").String()
+	seen := false
+	for i := range c.calls {
+		seen = seen || (id != "" && c.calls[i].id == id)
+	}
+	c.calls = append(c.calls, geminiStreamCall{oi: oi, id: strings.Clone(id), sent: seen,
 		name: strings.Clone(item.Get("name").String()), args: []byte(item.Get("arguments").String())})
 	return &c.calls[len(c.calls)-1]
 }
@@ -344,6 +352,7 @@ func (c *GeminiStream) End(err error) []byte {
 func (c *GeminiStream) fail(out []byte, e *Error) []byte {
 	out = c.flush(out)
 	c.done = true
+	c.failure = e
 	out = c.open(out)
 	out = AppendGeminiError(out, e.HTTPStatus(), e.Message)
 	out = c.closeFrame(out)
