@@ -1,5 +1,5 @@
-// Package translate converts between the APIs clients speak (Chat Completions, and Anthropic's
-// Messages in the anthropic_*.go files) and the Responses API that the platform gateway
+// Package translate converts between the APIs clients speak (Chat Completions, Anthropic's
+// Messages in the anthropic_*.go files, Gemini's generateContent in the gemini_*.go files) and the Responses API that the platform gateway
 // speaks: requests one way, answers and streams the other way. Each client dialect has its
 // own files; what they share is said once: the Responses-side event scanner (stream_scan.go),
 // the JSON depth checker (jsoncheck.go), the stream converters' skeleton and the Converter

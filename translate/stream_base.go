@@ -11,7 +11,7 @@ import (
 
 // Converter is what every client dialect's stream converter offers the relay that feeds it
 // a Responses event stream: *StreamConverter for Chat Completions, *MessagesStream for
-// Anthropic's Messages. Feed, FeedTo and FeedWith are one conversion with the output buffer
+// Anthropic's Messages, *GeminiStream for Gemini. Feed, FeedTo and FeedWith are one conversion with the output buffer
 // and working memory made, passed in, or lent; none allocates per event once its buffer has
 // grown. A Converter is not safe for concurrent use.
 type Converter interface {
