@@ -55,13 +55,7 @@ func TestKeysCommand(t *testing.T) {
 	var calls []string
 	srv := fakeAdmin(t, &calls)
 	t.Setenv(adminKeyEnv, "mg-admin-cli")
-	cases := []struct {
-		name     string
-		args     []string
-		code     int
-		call     string // the request the CLI must have sent
-		out, err string
-	}{
+	cases := []cliCase{
 		{"create", []string{"create", "--team", "search", "--name", "bot", "--limit", "spend_per_day=2.5", "--expires-at", "2030-01-02T00:00:00Z"}, 0,
 			`POST /admin/keys {"expires_at":"2030-01-02T00:00:00Z","limits":{"spend_per_day":2.5},"name":"bot","team":"search"}`, "key: mg-secret-once", ""},
 		{"create_with_models", []string{"create", "--team", "search", "--name", "bot", "--model", "gpt-4o-mini", "--model", "big"}, 0,
@@ -80,28 +74,8 @@ func TestKeysCommand(t *testing.T) {
 		{"sub_help", []string{"list", "--help"}, 0, "", "flags of keys list:", ""},
 		{"create_help", []string{"create", "-h"}, 0, "", "--limit stringArray", ""},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			calls = nil
-			var stdout, stderr bytes.Buffer
-			code := run(append([]string{"keys"}, append(c.args, "--url", srv.URL)...), &stdout, &stderr)
-			if code != c.code {
-				t.Fatalf("exit %d, want %d; stderr %s", code, c.code, stderr.String())
-			}
-			if c.call == "" && len(calls) != 0 || c.call != "" && (len(calls) != 1 || !strings.HasPrefix(calls[0], c.call)) {
-				t.Errorf("calls %q, want %q", calls, c.call)
-			}
-			if !strings.Contains(stdout.String(), c.out) || !strings.Contains(stderr.String(), c.err) {
-				t.Errorf("stdout %q stderr %q, want %q / %q", stdout.String(), stderr.String(), c.out, c.err)
-			}
-		})
-	}
-
-	t.Setenv(adminKeyEnv, "")
-	var stderr bytes.Buffer
-	if code := run([]string{"keys", "list", "--url", srv.URL}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), adminKeyEnv) {
-		t.Errorf("without the admin key: exit %d, %s", code, stderr.String())
-	}
+	runCLICases(t, "keys", srv, &calls, cases)
+	checkNeedsAdminKey(t, "keys", srv)
 }
 
 func TestCheckWarnsSpendWithoutPrice(t *testing.T) {
