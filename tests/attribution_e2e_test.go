@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -36,19 +35,8 @@ func TestAttributionReachesTheHistory(t *testing.T) {
 
 	split := func(groupBy string) map[string]int64 {
 		t.Helper()
-		code, body := opsMust(t, "GET", g.URL+"/admin/usage/history?group_by="+groupBy, adminKey, "")
-		var hist struct {
-			Rows []struct {
-				TagValue string `json:"tag_value"`
-				User     string `json:"user"`
-				Requests int64  `json:"requests"`
-			} `json:"rows"`
-		}
-		if code != 200 || json.Unmarshal([]byte(body), &hist) != nil {
-			t.Fatalf("group_by=%s: %d %s", groupBy, code, body)
-		}
 		out := map[string]int64{}
-		for _, r := range hist.Rows {
+		for _, r := range usageHistory(t, g.URL, groupBy) {
 			out[r.TagValue+r.User] += r.Requests
 		}
 		return out

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -56,19 +55,8 @@ func TestAbandonedAttemptBilledToEndUser(t *testing.T) {
 	// Every cost of the day sits under the end user and the tag: none under (none).
 	split := func(groupBy string) map[string]float64 {
 		t.Helper()
-		code, body := opsMust(t, "GET", g.URL+"/admin/usage/history?group_by="+groupBy, adminKey, "")
-		var hist struct {
-			Rows []struct {
-				TagValue string  `json:"tag_value"`
-				User     string  `json:"user"`
-				Cost     float64 `json:"cost"`
-			} `json:"rows"`
-		}
-		if code != 200 || json.Unmarshal([]byte(body), &hist) != nil {
-			t.Fatalf("group_by=%s: %d %s", groupBy, code, body)
-		}
 		out := map[string]float64{}
-		for _, r := range hist.Rows {
+		for _, r := range usageHistory(t, g.URL, groupBy) {
 			out[r.TagValue+r.User] += r.Cost
 		}
 		return out
