@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -48,27 +47,6 @@ func opsMust(t testing.TB, method, url, key, body string) (int, string) {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	return code, b
-}
-
-// historyRow is a row of /admin/usage/history as the attribution tests read it.
-type historyRow struct {
-	TagValue string  `json:"tag_value"`
-	User     string  `json:"user"`
-	Requests int64   `json:"requests"`
-	Cost     float64 `json:"cost"`
-}
-
-// usageHistory reads the gateway's usage history grouped by groupBy, with the admin key.
-func usageHistory(t testing.TB, gateway, groupBy string) []historyRow {
-	t.Helper()
-	code, body := opsMust(t, "GET", gateway+"/admin/usage/history?group_by="+groupBy, adminKey, "")
-	var hist struct {
-		Rows []historyRow `json:"rows"`
-	}
-	if code != 200 || json.Unmarshal([]byte(body), &hist) != nil {
-		t.Fatalf("group_by=%s: %d %s", groupBy, code, body)
-	}
-	return hist.Rows
 }
 
 // slowPrompt makes sim-slow (50 ms per event, one event per 4 characters of answer) stream
