@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"bytes"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -60,26 +58,11 @@ func BenchmarkAttribution(b *testing.B) {
 // benchRouteHeader is benchRoute with the tags header set (when header is not "").
 func benchRouteHeader(b *testing.B, h http.Handler, path, body, header string) {
 	b.Helper()
-	w := &discardWriter{h: http.Header{}}
-	payload := []byte(body)
-	req := httptest.NewRequest(http.MethodPost, path, nil)
-	req.Header.Set("Authorization", "Bearer mg-bench-key-1")
-	req.Header.Set("Content-Type", "application/json")
+	req := benchRequest(path)
 	if header != "" {
 		req.Header.Set(tagsHeader, header)
 	}
-	rd := bytes.NewReader(payload)
-	b.ReportAllocs()
-	for b.Loop() {
-		clear(w.h)
-		w.status, w.n = 0, 0
-		rd.Reset(payload)
-		req.Body, req.ContentLength = io.NopCloser(rd), int64(len(payload))
-		h.ServeHTTP(w, req)
-		if w.status != http.StatusOK || w.n < 100 {
-			b.Fatalf("status %d, %d bytes", w.status, w.n)
-		}
-	}
+	serveLoop(b, h, req, []byte(body), 100)
 }
 
 // BenchmarkAttribute is the preflight's attribution step alone (attribute): what a request
