@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -92,7 +93,7 @@ func TestThresholdsOncePerPeriodAcrossRestart(t *testing.T) {
 			check(t, w)
 		}
 		waitFor(t, "deliveries", func() bool { return int(s.Stats().Delivered) == len(step.want) })
-		if got := thresholds(r.got()); !equal(got, step.want) {
+		if got := thresholds(r.got()); !slices.Equal(got, step.want) {
 			t.Fatalf("at %.2f: thresholds %v, want %v", step.used, got, step.want)
 		}
 	}
@@ -102,7 +103,7 @@ func TestThresholdsOncePerPeriodAcrossRestart(t *testing.T) {
 		t.Fatalf("event %+v", ev)
 	}
 	crossed, err := w.CrossedToday(context.Background())
-	if err != nil || !equal(thresholds(crossed), []int{50, 80, 100}) {
+	if err != nil || !slices.Equal(thresholds(crossed), []int{50, 80, 100}) {
 		t.Fatalf("crossed today %v, %v", thresholds(crossed), err)
 	}
 
@@ -125,18 +126,6 @@ func TestThresholdsOncePerPeriodAcrossRestart(t *testing.T) {
 	if crossed, _ := w.CrossedToday(context.Background()); len(crossed) != 1 {
 		t.Fatalf("crossed on the new day: %+v", crossed)
 	}
-}
-
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // A monthly budget and a key scope are claimed apart from the team's daily one.
@@ -210,7 +199,7 @@ func TestReplicasOnRedisSendOnce(t *testing.T) {
 	// Either replica lists the three, whichever claimed them.
 	for i, w := range watchers {
 		crossed, err := w.CrossedToday(context.Background())
-		if err != nil || !equal(thresholds(crossed), []int{50, 80, 100}) {
+		if err != nil || !slices.Equal(thresholds(crossed), []int{50, 80, 100}) {
 			t.Fatalf("replica %d: crossed today %v, %v", i, thresholds(crossed), err)
 		}
 	}

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -43,11 +44,11 @@ func TestAttributionReachesTheHistory(t *testing.T) {
 		return out
 	}
 	want := map[string]int64{"search": 2, "chat-stream": 1, "summarize": 2, "(none)": 1}
-	if got := split("tag:feature"); !equalCounts(got, want) {
+	if got := split("tag:feature"); !maps.Equal(got, want) {
 		t.Errorf("by feature %v, want %v", got, want)
 	}
 	want = map[string]int64{"u-1": 2, "u-2": 1, "u-3": 2, "(none)": 1}
-	if got := split("user"); !equalCounts(got, want) {
+	if got := split("user"); !maps.Equal(got, want) {
 		t.Errorf("by end user %v, want %v", got, want)
 	}
 	code, _, b := apitest.Do(t, http.MethodGet, g.URL+"/admin/usage/history?group_by=team,tag:feature", adminKey, nil, "Accept", "text/csv")
@@ -55,18 +56,6 @@ func TestAttributionReachesTheHistory(t *testing.T) {
 	if code != 200 || !strings.Contains(csv, "tag:feature") || !strings.Contains(csv, "alpha,search,2") && !strings.Contains(csv, ",search,") {
 		t.Errorf("CSV: %d\n%s", code, csv)
 	}
-}
-
-func equalCounts(a, b map[string]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range b {
-		if a[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // historyRow is a row of /admin/usage/history as the attribution tests read it.
