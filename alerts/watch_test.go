@@ -128,16 +128,23 @@ func TestThresholdsOncePerPeriodAcrossRestart(t *testing.T) {
 	}
 }
 
-// A monthly budget and a key scope are claimed apart from the team's daily one.
-func TestScopesAndBudgetsAreSeparate(t *testing.T) {
-	clk := testclock.New()
+// newWatchBench is a watcher over a fresh bolt store on clk, with figures to set
+// and a running sender that delivers to a receiver; all closed with the test.
+func newWatchBench(t *testing.T, clk *testclock.Clock) (*receiver, *Sender, *figures, *Watcher) {
+	t.Helper()
 	r := newReceiver(t)
 	s := fastSender(t, r.hook())
 	runSender(t, s)
 	st := openBolt(t, t.TempDir(), clk.Now)
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	f := &figures{}
-	w := newWatcher(t, st, s, f, clk.Now)
+	return r, s, f, newWatcher(t, st, s, f, clk.Now)
+}
+
+// A monthly budget and a key scope are claimed apart from the team's daily one.
+func TestScopesAndBudgetsAreSeparate(t *testing.T) {
+	clk := testclock.New()
+	r, s, f, w := newWatchBench(t, clk)
 	f.set(spend(5),
 		Reading{Scope: "team", Team: "search", Budget: BudgetSpendMonth, Used: 50, Limit: 100, Currency: "USD"},
 		Reading{Scope: "key", Team: "search", Key: "prod", Budget: BudgetTokensDay, Used: 800, Limit: 1000},
@@ -335,14 +342,7 @@ func TestClaimsAreTriedOncePerDay(t *testing.T) {
 // threshold, and only for the budget that refused. Notes of budgets no reading names are
 // dropped at the check.
 func TestRefusalAnnouncesTheFullBudget(t *testing.T) {
-	clk := testclock.New()
-	r := newReceiver(t)
-	s := fastSender(t, r.hook())
-	runSender(t, s)
-	st := openBolt(t, t.TempDir(), clk.Now)
-	defer st.Close()
-	f := &figures{}
-	w := newWatcher(t, st, s, f, clk.Now)
+	r, s, f, w := newWatchBench(t, testclock.New())
 	f.set(spend(8.5), Reading{Scope: "key", Team: "search", Key: "prod", Budget: BudgetTokensDay, Used: 700, Limit: 1000})
 	check(t, w)
 	waitFor(t, "50 and 80", func() bool { return s.Stats().Delivered == 3 })
