@@ -280,14 +280,7 @@ func TestCounters(t *testing.T) {
 		if err := s.Add(ctx, "usage", "2026-11-27/search", map[string]int64{"requests": 2}, 0); err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]map[string]int64{}
-		err := s.ScanCounters(ctx, "usage", "2026-11-26/", func(k string, c map[string]int64) error {
-			got[k] = c
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := scanCounters(t, s, "usage", "2026-11-26/")
 		want := map[string]int64{"requests": 20, "input": 200}
 		if len(got) != 1 || fmt.Sprint(got["2026-11-26/search"]) != fmt.Sprint(want) {
 			t.Fatalf("ScanCounters = %v, want one record %v", got, want)
@@ -728,14 +721,7 @@ func TestBatchAdd(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		got := map[string]map[string]int64{}
-		err := s.ScanCounters(ctx, "spend", "d1|", func(k string, c map[string]int64) error {
-			got[k] = c
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := scanCounters(t, s, "spend", "d1|")
 		if len(got) != records+1 {
 			t.Fatalf("%d records, want %d", len(got), records+1)
 		}
@@ -752,7 +738,7 @@ func TestBatchAdd(t *testing.T) {
 		if err := s.Put(ctx, "vals", "k", []byte("not counters"), 0); err != nil {
 			t.Fatal(err)
 		}
-		err = s.Batch(ctx, func(tx Tx) error { return tx.Add("vals", "k", map[string]int64{"n": 1}, 0) })
+		err := s.Batch(ctx, func(tx Tx) error { return tx.Add("vals", "k", map[string]int64{"n": 1}, 0) })
 		if err == nil {
 			t.Error("Add to a value record succeeded")
 		}
@@ -1003,4 +989,18 @@ func TestUnversionedIsPerStore(t *testing.T) {
 	if _, err := b.Version(ctx, "nv_other"); err != nil {
 		t.Errorf("another store: %v, want a version", err)
 	}
+}
+
+// scanCounters is every counter record of bucket under prefix, by key.
+func scanCounters(t *testing.T, s Store, bucket, prefix string) map[string]map[string]int64 {
+	t.Helper()
+	got := map[string]map[string]int64{}
+	err := s.ScanCounters(context.Background(), bucket, prefix, func(k string, c map[string]int64) error {
+		got[k] = c
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

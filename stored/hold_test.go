@@ -168,10 +168,7 @@ func TestKeeperHoldsWhatTheStoreRefuses(t *testing.T) {
 func TestKeepDurableRefusedIsNotHeld(t *testing.T) {
 	eachMode(t, func(t *testing.T, behind bool) {
 		ctx := context.Background()
-		st := &refusingStore{Store: boltStore(t, nil)}
-		k := NewKeeper(st, Options{TTL: time.Hour, WriteBehind: behind, RetryEvery: 10 * time.Millisecond, OnError: func(error) {}})
-		t.Cleanup(k.Stop)
-		st.refusing.Store(true)
+		st, k := refusedKeeper(t, behind)
 		if err := k.KeepDurable(ctx, "team:a", turnRecord("resp_bg", "", 0)); err == nil {
 			t.Fatal("KeepDurable succeeded while the store refuses writes")
 		}
@@ -199,10 +196,7 @@ func TestKeepDurableRefusedIsNotHeld(t *testing.T) {
 func TestKeeperDeletesAHeldRecord(t *testing.T) {
 	eachMode(t, func(t *testing.T, behind bool) {
 		ctx := context.Background()
-		st := &refusingStore{Store: boltStore(t, nil)}
-		k := NewKeeper(st, Options{TTL: time.Hour, WriteBehind: behind, RetryEvery: 10 * time.Millisecond, OnError: func(error) {}})
-		t.Cleanup(k.Stop)
-		st.refusing.Store(true)
+		st, k := refusedKeeper(t, behind)
 		keepChain(t, k, "team:a", "keep", 1)
 		if err := k.Keep(ctx, "team:a", turnRecord("gone", "", 0)); err != nil {
 			t.Fatal(err)
@@ -257,4 +251,14 @@ func TestKeeperStopEndsRetries(t *testing.T) {
 			t.Errorf("Held() = %d after Stop, want the 3 records it could not write", n)
 		}
 	})
+}
+
+// refusedKeeper is a keeper (write-behind or not) retrying every 10 ms over a store that
+// refuses record writes until its refusing is cleared; the keeper stops with the test.
+func refusedKeeper(t *testing.T, behind bool) (*refusingStore, *Keeper) {
+	st := &refusingStore{Store: boltStore(t, nil)}
+	k := NewKeeper(st, Options{TTL: time.Hour, WriteBehind: behind, RetryEvery: 10 * time.Millisecond, OnError: func(error) {}})
+	t.Cleanup(k.Stop)
+	st.refusing.Store(true)
+	return st, k
 }
