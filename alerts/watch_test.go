@@ -16,6 +16,7 @@ import (
 	"modelgate/config"
 	"modelgate/redisconn/redistest"
 	"modelgate/store"
+	"modelgate/store/storetest"
 	"modelgate/testclock"
 )
 
@@ -30,15 +31,6 @@ func (f *figures) read(context.Context) []Reading {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]Reading(nil), f.r...)
-}
-
-func openBolt(t *testing.T, dir string, now func() time.Time) store.Store {
-	t.Helper()
-	st, err := store.OpenBolt(dir, store.BoltOptions{Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
 }
 
 func newWatcher(t *testing.T, st store.Store, s *Sender, f *figures, now func() time.Time) *Watcher {
@@ -78,7 +70,7 @@ func TestThresholdsOncePerPeriodAcrossRestart(t *testing.T) {
 	s := fastSender(t, r.hook())
 	runSender(t, s)
 	f := &figures{}
-	st := openBolt(t, dir, clk.Now)
+	st := storetest.OpenBolt(t, dir, clk.Now)
 	w := newWatcher(t, st, s, f, clk.Now)
 	steps := []struct {
 		used float64
@@ -111,7 +103,7 @@ func TestThresholdsOncePerPeriodAcrossRestart(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st = openBolt(t, dir, clk.Now)
+	st = storetest.OpenBolt(t, dir, clk.Now)
 	defer st.Close()
 	w = newWatcher(t, st, s, f, clk.Now)
 	check(t, w)
@@ -135,7 +127,7 @@ func newWatchBench(t *testing.T, clk *testclock.Clock) (*receiver, *Sender, *fig
 	r := newReceiver(t)
 	s := fastSender(t, r.hook())
 	runSender(t, s)
-	st := openBolt(t, t.TempDir(), clk.Now)
+	st := storetest.OpenBolt(t, t.TempDir(), clk.Now)
 	t.Cleanup(func() { st.Close() })
 	f := &figures{}
 	return r, s, f, newWatcher(t, st, s, f, clk.Now)
@@ -223,7 +215,7 @@ func TestKeyLifecycle(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&lockedWriter{&logMu, &logs}, nil))
 	s := NewSender(SenderOptions{Webhooks: []config.Webhook{r.hook()}, Backoff: time.Millisecond, Log: log})
 	runSender(t, s)
-	st := openBolt(t, dir, clk.Now)
+	st := storetest.OpenBolt(t, dir, clk.Now)
 	f := &figures{}
 	w := newWatcher(t, st, s, f, clk.Now)
 	ctx := context.Background()
@@ -236,7 +228,7 @@ func TestKeyLifecycle(t *testing.T) {
 	clk.Advance(3 * time.Hour)
 	// A restart before the check: the expiry is in the store, not in memory.
 	st.Close()
-	st = openBolt(t, dir, clk.Now)
+	st = storetest.OpenBolt(t, dir, clk.Now)
 	defer st.Close()
 	w = newWatcher(t, st, s, f, clk.Now)
 	check(t, w)
@@ -313,7 +305,7 @@ func (c *countingStore) Create(ctx context.Context, bucket, key string, v []byte
 // check: on bbolt each claim is a synced write, on Redis a round trip.
 func TestClaimsAreTriedOncePerDay(t *testing.T) {
 	clk := testclock.At(testclock.SameDay(testclock.Origin(), time.Hour))
-	st := &countingStore{Store: openBolt(t, t.TempDir(), clk.Now)}
+	st := &countingStore{Store: storetest.OpenBolt(t, t.TempDir(), clk.Now)}
 	defer st.Close()
 	f := &figures{}
 	f.set(spend(12))
@@ -376,7 +368,7 @@ func TestExhaustedNotesRaceFree(t *testing.T) {
 	clk := testclock.New()
 	s := fastSender(t, newReceiver(t).hook())
 	runSender(t, s)
-	st := openBolt(t, t.TempDir(), clk.Now)
+	st := storetest.OpenBolt(t, t.TempDir(), clk.Now)
 	defer st.Close()
 	f := &figures{}
 	f.set(spend(1))

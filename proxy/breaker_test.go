@@ -11,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"modelgate/breaker"
-	"modelgate/redisconn/redistest"
 	"modelgate/store"
+	"modelgate/store/storetest"
 	"modelgate/testclock"
 )
 
@@ -251,9 +249,7 @@ func TestModelBreakerSharedByReplicas(t *testing.T) {
 			return tempBolt(t, store.BoltOptions{Now: clk.Now}), clk.Now, clk.Advance
 		}},
 		{"redis", func(t *testing.T) (store.Store, func() time.Time, func(time.Duration)) {
-			st := store.NewRedis(redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr}))
-			t.Cleanup(func() { st.Close() })
-			return st, time.Now, nil
+			return storetest.Redis(t), time.Now, nil
 		}},
 	}
 	for _, tc := range cases {
