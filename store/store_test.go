@@ -803,17 +803,25 @@ func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	return func(ctx context.Context, cmds []redis.Cmder) error { h.n++; return next(ctx, cmds) }
 }
 
+// dialledRedis is a store on a private redis-server whose connection is already dialled (a
+// first Put made), so a hook added next counts the round trips of what follows alone.
+func dialledRedis(t *testing.T) (*Redis, *redis.Client) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr})
+	s := NewRedis(rdb)
+	t.Cleanup(func() { s.Close() })
+	if err := s.Put(context.Background(), "b", "warm", []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	return s, rdb
+}
+
 // TestRedisBatchRoundTrips: a batch's writes that need no answer ride with the next call
 // that needs one, and the version bumps with the last; a hundred records are a handful of
 // round trips, not hundreds.
 func TestRedisBatchRoundTrips(t *testing.T) {
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr})
-	s := NewRedis(rdb)
-	t.Cleanup(func() { s.Close() })
-	if err := s.Put(ctx, "b", "warm", []byte("x"), 0); err != nil { // the connection dialled
-		t.Fatal(err)
-	}
+	s, rdb := dialledRedis(t)
 	v0, _ := s.Version(ctx, "b")
 	h := &roundTrips{}
 	rdb.AddHook(h)
@@ -868,12 +876,7 @@ func TestRedisBatchRoundTrips(t *testing.T) {
 // pipeline, where Store.Add is a round trip (two with the version bump) per record.
 func TestRedisBatchAddOneRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr})
-	s := NewRedis(rdb)
-	t.Cleanup(func() { s.Close() })
-	if err := s.Put(ctx, "b", "warm", []byte("x"), 0); err != nil { // the connection dialled
-		t.Fatal(err)
-	}
+	s, rdb := dialledRedis(t)
 	h := &roundTrips{}
 	rdb.AddHook(h)
 	const n = 1000
