@@ -249,11 +249,7 @@ func TestAdminUsageAlerts(t *testing.T) {
 		{"store down", alertsStub{err: errors.New("down"), stats: alerts.Stats{Failed: 2}}, 0, alerts.Stats{Failed: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := startEnv(t, envOptions{alerts: tc.view})
-			status, _, b := env.do(t, "GET", "/admin/usage", keyAdmin, nil)
-			if status != 200 {
-				t.Fatalf("%d %s", status, b)
-			}
+			b := adminUsage(t, startEnv(t, envOptions{alerts: tc.view}))
 			var u struct {
 				Teams  []json.RawMessage `json:"teams"`
 				Alerts *struct {
@@ -297,11 +293,7 @@ func TestAdminUsageEstimates(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := startEnv(t, envOptions{calibration: tc.src})
-			status, _, b := env.do(t, "GET", "/admin/usage", keyAdmin, nil)
-			if status != 200 {
-				t.Fatalf("%d %s", status, b)
-			}
+			b := adminUsage(t, startEnv(t, envOptions{calibration: tc.src}))
 			var u struct {
 				Estimates []calibration.ModelFactor `json:"estimates"`
 			}
@@ -323,3 +315,13 @@ func TestAdminUsageEstimates(t *testing.T) {
 }
 
 func nearly(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// adminUsage is env's GET /admin/usage answer with the admin key, which must be a 200.
+func adminUsage(t *testing.T, env *testEnv) []byte {
+	t.Helper()
+	status, _, b := env.do(t, "GET", "/admin/usage", keyAdmin, nil)
+	if status != 200 {
+		t.Fatalf("%d %s", status, b)
+	}
+	return b
+}
