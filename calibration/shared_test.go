@@ -29,6 +29,15 @@ func observe(tb *Table, model string, n int, estimated, reported int64) {
 	}
 }
 
+// slotBolt is a slotClock and a bbolt store on it, which closes with the test.
+func slotBolt(t *testing.T) (*testclock.Clock, *store.Bolt) {
+	t.Helper()
+	clock := slotClock()
+	st := storetest.OpenBolt(t, t.TempDir(), clock.Now)
+	t.Cleanup(func() { st.Close() })
+	return clock, st
+}
+
 func mustSync(t *testing.T, tables ...*Table) {
 	t.Helper()
 	for _, tb := range tables {
@@ -40,9 +49,7 @@ func mustSync(t *testing.T, tables ...*Table) {
 
 // A sample counts once on its replica before, during and after its trip to the store.
 func TestLocalSamplesCountOnce(t *testing.T) {
-	clock := slotClock()
-	st := storetest.OpenBolt(t, t.TempDir(), clock.Now)
-	defer st.Close()
+	clock, st := slotBolt(t)
 	tb := New(st, clock.Now, nil)
 	observe(tb, "m", 10, 100, 200)
 	before := tb.Factor("", "m")
@@ -158,9 +165,7 @@ func TestDecayBySlotAge(t *testing.T) {
 		{keptSlots + 1, 0, 100},
 	} {
 		t.Run(strconv.FormatInt(tc.ageSlots, 10), func(t *testing.T) {
-			clock := slotClock()
-			st := storetest.OpenBolt(t, t.TempDir(), clock.Now)
-			defer st.Close()
+			clock, st := slotBolt(t)
 			tb := New(st, clock.Now, nil)
 			observe(tb, "m", 100, 100, 200)
 			mustSync(t, tb)
@@ -178,9 +183,7 @@ func TestDecayBySlotAge(t *testing.T) {
 
 // A model whose tokenizer changes is learned anew within a day.
 func TestRelearnedWithinADay(t *testing.T) {
-	clock := slotClock()
-	st := storetest.OpenBolt(t, t.TempDir(), clock.Now)
-	defer st.Close()
+	clock, st := slotBolt(t)
 	tb := New(st, clock.Now, nil)
 	hourly := func(hours int, reported int64) {
 		for range hours {
@@ -245,9 +248,7 @@ func TestFailedFlushKeepsSamples(t *testing.T) {
 
 // A full table takes a new model once the samples of an old one have expired.
 func TestFullTableGivesWay(t *testing.T) {
-	clock := slotClock()
-	st := storetest.OpenBolt(t, t.TempDir(), clock.Now)
-	defer st.Close()
+	clock, st := slotBolt(t)
 	tb := New(st, clock.Now, nil)
 	for i := range MaxModels {
 		tb.Observe("", "old-"+strconv.Itoa(i), 100, 200)
@@ -272,9 +273,7 @@ func TestFullTableGivesWay(t *testing.T) {
 // samples expired) does not add to the dropped entry, whose samples nobody would read: it
 // looks again.
 func TestObserveRacingADrop(t *testing.T) {
-	clock := slotClock()
-	st := storetest.OpenBolt(t, t.TempDir(), clock.Now)
-	defer st.Close()
+	clock, st := slotBolt(t)
 	tb := New(st, clock.Now, nil)
 	tb.Observe("", "m", 100, 200)
 	mustSync(t, tb)
@@ -293,9 +292,7 @@ func TestObserveRacingADrop(t *testing.T) {
 // A replica takes in the models other replicas calibrate, the best-known first, up to the
 // bound.
 func TestReloadTakesInModelsUpToTheBound(t *testing.T) {
-	clock := slotClock()
-	st := storetest.OpenBolt(t, t.TempDir(), clock.Now)
-	defer st.Close()
+	clock, st := slotBolt(t)
 	a, b := New(st, clock.Now, nil), New(st, clock.Now, nil)
 	for i := range MaxModels {
 		n := 1
@@ -351,9 +348,7 @@ func TestParseKey(t *testing.T) {
 
 // Run writes samples every interval, and a last time when it stops.
 func TestRun(t *testing.T) {
-	clock := slotClock()
-	st := storetest.OpenBolt(t, t.TempDir(), clock.Now)
-	defer st.Close()
+	clock, st := slotBolt(t)
 	a, b := New(st, clock.Now, nil), New(st, clock.Now, nil)
 	samplesOnB := func() int64 {
 		mustSync(t, b)
