@@ -134,6 +134,15 @@ type counter struct {
 
 func newCounter() *counter { return &counter{} }
 
+// countedJournal opens a journal in dir on a test clock at noon, its writes counted (and
+// failed on demand) by c.
+func countedJournal(t *testing.T, dir string) (c *counter, clock *testclock.Clock, j *Journal) {
+	t.Helper()
+	c = newCounter()
+	clock = testclock.At(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	return c, clock, mustOpen(t, dir, options{now: clock.Now, beforeWrite: c.beforeWrite})
+}
+
 func (c *counter) beforeWrite() error {
 	c.writes.Add(1)
 	if c.fail.Load() {
@@ -180,9 +189,7 @@ func TestConcurrentAdmissions(t *testing.T) {
 // are then behind it), with the next batch; Close writes those left.
 func TestClearWritesNothingItself(t *testing.T) {
 	dir := t.TempDir()
-	c := newCounter()
-	clock := testclock.At(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	j := mustOpen(t, dir, options{now: clock.Now, beforeWrite: c.beforeWrite})
+	c, clock, j := countedJournal(t, dir)
 	h0 := admit(t, j, "r0")
 	n := c.writes.Load()
 	j.Clear(h0)
@@ -215,9 +222,7 @@ func TestClearWritesNothingItself(t *testing.T) {
 // taken.
 func TestWriteFailure(t *testing.T) {
 	dir := t.TempDir()
-	c := newCounter()
-	clock := testclock.At(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	j := mustOpen(t, dir, options{now: clock.Now, beforeWrite: c.beforeWrite})
+	c, clock, j := countedJournal(t, dir)
 	h0 := admit(t, j, "r0")
 	j.Clear(h0)
 	clock.Advance(clearDelay)
