@@ -1,7 +1,6 @@
 package alerts
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"modelgate/apitest"
 	"modelgate/config"
 	"modelgate/redisconn/redistest"
 	"modelgate/store"
@@ -210,9 +210,8 @@ func TestKeyLifecycle(t *testing.T) {
 	clk := testclock.New()
 	dir := t.TempDir()
 	r := newReceiver(t)
-	var logs bytes.Buffer
-	var logMu sync.Mutex
-	log := slog.New(slog.NewTextHandler(&lockedWriter{&logMu, &logs}, nil))
+	var logs apitest.SyncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
 	s := NewSender(SenderOptions{Webhooks: []config.Webhook{r.hook()}, Backoff: time.Millisecond, Log: log})
 	runSender(t, s)
 	st := storetest.OpenBolt(t, dir, clk.Now)
@@ -268,23 +267,10 @@ func TestKeyLifecycle(t *testing.T) {
 	r.mu.Unlock()
 	w.KeyRevoked(ctx, "key_c", "search", "c")
 	waitFor(t, "the refusal", func() bool { return s.Stats().Failed == 1 })
-	logMu.Lock()
 	out := logs.String()
-	logMu.Unlock()
 	if strings.Contains(out, "s3cr3t-token") || strings.Contains(out, testSecret) || !strings.Contains(out, "host=127.0.0.1") {
 		t.Fatalf("log:\n%s", out)
 	}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // countingStore counts the claims tried.

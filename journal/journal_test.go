@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/ratelimit"
 	"modelgate/testclock"
 )
@@ -251,24 +251,6 @@ func TestWriteFailure(t *testing.T) {
 	nilJournal.Clear(h1)
 }
 
-// syncBuffer is a log sink tests read while the journal may write to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestTornTail: a kill mid-write leaves part of the last record; the next start reads every
 // whole record before it, says so in the log, and the journal goes on in a new segment that
 // the start after reads whole.
@@ -294,7 +276,7 @@ func TestTornTail(t *testing.T) {
 			f.Write(rec)
 			f.Close()
 
-			var log syncBuffer
+			var log apitest.SyncBuffer
 			j, err := open(dir, "0123456789abcdef", slog.New(slog.NewTextHandler(&log, nil)), options{})
 			if err != nil {
 				t.Fatal(err)
