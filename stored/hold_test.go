@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/store"
 )
 
@@ -45,13 +46,7 @@ func (s *refusingStore) Put(ctx context.Context, b, k string, v []byte, ttl time
 // retries run on a real timer).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	apitest.WaitFor(t, 30*time.Second, what, cond)
 }
 
 // TestKeeperHoldsWhatTheStoreRefuses: in both modes, records kept while the store refuses
