@@ -30,3 +30,14 @@ func TestWaitFor(t *testing.T) {
 		t.Errorf("after %v: %q, want a failure naming what it waited for once the bound passed", time.Since(start), f.msg)
 	}
 }
+
+func TestEventually(t *testing.T) {
+	calls := 0
+	if !Eventually(10*time.Second, func() bool { calls++; return calls == 3 }) || calls != 3 {
+		t.Errorf("cond called %d times, want true at the third", calls)
+	}
+	start := time.Now()
+	if Eventually(20*time.Millisecond, func() bool { return false }) || time.Since(start) < 20*time.Millisecond {
+		t.Errorf("a cond that never holds: true, or false before the bound (after %v)", time.Since(start))
+	}
+}
