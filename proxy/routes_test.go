@@ -31,14 +31,7 @@ const routesYAML = apitest.SimUpstreamYAML + `models:
     sticky: conversation
   - id: plain
     upstream: sim-chat
-teams:
-  - name: alpha
-    keys:
-      - name: alpha-1
-        key: mg-alpha-key-1
-      - name: alpha-2
-        key: mg-alpha-key-2
-` + betaTeamYAML
+` + alphaTeamYAML + betaTeamYAML
 
 // routeRequest is one model call on one of the routes, in its own dialect.
 type routeRequest struct {
