@@ -11,10 +11,7 @@ import (
 
 // fakeTeamsAdmin records the calls teams makes and answers as modelgate's /admin/teams.
 func fakeTeamsAdmin(t *testing.T, calls *[]string) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		*calls = append(*calls, r.Method+" "+r.URL.RequestURI()+" "+strings.TrimSpace(string(body)))
+	return recordingAdmin(t, calls, func(w http.ResponseWriter, r *http.Request, body []byte) {
 		switch {
 		case r.Header.Get("Authorization") != "Bearer mg-admin-cli":
 			w.WriteHeader(401)
@@ -36,9 +33,7 @@ func fakeTeamsAdmin(t *testing.T, calls *[]string) *httptest.Server {
 		default:
 			w.WriteHeader(404)
 		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	})
 }
 
 func TestTeamsCommand(t *testing.T) {
