@@ -16,6 +16,14 @@ import (
 	"modelgate/testclock"
 )
 
+// boltLog is a log on a fresh bbolt store (no clock: ids alone order it), closed with the test.
+func boltLog(t *testing.T) (*Log, *store.Bolt) {
+	t.Helper()
+	st := storetest.OpenBolt(t, t.TempDir(), nil)
+	t.Cleanup(func() { st.Close() })
+	return New(st, nil), st
+}
+
 func record(t *testing.T, l *Log, n int) {
 	t.Helper()
 	for i := range n {
@@ -176,9 +184,7 @@ func TestCountCap(t *testing.T) {
 // TestGapDoesNotEndTheLog: ids handed out for writes that then failed leave holes; the
 // walk goes past them (up to maxGap in a row).
 func TestGapDoesNotEndTheLog(t *testing.T) {
-	st := storetest.OpenBolt(t, t.TempDir(), nil)
-	defer st.Close()
-	l := New(st, nil)
+	l, st := boltLog(t)
 	record(t, l, 1)
 	if _, err := st.Incr(context.Background(), seqBucket, seqKey, seqName, maxGap-1, 0); err != nil {
 		t.Fatal(err)
@@ -191,9 +197,7 @@ func TestGapDoesNotEndTheLog(t *testing.T) {
 }
 
 func TestBounds(t *testing.T) {
-	st := storetest.OpenBolt(t, t.TempDir(), nil)
-	defer st.Close()
-	l := New(st, nil)
+	l, _ := boltLog(t)
 	long := strings.Repeat("é", 1000)
 	details := map[string]string{}
 	for i := range 20 {
