@@ -266,7 +266,10 @@ func TestKeyLifecycle(t *testing.T) {
 	r.statuses = []int{400}
 	r.mu.Unlock()
 	w.KeyRevoked(ctx, "key_c", "search", "c")
-	waitFor(t, "the refusal", func() bool { return s.Stats().Failed == 1 })
+	// The sender counts the failure before it logs it: wait for the line itself.
+	waitFor(t, "the refusal, logged", func() bool {
+		return s.Stats().Failed == 1 && strings.Contains(logs.String(), "receiver refused the event")
+	})
 	out := logs.String()
 	if strings.Contains(out, "s3cr3t-token") || strings.Contains(out, testSecret) || !strings.Contains(out, "host=127.0.0.1") {
 		t.Fatalf("log:\n%s", out)
