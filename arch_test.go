@@ -38,6 +38,7 @@ var allowedImports = map[string][]string{
 	"modelgate/ratelimit":           {"redisconn", "config"},
 	"modelgate/redisconn":           {"config"},
 	"modelgate/redisconn/redistest": {},
+	"modelgate/store/storetest":     {"store", "redisconn/redistest"},
 	"modelgate/apitest":             {},
 	"modelgate/testclock":           {},
 	"modelgate/auth":                {"config"},

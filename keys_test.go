@@ -13,10 +13,7 @@ import (
 
 // fakeAdmin records the admin API calls the CLI makes and answers like modelgate.
 func fakeAdmin(t *testing.T, calls *[]string) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		*calls = append(*calls, r.Method+" "+r.URL.RequestURI()+" "+strings.TrimSpace(string(body)))
+	return recordingAdmin(t, calls, func(w http.ResponseWriter, r *http.Request, body []byte) {
 		if r.Header.Get("Authorization") != "Bearer mg-admin-cli" {
 			w.WriteHeader(401)
 			_, _ = w.Write([]byte(`{"error":{"message":"This route needs an admin key."}}`))
@@ -46,22 +43,14 @@ func fakeAdmin(t *testing.T, calls *[]string) *httptest.Server {
 		default:
 			w.WriteHeader(404)
 		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	})
 }
 
 func TestKeysCommand(t *testing.T) {
 	var calls []string
 	srv := fakeAdmin(t, &calls)
 	t.Setenv(adminKeyEnv, "mg-admin-cli")
-	cases := []struct {
-		name     string
-		args     []string
-		code     int
-		call     string // the request the CLI must have sent
-		out, err string
-	}{
+	cases := []cliCase{
 		{"create", []string{"create", "--team", "search", "--name", "bot", "--limit", "spend_per_day=2.5", "--expires-at", "2030-01-02T00:00:00Z"}, 0,
 			`POST /admin/keys {"expires_at":"2030-01-02T00:00:00Z","limits":{"spend_per_day":2.5},"name":"bot","team":"search"}`, "key: mg-secret-once", ""},
 		{"create_with_models", []string{"create", "--team", "search", "--name", "bot", "--model", "gpt-4o-mini", "--model", "big"}, 0,
@@ -80,28 +69,8 @@ func TestKeysCommand(t *testing.T) {
 		{"sub_help", []string{"list", "--help"}, 0, "", "flags of keys list:", ""},
 		{"create_help", []string{"create", "-h"}, 0, "", "--limit stringArray", ""},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			calls = nil
-			var stdout, stderr bytes.Buffer
-			code := run(append([]string{"keys"}, append(c.args, "--url", srv.URL)...), &stdout, &stderr)
-			if code != c.code {
-				t.Fatalf("exit %d, want %d; stderr %s", code, c.code, stderr.String())
-			}
-			if c.call == "" && len(calls) != 0 || c.call != "" && (len(calls) != 1 || !strings.HasPrefix(calls[0], c.call)) {
-				t.Errorf("calls %q, want %q", calls, c.call)
-			}
-			if !strings.Contains(stdout.String(), c.out) || !strings.Contains(stderr.String(), c.err) {
-				t.Errorf("stdout %q stderr %q, want %q / %q", stdout.String(), stderr.String(), c.out, c.err)
-			}
-		})
-	}
-
-	t.Setenv(adminKeyEnv, "")
-	var stderr bytes.Buffer
-	if code := run([]string{"keys", "list", "--url", srv.URL}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), adminKeyEnv) {
-		t.Errorf("without the admin key: exit %d, %s", code, stderr.String())
-	}
+	runCLICases(t, "keys", srv, &calls, cases)
+	checkNeedsAdminKey(t, "keys", srv)
 }
 
 func TestCheckWarnsSpendWithoutPrice(t *testing.T) {
@@ -164,5 +133,61 @@ func TestSpentToday(t *testing.T) {
 		if got := spentToday(c.spent, c.limits); got != c.want {
 			t.Errorf("spentToday(%v, %+v) = %q, want %q", c.spent, c.limits, got, c.want)
 		}
+	}
+}
+
+// recordingAdmin is a fake admin API: it records each call as "METHOD URI BODY" in calls and
+// answers through answer, which gets the body read.
+func recordingAdmin(t *testing.T, calls *[]string, answer func(w http.ResponseWriter, r *http.Request, body []byte)) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		*calls = append(*calls, r.Method+" "+r.URL.RequestURI()+" "+strings.TrimSpace(string(body)))
+		answer(w, r, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// cliCase is one run of an admin CLI command (keys, teams) against a fake admin API.
+type cliCase struct {
+	name     string
+	args     []string
+	code     int
+	call     string // the request the CLI must have sent
+	out, err string
+}
+
+// runCLICases runs each case as `modelgate <command> <args> --url <srv>` and checks its exit
+// code, the one admin call it made (none when call is empty), and what it wrote.
+func runCLICases(t *testing.T, command string, srv *httptest.Server, calls *[]string, cases []cliCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			*calls = nil
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{command}, append(c.args, "--url", srv.URL)...), &stdout, &stderr)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d; stderr %s", code, c.code, stderr.String())
+			}
+			got := *calls
+			if c.call == "" && len(got) != 0 || c.call != "" && (len(got) != 1 || !strings.HasPrefix(got[0], c.call)) {
+				t.Errorf("calls %q, want %q", got, c.call)
+			}
+			if !strings.Contains(stdout.String(), c.out) || !strings.Contains(stderr.String(), c.err) {
+				t.Errorf("stdout %q stderr %q, want %q / %q", stdout.String(), stderr.String(), c.out, c.err)
+			}
+		})
+	}
+}
+
+// checkNeedsAdminKey: with the admin key's variable empty, `<command> list` refuses to run
+// (exit 2) and names the variable.
+func checkNeedsAdminKey(t *testing.T, command string, srv *httptest.Server) {
+	t.Helper()
+	t.Setenv(adminKeyEnv, "")
+	var stderr bytes.Buffer
+	if code := run([]string{command, "list", "--url", srv.URL}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), adminKeyEnv) {
+		t.Errorf("without the admin key: exit %d, %s", code, stderr.String())
 	}
 }

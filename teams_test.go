@@ -11,10 +11,7 @@ import (
 
 // fakeTeamsAdmin records the calls teams makes and answers as modelgate's /admin/teams.
 func fakeTeamsAdmin(t *testing.T, calls *[]string) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		*calls = append(*calls, r.Method+" "+r.URL.RequestURI()+" "+strings.TrimSpace(string(body)))
+	return recordingAdmin(t, calls, func(w http.ResponseWriter, r *http.Request, body []byte) {
 		switch {
 		case r.Header.Get("Authorization") != "Bearer mg-admin-cli":
 			w.WriteHeader(401)
@@ -36,22 +33,14 @@ func fakeTeamsAdmin(t *testing.T, calls *[]string) *httptest.Server {
 		default:
 			w.WriteHeader(404)
 		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	})
 }
 
 func TestTeamsCommand(t *testing.T) {
 	var calls []string
 	srv := fakeTeamsAdmin(t, &calls)
 	t.Setenv(adminKeyEnv, "mg-admin-cli")
-	for _, c := range []struct {
-		name     string
-		args     []string
-		code     int
-		call     string // the request the CLI must have sent
-		out, err string
-	}{
+	runCLICases(t, "teams", srv, &calls, []cliCase{
 		{"list", []string{"list"}, 0, "GET /admin/teams",
 			"NAME    SOURCE  MODELS       LIMITS                                    END USER LIMITS        KEYS  SPEND TODAY  SPEND THIS MONTH\n" +
 				"search  config  (all)        requests_per_minute=60                    -                      2     0.1          3\n" +
@@ -73,31 +62,12 @@ func TestTeamsCommand(t *testing.T) {
 		{"delete_needs_name", []string{"delete"}, 2, "", "", "exactly one team name"},
 		{"unknown_sub", []string{"rename"}, 2, "", "", "usage:"},
 		{"sub_help", []string{"update", "--help"}, 0, "", "flags of teams update:", ""},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			calls = nil
-			var stdout, stderr bytes.Buffer
-			code := run(append([]string{"teams"}, append(c.args, "--url", srv.URL)...), &stdout, &stderr)
-			if code != c.code {
-				t.Fatalf("exit %d, want %d; stderr %s", code, c.code, stderr.String())
-			}
-			if c.call == "" && len(calls) != 0 || c.call != "" && (len(calls) != 1 || !strings.HasPrefix(calls[0], c.call)) {
-				t.Errorf("calls %q, want %q", calls, c.call)
-			}
-			if !strings.Contains(stdout.String(), c.out) || !strings.Contains(stderr.String(), c.err) {
-				t.Errorf("stdout %q stderr %q, want %q / %q", stdout.String(), stderr.String(), c.out, c.err)
-			}
-		})
-	}
+	})
 	for _, args := range [][]string{{"teams", "--help"}, {"teams", "-h"}, {"help", "teams"}, {"teams", "list", "--help"}} {
 		var stdout bytes.Buffer
 		if code := run(args, &stdout, io.Discard); code != 0 || !strings.Contains(stdout.String(), "usage: modelgate teams list") {
 			t.Errorf("%v: exit %d, %q", args, code, stdout.String())
 		}
 	}
-	t.Setenv(adminKeyEnv, "")
-	var stderr bytes.Buffer
-	if code := run([]string{"teams", "list", "--url", srv.URL}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), adminKeyEnv) {
-		t.Errorf("without the admin key: exit %d, %s", code, stderr.String())
-	}
+	checkNeedsAdminKey(t, "teams", srv)
 }

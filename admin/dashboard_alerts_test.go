@@ -31,21 +31,9 @@ func TestDashboardAlertsInBrowser(t *testing.T) {
 		return w
 	}})
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 800))
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
-	defer cancelTimeout()
-	must := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	b := openBrowser(t, bin, 60*time.Second)
+	ctx := b.ctx
+	must := b.must
 	hidden := func() bool {
 		t.Helper()
 		v, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("alerts").hidden`))

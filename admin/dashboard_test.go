@@ -141,44 +141,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	breakers.Report("model:sim-json", true) // open for the hour
 	breakers.Report("model:sim-chat", true) // one failure: closed, listed
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 800))
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	defer cancelTimeout()
+	b := openBrowser(t, bin, 90*time.Second, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("hide-scrollbars", true))
+	ctx := b.ctx
 	bl := &browserLog{}
 	if err := chromedp.Listen(ctx, bl.listen); err != nil {
 		t.Fatal(err)
 	}
 	page := r.front.URL + "/admin/ui/"
-	must := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	eval := func(js string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-		if err != nil {
-			t.Fatalf("evaluate %s: %v", js, err)
-		}
-		return v
-	}
-	text := func(sel string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return v
-	}
+	must, eval, text := b.must, b.eval, b.text
 
 	must("open the page", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(page), chromedp.WaitVisible(chromedp.ID("admin-key")))
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/redisconn/redistest"
 )
 
@@ -281,11 +282,5 @@ func TestRevocationSeenBySecondReplica(t *testing.T) {
 // point here: the claim under test is about wall time across processes.
 func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	apitest.WaitFor(t, within, what, cond)
 }

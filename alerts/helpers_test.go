@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/config"
 )
 
@@ -77,13 +78,7 @@ func (r *receiver) tries() int {
 // waitFor polls cond until it holds or the bound passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	apitest.WaitFor(t, 10*time.Second, what, cond)
 }
 
 // fastSender delivers to hooks with retries a few milliseconds apart.

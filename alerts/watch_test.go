@@ -1,9 +1,9 @@
 package alerts
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -12,9 +12,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"modelgate/apitest"
 	"modelgate/config"
 	"modelgate/redisconn/redistest"
 	"modelgate/store"
+	"modelgate/store/storetest"
 	"modelgate/testclock"
 )
 
@@ -29,15 +31,6 @@ func (f *figures) read(context.Context) []Reading {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]Reading(nil), f.r...)
-}
-
-func openBolt(t *testing.T, dir string, now func() time.Time) store.Store {
-	t.Helper()
-	st, err := store.OpenBolt(dir, store.BoltOptions{Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
 }
 
 func newWatcher(t *testing.T, st store.Store, s *Sender, f *figures, now func() time.Time) *Watcher {
@@ -77,7 +70,7 @@ func TestThresholdsOncePerPeriodAcrossRestart(t *testing.T) {
 	s := fastSender(t, r.hook())
 	runSender(t, s)
 	f := &figures{}
-	st := openBolt(t, dir, clk.Now)
+	st := storetest.OpenBolt(t, dir, clk.Now)
 	w := newWatcher(t, st, s, f, clk.Now)
 	steps := []struct {
 		used float64
@@ -92,7 +85,7 @@ func TestThresholdsOncePerPeriodAcrossRestart(t *testing.T) {
 			check(t, w)
 		}
 		waitFor(t, "deliveries", func() bool { return int(s.Stats().Delivered) == len(step.want) })
-		if got := thresholds(r.got()); !equal(got, step.want) {
+		if got := thresholds(r.got()); !slices.Equal(got, step.want) {
 			t.Fatalf("at %.2f: thresholds %v, want %v", step.used, got, step.want)
 		}
 	}
@@ -102,7 +95,7 @@ func TestThresholdsOncePerPeriodAcrossRestart(t *testing.T) {
 		t.Fatalf("event %+v", ev)
 	}
 	crossed, err := w.CrossedToday(context.Background())
-	if err != nil || !equal(thresholds(crossed), []int{50, 80, 100}) {
+	if err != nil || !slices.Equal(thresholds(crossed), []int{50, 80, 100}) {
 		t.Fatalf("crossed today %v, %v", thresholds(crossed), err)
 	}
 
@@ -110,7 +103,7 @@ func TestThresholdsOncePerPeriodAcrossRestart(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st = openBolt(t, dir, clk.Now)
+	st = storetest.OpenBolt(t, dir, clk.Now)
 	defer st.Close()
 	w = newWatcher(t, st, s, f, clk.Now)
 	check(t, w)
@@ -127,28 +120,23 @@ func TestThresholdsOncePerPeriodAcrossRestart(t *testing.T) {
 	}
 }
 
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+// newWatchBench is a watcher over a fresh bolt store on clk, with figures to set
+// and a running sender that delivers to a receiver; all closed with the test.
+func newWatchBench(t *testing.T, clk *testclock.Clock) (*receiver, *Sender, *figures, *Watcher) {
+	t.Helper()
+	r := newReceiver(t)
+	s := fastSender(t, r.hook())
+	runSender(t, s)
+	st := storetest.OpenBolt(t, t.TempDir(), clk.Now)
+	t.Cleanup(func() { st.Close() })
+	f := &figures{}
+	return r, s, f, newWatcher(t, st, s, f, clk.Now)
 }
 
 // A monthly budget and a key scope are claimed apart from the team's daily one.
 func TestScopesAndBudgetsAreSeparate(t *testing.T) {
 	clk := testclock.New()
-	r := newReceiver(t)
-	s := fastSender(t, r.hook())
-	runSender(t, s)
-	st := openBolt(t, t.TempDir(), clk.Now)
-	defer st.Close()
-	f := &figures{}
-	w := newWatcher(t, st, s, f, clk.Now)
+	r, s, f, w := newWatchBench(t, clk)
 	f.set(spend(5),
 		Reading{Scope: "team", Team: "search", Budget: BudgetSpendMonth, Used: 50, Limit: 100, Currency: "USD"},
 		Reading{Scope: "key", Team: "search", Key: "prod", Budget: BudgetTokensDay, Used: 800, Limit: 1000},
@@ -210,7 +198,7 @@ func TestReplicasOnRedisSendOnce(t *testing.T) {
 	// Either replica lists the three, whichever claimed them.
 	for i, w := range watchers {
 		crossed, err := w.CrossedToday(context.Background())
-		if err != nil || !equal(thresholds(crossed), []int{50, 80, 100}) {
+		if err != nil || !slices.Equal(thresholds(crossed), []int{50, 80, 100}) {
 			t.Fatalf("replica %d: crossed today %v, %v", i, thresholds(crossed), err)
 		}
 	}
@@ -222,12 +210,11 @@ func TestKeyLifecycle(t *testing.T) {
 	clk := testclock.New()
 	dir := t.TempDir()
 	r := newReceiver(t)
-	var logs bytes.Buffer
-	var logMu sync.Mutex
-	log := slog.New(slog.NewTextHandler(&lockedWriter{&logMu, &logs}, nil))
+	var logs apitest.SyncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
 	s := NewSender(SenderOptions{Webhooks: []config.Webhook{r.hook()}, Backoff: time.Millisecond, Log: log})
 	runSender(t, s)
-	st := openBolt(t, dir, clk.Now)
+	st := storetest.OpenBolt(t, dir, clk.Now)
 	f := &figures{}
 	w := newWatcher(t, st, s, f, clk.Now)
 	ctx := context.Background()
@@ -240,7 +227,7 @@ func TestKeyLifecycle(t *testing.T) {
 	clk.Advance(3 * time.Hour)
 	// A restart before the check: the expiry is in the store, not in memory.
 	st.Close()
-	st = openBolt(t, dir, clk.Now)
+	st = storetest.OpenBolt(t, dir, clk.Now)
 	defer st.Close()
 	w = newWatcher(t, st, s, f, clk.Now)
 	check(t, w)
@@ -279,24 +266,14 @@ func TestKeyLifecycle(t *testing.T) {
 	r.statuses = []int{400}
 	r.mu.Unlock()
 	w.KeyRevoked(ctx, "key_c", "search", "c")
-	waitFor(t, "the refusal", func() bool { return s.Stats().Failed == 1 })
-	logMu.Lock()
+	// The sender counts the failure before it logs it: wait for the line itself.
+	waitFor(t, "the refusal, logged", func() bool {
+		return s.Stats().Failed == 1 && strings.Contains(logs.String(), "receiver refused the event")
+	})
 	out := logs.String()
-	logMu.Unlock()
 	if strings.Contains(out, "s3cr3t-token") || strings.Contains(out, testSecret) || !strings.Contains(out, "host=127.0.0.1") {
 		t.Fatalf("log:\n%s", out)
 	}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // countingStore counts the claims tried.
@@ -317,7 +294,7 @@ func (c *countingStore) Create(ctx context.Context, bucket, key string, v []byte
 // check: on bbolt each claim is a synced write, on Redis a round trip.
 func TestClaimsAreTriedOncePerDay(t *testing.T) {
 	clk := testclock.At(testclock.SameDay(testclock.Origin(), time.Hour))
-	st := &countingStore{Store: openBolt(t, t.TempDir(), clk.Now)}
+	st := &countingStore{Store: storetest.OpenBolt(t, t.TempDir(), clk.Now)}
 	defer st.Close()
 	f := &figures{}
 	f.set(spend(12))
@@ -346,14 +323,7 @@ func TestClaimsAreTriedOncePerDay(t *testing.T) {
 // threshold, and only for the budget that refused. Notes of budgets no reading names are
 // dropped at the check.
 func TestRefusalAnnouncesTheFullBudget(t *testing.T) {
-	clk := testclock.New()
-	r := newReceiver(t)
-	s := fastSender(t, r.hook())
-	runSender(t, s)
-	st := openBolt(t, t.TempDir(), clk.Now)
-	defer st.Close()
-	f := &figures{}
-	w := newWatcher(t, st, s, f, clk.Now)
+	r, s, f, w := newWatchBench(t, testclock.New())
 	f.set(spend(8.5), Reading{Scope: "key", Team: "search", Key: "prod", Budget: BudgetTokensDay, Used: 700, Limit: 1000})
 	check(t, w)
 	waitFor(t, "50 and 80", func() bool { return s.Stats().Delivered == 3 })
@@ -387,7 +357,7 @@ func TestExhaustedNotesRaceFree(t *testing.T) {
 	clk := testclock.New()
 	s := fastSender(t, newReceiver(t).hook())
 	runSender(t, s)
-	st := openBolt(t, t.TempDir(), clk.Now)
+	st := storetest.OpenBolt(t, t.TempDir(), clk.Now)
 	defer st.Close()
 	f := &figures{}
 	f.set(spend(1))

@@ -12,34 +12,16 @@ import (
 
 	"modelgate/redisconn/redistest"
 	"modelgate/store"
+	"modelgate/store/storetest"
 	"modelgate/testclock"
 )
 
-func openBolt(t *testing.T, dir string, now func() time.Time) *store.Bolt {
+// boltLog is a log on a fresh bbolt store (no clock: ids alone order it), closed with the test.
+func boltLog(t *testing.T) (*Log, *store.Bolt) {
 	t.Helper()
-	st, err := store.OpenBolt(dir, store.BoltOptions{Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
-// stores are the implementations every log test runs on; Redis is skipped without
-// redis-server.
-var stores = []struct {
-	name string
-	open func(t *testing.T, now func() time.Time) store.Store
-}{
-	{"bolt", func(t *testing.T, now func() time.Time) store.Store {
-		st := openBolt(t, t.TempDir(), now)
-		t.Cleanup(func() { st.Close() })
-		return st
-	}},
-	{"redis", func(t *testing.T, _ func() time.Time) store.Store {
-		st := store.NewRedis(redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr}))
-		t.Cleanup(func() { st.Close() })
-		return st
-	}},
+	st := storetest.OpenBolt(t, t.TempDir(), nil)
+	t.Cleanup(func() { st.Close() })
+	return New(st, nil), st
 }
 
 func record(t *testing.T, l *Log, n int) {
@@ -79,10 +61,10 @@ func pages(t *testing.T, l *Log, limit int) (targets []string, n int) {
 }
 
 func TestNewestFirstPaged(t *testing.T) {
-	for _, s := range stores {
-		t.Run(s.name, func(t *testing.T) {
+	for _, s := range storetest.Backends() {
+		t.Run(s.Name, func(t *testing.T) {
 			clock := testclock.New()
-			l := New(s.open(t, clock.Now), clock.Now)
+			l := New(s.Open(t, clock.Now), clock.Now)
 			if entries, next, err := l.List(context.Background(), "", 10); err != nil || len(entries) != 0 || next != "" {
 				t.Fatalf("empty log: %v %q %v", entries, next, err)
 			}
@@ -115,11 +97,11 @@ func TestNewestFirstPaged(t *testing.T) {
 func TestSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	clock := testclock.New()
-	st := openBolt(t, dir, clock.Now)
+	st := storetest.OpenBolt(t, dir, clock.Now)
 	record(t, New(st, clock.Now), 2)
 	st.Close()
 
-	st = openBolt(t, dir, clock.Now)
+	st = storetest.OpenBolt(t, dir, clock.Now)
 	defer st.Close()
 	l := New(st, clock.Now)
 	record(t, l, 1)
@@ -171,7 +153,7 @@ func TestTwoReplicasOneLog(t *testing.T) {
 // expires by its own clock.
 func TestRetention(t *testing.T) {
 	clock := testclock.New()
-	st := openBolt(t, t.TempDir(), clock.Now)
+	st := storetest.OpenBolt(t, t.TempDir(), clock.Now)
 	defer st.Close()
 	l := New(st, clock.Now)
 	record(t, l, 2)
@@ -186,9 +168,9 @@ func TestRetention(t *testing.T) {
 
 // TestCountCap: past the cap, the oldest entries go, and a walk down stops at the cap.
 func TestCountCap(t *testing.T) {
-	for _, s := range stores {
-		t.Run(s.name, func(t *testing.T) {
-			l := New(s.open(t, nil), nil)
+	for _, s := range storetest.Backends() {
+		t.Run(s.Name, func(t *testing.T) {
+			l := New(s.Open(t, nil), nil)
 			l.maxEntries = 3
 			record(t, l, 5)
 			got, _ := pages(t, l, 2)
@@ -202,9 +184,7 @@ func TestCountCap(t *testing.T) {
 // TestGapDoesNotEndTheLog: ids handed out for writes that then failed leave holes; the
 // walk goes past them (up to maxGap in a row).
 func TestGapDoesNotEndTheLog(t *testing.T) {
-	st := openBolt(t, t.TempDir(), nil)
-	defer st.Close()
-	l := New(st, nil)
+	l, st := boltLog(t)
 	record(t, l, 1)
 	if _, err := st.Incr(context.Background(), seqBucket, seqKey, seqName, maxGap-1, 0); err != nil {
 		t.Fatal(err)
@@ -217,9 +197,7 @@ func TestGapDoesNotEndTheLog(t *testing.T) {
 }
 
 func TestBounds(t *testing.T) {
-	st := openBolt(t, t.TempDir(), nil)
-	defer st.Close()
-	l := New(st, nil)
+	l, _ := boltLog(t)
 	long := strings.Repeat("é", 1000)
 	details := map[string]string{}
 	for i := range 20 {

@@ -17,6 +17,18 @@ func replicas(t *testing.T, st store.Store, now func() time.Time, cfg Settings) 
 	return New(Options{Settings: cfg, Store: st, Now: now}), New(Options{Settings: cfg, Store: st, Now: now})
 }
 
+// boltReplicas are two replicas with testSettings over one bbolt store on clk, which closes
+// with the test.
+func boltReplicas(t *testing.T, clk *clock) (*Set, *Set) {
+	t.Helper()
+	st, err := store.OpenBolt(t.TempDir(), store.BoltOptions{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return replicas(t, st, clk.Now, testSettings)
+}
+
 func sync2(t *testing.T, sets ...*Set) {
 	t.Helper()
 	for _, s := range sets {
@@ -31,12 +43,7 @@ func sync2(t *testing.T, sets ...*Set) {
 // closes the breaker on both.
 func TestReplicasShareOnBolt(t *testing.T) {
 	clk := newClock()
-	st, err := store.OpenBolt(t.TempDir(), store.BoltOptions{Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	r1, r2 := replicas(t, st, clk.Now, testSettings)
+	r1, r2 := boltReplicas(t, clk)
 	sync2(t, r1, r2)
 	r1.Report("model:m", true)
 	r2.Report("model:m", true)
@@ -90,12 +97,7 @@ func TestReplicasShareOnBolt(t *testing.T) {
 // other replica cannot probe before it ends.
 func TestFailedProbeSharedOnBolt(t *testing.T) {
 	clk := newClock()
-	st, err := store.OpenBolt(t.TempDir(), store.BoltOptions{Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	r1, r2 := replicas(t, st, clk.Now, testSettings)
+	r1, r2 := boltReplicas(t, clk)
 	for range testSettings.Failures {
 		r1.Report("key:k1", true)
 	}
@@ -180,12 +182,7 @@ func FuzzParseRecord(f *testing.F) {
 // a second probe go beside the first.
 func TestLateFailureKeepsTheProbeSingle(t *testing.T) {
 	clk := newClock()
-	st, err := store.OpenBolt(t.TempDir(), store.BoltOptions{Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	r1, r2 := replicas(t, st, clk.Now, testSettings)
+	r1, r2 := boltReplicas(t, clk)
 	for range testSettings.Failures {
 		r1.Report("model:m", true)
 	}

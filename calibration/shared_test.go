@@ -11,10 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"modelgate/redisconn/redistest"
 	"modelgate/store"
+	"modelgate/store/storetest"
 	"modelgate/testclock"
 )
 
@@ -25,42 +23,19 @@ func slotClock() *testclock.Clock {
 	return testclock.At(time.Unix(start, 0).Add(time.Hour))
 }
 
-func openBolt(t *testing.T, dir string, now func() time.Time) *store.Bolt {
-	t.Helper()
-	st, err := store.OpenBolt(dir, store.BoltOptions{Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
-// stores are the implementations the shared tests run on; Redis is skipped without
-// redis-server.
-func stores() []struct {
-	name string
-	open func(t *testing.T, now func() time.Time) store.Store
-} {
-	return []struct {
-		name string
-		open func(t *testing.T, now func() time.Time) store.Store
-	}{
-		{"bolt", func(t *testing.T, now func() time.Time) store.Store {
-			st := openBolt(t, t.TempDir(), now)
-			t.Cleanup(func() { st.Close() })
-			return st
-		}},
-		{"redis", func(t *testing.T, _ func() time.Time) store.Store {
-			st := store.NewRedis(redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr}))
-			t.Cleanup(func() { st.Close() })
-			return st
-		}},
-	}
-}
-
 func observe(tb *Table, model string, n int, estimated, reported int64) {
 	for range n {
 		tb.Observe("", model, estimated, reported)
 	}
+}
+
+// slotBolt is a slotClock and a bbolt store on it, which closes with the test.
+func slotBolt(t *testing.T) (*testclock.Clock, *store.Bolt) {
+	t.Helper()
+	clock := slotClock()
+	st := storetest.OpenBolt(t, t.TempDir(), clock.Now)
+	t.Cleanup(func() { st.Close() })
+	return clock, st
 }
 
 func mustSync(t *testing.T, tables ...*Table) {
@@ -74,9 +49,7 @@ func mustSync(t *testing.T, tables ...*Table) {
 
 // A sample counts once on its replica before, during and after its trip to the store.
 func TestLocalSamplesCountOnce(t *testing.T) {
-	clock := slotClock()
-	st := openBolt(t, t.TempDir(), clock.Now)
-	defer st.Close()
+	clock, st := slotBolt(t)
 	tb := New(st, clock.Now, nil)
 	observe(tb, "m", 10, 100, 200)
 	before := tb.Factor("", "m")
@@ -103,10 +76,10 @@ func TestLocalSamplesCountOnce(t *testing.T) {
 // Two replicas over one store learn from each other's samples, and concurrent adds lose
 // none.
 func TestReplicasShareSamples(t *testing.T) {
-	for _, im := range stores() {
-		t.Run(im.name, func(t *testing.T) {
+	for _, im := range storetest.Backends() {
+		t.Run(im.Name, func(t *testing.T) {
 			clock := slotClock()
-			st := im.open(t, clock.Now)
+			st := im.Open(t, clock.Now)
 			a, b := New(st, clock.Now, nil), New(st, clock.Now, nil)
 			observe(a, "m", 30, 100, 200)
 			observe(b, "m", 30, 100, 100)
@@ -155,7 +128,7 @@ func TestReplicasShareSamples(t *testing.T) {
 func TestRestartKeepsCalibration(t *testing.T) {
 	clock := slotClock()
 	dir := t.TempDir()
-	st := openBolt(t, dir, clock.Now)
+	st := storetest.OpenBolt(t, dir, clock.Now)
 	tb := New(st, clock.Now, nil)
 	observe(tb, "m", 20, 1000, 1300)
 	observe(tb, "m", 20, 1000, 1100)
@@ -165,7 +138,7 @@ func TestRestartKeepsCalibration(t *testing.T) {
 	}
 	st.Close()
 
-	st = openBolt(t, dir, clock.Now)
+	st = storetest.OpenBolt(t, dir, clock.Now)
 	defer st.Close()
 	again := New(st, clock.Now, nil)
 	if got := again.Factor("", "m"); got.Samples != 0 {
@@ -192,9 +165,7 @@ func TestDecayBySlotAge(t *testing.T) {
 		{keptSlots + 1, 0, 100},
 	} {
 		t.Run(strconv.FormatInt(tc.ageSlots, 10), func(t *testing.T) {
-			clock := slotClock()
-			st := openBolt(t, t.TempDir(), clock.Now)
-			defer st.Close()
+			clock, st := slotBolt(t)
 			tb := New(st, clock.Now, nil)
 			observe(tb, "m", 100, 100, 200)
 			mustSync(t, tb)
@@ -212,9 +183,7 @@ func TestDecayBySlotAge(t *testing.T) {
 
 // A model whose tokenizer changes is learned anew within a day.
 func TestRelearnedWithinADay(t *testing.T) {
-	clock := slotClock()
-	st := openBolt(t, t.TempDir(), clock.Now)
-	defer st.Close()
+	clock, st := slotBolt(t)
 	tb := New(st, clock.Now, nil)
 	hourly := func(hours int, reported int64) {
 		for range hours {
@@ -250,7 +219,7 @@ func (f *failingStore) Add(ctx context.Context, bucket, key string, deltas map[s
 // A failed write keeps its samples, counted once, for the next one.
 func TestFailedFlushKeepsSamples(t *testing.T) {
 	clock := slotClock()
-	bolt := openBolt(t, t.TempDir(), clock.Now)
+	bolt := storetest.OpenBolt(t, t.TempDir(), clock.Now)
 	defer bolt.Close()
 	st := &failingStore{Store: bolt}
 	st.fail.Store(true)
@@ -279,9 +248,7 @@ func TestFailedFlushKeepsSamples(t *testing.T) {
 
 // A full table takes a new model once the samples of an old one have expired.
 func TestFullTableGivesWay(t *testing.T) {
-	clock := slotClock()
-	st := openBolt(t, t.TempDir(), clock.Now)
-	defer st.Close()
+	clock, st := slotBolt(t)
 	tb := New(st, clock.Now, nil)
 	for i := range MaxModels {
 		tb.Observe("", "old-"+strconv.Itoa(i), 100, 200)
@@ -306,9 +273,7 @@ func TestFullTableGivesWay(t *testing.T) {
 // samples expired) does not add to the dropped entry, whose samples nobody would read: it
 // looks again.
 func TestObserveRacingADrop(t *testing.T) {
-	clock := slotClock()
-	st := openBolt(t, t.TempDir(), clock.Now)
-	defer st.Close()
+	clock, st := slotBolt(t)
 	tb := New(st, clock.Now, nil)
 	tb.Observe("", "m", 100, 200)
 	mustSync(t, tb)
@@ -327,9 +292,7 @@ func TestObserveRacingADrop(t *testing.T) {
 // A replica takes in the models other replicas calibrate, the best-known first, up to the
 // bound.
 func TestReloadTakesInModelsUpToTheBound(t *testing.T) {
-	clock := slotClock()
-	st := openBolt(t, t.TempDir(), clock.Now)
-	defer st.Close()
+	clock, st := slotBolt(t)
 	a, b := New(st, clock.Now, nil), New(st, clock.Now, nil)
 	for i := range MaxModels {
 		n := 1
@@ -385,9 +348,7 @@ func TestParseKey(t *testing.T) {
 
 // Run writes samples every interval, and a last time when it stops.
 func TestRun(t *testing.T) {
-	clock := slotClock()
-	st := openBolt(t, t.TempDir(), clock.Now)
-	defer st.Close()
+	clock, st := slotBolt(t)
 	a, b := New(st, clock.Now, nil), New(st, clock.Now, nil)
 	samplesOnB := func() int64 {
 		mustSync(t, b)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"modelgate/store/storetest"
 )
 
 // raw is the estimate the team tests reserve for.
@@ -123,10 +125,10 @@ func TestTeamsBounded(t *testing.T) {
 // Replicas share each team's samples through the store, and keep them apart: a replica
 // reads every team's figure as the replica that saw its calls does.
 func TestReplicasShareTeams(t *testing.T) {
-	for _, im := range stores() {
-		t.Run(im.name, func(t *testing.T) {
+	for _, im := range storetest.Backends() {
+		t.Run(im.Name, func(t *testing.T) {
 			clock := slotClock()
-			st := im.open(t, clock.Now)
+			st := im.Open(t, clock.Now)
 			a, b := New(st, clock.Now, nil), New(st, clock.Now, nil)
 			observeTeam(a, "x", "m", 30, 100, 200)
 			observeTeam(b, "y", "m", 30, 100, 100)

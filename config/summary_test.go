@@ -55,29 +55,16 @@ func TestSummaryPassthrough(t *testing.T) {
 	summaryHas(t, cfg.Summary(), "breaker: off (failures: 0)")
 }
 
-// summaryHas fails t for each line part the summary s lacks.
-func summaryHas(t *testing.T, s string, wants ...string) {
-	t.Helper()
-	for _, want := range wants {
-		if !strings.Contains(s, want) {
-			t.Errorf("summary lacks %q:\n%s", want, s)
-		}
-	}
+// summaryCase is a config and what its summary must say and must not say.
+type summaryCase struct {
+	name, yaml string
+	want       []string
+	wantNot    []string
 }
 
-func TestSummaryOnBudgetExceeded(t *testing.T) {
-	tests := []struct {
-		name, yaml string
-		want       []string
-		wantNot    []string
-	}{
-		{"default_refuse", "listen: 127.0.0.1:1\n", []string{"on budget exceeded: refuse\n"}, []string{"clamp"}},
-		{"top_level_clamp", "limits:\n  on_budget_exceeded: clamp\n", []string{"on budget exceeded: clamp (the output cap is lowered"}, nil},
-		{"team_override", "models: [{id: m}]\nupstream: {api_key: sk-test-key-0123456789}\nteams:\n  - name: t\n    limits: {on_budget_exceeded: clamp, tokens_per_day: 5}\n    keys: [{name: k, key: mg-team-key-0123456789}]\n",
-			[]string{"team limits: unlimited requests/min, unlimited tokens/min, unlimited concurrent, 5 tokens/day (UTC)\n  on budget exceeded: clamp\n", "on budget exceeded: refuse\n"}, nil},
-		{"team_policy_alone_is_no_limit", "models: [{id: m}]\nupstream: {api_key: sk-test-key-0123456789}\nteams:\n  - name: t\n    limits: {on_budget_exceeded: refuse}\n    keys: [{name: k, key: mg-team-key-0123456789}]\n",
-			[]string{"team limits: unlimited\n  on budget exceeded: refuse\n"}, nil},
-	}
+// summaryCases parses each case's config and checks its summary has every want and no wantNot.
+func summaryCases(t *testing.T, tests []summaryCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := Parse([]byte(tt.yaml), "c.yaml", nil)
@@ -93,6 +80,27 @@ func TestSummaryOnBudgetExceeded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// summaryHas fails t for each line part the summary s lacks.
+func summaryHas(t *testing.T, s string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestSummaryOnBudgetExceeded(t *testing.T) {
+	summaryCases(t, []summaryCase{
+		{"default_refuse", "listen: 127.0.0.1:1\n", []string{"on budget exceeded: refuse\n"}, []string{"clamp"}},
+		{"top_level_clamp", "limits:\n  on_budget_exceeded: clamp\n", []string{"on budget exceeded: clamp (the output cap is lowered"}, nil},
+		{"team_override", "models: [{id: m}]\nupstream: {api_key: sk-test-key-0123456789}\nteams:\n  - name: t\n    limits: {on_budget_exceeded: clamp, tokens_per_day: 5}\n    keys: [{name: k, key: mg-team-key-0123456789}]\n",
+			[]string{"team limits: unlimited requests/min, unlimited tokens/min, unlimited concurrent, 5 tokens/day (UTC)\n  on budget exceeded: clamp\n", "on budget exceeded: refuse\n"}, nil},
+		{"team_policy_alone_is_no_limit", "models: [{id: m}]\nupstream: {api_key: sk-test-key-0123456789}\nteams:\n  - name: t\n    limits: {on_budget_exceeded: refuse}\n    keys: [{name: k, key: mg-team-key-0123456789}]\n",
+			[]string{"team limits: unlimited\n  on budget exceeded: refuse\n"}, nil},
+	})
 }
 
 func TestClampsBudgets(t *testing.T) {
@@ -160,11 +168,7 @@ func TestSummaryFallbacks(t *testing.T) {
 // The Responses WebSocket mode's three keys show on a line of their own; the connection cap
 // is not a request limit, so the limits lines do not name it.
 func TestSummaryWebSocket(t *testing.T) {
-	tests := []struct {
-		name, yaml string
-		want       []string
-		wantNot    []string
-	}{
+	summaryCases(t, []summaryCase{
 		{"defaults", "listen: 127.0.0.1:1\n",
 			[]string{"websocket (GET /v1/responses): at most 16 connections open per caller in this process, 4 lanes each; each closed after 1h0m0s; pinged every 30s\n"}, nil},
 		{"set", "limits:\n  websocket_connections: 4\n  websocket_lanes: 2\nserver:\n  websocket_max_age: 10m\n  websocket_ping_interval: 15s\n",
@@ -172,47 +176,20 @@ func TestSummaryWebSocket(t *testing.T) {
 				"limits per caller: unlimited\n"}, []string{"websocket_connections", "websocket_lanes"}},
 		{"keys_mode", "models: [{id: m}]\nupstream: {api_key: sk-test-key-0123456789}\nlimits: {websocket_connections: 2}\nteams:\n  - name: t\n    keys: [{name: k, key: mg-team-key-0123456789}]\n",
 			[]string{"websocket (GET /v1/responses): at most 2 connections open per key in this process, 4 lanes each;"}, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(tt.yaml), "c.yaml", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := cfg.Summary()
-			summaryHas(t, s, tt.want...)
-			for _, not := range tt.wantNot {
-				if strings.Contains(s, not) {
-					t.Errorf("summary has %q:\n%s", not, s)
-				}
-			}
-		})
-	}
+	})
 }
 
 // The summary names how modelgate speaks to the platform (upstream.http2) and what it trusts
 // (upstream.tls.ca_file).
 func TestSummaryUpstreamProtocol(t *testing.T) {
 	ca, _ := writeCA(t, t.TempDir())
-	tests := []struct {
-		name, yaml string
-		want       []string
-	}{
+	summaryCases(t, []summaryCase{
 		{"defaults", "listen: 127.0.0.1:1\n", []string{
 			"  http2: auto (HTTP/2 when the platform's TLS offers it, else HTTP/1.1)\n",
-			"  tls.ca_file: none (the system's roots)\n"}},
-		{"h2c", "upstream:\n  http2: h2c\n", []string{"  http2: h2c (cleartext HTTP/2 with prior knowledge)\n"}},
-		{"off", "upstream:\n  http2: off\n", []string{"  http2: off (HTTP/1.1 always)\n"}},
+			"  tls.ca_file: none (the system's roots)\n"}, nil},
+		{"h2c", "upstream:\n  http2: h2c\n", []string{"  http2: h2c (cleartext HTTP/2 with prior knowledge)\n"}, nil},
+		{"off", "upstream:\n  http2: off\n", []string{"  http2: off (HTTP/1.1 always)\n"}, nil},
 		{"ca_file", "upstream:\n  tls:\n    ca_file: " + ca + "\n", []string{
-			"  tls.ca_file: " + ca + " (trusted besides the system's roots)\n"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(tt.yaml), "c.yaml", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			summaryHas(t, cfg.Summary(), tt.want...)
-		})
-	}
+			"  tls.ca_file: " + ca + " (trusted besides the system's roots)\n"}, nil},
+	})
 }

@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/ratelimit"
 	"modelgate/testclock"
 )
@@ -134,6 +134,15 @@ type counter struct {
 
 func newCounter() *counter { return &counter{} }
 
+// countedJournal opens a journal in dir on a test clock at noon, its writes counted (and
+// failed on demand) by c.
+func countedJournal(t *testing.T, dir string) (c *counter, clock *testclock.Clock, j *Journal) {
+	t.Helper()
+	c = newCounter()
+	clock = testclock.At(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	return c, clock, mustOpen(t, dir, options{now: clock.Now, beforeWrite: c.beforeWrite})
+}
+
 func (c *counter) beforeWrite() error {
 	c.writes.Add(1)
 	if c.fail.Load() {
@@ -180,9 +189,7 @@ func TestConcurrentAdmissions(t *testing.T) {
 // are then behind it), with the next batch; Close writes those left.
 func TestClearWritesNothingItself(t *testing.T) {
 	dir := t.TempDir()
-	c := newCounter()
-	clock := testclock.At(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	j := mustOpen(t, dir, options{now: clock.Now, beforeWrite: c.beforeWrite})
+	c, clock, j := countedJournal(t, dir)
 	h0 := admit(t, j, "r0")
 	n := c.writes.Load()
 	j.Clear(h0)
@@ -215,9 +222,7 @@ func TestClearWritesNothingItself(t *testing.T) {
 // taken.
 func TestWriteFailure(t *testing.T) {
 	dir := t.TempDir()
-	c := newCounter()
-	clock := testclock.At(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	j := mustOpen(t, dir, options{now: clock.Now, beforeWrite: c.beforeWrite})
+	c, clock, j := countedJournal(t, dir)
 	h0 := admit(t, j, "r0")
 	j.Clear(h0)
 	clock.Advance(clearDelay)
@@ -246,24 +251,6 @@ func TestWriteFailure(t *testing.T) {
 	nilJournal.Clear(h1)
 }
 
-// syncBuffer is a log sink tests read while the journal may write to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestTornTail: a kill mid-write leaves part of the last record; the next start reads every
 // whole record before it, says so in the log, and the journal goes on in a new segment that
 // the start after reads whole.
@@ -289,7 +276,7 @@ func TestTornTail(t *testing.T) {
 			f.Write(rec)
 			f.Close()
 
-			var log syncBuffer
+			var log apitest.SyncBuffer
 			j, err := open(dir, "0123456789abcdef", slog.New(slog.NewTextHandler(&log, nil)), options{})
 			if err != nil {
 				t.Fatal(err)

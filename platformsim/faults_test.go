@@ -12,6 +12,7 @@ import (
 
 	"github.com/tmaxmax/go-sse"
 
+	"modelgate/apitest"
 	"modelgate/tokens"
 )
 
@@ -122,13 +123,7 @@ func TestBodyFaults(t *testing.T) {
 // waitFor polls cond until it holds or a generous deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	apitest.WaitFor(t, 5*time.Second, what, cond)
 }
 
 func TestStallMidStreamUntilClientLeaves(t *testing.T) {

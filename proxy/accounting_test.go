@@ -301,17 +301,7 @@ func TestReloadMidStreamSettlesExactly(t *testing.T) {
 	for i, b := range bodies {
 		resp := env.send(t, context.Background(), b.path, keyAlpha1, b.body, "X-Request-Id", fmt.Sprintf("reload-%d", i))
 		defer resp.Body.Close()
-		br := bufio.NewReader(resp.Body)
-		for {
-			line, err := br.ReadString('\n')
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.Contains(line, "delta") {
-				break
-			}
-		}
-		resp.Body = io.NopCloser(br)
+		resp.Body = io.NopCloser(pastFirstDelta(t, resp))
 		resps = append(resps, resp)
 	}
 	cfg := *env.cfg
@@ -347,16 +337,7 @@ func TestReloadMidStreamBillsAtAdmissionPrice(t *testing.T) {
 	resp := env.send(t, context.Background(), "/v1/responses", keyAlpha1, `{"model":"sim-slow","input":"price me","stream":true}`,
 		"X-Request-Id", "priced-before")
 	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(line, "delta") {
-			break
-		}
-	}
+	br := pastFirstDelta(t, resp)
 	cfg := *env.cfg
 	cfg.Models = append([]config.Model(nil), cfg.Models...)
 	for i := range cfg.Models {
@@ -383,5 +364,21 @@ func TestReloadMidStreamBillsAtAdmissionPrice(t *testing.T) {
 	}
 	if day, _ := ledger.Spent("team:alpha"); billing.MicrosOf(day) != want {
 		t.Errorf("the team's spend %d micros, want %d", billing.MicrosOf(day), want)
+	}
+}
+
+// pastFirstDelta reads resp's stream up to its first line that names a delta, so the call is
+// surely streaming, and returns the reader holding the rest.
+func pastFirstDelta(t *testing.T, resp *http.Response) *bufio.Reader {
+	t.Helper()
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, "delta") {
+			return br
+		}
 	}
 }

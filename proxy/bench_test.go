@@ -2,22 +2,27 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tidwall/gjson"
 
 	"modelgate/auth"
+	"modelgate/billing"
 	"modelgate/config"
+	"modelgate/journal"
 	"modelgate/platform"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
+	"modelgate/store"
 	"modelgate/tracing"
 	"modelgate/translate"
 )
@@ -171,13 +176,25 @@ func benchServer(b testing.TB, d Deps) *Server {
 // benchRoute drives one route with one body until b.Loop ends.
 func benchRoute(b *testing.B, h http.Handler, path, body string, wantMin int) {
 	b.Helper()
-	w := &discardWriter{h: http.Header{}}
 	payload := []byte(body)
+	b.SetBytes(int64(len(payload)))
+	serveLoop(b, h, benchRequest(path), payload, wantMin)
+}
+
+// benchRequest is a POST to path with the bench key and a JSON body to come.
+func benchRequest(path string) *http.Request {
 	req := httptest.NewRequest(http.MethodPost, path, nil)
 	req.Header.Set("Authorization", "Bearer mg-bench-key-1")
 	req.Header.Set("Content-Type", "application/json")
+	return req
+}
+
+// serveLoop serves req with payload as its body until b.Loop ends, and fails on an answer
+// that is not a 200 of at least wantMin bytes.
+func serveLoop(b *testing.B, h http.Handler, req *http.Request, payload []byte, wantMin int) {
+	b.Helper()
+	w := &discardWriter{h: http.Header{}}
 	rd := bytes.NewReader(payload)
-	b.SetBytes(int64(len(payload)))
 	b.ReportAllocs()
 	for b.Loop() {
 		clear(w.h)
@@ -338,5 +355,99 @@ func TestOverheadHeader(t *testing.T) {
 				t.Errorf("overhead %v for a call that took %v with an upstream delay of %v", own, took, upstreamDelay)
 			}
 		})
+	}
+}
+
+// BenchmarkChatHistory compares the chat route with usage history and spend accounting off
+// and on (a bbolt store flushed every second by its own goroutine, as main runs it). The
+// request path only adds to an in-memory batch, so the two should be within noise.
+//
+//	go test ./proxy -run '^$' -bench ChatHistory -count 8
+func BenchmarkChatHistory(b *testing.B) {
+	up := benchUpstream(b, "")
+	const body = `{"model":"bench","messages":[{"role":"user","content":"Write one short sentence about benchmarks."}]}`
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			benchRoute(b, newHistoryBenchServer(b, up, on).Handler(), "/v1/chat/completions", body, 100)
+		})
+	}
+}
+
+func newHistoryBenchServer(b *testing.B, up *cannedUpstream, on bool) *Server {
+	b.Helper()
+	d := benchDeps(b, up, "models:\n  - id: bench\n    price: {input: 0.15, output: 0.6}\n")
+	if on {
+		st, err := store.OpenBolt(b.TempDir(), store.BoltOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		d.Store = st
+		if d.Ledger, err = billing.NewLedger(context.Background(), st, nil, nil); err != nil {
+			b.Fatal(err)
+		}
+		d.History = billing.NewRecorder(st, time.Hour, nil, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { d.Ledger.Run(ctx, time.Second) })
+		wg.Go(func() { d.History.Run(ctx, time.Second) })
+		b.Cleanup(func() { cancel(); wg.Wait(); st.Close() })
+	}
+	return benchServer(b, d)
+}
+
+// BenchmarkJournal is the chat route with the admission journal off and on (its segment
+// file in the data path, mapped: each admission a copy into it): the cost of writing each
+// admission before its call leaves. "serial" is one client at a time; "parallel" is
+// GOMAXPROCS×4 clients, whose admissions take the journal's lock in turn.
+//
+//	go test ./proxy -run '^$' -bench Journal -benchmem -count 6
+func BenchmarkJournal(b *testing.B) {
+	up := benchUpstream(b, "")
+	const body = `{"model":"bench","messages":[{"role":"user","content":"Write one short sentence about benchmarks."}]}`
+	for _, kind := range []string{"off", "file"} {
+		b.Run(kind+"/serial", func(b *testing.B) {
+			benchRoute(b, newJournalBenchServer(b, up, kind), "/v1/chat/completions", body, 100)
+		})
+		b.Run(kind+"/parallel", func(b *testing.B) {
+			h := newJournalBenchServer(b, up, kind)
+			b.SetParallelism(4)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					benchOnce(b, h, "/v1/chat/completions", body)
+				}
+			})
+		})
+	}
+}
+
+func newJournalBenchServer(b *testing.B, up http.RoundTripper, kind string) http.Handler {
+	b.Helper()
+	d := benchDeps(b, up, "")
+	if kind == "off" {
+		return benchServer(b, d).Handler()
+	}
+	j, err := journal.Open(b.TempDir(), "0123456789abcdef", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(j.Close)
+	d.Journal = j
+	return benchServer(b, d).Handler()
+}
+
+// benchOnce sends one request to h and fails b unless it is answered 200.
+func benchOnce(b *testing.B, h http.Handler, path, body string) {
+	w := &discardWriter{h: http.Header{}}
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer mg-bench-key-1")
+	req.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(w, req)
+	if w.status != http.StatusOK {
+		b.Errorf("status %d", w.status)
 	}
 }

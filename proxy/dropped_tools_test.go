@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -59,7 +60,7 @@ func TestServerToolsDropped(t *testing.T) {
 			if got := h.Get(droppedToolsHeader); got != c.header {
 				t.Errorf("%s: %q, want %q", droppedToolsHeader, got, c.header)
 			}
-			if got := platformToolNames(lastPlatformBody(t, env)); !equalStrings(got, c.tools) {
+			if got := platformToolNames(lastPlatformBody(t, env)); !slices.Equal(got, c.tools) {
 				t.Errorf("platform tools %v, want %v", got, c.tools)
 			}
 		})

@@ -55,19 +55,22 @@ const baseYAML = apitest.SimUpstreamYAML + `models:
   - id: sim-tools
   - id: sim-long
   - id: sim-slow
-teams:
+` + alphaTeamYAML + `  - name: beta
+    models: [sim-chat]
+    keys:
+      - name: beta-1
+        key: mg-beta-key-1
+admin_keys: [mg-admin-key]
+`
+
+// alphaTeamYAML starts a config's teams with team alpha and its two config keys, unlimited.
+const alphaTeamYAML = `teams:
   - name: alpha
     keys:
       - name: alpha-1
         key: mg-alpha-key-1
       - name: alpha-2
         key: mg-alpha-key-2
-  - name: beta
-    models: [sim-chat]
-    keys:
-      - name: beta-1
-        key: mg-beta-key-1
-admin_keys: [mg-admin-key]
 `
 
 // betaTeamYAML ends a config's teams with team beta, its one config key, and the admin key.

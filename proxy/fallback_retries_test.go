@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -46,7 +47,7 @@ func TestFallbackBeforeRetries(t *testing.T) {
 			if status != 200 || h.Get(servedModelHeader) != "small" {
 				t.Fatalf("%d served by %q: %s", status, h.Get(servedModelHeader), b)
 			}
-			if got := upstreamModels(env); !equalStrings(got, c.calls) {
+			if got := upstreamModels(env); !slices.Equal(got, c.calls) {
 				t.Errorf("platform calls %v, want %v", got, c.calls)
 			}
 			got := waits.all()
@@ -65,16 +66,4 @@ func TestFallbackBeforeRetries(t *testing.T) {
 			t.Logf("served in %v", took)
 		})
 	}
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

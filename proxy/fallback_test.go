@@ -244,17 +244,24 @@ func TestFallbackStays(t *testing.T) {
 	}
 }
 
-// A fallback the caller's team may not use is skipped: beta may use big and wide, not small.
-func TestFallbackSkipsDisallowedModel(t *testing.T) {
-	env := fallbackEnv(t, envOptions{})
+// bigFailsWideServes makes sim-big fail and checks that key's chat call on fallbackRoutes[2]
+// is served by wide, after one call to sim-big.
+func bigFailsWideServes(t *testing.T, env *testEnv, key string) {
+	t.Helper()
 	env.sim.SetModelScript("sim-big", platformsim.Reply{Status: 500, Body: errorJSON("server_error", "server_error", "boom")})
-	status, h, b := env.do(t, "POST", "/v1/chat/completions", keyBeta, []byte(fallbackRoutes[2].body))
+	status, h, b := env.do(t, "POST", "/v1/chat/completions", key, []byte(fallbackRoutes[2].body))
 	if status != 200 || h.Get(servedModelHeader) != "wide" {
 		t.Fatalf("%d served by %q: %s", status, h.Get(servedModelHeader), b)
 	}
 	if got := upstreamModels(env); len(got) != 2 || got[1] != "sim-wide" {
 		t.Errorf("platform calls %v, want sim-big then sim-wide", got)
 	}
+}
+
+// A fallback the caller's team may not use is skipped: beta may use big and wide, not small.
+func TestFallbackSkipsDisallowedModel(t *testing.T) {
+	env := fallbackEnv(t, envOptions{})
+	bigFailsWideServes(t, env, keyBeta)
 }
 
 // A background job falls back like a foreground call, and its log line names the model that
@@ -371,14 +378,7 @@ func TestFallbackSkipsUnaffordableModel(t *testing.T) {
 		c.Models[1].Price.Output = 100
 		c.Teams[0].Limits.SpendPerDay = 0.30
 	}})
-	env.sim.SetModelScript("sim-big", platformsim.Reply{Status: 500, Body: errorJSON("server_error", "server_error", "boom")})
-	status, h, b := env.do(t, "POST", "/v1/chat/completions", keyAlpha1, []byte(fallbackRoutes[2].body))
-	if status != 200 || h.Get(servedModelHeader) != "wide" {
-		t.Fatalf("%d served by %q: %s", status, h.Get(servedModelHeader), b)
-	}
-	if got := upstreamModels(env); len(got) != 2 || got[1] != "sim-wide" {
-		t.Errorf("platform calls %v, want sim-big then sim-wide", got)
-	}
+	bigFailsWideServes(t, env, keyAlpha1)
 }
 
 // The request's span names the model that served it; one attempt span per model tried.

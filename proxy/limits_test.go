@@ -294,10 +294,7 @@ func TestAdminUsage(t *testing.T) {
 			t.Errorf("key %q reached /admin/usage: %d", key, status)
 		}
 	}
-	status, _, b := env.do(t, "GET", "/admin/usage", keyAdmin, nil)
-	if status != 200 {
-		t.Fatalf("%d %s", status, b)
-	}
+	b := adminUsage(t, env)
 	var u struct {
 		Teams []struct {
 			Name  string `json:"name"`

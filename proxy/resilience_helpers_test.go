@@ -226,16 +226,7 @@ func dataEvents(evs []sseEvent) []sseEvent {
 
 // waitFor polls cond until it holds or d passes.
 func waitFor(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return apitest.Eventually(d, cond)
 }
 
 // errorJSON is a platform error body.

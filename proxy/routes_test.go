@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -30,14 +31,7 @@ const routesYAML = apitest.SimUpstreamYAML + `models:
     sticky: conversation
   - id: plain
     upstream: sim-chat
-teams:
-  - name: alpha
-    keys:
-      - name: alpha-1
-        key: mg-alpha-key-1
-      - name: alpha-2
-        key: mg-alpha-key-2
-` + betaTeamYAML
+` + alphaTeamYAML + betaTeamYAML
 
 // routeRequest is one model call on one of the routes, in its own dialect.
 type routeRequest struct {
@@ -359,5 +353,45 @@ func TestStickyKeyComesFromTheParse(t *testing.T) {
 				t.Errorf("key %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRoutesDocumented: every route the server mounts, admin routes included, has its row in
+// docs/routes.md's table, written as the docs write routes ("`GET /v1/responses/{id}`"), so that a
+// route added without its row fails here.
+func TestRoutesDocumented(t *testing.T) {
+	raw, err := os.ReadFile("../docs/routes.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder // the rows of the route table, not the prose
+	for line := range strings.Lines(string(raw)) {
+		if strings.HasPrefix(line, "| `") {
+			table.WriteString(line)
+		}
+	}
+	doc := table.String()
+	d := benchDeps(t, benchUpstream(t, ""), "")
+	d.Admin = http.NotFoundHandler() // mounts the admin API's routes
+	s := benchServer(t, d)
+	routes := s.engine.Routes()
+	if len(routes) < 20 {
+		t.Fatalf("only %d routes mounted", len(routes))
+	}
+	for _, r := range routes {
+		path := r.Path
+		if i := strings.Index(path, "/*"); i >= 0 {
+			path = path[:i+1] // a catch-all is documented by its prefix: /admin/ui/
+		}
+		parts := strings.Split(path, "/")
+		for i, p := range parts {
+			if name, ok := strings.CutPrefix(p, ":"); ok {
+				parts[i] = "{" + name + "}"
+			}
+		}
+		want := "`" + r.Method + " " + strings.Join(parts, "/")
+		if !strings.Contains(doc, want+"`") && !strings.Contains(doc, want+" ") {
+			t.Errorf("docs/routes.md has no row for %s %s (looked for %s`)", r.Method, r.Path, want)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"modelgate/config"
 )
 
@@ -77,5 +79,31 @@ func TestSettlesRacingCloseCountOnce(t *testing.T) {
 	a := (10*n - u.DayInputTokens) / 9
 	if a < 0 || a > n || u.DayInputTokens != a+10*(n-a) || u.DayOutputTokens != a+90*(n-a) || u.DayRequests != n {
 		t.Errorf("day in=%d out=%d requests=%d: not %d tickets each counted once", u.DayInputTokens, u.DayOutputTokens, u.DayRequests, n)
+	}
+}
+
+// TestCloseStopsGoroutines: Close ends the flusher and the lease renewer.
+func TestCloseStopsGoroutines(t *testing.T) {
+	cases := []struct {
+		name string
+		opts func(t *testing.T) Options
+	}{
+		{"memory", func(*testing.T) Options { return Options{} }},
+		{"memory_data_path", func(t *testing.T) Options { return Options{DataPath: t.TempDir()} }},
+		{"redis", func(t *testing.T) Options { return Options{Store: redisURL(t)} }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.opts(t)
+			ignore := goleak.IgnoreCurrent()
+			l, err := New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			goleak.VerifyNone(t, ignore)
+		})
 	}
 }

@@ -6,18 +6,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"modelgate/apitest"
 )
 
 // waitFor polls cond until it holds or d passes.
 func waitFor(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return true
+	return apitest.Eventually(d, cond)
 }
 
 // Issue 18: the idle timer measures the platform's silence while modelgate waits for it, not

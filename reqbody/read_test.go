@@ -335,26 +335,18 @@ func (discardWriter) WriteHeader(int)             {}
 // BenchmarkRead4KB: a 4 KB plain body with its length declared, the common case of a chat
 // request: one buffer of exactly its size.
 func BenchmarkRead4KB(b *testing.B) {
-	body := bytes.Repeat([]byte("a"), 4<<10)
-	src := bytes.NewReader(body)
-	r := httptest.NewRequest(http.MethodPost, "/", nil)
-	r.Body, r.ContentLength = io.NopCloser(src), int64(len(body))
-	w := discardWriter{h: http.Header{}}
-	l := reqbody.Limits{MaxBytes: 32 << 20}
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		src.Reset(body)
-		if _, err := reqbody.Read(w, r, l); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchRead(b, 4<<10)
 }
 
 // BenchmarkRead256KB: a 256 KB plain body with its length declared: its buffer doubles from
 // 16 KiB as the bytes arrive, ending at exactly its size.
 func BenchmarkRead256KB(b *testing.B) {
-	body := bytes.Repeat([]byte("a"), 256<<10)
+	benchRead(b, 256<<10)
+}
+
+// benchRead reads a plain body of size bytes, its length declared, until b.Loop ends.
+func benchRead(b *testing.B, size int) {
+	body := bytes.Repeat([]byte("a"), size)
 	src := bytes.NewReader(body)
 	r := httptest.NewRequest(http.MethodPost, "/", nil)
 	r.Body, r.ContentLength = io.NopCloser(src), int64(len(body))

@@ -280,14 +280,7 @@ func TestCounters(t *testing.T) {
 		if err := s.Add(ctx, "usage", "2026-11-27/search", map[string]int64{"requests": 2}, 0); err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]map[string]int64{}
-		err := s.ScanCounters(ctx, "usage", "2026-11-26/", func(k string, c map[string]int64) error {
-			got[k] = c
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := scanCounters(t, s, "usage", "2026-11-26/")
 		want := map[string]int64{"requests": 20, "input": 200}
 		if len(got) != 1 || fmt.Sprint(got["2026-11-26/search"]) != fmt.Sprint(want) {
 			t.Fatalf("ScanCounters = %v, want one record %v", got, want)
@@ -728,14 +721,7 @@ func TestBatchAdd(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		got := map[string]map[string]int64{}
-		err := s.ScanCounters(ctx, "spend", "d1|", func(k string, c map[string]int64) error {
-			got[k] = c
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := scanCounters(t, s, "spend", "d1|")
 		if len(got) != records+1 {
 			t.Fatalf("%d records, want %d", len(got), records+1)
 		}
@@ -752,7 +738,7 @@ func TestBatchAdd(t *testing.T) {
 		if err := s.Put(ctx, "vals", "k", []byte("not counters"), 0); err != nil {
 			t.Fatal(err)
 		}
-		err = s.Batch(ctx, func(tx Tx) error { return tx.Add("vals", "k", map[string]int64{"n": 1}, 0) })
+		err := s.Batch(ctx, func(tx Tx) error { return tx.Add("vals", "k", map[string]int64{"n": 1}, 0) })
 		if err == nil {
 			t.Error("Add to a value record succeeded")
 		}
@@ -817,17 +803,25 @@ func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	return func(ctx context.Context, cmds []redis.Cmder) error { h.n++; return next(ctx, cmds) }
 }
 
+// dialledRedis is a store on a private redis-server whose connection is already dialled (a
+// first Put made), so a hook added next counts the round trips of what follows alone.
+func dialledRedis(t *testing.T) (*Redis, *redis.Client) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr})
+	s := NewRedis(rdb)
+	t.Cleanup(func() { s.Close() })
+	if err := s.Put(context.Background(), "b", "warm", []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	return s, rdb
+}
+
 // TestRedisBatchRoundTrips: a batch's writes that need no answer ride with the next call
 // that needs one, and the version bumps with the last; a hundred records are a handful of
 // round trips, not hundreds.
 func TestRedisBatchRoundTrips(t *testing.T) {
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr})
-	s := NewRedis(rdb)
-	t.Cleanup(func() { s.Close() })
-	if err := s.Put(ctx, "b", "warm", []byte("x"), 0); err != nil { // the connection dialled
-		t.Fatal(err)
-	}
+	s, rdb := dialledRedis(t)
 	v0, _ := s.Version(ctx, "b")
 	h := &roundTrips{}
 	rdb.AddHook(h)
@@ -882,12 +876,7 @@ func TestRedisBatchRoundTrips(t *testing.T) {
 // pipeline, where Store.Add is a round trip (two with the version bump) per record.
 func TestRedisBatchAddOneRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr})
-	s := NewRedis(rdb)
-	t.Cleanup(func() { s.Close() })
-	if err := s.Put(ctx, "b", "warm", []byte("x"), 0); err != nil { // the connection dialled
-		t.Fatal(err)
-	}
+	s, rdb := dialledRedis(t)
 	h := &roundTrips{}
 	rdb.AddHook(h)
 	const n = 1000
@@ -1003,4 +992,18 @@ func TestUnversionedIsPerStore(t *testing.T) {
 	if _, err := b.Version(ctx, "nv_other"); err != nil {
 		t.Errorf("another store: %v, want a version", err)
 	}
+}
+
+// scanCounters is every counter record of bucket under prefix, by key.
+func scanCounters(t *testing.T, s Store, bucket, prefix string) map[string]map[string]int64 {
+	t.Helper()
+	got := map[string]map[string]int64{}
+	err := s.ScanCounters(context.Background(), bucket, prefix, func(k string, c map[string]int64) error {
+		got[k] = c
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/store"
 )
 
@@ -45,13 +46,7 @@ func (s *refusingStore) Put(ctx context.Context, b, k string, v []byte, ttl time
 // retries run on a real timer).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	apitest.WaitFor(t, 30*time.Second, what, cond)
 }
 
 // TestKeeperHoldsWhatTheStoreRefuses: in both modes, records kept while the store refuses
@@ -168,10 +163,7 @@ func TestKeeperHoldsWhatTheStoreRefuses(t *testing.T) {
 func TestKeepDurableRefusedIsNotHeld(t *testing.T) {
 	eachMode(t, func(t *testing.T, behind bool) {
 		ctx := context.Background()
-		st := &refusingStore{Store: boltStore(t, nil)}
-		k := NewKeeper(st, Options{TTL: time.Hour, WriteBehind: behind, RetryEvery: 10 * time.Millisecond, OnError: func(error) {}})
-		t.Cleanup(k.Stop)
-		st.refusing.Store(true)
+		st, k := refusedKeeper(t, behind)
 		if err := k.KeepDurable(ctx, "team:a", turnRecord("resp_bg", "", 0)); err == nil {
 			t.Fatal("KeepDurable succeeded while the store refuses writes")
 		}
@@ -199,10 +191,7 @@ func TestKeepDurableRefusedIsNotHeld(t *testing.T) {
 func TestKeeperDeletesAHeldRecord(t *testing.T) {
 	eachMode(t, func(t *testing.T, behind bool) {
 		ctx := context.Background()
-		st := &refusingStore{Store: boltStore(t, nil)}
-		k := NewKeeper(st, Options{TTL: time.Hour, WriteBehind: behind, RetryEvery: 10 * time.Millisecond, OnError: func(error) {}})
-		t.Cleanup(k.Stop)
-		st.refusing.Store(true)
+		st, k := refusedKeeper(t, behind)
 		keepChain(t, k, "team:a", "keep", 1)
 		if err := k.Keep(ctx, "team:a", turnRecord("gone", "", 0)); err != nil {
 			t.Fatal(err)
@@ -257,4 +246,14 @@ func TestKeeperStopEndsRetries(t *testing.T) {
 			t.Errorf("Held() = %d after Stop, want the 3 records it could not write", n)
 		}
 	})
+}
+
+// refusedKeeper is a keeper (write-behind or not) retrying every 10 ms over a store that
+// refuses record writes until its refusing is cleared; the keeper stops with the test.
+func refusedKeeper(t *testing.T, behind bool) (*refusingStore, *Keeper) {
+	st := &refusingStore{Store: boltStore(t, nil)}
+	k := NewKeeper(st, Options{TTL: time.Hour, WriteBehind: behind, RetryEvery: 10 * time.Millisecond, OnError: func(error) {}})
+	t.Cleanup(k.Stop)
+	st.refusing.Store(true)
+	return st, k
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"modelgate/alerts"
+	"modelgate/apitest"
 )
 
 const alertSecret = "e2e-alert-secret-3f9a"
@@ -96,13 +97,7 @@ func spendBeta(t *testing.T, g *gateway) {
 // poll waits for cond, bounded.
 func poll(t *testing.T, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	apitest.WaitFor(t, limit, what, cond)
 }
 
 // Through the real binary and the simulated platform: team beta's requests cross its daily

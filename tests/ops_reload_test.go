@@ -3,11 +3,14 @@ package tests
 import (
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 const (
@@ -184,5 +187,122 @@ func TestReloadRejectsBrokenConfig(t *testing.T) {
 	waitForLog(t, g, "config reloaded", 1)
 	if code, _ := opsMust(t, "POST", chat, gammaKey, chatBody("sim-chat", "hi", false)); code != 200 {
 		t.Errorf("gamma after a good reload: %d", code)
+	}
+}
+
+// simReloadConfig is a --simulate config whose secrets are all unset ${VAR}s, so each
+// becomes its placeholder sim-VAR; one weighted route, moved
+// by the reload as docs/routing.md's canary is widened.
+const simReloadConfig = `
+upstream:
+  api_key: ${SIMRELOAD_PLATFORM_KEY}
+models:
+  - id: assistant
+    routes:
+      - {upstream: assistant-v1, weight: 1}
+teams:
+  - name: first
+    keys:
+      - name: first-1
+        key: ${SIMRELOAD_FIRST_KEY}
+`
+
+// TestSimulateReload sends SIGHUP to a --simulate gateway whose config was edited: the new
+// config applies (a new team's placeholder key works, the route moved), and the
+// embedded platform that answers is the one started with the process, at the same address.
+func TestSimulateReload(t *testing.T) {
+	g := startGateway(t, gatewayOptions{ConfigYAML: simReloadConfig, Args: []string{"--simulate", "--log-format", "json"}})
+	const firstKey, secondKey = "sim-SIMRELOAD_FIRST_KEY", "sim-SIMRELOAD_SECOND_KEY"
+	responses := g.URL + "/v1/responses"
+
+	ask := func(key string) (int, string) {
+		t.Helper()
+		return opsMust(t, "POST", responses, key, responsesBody("assistant", "hi", false))
+	}
+	code, before := ask(firstKey)
+	if code != 200 || gjson.Get(before, "model").Str != "assistant-v1" {
+		t.Fatalf("before the reload: %d %s, want 200 from assistant-v1", code, before)
+	}
+	if code, _ := ask(secondKey); code != 401 {
+		t.Fatalf("second team's key before the reload: %d, want 401", code)
+	}
+
+	edited := strings.Replace(simReloadConfig, "assistant-v1", "assistant-v2", 1)
+	edited += `  - name: second
+    keys:
+      - name: second-1
+        key: ${SIMRELOAD_SECOND_KEY}
+`
+	writeConfig(t, g, edited)
+	g.Signal(t, syscall.SIGHUP)
+	waitForLog(t, g, "config reloaded", 1)
+	if strings.Contains(g.Output.String(), "reload rejected") {
+		t.Fatalf("reload rejected:\n%s", g.Output.String())
+	}
+
+	for _, key := range []string{firstKey, secondKey} {
+		code, after := ask(key)
+		if code != 200 || gjson.Get(after, "model").Str != "assistant-v2" {
+			t.Fatalf("after the reload: %d %s, want 200 from assistant-v2", code, after)
+		}
+		// The platform's ids carry its run's tag and one counter: the same tag, and a
+		// counter that went on, is the same platform instance.
+		if tag(t, after) != tag(t, before) {
+			t.Fatalf("response ids %s and %s: another platform answered after the reload",
+				gjson.Get(before, "id").Str, gjson.Get(after, "id").Str)
+		}
+	}
+	out := g.Output.String()
+	if n := strings.Count(out, "simulated platform running"); n != 1 {
+		t.Fatalf("the simulated platform started %d times, want once", n)
+	}
+	if !strings.Contains(out, "using placeholder sim-SIMRELOAD_SECOND_KEY") {
+		t.Fatalf("the reload did not expand the new ${VAR} to its placeholder:\n%s", out)
+	}
+}
+
+// respTag is the run tag of a simulated platform's response id: resp_<8 hex><6 digits>.
+var respTag = regexp.MustCompile(`^resp_([0-9a-f]{8})[0-9]+$`)
+
+func tag(t *testing.T, body string) string {
+	t.Helper()
+	m := respTag.FindStringSubmatch(gjson.Get(body, "id").Str)
+	if m == nil {
+		t.Fatalf("response id %q: not a simulated platform's", gjson.Get(body, "id").Str)
+	}
+	return m[1]
+}
+
+// TestReloadDropsStaleSeries removes team beta by a reload: /metrics then has no series
+// labelled with beta or its key, and alpha's series are still there.
+func TestReloadDropsStaleSeries(t *testing.T) {
+	p := startPlatform(t)
+	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, ""), Env: reloadEnv(p)})
+	chat := g.URL + "/v1/chat/completions"
+	for _, key := range []string{alphaKey, betaKey} {
+		if code, body := opsMust(t, "POST", chat, key, chatBody("sim-chat", "hi", false)); code != 200 {
+			t.Fatalf("request before the reload: %d %s", code, body)
+		}
+	}
+	beta := map[string]string{"team": "beta"}
+	if len(metricSeries(scrape(t, g), "modelgate_requests_total", beta)) == 0 {
+		t.Fatal("no series for team beta before the reload")
+	}
+
+	writeConfig(t, g, withoutBeta(keysConfig(p, "")))
+	g.Signal(t, syscall.SIGHUP)
+	waitForLog(t, g, "config reloaded", 1)
+
+	fams := scrape(t, g)
+	for name := range fams {
+		if s := metricSeries(fams, name, beta); len(s) > 0 {
+			t.Errorf("%s still has series of the removed team: %v", name, s[0].GetLabel())
+		}
+		if s := metricSeries(fams, name, map[string]string{"key": "beta-1"}); len(s) > 0 {
+			t.Errorf("%s still has series of the removed key: %v", name, s[0].GetLabel())
+		}
+	}
+	if got := counterSum(fams, "modelgate_requests_total", map[string]string{"team": "alpha", "key": "alpha-1", "status": "200"}); got != 1 {
+		t.Errorf("alpha's series after the reload: %v, want 1", got)
 	}
 }

@@ -29,16 +29,24 @@ func socketTurn(model, input, previous string) responses.ResponsesClientEventRes
 	return p
 }
 
-// One turn, a chain that sends only its new input with store: false, a refused turn and a good
-// one after it, all on one connection.
-func TestWebSocketGoClient(t *testing.T) {
-	p, g := startKeysGateway(t, "")
+// connectSocket opens a Responses WebSocket to g with the SDK and alpha's key; it closes with
+// the test.
+func connectSocket(t *testing.T, g *gateway) *responses.ResponseConnection {
+	t.Helper()
 	client := sdkClient(g, alphaKey)
 	conn, err := client.Responses.Connect(ctx(t), responses.ResponseConnectionOptions{})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// One turn, a chain that sends only its new input with store: false, a refused turn and a good
+// one after it, all on one connection.
+func TestWebSocketGoClient(t *testing.T) {
+	p, g := startKeysGateway(t, "")
+	conn := connectSocket(t, g)
 
 	if err := conn.Create(ctx(t), socketTurn("sim-chat", "first", "")); err != nil {
 		t.Fatal(err)
@@ -98,12 +106,7 @@ func TestWebSocketGoClient(t *testing.T) {
 // exits cleanly.
 func TestWebSocketGoClientDrain(t *testing.T) {
 	p, g := startKeysGateway(t, "")
-	client := sdkClient(g, alphaKey)
-	conn, err := client.Responses.Connect(ctx(t), responses.ResponseConnectionOptions{})
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer conn.Close()
+	conn := connectSocket(t, g)
 	if err := conn.Create(ctx(t), socketTurn("sim-slow", "take your time", "")); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/tidwall/gjson"
+
+	"modelgate/apitest"
 )
 
 // fakeRoute stands in for POST /v1/responses: it answers each turn with a stream whose
@@ -210,11 +212,5 @@ func quote(s string) string {
 // waitFor polls cond until it holds, for at most 10 s.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	apitest.WaitFor(t, 10*time.Second, "the condition", cond)
 }

@@ -1,8 +1,12 @@
 package proxy
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -10,7 +14,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"modelgate/alerts"
 	"modelgate/breaker"
+	"modelgate/calibration"
 	"modelgate/config"
 	"modelgate/platformsim"
 	"modelgate/reqlog"
@@ -155,4 +161,167 @@ func TestHealthBreakerNames(t *testing.T) {
 			t.Errorf("%s named %s, want %s", b.Name, s, want[i])
 		}
 	}
+}
+
+// alertsStub is an AlertsView with fixed answers.
+type alertsStub struct {
+	crossed []alerts.Event
+	err     error
+	stats   alerts.Stats
+}
+
+func (a alertsStub) CrossedToday(context.Context) ([]alerts.Event, error) { return a.crossed, a.err }
+func (a alertsStub) Deliveries() alerts.Stats                             { return a.stats }
+func (a alertsStub) Exhausted(string, string)                             {}
+
+// exhaustedNotes records the budgets the request path says refused a call.
+type exhaustedNotes struct {
+	alertsStub
+	mu    sync.Mutex
+	notes []string
+}
+
+func (e *exhaustedNotes) Exhausted(scope, budget string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.notes = append(e.notes, scope+" "+budget)
+}
+
+func (e *exhaustedNotes) got() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.notes)
+}
+
+// A call a budget refuses tells the alerts which scope's budget it was, so the budget's
+// 100% is announced even when its settled use is short of the limit; a rate limit tells
+// them nothing.
+func TestBudgetRefusalsNoteExhausted(t *testing.T) {
+	for _, tc := range []struct {
+		name, limits, want string
+	}{
+		{"tokens_per_day", "    limits: {tokens_per_day: 10}\n", "team:alpha tokens_per_day"},
+		{"spend_per_day", "    limits: {spend_per_day: 0.000001}\n", "team:alpha spend_per_day"},
+		{"spend_per_month", "    limits: {spend_per_month: 0.000001}\n", "team:alpha spend_per_month"},
+		{"requests_per_minute", "    limits: {requests_per_minute: 1}\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			notes := &exhaustedNotes{}
+			yaml := strings.Replace(baseYAML, "  - name: alpha\n", "  - name: alpha\n"+tc.limits, 1)
+			yaml = strings.Replace(yaml, "  - id: sim-chat\n", "  - id: sim-chat\n    price: {input: 1, output: 1}\n", 1)
+			env := startEnv(t, envOptions{yaml: yaml, alerts: notes, ledger: memoryLedger(t)})
+			body := []byte(`{"model":"sim-chat","max_tokens":64,"messages":[{"role":"user","content":"hello"}]}`)
+			var last int
+			for range 3 {
+				last, _, _ = env.do(t, "POST", "/v1/chat/completions", keyAlpha1, body)
+			}
+			if last != 429 {
+				t.Fatalf("the third call: %d, want a refusal", last)
+			}
+			got := notes.got()
+			if tc.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("a rate limit noted %q", got)
+				}
+				return
+			}
+			if len(got) == 0 || got[0] != tc.want {
+				t.Fatalf("notes %q, want %q first", got, tc.want)
+			}
+		})
+	}
+}
+
+// GET /admin/usage shows the thresholds crossed today and the delivery counts; without
+// alerts, or with a store that cannot be read, an empty list and the rest of the page.
+func TestAdminUsageAlerts(t *testing.T) {
+	at := time.Date(2026, 11, 26, 9, 30, 0, 0, time.UTC)
+	crossed := []alerts.Event{{ID: "evt_1", Type: "budget.threshold", Time: at, Scope: "team", Team: "search",
+		Budget: alerts.BudgetSpendDay, Period: "2026-11-26", Threshold: 80, Used: 8.2, Limit: 10, Currency: "USD"}}
+	for _, tc := range []struct {
+		name      string
+		view      AlertsView
+		wantCount int
+		wantStats alerts.Stats
+	}{
+		{"no alerts", nil, 0, alerts.Stats{}},
+		{"crossed", alertsStub{crossed: crossed, stats: alerts.Stats{Delivered: 4, Dropped: 1}}, 1, alerts.Stats{Delivered: 4, Dropped: 1}},
+		{"store down", alertsStub{err: errors.New("down"), stats: alerts.Stats{Failed: 2}}, 0, alerts.Stats{Failed: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := adminUsage(t, startEnv(t, envOptions{alerts: tc.view}))
+			var u struct {
+				Teams  []json.RawMessage `json:"teams"`
+				Alerts *struct {
+					CrossedToday []alerts.Event `json:"crossed_today"`
+					Deliveries   alerts.Stats   `json:"deliveries"`
+				} `json:"alerts"`
+			}
+			if err := json.Unmarshal(b, &u); err != nil || u.Alerts == nil || u.Alerts.CrossedToday == nil || len(u.Teams) == 0 {
+				t.Fatalf("usage %s", b)
+			}
+			if len(u.Alerts.CrossedToday) != tc.wantCount || u.Alerts.Deliveries != tc.wantStats {
+				t.Fatalf("alerts %+v", u.Alerts)
+			}
+			if tc.wantCount > 0 {
+				if got := u.Alerts.CrossedToday[0]; got.Threshold != 80 || got.Team != "search" || !got.Time.Equal(at) {
+					t.Fatalf("crossed %+v", got)
+				}
+			}
+		})
+	}
+}
+
+// GET /admin/usage lists each calibrated model's ratio, spread and samples, and an empty
+// list when nothing is calibrated.
+func TestAdminUsageEstimates(t *testing.T) {
+	tb := calibration.New(nil, nil, nil)
+	for range 4 {
+		tb.Observe("alpha", "gpt-4o-mini", 100, 100)
+		tb.Observe("alpha", "gpt-4o-mini", 100, 200)
+	}
+	tb.Observe("alpha", "sim-chat", 100, 150)
+	for _, tc := range []struct {
+		name string
+		src  *calibration.Table
+		want []calibration.ModelFactor
+	}{
+		{"none", calibration.New(nil, nil, nil), []calibration.ModelFactor{}},
+		{"calibrated", tb, []calibration.ModelFactor{
+			{Model: "gpt-4o-mini", Factor: calibration.Factor{Ratio: (12.0 + 4) / 12, Spread: 0.5 / 1.5, Samples: 8}},
+			{Model: "sim-chat", Factor: calibration.Factor{Ratio: (1.5 + 4) / 5, Samples: 1}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := adminUsage(t, startEnv(t, envOptions{calibration: tc.src}))
+			var u struct {
+				Estimates []calibration.ModelFactor `json:"estimates"`
+			}
+			var raw map[string]json.RawMessage
+			if err := json.Unmarshal(b, &raw); err != nil || raw["estimates"] == nil {
+				t.Fatalf("no estimates in %s", b)
+			}
+			if err := json.Unmarshal(b, &u); err != nil || len(u.Estimates) != len(tc.want) {
+				t.Fatalf("estimates = %s, want %+v", raw["estimates"], tc.want)
+			}
+			for i, w := range tc.want {
+				g := u.Estimates[i]
+				if g.Model != w.Model || g.Samples != w.Samples || !nearly(g.Ratio, w.Ratio) || !nearly(g.Spread, w.Spread) {
+					t.Errorf("estimates[%d] = %+v, want %+v", i, g, w)
+				}
+			}
+		})
+	}
+}
+
+func nearly(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// adminUsage is env's GET /admin/usage answer with the admin key, which must be a 200.
+func adminUsage(t *testing.T, env *testEnv) []byte {
+	t.Helper()
+	status, _, b := env.do(t, "GET", "/admin/usage", keyAdmin, nil)
+	if status != 200 {
+		t.Fatalf("%d %s", status, b)
+	}
+	return b
 }
