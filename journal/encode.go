@@ -93,7 +93,18 @@ func appendField(b []byte, name, value string) []byte {
 func appendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
-	for i := 0; i < len(s); {
+	// Ids, names and scopes are plain ASCII: copied whole, once the scan finds nothing to
+	// escape (the common case, and one copy instead of an append per byte).
+	plain := 0
+	for plain < len(s) {
+		c := s[plain]
+		if c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			break
+		}
+		plain++
+	}
+	b = append(b, s[:plain]...)
+	for i := plain; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			switch {

@@ -63,6 +63,8 @@ type Journal struct {
 
 	mu     sync.Mutex
 	clears []heldClear // in the order the calls settled
+	// clearing is clearDue's list of ids, reused: it runs on most admissions.
+	clearing []uint64
 	left   []Left      // what the previous life left open and is not forgotten yet
 	closed bool
 	w      writer // the segment appended to and the entries open in it
@@ -211,10 +213,11 @@ func (j *Journal) clearDue(all bool) error {
 	if n == 0 {
 		return nil
 	}
-	ids := make([]uint64, n)
-	for i := range n {
-		ids[i] = j.clears[i].id
+	ids := j.clearing[:0]
+	for _, c := range j.clears[:n] {
+		ids = append(ids, c.id)
 	}
+	j.clearing = ids[:0]
 	j.clears = j.clears[n:]
 	if len(j.clears) == 0 {
 		j.clears = nil // let the array go
