@@ -65,9 +65,9 @@ type Journal struct {
 	clears []heldClear // in the order the calls settled
 	// clearing is clearDue's list of ids, reused: it runs on most admissions.
 	clearing []uint64
-	left   []Left      // what the previous life left open and is not forgotten yet
-	closed bool
-	w      writer // the segment appended to and the entries open in it
+	left     []Left // what the previous life left open and is not forgotten yet
+	closed   bool
+	w        writer // the segment appended to and the entries open in it
 
 	stop chan struct{}
 	done chan struct{}
