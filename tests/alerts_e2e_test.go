@@ -112,14 +112,25 @@ func TestBudgetAlertsEndToEnd(t *testing.T) {
 		evs, _, _ := recv.snapshot()
 		return slices.ContainsFunc(evs, func(e alerts.Event) bool { return e.Threshold == 100 })
 	})
-	code, body := opsMust(t, "GET", g.URL+"/admin/usage", adminKey, "")
+	// The receiver has the third event before its sender has read the answer and counted
+	// the delivery: /admin/usage is read until it counts all three (or the bound passes).
+	var code int
+	var body string
 	var usage struct {
 		Alerts struct {
 			CrossedToday []alerts.Event `json:"crossed_today"`
 			Deliveries   alerts.Stats   `json:"deliveries"`
 		} `json:"alerts"`
 	}
-	if code != 200 || json.Unmarshal([]byte(body), &usage) != nil || len(usage.Alerts.CrossedToday) != 3 || usage.Alerts.Deliveries.Delivered != 3 {
+	counted := func() bool {
+		code, body = opsMust(t, "GET", g.URL+"/admin/usage", adminKey, "")
+		return code == 200 && json.Unmarshal([]byte(body), &usage) == nil && usage.Alerts.Deliveries.Delivered >= 3
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !counted() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code != 200 || len(usage.Alerts.CrossedToday) != 3 || usage.Alerts.Deliveries.Delivered != 3 {
 		t.Fatalf("/admin/usage: %d %s", code, body)
 	}
 
