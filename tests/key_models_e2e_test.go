@@ -2,7 +2,6 @@ package tests
 
 import (
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -23,9 +22,7 @@ func TestReloadNarrowsAKey(t *testing.T) {
 	if narrowed == keysConfig(p, "") {
 		t.Fatal("keysConfig changed: update this test")
 	}
-	writeConfig(t, g, narrowed)
-	g.Signal(t, syscall.SIGHUP)
-	waitForLog(t, g, "config reloaded", 1)
+	reload(t, g, narrowed, "config reloaded", 1)
 	for _, c := range []struct {
 		key, model string
 		want       int
@@ -40,9 +37,7 @@ func TestReloadNarrowsAKey(t *testing.T) {
 	}
 
 	outside := strings.Replace(narrowed, "        key: ${BETA_KEY}\n", "        key: ${BETA_KEY}\n        models: [sim-long]\n", 1)
-	writeConfig(t, g, outside)
-	g.Signal(t, syscall.SIGHUP)
-	waitForLog(t, g, "config reload rejected", 1)
+	reload(t, g, outside, "config reload rejected", 1)
 	if out := g.Output.String(); !strings.Contains(out, `teams[1].keys[0].models[0]: key \"beta-1\": model \"sim-long\" is not in its team's models`) &&
 		!strings.Contains(out, `teams[1].keys[0].models[0]: key "beta-1": model "sim-long" is not in its team's models`) {
 		t.Errorf("the rejection does not name the key and model:\n%s", out)

@@ -50,11 +50,15 @@ func withoutBeta(cfg string) string {
 	return strings.Replace(cfg, beta, "", 1)
 }
 
-func writeConfig(t *testing.T, g *gateway, text string) {
+// reload writes text as g's config, sends SIGHUP and waits for the n-th log line that says
+// want: "config reloaded", or "config reload rejected" for a config the gateway must refuse.
+func reload(t *testing.T, g *gateway, text, want string, n int) {
 	t.Helper()
 	if err := os.WriteFile(g.ConfigPath, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	g.Signal(t, syscall.SIGHUP)
+	waitForLog(t, g, want, n)
 }
 
 // TestReloadUnderLoad swaps the config while requests and a slow stream are in flight: the new
@@ -108,9 +112,7 @@ func TestReloadUnderLoad(t *testing.T) {
       - name: gamma-1
         key: ${GAMMA_KEY}
 `)
-			writeConfig(t, g, after)
-			g.Signal(t, syscall.SIGHUP)
-			waitForLog(t, g, "config reloaded", 1)
+			reload(t, g, after, "config reloaded", 1)
 			stream.stillOpen(t, "the reload")
 
 			if code, body := opsMust(t, "POST", chat, gammaKey, chatBody("sim-chat", "hi", false)); code != 200 {
@@ -166,9 +168,7 @@ func TestReloadRejectsBrokenConfig(t *testing.T) {
 		{"switches_to_passthrough", "upstream:\n  gateway_url: " + p.URL + "\n  base_url: " + p.URL + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			writeConfig(t, g, tc.config)
-			g.Signal(t, syscall.SIGHUP)
-			waitForLog(t, g, "config reload rejected", i+1)
+			reload(t, g, tc.config, "config reload rejected", i+1)
 
 			checkRefusedReload(t, g, []keyWant{
 				{"alpha_still_works", alphaKey, 200},
@@ -182,9 +182,7 @@ func TestReloadRejectsBrokenConfig(t *testing.T) {
 	}
 
 	// After all that, a good config still applies.
-	writeConfig(t, g, withTeams(keysConfig(p, ""), gammaTeam))
-	g.Signal(t, syscall.SIGHUP)
-	waitForLog(t, g, "config reloaded", 1)
+	reload(t, g, withTeams(keysConfig(p, ""), gammaTeam), "config reloaded", 1)
 	if code, _ := opsMust(t, "POST", chat, gammaKey, chatBody("sim-chat", "hi", false)); code != 200 {
 		t.Errorf("gamma after a good reload: %d", code)
 	}
@@ -233,9 +231,7 @@ func TestSimulateReload(t *testing.T) {
       - name: second-1
         key: ${SIMRELOAD_SECOND_KEY}
 `
-	writeConfig(t, g, edited)
-	g.Signal(t, syscall.SIGHUP)
-	waitForLog(t, g, "config reloaded", 1)
+	reload(t, g, edited, "config reloaded", 1)
 	if strings.Contains(g.Output.String(), "reload rejected") {
 		t.Fatalf("reload rejected:\n%s", g.Output.String())
 	}
@@ -289,9 +285,7 @@ func TestReloadDropsStaleSeries(t *testing.T) {
 		t.Fatal("no series for team beta before the reload")
 	}
 
-	writeConfig(t, g, withoutBeta(keysConfig(p, "")))
-	g.Signal(t, syscall.SIGHUP)
-	waitForLog(t, g, "config reloaded", 1)
+	reload(t, g, withoutBeta(keysConfig(p, "")), "config reloaded", 1)
 
 	fams := scrape(t, g)
 	for name := range fams {

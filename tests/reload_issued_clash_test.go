@@ -2,7 +2,6 @@ package tests
 
 import (
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -30,9 +29,7 @@ func TestReloadRefusesConfigKeyNamedLikeIssuedKey(t *testing.T) {
 	if clashing == keysConfig(p, "") {
 		t.Fatal("keysConfig changed: update this test")
 	}
-	writeConfig(t, g, clashing)
-	g.Signal(t, syscall.SIGHUP)
-	waitForLog(t, g, "config reload rejected", 1)
+	reload(t, g, clashing, "config reload rejected", 1)
 	if !strings.Contains(g.Output.String(), `key \"bot\" is also the name of a key issued`) {
 		t.Errorf("the rejection does not say why:\n%s", g.Output.String())
 	}
