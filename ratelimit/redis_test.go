@@ -89,18 +89,9 @@ func TestRedisSettleRetriedAfterRestart(t *testing.T) {
 	srv.Kill()
 	tk.Settle(Usage{InputTokens: 40, OutputTokens: 10}) // fails: queued
 	srv.Restart()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		u, err := l.Usage(context.Background(), []Scope{keyScope("a", lim)})
-		if err == nil && u[0].DayInputTokens == 40 {
-			if u[0].DayOutputTokens != 10 || u[0].Remaining["tokens_per_day"] != 950 {
-				t.Fatalf("usage after the retry: %+v", u[0])
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the settlement was never retried: %+v %v", u, err)
-		}
-		time.Sleep(20 * time.Millisecond) // waiting for the retry goroutine, not a limit window
+	u := waitSettled(t, l, []Scope{keyScope("a", lim)}, 10*time.Second, "the settlement was never retried",
+		func(u []ScopeUsage) bool { return u[0].DayInputTokens == 40 })
+	if u[0].DayOutputTokens != 10 || u[0].Remaining["tokens_per_day"] != 950 {
+		t.Fatalf("usage after the retry: %+v", u[0])
 	}
 }
