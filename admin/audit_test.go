@@ -25,11 +25,7 @@ type auditPage struct {
 
 func (r *replica) audit(t testing.TB, query string) auditPage {
 	t.Helper()
-	status, _, b := r.do(t, "GET", "/admin/audit"+query, adminKey, nil)
-	if status != http.StatusOK {
-		t.Fatalf("audit: %d %s", status, b)
-	}
-	return decode[auditPage](t, b)
+	return getAdmin[auditPage](t, r, "/admin/audit"+query)
 }
 
 // summary is a page's entries as "action target", newest first.

@@ -253,3 +253,14 @@ func decode[T any](t testing.TB, b []byte) T {
 	}
 	return v
 }
+
+// getAdmin GETs path on r with the admin key, fails t unless it is answered 200, and
+// decodes the answer as a T.
+func getAdmin[T any](t testing.TB, r *replica, path string) T {
+	t.Helper()
+	status, _, b := r.do(t, "GET", path, adminKey, nil)
+	if status != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, status, b)
+	}
+	return decode[T](t, b)
+}

@@ -40,11 +40,16 @@ func fuzzAPI(f *testing.F) (*admin.API, store.Store) {
 	return api, st
 }
 
-func countKeys(t *testing.T, api *admin.API) int {
-	req := httptest.NewRequest("GET", "/admin/keys", nil)
+// asAdmin serves req on api with the admin key and returns what api answered.
+func asAdmin(api *admin.API, req *http.Request) *httptest.ResponseRecorder {
 	req.Header.Set("Authorization", "Bearer "+adminKey)
 	w := httptest.NewRecorder()
 	api.ServeHTTP(w, req)
+	return w
+}
+
+func countKeys(t *testing.T, api *admin.API) int {
+	w := asAdmin(api, httptest.NewRequest("GET", "/admin/keys", nil))
 	if w.Code != 200 {
 		t.Fatalf("list: %d", w.Code)
 	}
@@ -67,10 +72,7 @@ func FuzzCreateKey(f *testing.F) {
 	api, _ := fuzzAPI(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		before := countKeys(t, api)
-		req := httptest.NewRequest("POST", "/admin/keys", strings.NewReader(string(body)))
-		req.Header.Set("Authorization", "Bearer "+adminKey)
-		w := httptest.NewRecorder()
-		api.ServeHTTP(w, req)
+		w := asAdmin(api, httptest.NewRequest("POST", "/admin/keys", strings.NewReader(string(body))))
 		after := countKeys(t, api)
 		switch {
 		case w.Code >= 500:
@@ -91,10 +93,8 @@ func FuzzHistoryQuery(f *testing.F) {
 	api, _ := fuzzAPI(f)
 	f.Fuzz(func(t *testing.T, query string) {
 		req := httptest.NewRequest("GET", "/admin/usage/history", nil)
-		req.URL.RawQuery = query
-		req.Header.Set("Authorization", "Bearer "+adminKey)
-		w := httptest.NewRecorder()
-		api.ServeHTTP(w, req)
+		req.URL.RawQuery = query // the fuzzed query as is, not parsed on the way
+		w := asAdmin(api, req)
 		if w.Code != 200 && w.Code != 400 {
 			t.Fatalf("%q: %d %s", query, w.Code, w.Body.String())
 		}
@@ -103,10 +103,7 @@ func FuzzHistoryQuery(f *testing.F) {
 
 // teamsState is GET /admin/teams of api without its usage figures: what a write may change.
 func teamsState(t *testing.T, api *admin.API) (int, string) {
-	req := httptest.NewRequest("GET", "/admin/teams", nil)
-	req.Header.Set("Authorization", "Bearer "+adminKey)
-	w := httptest.NewRecorder()
-	api.ServeHTTP(w, req)
+	w := asAdmin(api, httptest.NewRequest("GET", "/admin/teams", nil))
 	if w.Code != 200 {
 		t.Fatalf("list: %d", w.Code)
 	}
@@ -131,10 +128,7 @@ func FuzzTeamWrites(f *testing.F) {
 		f.Add([]byte(s), false)
 	}
 	api, _ := fuzzAPI(f)
-	req := httptest.NewRequest("POST", "/admin/teams", strings.NewReader(`{"name":"fixed","limits":{"requests_per_minute":5}}`))
-	req.Header.Set("Authorization", "Bearer "+adminKey)
-	w := httptest.NewRecorder()
-	api.ServeHTTP(w, req)
+	w := asAdmin(api, httptest.NewRequest("POST", "/admin/teams", strings.NewReader(`{"name":"fixed","limits":{"requests_per_minute":5}}`)))
 	if w.Code != http.StatusCreated {
 		f.Fatalf("setup: %d %s", w.Code, w.Body.String())
 	}
@@ -144,10 +138,7 @@ func FuzzTeamWrites(f *testing.F) {
 		if create {
 			method, path, ok = "POST", "/admin/teams", http.StatusCreated
 		}
-		req := httptest.NewRequest(method, path, strings.NewReader(string(body)))
-		req.Header.Set("Authorization", "Bearer "+adminKey)
-		w := httptest.NewRecorder()
-		api.ServeHTTP(w, req)
+		w := asAdmin(api, httptest.NewRequest(method, path, strings.NewReader(string(body))))
 		m, after := teamsState(t, api)
 		switch {
 		case w.Code >= 500:

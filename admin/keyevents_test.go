@@ -4,31 +4,25 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"modelgate/apitest"
 )
 
 // keyEventLog records what the API tells its KeyEvents.
-type keyEventLog struct {
-	mu  sync.Mutex
-	got []string
-}
+type keyEventLog struct{ apitest.Notes }
 
 func (l *keyEventLog) KeyIssued(_ context.Context, id, team, name string, exp *time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	e := "issued " + team + "/" + name
 	if exp != nil {
 		e += " expiring " + exp.UTC().Format(time.RFC3339)
 	}
-	l.got = append(l.got, e)
+	l.Note(e)
 }
 
 func (l *keyEventLog) KeyRevoked(_ context.Context, id, team, name string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.got = append(l.got, "revoked "+team+"/"+name)
+	l.Note("revoked " + team + "/" + name)
 }
 
 // Every key issued or revoked through the API is told once, after the store has it; refused
@@ -52,9 +46,7 @@ func TestKeyEventsAreTold(t *testing.T) {
 		t.Fatalf("revoke twice: %d", status)
 	}
 	want := "issued alpha/bot expiring " + exp.Format(time.RFC3339) + "; issued beta/plain; revoked alpha/bot"
-	events.mu.Lock()
-	defer events.mu.Unlock()
-	if got := strings.Join(events.got, "; "); got != want {
+	if got := strings.Join(events.Got(), "; "); got != want {
 		t.Fatalf("told %q\nwant %q", got, want)
 	}
 }

@@ -73,12 +73,8 @@ type modelsListed struct {
 func TestKeyModelsListedAndEnforced(t *testing.T) {
 	r := startReplica(t, envOptions{yaml: narrowYAML})
 	_, issuedSecret := r.issue(t, "alpha", "bot", map[string]any{"models": []string{"sim-chat"}})
-	status, _, b := r.do(t, "GET", "/admin/keys", adminKey, nil)
-	if status != http.StatusOK {
-		t.Fatalf("list: %d %s", status, b)
-	}
 	got := map[string]string{}
-	for _, k := range decode[modelsListed](t, b).Keys {
+	for _, k := range getAdmin[modelsListed](t, r, "/admin/keys").Keys {
 		got[k.Team+"/"+k.Name] = strings.Join(k.Models, ",")
 	}
 	want := map[string]string{"alpha/alpha-cfg": "", "alpha/alpha-narrow": "sim-long", "alpha/bot": "sim-chat", "beta/beta-cfg": ""}

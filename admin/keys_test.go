@@ -27,11 +27,7 @@ type listed struct {
 
 func (r *replica) list(t testing.TB, query string) listed {
 	t.Helper()
-	status, _, b := r.do(t, "GET", "/admin/keys"+query, adminKey, nil)
-	if status != http.StatusOK {
-		t.Fatalf("list: %d %s", status, b)
-	}
-	return decode[listed](t, b)
+	return getAdmin[listed](t, r, "/admin/keys"+query)
 }
 
 func TestIssuedKeyWorksAtOnceAndRevokes(t *testing.T) {

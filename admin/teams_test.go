@@ -23,12 +23,8 @@ type teamListed struct {
 
 func (r *replica) teams(t testing.TB) map[string]teamListed {
 	t.Helper()
-	status, _, b := r.do(t, "GET", "/admin/teams", adminKey, nil)
-	if status != http.StatusOK {
-		t.Fatalf("GET /admin/teams: %d %s", status, b)
-	}
 	out := map[string]teamListed{}
-	for _, tm := range decode[struct{ Teams []teamListed }](t, b).Teams {
+	for _, tm := range getAdmin[struct{ Teams []teamListed }](t, r, "/admin/teams").Teams {
 		out[tm.Name] = tm
 	}
 	return out

@@ -60,6 +60,15 @@ func pages(t *testing.T, l *Log, limit int) (targets []string, n int) {
 	}
 }
 
+// wantTargets fails t unless the whole log, read in pages of limit entries, names the
+// targets in want (space-separated, newest first); what says which log it was.
+func wantTargets(t *testing.T, l *Log, limit int, want, what string) {
+	t.Helper()
+	if got, _ := pages(t, l, limit); strings.Join(got, " ") != want {
+		t.Errorf("%s: %v, want %s", what, got, want)
+	}
+}
+
 func TestNewestFirstPaged(t *testing.T) {
 	for _, s := range storetest.Backends() {
 		t.Run(s.Name, func(t *testing.T) {
@@ -70,11 +79,7 @@ func TestNewestFirstPaged(t *testing.T) {
 			}
 			record(t, l, 7)
 			for _, limit := range []int{1, 3, 7, 50} {
-				got, _ := pages(t, l, limit)
-				want := []string{"search/k6", "search/k5", "search/k4", "search/k3", "search/k2", "search/k1", "search/k0"}
-				if strings.Join(got, " ") != strings.Join(want, " ") {
-					t.Errorf("limit %d: %v, want %v", limit, got, want)
-				}
+				wantTargets(t, l, limit, "search/k6 search/k5 search/k4 search/k3 search/k2 search/k1 search/k0", fmt.Sprintf("limit %d", limit))
 			}
 			entries, next, err := l.List(context.Background(), "", 2)
 			if err != nil || len(entries) != 2 {
@@ -160,10 +165,7 @@ func TestRetention(t *testing.T) {
 	clock.Advance(Retention - time.Hour)
 	record(t, l, 1)
 	clock.Advance(2 * time.Hour)
-	got, _ := pages(t, l, 10)
-	if strings.Join(got, " ") != "search/k0" {
-		t.Fatalf("after the retention of the first two: %v", got)
-	}
+	wantTargets(t, l, 10, "search/k0", "after the retention of the first two")
 }
 
 // TestCountCap: past the cap, the oldest entries go, and a walk down stops at the cap.
@@ -173,10 +175,7 @@ func TestCountCap(t *testing.T) {
 			l := New(s.Open(t, nil), nil)
 			l.maxEntries = 3
 			record(t, l, 5)
-			got, _ := pages(t, l, 2)
-			if strings.Join(got, " ") != "search/k4 search/k3 search/k2" {
-				t.Fatalf("capped log: %v", got)
-			}
+			wantTargets(t, l, 2, "search/k4 search/k3 search/k2", "capped log")
 		})
 	}
 }
@@ -190,10 +189,7 @@ func TestGapDoesNotEndTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	record(t, l, 1)
-	got, _ := pages(t, l, 1)
-	if strings.Join(got, " ") != "search/k0 search/k0" {
-		t.Fatalf("across a gap: %v", got)
-	}
+	wantTargets(t, l, 1, "search/k0 search/k0", "across a gap")
 }
 
 func TestBounds(t *testing.T) {

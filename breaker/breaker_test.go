@@ -9,28 +9,10 @@ import (
 	"modelgate/testclock"
 )
 
-// clock is a test clock moved by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
 // newClock starts at a whole minute: failure windows are numbered from the clock (so that
 // replicas agree), and a test that started in a window's last seconds saw its count reset
 // by a cool-down's advance.
-func newClock() *clock { return &clock{t: testclock.Origin().Truncate(time.Minute)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func newClock() *testclock.Clock { return testclock.At(testclock.Origin().Truncate(time.Minute)) }
 
 var testSettings = Settings{Failures: 3, Window: time.Minute, Cooldown: 10 * time.Second, MaxCooldown: 30 * time.Second}
 

@@ -17,16 +17,16 @@ func replicas(t *testing.T, st store.Store, now func() time.Time, cfg Settings) 
 	return New(Options{Settings: cfg, Store: st, Now: now}), New(Options{Settings: cfg, Store: st, Now: now})
 }
 
-// boltReplicas are two replicas with testSettings over one bbolt store on clk, which closes
-// with the test.
-func boltReplicas(t *testing.T, clk *clock) (*Set, *Set) {
+// boltReplicas are two replicas with testSettings over one bbolt store on the clock now,
+// which closes with the test.
+func boltReplicas(t *testing.T, now func() time.Time) (*Set, *Set) {
 	t.Helper()
-	st, err := store.OpenBolt(t.TempDir(), store.BoltOptions{Now: clk.Now})
+	st, err := store.OpenBolt(t.TempDir(), store.BoltOptions{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return replicas(t, st, clk.Now, testSettings)
+	return replicas(t, st, now, testSettings)
 }
 
 func sync2(t *testing.T, sets ...*Set) {
@@ -43,7 +43,7 @@ func sync2(t *testing.T, sets ...*Set) {
 // closes the breaker on both.
 func TestReplicasShareOnBolt(t *testing.T) {
 	clk := newClock()
-	r1, r2 := boltReplicas(t, clk)
+	r1, r2 := boltReplicas(t, clk.Now)
 	sync2(t, r1, r2)
 	r1.Report("model:m", true)
 	r2.Report("model:m", true)
@@ -97,7 +97,7 @@ func TestReplicasShareOnBolt(t *testing.T) {
 // other replica cannot probe before it ends.
 func TestFailedProbeSharedOnBolt(t *testing.T) {
 	clk := newClock()
-	r1, r2 := boltReplicas(t, clk)
+	r1, r2 := boltReplicas(t, clk.Now)
 	for range testSettings.Failures {
 		r1.Report("key:k1", true)
 	}
@@ -182,7 +182,7 @@ func FuzzParseRecord(f *testing.F) {
 // a second probe go beside the first.
 func TestLateFailureKeepsTheProbeSingle(t *testing.T) {
 	clk := newClock()
-	r1, r2 := boltReplicas(t, clk)
+	r1, r2 := boltReplicas(t, clk.Now)
 	for range testSettings.Failures {
 		r1.Report("model:m", true)
 	}

@@ -73,14 +73,21 @@ func TestLocalSamplesCountOnce(t *testing.T) {
 	}
 }
 
+// replicasOn opens a store of im on a clock at the start of a slot and returns a maker of
+// replicas (Tables) over it: the ones a test starts first, and one started later.
+func replicasOn(t *testing.T, im storetest.Backend) func() *Table {
+	clock := slotClock()
+	st := im.Open(t, clock.Now)
+	return func() *Table { return New(st, clock.Now, nil) }
+}
+
 // Two replicas over one store learn from each other's samples, and concurrent adds lose
 // none.
 func TestReplicasShareSamples(t *testing.T) {
 	for _, im := range storetest.Backends() {
 		t.Run(im.Name, func(t *testing.T) {
-			clock := slotClock()
-			st := im.Open(t, clock.Now)
-			a, b := New(st, clock.Now, nil), New(st, clock.Now, nil)
+			replica := replicasOn(t, im)
+			a, b := replica(), replica()
 			observe(a, "m", 30, 100, 200)
 			observe(b, "m", 30, 100, 100)
 			if got := b.Factor("", "m"); got.Samples != 30 || !near(got.Ratio, 1) {
@@ -115,7 +122,7 @@ func TestReplicasShareSamples(t *testing.T) {
 				t.Errorf("after concurrent syncs: a %+v, b %+v, want 1060 samples on both", ga, gb)
 			}
 			// A replica started later (or restarted) learns it all at its first sync.
-			c := New(st, clock.Now, nil)
+			c := replica()
 			mustSync(t, c)
 			if gc := c.Factor("", "m"); gc != ga {
 				t.Errorf("a new replica: %+v, want %+v", gc, ga)

@@ -127,9 +127,8 @@ func TestTeamsBounded(t *testing.T) {
 func TestReplicasShareTeams(t *testing.T) {
 	for _, im := range storetest.Backends() {
 		t.Run(im.Name, func(t *testing.T) {
-			clock := slotClock()
-			st := im.Open(t, clock.Now)
-			a, b := New(st, clock.Now, nil), New(st, clock.Now, nil)
+			replica := replicasOn(t, im)
+			a, b := replica(), replica()
 			observeTeam(a, "x", "m", 30, 100, 200)
 			observeTeam(b, "y", "m", 30, 100, 100)
 			observeTeam(b, "", "m", 5, 100, 150) // passthrough callers
@@ -147,7 +146,7 @@ func TestReplicasShareTeams(t *testing.T) {
 				t.Errorf("y on a: %+v", f)
 			}
 			// A replica started later (or restarted) reads each team's figure.
-			c := New(st, clock.Now, nil)
+			c := replica()
 			mustSync(t, c)
 			for _, team := range []string{"x", "y", ""} {
 				if fc, fa := c.Factor(team, "m"), a.Factor(team, "m"); !sameFactor(fc, fa) {

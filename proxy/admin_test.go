@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"modelgate/alerts"
+	"modelgate/apitest"
 	"modelgate/breaker"
 	"modelgate/calibration"
 	"modelgate/config"
@@ -177,21 +177,10 @@ func (a alertsStub) Exhausted(string, string)                             {}
 // exhaustedNotes records the budgets the request path says refused a call.
 type exhaustedNotes struct {
 	alertsStub
-	mu    sync.Mutex
-	notes []string
+	apitest.Notes
 }
 
-func (e *exhaustedNotes) Exhausted(scope, budget string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.notes = append(e.notes, scope+" "+budget)
-}
-
-func (e *exhaustedNotes) got() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.notes)
-}
+func (e *exhaustedNotes) Exhausted(scope, budget string) { e.Note(scope + " " + budget) }
 
 // A call a budget refuses tells the alerts which scope's budget it was, so the budget's
 // 100% is announced even when its settled use is short of the limit; a rate limit tells
@@ -218,7 +207,7 @@ func TestBudgetRefusalsNoteExhausted(t *testing.T) {
 			if last != 429 {
 				t.Fatalf("the third call: %d, want a refusal", last)
 			}
-			got := notes.got()
+			got := notes.Got()
 			if tc.want == "" {
 				if len(got) != 0 {
 					t.Fatalf("a rate limit noted %q", got)

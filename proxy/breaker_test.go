@@ -41,6 +41,20 @@ func (f *flakyPlatform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.next.ServeHTTP(w, r)
 }
 
+// startFlakyBreakerEnv serves yaml (baseYAML when "") with a breaker set of the given
+// failures per minute and cool-down on the test's clock, in front of a flakyPlatform that
+// passes to the env's Sim until it is told to fail.
+func startFlakyBreakerEnv(t *testing.T, yaml string, failures int, cooldown time.Duration) (*testclock.Clock, *flakyPlatform, *testEnv) {
+	t.Helper()
+	clk := testclock.At(testclock.Origin())
+	set := breaker.New(breaker.Options{Now: clk.Now,
+		Settings: breaker.Settings{Failures: failures, Window: time.Minute, Cooldown: cooldown}})
+	flaky := &flakyPlatform{}
+	env := startEnv(t, envOptions{yaml: yaml, upstream: flaky, breakers: set})
+	flaky.next = env.sim
+	return clk, flaky, env
+}
+
 // breakerRoutes are the model routes, each with a body for model sim-chat and how its
 // error shape names the breaker's refusal.
 var breakerRoutes = []struct {
@@ -75,12 +89,7 @@ func TestModelBreakerOpensProbesAndCloses(t *testing.T) {
 	for _, rt := range breakerRoutes {
 		for _, stream := range []bool{false, true} {
 			t.Run(rt.name+"/stream="+boolText(stream), func(t *testing.T) {
-				clk := testclock.At(testclock.Origin())
-				set := breaker.New(breaker.Options{Now: clk.Now,
-					Settings: breaker.Settings{Failures: 3, Window: time.Minute, Cooldown: 30 * time.Second}})
-				flaky := &flakyPlatform{}
-				env := startEnv(t, envOptions{upstream: flaky, breakers: set})
-				flaky.next = env.sim
+				clk, flaky, env := startFlakyBreakerEnv(t, "", 3, 30*time.Second)
 				call := func() (int, []byte) {
 					status, _, b := env.do(t, "POST", rt.path, keyAlpha1, rt.body(stream), rt.hdr...)
 					return status, b
@@ -128,12 +137,7 @@ func TestModelBreakerOpensProbesAndCloses(t *testing.T) {
 // Under load a half-open model breaker lets exactly one call reach the platform: the rest
 // fail fast while the probe is out, and once it succeeds calls flow again.
 func TestModelBreakerOneProbeUnderLoad(t *testing.T) {
-	clk := testclock.At(testclock.Origin())
-	set := breaker.New(breaker.Options{Now: clk.Now,
-		Settings: breaker.Settings{Failures: 2, Window: time.Minute, Cooldown: 10 * time.Second}})
-	flaky := &flakyPlatform{}
-	env := startEnv(t, envOptions{upstream: flaky, breakers: set})
-	flaky.next = env.sim
+	clk, flaky, env := startFlakyBreakerEnv(t, "", 2, 10*time.Second)
 	body := breakerRoutes[0].body(false)
 	flaky.failing.Store(true)
 	for range 2 {
@@ -208,13 +212,8 @@ func breakerState(t *testing.T, env *testEnv, name string) string {
 // again, so a half-open breaker's one probe is the call the route sends, and it closes the
 // breaker. (Asked twice, the probe the route took refused its own call with 503.)
 func TestRoutedModelProbesItsBreaker(t *testing.T) {
-	clk := testclock.At(testclock.Origin())
-	set := breaker.New(breaker.Options{Now: clk.Now,
-		Settings: breaker.Settings{Failures: 2, Window: time.Minute, Cooldown: 10 * time.Second}})
-	flaky := &flakyPlatform{}
 	yaml := strings.Replace(baseYAML, "models:\n", "models:\n  - id: canary\n    routes: [{upstream: sim-chat, weight: 1}]\n", 1)
-	env := startEnv(t, envOptions{yaml: yaml, upstream: flaky, breakers: set})
-	flaky.next = env.sim
+	clk, flaky, env := startFlakyBreakerEnv(t, yaml, 2, 10*time.Second)
 	body := []byte(`{"model":"canary","messages":[{"role":"user","content":"hi"}]}`)
 	flaky.failing.Store(true)
 	for range 2 {

@@ -71,6 +71,21 @@ func simModels(env *testEnv) []string {
 	return out
 }
 
+// oneRoute fails t unless the platform calls in got (the models they named) all went to one
+// route, and returns it; who and want word the failure.
+func oneRoute(t *testing.T, got []string, who, want string) string {
+	t.Helper()
+	if len(got) == 0 {
+		t.Fatalf("%s made no platform call", who)
+	}
+	for _, m := range got {
+		if m != got[0] {
+			t.Fatalf("%s went to %v: want %s", who, got, want)
+		}
+	}
+	return got[0]
+}
+
 // callRoute sends one call and fails t unless it is answered 200. Chat and Messages answers
 // name the client's model; a Responses answer is passed through as the platform wrote it, so
 // it names the route's model, as it names the platform's model behind any alias.
@@ -151,13 +166,7 @@ func TestStickyUserRoutes(t *testing.T) {
 					t.FailNow()
 				}
 			}
-			got := simModels(env)
-			for _, m := range got {
-				if m != got[0] {
-					t.Fatalf("%s went to %v across the routes: want one route", user, got)
-				}
-			}
-			placed[user] = got[0]
+			placed[user] = oneRoute(t, simModels(env), user+" across the routes", "one route")
 			env.sim.Reset()
 		}
 		return placed
@@ -208,12 +217,7 @@ func TestStickyWithoutUserFollowsTheCallerKey(t *testing.T) {
 				t.Fatalf("status %d: %s", status, body)
 			}
 		}
-		got := simModels(env)
-		for _, m := range got {
-			if m != got[0] {
-				t.Fatalf("one key's calls without a user went to %v: want one route", got)
-			}
-		}
+		oneRoute(t, simModels(env), "one key's calls without a user", "one route")
 	}
 }
 
@@ -236,13 +240,7 @@ func TestStickyConversationRoutes(t *testing.T) {
 				t.Fatalf("status %d: %s", status, body)
 			}
 		}
-		got := simModels(env)
-		for _, m := range got {
-			if m != got[0] {
-				t.Fatalf("conversation %d went to %v: want one route for all its turns", c, got)
-			}
-		}
-		routesSeen[got[0]] = true
+		routesSeen[oneRoute(t, simModels(env), fmt.Sprintf("conversation %d", c), "one route for all its turns")] = true
 
 		env.sim.Reset()
 		for turn := range 3 {
@@ -251,12 +249,7 @@ func TestStickyConversationRoutes(t *testing.T) {
 				t.Fatalf("status %d: %s", status, b)
 			}
 		}
-		got = simModels(env)
-		for _, m := range got {
-			if m != got[0] {
-				t.Fatalf("session-%d went to %v: want one route for its prompt_cache_key", c, got)
-			}
-		}
+		oneRoute(t, simModels(env), fmt.Sprintf("session-%d", c), "one route for its prompt_cache_key")
 	}
 	if len(routesSeen) != 2 {
 		t.Fatalf("16 conversations all went to %v", routesSeen)
@@ -300,13 +293,7 @@ func TestStickyConversationThroughStoredChainAndBackground(t *testing.T) {
 			}
 			prev = gjson.GetBytes(b, "id").Str
 		}
-		got := simModels(env)
-		for _, m := range got {
-			if m != got[0] {
-				t.Fatalf("chain %d went to %v: want its first turn's route for every turn", c, got)
-			}
-		}
-		placed[got[0]] = true
+		placed[oneRoute(t, simModels(env), fmt.Sprintf("chain %d", c), "its first turn's route for every turn")] = true
 	}
 	if len(placed) != 2 {
 		t.Fatalf("12 chains all went to %v", placed)

@@ -93,17 +93,26 @@ func TestSidecarUploadTooLargeWriteAllThenRead(t *testing.T) {
 	}
 }
 
-// TestSidecarUploadLingerBounded: the drain after a refused upload ends on its own, so a
-// client cannot hold the connection (and its concurrency slot) by sending forever or by
-// going silent: a client silent for upload_idle_timeout is closed on, and one that keeps
-// sending is closed on after lingerBytes.
-func TestSidecarUploadLingerBounded(t *testing.T) {
+// startIdleUploadEnv serves uploads through a fresh countingPlatform with an
+// upload_idle_timeout of 300ms, short enough that the stalled-client tests end quickly, and
+// checks that the test leaks no goroutine.
+func startIdleUploadEnv(t *testing.T) (*countingPlatform, *testEnv) {
+	t.Helper()
 	noLeaks(t)
 	cp := newCountingPlatform(t)
 	env := newTestEnv(t, "", func(c *config.Config) {
 		withPlatform(cp, 0)(c)
 		c.Server.UploadIdleTimeout = 300 * time.Millisecond
 	})
+	return cp, env
+}
+
+// TestSidecarUploadLingerBounded: the drain after a refused upload ends on its own, so a
+// client cannot hold the connection (and its concurrency slot) by sending forever or by
+// going silent: a client silent for upload_idle_timeout is closed on, and one that keeps
+// sending is closed on after lingerBytes.
+func TestSidecarUploadLingerBounded(t *testing.T) {
+	cp, env := startIdleUploadEnv(t)
 	addr := env.front.Listener.Addr().String()
 	// Declared far past the limit: refused on its Content-Length, then drained.
 	head := fmt.Sprintf("POST /api/open/v2/assets HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\n"+

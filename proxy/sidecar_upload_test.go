@@ -653,12 +653,7 @@ func TestSidecarUploadPlatformRejectsKey(t *testing.T) {
 // TestSidecarUploadStalledClient: a client that stops sending mid-file is cut after the idle
 // time with 408, and the upstream upload is aborted rather than left hanging.
 func TestSidecarUploadStalledClient(t *testing.T) {
-	noLeaks(t)
-	cp := newCountingPlatform(t)
-	env := newTestEnv(t, "", func(c *config.Config) {
-		withPlatform(cp, 0)(c)
-		c.Server.UploadIdleTimeout = 300 * time.Millisecond
-	})
+	cp, env := startIdleUploadEnv(t)
 
 	// The file's first 64 KiB of a declared MiB, and nothing more.
 	head := "--" + testBoundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n\r\n" + strings.Repeat("x", 64<<10)

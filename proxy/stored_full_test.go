@@ -4,12 +4,10 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 
 	"modelgate/apitest"
 	"modelgate/store"
+	"modelgate/store/storetest"
 	"modelgate/stored"
 )
 
@@ -94,13 +93,7 @@ func TestStoredResponsesOnAFullDisk(t *testing.T) {
 		gjson.GetBytes(b, "reason").Str == "" {
 		t.Errorf("/readyz while the disk is full: %d %s", status, b)
 	}
-	failures := uint64(0)
-	health.Failures(func(w store.Writer, n uint64) {
-		if w == store.WriterResponses {
-			failures = n
-		}
-	})
-	if failures == 0 {
+	if storetest.WriteFailures(health, store.WriterResponses) == 0 {
 		t.Error("no responses write failure counted")
 	}
 
@@ -135,47 +128,15 @@ func TestStoredResponsesOnAFullDisk(t *testing.T) {
 	}
 }
 
-// refusingStore refuses the record writes of stored responses (Create, Put, Batch) while
-// refusing is set, as a Redis that is down or out of memory does; reads pass. Not a
-// *store.Bolt, so the keeper over it works as over a shared store: each record written
-// before its answer.
-type refusingStore struct {
-	store.Store
-	refusing atomic.Bool
-}
-
-var errRefusedWrite = errors.New("OOM command not allowed when used memory > 'maxmemory'")
-
-func (s *refusingStore) Create(ctx context.Context, b, k string, v []byte, ttl time.Duration) (bool, error) {
-	if s.refusing.Load() {
-		return false, errRefusedWrite
-	}
-	return s.Store.Create(ctx, b, k, v, ttl)
-}
-
-func (s *refusingStore) Put(ctx context.Context, b, k string, v []byte, ttl time.Duration) error {
-	if s.refusing.Load() {
-		return errRefusedWrite
-	}
-	return s.Store.Put(ctx, b, k, v, ttl)
-}
-
-func (s *refusingStore) Batch(ctx context.Context, fn func(store.Tx) error) error {
-	if s.refusing.Load() {
-		return errRefusedWrite
-	}
-	return s.Store.Batch(ctx, fn)
-}
-
 // TestStoredResponsesWhileASharedStoreRefuses: on a shared store that refuses writes, every
 // stored response answered 200 is held and readable (GET, previous_response_id) until it is
 // written; once the held memory is full, store-on calls get 503 with Retry-After before
 // reaching the platform; /readyz says degraded; when the store takes writes again every id
 // is in it.
 func TestStoredResponsesWhileASharedStoreRefuses(t *testing.T) {
-	st := &refusingStore{Store: tempBolt(t, store.BoltOptions{})}
+	st := &storetest.Refusing{Store: tempBolt(t, store.BoltOptions{})}
 	env := startEnv(t, envOptions{store: st, heldResponses: 16 << 10, heldRetry: 20 * time.Millisecond})
-	st.refusing.Store(true)
+	st.Refuse.Store(true)
 	padding := strings.Repeat("0", 800)
 	var ids []string
 	parent := ""
@@ -213,7 +174,7 @@ func TestStoredResponsesWhileASharedStoreRefuses(t *testing.T) {
 	if _, _, b := env.do(t, "GET", "/readyz", "", nil); !gjson.GetBytes(b, "degraded").Bool() {
 		t.Errorf("/readyz while the store refuses: %s", b)
 	}
-	st.refusing.Store(false)
+	st.Refuse.Store(false)
 	deadline := time.Now().Add(30 * time.Second)
 	for n, _ := env.server.keeper.Held(); n > 0; n, _ = env.server.keeper.Held() {
 		if time.Now().After(deadline) {

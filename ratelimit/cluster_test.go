@@ -136,17 +136,9 @@ func TestClusterNodeRestartKeepsSettlements(t *testing.T) {
 	}
 	node.Restart()
 	cl.WaitOK(t)
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		u, err := l.Usage(ctx, []Scope{req.Key, *req.Team})
-		if err == nil && u[1].DayInputTokens == 300 {
-			if u[1].DayOutputTokens != 60 || u[1].Remaining["tokens_per_day"] != 10_000-360 || u[1].Remaining["concurrent_requests"] != 10 {
-				t.Fatalf("team usage after the restart: %+v", u[1])
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("settlements lost across the node restart: %+v %v", u, err)
-		}
-		time.Sleep(20 * time.Millisecond) // waiting for the retry goroutine and the node
+	u := waitSettled(t, l, []Scope{req.Key, *req.Team}, 15*time.Second, "settlements lost across the node restart",
+		func(u []ScopeUsage) bool { return u[1].DayInputTokens == 300 })
+	if u[1].DayOutputTokens != 60 || u[1].Remaining["tokens_per_day"] != 10_000-360 || u[1].Remaining["concurrent_requests"] != 10 {
+		t.Fatalf("team usage after the restart: %+v", u[1])
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/config"
 	"modelgate/redisconn/redistest"
 	"modelgate/testclock"
@@ -88,4 +89,20 @@ func headerMap(h Headers) map[string]string {
 	m := map[string]string{}
 	h.Apply(func(k, v string) { m[k] = v })
 	return m
+}
+
+// waitSettled polls the usage of scopes until arrived says the queued settlements are in it
+// (their retry goroutine waits out a store that was down), and returns it; past within it
+// fails t, saying what was lost.
+func waitSettled(t *testing.T, l *Limiter, scopes []Scope, within time.Duration, lost string, arrived func([]ScopeUsage) bool) []ScopeUsage {
+	t.Helper()
+	var u []ScopeUsage
+	var err error
+	if !apitest.Eventually(within, func() bool {
+		u, err = l.Usage(context.Background(), scopes)
+		return err == nil && arrived(u)
+	}) {
+		t.Fatalf("%s: %+v %v", lost, u, err)
+	}
+	return u
 }

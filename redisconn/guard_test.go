@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,20 +11,8 @@ import (
 
 	"modelgate/config"
 	"modelgate/redisconn/redistest"
+	"modelgate/testclock"
 )
-
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 type replyErr struct{}
 
@@ -58,8 +45,8 @@ func TestJudge(t *testing.T) {
 // them starts the count again), fail at once while open, one probe after ProbeAfter, closed
 // by the probe's answer, reopened by its failure.
 func TestGuardBreaker(t *testing.T) {
-	clk := &fakeClock{t: time.Unix(1_000_000, 0)}
-	g := NewGuard(clk.now, nil)
+	clk := testclock.At(time.Unix(1_000_000, 0))
+	g := NewGuard(clk.Now, nil)
 	sent := 0
 	run := func(err error) error {
 		return g.do(context.Background(), func(context.Context) error { sent++; return err }, func(error) {})
@@ -94,7 +81,7 @@ func TestGuardBreaker(t *testing.T) {
 		{"closed again", 0, nil, true, false},
 	}...)
 	for _, st := range steps {
-		clk.add(st.advance)
+		clk.Advance(st.advance)
 		before := sent
 		err := run(st.err)
 		if got := sent > before; got != st.wantSent {
@@ -111,15 +98,15 @@ func TestGuardBreaker(t *testing.T) {
 
 // TestGuardOneProbe: while the probe is out, every other command fails at once.
 func TestGuardOneProbe(t *testing.T) {
-	clk := &fakeClock{t: time.Unix(1_000_000, 0)}
-	g := NewGuard(clk.now, nil)
+	clk := testclock.At(time.Unix(1_000_000, 0))
+	g := NewGuard(clk.Now, nil)
 	for range OpenAfter {
 		_ = g.do(context.Background(), func(context.Context) error { return context.DeadlineExceeded }, func(error) {})
 	}
 	if !g.Open() {
 		t.Fatal("not open")
 	}
-	clk.add(ProbeAfter)
+	clk.Advance(ProbeAfter)
 	inProbe, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error)
 	go func() {
@@ -192,8 +179,8 @@ func TestBudgetSpentByUnansweredOnly(t *testing.T) {
 // guard fails at once; once the server runs again, the probe after ProbeAfter closes it.
 func TestGuardHungRedis(t *testing.T) {
 	srv := redistest.Start(t)
-	clk := &fakeClock{t: time.Unix(1_000_000, 0)}
-	g := NewGuard(clk.now, nil)
+	clk := testclock.At(time.Unix(1_000_000, 0))
+	g := NewGuard(clk.Now, nil)
 	const timeout = 2 * time.Second // per command: the budget must cut it short
 	rl := config.Ratelimit{Store: "redis://" + srv.Addr + "/0"}
 	limiterSide, err := New(rl, timeout, g)
@@ -253,7 +240,7 @@ func TestGuardHungRedis(t *testing.T) {
 	}
 
 	srv.Resume()
-	clk.add(ProbeAfter)
+	clk.Advance(ProbeAfter)
 	// The limiter side's connection timed out and was dropped: the probe dials a new one,
 	// whose handshake goes through the same hook and must not be refused as a second probe.
 	if v, err := limiterSide.Get(bg, "k").Result(); err != nil || v != "v" {

@@ -17,19 +17,8 @@ import (
 
 	"modelgate/config"
 	"modelgate/redisconn/redistest"
+	"modelgate/testclock"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 type impl struct {
 	name string
@@ -401,9 +390,9 @@ func TestClosed(t *testing.T) {
 
 // boltWithClock is a bbolt store whose expiries are judged by the returned clock, which
 // starts at noon on 2026-11-26; the test's cleanup closes it.
-func boltWithClock(t *testing.T) (*Bolt, *clock) {
+func boltWithClock(t *testing.T) (*Bolt, *testclock.Clock) {
 	t.Helper()
-	c := &clock{t: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	c := testclock.At(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 	s, err := OpenBolt(t.TempDir(), BoltOptions{Now: c.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -10,37 +10,8 @@ import (
 
 	"modelgate/apitest"
 	"modelgate/store"
+	"modelgate/store/storetest"
 )
-
-// refusingStore refuses every write while refusing is set, as a full disk or a Redis that
-// is down does; reads pass.
-type refusingStore struct {
-	store.Store
-	refusing atomic.Bool
-}
-
-var errRefused = errors.New("no space left on device")
-
-func (s *refusingStore) Batch(ctx context.Context, fn func(store.Tx) error) error {
-	if s.refusing.Load() {
-		return errRefused
-	}
-	return s.Store.Batch(ctx, fn)
-}
-
-func (s *refusingStore) Create(ctx context.Context, b, k string, v []byte, ttl time.Duration) (bool, error) {
-	if s.refusing.Load() {
-		return false, errRefused
-	}
-	return s.Store.Create(ctx, b, k, v, ttl)
-}
-
-func (s *refusingStore) Put(ctx context.Context, b, k string, v []byte, ttl time.Duration) error {
-	if s.refusing.Load() {
-		return errRefused
-	}
-	return s.Store.Put(ctx, b, k, v, ttl)
-}
 
 // waitFor polls cond until it holds, failing the test after a generous deadline (the
 // retries run on a real timer).
@@ -58,7 +29,7 @@ func TestKeeperHoldsWhatTheStoreRefuses(t *testing.T) {
 	eachMode(t, func(t *testing.T, behind bool) {
 		ctx := context.Background()
 		base := boltStore(t, nil)
-		st := &refusingStore{Store: base}
+		st := &storetest.Refusing{Store: base}
 		health := &store.WriteHealth{}
 		var errs atomic.Int64
 		k := NewKeeper(st, Options{TTL: time.Hour, MaxPerOwner: 100, WriteBehind: behind, BatchWindow: -1,
@@ -68,7 +39,7 @@ func TestKeeperHoldsWhatTheStoreRefuses(t *testing.T) {
 
 		before := keepChain(t, k, "team:a", "early", 2) // written
 		k.Flush()
-		st.refusing.Store(true)
+		st.Refuse.Store(true)
 		var ids []string
 		parent := before[1]
 		for i := 0; !k.Full(); i++ {
@@ -89,13 +60,7 @@ func TestKeeperHoldsWhatTheStoreRefuses(t *testing.T) {
 		if health.Degraded() == "" {
 			t.Error("the store's health is not degraded while writes fail")
 		}
-		failures := uint64(0)
-		health.Failures(func(w store.Writer, c uint64) {
-			if w == store.WriterResponses {
-				failures = c
-			}
-		})
-		if failures == 0 {
+		if storetest.WriteFailures(health, store.WriterResponses) == 0 {
 			t.Error("no responses write failure counted")
 		}
 		// Read from memory, and continued from there.
@@ -127,7 +92,7 @@ func TestKeeperHoldsWhatTheStoreRefuses(t *testing.T) {
 			t.Errorf("a held record after its update: %+v %v", r, err)
 		}
 
-		st.refusing.Store(false)
+		st.Refuse.Store(false)
 		waitFor(t, "every held record is written", func() bool { n, _ := k.Held(); return n == 0 })
 		k.Flush()
 		if k.Full() {
@@ -173,7 +138,7 @@ func TestKeepDurableRefusedIsNotHeld(t *testing.T) {
 		if _, err := k.Get(ctx, "team:a", "resp_bg"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Get of the refused record: %v, want ErrNotFound", err)
 		}
-		st.refusing.Store(false)
+		st.Refuse.Store(false)
 		k.Flush()
 		var again *Keeper
 		if behind {
@@ -202,7 +167,7 @@ func TestKeeperDeletesAHeldRecord(t *testing.T) {
 				t.Fatalf("Delete of a held record: %v %v", ok, err)
 			}
 		}
-		st.refusing.Store(false)
+		st.Refuse.Store(false)
 		if behind {
 			// The embedded store marks a deleted record gone in the store, so the delete
 			// waits for it to take writes.
@@ -224,9 +189,9 @@ func TestKeeperDeletesAHeldRecord(t *testing.T) {
 // goroutine ends.
 func TestKeeperStopEndsRetries(t *testing.T) {
 	eachMode(t, func(t *testing.T, behind bool) {
-		st := &refusingStore{Store: boltStore(t, nil)}
+		st := &storetest.Refusing{Store: boltStore(t, nil)}
 		k := NewKeeper(st, Options{TTL: time.Hour, WriteBehind: behind, RetryEvery: time.Hour, OnError: func(error) {}})
-		st.refusing.Store(true)
+		st.Refuse.Store(true)
 		keepChain(t, k, "team:a", "r", 3)
 		k.Flush()
 		stopped := make(chan struct{})
@@ -249,11 +214,11 @@ func TestKeeperStopEndsRetries(t *testing.T) {
 }
 
 // refusedKeeper is a keeper (write-behind or not) retrying every 10 ms over a store that
-// refuses record writes until its refusing is cleared; the keeper stops with the test.
-func refusedKeeper(t *testing.T, behind bool) (*refusingStore, *Keeper) {
-	st := &refusingStore{Store: boltStore(t, nil)}
+// refuses record writes until its Refuse is cleared; the keeper stops with the test.
+func refusedKeeper(t *testing.T, behind bool) (*storetest.Refusing, *Keeper) {
+	st := &storetest.Refusing{Store: boltStore(t, nil)}
 	k := NewKeeper(st, Options{TTL: time.Hour, WriteBehind: behind, RetryEvery: 10 * time.Millisecond, OnError: func(error) {}})
 	t.Cleanup(k.Stop)
-	st.refusing.Store(true)
+	st.Refuse.Store(true)
 	return st, k
 }

@@ -219,9 +219,7 @@ func TestAlertWebhooksReload(t *testing.T) {
 	}
 	poll(t, "the first key's event", 10*time.Second, issued(before, "first"))
 
-	writeConfig(t, g, keysConfig(p, alertsSection(after.srv.URL)))
-	g.Signal(t, syscall.SIGHUP)
-	waitForLog(t, g, "config reloaded", 1)
+	reload(t, g, keysConfig(p, alertsSection(after.srv.URL)), "config reloaded", 1)
 	if code, body := opsMust(t, "POST", g.URL+"/admin/keys", adminKey, `{"team":"alpha","name":"second"}`); code != 201 {
 		t.Fatalf("issue: %d %s", code, body)
 	}

@@ -67,12 +67,8 @@ func TestAuditAcrossReloadAndRestart(t *testing.T) {
 	if changed == selfServiceConfig(p, dataDir) || !strings.Contains(changed, "rotated") {
 		t.Fatal("selfServiceConfig changed: update this test")
 	}
-	writeConfig(t, g, changed)
-	g.Signal(t, syscall.SIGHUP)
-	waitForLog(t, g, "config reloaded", 1)
-	writeConfig(t, g, changed+"teams: [\n")
-	g.Signal(t, syscall.SIGHUP)
-	waitForLog(t, g, "config reload rejected", 1)
+	reload(t, g, changed, "config reloaded", 1)
+	reload(t, g, changed+"teams: [\n", "config reload rejected", 1)
 
 	sum := sha256.Sum256([]byte(adminKey))
 	admin := "admin:" + hex.EncodeToString(sum[:4])

@@ -50,11 +50,15 @@ func withoutBeta(cfg string) string {
 	return strings.Replace(cfg, beta, "", 1)
 }
 
-func writeConfig(t *testing.T, g *gateway, text string) {
+// reload writes text as g's config, sends SIGHUP and waits for the n-th log line that says
+// want: "config reloaded", or "config reload rejected" for a config the gateway must refuse.
+func reload(t *testing.T, g *gateway, text, want string, n int) {
 	t.Helper()
 	if err := os.WriteFile(g.ConfigPath, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	g.Signal(t, syscall.SIGHUP)
+	waitForLog(t, g, want, n)
 }
 
 // TestReloadUnderLoad swaps the config while requests and a slow stream are in flight: the new
@@ -108,9 +112,7 @@ func TestReloadUnderLoad(t *testing.T) {
       - name: gamma-1
         key: ${GAMMA_KEY}
 `)
-			writeConfig(t, g, after)
-			g.Signal(t, syscall.SIGHUP)
-			waitForLog(t, g, "config reloaded", 1)
+			reload(t, g, after, "config reloaded", 1)
 			stream.stillOpen(t, "the reload")
 
 			if code, body := opsMust(t, "POST", chat, gammaKey, chatBody("sim-chat", "hi", false)); code != 200 {
@@ -166,9 +168,7 @@ func TestReloadRejectsBrokenConfig(t *testing.T) {
 		{"switches_to_passthrough", "upstream:\n  gateway_url: " + p.URL + "\n  base_url: " + p.URL + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			writeConfig(t, g, tc.config)
-			g.Signal(t, syscall.SIGHUP)
-			waitForLog(t, g, "config reload rejected", i+1)
+			reload(t, g, tc.config, "config reload rejected", i+1)
 
 			checkRefusedReload(t, g, []keyWant{
 				{"alpha_still_works", alphaKey, 200},
@@ -182,9 +182,7 @@ func TestReloadRejectsBrokenConfig(t *testing.T) {
 	}
 
 	// After all that, a good config still applies.
-	writeConfig(t, g, withTeams(keysConfig(p, ""), gammaTeam))
-	g.Signal(t, syscall.SIGHUP)
-	waitForLog(t, g, "config reloaded", 1)
+	reload(t, g, withTeams(keysConfig(p, ""), gammaTeam), "config reloaded", 1)
 	if code, _ := opsMust(t, "POST", chat, gammaKey, chatBody("sim-chat", "hi", false)); code != 200 {
 		t.Errorf("gamma after a good reload: %d", code)
 	}
@@ -233,9 +231,7 @@ func TestSimulateReload(t *testing.T) {
       - name: second-1
         key: ${SIMRELOAD_SECOND_KEY}
 `
-	writeConfig(t, g, edited)
-	g.Signal(t, syscall.SIGHUP)
-	waitForLog(t, g, "config reloaded", 1)
+	reload(t, g, edited, "config reloaded", 1)
 	if strings.Contains(g.Output.String(), "reload rejected") {
 		t.Fatalf("reload rejected:\n%s", g.Output.String())
 	}
@@ -289,9 +285,7 @@ func TestReloadDropsStaleSeries(t *testing.T) {
 		t.Fatal("no series for team beta before the reload")
 	}
 
-	writeConfig(t, g, withoutBeta(keysConfig(p, "")))
-	g.Signal(t, syscall.SIGHUP)
-	waitForLog(t, g, "config reloaded", 1)
+	reload(t, g, withoutBeta(keysConfig(p, "")), "config reloaded", 1)
 
 	fams := scrape(t, g)
 	for name := range fams {
@@ -304,5 +298,83 @@ func TestReloadDropsStaleSeries(t *testing.T) {
 	}
 	if got := counterSum(fams, "modelgate_requests_total", map[string]string{"team": "alpha", "key": "alpha-1", "status": "200"}); got != 1 {
 		t.Errorf("alpha's series after the reload: %v, want 1", got)
+	}
+}
+
+// A reload that adds a config key named like a key issued to the same team is refused: the
+// two would share one limit scope. The old config keeps serving and the reason is logged.
+func TestReloadRefusesConfigKeyNamedLikeIssuedKey(t *testing.T) {
+	p := startPlatform(t)
+	env := reloadEnv(p)
+	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, ""), Env: env})
+	code, body := opsMust(t, "POST", g.URL+"/admin/keys", adminKey, `{"team":"alpha","name":"bot"}`)
+	if code != 201 {
+		t.Fatalf("issue: %d %s", code, body)
+	}
+	issued := gjson.Get(body, "key").Str
+	chat := g.URL + "/v1/chat/completions"
+	if code, body := opsMust(t, "POST", chat, issued, chatBody("sim-chat", "hi", false)); code != 200 {
+		t.Fatalf("issued key: %d %s", code, body)
+	}
+
+	// Team alpha gains a config key named "bot", like the issued one.
+	clashing := strings.Replace(keysConfig(p, ""), "      - name: alpha-2\n",
+		"      - name: bot\n        key: ${GAMMA_KEY}\n      - name: alpha-2\n", 1)
+	if clashing == keysConfig(p, "") {
+		t.Fatal("keysConfig changed: update this test")
+	}
+	reload(t, g, clashing, "config reload rejected", 1)
+	if !strings.Contains(g.Output.String(), `key \"bot\" is also the name of a key issued`) {
+		t.Errorf("the rejection does not say why:\n%s", g.Output.String())
+	}
+	checkRefusedReload(t, g, []keyWant{
+		{"issued key still works", issued, 200},
+		{"config key kept", alphaKey, 200},
+		{"clashing key not added", gammaKey, 401},
+	})
+}
+
+// TestReloadNarrowsAKey: a config key given its own models on reload is held to them at once
+// (its team's other models refused as the allow-list refuses, its team's other keys
+// untouched), and a reload whose key lists a model outside its team's list is rejected with
+// an error naming the key, the running config serving on.
+func TestReloadNarrowsAKey(t *testing.T) {
+	p := startPlatform(t)
+	g := startGateway(t, gatewayOptions{ConfigYAML: keysConfig(p, ""), Env: reloadEnv(p)})
+	chat := g.URL + "/v1/chat/completions"
+	if code, body := opsMust(t, "POST", chat, alpha2Key, chatBody("sim-chat", "hi", false)); code != 200 {
+		t.Fatalf("before the reload: %d %s", code, body)
+	}
+
+	const alpha2 = "        key: ${ALPHA2_KEY}\n"
+	narrowed := strings.Replace(keysConfig(p, ""), alpha2, alpha2+"        models: [sim-long]\n", 1)
+	if narrowed == keysConfig(p, "") {
+		t.Fatal("keysConfig changed: update this test")
+	}
+	reload(t, g, narrowed, "config reloaded", 1)
+	for _, c := range []struct {
+		key, model string
+		want       int
+	}{
+		{alpha2Key, "sim-chat", 404},
+		{alpha2Key, "sim-long", 200},
+		{alphaKey, "sim-chat", 200},
+	} {
+		if code, body := opsMust(t, "POST", chat, c.key, chatBody(c.model, "hi", false)); code != c.want {
+			t.Errorf("%s on %s after the reload: %d %s, want %d", c.key, c.model, code, body, c.want)
+		}
+	}
+
+	outside := strings.Replace(narrowed, "        key: ${BETA_KEY}\n", "        key: ${BETA_KEY}\n        models: [sim-long]\n", 1)
+	reload(t, g, outside, "config reload rejected", 1)
+	if out := g.Output.String(); !strings.Contains(out, `teams[1].keys[0].models[0]: key \"beta-1\": model \"sim-long\" is not in its team's models`) &&
+		!strings.Contains(out, `teams[1].keys[0].models[0]: key "beta-1": model "sim-long" is not in its team's models`) {
+		t.Errorf("the rejection does not name the key and model:\n%s", out)
+	}
+	if code, _ := opsMust(t, "POST", chat, alpha2Key, chatBody("sim-chat", "hi", false)); code != 404 {
+		t.Errorf("after the rejected reload the narrowed key got %d on sim-chat, want 404 (the running config)", code)
+	}
+	if code, _ := opsMust(t, "POST", chat, betaKey, chatBody("sim-chat", "hi", false)); code != 200 {
+		t.Errorf("beta after the rejected reload: %d", code)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/breaker"
 	"modelgate/config"
 )
@@ -17,7 +18,7 @@ import (
 type fakeHealth struct {
 	mu      sync.Mutex
 	blocked map[string]bool
-	reports []string
+	reports apitest.Notes
 }
 
 func (h *fakeHealth) Allow(name string) bool {
@@ -27,20 +28,14 @@ func (h *fakeHealth) Allow(name string) bool {
 }
 
 func (h *fakeHealth) Report(name string, failed bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	outcome := "ok"
 	if failed {
 		outcome = "fail"
 	}
-	h.reports = append(h.reports, name+"="+outcome)
+	h.reports.Note(name + "=" + outcome)
 }
 
-func (h *fakeHealth) got() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.reports)
-}
+func (h *fakeHealth) got() []string { return h.reports.Got() }
 
 func TestGatewayReportsToBreakers(t *testing.T) {
 	fa, fb := KeyBreaker(Fingerprint("sk-a")), KeyBreaker(Fingerprint("sk-b"))
