@@ -66,51 +66,32 @@ func textable(extra slog.Attr) bool {
 }
 
 // appendTextLine appends the line slog's text handler writes for r logged at level under
-// msg at t (TestTextLineIsSlogs holds it to that, byte for byte).
+// msg at t (TestTextLineIsSlogs holds it to that, byte for byte). The fields are attrs', so
+// both paths write the one list; only the formatting is done here.
 func appendTextLine(b []byte, t time.Time, level slog.Level, msg string, r *RequestSummary, extra slog.Attr) []byte {
 	b = append(b, "time="...)
 	b = t.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
 	b = append(b, " level="...)
 	b = append(b, level.String()...)
 	b = appendTextField(b, "msg", msg)
-	b = appendTextField(b, "request_id", r.RequestID)
-	b = appendTextField(b, "method", r.Method)
-	b = appendTextField(b, "route", r.Route)
-	b = appendTextField(b, "team", r.Team)
-	b = appendTextField(b, "key", r.Key)
-	b = appendTextField(b, "model", r.Model)
-	b = appendTextField(b, "served_model", r.ServedModel)
-	b = appendIntField(b, "status", int64(r.Status))
-	b = append(b, " stream="...)
-	b = strconv.AppendBool(b, r.Stream)
-	b = append(b, " duration="...)
-	b = append(b, r.Duration.String()...)
-	b = append(b, " ttfb="...)
-	b = append(b, r.TTFB.String()...)
-	b = appendIntField(b, "input_tokens", r.InputTokens)
-	b = appendIntField(b, "output_tokens", r.OutputTokens)
-	b = appendIntField(b, "input_reserved", r.InputReserved)
-	b = appendIntField(b, "attempts", int64(r.Attempts))
-	b = appendTextField(b, "error_code", r.ErrorCode)
-	b = appendTextField(b, "refusal", r.Refusal)
-	b = appendTextField(b, "upstream_error", r.UpstreamErr)
-	b = appendTextField(b, "usage_estimated", r.UsageEstimated)
-	for _, f := range [...]struct{ key, value string }{
-		{"trace_id", r.TraceID}, {"upstream_model", r.UpstreamModel}, {"end_user", r.EndUser},
-		{"tags", r.Tags}, {"client_request_id", r.ClientRequestID}, {"transport", r.Transport},
-		{"outcome", r.Outcome},
-	} {
-		if f.value != "" {
-			b = appendTextField(b, f.key, f.value)
+	var buf [lineFields]slog.Attr
+	for _, a := range r.attrs(buf[:0], extra) {
+		switch v := a.Value; v.Kind() {
+		case slog.KindString:
+			b = appendTextField(b, a.Key, v.String())
+		case slog.KindInt64:
+			b = appendIntField(b, a.Key, v.Int64())
+		case slog.KindBool:
+			b = append(b, ' ')
+			b = append(b, a.Key...)
+			b = append(b, '=')
+			b = strconv.AppendBool(b, v.Bool())
+		default: // KindDuration: attrs and textable let no other kind through
+			b = append(b, ' ')
+			b = append(b, a.Key...)
+			b = append(b, '=')
+			b = append(b, v.Duration().String()...)
 		}
-	}
-	switch extra.Value.Kind() {
-	case slog.KindString:
-		if extra.Key != "" {
-			b = appendTextField(b, extra.Key, extra.Value.String())
-		}
-	case slog.KindInt64:
-		b = appendIntField(b, extra.Key, extra.Value.Int64())
 	}
 	return append(b, '\n')
 }
