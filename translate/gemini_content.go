@@ -27,6 +27,14 @@ func (p *geminiPart) read(v gjson.Result, at string) *Error {
 			&p.code, &p.codeResult, &p.video, &p.mediaRes, &p.meta})
 }
 
+// readKind reads the part at v and names its data's kind: read, then kind.
+func (p *geminiPart) readKind(v gjson.Result, at string) (byte, *Error) {
+	if err := p.read(v, at); err != nil {
+		return 0, err
+	}
+	return p.kind(at)
+}
+
 // kind names the part's data, which must be exactly one of its kinds.
 func (p *geminiPart) kind(at string) (byte, *Error) {
 	var k byte
@@ -150,10 +158,7 @@ func (w *geminiWriter) userTurn(parts gjson.Result, at string, start int) *Error
 	err := walk(parts, func(j int, v gjson.Result) *Error {
 		pat := geminiIndex(at+".parts", j)
 		var p geminiPart
-		if err := p.read(v, pat); err != nil {
-			return err
-		}
-		k, err := p.kind(pat)
+		k, err := p.readKind(v, pat)
 		if err != nil {
 			return err
 		}
@@ -341,10 +346,7 @@ func (w *geminiWriter) functionResponse(v gjson.Result, at string, start int) *E
 	err := walk(parts, func(j int, pv gjson.Result) *Error {
 		pat := geminiIndex(at+".parts", j)
 		var p geminiPart
-		if err := p.read(pv, pat); err != nil {
-			return err
-		}
-		k, err := p.kind(pat)
+		k, err := p.readKind(pv, pat)
 		if err != nil {
 			return err
 		}
@@ -363,10 +365,7 @@ func (w *geminiWriter) modelTurn(parts gjson.Result, at string, start int) *Erro
 	err := walk(parts, func(j int, v gjson.Result) *Error {
 		pat := geminiIndex(at+".parts", j)
 		var p geminiPart
-		if err := p.read(v, pat); err != nil {
-			return err
-		}
-		k, err := p.kind(pat)
+		k, err := p.readKind(v, pat)
 		if err != nil {
 			return err
 		}
