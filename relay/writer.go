@@ -171,9 +171,16 @@ func (sw *Writer) Stop() {
 // and admission run in calls that return before it, and the relay loops are entered after
 // it. proxy's TestOpenStreamStack holds each route to this; bench/tools/stackgrowth.py shows
 // a chain that grows the stack of a running binary.
-func StartStream(w http.ResponseWriter) {
+func StartStream(w http.ResponseWriter) { StartStreamAs(w, "") }
+
+// StartStreamAs is StartStream for a stream of another content type ("" for an event
+// stream): Gemini's streamed JSON array is one.
+func StartStreamAs(w http.ResponseWriter, contentType string) {
+	if contentType == "" {
+		contentType = "text/event-stream; charset=utf-8"
+	}
 	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Content-Type", contentType)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // ask nginx-like front proxies not to buffer
 	w.WriteHeader(http.StatusOK)

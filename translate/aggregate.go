@@ -121,6 +121,11 @@ func (a *Aggregator) addText(oi int64, s string) {
 	}
 }
 
+// End notes that the upstream ended before its terminal event. A chat answer is judged by
+// what came (Result reports an unfinished stream as upstream_stream_incomplete), so the
+// read error adds nothing to it.
+func (a *Aggregator) End(error) {}
+
 // Result renders the chat.completion, or the *Error of a failed answer.
 func (a *Aggregator) Result() ([]byte, Usage, error) {
 	est := estimatedUsage(a.estimate, a.deltas)
