@@ -71,9 +71,12 @@ type exchange struct {
 	reserve ratelimit.Usage
 	ticket  *ratelimit.Ticket
 	gc      gatewayCall // its way to the platform, fallbacks included
-	// resps and cancels are the platform's answers, one per choice, once openAll opened them.
-	resps   []*http.Response
-	cancels []context.CancelFunc
+	// resps and cancels are the platform's answers, one per choice, once openAll opened them;
+	// a single choice's are kept in oneResp and oneCancel, which cost no allocation.
+	resps     []*http.Response
+	cancels   []context.CancelFunc
+	oneResp   [1]*http.Response
+	oneCancel [1]context.CancelFunc
 	charge  accounting.Charge // what the call cost, settled when run returns
 }
 

@@ -15,8 +15,7 @@ import (
 )
 
 // complete serves a client waiting for one answer: the platform's JSON answer converted, or
-// its stream folded into one (stop sequences), for each choice, merged when there are
-// several.
+// its stream folded into one (stop sequences).
 func (x *exchange) complete() {
 	ctx := x.c.Request.Context()
 	if x.upStream {
@@ -35,6 +34,26 @@ func (x *exchange) complete() {
 	if !x.answeredAsAsked() {
 		return
 	}
+	if len(x.resps) > 1 {
+		x.completeMany(ctx)
+		return
+	}
+	var buf *bytes.Buffer
+	out, ch, err := x.completeOne(ctx, 0, &buf)
+	if buf != nil {
+		defer relay.PutAnswerBuf(buf) // once the answer, which may view it, was written
+	}
+	x.charge = ch
+	if err != nil {
+		x.answerError(err)
+		return
+	}
+	x.c.Data(x.resps[0].StatusCode, "application/json", out)
+}
+
+// completeMany is complete for n>1 choices: each read and converted side by side, then
+// merged into one answer.
+func (x *exchange) completeMany(ctx context.Context) {
 	n := len(x.resps)
 	answers := make([][]byte, n)
 	charges := make([]accounting.Charge, n)
@@ -49,12 +68,7 @@ func (x *exchange) complete() {
 	}()
 	var wg sync.WaitGroup
 	for i := range n {
-		work := func() { answers[i], charges[i], errs[i] = x.completeOne(ctx, i, &bufs[i]) }
-		if n == 1 {
-			work()
-		} else {
-			wg.Go(work)
-		}
+		wg.Go(func() { answers[i], charges[i], errs[i] = x.completeOne(ctx, i, &bufs[i]) })
 	}
 	wg.Wait()
 	for _, c := range charges {
@@ -66,16 +80,12 @@ func (x *exchange) complete() {
 			return
 		}
 	}
-	out, status := answers[0], x.resps[0].StatusCode
-	if n > 1 {
-		var err error
-		if out, err = x.half.merge(answers); err != nil {
-			x.answerError(err)
-			return
-		}
-		status = http.StatusOK
+	out, err := x.half.merge(answers)
+	if err != nil {
+		x.answerError(err)
+		return
 	}
-	x.c.Data(status, "application/json", out)
+	x.c.Data(http.StatusOK, "application/json", out)
 }
 
 // completeOne turns choice i's answer into the client's, and says what the platform billed

@@ -36,7 +36,8 @@ func (x *exchange) openAll(ctx context.Context) bool {
 		var resp *http.Response
 		var cancel context.CancelFunc
 		if resp, cancel, f = x.s.openGateway(ctx, gc); f == nil {
-			x.resps, x.cancels = []*http.Response{resp}, []context.CancelFunc{cancel}
+			x.oneResp[0], x.oneCancel[0] = resp, cancel
+			x.resps, x.cancels = x.oneResp[:], x.oneCancel[:]
 			return true
 		}
 		chargeFailed(&x.charge, f, x.reserve)
