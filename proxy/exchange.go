@@ -77,7 +77,7 @@ type exchange struct {
 	cancels   []context.CancelFunc
 	oneResp   [1]*http.Response
 	oneCancel [1]context.CancelFunc
-	charge  accounting.Charge // what the call cost, settled when run returns
+	charge    accounting.Charge // what the call cost, settled when run returns
 }
 
 // exchange runs an admitted call through the exchange: x is the call's own (embedded in its
