@@ -52,14 +52,15 @@ func (s *Server) openGateway(ctx context.Context, gc *gatewayCall) (*http.Respon
 }
 
 // openOnce is one attempt of gc on its current model, reporting to ri (each of chat's n>1
-// choices has a record of its own): the chain's Attempt, as chat's fan-out calls it.
+// choices has a record of its own): the chain's Attempt, kept in the form chat's fan-out
+// calls it until that calls gc.Attempt itself.
 func (s *Server) openOnce(ctx context.Context, gc *gatewayCall, ri *requestInfo) (*http.Response, context.CancelFunc, *upstream.Failure) {
 	tr := ri.trail()
 	return gc.Attempt(ctx, &tr)
 }
 
-// fallBack moves gc to its next model after f, whose cost is charge (the chain's
-// FallBack), as chat's fan-out calls it.
+// fallBack moves gc to its next model after f, whose cost is charge: the chain's FallBack,
+// kept in the form chat's fan-out calls it until that calls gc.FallBack itself.
 func (s *Server) fallBack(gc *gatewayCall, f *upstream.Failure, charge accounting.Charge) bool {
 	return gc.FallBack(f, charge)
 }

@@ -81,7 +81,7 @@ type Start struct {
 	// (UpstreamModel) are read from it; the attempts, the model served and its route are
 	// written to it.
 	Record *reqlog.Record
-	Trail  Trail // where the request's attempts report (Trail.Attempts is Record.Attempts)
+	Trail  Trail // where the request's attempts report; its Attempts are Record.Attempts
 	// Body is the Responses body, owned by the caller, who may drop it once the call is
 	// open (a stream that runs for minutes need not hold it); a fallback rewrites its model.
 	Body   *[]byte
@@ -126,6 +126,7 @@ func (c *Chain) Start(g *Gateway, s *Start) {
 	*c = Chain{g: g, host: s.Host, health: s.Health, p: s.Principal, rec: s.Record, trail: s.Trail, body: s.Body,
 		stream: s.Stream, reserve: s.Reserve, choices: max(s.Choices, 1), header: s.Header,
 		asked: g.plans[s.Record.Model], model: s.Record.Model}
+	c.trail.Attempts = &s.Record.Attempts // openChained adds up every model's attempts there
 	switch {
 	case s.Record.UpstreamModel != "":
 		c.upstream, c.upAsked = s.Record.UpstreamModel, true
