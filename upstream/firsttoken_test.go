@@ -31,9 +31,11 @@ func TestChainFirstTokenStall(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			models := []config.Model{
-				// Short, since the stall is waited out on the real clock; the platform holds
-				// the stream until the chain gives up on it, so no load makes it answer.
-				{ID: "reasoner", Upstream: "up-reasoner", FirstTokenTimeout: 50 * time.Millisecond, Fallbacks: tc.fallbacks},
+				// The stall is waited out on the real clock: short enough for a unit test, long
+				// enough for a loaded machine to have written the request by then (a stall
+				// before that would be charged nothing). The platform holds the stream until
+				// the chain gives up on it, so no load makes it answer.
+				{ID: "reasoner", Upstream: "up-reasoner", FirstTokenTimeout: 250 * time.Millisecond, Fallbacks: tc.fallbacks},
 				// Generous: its output comes at once however loaded the machine.
 				{ID: "quick", Upstream: "up-quick", FirstTokenTimeout: time.Minute},
 			}
