@@ -20,7 +20,7 @@ var allowedImports = map[string][]string{
 	"modelgate/reqlog":              {},
 	"modelgate/sidecar":             {"platform", "store", "reqlog"},
 	"modelgate/proxy":               {"accounting", "calibration", "jobs", "relay", "reqbody", "translate", "ratelimit", "redisconn", "auth", "platform", "store", "stored", "billing", "tracing", "tokens", "reqlog", "sidecar", "config", "upstream", "breaker", "routing", "wsmode", "alerts", "journal"},
-	"modelgate/upstream":            {"accounting", "auth", "config", "platform", "ratelimit", "reqlog", "tracing", "translate"},
+	"modelgate/upstream":            {"accounting", "auth", "config", "platform", "ratelimit", "relay", "reqlog", "routing", "tracing", "translate"},
 	"modelgate/admin":               {"audit", "auth", "billing", "ratelimit", "reqbody", "store", "config", "periodic"},
 	"modelgate/audit":               {"store", "config"},
 	"modelgate/accounting":          {"billing", "ratelimit", "reqlog"},

@@ -56,7 +56,7 @@ func (x *exchange) openAll(ctx context.Context) bool {
 func (x *exchange) openFanout(ctx context.Context, gc *gatewayCall) *upstream.Failure {
 	for {
 		f, ch := x.openChoices(ctx, gc)
-		if f == nil || !x.s.fallBack(gc, f, ch) {
+		if f == nil || !gc.FallBack(f, ch) {
 			if f != nil && f.Settled {
 				ch = accounting.Charge{} // billed by the chain when it moved past it
 			}
@@ -76,8 +76,10 @@ func (x *exchange) openChoices(ctx context.Context, gc *gatewayCall) (*upstream.
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
+			// Each choice reports to a record of its own; the request's counts them all.
 			ri := &requestInfo{Record: reqlog.Record{RequestID: x.ri.RequestID}, trace: x.ri.trace}
-			resps[i], cancels[i], fails[i] = x.s.openOnce(ctx, gc, ri)
+			tr := ri.trail()
+			resps[i], cancels[i], fails[i] = gc.Attempt(ctx, &tr)
 		})
 	}
 	wg.Wait()
