@@ -121,3 +121,23 @@ func (nopObserver) Sent()                 {}
 func (nopObserver) Response([]byte)       {}
 func (nopObserver) ClientGone()           {}
 func (nopObserver) UpstreamFailed(string) {}
+
+// BenchmarkResponsesRelayToSink is the same stream handed to a sink (a WebSocket turn's
+// writer) event by event, typed, instead of as bytes.
+func BenchmarkResponsesRelayToSink(b *testing.B) {
+	stream := simStream(b, "sim-long")
+	out := nopSink{}
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		p := Pump{Out: NewWriter(out, 0), Obs: nopObserver{}, Client: context.Background(), Reserve: reserve}
+		p.Responses(&eventByEvent{b: stream}, func() {})
+	}
+}
+
+// nopSink is a sink that takes every event.
+type nopSink struct{ discardFlusher }
+
+func (nopSink) Header() http.Header        { return http.Header{} }
+func (nopSink) WriteHeader(int)            {}
+func (nopSink) Event(string, []byte) error { return nil }

@@ -175,10 +175,11 @@ func ResponseObject(data []byte) []byte {
 	return []byte(r.Raw) // a copy: the object was not found verbatim
 }
 
-// ErrorEvent is the error event that ends a failed Responses stream. It carries the
-// specification's flat fields and the nested error object the live API sends, so clients
-// of either reading raise an error instead of taking a truncated answer as complete.
-func ErrorEvent(code, msg string) []byte {
+// ErrorData is the data of the error event that ends a failed Responses stream. It carries
+// the specification's flat fields and the nested error object the live API sends, so clients
+// of either reading raise an error instead of taking a truncated answer as complete. The
+// relay hands it to its client as an event (Writer.Event): SSE framed, or whole to a sink.
+func ErrorData(code, msg string) []byte {
 	type nestedError struct {
 		Message string  `json:"message"`
 		Type    string  `json:"type"`
@@ -186,15 +187,14 @@ func ErrorEvent(code, msg string) []byte {
 		Code    string  `json:"code"`
 	}
 	nested, _ := json.Marshal(nestedError{Message: msg, Type: "server_error", Code: code}) // plain strings cannot fail
-	frame := make([]byte, 0, 2*len(nested)+80)
-	frame = append(frame, "event: error\ndata: {\"type\":\"error\",\"code\":\""...)
-	frame = append(frame, code...)
-	frame = append(frame, "\",\"message\":\""...)
-	frame = append(frame, msg...) // constant messages: nothing to escape
-	frame = append(frame, "\",\"param\":null,\"error\":"...)
-	frame = append(frame, nested...)
-	frame = append(frame, "}\n\n"...)
-	return frame
+	data := make([]byte, 0, 2*len(nested)+60)
+	data = append(data, "{\"type\":\"error\",\"code\":\""...)
+	data = append(data, code...)
+	data = append(data, "\",\"message\":\""...)
+	data = append(data, msg...) // constant messages: nothing to escape
+	data = append(data, "\",\"param\":null,\"error\":"...)
+	data = append(data, nested...)
+	return append(data, '}')
 }
 
 // StreamEndKind names why a stream stopped before its terminal event, for the access log

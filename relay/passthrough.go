@@ -46,10 +46,13 @@ func (p *Pump) Responses(body io.Reader, cancel context.CancelFunc) accounting.C
 		if r.terminal {
 			p.Obs.Response(ev.Data) // kept before the client can name it in its next turn
 		}
-		if p.Out.Queue(ev.Raw) != nil {
+		sent, err := p.Out.pass(&ev)
+		if err != nil {
 			break
 		}
-		p.Obs.Sent()
+		if sent {
+			p.Obs.Sent()
+		}
 	}
 	p.Out.Flush()
 	return r.end(p, body, events, idle, cancel)
@@ -121,16 +124,16 @@ func (r *relayed) end(p *Pump, body io.Reader, events *EventReader, idle *IdleTi
 	switch {
 	case idle.Fired():
 		p.Obs.UpstreamFailed("stream_idle")
-		_ = sw.Write(ErrorEvent("stream_idle_timeout", "The platform stopped sending events; the stream was closed."))
+		_ = sw.Event("error", ErrorData("stream_idle_timeout", "The platform stopped sending events; the stream was closed."))
 	case r.invalid && r.check == translate.JSONTooDeep:
 		p.Obs.UpstreamFailed("stream_invalid")
-		_ = sw.Write(ErrorEvent(translate.CodeEventTooDeep, "The platform sent an event nested too deeply; the stream was closed."))
+		_ = sw.Event("error", ErrorData(translate.CodeEventTooDeep, "The platform sent an event nested too deeply; the stream was closed."))
 	case r.invalid:
 		p.Obs.UpstreamFailed("stream_invalid")
-		_ = sw.Write(ErrorEvent("upstream_stream_invalid", "The platform sent a malformed event; the stream was closed."))
+		_ = sw.Event("error", ErrorData("upstream_stream_invalid", "The platform sent a malformed event; the stream was closed."))
 	default:
 		p.Obs.UpstreamFailed(StreamEndKind(r.readErr))
-		_ = sw.Write(ErrorEvent("upstream_stream_ended", "The platform's stream ended before the response was complete."))
+		_ = sw.Event("error", ErrorData("upstream_stream_ended", "The platform's stream ended before the response was complete."))
 	}
 	return accounting.ChargeFor(r.reserve, e)
 }
