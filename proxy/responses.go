@@ -17,7 +17,6 @@ import (
 	"modelgate/ratelimit"
 	"modelgate/relay"
 	"modelgate/translate"
-	"modelgate/wsmode"
 )
 
 // responses passes POST /v1/responses through: the body goes upstream with the model alias
@@ -254,8 +253,9 @@ func (d *responsesDialect) prepare(c *gin.Context, st *state, p *auth.Principal,
 		return false
 	}
 	call.upBody = body
-	// A WebSocket turn keeps the conversation it sent as its connection's chain.
-	wsmode.NoteSentInput(c.Request.Context(), body)
+	if t := info(c).turn; t != nil {
+		t.SentInput(body) // a WebSocket turn keeps the conversation it sent as its connection's chain
+	}
 	d.background = d.background && d.turn != nil
 	return true
 }
