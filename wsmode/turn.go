@@ -227,9 +227,15 @@ func cutsBefore(typ string) bool {
 	return strings.HasSuffix(typ, ".delta") || typ == "response.output_item.added" || typ == "response.content_part.added"
 }
 
-// finish is the error event of a turn whose answer was not a stream, or nil.
+// finish is the error event of a turn whose answer was not a stream (or whose stream came as
+// bytes), or nil.
 func (w *turnWriter) finish() []byte {
 	if w.stream {
+		if errors.Is(w.err, errNotEvents) {
+			// Something wrote the stream as bytes: the turn ended with nothing the
+			// client can read as its end, so it is told, not left waiting.
+			return errorEvent(http.StatusInternalServerError, "server_error", "", "", "The turn's stream could not be relayed.")
+		}
 		return nil
 	}
 	status := w.status

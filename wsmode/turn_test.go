@@ -126,6 +126,9 @@ func TestTurnWriterStream(t *testing.T) {
 	if _, err := w.Write([]byte("data: {}\n\n")); !errors.Is(err, errNotEvents) {
 		t.Errorf("bytes written to a stream: %v", err)
 	}
+	if ev := gjson.ParseBytes(w.finish()); ev.Get("type").Str != "error" || ev.Get("status").Int() != 500 {
+		t.Errorf("a stream written as bytes finished with %s, want a 500 error event", ev.Raw)
+	}
 
 	gone := errors.New("gone")
 	w, _ = answerWith(0, map[string]string{"Content-Type": "text/event-stream"}, "")
