@@ -19,7 +19,7 @@ func (s *Server) observe(c *gin.Context) {
 	}
 	c.Set(infoKey, ri)
 	c.Header("X-Request-Id", ri.RequestID)
-	if t := turnOf(c.Writer); t != nil {
+	if t := wsmode.TurnOf(c.Writer); t != nil {
 		ri.turn, ri.Transport = t, "websocket"
 	}
 	if s.state().cfg.Server.OverheadHeader {

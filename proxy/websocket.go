@@ -7,7 +7,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/config"
-	"modelgate/relay"
 	"modelgate/wsmode"
 )
 
@@ -17,17 +16,6 @@ import (
 // through this engine as a POST /v1/responses, so it takes the one preflight and lifecycle; a
 // message that asks the model nothing (generate: false) is admitted by prepareRoutes
 // (websocket_prepare.go) before wsmode serves it.
-
-// turnOf is the WebSocket turn a request's response writer serves, found along its wrappers
-// as the relay finds its sink (the turn's writer is both); nil for an HTTP client. Asked once
-// per request, by observe.
-func turnOf(w http.ResponseWriter) wsmode.Turn {
-	t, _ := relay.SinkOf(w).(wsmode.Turn)
-	return t
-}
-
-// A turn is a relay.Sink: the relay hands it the stream's events whole.
-var _ relay.Sink = wsmode.Turn(nil)
 
 // websocketRoute is the upgrade's route name in logs and metrics.
 const websocketRoute = "/v1/responses (websocket)"

@@ -72,7 +72,7 @@ func (f *fakeRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, `{"error":{"message":"refused","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
 		return
 	}
-	turn := w.(Turn)
+	turn := TurnOf(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	id, seq := "resp_"+text, 0
@@ -150,10 +150,7 @@ func (f *fakeRoute) body(i int) string {
 }
 
 // isTurn reports whether w is a turn's writer, as proxy finds it.
-func isTurn(w http.ResponseWriter) bool {
-	_, ok := w.(Turn)
-	return ok
-}
+func isTurn(w http.ResponseWriter) bool { return TurnOf(w) != nil }
 
 // wait waits for the route's next start or end note, which must be want.
 func (f *fakeRoute) wait(t *testing.T, want string) {

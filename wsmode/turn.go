@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	"github.com/tidwall/gjson"
+
+	"modelgate/relay"
 )
 
 // maxAnswer bounds the answer of a turn that did not stream (a refusal or an error): what
@@ -17,17 +19,14 @@ import (
 const maxAnswer = 64 << 10
 
 // Turn is a turn's response writer as the route that serves it sees it, found along the
-// writers that wrap it (proxy asks relay.SinkOf, then for a Turn). It is a relay.Sink: the
-// relay hands it the stream's events whole and typed, each one a frame, so nothing here reads
-// SSE bytes back into events. And it is how the route tells the turn what the socket needs
-// of the request: that it is a turn (it found one), the input it sent the platform, and what
-// it was charged. Every method is called on the handler's goroutine, before ServeHTTP
-// returns.
+// writers that wrap it (TurnOf). It is a relay.Sink: the relay hands it the stream's events
+// whole and typed, each one a frame, so nothing here reads SSE bytes back into events; an
+// event it refuses (the client is gone, a steer stopped the stream) stops the relay as a
+// client that left does. And it is how the route tells the turn what the socket needs of the
+// request: that it is a turn (it found one), the input it sent the platform, and what it was
+// charged. Every method is called on the handler's goroutine, before ServeHTTP returns.
 type Turn interface {
-	// Event takes one event of the turn's stream (relay.Sink): typ its type, data its data,
-	// both lent until the call returns. An error stops the relay as a client that left: the
-	// client is gone, or a steer stopped the stream.
-	Event(typ string, data []byte) error
+	relay.Sink
 	// SentInput is told the body the turn's platform call is sent with, once the route has
 	// expanded it. A turn whose previous_response_id the connection does not hold is
 	// expanded by the route, from the stored responses: the chain the connection then keeps
@@ -38,6 +37,16 @@ type Turn interface {
 	// response's closing event reports it as its usage.
 	Settled(u Usage)
 }
+
+// TurnOf is the turn a request's response writer serves, found along the writers that wrap
+// it (gin's, a middleware's) as the relay finds its sink; nil for an HTTP client. The route
+// asks once per request.
+func TurnOf(w http.ResponseWriter) Turn {
+	t, _ := relay.SinkOf(w).(Turn)
+	return t
+}
+
+var _ Turn = (*turnWriter)(nil)
 
 // Usage is what a turn's request was charged, once settled (Turn.Settled).
 type Usage struct {
