@@ -11,9 +11,9 @@
 // tells the turn (the input it sent, what it was charged) goes through that writer too. So
 // every turn is admitted, limited, reserved, settled, billed, traced and logged exactly as an
 // HTTP request is, by the one lifecycle, and this package knows nothing of limits or
-// accounting. A message that asks the
-// model nothing (generate: false) is served here, but only once the proxy's admission handed
-// in (Options.Prepares) has authenticated, counted and logged it as a request.
+// accounting. A message that asks the model nothing (generate: false) is served here, but
+// only once the proxy's admission handed in (Options.Prepares) has authenticated, counted and
+// logged it as a request.
 //
 // What the socket adds is kept here: the connection-local memory of each chain's last
 // response (so previous_response_id works with store: false), lanes (stream_id: turns of one
