@@ -10,7 +10,8 @@ import (
 )
 
 // Responses relays a Responses event stream, each event byte for byte and flushed as soon
-// as it is complete, and reads the terminal event's usage on the side. An event is checked
+// as it is complete (or, to a client that is a Sink, handed over whole and typed), and reads
+// the terminal event's usage on the side. An event is checked
 // before it is passed on: if the upstream stops speaking SSE (garbage, data that is not
 // JSON) or ends without a terminal event, the client gets an error event rather than the
 // garbage or a silent truncation. An event is counted before it is written: the platform
