@@ -25,7 +25,7 @@ var allowedImports = map[string][]string{
 	"modelgate/audit":               {"store", "config"},
 	"modelgate/accounting":          {"billing", "ratelimit", "reqlog"},
 	"modelgate/reqbody":             {},
-	"modelgate/wsmode":              {"translate"},
+	"modelgate/wsmode":              {"translate", "relay"},
 	"modelgate/jobs":                {"accounting", "ratelimit", "relay", "reqlog", "store", "stored", "translate"},
 	"modelgate/relay":               {"accounting", "translate", "ratelimit", "platform"},
 	"modelgate/billing":             {"store", "config", "periodic"},

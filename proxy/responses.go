@@ -15,7 +15,6 @@ import (
 	"modelgate/jobs"
 	"modelgate/relay"
 	"modelgate/translate"
-	"modelgate/wsmode"
 )
 
 // responsesRoute is the route label of POST /v1/responses in logs and metrics.
@@ -203,8 +202,9 @@ func (d *responsesDialect) prepare(c *gin.Context, st *state, p *auth.Principal,
 		return false
 	}
 	call.upBody = body
-	// A WebSocket turn keeps the conversation it sent as its connection's chain.
-	wsmode.NoteSentInput(c.Request.Context(), body)
+	if t := info(c).turn; t != nil {
+		t.SentInput(body) // a WebSocket turn keeps the conversation it sent as its connection's chain
+	}
 	d.background = d.background && d.turn != nil
 	if d.turn != nil && !d.background {
 		// The answer is kept once it came, before the client can name it in its next turn.
