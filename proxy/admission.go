@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/alerts"
+	"modelgate/apierr"
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/ratelimit"
@@ -29,9 +30,9 @@ const (
 func (s *Server) authenticate(c *gin.Context) {
 	st := s.state()
 	ri := info(c)
-	p, err := st.auth.Authenticate(authorization(c, speaksAnthropic(c)))
+	p, err := st.auth.Authenticate(authorization(c, apierr.SpeaksAnthropic(c)))
 	if err != nil {
-		abortError(c, http.StatusUnauthorized, typeInvalidRequest, "invalid_api_key", "", unauthorizedMessage(c, errors.Is(err, auth.ErrMissing)))
+		abortError(c, http.StatusUnauthorized, typeInvalidRequest, "invalid_api_key", "", apierr.UnauthorizedMessage(c, errors.Is(err, auth.ErrMissing)))
 		return
 	}
 	if st.auth.Mode() == auth.ModePassthrough {
@@ -79,15 +80,17 @@ func endUserScopeID(p *auth.Principal, endUser string) string {
 // peekLimitHeaders puts the caller's x-ratelimit-* headers on an answer that did not go
 // through admission (model lists, requests refused before admission), so every /v1 answer to
 // a known caller carries them. Nothing is charged.
-func peekLimitHeaders(c *gin.Context) {
-	ri := info(c)
+func peekLimitHeaders(c *gin.Context) { info(c).PeekLimits(c) }
+
+// PeekLimits is peekLimitHeaders for apierr, which refuses calls on the route packages' behalf.
+func (ri *requestInfo) PeekLimits(c *gin.Context) {
 	if ri.principal == nil || ri.limitHeadersOK || ri.limits == nil {
 		return
 	}
 	ri.limitHeadersOK = true
 	h, err := ri.limits.Peek(c.Request.Context(), limitRequest(ri.principal, ratelimit.Usage{}))
 	if err == nil {
-		applyLimitHeaders(c, ri, h)
+		apierr.LimitHeaders(c, h)
 	}
 }
 
@@ -111,7 +114,7 @@ func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve ratelimit.Usag
 // the refusal's answer.
 func (s *Server) admitted(c *gin.Context, ticket *ratelimit.Ticket, d ratelimit.Decision, err error) *ratelimit.Ticket {
 	ri := info(c)
-	applyLimitHeaders(c, ri, d.Headers)
+	apierr.LimitHeaders(c, d.Headers)
 	ri.limitHeadersOK = true
 	if d.WouldRefuse != "" {
 		ri.Refusal = "shadow_" + string(d.WouldRefuse)
@@ -203,7 +206,7 @@ func (s *Server) check(c *gin.Context, route string, req ratelimit.Request) {
 	d, err := s.limiter.Check(c.Request.Context(), req)
 	if err == nil {
 		// The same headers a Peek would give: a later refusal of the body needs none.
-		applyLimitHeaders(c, ri, d.Headers)
+		apierr.LimitHeaders(c, d.Headers)
 		ri.limitHeadersOK = true
 	}
 	if d.Allowed {

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"modelgate/accounting"
+	"modelgate/apierr"
 	"modelgate/ratelimit"
 	"modelgate/reqlog"
 	"modelgate/translate"
@@ -62,7 +63,7 @@ func writeFailure(c *gin.Context, f *upstream.Failure) {
 		}
 	}
 	ri.ErrCode = gjson.GetBytes(f.Body, "error.code").String()
-	if speaksAnthropic(c) {
+	if apierr.SpeaksAnthropic(c) {
 		status, typ := translate.AnthropicStatus(f.Status)
 		c.Data(status, "application/json", translate.AnthropicErrorJSON(typ, gjson.GetBytes(f.Body, "error.message").String()))
 		c.Abort()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/apierr"
 	"modelgate/config"
 	"modelgate/routing"
 )
@@ -122,7 +123,7 @@ func (s *Server) listModels(c *gin.Context) {
 			data = append(data, modelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "modelgate"})
 		}
 	}
-	if speaksAnthropic(c) {
+	if apierr.SpeaksAnthropic(c) {
 		writeAnthropicModels(c, data)
 		return
 	}
@@ -139,7 +140,7 @@ func (s *Server) getModel(c *gin.Context) {
 	p, st := principal(c), requestState(c)
 	id := c.Param("id")
 	if _, ok := st.models.entries[id]; ok && p.AllowsModel(id) {
-		if speaksAnthropic(c) {
+		if apierr.SpeaksAnthropic(c) {
 			writeAnthropicModel(c, id)
 			return
 		}
@@ -149,5 +150,5 @@ func (s *Server) getModel(c *gin.Context) {
 		return
 	}
 	abortError(c, http.StatusNotFound, typeInvalidRequest, "model_not_found", "model",
-		"The model '"+sanitizePath(id)+"' does not exist or you do not have access to it.")
+		"The model '"+apierr.SanitizePath(id)+"' does not exist or you do not have access to it.")
 }

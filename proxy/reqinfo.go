@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/accounting"
+	"modelgate/apierr"
 	"modelgate/auth"
 	"modelgate/billing"
 	"modelgate/journal"
@@ -105,7 +106,11 @@ func (w *overheadWriter) WriteString(s string) (int, error) {
 
 func (w *overheadWriter) Flush() { w.stamp(); w.ResponseWriter.Flush() }
 
-const infoKey = "modelgate.info"
+// infoKey is apierr's: its error answers record their code through requestInfo.Refused.
+const infoKey = apierr.RequestKey
+
+// Refused records the code of an error answer (apierr.Request).
+func (ri *requestInfo) Refused(code string) { ri.ErrCode = code }
 
 // info returns the request's info, creating it for handlers reached without the middleware (tests).
 func info(c *gin.Context) *requestInfo {

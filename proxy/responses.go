@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"modelgate/accounting"
+	"modelgate/apierr"
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/jobs"
@@ -390,7 +391,7 @@ func prepareResponsesBody(body []byte, upstreamModel, clientModel string, steeri
 //go:noinline
 func modelNotFound(c *gin.Context, model string) {
 	abortError(c, http.StatusNotFound, typeInvalidRequest, "model_not_found", "model",
-		"The model '"+sanitizePath(model)+"' does not exist or you do not have access to it.")
+		"The model '"+apierr.SanitizePath(model)+"' does not exist or you do not have access to it.")
 }
 
 // forwardResponsesJSON relays a non-stream answer unchanged and returns its usage. The

@@ -17,6 +17,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/accounting"
+	"modelgate/apierr"
 	"modelgate/auth"
 	"modelgate/billing"
 	"modelgate/breaker"
@@ -360,7 +361,7 @@ func (s *Server) noRoute(c *gin.Context) {
 		s.markAnthropic(c) // an Anthropic client's 404 in its own shape
 	}
 	if sidecar.IsPath(c.Request.URL.Path) {
-		abortEnvelope(c, http.StatusNotFound, platform.CodeBusiness, "not found")
+		apierr.AbortEnvelope(c, http.StatusNotFound, platform.CodeBusiness, "not found")
 		return
 	}
 	// A known caller's 404 carries its rate-limit headers like every other /v1 answer; an
@@ -368,7 +369,7 @@ func (s *Server) noRoute(c *gin.Context) {
 	if p, err := s.state().auth.Authenticate(c.GetHeader("Authorization")); err == nil {
 		info(c).principal = p
 	}
-	notFoundOpenAI(c)
+	apierr.NotFound(c)
 }
 
 // recoverer turns a handler panic into a 500 (if nothing was written yet) and a log line,

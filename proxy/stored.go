@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"modelgate/apierr"
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/store"
@@ -163,12 +164,12 @@ func (s *Server) expandPrevious(c *gin.Context, st *state, p *auth.Principal, bo
 		switch {
 		case errors.Is(err, stored.ErrTooLarge):
 			abortError(c, http.StatusBadRequest, typeInvalidRequest, "context_length_exceeded", "previous_response_id",
-				"The conversation of response '"+sanitizePath(prev)+"' is larger than "+formatBytes(st.cfg.Server.MaxBodyBytes)+" and cannot be sent whole; start a new one.")
+				"The conversation of response '"+apierr.SanitizePath(prev)+"' is larger than "+formatBytes(st.cfg.Server.MaxBodyBytes)+" and cannot be sent whole; start a new one.")
 			return nil, nil, false
 		case errors.Is(err, stored.ErrNotFound), errors.Is(err, stored.ErrBrokenChain):
-			msg := "Previous response with id '" + sanitizePath(prev) + "' not found."
+			msg := "Previous response with id '" + apierr.SanitizePath(prev) + "' not found."
 			if errors.Is(err, stored.ErrBrokenChain) {
-				msg = "Previous response with id '" + sanitizePath(prev) + "' cannot be continued: an earlier response of its conversation has expired or was deleted."
+				msg = "Previous response with id '" + apierr.SanitizePath(prev) + "' cannot be continued: an earlier response of its conversation has expired or was deleted."
 			}
 			abortError(c, http.StatusBadRequest, typeInvalidRequest, "previous_response_not_found", "previous_response_id", msg)
 			return nil, nil, false
@@ -177,7 +178,7 @@ func (s *Server) expandPrevious(c *gin.Context, st *state, p *auth.Principal, bo
 			return nil, nil, false
 		case stored.Unfinished(chain[len(chain)-1].Status) && s.stillRunning(c, st, who, chain[len(chain)-1]):
 			abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_request", "previous_response_id",
-				"Previous response with id '"+sanitizePath(prev)+"' is not finished yet; wait until it is completed.")
+				"Previous response with id '"+apierr.SanitizePath(prev)+"' is not finished yet; wait until it is completed.")
 			return nil, nil, false
 		}
 		body, err = sjson.SetRawBytes(body, "input", stored.ExpandedInput(chain, turnInput))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/apierr"
 	"modelgate/stored"
 )
 
@@ -53,7 +54,7 @@ func (s *Server) keptRecord(c *gin.Context, route string) (r *stored.Record, st 
 
 func responseNotFound(c *gin.Context, id string) {
 	abortError(c, http.StatusNotFound, typeInvalidRequest, "response_not_found", "",
-		"Response with id '"+sanitizePath(id)+"' not found.")
+		"Response with id '"+apierr.SanitizePath(id)+"' not found.")
 }
 
 // getResponse answers GET /v1/responses/{id} with the kept response object, whatever its

@@ -1,0 +1,92 @@
+package apierr
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"modelgate/reqlog"
+	"modelgate/sidecar"
+	"modelgate/translate"
+)
+
+// OpenAI error types used on /v1 routes.
+const (
+	TypeInvalidRequest = "invalid_request_error"
+	TypeAuthentication = "authentication_error"
+	TypeNotFound       = "not_found_error"
+	TypeServer         = "server_error"
+	TypeQuota          = "insufficient_quota"
+)
+
+type openAIErrorBody struct {
+	Error openAIError `json:"error"`
+}
+
+type openAIError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+// OpenAIJSON renders {"error":{...}}; empty param and code become null, as OpenAI sends them.
+func OpenAIJSON(typ, code, param, msg string) []byte {
+	e := openAIError{Message: msg, Type: typ}
+	if param != "" {
+		e.Param = &param
+	}
+	if code != "" {
+		e.Code = &code
+	}
+	b, _ := json.Marshal(openAIErrorBody{Error: e}) // marshalling plain strings cannot fail
+	return b
+}
+
+// Abort answers with an error in the shape of the route's clients (OpenAI's, Anthropic's,
+// or the platform's envelope on the sidecar routes) and stops the handler chain. Callers
+// give the OpenAI terms; the other shapes map them.
+func Abort(c *gin.Context, status int, typ, code, param, msg string) {
+	switch Of(c) {
+	case Anthropic:
+		abortAnthropic(c, status, code, msg)
+		return
+	case Envelope:
+		AbortEnvelope(c, status, envelopeCode(code), msg)
+		refused(c, code)
+		return
+	}
+	PeekLimits(c)
+	refused(c, code)
+	c.Data(status, "application/json", OpenAIJSON(typ, code, param, msg))
+	c.Abort()
+}
+
+// AbortEnvelope answers a sidecar route with the platform's envelope.
+func AbortEnvelope(c *gin.Context, status, code int, msg string) {
+	refused(c, strconv.Itoa(code))
+	c.Data(status, "application/json", sidecar.Envelope(code, msg))
+	c.Abort()
+}
+
+// abortAnthropic answers with {"type":"error","error":{"type","message"}} and Anthropic's
+// status for the kind of failure; code is what logs and metrics record, as on the other routes.
+func abortAnthropic(c *gin.Context, status int, code, msg string) {
+	PeekLimits(c)
+	refused(c, code)
+	st, typ := translate.AnthropicStatus(status)
+	c.Data(st, "application/json", translate.AnthropicErrorJSON(typ, msg))
+	c.Abort()
+}
+
+// NotFound is the /v1 routes' answer to a path no route serves.
+func NotFound(c *gin.Context) {
+	Abort(c, http.StatusNotFound, TypeInvalidRequest, "unknown_url",
+		"", "Unknown request URL: "+c.Request.Method+" "+SanitizePath(c.Request.URL.Path)+".")
+}
+
+// SanitizePath keeps error messages short and printable whatever the caller put in the
+// path (or in an id it names).
+func SanitizePath(p string) string { return reqlog.Printable(p, 200) }
