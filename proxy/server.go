@@ -23,6 +23,7 @@ import (
 	"modelgate/breaker"
 	"modelgate/calibration"
 	"modelgate/config"
+	"modelgate/cors"
 	"modelgate/jobs"
 	"modelgate/journal"
 	"modelgate/platform"
@@ -290,6 +291,11 @@ func (s *Server) WaitSettled(ctx context.Context) bool {
 
 func (s *Server) state() *state { return s.st.Load() }
 
+// corsOriginAllowed is cors.OriginAllowed, which the WebSocket upgrade applies as well.
+func corsOriginAllowed(origins []string, origin string) bool {
+	return cors.OriginAllowed(origins, origin)
+}
+
 func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	e := gin.New()
 	// Routing on the decoded path with no fix-ups: an encoded slash in an id can never reach
@@ -300,7 +306,11 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	e.HandleMethodNotAllowed = false
 	e.ContextWithFallback = true
 
-	e.Use(s.observe, s.recoverer, s.cors)
+	// Browser apps on server.cors_origins may read the server's own answer headers too.
+	allowCORS := cors.New(func() []string { return s.state().cfg.Server.CORSOrigins },
+		[]string{overheadHeader, clampedHeader, servedModelHeader, droppedToolsHeader},
+		func(c *gin.Context) { info(c).Route = cors.PreflightRoute })
+	e.Use(s.observe, s.recoverer, allowCORS.Handle)
 	e.NoRoute(s.noRoute)
 
 	e.GET("/healthz", s.healthz)
