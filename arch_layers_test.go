@@ -17,7 +17,7 @@ var layers = []struct {
 	packages []string
 }{
 	{"entry", 0, []string{"modelgate"}},
-	{"http", 1, []string{"proxy", "admin", "metrics"}},
+	{"http", 1, []string{"proxy", "admin", "adminapi", "metrics"}},
 	{"lifecycle", 2, []string{"jobs", "sidecar", "upstream", "relay", "accounting", "reqbody", "wsmode", "apierr"}},
 	{"tools", 2, []string{"platformsim", "apitest", "testclock", "redisconn/redistest", "store/storetest", "tracing/tracingtest",
 		"bench/benchserve", "bench/cmd/benchup", "bench/cmd/floor", "bench/cmd/spendkill", "bench/cmd/mgbench", "bench/cmd/bodymem", "deploy", "tests", "examples/openai-go"}},
