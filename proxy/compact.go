@@ -106,7 +106,7 @@ func (d *compactDialect) check(c *gin.Context, st *state, body []byte, call *mod
 	if !checkAuxBody(c, st, body, translate.CompactField, f) {
 		return false
 	}
-	if !present(f.input) && !present(f.previous) {
+	if !translate.Present(f.input) && !translate.Present(f.previous) {
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "input", "Missing required parameter: 'input' (or 'previous_response_id').")
 		return false
 	}
@@ -202,8 +202,7 @@ type auxFields struct {
 // stickyKey is the conversation key the body names (prompt_cache_key, else conversation),
 // as a Responses request's: both routes take the route their conversation would.
 func (f *auxFields) stickyKey(kind string) stickyKey {
-	r := responsesFields{cacheKey: f.cacheKey, convo: f.convo}
-	return r.stickyKey(kind)
+	return responsesStickyKey(&translate.ResponsesFields{CacheKey: f.cacheKey, Convo: f.convo}, kind)
 }
 
 // checkAuxBody runs the checks of a body of the compact or input_tokens route: a JSON object
@@ -224,31 +223,31 @@ func checkAuxBody(c *gin.Context, st *state, body []byte, known func(string) boo
 		writeTranslateError(c, err)
 		return false
 	}
-	var r responsesFields
-	scanResponsesFields(body, &r)
-	if r.model.Type != gjson.String || r.model.Str == "" {
+	var r translate.ResponsesFields
+	translate.ScanResponsesFields(body, &r)
+	if r.Model.Type != gjson.String || r.Model.Str == "" {
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "model", "Missing required parameter: 'model'.")
 		return false
 	}
-	if err := translate.CheckModelName(r.model.Str); err != nil {
+	if err := translate.CheckModelName(r.Model.Str); err != nil {
 		writeTranslateError(c, err)
 		return false
 	}
 	switch {
-	case present(r.input) && r.input.Type != gjson.String && !r.input.IsArray():
+	case translate.Present(r.Input) && r.Input.Type != gjson.String && !r.Input.IsArray():
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "input", "Invalid type for 'input': expected a string or an array.")
 		return false
-	case present(r.previous) && r.previous.Type != gjson.String:
+	case translate.Present(r.Previous) && r.Previous.Type != gjson.String:
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "previous_response_id", "Invalid type for 'previous_response_id': expected a string.")
 		return false
 	}
-	if r.metadata != "" {
-		if err := translate.CheckMetadata(gjson.Parse(r.metadata)); err != nil {
+	if r.Metadata != "" {
+		if err := translate.CheckMetadata(gjson.Parse(r.Metadata)); err != nil {
 			writeTranslateError(c, err)
 			return false
 		}
 	}
-	*f = auxFields{model: r.model.Str, input: r.input, previous: r.previous, convo: r.convo, cacheKey: r.cacheKey, metadata: r.metadata, tools: present(r.tools)}
+	*f = auxFields{model: r.Model.Str, input: r.Input, previous: r.Previous, convo: r.Convo, cacheKey: r.CacheKey, metadata: r.Metadata, tools: translate.Present(r.Tools)}
 	return true
 }
 
@@ -256,7 +255,7 @@ func checkAuxBody(c *gin.Context, st *state, body []byte, known func(string) boo
 // POST /v1/responses does, keeping nothing. Without stored responses (responses.store: off)
 // the conversation cannot be found here, and the platform keeps none: refused.
 func (s *Server) expandAux(c *gin.Context, st *state, p *auth.Principal, body []byte, f *auxFields) ([]byte, bool) {
-	if !present(f.previous) {
+	if !translate.Present(f.previous) {
 		return body, true
 	}
 	if st.keeper == nil {
@@ -265,7 +264,7 @@ func (s *Server) expandAux(c *gin.Context, st *state, p *auth.Principal, body []
 		return nil, false
 	}
 	in := f.input.Raw
-	if !present(f.input) {
+	if !translate.Present(f.input) {
 		in = "[]" // the stored conversation alone
 	}
 	body, _, ok := s.expandPrevious(c, st, p, body, turnAsk{continued: true, prev: f.previous.Str, inputRaw: in, model: f.model})

@@ -192,19 +192,19 @@ func firstUserItem(list gjson.Result) gjson.Result {
 	return found
 }
 
-// stickyKey is a Responses request's sticky value, from the fields its check's scan read.
+// responsesStickyKey is a Responses request's sticky value, from the fields its check's scan read.
 // user: `user`, else `safety_identifier`. conversation: `prompt_cache_key`, else the
 // `conversation` id; a request with neither is placed by its first user input item once a
 // stored conversation is expanded (firstInputKey).
-func (f *responsesFields) stickyKey(kind string) stickyKey {
+func responsesStickyKey(f *translate.ResponsesFields, kind string) stickyKey {
 	if kind == config.StickyUser {
-		return first(stringKey(f.user), stringKey(f.safety))
+		return first(stringKey(f.User), stringKey(f.Safety))
 	}
-	convo := f.convo
+	convo := f.Convo
 	if convo.IsObject() {
 		convo = convo.Get("id")
 	}
-	return first(stringKey(f.cacheKey), keyOf(convo))
+	return first(stringKey(f.CacheKey), keyOf(convo))
 }
 
 // firstInputKey is the sticky value of a Responses conversation without an id: its first

@@ -39,14 +39,14 @@ func FuzzStickyKeys(f *testing.F) {
 				}
 			}
 			if translate.CheckJSON(body) == translate.JSONValid {
-				var f responsesFields
-				scanResponsesFields(body, &f)
-				out = append(out, f.stickyKey(config.StickyUser), f.stickyKey(config.StickyConversation), firstInputKey(body))
+				var f translate.ResponsesFields
+				translate.ScanResponsesFields(body, &f)
+				out = append(out, responsesStickyKey(&f, config.StickyUser), responsesStickyKey(&f, config.StickyConversation), firstInputKey(body))
 				// The session a Responses body's metadata names, on both kinds, and the
 				// same read from a header holding the body (any bytes a client may send).
 				hdr := http.Header{"X-Session-Id": {string(body)}}
 				for _, m := range []string{"by-user", "by-convo"} {
-					out = append(out, models.withSession(m, stickyKey{}, nil, f.metadata), models.withSession(m, stickyKey{}, hdr, ""))
+					out = append(out, models.withSession(m, stickyKey{}, nil, f.Metadata), models.withSession(m, stickyKey{}, hdr, ""))
 				}
 			}
 			return out
@@ -96,9 +96,9 @@ func TestStickyKeyReaders(t *testing.T) {
 		return models.identityKey(model, &req.Identity)
 	}
 	responses := func(body []byte, model string) stickyKey {
-		var f responsesFields
-		scanResponsesFields(body, &f)
-		return f.stickyKey(models.stickyOf(model))
+		var f translate.ResponsesFields
+		translate.ScanResponsesFields(body, &f)
+		return responsesStickyKey(&f, models.stickyOf(model))
 	}
 	inputKey := func(body []byte, _ string) stickyKey { return firstInputKey(body) }
 	user, convo := "by-user", "by-convo"

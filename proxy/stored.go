@@ -18,6 +18,7 @@ import (
 	"modelgate/config"
 	"modelgate/store"
 	"modelgate/stored"
+	"modelgate/translate"
 )
 
 // storeTimeout bounds one request's calls to the record store, so a stalled Redis costs a
@@ -112,20 +113,20 @@ type turnAsk struct {
 // askedTurn reads what the request asks of stored responses, refusing a store or
 // previous_response_id of the wrong type (then it has answered the client). It keeps plain
 // values only: the parsed fields stay in the check's frame.
-func askedTurn(c *gin.Context, f *responsesFields) (turnAsk, bool) {
-	t := turnAsk{keep: true, inputRaw: f.input.Raw, model: f.model.Str}
+func askedTurn(c *gin.Context, f *translate.ResponsesFields) (turnAsk, bool) {
+	t := turnAsk{keep: true, inputRaw: f.Input.Raw, model: f.Model.Str}
 	switch {
-	case !f.store.Exists() || f.store.Type == gjson.Null:
-	case f.store.IsBool():
-		t.keep = f.store.Bool()
+	case !f.Store.Exists() || f.Store.Type == gjson.Null:
+	case f.Store.IsBool():
+		t.keep = f.Store.Bool()
 	default:
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "store", "Invalid type for 'store': expected a boolean.")
 		return t, false
 	}
 	switch {
-	case !f.previous.Exists() || f.previous.Type == gjson.Null:
-	case f.previous.Type == gjson.String:
-		t.prev, t.continued = f.previous.Str, true
+	case !f.Previous.Exists() || f.Previous.Type == gjson.Null:
+	case f.Previous.Type == gjson.String:
+		t.prev, t.continued = f.Previous.Str, true
 	default:
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "previous_response_id", "Invalid type for 'previous_response_id': expected a string.")
 		return t, false
