@@ -90,3 +90,15 @@ func NotFound(c *gin.Context) {
 // SanitizePath keeps error messages short and printable whatever the caller put in the
 // path (or in an id it names).
 func SanitizePath(p string) string { return reqlog.Printable(p, 200) }
+
+// FormatBytes states a size limit in the words of a refusal: MiB or KiB when it is a whole
+// number of them, else bytes.
+func FormatBytes(n int64) string {
+	switch {
+	case n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	case n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}

@@ -1,11 +1,11 @@
 package proxy
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/apierr"
 	"modelgate/config"
 	"modelgate/reqbody"
 )
@@ -65,7 +65,7 @@ func bodyRefused(c *gin.Context, err error) {
 	switch e.Kind {
 	case reqbody.TooLarge:
 		abortError(c, status, typeInvalidRequest, "request_too_large", "",
-			"Request body too large: the limit is "+formatBytes(e.Limit)+".")
+			"Request body too large: the limit is "+apierr.FormatBytes(e.Limit)+".")
 	case reqbody.TimedOut:
 		abortError(c, status, typeInvalidRequest, "request_timeout", "",
 			"The request body did not arrive in time.")
@@ -93,14 +93,4 @@ func bodyRefused(c *gin.Context, err error) {
 		}
 		abortError(c, status, typeInvalidRequest, "invalid_body", "", "The request body could not be read.")
 	}
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n%(1<<20) == 0:
-		return strconv.FormatInt(n>>20, 10) + " MiB"
-	case n%(1<<10) == 0:
-		return strconv.FormatInt(n>>10, 10) + " KiB"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
 }

@@ -14,6 +14,7 @@ import (
 	"modelgate/config"
 	"modelgate/ratelimit"
 	"modelgate/relay"
+	"modelgate/storedapi"
 	"modelgate/tokens"
 	"modelgate/translate"
 )
@@ -267,6 +268,6 @@ func (s *Server) expandAux(c *gin.Context, st *state, p *auth.Principal, body []
 	if !translate.Present(f.input) {
 		in = "[]" // the stored conversation alone
 	}
-	body, _, ok := s.expandPrevious(c, st, p, body, turnAsk{continued: true, prev: f.previous.Str, inputRaw: in, model: f.model})
+	body, _, ok := s.expandPrevious(c, st, p, body, storedapi.Ask{Continued: true, Prev: f.previous.Str, InputRaw: in, Model: f.model})
 	return body, ok
 }

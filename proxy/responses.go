@@ -16,6 +16,7 @@ import (
 	"modelgate/jobs"
 	"modelgate/ratelimit"
 	"modelgate/relay"
+	"modelgate/storedapi"
 	"modelgate/translate"
 	"modelgate/wsmode"
 )
@@ -115,13 +116,13 @@ func (s *Server) admitResponses(c *gin.Context) *admittedResponses {
 // background response holds a place in its team's queue.
 type responsesDialect struct {
 	s          *Server
-	ask        turnAsk     // what it asks of stored responses (read where they are kept)
-	steering   bool        // it carries steering fields, which are removed
-	background bool        // asked to run in the background, where modelgate runs those
-	turn       *storedTurn // to keep once answered; nil when the response is not kept
-	job        *jobs.Job   // the background job's place, once held
-	sticky     stickyKey   // the user or conversation a sticky model places it by
-	stickyKind string      // the model's sticky choice; "" when it has none
+	ask        storedapi.Ask // what it asks of stored responses (read where they are kept)
+	steering   bool          // it carries steering fields, which are removed
+	background bool          // asked to run in the background, where modelgate runs those
+	turn       *storedTurn   // to keep once answered; nil when the response is not kept
+	job        *jobs.Job     // the background job's place, once held
+	sticky     stickyKey     // the user or conversation a sticky model places it by
+	stickyKind string        // the model's sticky choice; "" when it has none
 }
 
 // check is a call of its own, never inlined, so the gjson values it works with live in a
@@ -211,7 +212,7 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 		d.background = f.Background.Bool()
 	}
 	if st.keeper != nil {
-		ask, ok := askedTurn(c, &f)
+		ask, ok := storedapi.Asked(c, &f)
 		if !ok {
 			return false
 		}

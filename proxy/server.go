@@ -34,6 +34,7 @@ import (
 	"modelgate/sidecar"
 	"modelgate/store"
 	"modelgate/stored"
+	"modelgate/storedapi"
 	"modelgate/tracing"
 	"modelgate/upstream"
 	"modelgate/wsmode"
@@ -142,6 +143,7 @@ type Server struct {
 	// storeBudget: the stores are on Redis, so each request gets a store budget.
 	storeBudget bool
 	keeper      *stored.Keeper // stored responses over records; nil without records
+	kept        *storedapi.Service
 	admin       http.Handler
 	issued      *auth.Issued
 	ledger      *billing.Ledger
@@ -208,6 +210,7 @@ func New(d Deps) (*Server, error) {
 	s.owners = s.sidecarOwners()
 	s.bg.ReapOrphans(s.keeper)
 	s.Reload(d.Config, d.Auth)
+	s.kept = s.storedService()
 	s.engine = s.routes(d.MetricsHandler)
 	s.sockets = newSockets(s, d.Config)
 	s.ready.Store(true)
@@ -335,9 +338,9 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	v1.POST("/chat/completions", s.admitEarly("/v1/chat/completions"), s.chatCompletions)
 	v1.GET("/models", s.listModels)
 	v1.GET("/models/:id", s.getModel)
-	v1.GET("/responses/:id", s.checkLookup("/v1/responses/{id}"), s.getResponse)
-	v1.DELETE("/responses/:id", s.checkLookup("/v1/responses/{id}"), s.deleteResponse)
-	v1.GET("/responses/:id/input_items", s.checkLookup("/v1/responses/{id}/input_items"), s.listInputItems)
+	v1.GET("/responses/:id", s.checkLookup("/v1/responses/{id}"), s.kept.Get)
+	v1.DELETE("/responses/:id", s.checkLookup("/v1/responses/{id}"), s.kept.Delete)
+	v1.GET("/responses/:id/input_items", s.checkLookup("/v1/responses/{id}/input_items"), s.kept.InputItems)
 	v1.POST("/responses/:id/cancel", s.checkLookup("/v1/responses/{id}/cancel"), s.cancelResponse)
 	v1.POST("/responses/compact", s.admitEarly(compactRoute), s.compact)
 	v1.POST("/responses/input_tokens", s.checkLookup(inputTokensRoute), s.inputTokens)
