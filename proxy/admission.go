@@ -36,7 +36,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		return
 	}
 	if st.auth.Mode() == auth.ModePassthrough {
-		s.limitPassthrough(p, st.cfg.Ratelimit)
+		s.callers.Limit(p, st.cfg.Ratelimit, s.now())
 	}
 	ri.Team, ri.Key, ri.principal, ri.prices = p.Team, p.KeyName, p, st.prices
 	ri.RuntimeTeam = p.Runtime
@@ -249,7 +249,7 @@ func scopeKind(scope string) string {
 		return "team limit"
 	case strings.HasPrefix(scope, "enduser:"):
 		return "end-user limit"
-	case scope == passthroughAllScopeID:
+	case scope == auth.PassthroughAllScopeID:
 		return "limit shared by all callers"
 	}
 	return "key limit"

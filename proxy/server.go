@@ -149,7 +149,7 @@ type Server struct {
 	ledger      *billing.Ledger
 	history     *billing.Recorder
 	settler     accounting.Settler
-	callers     *callerScopes   // passthrough callers with a limit scope of their own
+	callers     *auth.Callers   // passthrough callers with a limit scope of their own
 	bg          *jobs.Registry  // background responses this instance runs
 	tracer      *tracing.Tracer // nil: tracing off
 	owners      sidecar.Owners  // who uploaded each asset (sidecar routes)
@@ -191,7 +191,7 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store, writes: d.StoreWrites,
 		holdBytes: d.HeldResponses, holdRetry: d.HeldRetry,
-		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer, journal: d.Journal,
+		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: auth.NewCallers(), tracer: d.Tracer, journal: d.Journal,
 		breakers: d.Breakers, health: d.Health, alerts: d.Alerts, storeBudget: redisconn.IsRedis(d.Config.Ratelimit.Store),
 		window: reqlog.NewWindow(modelIDs(d.Config))}
 	s.hooks = s.observedHooks(d.Hooks)
