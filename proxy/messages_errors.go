@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"strings"
+
 	"github.com/gin-gonic/gin"
 
 	"modelgate/apierr"
@@ -16,6 +18,16 @@ func (s *Server) markAnthropic(c *gin.Context) {
 	apierr.Mark(c, apierr.Anthropic)
 	// Anthropic's SDKs read request-id; X-Request-Id stays for everything else.
 	c.Header("request-id", info(c).RequestID)
+}
+
+// markAnthropicModels runs first on the /v1 group: the Anthropic SDKs list models with
+// GET /v1/models, the same path as OpenAI's, and say who they are with an
+// anthropic-version header. Such a request authenticates by x-api-key and gets Anthropic's
+// model objects (modelsapi); anything else is answered as before.
+func (s *Server) markAnthropicModels(c *gin.Context) {
+	if strings.HasPrefix(c.Request.URL.Path, "/v1/models") && c.GetHeader("Anthropic-Version") != "" {
+		s.markAnthropic(c)
+	}
 }
 
 // authorization is the credential of a request in Authorization-header form. Anthropic
