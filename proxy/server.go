@@ -4,12 +4,9 @@ package proxy
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -27,6 +24,7 @@ import (
 	"modelgate/jobs"
 	"modelgate/journal"
 	"modelgate/platform"
+	"modelgate/probes"
 	"modelgate/ratelimit"
 	"modelgate/redisconn"
 	"modelgate/reqbody"
@@ -316,19 +314,7 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	e.Use(s.observe, s.recoverer, allowCORS.Handle)
 	e.NoRoute(s.noRoute)
 
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
-	if metrics != nil {
-		e.GET("/metrics", func(c *gin.Context) {
-			info(c).Route = "/metrics"
-			if !metricsAllowed(s.state().cfg.Metrics.BearerToken, c.GetHeader("Authorization")) {
-				c.Header("WWW-Authenticate", `Bearer realm="metrics"`)
-				c.Data(http.StatusUnauthorized, "text/plain; charset=utf-8", []byte("metrics.bearer_token is set: send it as Authorization: Bearer <token>\n"))
-				return
-			}
-			metrics.ServeHTTP(c.Writer, c.Request)
-		})
-	}
+	s.probes().Mount(e, metrics)
 
 	v1 := e.Group("/v1", s.markAnthropicModels, s.refuseWhileDraining, s.authenticate)
 	// Routes with a body are checked against the limiter before the body is read; those
@@ -354,19 +340,6 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	s.sidecarRoutes(e, s.owners)
 	s.adminRoutes(e)
 	return e
-}
-
-// metricsAllowed reports whether a scrape may read /metrics: always when no token is set,
-// otherwise only with "Bearer <token>". The digests are compared, in constant time, so
-// neither the token's bytes nor its length show in the time a refusal takes.
-func metricsAllowed(token, header string) bool {
-	if token == "" {
-		return true
-	}
-	got, ok := strings.CutPrefix(header, "Bearer ")
-	want := sha256.Sum256([]byte(token))
-	have := sha256.Sum256([]byte(got))
-	return subtle.ConstantTimeCompare(want[:], have[:]) == 1 && ok
 }
 
 func (s *Server) noRoute(c *gin.Context) {
@@ -415,30 +388,15 @@ func (s *Server) refuseWhileDraining(c *gin.Context) {
 	}
 }
 
-func (s *Server) healthz(c *gin.Context) {
-	info(c).Route = "/healthz"
-	c.Data(http.StatusOK, "application/json", []byte(`{"status":"ok"}`))
-}
-
-func (s *Server) readyz(c *gin.Context) {
-	info(c).Route = "/readyz"
-	if s.draining.Load() || !s.ready.Load() || s.state().gateway.TeamWithoutKeys() != "" {
-		c.Data(http.StatusServiceUnavailable, "application/json", []byte(`{"status":"unavailable"}`))
-		return
+// probes are /healthz, /readyz and /metrics over this server's readiness (probes).
+func (s *Server) probes() *probes.Probes {
+	return &probes.Probes{
+		Ready: func() bool {
+			return !s.draining.Load() && s.ready.Load() && s.state().gateway.TeamWithoutKeys() == ""
+		},
+		OpenBreakers: s.breakers.OpenCount,
+		Degraded:     s.writes.Degraded,
+		MetricsToken: func() string { return s.state().cfg.Metrics.BearerToken },
+		Route:        func(c *gin.Context, route string) { info(c).Route = route },
 	}
-	// An open breaker is reported, not unready: every replica shares it, and taking them all
-	// out of the balancer for one failing model would fail the healthy ones too. Names are
-	// in /admin/usage and /metrics, not on this unauthenticated route.
-	body := []byte(`{"status":"ready"`)
-	if n := s.breakers.OpenCount(); n > 0 {
-		body = append(append(body, `,"breakers_not_closed":`...), strconv.Itoa(n)...)
-	}
-	// A store that cannot write is degraded, still ready: the calls that need it are
-	// refused (or their records held) on every replica alike, and the others succeed.
-	// The reason names what cannot write, never an error's text.
-	if why := s.writes.Degraded(); why != "" {
-		body = append(body, `,"degraded":true,"reason":`...)
-		body = strconv.AppendQuote(body, why)
-	}
-	c.Data(http.StatusOK, "application/json", append(body, '}'))
 }
