@@ -15,7 +15,7 @@ import (
 func (s *Server) observe(c *gin.Context) {
 	ri := &requestInfo{Record: reqlog.Record{Start: time.Now(), RequestID: newRequestID()}, limits: s.limiter}
 	if id := c.GetHeader("X-Request-Id"); id != "" {
-		ri.ClientRequestID = clientRequestID(id) // logged beside ours, never in its place
+		ri.ClientRequestID = reqlog.ClientRequestID(id) // logged beside ours, never in its place
 	}
 	c.Set(infoKey, ri)
 	c.Header("X-Request-Id", ri.RequestID)
