@@ -24,7 +24,7 @@ var allowedImports = map[string][]string{
 	"modelgate/adminapi":            {"alerts", "apierr", "billing", "breaker", "calibration", "config", "ratelimit", "reqlog"},
 	"modelgate/admin":               {"audit", "auth", "billing", "ratelimit", "reqbody", "store", "config", "periodic"},
 	"modelgate/audit":               {"store", "config"},
-	"modelgate/accounting":          {"billing", "journal", "ratelimit", "reqlog"},
+	"modelgate/accounting":          {"auth", "billing", "config", "journal", "ratelimit", "reqlog"},
 	"modelgate/reqbody":             {},
 	"modelgate/storedapi":           {"apierr", "stored", "translate"},
 	"modelgate/modelsapi":           {"apierr"},

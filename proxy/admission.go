@@ -11,10 +11,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/accounting"
 	"modelgate/alerts"
 	"modelgate/apierr"
 	"modelgate/auth"
-	"modelgate/config"
 	"modelgate/ratelimit"
 	"modelgate/redisconn"
 	"modelgate/reqbody"
@@ -44,37 +44,10 @@ func (s *Server) authenticate(c *gin.Context) {
 	c.Set(stateKey, st)
 }
 
-// limitRequest is the limiter's view of one request by p that reserves reserve.
+// limitRequest is the limiter's view of one request by p that reserves reserve
+// (accounting.LimitRequest).
 func limitRequest(p *auth.Principal, reserve ratelimit.Usage) ratelimit.Request {
-	req := ratelimit.Request{
-		Key:    ratelimit.Scope{ID: p.ScopeID, Limits: p.KeyLimits},
-		Shadow: p.Shadow,
-		Tokens: reserve.InputTokens + reserve.OutputTokens,
-		Input:  reserve.InputTokens,
-	}
-	if p.TeamScopeID != "" {
-		req.Team = &ratelimit.Scope{ID: p.TeamScopeID, Limits: p.TeamLimits}
-	}
-	return req
-}
-
-// endUserRequest adds the end user's scope to req (issue 28) when the team limits its end
-// users' requests or daily tokens and the request names one; a request naming none is not
-// limited by them. Its spend_per_day is the ledger's (spendBudgets).
-func endUserRequest(req ratelimit.Request, p *auth.Principal, endUser string) ratelimit.Request {
-	l := p.EndUserLimits
-	if endUser == "" || p.Team == "" || (l.RequestsPerMinute <= 0 && l.TokensPerDay <= 0) {
-		return req
-	}
-	req.EndUser = &ratelimit.Scope{ID: endUserScopeID(p, endUser),
-		Limits: config.Limits{RequestsPerMinute: l.RequestsPerMinute, TokensPerDay: l.TokensPerDay}}
-	return req
-}
-
-// endUserScopeID names an end user of the principal's team in the limiter and the ledger:
-// "enduser:<team>/<label>", the label already bounded and free of '/' (reqlog.Attribution).
-func endUserScopeID(p *auth.Principal, endUser string) string {
-	return "enduser:" + p.Team + "/" + endUser
+	return accounting.LimitRequest(p, reserve)
 }
 
 // peekLimitHeaders puts the caller's x-ratelimit-* headers on an answer that did not go
@@ -187,17 +160,10 @@ func (s *Server) checkLookup(route string) gin.HandlerFunc {
 	}
 }
 
-// withoutConcurrency is req with no concurrency limit at either scope: for a request that
-// holds no slot for any time (a lookup, a WebSocket message that asks the model nothing), so
-// a key whose slots are all held by its running calls is not refused it.
+// withoutConcurrency is req with no concurrency limit at either scope
+// (accounting.WithoutConcurrency): for a request that holds no slot for any time.
 func withoutConcurrency(req ratelimit.Request) ratelimit.Request {
-	req.Key.Limits.ConcurrentRequests = 0
-	if req.Team != nil {
-		team := *req.Team
-		team.Limits.ConcurrentRequests = 0
-		req.Team = &team
-	}
-	return req
+	return accounting.WithoutConcurrency(req)
 }
 
 // check answers the client with the limiter's refusal when req would be refused now.
