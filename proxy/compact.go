@@ -14,6 +14,7 @@ import (
 	"modelgate/config"
 	"modelgate/ratelimit"
 	"modelgate/relay"
+	"modelgate/routing"
 	"modelgate/storedapi"
 	"modelgate/tokens"
 	"modelgate/translate"
@@ -128,8 +129,8 @@ func (d *compactDialect) prepare(c *gin.Context, st *state, p *auth.Principal, c
 	if !ok {
 		return false
 	}
-	if !d.sticky.ok && st.models.stickyOf(call.model) == config.StickyConversation {
-		d.sticky = firstInputKey(body) // the conversation's first user item, as its turns were placed
+	if !d.sticky.OK && st.models.stickyOf(call.model) == config.StickyConversation {
+		d.sticky = routing.FirstInputKey(body) // the conversation's first user item, as its turns were placed
 	}
 	st.routeCall(call, p, d.sticky)
 	instructions := translate.DefaultCompactInstructions

@@ -16,6 +16,7 @@ import (
 	"modelgate/jobs"
 	"modelgate/ratelimit"
 	"modelgate/relay"
+	"modelgate/routing"
 	"modelgate/storedapi"
 	"modelgate/translate"
 	"modelgate/wsmode"
@@ -245,8 +246,8 @@ func (d *responsesDialect) prepare(c *gin.Context, st *state, p *auth.Principal,
 			return false
 		}
 	}
-	if d.stickyKind == config.StickyConversation && !d.sticky.ok {
-		d.sticky = firstInputKey(body) // the expanded conversation's, when one was expanded
+	if d.stickyKind == config.StickyConversation && !d.sticky.OK {
+		d.sticky = routing.FirstInputKey(body) // the expanded conversation's, when one was expanded
 	}
 	st.routeCall(call, p, d.sticky)
 	body, err := translate.PrepareResponsesBody(body, call.upstream, call.asked, d.steering)
