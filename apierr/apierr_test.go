@@ -10,16 +10,17 @@ import (
 	"github.com/tidwall/gjson"
 
 	"modelgate/ratelimit"
+	"modelgate/reqlog"
 )
 
 // fakeRequest is the HTTP layer's record as apierr sees it.
 type fakeRequest struct {
-	code   string
+	rec    reqlog.Record
 	peeked int
 }
 
-func (r *fakeRequest) Refused(code string)     { r.code = code }
-func (r *fakeRequest) PeekLimits(*gin.Context) { r.peeked++ }
+func (r *fakeRequest) LogRecord() *reqlog.Record { return &r.rec }
+func (r *fakeRequest) PeekLimits(*gin.Context)   { r.peeked++ }
 
 // Abort writes one refusal in each route's shape, records the code the access log reads,
 // and (outside the envelope) puts the caller's limit headers on the answer.
@@ -60,8 +61,8 @@ func TestAbortWritesTheRoutesShape(t *testing.T) {
 			if w.Code != tc.wantStatus || !c.IsAborted() || !tc.check(w.Body.Bytes()) {
 				t.Fatalf("status %d aborted %v body %s", w.Code, c.IsAborted(), w.Body)
 			}
-			if r.code != tc.wantCode || r.peeked != tc.wantPeek {
-				t.Errorf("recorded code %q, peeked %d times; want %q, %d", r.code, r.peeked, tc.wantCode, tc.wantPeek)
+			if r.rec.ErrCode != tc.wantCode || r.peeked != tc.wantPeek {
+				t.Errorf("recorded code %q, peeked %d times; want %q, %d", r.rec.ErrCode, r.peeked, tc.wantCode, tc.wantPeek)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/ratelimit"
+	"modelgate/reqlog"
 )
 
 // RequestKey is the gin context key under which the HTTP layer keeps a request's record
@@ -15,26 +16,31 @@ const RequestKey = "modelgate.info"
 
 // Request is what an error answer tells the request it belongs to.
 type Request interface {
-	// Refused records the code an error answer carries, for the access log and metrics.
-	Refused(code string)
+	// LogRecord is the request's record, where an answer notes what the access log and
+	// the metrics tell apart: its code, its upstream error, a refusal, a client gone.
+	LogRecord() *reqlog.Record
 	// PeekLimits puts the caller's x-ratelimit-* headers on an answer that did not go
 	// through admission, once; nothing is charged.
 	PeekLimits(c *gin.Context)
 }
 
-// request is c's Request, nil for a handler reached without the middleware (tests): its
-// answer is written all the same.
+// request is c's Request, nil for a handler reached without the middleware.
 func request(c *gin.Context) Request {
 	v, _ := c.Get(RequestKey)
 	r, _ := v.(Request)
 	return r
 }
 
-func refused(c *gin.Context, code string) {
+// record is the request's record. A handler reached without the middleware (tests) notes
+// on a record of its own, which nothing reads: its answer is written all the same.
+func record(c *gin.Context) *reqlog.Record {
 	if r := request(c); r != nil {
-		r.Refused(code)
+		return r.LogRecord()
 	}
+	return new(reqlog.Record)
 }
+
+func refused(c *gin.Context, code string) { record(c).ErrCode = code }
 
 // PeekLimits puts the caller's x-ratelimit-* headers on an answer that did not go through
 // admission (model lists, requests refused before admission), so every /v1 answer to a

@@ -120,7 +120,7 @@ func TestBodyRefusals(t *testing.T) {
 				if anthropic {
 					apierr.Mark(c, apierr.Anthropic)
 				}
-				bodyRefused(c, tc.err)
+				apierr.BodyRefused(c, tc.err)
 				want := tc.status
 				if anthropic {
 					want, _ = translate.AnthropicStatus(tc.status) // 503 is Anthropic's 529, overloaded

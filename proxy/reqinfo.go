@@ -106,11 +106,12 @@ func (w *overheadWriter) WriteString(s string) (int, error) {
 
 func (w *overheadWriter) Flush() { w.stamp(); w.ResponseWriter.Flush() }
 
-// infoKey is apierr's: its error answers record their code through requestInfo.Refused.
+// infoKey is apierr's: its error answers note what they were on the request's record
+// (apierr.Request).
 const infoKey = apierr.RequestKey
 
-// Refused records the code of an error answer (apierr.Request).
-func (ri *requestInfo) Refused(code string) { ri.ErrCode = code }
+// LogRecord is the request's record, for apierr's answers to note their code.
+func (ri *requestInfo) LogRecord() *reqlog.Record { return &ri.Record }
 
 // info returns the request's info, creating it for handlers reached without the middleware (tests).
 func info(c *gin.Context) *requestInfo {
