@@ -3,16 +3,13 @@ package proxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"modelgate/auth"
 	"modelgate/config"
-	"modelgate/store"
 	"modelgate/stored"
 	"modelgate/storedapi"
 )
@@ -20,34 +17,14 @@ import (
 // storeTimeout bounds one request's calls to the record store (storedapi.StoreTimeout).
 const storeTimeout = storedapi.StoreTimeout
 
-// newKeeper builds the server's stored-responses keeper over its record store. The
-// embedded store belongs to this process alone, so records are written behind the answer,
-// in batches (one sync to disk for many); a shared one (Redis) gets each record before the
-// answer goes out, so a replica asked for the next turn finds it.
+// newKeeper builds the server's stored-responses keeper over its record store
+// (stored.Open); nil without one.
 func (s *Server) newKeeper(cfg *config.Config) (*stored.Keeper, error) {
 	if s.records == nil {
 		return nil, nil
 	}
-	_, embedded := s.records.(*store.Bolt)
-	k := stored.NewKeeper(s.records, stored.Options{
-		TTL: cfg.Responses.StoreTTL, MaxPerOwner: cfg.Responses.StoreMaxPerTeam, Now: s.now,
-		WriteBehind: embedded, Health: s.writes, HoldBytes: s.holdBytes, RetryEvery: s.holdRetry,
-		OnError: func(err error) {
-			if errors.Is(err, stored.ErrExists) {
-				// The platform repeated an id: the first response keeps it.
-				s.log.Warn("stored responses: response not kept", slog.String("error", err.Error()))
-				return
-			}
-			s.log.Error("stored responses: background write failed", slog.String("error", err.Error()))
-		},
-	})
-	// The embedded store's records are found through an index in memory, read back here.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := k.Load(ctx); err != nil {
-		return nil, fmt.Errorf("stored responses: reading the record store: %w", err)
-	}
-	return k, nil
+	return stored.Open(s.records, stored.Options{TTL: cfg.Responses.StoreTTL, MaxPerOwner: cfg.Responses.StoreMaxPerTeam,
+		Now: s.now, Health: s.writes, HoldBytes: s.holdBytes, RetryEvery: s.holdRetry}, s.log)
 }
 
 // withKeeper gives a state the keeper when its config keeps responses, with its limits.
