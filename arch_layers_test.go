@@ -22,7 +22,7 @@ var layers = []struct {
 	{"tools", 2, []string{"platformsim", "apitest", "testclock", "redisconn/redistest", "store/storetest", "tracing/tracingtest",
 		"bench/benchserve", "bench/cmd/benchup", "bench/cmd/floor", "bench/cmd/spendkill", "bench/cmd/mgbench", "bench/cmd/bodymem", "deploy", "tests", "examples/openai-go"}},
 	{"engines", 3, []string{"translate", "ratelimit", "auth", "platform", "store", "billing", "alerts", "calibration", "breaker", "stored", "journal", "audit", "reqlog", "tracing", "redisconn"}},
-	{"leaves", 4, []string{"config", "tokens", "periodic", "routing", "cors", "probes"}},
+	{"leaves", 4, []string{"config", "tokens", "periodic", "routing", "cors", "probes", "overhead"}},
 }
 
 // layerOf names the tier of a package given without the module prefix ("" for the root).

@@ -17,6 +17,7 @@ import (
 	"modelgate/billing"
 	"modelgate/config"
 	"modelgate/journal"
+	"modelgate/overhead"
 	"modelgate/platform"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
@@ -300,7 +301,7 @@ func TestOverheadHeader(t *testing.T) {
 			if status != http.StatusOK {
 				t.Fatalf("status %d: %s", status, body)
 			}
-			v := hdr.Get(overheadHeader)
+			v := hdr.Get(overhead.Header)
 			if !tc.on {
 				if v != "" {
 					t.Fatalf("header present with the setting off: %q", v)

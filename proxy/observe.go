@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/overhead"
 	"modelgate/redisconn"
 	"modelgate/reqlog"
 	"modelgate/wsmode"
@@ -24,7 +25,7 @@ func (s *Server) observe(c *gin.Context) {
 	}
 	if s.state().cfg.Server.OverheadHeader {
 		ri.KeepWait = true // platform calls time their wait (see traceUpstreamWait)
-		c.Writer = &overheadWriter{ResponseWriter: c.Writer, ri: ri}
+		c.Writer = overhead.Wrap(c.Writer, ri.Start, &ri.UpstreamWait)
 	}
 	if s.tracer != nil {
 		s.startTrace(c, ri)

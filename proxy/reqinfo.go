@@ -3,8 +3,6 @@ package proxy
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -69,42 +67,6 @@ type requestInfo struct {
 	KeepWait     bool
 	UpstreamWait atomic.Int64
 }
-
-// overheadHeader states the time modelgate itself spent on a request, in milliseconds.
-const overheadHeader = "X-Modelgate-Overhead-Ms"
-
-// overheadWriter puts x-modelgate-overhead-ms on the answer just before its headers go out:
-// the handler's time so far minus the time it waited on the platform. For a non-stream
-// answer that is all of modelgate's work but writing the body; for a stream it is the time
-// until the stream started (the events after that are relayed as they come, see bench/).
-type overheadWriter struct {
-	gin.ResponseWriter
-	ri   *requestInfo
-	done bool
-}
-
-func (w *overheadWriter) stamp() {
-	if w.done || w.ResponseWriter.Written() {
-		return
-	}
-	w.done = true
-	own := max(time.Since(w.ri.Start)-time.Duration(w.ri.UpstreamWait.Load()), 0)
-	w.Header().Set(overheadHeader, strconv.FormatFloat(float64(own)/float64(time.Millisecond), 'f', 3, 64))
-}
-
-// Unwrap lets http.NewResponseController reach the connection (read deadlines, flushes).
-func (w *overheadWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w *overheadWriter) WriteHeaderNow() { w.stamp(); w.ResponseWriter.WriteHeaderNow() }
-
-func (w *overheadWriter) Write(p []byte) (int, error) { w.stamp(); return w.ResponseWriter.Write(p) }
-
-func (w *overheadWriter) WriteString(s string) (int, error) {
-	w.stamp()
-	return w.ResponseWriter.WriteString(s)
-}
-
-func (w *overheadWriter) Flush() { w.stamp(); w.ResponseWriter.Flush() }
 
 // infoKey is apierr's: its error answers note what they were on the request's record
 // (apierr.Request).

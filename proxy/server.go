@@ -23,6 +23,7 @@ import (
 	"modelgate/cors"
 	"modelgate/jobs"
 	"modelgate/journal"
+	"modelgate/overhead"
 	"modelgate/platform"
 	"modelgate/probes"
 	"modelgate/ratelimit"
@@ -309,7 +310,7 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 
 	// Browser apps on server.cors_origins may read the server's own answer headers too.
 	allowCORS := cors.New(func() []string { return s.state().cfg.Server.CORSOrigins },
-		[]string{overheadHeader, clampedHeader, servedModelHeader, droppedToolsHeader},
+		[]string{overhead.Header, clampedHeader, servedModelHeader, droppedToolsHeader},
 		func(c *gin.Context) { info(c).Route = cors.PreflightRoute })
 	e.Use(s.observe, s.recoverer, allowCORS.Handle)
 	e.NoRoute(s.noRoute)
