@@ -17,12 +17,12 @@ var layers = []struct {
 	packages []string
 }{
 	{"entry", 0, []string{"modelgate"}},
-	{"http", 1, []string{"proxy", "admin", "metrics"}},
-	{"lifecycle", 2, []string{"jobs", "sidecar", "upstream", "relay", "accounting", "reqbody", "wsmode"}},
+	{"http", 1, []string{"proxy", "admin", "adminapi", "metrics"}},
+	{"lifecycle", 2, []string{"jobs", "sidecar", "upstream", "relay", "accounting", "reqbody", "wsmode", "apierr", "storedapi", "modelsapi"}},
 	{"tools", 2, []string{"platformsim", "apitest", "testclock", "redisconn/redistest", "store/storetest", "tracing/tracingtest",
 		"bench/benchserve", "bench/cmd/benchup", "bench/cmd/floor", "bench/cmd/spendkill", "bench/cmd/mgbench", "bench/cmd/bodymem", "deploy", "tests", "examples/openai-go"}},
 	{"engines", 3, []string{"translate", "ratelimit", "auth", "platform", "store", "billing", "alerts", "calibration", "breaker", "stored", "journal", "audit", "reqlog", "tracing", "redisconn"}},
-	{"leaves", 4, []string{"config", "tokens", "periodic", "routing"}},
+	{"leaves", 4, []string{"config", "tokens", "periodic", "routing", "cors", "probes", "overhead"}},
 }
 
 // layerOf names the tier of a package given without the module prefix ("" for the root).

@@ -11,9 +11,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/accounting"
 	"modelgate/alerts"
+	"modelgate/apierr"
 	"modelgate/auth"
-	"modelgate/config"
 	"modelgate/ratelimit"
 	"modelgate/redisconn"
 	"modelgate/reqbody"
@@ -29,13 +30,13 @@ const (
 func (s *Server) authenticate(c *gin.Context) {
 	st := s.state()
 	ri := info(c)
-	p, err := st.auth.Authenticate(authorization(c, speaksAnthropic(c)))
+	p, err := st.auth.Authenticate(authorization(c, apierr.SpeaksAnthropic(c)))
 	if err != nil {
-		abortError(c, http.StatusUnauthorized, typeInvalidRequest, "invalid_api_key", "", unauthorizedMessage(c, errors.Is(err, auth.ErrMissing)))
+		abortError(c, http.StatusUnauthorized, typeInvalidRequest, "invalid_api_key", "", apierr.UnauthorizedMessage(c, errors.Is(err, auth.ErrMissing)))
 		return
 	}
 	if st.auth.Mode() == auth.ModePassthrough {
-		s.limitPassthrough(p, st.cfg.Ratelimit)
+		s.callers.Limit(p, st.cfg.Ratelimit, s.now())
 	}
 	ri.Team, ri.Key, ri.principal, ri.prices = p.Team, p.KeyName, p, st.prices
 	ri.RuntimeTeam = p.Runtime
@@ -43,51 +44,26 @@ func (s *Server) authenticate(c *gin.Context) {
 	c.Set(stateKey, st)
 }
 
-// limitRequest is the limiter's view of one request by p that reserves reserve.
+// limitRequest is the limiter's view of one request by p that reserves reserve
+// (accounting.LimitRequest).
 func limitRequest(p *auth.Principal, reserve ratelimit.Usage) ratelimit.Request {
-	req := ratelimit.Request{
-		Key:    ratelimit.Scope{ID: p.ScopeID, Limits: p.KeyLimits},
-		Shadow: p.Shadow,
-		Tokens: reserve.InputTokens + reserve.OutputTokens,
-		Input:  reserve.InputTokens,
-	}
-	if p.TeamScopeID != "" {
-		req.Team = &ratelimit.Scope{ID: p.TeamScopeID, Limits: p.TeamLimits}
-	}
-	return req
-}
-
-// endUserRequest adds the end user's scope to req (issue 28) when the team limits its end
-// users' requests or daily tokens and the request names one; a request naming none is not
-// limited by them. Its spend_per_day is the ledger's (spendBudgets).
-func endUserRequest(req ratelimit.Request, p *auth.Principal, endUser string) ratelimit.Request {
-	l := p.EndUserLimits
-	if endUser == "" || p.Team == "" || (l.RequestsPerMinute <= 0 && l.TokensPerDay <= 0) {
-		return req
-	}
-	req.EndUser = &ratelimit.Scope{ID: endUserScopeID(p, endUser),
-		Limits: config.Limits{RequestsPerMinute: l.RequestsPerMinute, TokensPerDay: l.TokensPerDay}}
-	return req
-}
-
-// endUserScopeID names an end user of the principal's team in the limiter and the ledger:
-// "enduser:<team>/<label>", the label already bounded and free of '/' (reqlog.Attribution).
-func endUserScopeID(p *auth.Principal, endUser string) string {
-	return "enduser:" + p.Team + "/" + endUser
+	return accounting.LimitRequest(p, reserve)
 }
 
 // peekLimitHeaders puts the caller's x-ratelimit-* headers on an answer that did not go
 // through admission (model lists, requests refused before admission), so every /v1 answer to
 // a known caller carries them. Nothing is charged.
-func peekLimitHeaders(c *gin.Context) {
-	ri := info(c)
+func peekLimitHeaders(c *gin.Context) { info(c).PeekLimits(c) }
+
+// PeekLimits is peekLimitHeaders for apierr, which refuses calls on the route packages' behalf.
+func (ri *requestInfo) PeekLimits(c *gin.Context) {
 	if ri.principal == nil || ri.limitHeadersOK || ri.limits == nil {
 		return
 	}
 	ri.limitHeadersOK = true
 	h, err := ri.limits.Peek(c.Request.Context(), limitRequest(ri.principal, ratelimit.Usage{}))
 	if err == nil {
-		applyLimitHeaders(c, ri, h)
+		apierr.LimitHeaders(c, h)
 	}
 }
 
@@ -111,7 +87,7 @@ func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve ratelimit.Usag
 // the refusal's answer.
 func (s *Server) admitted(c *gin.Context, ticket *ratelimit.Ticket, d ratelimit.Decision, err error) *ratelimit.Ticket {
 	ri := info(c)
-	applyLimitHeaders(c, ri, d.Headers)
+	apierr.LimitHeaders(c, d.Headers)
 	ri.limitHeadersOK = true
 	if d.WouldRefuse != "" {
 		ri.Refusal = "shadow_" + string(d.WouldRefuse)
@@ -184,17 +160,10 @@ func (s *Server) checkLookup(route string) gin.HandlerFunc {
 	}
 }
 
-// withoutConcurrency is req with no concurrency limit at either scope: for a request that
-// holds no slot for any time (a lookup, a WebSocket message that asks the model nothing), so
-// a key whose slots are all held by its running calls is not refused it.
+// withoutConcurrency is req with no concurrency limit at either scope
+// (accounting.WithoutConcurrency): for a request that holds no slot for any time.
 func withoutConcurrency(req ratelimit.Request) ratelimit.Request {
-	req.Key.Limits.ConcurrentRequests = 0
-	if req.Team != nil {
-		team := *req.Team
-		team.Limits.ConcurrentRequests = 0
-		req.Team = &team
-	}
-	return req
+	return accounting.WithoutConcurrency(req)
 }
 
 // check answers the client with the limiter's refusal when req would be refused now.
@@ -203,7 +172,7 @@ func (s *Server) check(c *gin.Context, route string, req ratelimit.Request) {
 	d, err := s.limiter.Check(c.Request.Context(), req)
 	if err == nil {
 		// The same headers a Peek would give: a later refusal of the body needs none.
-		applyLimitHeaders(c, ri, d.Headers)
+		apierr.LimitHeaders(c, d.Headers)
 		ri.limitHeadersOK = true
 	}
 	if d.Allowed {
@@ -246,7 +215,7 @@ func scopeKind(scope string) string {
 		return "team limit"
 	case strings.HasPrefix(scope, "enduser:"):
 		return "end-user limit"
-	case scope == passthroughAllScopeID:
+	case scope == auth.PassthroughAllScopeID:
 		return "limit shared by all callers"
 	}
 	return "key limit"

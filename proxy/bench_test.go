@@ -13,18 +13,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidwall/gjson"
-
 	"modelgate/auth"
 	"modelgate/billing"
 	"modelgate/config"
 	"modelgate/journal"
+	"modelgate/overhead"
 	"modelgate/platform"
 	"modelgate/platformsim"
 	"modelgate/ratelimit"
 	"modelgate/store"
 	"modelgate/tracing"
-	"modelgate/translate"
 )
 
 // The benchmarks below run the whole handler chain (routing, auth, admission, body checks,
@@ -269,42 +267,6 @@ func benchDialect(b *testing.B, path, msgs string) {
 	}
 }
 
-// The one-pass field scan the Responses route uses must read a body exactly as per-field
-// lookups do: first occurrence wins, escapes decoded, types kept.
-func TestScanResponsesFieldsMatchesLookups(t *testing.T) {
-	bodies := []struct{ name, body string }{
-		{"all_fields", `{"model":"a","input":[{"role":"user"}],"stream":true,"max_output_tokens":5,"api_base":"x"}`},
-		{"duplicate_model", `{"model":"a","model":"b","input":"x"}`},
-		{"leading_space_steering", ` {"input":"x","baseURL":1}`},
-		{"escaped_model", `{"model":"a\u0062","input":[]}`},
-		{"nulls", `{"model":null,"input":null,"stream":null,"max_output_tokens":null}`},
-		{"nested_steering_ignored", `{"model":"m","input":"x","metadata":{"api_key":"k"}}`},
-		{"mixed_case_steering", `{"model":"m","input":"x","Api_Key":"k"}`},
-		{"camel_case_steering", `{"model":"m","input":"x","apiKey":"k"}`},
-	}
-	for _, tt := range bodies {
-		t.Run(tt.name, func(t *testing.T) {
-			var f responsesFields
-			scanResponsesFields([]byte(tt.body), &f)
-			g := gjson.GetManyBytes([]byte(tt.body), "model", "input", "stream", "max_output_tokens")
-			got := []gjson.Result{f.model, f.input, f.stream, f.maxOut}
-			for i := range g {
-				if got[i].Type != g[i].Type || got[i].Str != g[i].Str || got[i].Raw != g[i].Raw || got[i].Num != g[i].Num {
-					t.Errorf("field %d: scan %+v, lookup %+v", i, got[i], g[i])
-				}
-			}
-			steering := false
-			gjson.ParseBytes([]byte(tt.body)).ForEach(func(k, _ gjson.Result) bool {
-				steering = steering || translate.IsSteeringField(k.Str)
-				return true
-			})
-			if f.steering != steering {
-				t.Errorf("steering = %t, want %t", f.steering, steering)
-			}
-		})
-	}
-}
-
 // x-modelgate-overhead-ms states modelgate's own time: a platform that takes 80ms before it
 // answers must not show up in it, and with the setting off there is no header.
 func TestOverheadHeader(t *testing.T) {
@@ -339,7 +301,7 @@ func TestOverheadHeader(t *testing.T) {
 			if status != http.StatusOK {
 				t.Fatalf("status %d: %s", status, body)
 			}
-			v := hdr.Get(overheadHeader)
+			v := hdr.Get(overhead.Header)
 			if !tc.on {
 				if v != "" {
 					t.Fatalf("header present with the setting off: %q", v)

@@ -1,11 +1,11 @@
 package proxy
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/apierr"
 	"modelgate/config"
 	"modelgate/reqbody"
 )
@@ -50,57 +50,8 @@ func readJSONBody(c *gin.Context, l reqbody.Limits) ([]byte, bool) {
 	l.Held = &info(c).held
 	body, err := reqbody.Read(c.Writer, c.Request, l)
 	if err != nil {
-		bodyRefused(c, err)
+		apierr.BodyRefused(c, err)
 		return nil, false
 	}
 	return body, true
-}
-
-// bodyRefused answers a body reqbody did not read, in the route's shape (abortOpenAI turns
-// to Anthropic's on the Messages routes), and notes on the request's record what the access
-// log and metrics tell apart: a refusal for want of inflating room, a client that left.
-func bodyRefused(c *gin.Context, err error) {
-	e := reqbody.Reason(err)
-	status := e.Kind.Status()
-	switch e.Kind {
-	case reqbody.TooLarge:
-		abortError(c, status, typeInvalidRequest, "request_too_large", "",
-			"Request body too large: the limit is "+formatBytes(e.Limit)+".")
-	case reqbody.TimedOut:
-		abortError(c, status, typeInvalidRequest, "request_timeout", "",
-			"The request body did not arrive in time.")
-	case reqbody.UnsupportedEncoding:
-		abortError(c, status, typeInvalidRequest, "unsupported_content_encoding", "",
-			"Unsupported Content-Encoding: only gzip request bodies are accepted.")
-	case reqbody.Busy:
-		// Refused mid-body, the rest not waited for: counted with the limits' refusals.
-		info(c).Refusal = "inflating" // server.max_inflating_bytes
-		c.Header("Retry-After", "1")
-		abortError(c, status, typeServer, "server_busy", "",
-			"modelgate is inflating too many compressed request bodies at once; retry shortly, or send this one uncompressed.")
-	case reqbody.NoRoom:
-		// Refused before anything went upstream, the rest not waited for: counted with the
-		// limits' refusals.
-		info(c).Refusal = "body_memory" // server.max_inflight_body_bytes
-		c.Header("Retry-After", "1")
-		abortError(c, status, typeServer, "server_busy", "",
-			"modelgate holds as many request bodies as it has memory for; retry shortly.")
-	case reqbody.BadGzip:
-		abortError(c, status, typeInvalidRequest, "invalid_body", "", "The request body is not valid gzip data.")
-	default:
-		if e.Kind == reqbody.ClientGone {
-			info(c).ClientClosed = true
-		}
-		abortError(c, status, typeInvalidRequest, "invalid_body", "", "The request body could not be read.")
-	}
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n%(1<<20) == 0:
-		return strconv.FormatInt(n>>20, 10) + " MiB"
-	case n%(1<<10) == 0:
-		return strconv.FormatInt(n>>10, 10) + " KiB"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
 }

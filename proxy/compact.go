@@ -12,6 +12,8 @@ import (
 
 	"modelgate/auth"
 	"modelgate/config"
+	"modelgate/routing"
+	"modelgate/storedapi"
 	"modelgate/tokens"
 	"modelgate/translate"
 )
@@ -67,7 +69,7 @@ func compactID() string {
 // the summarising call.
 type compactDialect struct {
 	s      *Server
-	f      auxFields
+	f      translate.AuxFields
 	sticky stickyKey
 	input  string   // the conversation compacted (the expanded input, raw JSON), for the answer
 	x      exchange // the call once admitted
@@ -76,21 +78,21 @@ type compactDialect struct {
 //go:noinline
 func (d *compactDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {
 	f := &d.f
-	if !checkAuxBody(c, st, body, translate.CompactField, f) {
+	if !checkAuxBody(c, body, translate.CompactField, f) {
 		return false
 	}
-	if !present(f.input) && !present(f.previous) {
+	if !translate.Present(f.Input) && !translate.Present(f.Previous) {
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "input", "Missing required parameter: 'input' (or 'previous_response_id').")
 		return false
 	}
-	if !attribute(c, st, "", f.metadata) {
+	if !attribute(c, st, "", f.Metadata) {
 		return false
 	}
-	model, ok := st.models.resolve(f.model)
+	model, ok := st.models.resolve(f.Model)
 	if kind := st.models.stickyOf(model); kind != "" {
-		d.sticky = st.models.withSession(model, f.stickyKey(kind), c.Request.Header, f.metadata)
+		d.sticky = st.models.withSession(model, auxStickyKey(f, kind), c.Request.Header, f.Metadata)
 	}
-	*call = modelCall{model: model, asked: f.model, unknown: !ok, choices: 1, upBody: body}
+	*call = modelCall{model: model, asked: f.Model, unknown: !ok, choices: 1, upBody: body}
 	return true
 }
 
@@ -100,8 +102,8 @@ func (d *compactDialect) prepare(c *gin.Context, st *state, p *auth.Principal, c
 	if !ok {
 		return false
 	}
-	if !d.sticky.ok && st.models.stickyOf(call.model) == config.StickyConversation {
-		d.sticky = firstInputKey(body) // the conversation's first user item, as its turns were placed
+	if !d.sticky.OK && st.models.stickyOf(call.model) == config.StickyConversation {
+		d.sticky = routing.FirstInputKey(body) // the conversation's first user item, as its turns were placed
 	}
 	st.routeCall(call, p, d.sticky)
 	instructions := translate.DefaultCompactInstructions
@@ -130,21 +132,21 @@ func (s *Server) inputTokens(c *gin.Context) {
 		return
 	}
 	asked := peekable(body)
-	var f auxFields
-	if !checkAuxBody(c, st, body, translate.InputTokensField, &f) {
+	var f translate.AuxFields
+	if !checkAuxBody(c, body, translate.InputTokensField, &f) {
 		noteAsked(ri, asked)
 		return
 	}
-	model, known := st.models.resolve(f.model)
+	model, known := st.models.resolve(f.Model)
 	ri.Model = model
 	if !known || !p.AllowsModel(model) {
-		modelNotFound(c, f.model)
+		modelNotFound(c, f.Model)
 		return
 	}
 	if body, ok = s.expandAux(c, st, p, body, &f); !ok {
 		return
 	}
-	if f.tools {
+	if f.Tools {
 		// Hosted tools the platform cannot run are left out of a call, so of its estimate
 		// too (or refused, as the call would be).
 		out, _, err := translate.ResponsesHostedTools(body, parseOptions(st))
@@ -161,75 +163,29 @@ func (s *Server) inputTokens(c *gin.Context) {
 	c.Data(http.StatusOK, "application/json", []byte(`{"object":"response.input_tokens","input_tokens":`+strconv.FormatInt(n, 10)+`}`))
 }
 
-// auxFields are what the compact and input_tokens routes read of their body, as plain
-// values (the views point into the body, which nothing rewrites in place).
-type auxFields struct {
-	model           string
-	input, previous gjson.Result
-	convo           gjson.Result
-	cacheKey        string
-	metadata        string // the metadata object, raw; "" when absent
-	tools           bool   // tools are given
+// auxStickyKey is the conversation key the body names (prompt_cache_key, else
+// conversation), as a Responses request's: both routes take the route their conversation
+// would.
+func auxStickyKey(f *translate.AuxFields, kind string) stickyKey {
+	return responsesStickyKey(&translate.ResponsesFields{CacheKey: f.CacheKey, Convo: f.Convo}, kind)
 }
 
-// stickyKey is the conversation key the body names (prompt_cache_key, else conversation),
-// as a Responses request's: both routes take the route their conversation would.
-func (f *auxFields) stickyKey(kind string) stickyKey {
-	r := responsesFields{cacheKey: f.cacheKey, convo: f.convo}
-	return r.stickyKey(kind)
-}
-
-// checkAuxBody runs the checks of a body of the compact or input_tokens route: a JSON object
-// of valid UTF-8 with no case variant of a known field, only the fields known takes, each
-// once, a model, and fields of the right types. A refusal has answered the client.
-func checkAuxBody(c *gin.Context, st *state, body []byte, known func(string) bool, f *auxFields) bool {
-	switch check, key := translate.CheckClientObject(body); check {
-	case translate.JSONValid:
-	case translate.JSONInvalid, translate.JSONTooDeep:
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "",
-			"We could not parse the JSON body of your request. The body must be a JSON object.")
-		return false
-	default:
-		writeTranslateError(c, translate.ClientBodyError(check, key))
-		return false
-	}
-	if err := translate.CheckFields(body, known); err != nil {
+// checkAuxBody reads the body of the compact or input_tokens route into f
+// (translate.ReadAuxFields). A refusal has answered the client.
+func checkAuxBody(c *gin.Context, body []byte, known func(string) bool, f *translate.AuxFields) bool {
+	var err *translate.Error
+	if *f, err = translate.ReadAuxFields(body, known); err != nil {
 		writeTranslateError(c, err)
 		return false
 	}
-	var r responsesFields
-	scanResponsesFields(body, &r)
-	if r.model.Type != gjson.String || r.model.Str == "" {
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "model", "Missing required parameter: 'model'.")
-		return false
-	}
-	if err := translate.CheckModelName(r.model.Str); err != nil {
-		writeTranslateError(c, err)
-		return false
-	}
-	switch {
-	case present(r.input) && r.input.Type != gjson.String && !r.input.IsArray():
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "input", "Invalid type for 'input': expected a string or an array.")
-		return false
-	case present(r.previous) && r.previous.Type != gjson.String:
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "previous_response_id", "Invalid type for 'previous_response_id': expected a string.")
-		return false
-	}
-	if r.metadata != "" {
-		if err := translate.CheckMetadata(gjson.Parse(r.metadata)); err != nil {
-			writeTranslateError(c, err)
-			return false
-		}
-	}
-	*f = auxFields{model: r.model.Str, input: r.input, previous: r.previous, convo: r.convo, cacheKey: r.cacheKey, metadata: r.metadata, tools: present(r.tools)}
 	return true
 }
 
 // expandAux replaces a body's previous_response_id by the stored conversation it names, as
 // POST /v1/responses does, keeping nothing. Without stored responses (responses.store: off)
 // the conversation cannot be found here, and the platform keeps none: refused.
-func (s *Server) expandAux(c *gin.Context, st *state, p *auth.Principal, body []byte, f *auxFields) ([]byte, bool) {
-	if !present(f.previous) {
+func (s *Server) expandAux(c *gin.Context, st *state, p *auth.Principal, body []byte, f *translate.AuxFields) ([]byte, bool) {
+	if !translate.Present(f.Previous) {
 		return body, true
 	}
 	if st.keeper == nil {
@@ -237,10 +193,10 @@ func (s *Server) expandAux(c *gin.Context, st *state, p *auth.Principal, body []
 			"Responses are not stored here (responses.store: off), so 'previous_response_id' cannot be followed; send the conversation as 'input'.")
 		return nil, false
 	}
-	in := f.input.Raw
-	if !present(f.input) {
+	in := f.Input.Raw
+	if !translate.Present(f.Input) {
 		in = "[]" // the stored conversation alone
 	}
-	body, _, ok := s.expandPrevious(c, st, p, body, turnAsk{continued: true, prev: f.previous.Str, inputRaw: in, model: f.model})
+	body, _, ok := s.expandPrevious(c, st, p, body, storedapi.Ask{Continued: true, Prev: f.Previous.Str, InputRaw: in, Model: f.Model})
 	return body, ok
 }

@@ -2,12 +2,11 @@ package proxy
 
 import (
 	"github.com/gin-gonic/gin"
-	"github.com/tidwall/gjson"
 
 	"modelgate/accounting"
+	"modelgate/apierr"
 	"modelgate/ratelimit"
 	"modelgate/reqlog"
-	"modelgate/translate"
 	"modelgate/upstream"
 )
 
@@ -34,30 +33,8 @@ func chargeFailed(ch *accounting.Charge, f *upstream.Failure, reserve ratelimit.
 	*ch = f.Charge(reserve)
 }
 
-// writeFailure answers a failed gateway call in the route's dialect.
-func writeFailure(c *gin.Context, f *upstream.Failure) {
-	ri := info(c)
-	ri.UpstreamErr = f.Kind
-	if f.ClientGone {
-		ri.ClientClosed = true
-		c.Abort()
-		return
-	}
-	for k, vs := range f.Header {
-		for _, v := range vs {
-			c.Header(k, v)
-		}
-	}
-	ri.ErrCode = gjson.GetBytes(f.Body, "error.code").String()
-	if speaksAnthropic(c) {
-		status, typ := translate.AnthropicStatus(f.Status)
-		c.Data(status, "application/json", translate.AnthropicErrorJSON(typ, gjson.GetBytes(f.Body, "error.message").String()))
-		c.Abort()
-		return
-	}
-	c.Data(f.Status, "application/json", f.Body)
-	c.Abort()
-}
+// writeFailure answers a failed gateway call in the route's dialect (apierr.WriteFailure).
+func writeFailure(c *gin.Context, f *upstream.Failure) { apierr.WriteFailure(c, f) }
 
 // upstreamFailed answers a failure to read an upstream answer after it started.
 func (s *Server) upstreamFailed(c *gin.Context, err error) {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"testing"
 
+	"modelgate/apierr"
 	"modelgate/upstream"
 )
 
@@ -21,7 +22,7 @@ func TestUpstreamFailureBodiesMatchOpenAIErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got := upstream.TransportFailure(tt.err).Body
-		if want := openAIErrorJSON(typeServer, tt.code, "", tt.msg); string(got) != string(want) {
+		if want := apierr.OpenAIJSON(apierr.TypeServer, tt.code, "", tt.msg); string(got) != string(want) {
 			t.Errorf("%s:\n got %s\nwant %s", tt.code, got, want)
 		}
 	}

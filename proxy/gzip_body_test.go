@@ -13,6 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/apierr"
 	"modelgate/config"
 	"modelgate/reqbody"
 	"modelgate/translate"
@@ -117,9 +118,9 @@ func TestBodyRefusals(t *testing.T) {
 				c.Request = httptest.NewRequest(http.MethodPost, "/v1/responses", nil)
 				ri := info(c)
 				if anthropic {
-					c.Set(shapeKey, shapeAnthropic)
+					apierr.Mark(c, apierr.Anthropic)
 				}
-				bodyRefused(c, tc.err)
+				apierr.BodyRefused(c, tc.err)
 				want := tc.status
 				if anthropic {
 					want, _ = translate.AnthropicStatus(tc.status) // 503 is Anthropic's 529, overloaded

@@ -1,24 +1,33 @@
 package proxy
 
 import (
-	"time"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
-	"modelgate/ratelimit"
-	"modelgate/translate"
+	"modelgate/apierr"
 )
 
 // The Messages routes share every check of the /v1 routes (drain, auth, body limits,
 // admission, allow-lists, upstream failures); only the shape of what a client is told
-// differs. markAnthropic names the route's error shape first (shape.go), and the shared
+// differs. markAnthropic names the route's error shape first (apierr), and the shared
 // answer paths (abortError, writeFailure, the limit headers) answer in it.
 
 // markAnthropic runs before the /v1/messages middleware chain.
 func (s *Server) markAnthropic(c *gin.Context) {
-	c.Set(shapeKey, shapeAnthropic)
+	apierr.Mark(c, apierr.Anthropic)
 	// Anthropic's SDKs read request-id; X-Request-Id stays for everything else.
 	c.Header("request-id", info(c).RequestID)
+}
+
+// markAnthropicModels runs first on the /v1 group: the Anthropic SDKs list models with
+// GET /v1/models, the same path as OpenAI's, and say who they are with an
+// anthropic-version header. Such a request authenticates by x-api-key and gets Anthropic's
+// model objects (modelsapi); anything else is answered as before.
+func (s *Server) markAnthropicModels(c *gin.Context) {
+	if strings.HasPrefix(c.Request.URL.Path, "/v1/models") && c.GetHeader("Anthropic-Version") != "" {
+		s.markAnthropic(c)
+	}
 }
 
 // authorization is the credential of a request in Authorization-header form. Anthropic
@@ -31,42 +40,4 @@ func authorization(c *gin.Context, anthropic bool) string {
 		}
 	}
 	return c.GetHeader("Authorization")
-}
-
-// abortAnthropic answers with {"type":"error","error":{"type","message"}} and Anthropic's
-// status for the kind of failure; code is what logs and metrics record, as on the other routes.
-func abortAnthropic(c *gin.Context, status int, code, msg string) {
-	peekLimitHeaders(c)
-	info(c).ErrCode = code
-	st, typ := translate.AnthropicStatus(status)
-	c.Data(st, "application/json", translate.AnthropicErrorJSON(typ, msg))
-	c.Abort()
-}
-
-// applyLimitHeaders writes the x-ratelimit-* headers every /v1 answer carries and, on the
-// Messages routes, the same figures under Anthropic's names.
-func applyLimitHeaders(c *gin.Context, ri *requestInfo, h ratelimit.Headers) {
-	h.Apply(c.Header)
-	if !speaksAnthropic(c) {
-		return
-	}
-	// The reset is an instant the client reads against its own clock, so it is the real
-	// time plus the wait the limiter worked out on its clock (docs/architecture.md, "Time").
-	anthropicLimitHeaders(h, time.Now(), c.Header)
-}
-
-// anthropicLimitHeaders writes the anthropic-ratelimit-* trios; Anthropic states the reset
-// as an RFC 3339 time rather than a duration.
-func anthropicLimitHeaders(h ratelimit.Headers, now time.Time, set func(name, value string)) {
-	reset := func(d time.Duration) string {
-		t := now.Add(max(d, 0)).UTC()
-		if t.Nanosecond() != 0 {
-			t = t.Truncate(time.Second).Add(time.Second) // never earlier than the real reset
-		}
-		return t.Format(time.RFC3339)
-	}
-	h.ApplyAs(ratelimit.HeaderNames{
-		LimitRequests: "anthropic-ratelimit-requests-limit", RemainingRequests: "anthropic-ratelimit-requests-remaining", ResetRequests: "anthropic-ratelimit-requests-reset",
-		LimitTokens: "anthropic-ratelimit-tokens-limit", RemainingTokens: "anthropic-ratelimit-tokens-remaining", ResetTokens: "anthropic-ratelimit-tokens-reset",
-	}, reset, set)
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"modelgate/config"
-	"modelgate/ratelimit"
 )
 
 func messagesBody(model string) []byte {
@@ -121,19 +120,6 @@ func TestMessagesRateLimitHeadersAndRefusal(t *testing.T) {
 	assertAnthropicError(t, b, "rate_limit_error")
 	if hdr.Get("Retry-After") == "" || hdr.Get("Anthropic-Ratelimit-Requests-Remaining") != "0" {
 		t.Errorf("headers %v", hdr)
-	}
-}
-
-func TestAnthropicLimitHeadersResetIsNeverEarly(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
-	got := map[string]string{}
-	anthropicLimitHeaders(ratelimit.Headers{HasRequests: true, LimitRequests: 10, RemainingRequests: 9, ResetRequests: 1500 * time.Millisecond},
-		now, func(k, v string) { got[k] = v })
-	if got["anthropic-ratelimit-requests-reset"] != "2026-01-02T03:04:07Z" || got["anthropic-ratelimit-requests-limit"] != "10" {
-		t.Errorf("headers %v", got)
-	}
-	if _, ok := got["anthropic-ratelimit-tokens-limit"]; ok {
-		t.Error("an unlimited trio was written")
 	}
 }
 

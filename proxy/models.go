@@ -1,13 +1,10 @@
 package proxy
 
 import (
-	"encoding/json"
-	"net/http"
-	"time"
-
 	"github.com/gin-gonic/gin"
 
 	"modelgate/config"
+	"modelgate/modelsapi"
 	"modelgate/routing"
 )
 
@@ -82,52 +79,24 @@ func (t modelTable) model(id string) *config.Model {
 	return nil
 }
 
-type modelObject struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
-}
-
-// modelsCreated is a fixed creation time: the platform does not say when a model appeared,
-// and a stable value keeps client caches steady.
-var modelsCreated = time.Date(2025, 8, 1, 0, 0, 0, 0, time.UTC).Unix()
-
-func (s *Server) listModels(c *gin.Context) {
-	info(c).Route = "/v1/models"
-	p, st := principal(c), requestState(c)
-	data := make([]modelObject, 0, len(st.models.list))
-	for _, m := range st.models.list {
-		if p.AllowsModel(m.ID) {
-			data = append(data, modelObject{ID: m.ID, Object: "model", Created: modelsCreated, OwnedBy: "modelgate"})
-		}
+// modelCatalog is the model listing routes' view of the models (modelsapi): those of the
+// request's config its caller may use.
+func (s *Server) modelCatalog() *modelsapi.Catalog {
+	return &modelsapi.Catalog{
+		Allowed: func(c *gin.Context) []string {
+			p, st := principal(c), requestState(c)
+			ids := make([]string, 0, len(st.models.list))
+			for _, m := range st.models.list {
+				if p.AllowsModel(m.ID) {
+					ids = append(ids, m.ID)
+				}
+			}
+			return ids
+		},
+		Allows: func(c *gin.Context, id string) bool {
+			_, ok := requestState(c).models.entries[id]
+			return ok && principal(c).AllowsModel(id)
+		},
+		Route: func(c *gin.Context, route string) { info(c).Route = route },
 	}
-	if speaksAnthropic(c) {
-		writeAnthropicModels(c, data)
-		return
-	}
-	b, _ := json.Marshal(struct {
-		Object string        `json:"object"`
-		Data   []modelObject `json:"data"`
-	}{"list", data})
-	peekLimitHeaders(c)
-	c.Data(http.StatusOK, "application/json", b)
-}
-
-func (s *Server) getModel(c *gin.Context) {
-	info(c).Route = "/v1/models/{id}"
-	p, st := principal(c), requestState(c)
-	id := c.Param("id")
-	if _, ok := st.models.entries[id]; ok && p.AllowsModel(id) {
-		if speaksAnthropic(c) {
-			writeAnthropicModel(c, id)
-			return
-		}
-		b, _ := json.Marshal(modelObject{ID: id, Object: "model", Created: modelsCreated, OwnedBy: "modelgate"})
-		peekLimitHeaders(c)
-		c.Data(http.StatusOK, "application/json", b)
-		return
-	}
-	abortError(c, http.StatusNotFound, typeInvalidRequest, "model_not_found", "model",
-		"The model '"+sanitizePath(id)+"' does not exist or you do not have access to it.")
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/overhead"
 	"modelgate/redisconn"
 	"modelgate/reqlog"
 	"modelgate/wsmode"
@@ -15,7 +16,7 @@ import (
 func (s *Server) observe(c *gin.Context) {
 	ri := &requestInfo{Record: reqlog.Record{Start: time.Now(), RequestID: newRequestID()}, limits: s.limiter}
 	if id := c.GetHeader("X-Request-Id"); id != "" {
-		ri.ClientRequestID = clientRequestID(id) // logged beside ours, never in its place
+		ri.ClientRequestID = reqlog.ClientRequestID(id) // logged beside ours, never in its place
 	}
 	c.Set(infoKey, ri)
 	c.Header("X-Request-Id", ri.RequestID)
@@ -24,7 +25,7 @@ func (s *Server) observe(c *gin.Context) {
 	}
 	if s.state().cfg.Server.OverheadHeader {
 		ri.KeepWait = true // platform calls time their wait (see traceUpstreamWait)
-		c.Writer = &overheadWriter{ResponseWriter: c.Writer, ri: ri}
+		c.Writer = overhead.Wrap(c.Writer, ri.Start, &ri.UpstreamWait)
 	}
 	if s.tracer != nil {
 		s.startTrace(c, ri)

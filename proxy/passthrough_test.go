@@ -4,35 +4,9 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
-	"time"
 
 	"modelgate/config"
 )
-
-func TestCallerScopesCapped(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	cs := newCallerScopes()
-	steps := []struct {
-		caller string
-		at     time.Duration
-		want   string
-	}{
-		{"caller:a", 0, "caller:a"},
-		{"caller:b", time.Minute, "caller:b"},
-		{"caller:c", 2 * time.Minute, overflowScopeID}, // full: a and b are recent
-		{"caller:a", 3 * time.Minute, "caller:a"},      // still its own
-		{"caller:d", 4 * time.Minute, overflowScopeID},
-		// b was last seen at 1m; a day and more later it gives way to a new caller.
-		{"caller:a", 27 * time.Hour, "caller:a"},
-		{"caller:e", 27*time.Hour + time.Minute, "caller:e"},
-		{"caller:b", 27*time.Hour + 2*time.Minute, overflowScopeID},
-	}
-	for i, s := range steps {
-		if got := cs.scope(s.caller, t0.Add(s.at), 2); got != s.want {
-			t.Errorf("step %d: %s at %v got %s, want %s", i, s.caller, s.at, got, s.want)
-		}
-	}
-}
 
 // Issue 18: in passthrough mode a caller that changes its token gets no fresh budget past the
 // cap, and the optional shared limits bound all callers together.

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/sjson"
 
+	"modelgate/accounting"
 	"modelgate/auth"
 	"modelgate/ratelimit"
 )
@@ -46,12 +47,12 @@ func (s *Server) admitBudgets(c *gin.Context, st *state, p *auth.Principal, call
 	}
 	ctx := c.Request.Context()
 	ri := info(c)
-	ticket, d, err := s.limiter.Admit(ctx, endUserRequest(limitRequest(p, ratelimit.Usage{InputTokens: estimate * n, OutputTokens: capped * n}), p, ri.EndUser))
+	ticket, d, err := s.limiter.Admit(ctx, accounting.WithEndUser(limitRequest(p, ratelimit.Usage{InputTokens: estimate * n, OutputTokens: capped * n}), p, ri.EndUser))
 	if ticket == nil && err == nil && d.Reason == ratelimit.ReasonDailyTokens && clamp {
 		// The spend hold, if any, stays at the larger cap: it is settled at the real cost.
 		if room := s.dailyTokenRoom(ctx, p, ri.EndUser, estimate, n); room >= minClampedOutput && room < capped {
 			capped = room
-			ticket, d, err = s.limiter.Admit(ctx, endUserRequest(limitRequest(p, ratelimit.Usage{InputTokens: estimate * n, OutputTokens: capped * n}), p, ri.EndUser))
+			ticket, d, err = s.limiter.Admit(ctx, accounting.WithEndUser(limitRequest(p, ratelimit.Usage{InputTokens: estimate * n, OutputTokens: capped * n}), p, ri.EndUser))
 		}
 	}
 	if ticket = s.admitted(c, ticket, d, err); ticket == nil {
@@ -69,7 +70,7 @@ func (s *Server) admitBudgets(c *gin.Context, st *state, p *auth.Principal, call
 // covers, beside n choices of estimate input tokens; negative when not even the input fits.
 // It is asked only once a budget has refused the call.
 func (s *Server) spendRoom(st *state, p *auth.Principal, endUser, model string, estimate, n int64) int64 {
-	budgets, nb := spendBudgets(p, endUser)
+	budgets, nb := accounting.SpendBudgets(p, endUser)
 	left := s.ledger.Left(budgets[:nb])
 	if left < 0 {
 		return -1 // no budget is limited: whatever refused, clamping cannot help
@@ -82,7 +83,7 @@ func (s *Server) spendRoom(st *state, p *auth.Principal, endUser, model string, 
 // the input fits. It costs a look at the limiter's store, paid only once tokens_per_day has
 // refused the call.
 func (s *Server) dailyTokenRoom(ctx context.Context, p *auth.Principal, endUser string, estimate, n int64) int64 {
-	req := endUserRequest(limitRequest(p, ratelimit.Usage{}), p, endUser)
+	req := accounting.WithEndUser(limitRequest(p, ratelimit.Usage{}), p, endUser)
 	scopes := []ratelimit.Scope{req.Key}
 	if req.Team != nil {
 		scopes = append(scopes, *req.Team)

@@ -7,25 +7,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/accounting"
 	"modelgate/alerts"
 	"modelgate/auth"
 	"modelgate/billing"
 )
-
-// spendBudgets are the key's and the team's spend budgets, in micro-units, and the end
-// user's daily one when the team sets end_user_limits.spend_per_day and the request names an
-// end user (issue 28).
-func spendBudgets(p *auth.Principal, endUser string) ([3]billing.Budget, int) {
-	b := [3]billing.Budget{
-		{Scope: p.ScopeID, PerDay: billing.MicrosOf(p.KeyLimits.SpendPerDay), PerMonth: billing.MicrosOf(p.KeyLimits.SpendPerMonth)},
-		{Scope: p.TeamScopeID, PerDay: billing.MicrosOf(p.TeamLimits.SpendPerDay), PerMonth: billing.MicrosOf(p.TeamLimits.SpendPerMonth)},
-	}
-	if endUser == "" || p.EndUserLimits.SpendPerDay <= 0 || p.Team == "" {
-		return b, 2
-	}
-	b[2] = billing.Budget{Scope: endUserScopeID(p, endUser), PerDay: billing.MicrosOf(p.EndUserLimits.SpendPerDay), DayOnly: true}
-	return b, 3
-}
 
 // holdSpend holds what the call may cost at most (its input estimate and output cap at the
 // model's price) against the key's and the team's spend budgets, before the limiter admits
@@ -42,7 +28,7 @@ func (s *Server) holdSpendFor(ri *requestInfo, st *state, p *auth.Principal, mod
 	if s.ledger == nil || p.Team == "" {
 		return nil
 	}
-	budgets, n := spendBudgets(p, ri.EndUser)
+	budgets, n := accounting.SpendBudgets(p, ri.EndUser)
 	amount := st.prices.Estimate(model, inputTokens, outputCap)
 	hold, refused := s.ledger.Reserve(budgets[:n], amount)
 	if refused != nil && p.Shadow {

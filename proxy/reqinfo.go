@@ -3,14 +3,13 @@ package proxy
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"modelgate/accounting"
+	"modelgate/apierr"
 	"modelgate/auth"
 	"modelgate/billing"
 	"modelgate/journal"
@@ -74,43 +73,12 @@ type requestInfo struct {
 	UpstreamWait atomic.Int64
 }
 
-// overheadHeader states the time modelgate itself spent on a request, in milliseconds.
-const overheadHeader = "X-Modelgate-Overhead-Ms"
+// infoKey is apierr's: its error answers note what they were on the request's record
+// (apierr.Request).
+const infoKey = apierr.RequestKey
 
-// overheadWriter puts x-modelgate-overhead-ms on the answer just before its headers go out:
-// the handler's time so far minus the time it waited on the platform. For a non-stream
-// answer that is all of modelgate's work but writing the body; for a stream it is the time
-// until the stream started (the events after that are relayed as they come, see bench/).
-type overheadWriter struct {
-	gin.ResponseWriter
-	ri   *requestInfo
-	done bool
-}
-
-func (w *overheadWriter) stamp() {
-	if w.done || w.ResponseWriter.Written() {
-		return
-	}
-	w.done = true
-	own := max(time.Since(w.ri.Start)-time.Duration(w.ri.UpstreamWait.Load()), 0)
-	w.Header().Set(overheadHeader, strconv.FormatFloat(float64(own)/float64(time.Millisecond), 'f', 3, 64))
-}
-
-// Unwrap lets http.NewResponseController reach the connection (read deadlines, flushes).
-func (w *overheadWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w *overheadWriter) WriteHeaderNow() { w.stamp(); w.ResponseWriter.WriteHeaderNow() }
-
-func (w *overheadWriter) Write(p []byte) (int, error) { w.stamp(); return w.ResponseWriter.Write(p) }
-
-func (w *overheadWriter) WriteString(s string) (int, error) {
-	w.stamp()
-	return w.ResponseWriter.WriteString(s)
-}
-
-func (w *overheadWriter) Flush() { w.stamp(); w.ResponseWriter.Flush() }
-
-const infoKey = "modelgate.info"
+// LogRecord is the request's record, for apierr's answers to note their code.
+func (ri *requestInfo) LogRecord() *reqlog.Record { return &ri.Record }
 
 // info returns the request's info, creating it for handlers reached without the middleware (tests).
 func info(c *gin.Context) *requestInfo {
@@ -127,36 +95,4 @@ func newRequestID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	return "req_" + hex.EncodeToString(b[:])
-}
-
-// maxClientRequestID bounds the caller's X-Request-Id as it is logged.
-const maxClientRequestID = 128
-
-// clientRequestID is the caller's X-Request-Id as the access log keeps it: at most
-// maxClientRequestID bytes, each outside A-Z a-z 0-9 - _ . : replaced by '_', so it is one
-// plain token in either log format; "" when none was sent. It is never modelgate's own id:
-// that one is sent to the platform and keys what it bills, and two callers (or one, twice)
-// could otherwise make their requests share it.
-func clientRequestID(id string) string {
-	id = id[:min(len(id), maxClientRequestID)]
-	for i := 0; i < len(id); i++ {
-		if !plainIDByte(id[i]) {
-			b := []byte(id)
-			for j := i; j < len(b); j++ {
-				if !plainIDByte(b[j]) {
-					b[j] = '_'
-				}
-			}
-			return string(b)
-		}
-	}
-	return id // the common case: no copy
-}
-
-func plainIDByte(ch byte) bool {
-	switch {
-	case ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z', ch >= '0' && ch <= '9':
-		return true
-	}
-	return ch == '-' || ch == '_' || ch == '.' || ch == ':'
 }

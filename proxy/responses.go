@@ -8,12 +8,14 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
+	"modelgate/apierr"
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/jobs"
 	"modelgate/relay"
+	"modelgate/routing"
+	"modelgate/storedapi"
 	"modelgate/translate"
 )
 
@@ -38,14 +40,14 @@ func (s *Server) responses(c *gin.Context) {
 // background response holds a place in its team's queue.
 type responsesDialect struct {
 	s          *Server
-	ask        turnAsk     // what it asks of stored responses (read where they are kept)
-	steering   bool        // it carries steering fields, which are removed
-	background bool        // asked to run in the background, where modelgate runs those
-	turn       *storedTurn // to keep once answered; nil when the response is not kept
-	job        *jobs.Job   // the background job's place, once held
-	sticky     stickyKey   // the user or conversation a sticky model places it by
-	stickyKind string      // the model's sticky choice; "" when it has none
-	x          exchange    // the call once admitted
+	ask        storedapi.Ask // what it asks of stored responses (read where they are kept)
+	steering   bool          // it carries steering fields, which are removed
+	background bool          // asked to run in the background, where modelgate runs those
+	turn       *storedTurn   // to keep once answered; nil when the response is not kept
+	job        *jobs.Job     // the background job's place, once held
+	sticky     stickyKey     // the user or conversation a sticky model places it by
+	stickyKind string        // the model's sticky choice; "" when it has none
+	x          exchange      // the call once admitted
 }
 
 // The Responses response half (answerHalf): the platform speaks the client's dialect, so
@@ -91,44 +93,44 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 	}
 	// f lives in this frame alone: the scan fills it in place rather than returning a copy,
 	// and its fields are read where they are (each gjson.Result is 80 bytes).
-	var f responsesFields
-	scanResponsesFields(body, &f)
-	if f.dup != "" {
-		writeTranslateError(c, translate.DuplicateField(f.dup))
+	var f translate.ResponsesFields
+	translate.ScanResponsesFields(body, &f)
+	if f.Dup != "" {
+		writeTranslateError(c, translate.DuplicateField(f.Dup))
 		return false
 	}
-	if f.model.Type != gjson.String || f.model.Str == "" {
+	if f.Model.Type != gjson.String || f.Model.Str == "" {
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "model", "Missing required parameter: 'model'.")
 		return false
 	}
-	if err := translate.CheckModelName(f.model.Str); err != nil {
+	if err := translate.CheckModelName(f.Model.Str); err != nil {
 		writeTranslateError(c, err)
 		return false
 	}
 	switch {
-	case !present(f.input) && !f.turnCarried():
+	case !translate.Present(f.Input) && !f.TurnCarried():
 		// previous_response_id, a stored prompt or a conversation may carry the turn alone.
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "input", "Missing required parameter: 'input'.")
 		return false
-	case present(f.input) && f.input.Type != gjson.String && !f.input.IsArray():
+	case translate.Present(f.Input) && f.Input.Type != gjson.String && !f.Input.IsArray():
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "input", "Invalid type for 'input': expected a string or an array.")
 		return false
-	case f.stream.Exists() && !f.stream.IsBool() && f.stream.Type != gjson.Null:
+	case f.Stream.Exists() && !f.Stream.IsBool() && f.Stream.Type != gjson.Null:
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "stream", "Invalid type for 'stream': expected a boolean.")
 		return false
-	case f.maxOut.Exists() && f.maxOut.Type != gjson.Null && (f.maxOut.Type != gjson.Number || f.maxOut.Num != float64(int64(f.maxOut.Num)) || f.maxOut.Num < 0):
+	case f.MaxOut.Exists() && f.MaxOut.Type != gjson.Null && (f.MaxOut.Type != gjson.Number || f.MaxOut.Num != float64(int64(f.MaxOut.Num)) || f.MaxOut.Num < 0):
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "max_output_tokens", "Invalid 'max_output_tokens': expected a non-negative integer.")
 		return false
 	}
-	if !f.turnCarried() {
+	if !f.TurnCarried() {
 		// A prompt template or an earlier turn may declare the tools: only a request that
 		// stands alone is checked here.
-		if err := translate.CheckResponsesToolChoice(f.toolChoice, f.tools); err != nil {
+		if err := translate.CheckResponsesToolChoice(f.ToolChoice, f.Tools); err != nil {
 			writeTranslateError(c, err)
 			return false
 		}
 	}
-	if present(f.tools) {
+	if translate.Present(f.Tools) {
 		// Hosted tools the platform cannot run are dropped (or refused) before anything
 		// else reads the body.
 		out, dropped, err := translate.ResponsesHostedTools(body, parseOptions(st))
@@ -140,46 +142,46 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 		noteDroppedTools(c, dropped)
 	}
 	switch {
-	case !present(f.background):
-	case !f.background.IsBool():
+	case !translate.Present(f.Background):
+	case !f.Background.IsBool():
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "background", "Invalid type for 'background': expected a boolean.")
 		return false
 	case st.keeper == nil:
 		// Responses are not kept here (responses.store: off): background is the platform's
 		// business, and goes to it untouched.
-	case f.background.Bool() && f.store.Type == gjson.False:
+	case f.Background.Bool() && f.Store.Type == gjson.False:
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "store",
 			"Background responses require 'store' to be true: they are kept so they can be polled.")
 		return false
-	case f.background.Bool() && f.stream.Bool():
+	case f.Background.Bool() && f.Stream.Bool():
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "unsupported_parameter", "stream",
 			"Streaming a background response is not supported; poll GET /v1/responses/{id} instead.")
 		return false
 	default:
-		d.background = f.background.Bool()
+		d.background = f.Background.Bool()
 	}
 	if st.keeper != nil {
-		ask, ok := askedTurn(c, &f)
+		ask, ok := storedapi.Asked(c, &f)
 		if !ok {
 			return false
 		}
 		d.ask = ask
 	}
-	if f.metadata != "" {
-		if err := translate.CheckMetadata(gjson.Parse(f.metadata)); err != nil {
+	if f.Metadata != "" {
+		if err := translate.CheckMetadata(gjson.Parse(f.Metadata)); err != nil {
 			writeTranslateError(c, err)
 			return false
 		}
 	}
-	if !attribute(c, st, endUserOf(f.user, f.safety), f.metadata) {
+	if !attribute(c, st, endUserOf(f.User, f.Safety), f.Metadata) {
 		return false
 	}
-	d.steering = f.steering
-	model, ok := st.models.resolve(f.model.Str)
+	d.steering = f.Steering
+	model, ok := st.models.resolve(f.Model.Str)
 	if d.stickyKind = st.models.stickyOf(model); d.stickyKind != "" {
-		d.sticky = st.models.withSession(model, f.stickyKey(d.stickyKind), c.Request.Header, f.metadata)
+		d.sticky = st.models.withSession(model, responsesStickyKey(&f, d.stickyKind), c.Request.Header, f.Metadata)
 	}
-	*call = modelCall{model: model, asked: f.model.Str, unknown: !ok, stream: f.stream.Bool(), maxOut: f.maxOut.Int(), choices: 1, upBody: body}
+	*call = modelCall{model: model, asked: f.Model.Str, unknown: !ok, stream: f.Stream.Bool(), maxOut: f.MaxOut.Int(), choices: 1, upBody: body}
 	return true
 }
 
@@ -192,11 +194,11 @@ func (d *responsesDialect) prepare(c *gin.Context, st *state, p *auth.Principal,
 			return false
 		}
 	}
-	if d.stickyKind == config.StickyConversation && !d.sticky.ok {
-		d.sticky = firstInputKey(body) // the expanded conversation's, when one was expanded
+	if d.stickyKind == config.StickyConversation && !d.sticky.OK {
+		d.sticky = routing.FirstInputKey(body) // the expanded conversation's, when one was expanded
 	}
 	st.routeCall(call, p, d.sticky)
-	body, err := prepareResponsesBody(body, call.upstream, call.asked, d.steering)
+	body, err := translate.PrepareResponsesBody(body, call.upstream, call.asked, d.steering)
 	if err != nil {
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
 		return false
@@ -237,114 +239,13 @@ func (d *responsesDialect) hold(c *gin.Context, st *state) (func(), bool) {
 	return func() { d.s.bg.Abandon(job) }, true
 }
 
-// responsesFields are what modelgate reads of a Responses request, found in one pass over
-// the body's top level (a lookup per field would each scan the body, and the absent ones,
-// like the steering fields, all of it). A field read here that comes twice is refused
-// (translate.DuplicateField): the platform might honour the copy modelgate did not check.
-type responsesFields struct {
-	model, input, stream, maxOut gjson.Result
-	tools, toolChoice            gjson.Result
-	previous, prompt, convo      gjson.Result // what may carry a turn without input
-	store                        gjson.Result
-	background                   gjson.Result
-	// Who asks and in which conversation, for sticky routes: views of the body's `user`,
-	// `safety_identifier` and `prompt_cache_key` strings (the Codex CLI sets the last to its
-	// session). Strings, not gjson results, to keep this table, which lives in the frame the
-	// scan runs under, small (TestOpenStreamStack).
-	user, safety, cacheKey string
-	// metadata is a view of the body's `metadata` object, where request tags are read from
-	// (issue 28); "" when it is absent or not an object.
-	metadata string
-	steering bool   // a steering field is present
-	dup      string // the first field read here that came twice
-}
-
-// turnCarried reports whether something other than input brings the turn's content.
-func (f *responsesFields) turnCarried() bool {
-	return present(f.previous) || present(f.prompt) || present(f.convo)
-}
-
-// present: set, and not null.
-func present(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null }
-
-func scanResponsesFields(body []byte, f *responsesFields) {
-	take := func(dst *gjson.Result, k, v gjson.Result) {
-		if dst.Exists() {
-			if f.dup == "" {
-				f.dup = k.Str
-			}
-			return
-		}
-		*dst = v
-	}
-	// The results view the body's memory; nothing rewrites a request body in place (sjson
-	// builds a new one), so they stay valid while the request lives.
-	gjson.Parse(view(body)).ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "model":
-			take(&f.model, k, v)
-		case "input":
-			take(&f.input, k, v)
-		case "stream":
-			take(&f.stream, k, v)
-		case "max_output_tokens":
-			take(&f.maxOut, k, v)
-		case "tools":
-			take(&f.tools, k, v)
-		case "tool_choice":
-			take(&f.toolChoice, k, v)
-		case "previous_response_id":
-			take(&f.previous, k, v)
-		case "prompt":
-			take(&f.prompt, k, v)
-		case "conversation":
-			take(&f.convo, k, v)
-		case "store":
-			take(&f.store, k, v)
-		case "background":
-			take(&f.background, k, v)
-		case "user":
-			f.user = v.Str
-		case "safety_identifier":
-			f.safety = v.Str
-		case "prompt_cache_key":
-			f.cacheKey = v.Str
-		case "metadata":
-			if f.metadata != "" && f.dup == "" {
-				f.dup = k.Str
-			}
-			if v.IsObject() {
-				f.metadata = v.Raw
-			}
-		default:
-			f.steering = f.steering || translate.IsSteeringField(k.Str)
-		}
-		return true
-	})
-}
-
-// prepareResponsesBody applies the model alias and removes client steering fields, touching
-// the bytes only when there is something to change.
-func prepareResponsesBody(body []byte, upstreamModel, clientModel string, steering bool) ([]byte, error) {
-	var err error
-	if upstreamModel != clientModel {
-		if body, err = sjson.SetBytes(body, "model", upstreamModel); err != nil {
-			return nil, err
-		}
-	}
-	if !steering {
-		return body, nil
-	}
-	return translate.StripSteeringFields(body), nil
-}
-
 // modelNotFound refuses a model the caller may not use (or that does not exist). Out of
 // line, so its message takes no room in the preflight's frame.
 //
 //go:noinline
 func modelNotFound(c *gin.Context, model string) {
 	abortError(c, http.StatusNotFound, typeInvalidRequest, "model_not_found", "model",
-		"The model '"+sanitizePath(model)+"' does not exist or you do not have access to it.")
+		"The model '"+apierr.SanitizePath(model)+"' does not exist or you do not have access to it.")
 }
 
 // answerFailed answers the client of a non-stream call whose answer could not be read

@@ -29,34 +29,8 @@ func newRouteTable(routes []config.Route) *routing.Table {
 	return routing.New(rs)
 }
 
-// stickyKey is what keeps a request on its route: the hash (routing.Key) of its end user or
-// conversation, when it names one.
-type stickyKey struct {
-	hash uint64
-	ok   bool
-}
-
-// keyOf hashes a sticky value: a non-empty string, or the raw JSON of anything else that is
-// present (a conversation's first message).
-func keyOf(v gjson.Result) stickyKey {
-	switch {
-	case v.Type == gjson.String && v.Str != "":
-		return stickyKey{routing.Key(v.Str), true}
-	case v.Type == gjson.JSON && v.Raw != "":
-		return stickyKey{routing.Key(v.Raw), true}
-	}
-	return stickyKey{}
-}
-
-// first returns the first of keys that is set.
-func first(keys ...stickyKey) stickyKey {
-	for _, k := range keys {
-		if k.ok {
-			return k
-		}
-	}
-	return stickyKey{}
-}
+// stickyKey is what keeps a request on its route (routing.Sticky).
+type stickyKey = routing.Sticky
 
 // stickyOf is the sticky choice of a client-facing id: "" when it has no routes or draws
 // afresh for every call, so a request whose model is not sticky reads nothing more of its
@@ -92,10 +66,10 @@ func (t modelTable) route(call *modelCall, p *auth.Principal, key stickyKey, h u
 	if e.sticky == "" {
 		i = e.routes.Draw(rand.Uint64(), h)
 	} else {
-		if !key.ok {
-			key = stickyKey{routing.Key(p.ScopeID), true}
+		if !key.OK {
+			key = stickyKey{Hash: routing.Key(p.ScopeID), OK: true}
 		}
-		i = e.routes.Stick(key.hash, h)
+		i = e.routes.Stick(key.Hash, h)
 	}
 	call.upstream, call.routed = e.routes.Route(i).Upstream, true
 }
@@ -110,9 +84,9 @@ func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 func (t modelTable) identityKey(model string, id *translate.Identity) stickyKey {
 	switch t.stickyOf(model) {
 	case config.StickyUser:
-		return first(stringKey(id.User), stringKey(id.SafetyIdentifier))
+		return routing.First(routing.StringKey(id.User), routing.StringKey(id.SafetyIdentifier))
 	case config.StickyConversation:
-		return first(stringKey(id.PromptCacheKey), stickyKey{id.FirstUser, id.FirstUser != 0})
+		return routing.First(routing.StringKey(id.PromptCacheKey), stickyKey{Hash: id.FirstUser, OK: id.FirstUser != 0})
 	}
 	return stickyKey{}
 }
@@ -150,7 +124,7 @@ func sessionKey(h http.Header, metadata string) stickyKey {
 
 // boundedKey hashes at most maxSessionKey bytes of s.
 func boundedKey(s string) stickyKey {
-	return stickyKey{routing.Key(s[:min(len(s), maxSessionKey)]), true}
+	return stickyKey{Hash: routing.Key(s[:min(len(s), maxSessionKey)]), OK: true}
 }
 
 // withSession is key with the request's session applied for a sticky model: on sticky:
@@ -160,9 +134,9 @@ func boundedKey(s string) stickyKey {
 func (t modelTable) withSession(model string, key stickyKey, h http.Header, metadata string) stickyKey {
 	switch t.stickyOf(model) {
 	case config.StickyConversation:
-		return first(sessionKey(h, metadata), key)
+		return routing.First(sessionKey(h, metadata), key)
 	case config.StickyUser:
-		if key.ok {
+		if key.OK {
 			return key
 		}
 		return sessionKey(h, metadata)
@@ -170,55 +144,19 @@ func (t modelTable) withSession(model string, key stickyKey, h http.Header, meta
 	return key
 }
 
-// stringKey hashes a sticky value given as a string; "" names none.
-func stringKey(s string) stickyKey {
-	if s == "" {
-		return stickyKey{}
-	}
-	return stickyKey{routing.Key(s), true}
-}
-
-// firstUserItem is the first element of a list of messages or input items whose role is
-// user, or nothing.
-func firstUserItem(list gjson.Result) gjson.Result {
-	var found gjson.Result
-	list.ForEach(func(_, item gjson.Result) bool {
-		if item.Get("role").Str == "user" {
-			found = item
-			return false
-		}
-		return true
-	})
-	return found
-}
-
-// stickyKey is a Responses request's sticky value, from the fields its check's scan read.
+// responsesStickyKey is a Responses request's sticky value, from the fields its check's scan read.
 // user: `user`, else `safety_identifier`. conversation: `prompt_cache_key`, else the
 // `conversation` id; a request with neither is placed by its first user input item once a
 // stored conversation is expanded (firstInputKey).
-func (f *responsesFields) stickyKey(kind string) stickyKey {
+func responsesStickyKey(f *translate.ResponsesFields, kind string) stickyKey {
 	if kind == config.StickyUser {
-		return first(stringKey(f.user), stringKey(f.safety))
+		return routing.First(routing.StringKey(f.User), routing.StringKey(f.Safety))
 	}
-	convo := f.convo
+	convo := f.Convo
 	if convo.IsObject() {
 		convo = convo.Get("id")
 	}
-	return first(stringKey(f.cacheKey), keyOf(convo))
-}
-
-// firstInputKey is the sticky value of a Responses conversation without an id: its first
-// user input item (or its input, when that is a string). With previous_response_id kept by
-// modelgate the expanded input starts with the conversation's first turn, so every turn
-// lands on the same route.
-//
-//go:noinline
-func firstInputKey(body []byte) stickyKey {
-	in := gjson.Get(view(body), "input")
-	if in.IsArray() {
-		return keyOf(firstUserItem(in))
-	}
-	return keyOf(in)
+	return routing.First(routing.StringKey(f.CacheKey), routing.KeyOf(convo))
 }
 
 // countedUpstream is the platform model count_tokens estimates for: the same choice a call

@@ -39,14 +39,14 @@ func FuzzStickyKeys(f *testing.F) {
 				}
 			}
 			if translate.CheckJSON(body) == translate.JSONValid {
-				var f responsesFields
-				scanResponsesFields(body, &f)
-				out = append(out, f.stickyKey(config.StickyUser), f.stickyKey(config.StickyConversation), firstInputKey(body))
+				var f translate.ResponsesFields
+				translate.ScanResponsesFields(body, &f)
+				out = append(out, responsesStickyKey(&f, config.StickyUser), responsesStickyKey(&f, config.StickyConversation), routing.FirstInputKey(body))
 				// The session a Responses body's metadata names, on both kinds, and the
 				// same read from a header holding the body (any bytes a client may send).
 				hdr := http.Header{"X-Session-Id": {string(body)}}
 				for _, m := range []string{"by-user", "by-convo"} {
-					out = append(out, models.withSession(m, stickyKey{}, nil, f.metadata), models.withSession(m, stickyKey{}, hdr, ""))
+					out = append(out, models.withSession(m, stickyKey{}, nil, f.Metadata), models.withSession(m, stickyKey{}, hdr, ""))
 				}
 			}
 			return out
@@ -78,8 +78,8 @@ func stickyModels() modelTable {
 
 // TestStickyKeyReaders: which field each dialect places a request by, in order of preference.
 func TestStickyKeyReaders(t *testing.T) {
-	k := func(s string) stickyKey { return stickyKey{routing.Key(s), true} }
-	mark := func(s string) stickyKey { return stickyKey{translate.Mark(s) | 1, true} }
+	k := func(s string) stickyKey { return stickyKey{Hash: routing.Key(s), OK: true} }
+	mark := func(s string) stickyKey { return stickyKey{Hash: translate.Mark(s) | 1, OK: true} }
 	models := stickyModels()
 	chat := func(body []byte, model string) stickyKey {
 		req, err := translate.ParseChat(body)
@@ -96,11 +96,11 @@ func TestStickyKeyReaders(t *testing.T) {
 		return models.identityKey(model, &req.Identity)
 	}
 	responses := func(body []byte, model string) stickyKey {
-		var f responsesFields
-		scanResponsesFields(body, &f)
-		return f.stickyKey(models.stickyOf(model))
+		var f translate.ResponsesFields
+		translate.ScanResponsesFields(body, &f)
+		return responsesStickyKey(&f, models.stickyOf(model))
 	}
-	inputKey := func(body []byte, _ string) stickyKey { return firstInputKey(body) }
+	inputKey := func(body []byte, _ string) stickyKey { return routing.FirstInputKey(body) }
 	user, convo := "by-user", "by-convo"
 	firstMsg := `{"role":"user","content":"first"}`
 	cases := []struct {

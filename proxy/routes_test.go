@@ -13,6 +13,7 @@ import (
 
 	"modelgate/apitest"
 	"modelgate/config"
+	"modelgate/routing"
 	"modelgate/store"
 	"modelgate/translate"
 )
@@ -320,14 +321,14 @@ func TestStickyKeyComesFromTheParse(t *testing.T) {
 		body string
 		want stickyKey // zero: the parse refuses the body
 	}{
-		{"small", `{"model":"canary","user":"u-1","messages":[{"role":"user","content":"y"}]}`, stringKey("u-1")},
-		{"large", `{"model":"canary","user":"u-1","messages":[` + pad + `{"role":"user","content":"y"}]}`, stringKey("u-1")},
-		{"long_user_cut", `{"model":"canary","user":"` + long + `-and-more","messages":[{"role":"user","content":"y"}]}`, stringKey(long)},
+		{"small", `{"model":"canary","user":"u-1","messages":[{"role":"user","content":"y"}]}`, routing.StringKey("u-1")},
+		{"large", `{"model":"canary","user":"u-1","messages":[` + pad + `{"role":"user","content":"y"}]}`, routing.StringKey("u-1")},
+		{"long_user_cut", `{"model":"canary","user":"` + long + `-and-more","messages":[{"role":"user","content":"y"}]}`, routing.StringKey(long)},
 		{"deep", `{"model":"canary","user":"u-1","messages":` + strings.Repeat("[", maxPeek+1), stickyKey{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, err := translate.ParseChat([]byte(tc.body))
-			if !tc.want.ok {
+			if !tc.want.OK {
 				if err == nil {
 					t.Fatal("the parse accepted a body nested deeper than its bound")
 				}

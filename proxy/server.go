@@ -4,12 +4,9 @@ package proxy
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -17,14 +14,18 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/accounting"
+	"modelgate/apierr"
 	"modelgate/auth"
 	"modelgate/billing"
 	"modelgate/breaker"
 	"modelgate/calibration"
 	"modelgate/config"
+	"modelgate/cors"
 	"modelgate/jobs"
 	"modelgate/journal"
+	"modelgate/overhead"
 	"modelgate/platform"
+	"modelgate/probes"
 	"modelgate/ratelimit"
 	"modelgate/redisconn"
 	"modelgate/reqbody"
@@ -32,6 +33,7 @@ import (
 	"modelgate/sidecar"
 	"modelgate/store"
 	"modelgate/stored"
+	"modelgate/storedapi"
 	"modelgate/tracing"
 	"modelgate/upstream"
 	"modelgate/wsmode"
@@ -144,12 +146,13 @@ type Server struct {
 	// storeBudget: the stores are on Redis, so each request gets a store budget.
 	storeBudget bool
 	keeper      *stored.Keeper // stored responses over records; nil without records
+	kept        *storedapi.Service
 	admin       http.Handler
 	issued      *auth.Issued
 	ledger      *billing.Ledger
 	history     *billing.Recorder
 	settler     accounting.Settler
-	callers     *callerScopes   // passthrough callers with a limit scope of their own
+	callers     *auth.Callers   // passthrough callers with a limit scope of their own
 	bg          *jobs.Registry  // background responses this instance runs
 	tracer      *tracing.Tracer // nil: tracing off
 	owners      sidecar.Owners  // who uploaded each asset (sidecar routes)
@@ -191,7 +194,7 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{limiter: d.Limiter, platform: d.Platform, log: d.Logger, hooks: d.Hooks, now: d.Now, records: d.Store, writes: d.StoreWrites,
 		holdBytes: d.HeldResponses, holdRetry: d.HeldRetry,
-		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: newCallerScopes(), tracer: d.Tracer, journal: d.Journal,
+		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: auth.NewCallers(), tracer: d.Tracer, journal: d.Journal,
 		breakers: d.Breakers, health: d.Health, alerts: d.Alerts, storeBudget: redisconn.IsRedis(d.Config.Ratelimit.Store),
 		window: reqlog.NewWindow(modelIDs(d.Config))}
 	s.hooks = s.observedHooks(d.Hooks)
@@ -210,6 +213,7 @@ func New(d Deps) (*Server, error) {
 	s.owners = s.sidecarOwners()
 	s.bg.ReapOrphans(s.keeper)
 	s.Reload(d.Config, d.Auth)
+	s.kept = s.storedService()
 	s.engine = s.routes(d.MetricsHandler)
 	s.sockets = newSockets(s, d.Config)
 	s.ready.Store(true)
@@ -294,6 +298,11 @@ func (s *Server) WaitSettled(ctx context.Context) bool {
 
 func (s *Server) state() *state { return s.st.Load() }
 
+// corsOriginAllowed is cors.OriginAllowed, which the WebSocket upgrade applies as well.
+func corsOriginAllowed(origins []string, origin string) bool {
+	return cors.OriginAllowed(origins, origin)
+}
+
 func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	e := gin.New()
 	// Routing on the decoded path with no fix-ups: an encoded slash in an id can never reach
@@ -304,22 +313,14 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	e.HandleMethodNotAllowed = false
 	e.ContextWithFallback = true
 
-	e.Use(s.observe, s.recoverer, s.cors)
+	// Browser apps on server.cors_origins may read the server's own answer headers too.
+	allowCORS := cors.New(func() []string { return s.state().cfg.Server.CORSOrigins },
+		[]string{overhead.Header, clampedHeader, servedModelHeader, droppedToolsHeader},
+		func(c *gin.Context) { info(c).Route = cors.PreflightRoute })
+	e.Use(s.observe, s.recoverer, allowCORS.Handle)
 	e.NoRoute(s.noRoute)
 
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
-	if metrics != nil {
-		e.GET("/metrics", func(c *gin.Context) {
-			info(c).Route = "/metrics"
-			if !metricsAllowed(s.state().cfg.Metrics.BearerToken, c.GetHeader("Authorization")) {
-				c.Header("WWW-Authenticate", `Bearer realm="metrics"`)
-				c.Data(http.StatusUnauthorized, "text/plain; charset=utf-8", []byte("metrics.bearer_token is set: send it as Authorization: Bearer <token>\n"))
-				return
-			}
-			metrics.ServeHTTP(c.Writer, c.Request)
-		})
-	}
+	s.probes().Mount(e, metrics)
 
 	v1 := e.Group("/v1", s.markAnthropicModels, s.refuseWhileDraining, s.authenticate)
 	// Routes with a body are checked against the limiter before the body is read; those
@@ -327,11 +328,12 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	v1.POST("/responses", s.admitEarly("/v1/responses"), s.responses)
 	v1.GET("/responses", s.responsesSocket)
 	v1.POST("/chat/completions", s.admitEarly("/v1/chat/completions"), s.chatCompletions)
-	v1.GET("/models", s.listModels)
-	v1.GET("/models/:id", s.getModel)
-	v1.GET("/responses/:id", s.checkLookup("/v1/responses/{id}"), s.getResponse)
-	v1.DELETE("/responses/:id", s.checkLookup("/v1/responses/{id}"), s.deleteResponse)
-	v1.GET("/responses/:id/input_items", s.checkLookup("/v1/responses/{id}/input_items"), s.listInputItems)
+	catalog := s.modelCatalog()
+	v1.GET("/models", catalog.List)
+	v1.GET("/models/:id", catalog.Get)
+	v1.GET("/responses/:id", s.checkLookup("/v1/responses/{id}"), s.kept.Get)
+	v1.DELETE("/responses/:id", s.checkLookup("/v1/responses/{id}"), s.kept.Delete)
+	v1.GET("/responses/:id/input_items", s.checkLookup("/v1/responses/{id}/input_items"), s.kept.InputItems)
 	v1.POST("/responses/:id/cancel", s.checkLookup("/v1/responses/{id}/cancel"), s.cancelResponse)
 	v1.POST("/responses/compact", s.admitEarly(compactRoute), s.compact)
 	v1.POST("/responses/input_tokens", s.checkLookup(inputTokensRoute), s.inputTokens)
@@ -346,26 +348,13 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	return e
 }
 
-// metricsAllowed reports whether a scrape may read /metrics: always when no token is set,
-// otherwise only with "Bearer <token>". The digests are compared, in constant time, so
-// neither the token's bytes nor its length show in the time a refusal takes.
-func metricsAllowed(token, header string) bool {
-	if token == "" {
-		return true
-	}
-	got, ok := strings.CutPrefix(header, "Bearer ")
-	want := sha256.Sum256([]byte(token))
-	have := sha256.Sum256([]byte(got))
-	return subtle.ConstantTimeCompare(want[:], have[:]) == 1 && ok
-}
-
 func (s *Server) noRoute(c *gin.Context) {
 	info(c).Route = "unknown"
 	if strings.HasPrefix(c.Request.URL.Path, "/v1/messages/") {
 		s.markAnthropic(c) // an Anthropic client's 404 in its own shape
 	}
 	if sidecar.IsPath(c.Request.URL.Path) {
-		abortEnvelope(c, http.StatusNotFound, platform.CodeBusiness, "not found")
+		apierr.AbortEnvelope(c, http.StatusNotFound, platform.CodeBusiness, "not found")
 		return
 	}
 	// A known caller's 404 carries its rate-limit headers like every other /v1 answer; an
@@ -373,7 +362,7 @@ func (s *Server) noRoute(c *gin.Context) {
 	if p, err := s.state().auth.Authenticate(c.GetHeader("Authorization")); err == nil {
 		info(c).principal = p
 	}
-	notFoundOpenAI(c)
+	apierr.NotFound(c)
 }
 
 // recoverer turns a handler panic into a 500 (if nothing was written yet) and a log line,
@@ -405,30 +394,15 @@ func (s *Server) refuseWhileDraining(c *gin.Context) {
 	}
 }
 
-func (s *Server) healthz(c *gin.Context) {
-	info(c).Route = "/healthz"
-	c.Data(http.StatusOK, "application/json", []byte(`{"status":"ok"}`))
-}
-
-func (s *Server) readyz(c *gin.Context) {
-	info(c).Route = "/readyz"
-	if s.draining.Load() || !s.ready.Load() || s.state().gateway.TeamWithoutKeys() != "" {
-		c.Data(http.StatusServiceUnavailable, "application/json", []byte(`{"status":"unavailable"}`))
-		return
+// probes are /healthz, /readyz and /metrics over this server's readiness (probes).
+func (s *Server) probes() *probes.Probes {
+	return &probes.Probes{
+		Ready: func() bool {
+			return !s.draining.Load() && s.ready.Load() && s.state().gateway.TeamWithoutKeys() == ""
+		},
+		OpenBreakers: s.breakers.OpenCount,
+		Degraded:     s.writes.Degraded,
+		MetricsToken: func() string { return s.state().cfg.Metrics.BearerToken },
+		Route:        func(c *gin.Context, route string) { info(c).Route = route },
 	}
-	// An open breaker is reported, not unready: every replica shares it, and taking them all
-	// out of the balancer for one failing model would fail the healthy ones too. Names are
-	// in /admin/usage and /metrics, not on this unauthenticated route.
-	body := []byte(`{"status":"ready"`)
-	if n := s.breakers.OpenCount(); n > 0 {
-		body = append(append(body, `,"breakers_not_closed":`...), strconv.Itoa(n)...)
-	}
-	// A store that cannot write is degraded, still ready: the calls that need it are
-	// refused (or their records held) on every replica alike, and the others succeed.
-	// The reason names what cannot write, never an error's text.
-	if why := s.writes.Degraded(); why != "" {
-		body = append(body, `,"degraded":true,"reason":`...)
-		body = strconv.AppendQuote(body, why)
-	}
-	c.Data(http.StatusOK, "application/json", append(body, '}'))
 }

@@ -29,17 +29,7 @@ func (s *Server) bill(ri *requestInfo) int64 {
 }
 
 // spendOf is what ri holds against p's spend budgets, with the scopes a call that holds
-// nothing is charged to: the key's, the team's, and the end user's daily one when the team
-// limits it (the scopes its hold was taken against).
+// nothing is charged to (accounting.SpendOf).
 func (ri *requestInfo) spendOf(p *auth.Principal) accounting.Spend {
-	spend := accounting.Spend{Hold: ri.spend}
-	if p == nil {
-		return spend
-	}
-	budgets, n := spendBudgets(p, ri.EndUser)
-	spend.KeyScope, spend.TeamScope = budgets[0].Scope, budgets[1].Scope
-	if n == 3 {
-		spend.EndUserScope = budgets[2].Scope
-	}
-	return spend
+	return accounting.SpendOf(ri.spend, p, ri.EndUser)
 }

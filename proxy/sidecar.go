@@ -5,6 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/apierr"
 	"modelgate/auth"
 	"modelgate/ratelimit"
 	"modelgate/sidecar"
@@ -15,7 +16,7 @@ import (
 // gate: draining, authentication and admission, each answered in the platform's envelope.
 func (s *Server) sidecarRoutes(e *gin.Engine, owners sidecar.Owners) {
 	routes := sidecar.New(sidecar.Deps{Platform: s.platform, Owners: owners, Log: s.log, Now: s.now})
-	routes.Register(e.Group("/api/open/v2", markEnvelope, s.routeLabel, s.refuseWhileDraining, s.authenticate, s.sidecarAdmit))
+	routes.Register(e.Group("/api/open/v2", apierr.MarkEnvelope, s.routeLabel, s.refuseWhileDraining, s.authenticate, s.sidecarAdmit))
 }
 
 // sidecarOwners is where asset owners are kept: the shared record store, or this process's

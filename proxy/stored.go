@@ -3,54 +3,28 @@ package proxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
 	"modelgate/auth"
 	"modelgate/config"
-	"modelgate/store"
 	"modelgate/stored"
+	"modelgate/storedapi"
 )
 
-// storeTimeout bounds one request's calls to the record store, so a stalled Redis costs a
-// request seconds, not the client's whole patience.
-const storeTimeout = 5 * time.Second
+// storeTimeout bounds one request's calls to the record store (storedapi.StoreTimeout).
+const storeTimeout = storedapi.StoreTimeout
 
-// newKeeper builds the server's stored-responses keeper over its record store. The
-// embedded store belongs to this process alone, so records are written behind the answer,
-// in batches (one sync to disk for many); a shared one (Redis) gets each record before the
-// answer goes out, so a replica asked for the next turn finds it.
+// newKeeper builds the server's stored-responses keeper over its record store
+// (stored.Open); nil without one.
 func (s *Server) newKeeper(cfg *config.Config) (*stored.Keeper, error) {
 	if s.records == nil {
 		return nil, nil
 	}
-	_, embedded := s.records.(*store.Bolt)
-	k := stored.NewKeeper(s.records, stored.Options{
-		TTL: cfg.Responses.StoreTTL, MaxPerOwner: cfg.Responses.StoreMaxPerTeam, Now: s.now,
-		WriteBehind: embedded, Health: s.writes, HoldBytes: s.holdBytes, RetryEvery: s.holdRetry,
-		OnError: func(err error) {
-			if errors.Is(err, stored.ErrExists) {
-				// The platform repeated an id: the first response keeps it.
-				s.log.Warn("stored responses: response not kept", slog.String("error", err.Error()))
-				return
-			}
-			s.log.Error("stored responses: background write failed", slog.String("error", err.Error()))
-		},
-	})
-	// The embedded store's records are found through an index in memory, read back here.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := k.Load(ctx); err != nil {
-		return nil, fmt.Errorf("stored responses: reading the record store: %w", err)
-	}
-	return k, nil
+	return stored.Open(s.records, stored.Options{TTL: cfg.Responses.StoreTTL, MaxPerOwner: cfg.Responses.StoreMaxPerTeam,
+		Now: s.now, Health: s.writes, HoldBytes: s.holdBytes, RetryEvery: s.holdRetry}, s.log)
 }
 
 // withKeeper gives a state the keeper when its config keeps responses, with its limits.
@@ -98,121 +72,26 @@ type storedTurn struct {
 	input  []byte // this turn's own items
 }
 
-// turnAsk is what a Responses request asks of stored responses, read from its fields by
-// askedTurn: whether to keep its answer, the response it continues, and its own input.
-type turnAsk struct {
-	keep      bool
-	continued bool   // previous_response_id was given ("" included: it names no response)
-	prev      string // previous_response_id
-	inputRaw  string // the request's own input, raw JSON
-	model     string // client-facing
-}
-
-// askedTurn reads what the request asks of stored responses, refusing a store or
-// previous_response_id of the wrong type (then it has answered the client). It keeps plain
-// values only: the parsed fields stay in the check's frame.
-func askedTurn(c *gin.Context, f *responsesFields) (turnAsk, bool) {
-	t := turnAsk{keep: true, inputRaw: f.input.Raw, model: f.model.Str}
-	switch {
-	case !f.store.Exists() || f.store.Type == gjson.Null:
-	case f.store.IsBool():
-		t.keep = f.store.Bool()
-	default:
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "store", "Invalid type for 'store': expected a boolean.")
-		return t, false
-	}
-	switch {
-	case !f.previous.Exists() || f.previous.Type == gjson.Null:
-	case f.previous.Type == gjson.String:
-		t.prev, t.continued = f.previous.Str, true
-	default:
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "previous_response_id", "Invalid type for 'previous_response_id': expected a string.")
-		return t, false
-	}
-	return t, true
-}
-
-// expandPrevious replaces a previous_response_id by the conversation it names: the earlier
-// turns' items, oldest first, then the new input. It returns the body to send and the turn
-// to keep (nil under store: false). A refusal has answered the client; nothing went upstream.
+// expandPrevious replaces a previous_response_id by the conversation it names
+// (storedapi.Service.Expand), under the caller's owner. It returns the body to send and the
+// turn to keep (nil under store: false). A refusal has answered the client; nothing went
+// upstream.
 //
 //go:noinline
-func (s *Server) expandPrevious(c *gin.Context, st *state, p *auth.Principal, body []byte, t turnAsk) ([]byte, *storedTurn, bool) {
-	keep, prev, continued := t.keep, t.prev, t.continued
-	if !keep && !continued {
+func (s *Server) expandPrevious(c *gin.Context, st *state, p *auth.Principal, body []byte, t storedapi.Ask) ([]byte, *storedTurn, bool) {
+	if !t.Keep && !t.Continued {
 		return body, nil, true // nothing to add and nothing to keep: forwarded as it came
 	}
-	if keep && st.keeper.Full() {
-		// The store refuses writes and the memory that holds its records meanwhile is
-		// full: this answer's id could not be kept, so the call is refused before it
-		// costs anything.
-		s.storeFull(c, st.keeper.RetryEvery())
-		return nil, nil, false
-	}
-	turnInput, err := stored.TurnInput(t.inputRaw)
-	if err != nil {
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "input", "Invalid type for 'input': expected a string or an array.")
-		return nil, nil, false
-	}
 	who := owner(st, p)
-	if continued {
-		ctx, cancel := context.WithTimeout(c.Request.Context(), storeTimeout)
-		// The expanded body is held in memory and sent whole: it is bounded like a body.
-		chain, err := st.keeper.Chain(ctx, who, prev, st.cfg.Server.MaxBodyBytes)
-		cancel()
-		switch {
-		case errors.Is(err, stored.ErrTooLarge):
-			abortError(c, http.StatusBadRequest, typeInvalidRequest, "context_length_exceeded", "previous_response_id",
-				"The conversation of response '"+sanitizePath(prev)+"' is larger than "+formatBytes(st.cfg.Server.MaxBodyBytes)+" and cannot be sent whole; start a new one.")
-			return nil, nil, false
-		case errors.Is(err, stored.ErrNotFound), errors.Is(err, stored.ErrBrokenChain):
-			msg := "Previous response with id '" + sanitizePath(prev) + "' not found."
-			if errors.Is(err, stored.ErrBrokenChain) {
-				msg = "Previous response with id '" + sanitizePath(prev) + "' cannot be continued: an earlier response of its conversation has expired or was deleted."
-			}
-			abortError(c, http.StatusBadRequest, typeInvalidRequest, "previous_response_not_found", "previous_response_id", msg)
-			return nil, nil, false
-		case err != nil:
-			s.storeUnavailable(c, err)
-			return nil, nil, false
-		case stored.Unfinished(chain[len(chain)-1].Status) && s.stillRunning(c, st, who, chain[len(chain)-1]):
-			abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_request", "previous_response_id",
-				"Previous response with id '"+sanitizePath(prev)+"' is not finished yet; wait until it is completed.")
-			return nil, nil, false
-		}
-		body, err = sjson.SetRawBytes(body, "input", stored.ExpandedInput(chain, turnInput))
-		if err == nil {
-			body, err = deleteAll(body, "previous_response_id")
-		}
-		if err != nil {
-			abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "", "The request body could not be prepared.")
-			return nil, nil, false
-		}
+	body, input, ok := s.kept.Expand(c, st.keeper, who, body, t, st.cfg.Server.MaxBodyBytes)
+	if !ok || !t.Keep {
+		return body, nil, ok
 	}
-	if !keep {
-		return body, nil, true
-	}
-	return body, &storedTurn{owner: who, parent: prev, model: t.model, input: turnInput}, true
+	return body, &storedTurn{owner: who, parent: t.Prev, model: t.Model, input: input}, true
 }
 
-// stillRunning reports whether an unfinished background response is still being run (one
-// whose runner is gone is marked failed here, and can be continued).
-func (s *Server) stillRunning(c *gin.Context, st *state, who string, r *stored.Record) bool {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), storeTimeout)
-	defer cancel()
-	return stored.Unfinished(s.checkOrphan(ctx, st, who, r).Status)
-}
-
-// deleteAll removes every top-level occurrence of key (a duplicated key included).
-func deleteAll(body []byte, key string) ([]byte, error) {
-	var err error
-	for gjson.GetBytes(body, key).Exists() {
-		if body, err = sjson.DeleteBytes(body, key); err != nil {
-			return nil, err
-		}
-	}
-	return body, nil
-}
+// deleteAll removes every top-level occurrence of key (storedapi.DeleteAll).
+func deleteAll(body []byte, key string) ([]byte, error) { return storedapi.DeleteAll(body, key) }
 
 // keepTurn keeps the response the platform gave to turn. A failure is logged, never the
 // client's problem: the answer itself is good.
@@ -232,22 +111,48 @@ func (s *Server) keepTurn(c *gin.Context, st *state, turn *storedTurn, response 
 	}
 }
 
-// storeFull refuses a call whose response could not be kept: 503 with Retry-After, in the
-// route's shape.
-func (s *Server) storeFull(c *gin.Context, retry time.Duration) {
-	info(c).UpstreamErr = "store"
-	c.Header("Retry-After", strconv.Itoa(max(int((retry+time.Second-1)/time.Second), storeFullRetryAfter)))
-	abortError(c, http.StatusServiceUnavailable, typeServer, "store_unavailable", "store",
-		"modelgate cannot keep responses right now (its record store refuses writes); try again shortly, or send store: false.")
-}
-
-// storeFullRetryAfter is the least Retry-After of a call refused while the store refuses
-// writes, in seconds: a disk that filled or a Redis that went down is seldom back within
-// one retry of the held records.
-const storeFullRetryAfter = 5
-
 func (s *Server) storeUnavailable(c *gin.Context, err error) {
 	info(c).UpstreamErr = "store"
 	s.log.Error("record store failed", slog.String("request_id", info(c).RequestID), slog.String("error", err.Error()))
 	abortError(c, http.StatusServiceUnavailable, typeServer, "store_unavailable", "", "modelgate cannot reach its response store; try again shortly.")
 }
+
+// storedService is the routes over kept responses and the expansion of stored
+// conversations (storedapi), over this server's state and background jobs.
+func (s *Server) storedService() *storedapi.Service {
+	return &storedapi.Service{
+		Lookup: func(c *gin.Context) (*stored.Keeper, string) {
+			st := requestState(c)
+			if st.keeper == nil {
+				return nil, ""
+			}
+			return st.keeper, owner(st, principal(c))
+		},
+		CheckOrphan: s.bg.CheckOrphan,
+		Stop:        s.bg.Stop,
+		Unavailable: s.storeUnavailable,
+		Note: func(c *gin.Context, route, model string) {
+			ri := info(c)
+			ri.Route = route
+			if model != "" {
+				ri.Model = model
+			}
+		},
+		Failed: func(c *gin.Context) { info(c).UpstreamErr = "store" },
+	}
+}
+
+// keptRecord finds the caller's record named in the path (storedapi.Service.Find), with
+// the request state it was found under.
+func (s *Server) keptRecord(c *gin.Context, route string) (r *stored.Record, st *state, who string, ok bool) {
+	r, _, who, ok = s.kept.Find(c, route)
+	if !ok {
+		return nil, nil, "", false
+	}
+	return r, requestState(c), who, true
+}
+
+func responseNotFound(c *gin.Context, id string) { storedapi.NotFound(c, id) }
+
+// writeResponseObject answers with a kept record as OpenAI's Response object.
+func (s *Server) writeResponseObject(c *gin.Context, r *stored.Record) { s.kept.WriteObject(c, r) }

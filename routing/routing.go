@@ -1,8 +1,9 @@
 // Package routing chooses which of a model's weighted routes a call goes to: a weighted draw
 // when the model is not sticky, and otherwise a weighted rendezvous (highest random weight)
 // choice from a hash of the sticky key, so that a user or a conversation stays on one route
-// while that route is healthy and only the keys of an unhealthy route move. It is pure: the
-// caller hands in the random number or the key's hash and what the circuit breakers say.
+// while that route is healthy and only the keys of an unhealthy route move (the key read
+// from a request's fields: sticky.go). It is pure: the caller hands in the random number or
+// the key's hash and what the circuit breakers say.
 package routing
 
 import (

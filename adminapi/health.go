@@ -1,4 +1,4 @@
-package proxy
+package adminapi
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/apierr"
 	"modelgate/breaker"
 	"modelgate/config"
 	"modelgate/reqlog"
@@ -40,30 +41,30 @@ type usageToday struct {
 	CostMicros int64   `json:"cost_micros"`
 }
 
-// adminHealth serves GET /admin/health: the dashboard's health view (issue 45). The window
+// health serves GET /admin/health: the dashboard's health view (issue 45). The window
 // figures (models, routes, fallbacks, recent) are this replica's; breakers and usage_today
 // are shared by the replicas through the record store. ?team= narrows the recent requests
 // and usage_today to one team, ?limit= the recent requests (default 50, at most 200).
-func (s *Server) adminHealth(c *gin.Context) {
-	st := requestState(c)
+func (v *Views) health(c *gin.Context) {
+	cfg := v.Config(c)
 	q := c.Request.URL.Query()
 	team := q.Get("team")
-	if team != "" && !hasTeam(st.cfg, team) {
-		abortError(c, http.StatusNotFound, typeInvalidRequest, "unknown_team", "team", "No team of that name is configured.")
+	if team != "" && !hasTeam(cfg, team) {
+		apierr.Abort(c, http.StatusNotFound, apierr.TypeInvalidRequest, "unknown_team", "team", "No team of that name is configured.")
 		return
 	}
 	limit := healthRecentDefault
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > healthRecentMax {
-			abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "limit",
+			apierr.Abort(c, http.StatusBadRequest, apierr.TypeInvalidRequest, "invalid_value", "limit",
 				"limit must be a whole number from 0 to "+strconv.Itoa(healthRecentMax)+".")
 			return
 		}
 		limit = n
 	}
-	now := s.now()
-	snap := s.window.Snapshot(now, team, limit)
+	now := v.Now()
+	snap := v.Window.Snapshot(now, team, limit)
 	b, err := json.Marshal(struct {
 		Currency string `json:"currency"`
 		reqlog.WindowSnapshot
@@ -71,10 +72,10 @@ func (s *Server) adminHealth(c *gin.Context) {
 		UsageToday []usageToday    `json:"usage_today"`
 		// PerReplica names the figures this replica alone saw; the others are shared.
 		PerReplica []string `json:"per_replica"`
-	}{st.cfg.Pricing.Currency, snap, healthBreakers(st.cfg, s.breakers.Statuses()), s.usageToday(c, now, team),
+	}{cfg.Pricing.Currency, snap, healthBreakers(cfg, v.Breakers.Statuses()), v.usageToday(c, now, team),
 		[]string{"models", "routes", "fallbacks", "recent"}})
 	if err != nil {
-		abortError(c, http.StatusInternalServerError, typeServer, "internal_error", "", "internal error")
+		apierr.Abort(c, http.StatusInternalServerError, apierr.TypeServer, "internal_error", "", "internal error")
 		return
 	}
 	c.Data(http.StatusOK, "application/json", b)
@@ -119,15 +120,15 @@ func healthBreakers(cfg *config.Config, statuses []breaker.Status) []healthBreak
 
 // usageToday reads today's usage history by model (every replica's): requests, tokens and
 // cost. Like the rest of the page it is a nicety: a store that cannot be read shows none.
-func (s *Server) usageToday(c *gin.Context, now time.Time, team string) []usageToday {
+func (v *Views) usageToday(c *gin.Context, now time.Time, team string) []usageToday {
 	out := []usageToday{}
-	if s.history == nil {
+	if v.History == nil {
 		return out
 	}
 	day := now.UTC().Format("20060102")
-	rows, err := s.history.Query(c.Request.Context(), day, day, map[string]bool{"team": team != "", "model": true})
+	rows, err := v.History.Query(c.Request.Context(), day, day, map[string]bool{"team": team != "", "model": true})
 	if err != nil {
-		s.log.Warn("health: today's usage history not read", "err", err.Error())
+		v.Log.Warn("health: today's usage history not read", "err", err.Error())
 		return out
 	}
 	for _, r := range rows {

@@ -1,11 +1,10 @@
-package proxy
+package auth
 
 import (
 	"container/list"
 	"sync"
 	"time"
 
-	"modelgate/auth"
 	"modelgate/config"
 )
 
@@ -17,15 +16,17 @@ import (
 const (
 	defaultPassthroughCallers = 10000
 	overflowScopeID           = "caller:overflow"
-	passthroughAllScopeID     = "passthrough:all"
+	// PassthroughAllScopeID is the scope of ratelimit.passthrough_limits, which all
+	// passthrough callers share.
+	PassthroughAllScopeID = "passthrough:all"
 	// callerIdleEvict: a caller unseen for longer than this (its minute and UTC day windows
 	// long gone) gives its place up to a new caller when the table is full.
 	callerIdleEvict = 26 * time.Hour
 )
 
-// callerScopes is the table of passthrough callers with a scope of their own, least recently
+// Callers is the table of passthrough callers with a scope of their own, least recently
 // seen last. It outlives config reloads, like the limiter's counters it bounds.
-type callerScopes struct {
+type Callers struct {
 	mu   sync.Mutex
 	ll   *list.List // of *callerSeen, most recent first
 	byID map[string]*list.Element
@@ -36,13 +37,14 @@ type callerSeen struct {
 	seen time.Time
 }
 
-func newCallerScopes() *callerScopes {
-	return &callerScopes{ll: list.New(), byID: map[string]*list.Element{}}
+// NewCallers is an empty table.
+func NewCallers() *Callers {
+	return &Callers{ll: list.New(), byID: map[string]*list.Element{}}
 }
 
 // scope returns the scope id for a caller whose own scope would be id: id itself while the
 // caller has or can get a place among the max most recent, the overflow scope otherwise.
-func (cs *callerScopes) scope(id string, now time.Time, max int) string {
+func (cs *Callers) scope(id string, now time.Time, max int) string {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if e, ok := cs.byID[id]; ok {
@@ -63,15 +65,15 @@ func (cs *callerScopes) scope(id string, now time.Time, max int) string {
 	return id
 }
 
-// limitPassthrough applies the caller cap and the shared passthrough limits to a
-// passthrough caller's principal (a fresh value per request).
-func (s *Server) limitPassthrough(p *auth.Principal, rl config.Ratelimit) {
+// Limit applies the caller cap and the shared passthrough limits to a passthrough caller's
+// principal (a fresh value per request), seen at now.
+func (cs *Callers) Limit(p *Principal, rl config.Ratelimit, now time.Time) {
 	max := int(rl.PassthroughCallers)
 	if max <= 0 {
 		max = defaultPassthroughCallers
 	}
-	p.ScopeID = s.callers.scope(p.ScopeID, s.now(), max)
+	p.ScopeID = cs.scope(p.ScopeID, now, max)
 	if rl.PassthroughLimits != (config.Limits{}) {
-		p.TeamScopeID, p.TeamLimits = passthroughAllScopeID, rl.PassthroughLimits
+		p.TeamScopeID, p.TeamLimits = PassthroughAllScopeID, rl.PassthroughLimits
 	}
 }
