@@ -179,25 +179,6 @@ func (w *geminiWriter) userTurn(parts gjson.Result, at string, start int) *Error
 	return err
 }
 
-func (w *geminiWriter) openGroup(g *group, start int, role string) {
-	if g.open {
-		w.sep(g.start)
-		return
-	}
-	w.sep(start)
-	w.b = append(w.b, `{"type":"message","role":"`...)
-	w.b = append(w.b, role...)
-	w.b = append(w.b, `","content":[`...)
-	g.open, g.start = true, len(w.b)
-}
-
-func (w *geminiWriter) closeGroup(g *group) {
-	if g.open {
-		w.b = append(w.b, "]}"...)
-		g.open = false
-	}
-}
-
 // dataPart writes a text, inlineData or fileData part as a Responses input part.
 func (w *geminiWriter) dataPart(p *geminiPart, k byte, at string) *Error {
 	switch k {
@@ -375,7 +356,11 @@ func (w *geminiWriter) modelTurn(parts gjson.Result, at string, start int) *Erro
 			}
 			if id, enc, ok := geminiSignature(p.signature.Str); ok {
 				w.closeGroup(&g)
-				w.reasoningItem(id, enc, p.text, p.thought.Type == gjson.True, start)
+				var summary gjson.Result // a thought's text is the item's summary
+				if p.thought.Type == gjson.True {
+					summary = p.text
+				}
+				w.reasoningItem(id, enc, summary, start)
 			}
 		}
 		if p.thought.Type == gjson.True {

@@ -4,7 +4,8 @@ import "github.com/tidwall/gjson"
 
 // What the client dialects' request parsers share: reading the top-level object, the
 // checks of the fields every dialect requires (the same checks, worded as each dialect's
-// clients expect), walking a list to its first error, and the writer's separators.
+// clients expect), walking a list to its first error, and what the writer writes the same
+// way for several dialects (separators, message groups, reasoning items).
 
 // parseTopLevel checks that body is a bounded JSON object and hands set each top-level
 // field, stopping at set's first error. src is the one string copy of body every result
@@ -84,6 +85,51 @@ func (w *bodyWriter) sep(start int) {
 	if len(w.b) > start {
 		w.b = append(w.b, ',')
 	}
+}
+
+// group is an open message item that consecutive parts of the same kind go into (the
+// Messages and Gemini dialects, whose turns mix message parts with other items).
+type group struct {
+	open  bool
+	start int // index in w.b just past the opening of its content list
+}
+
+// openGroup starts a message item of role for the next part, or continues the open one.
+func (w *bodyWriter) openGroup(g *group, start int, role string) {
+	if g.open {
+		w.sep(g.start)
+		return
+	}
+	w.sep(start)
+	w.b = append(w.b, `{"type":"message","role":"`...)
+	w.b = append(w.b, role...)
+	w.b = append(w.b, `","content":[`...)
+	g.open, g.start = true, len(w.b)
+}
+
+// closeGroup ends the open message item, if any.
+func (w *bodyWriter) closeGroup(g *group) {
+	if g.open {
+		w.b = append(w.b, "]}"...)
+		g.open = false
+	}
+}
+
+// reasoningItem writes the reasoning item a Messages or Gemini signature carries back, with
+// summary, a JSON string, as its summary text when it is not empty.
+func (w *bodyWriter) reasoningItem(id, enc string, summary gjson.Result, start int) {
+	w.sep(start)
+	w.b = append(w.b, `{"type":"reasoning","id":`...)
+	w.b = appendString(w.b, id)
+	w.b = append(w.b, `,"summary":[`...)
+	if summary.Type == gjson.String && summary.Str != "" {
+		w.b = append(w.b, `{"type":"summary_text","text":`...)
+		w.b = append(w.b, summary.Raw...)
+		w.b = append(w.b, '}')
+	}
+	w.b = append(w.b, `],"encrypted_content":`...)
+	w.b = appendString(w.b, enc)
+	w.b = append(w.b, '}')
 }
 
 // textPart writes an assistant's text as a Responses output_text part; raw is its JSON.
