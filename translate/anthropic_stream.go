@@ -29,8 +29,6 @@ type MessagesStream struct {
 
 	maxStop int
 	held    []byte // text of the open text block held back: it may start a stop sequence
-
-	failure *Error // what ended the stream with an error event
 }
 
 // msgBlock is one content block and the upstream part it shows.
@@ -334,16 +332,6 @@ func (c *MessagesStream) end(out []byte, reason, seq string) []byte {
 	out = appendMessagesUsage(out, c.Usage())
 	out = append(out, "}\n\n"...)
 	return append(out, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
-}
-
-// End closes a stream whose upstream ended before a terminal event: the text held back, then
-// one error event. No message_stop: the message is incomplete, and the SDKs raise on the
-// error event instead of returning a truncated message as complete.
-func (c *MessagesStream) End(err error) []byte {
-	if c.done {
-		return nil
-	}
-	return c.fail(nil, &Error{Status: 502, Type: typeServer, Code: "upstream_stream_incomplete", Message: incompleteMessage(err)})
 }
 
 // fail ends the stream with one error event, after the text held back; no message_stop.

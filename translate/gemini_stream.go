@@ -42,8 +42,6 @@ type GeminiStream struct {
 
 	maxStop int
 	held    []byte // text held back: it may start a stop sequence
-
-	failure *Error // what ended the stream with an error chunk
 }
 
 // geminiStreamCall is a function call being streamed: its arguments are gathered until the
@@ -338,14 +336,6 @@ func (c *GeminiStream) end(out []byte, finish string) []byte {
 		out = append(out, "\n]"...)
 	}
 	return out
-}
-
-// End closes a stream whose upstream stopped before a terminal event with an error chunk.
-func (c *GeminiStream) End(err error) []byte {
-	if c.done {
-		return nil
-	}
-	return c.fail(nil, &Error{Status: 502, Type: typeServer, Code: "upstream_stream_incomplete", Message: incompleteMessage(err)})
 }
 
 // fail ends the stream with one error chunk, after the text held back.
