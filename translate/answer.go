@@ -205,15 +205,15 @@ func (a *answer) addText(p gjson.Result) {
 	a.runes += utf8.RuneCountInString(text)
 }
 
-// firstStop returns the byte offset of the earliest stop sequence in s, or -1.
-func firstStop(s string, stops []string) int {
-	cut := -1
+// matchStop returns the offset of the earliest stop sequence in s and the sequence, or -1.
+func matchStop(s string, stops []string) (int, string) {
+	cut, seq := -1, ""
 	for _, st := range stops {
 		if i := strings.Index(s, st); i >= 0 && (cut < 0 || i < cut) {
-			cut = i
+			cut, seq = i, st
 		}
 	}
-	return cut
+	return cut, seq
 }
 
 // responseFailure is the error a final upstream response with this status stands for: a
@@ -255,7 +255,7 @@ func completion(resp gjson.Result, items []gjson.Result, meta Meta, est *Usage, 
 	}
 	content := a.content.String()
 	finish := finishReason(status, resp.Get("incomplete_details.reason").Str, len(a.calls) > 0, meta.Legacy)
-	if cut := firstStop(content, meta.Stop); cut >= 0 || stopped {
+	if cut, _ := matchStop(content, meta.Stop); cut >= 0 || stopped {
 		if cut >= 0 {
 			content = a.cut(content, cut)
 		}

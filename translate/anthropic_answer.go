@@ -39,17 +39,6 @@ func messagesStopReason(status, incompleteReason string, sawCall, sawRefusal boo
 	return stopEndTurn
 }
 
-// matchStop returns the offset of the earliest stop sequence in s and the sequence, or -1.
-func matchStop(s string, stops []string) (int, string) {
-	cut, seq := -1, ""
-	for _, st := range stops {
-		if i := strings.Index(s, st); i >= 0 && (cut < 0 || i < cut) {
-			cut, seq = i, st
-		}
-	}
-	return cut, seq
-}
-
 // appendMessagesUsage writes Anthropic's usage object. input_tokens excludes cache reads,
 // which Anthropic counts apart; the platform reports no cache writes.
 func appendMessagesUsage(b []byte, u Usage) []byte {

@@ -2,7 +2,6 @@ package translate
 
 import (
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -27,8 +26,7 @@ type MessagesStream struct {
 
 	sawCall, sawRefusal bool
 
-	maxStop int
-	held    []byte // text of the open text block held back: it may start a stop sequence
+	stop stopHold // text of the open text block held back: it may start a stop sequence
 }
 
 // msgBlock is one content block and the upstream part it shows.
@@ -43,11 +41,8 @@ type msgBlock struct {
 
 // NewMessagesStream prepares a converter for one upstream stream.
 func NewMessagesStream(meta MessagesMeta) *MessagesStream {
-	c := &MessagesStream{meta: meta, open: -1}
+	c := &MessagesStream{meta: meta, open: -1, stop: newStopHold(meta.StopSequences)}
 	c.d = c
-	for _, s := range meta.StopSequences {
-		c.maxStop = max(c.maxStop, len(s))
-	}
 	return c
 }
 
@@ -161,9 +156,9 @@ func (c *MessagesStream) closeOpen(out []byte) []byte {
 	if c.open < 0 {
 		return out
 	}
-	if len(c.held) > 0 {
-		out = c.delta(out, c.open, "text_delta", "text", str(c.held))
-		c.held = c.held[:0]
+	if len(c.stop.held) > 0 {
+		out = c.delta(out, c.open, "text_delta", "text", str(c.stop.held))
+		c.stop.sent(0, true)
 	}
 	out = append(out, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":"...)
 	out = appendInt(out, int64(c.open))
@@ -192,29 +187,17 @@ func (c *MessagesStream) text(out []byte, k partKey, s string) []byte {
 		return out
 	}
 	out = c.openFor(out, 't', k.oi)
-	if c.maxStop == 0 {
+	if c.stop.max == 0 {
 		return c.delta(out, c.open, "text_delta", "text", s)
 	}
-	c.held = append(c.held, s...)
-	send := len(c.held) - (c.maxStop - 1)
-	cut, seq := matchStop(str(c.held), c.meta.StopSequences)
-	if cut >= 0 {
-		send = cut
-	}
-	if send <= 0 && cut < 0 {
-		return out
-	}
-	for send > 0 && send < len(c.held) && !utf8.RuneStart(c.held[send]) {
-		send--
-	}
+	send, seq, cut := c.stop.add(s)
 	if send > 0 {
-		out = c.delta(out, c.open, "text_delta", "text", str(c.held[:send]))
+		out = c.delta(out, c.open, "text_delta", "text", str(c.stop.held[:send]))
 	}
-	if cut >= 0 {
-		c.held = c.held[:0]
+	c.stop.sent(send, cut)
+	if cut {
 		return c.end(out, stopSequence, seq)
 	}
-	c.held = c.held[:copy(c.held, c.held[send:])]
 	return out
 }
 
@@ -336,9 +319,9 @@ func (c *MessagesStream) end(out []byte, reason, seq string) []byte {
 
 // fail ends the stream with one error event, after the text held back; no message_stop.
 func (c *MessagesStream) fail(out []byte, e *Error) []byte {
-	if c.open >= 0 && len(c.held) > 0 {
-		out = c.delta(out, c.open, "text_delta", "text", str(c.held))
-		c.held = c.held[:0]
+	if c.open >= 0 && len(c.stop.held) > 0 {
+		out = c.delta(out, c.open, "text_delta", "text", str(c.stop.held))
+		c.stop.sent(0, true)
 	}
 	c.done = true
 	c.failure = e

@@ -2,7 +2,6 @@ package translate
 
 import (
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -40,8 +39,7 @@ type GeminiStream struct {
 	thought    partKey // the thought part last shown, for "\n\n" between parts
 	hasThought bool
 
-	maxStop int
-	held    []byte // text held back: it may start a stop sequence
+	stop stopHold // text held back: it may start a stop sequence
 }
 
 // geminiStreamCall is a function call being streamed: its arguments are gathered until the
@@ -57,11 +55,8 @@ var _ Converter = (*GeminiStream)(nil)
 
 // NewGeminiStream prepares a converter for one upstream stream.
 func NewGeminiStream(framing GeminiFraming, meta GeminiMeta) *GeminiStream {
-	c := &GeminiStream{meta: meta, framing: framing}
+	c := &GeminiStream{meta: meta, framing: framing, stop: newStopHold(meta.StopSequences)}
 	c.d = c
-	for _, s := range meta.StopSequences {
-		c.maxStop = max(c.maxStop, len(s))
-	}
 	return c
 }
 
@@ -205,39 +200,27 @@ func (c *GeminiStream) text(out []byte, k partKey, s string) []byte {
 	if s == "" {
 		return out
 	}
-	if c.maxStop == 0 {
+	if c.stop.max == 0 {
 		return c.textChunk(out, s, false)
 	}
-	c.held = append(c.held, s...)
-	send := len(c.held) - (c.maxStop - 1)
-	cut, _ := matchStop(str(c.held), c.meta.StopSequences)
-	if cut >= 0 {
-		send = cut
-	}
-	if send <= 0 && cut < 0 {
-		return out
-	}
-	for send > 0 && send < len(c.held) && !utf8.RuneStart(c.held[send]) {
-		send--
-	}
+	send, _, cut := c.stop.add(s)
 	if send > 0 {
-		out = c.textChunk(out, str(c.held[:send]), false)
+		out = c.textChunk(out, str(c.stop.held[:send]), false)
 	}
-	if cut >= 0 {
-		c.held = c.held[:0]
+	c.stop.sent(send, cut)
+	if cut {
 		return c.end(out, geminiStop)
 	}
-	c.held = c.held[:copy(c.held, c.held[send:])]
 	return out
 }
 
 // flush sends the text held back.
 func (c *GeminiStream) flush(out []byte) []byte {
-	if len(c.held) == 0 {
+	if len(c.stop.held) == 0 {
 		return out
 	}
-	out = c.textChunk(out, str(c.held), false)
-	c.held = c.held[:0]
+	out = c.textChunk(out, str(c.stop.held), false)
+	c.stop.sent(0, true)
 	return out
 }
 
