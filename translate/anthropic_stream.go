@@ -24,7 +24,7 @@ type MessagesStream struct {
 	blocks []msgBlock
 	open   int // index in blocks of the open block, -1 when none
 
-	sawCall, sawRefusal bool
+	sawCall bool
 
 	stop stopHold // text of the open text block held back: it may start a stop sequence
 }
@@ -55,20 +55,6 @@ func (c *MessagesStream) convert(out []byte, typ string, oi int64, data []byte) 
 		if f.item.Get("type").Str == "function_call" {
 			out = c.announce(out, oi, f.item)
 		}
-	case "response.output_text.delta", "response.output_text.done":
-		if k, text, ok := c.part('t', oi, typ); ok {
-			out = c.text(out, k, text)
-		}
-	case "response.refusal.delta", "response.refusal.done":
-		c.sawRefusal = true
-		if k, text, ok := c.part('f', oi, typ); ok {
-			out = c.text(out, k, text)
-		}
-	case "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
-		"response.reasoning_text.delta", "response.reasoning_text.done":
-		if k, text, ok := c.part(reasoningKind(typ), oi, typ); ok {
-			out = c.thinking(out, k, text)
-		}
 	case "response.function_call_arguments.delta":
 		c.deltas++
 		if b := c.block('c', oi); b >= 0 {
@@ -79,7 +65,7 @@ func (c *MessagesStream) convert(out []byte, typ string, oi int64, data []byte) 
 			out = c.arguments(out, b, f.arguments.String())
 		}
 	default:
-		out = c.ending(out, typ, oi, data)
+		out = c.textEvent(c, out, typ, oi, data)
 	}
 	return out
 }
@@ -250,15 +236,7 @@ func (c *MessagesStream) arguments(out []byte, b int, s string) []byte {
 func (c *MessagesStream) itemDone(out []byte, oi int64, item gjson.Result) []byte {
 	switch item.Get("type").Str {
 	case "message":
-		c.eachMessagePart(oi, item, func(k partKey, p gjson.Result) bool {
-			if k.kind == 't' {
-				out = c.text(out, k, p.Get("text").String())
-			} else {
-				c.sawRefusal = true
-				out = c.text(out, k, p.Get("refusal").String())
-			}
-			return !c.done
-		})
+		out = c.messageText(c, out, oi, item)
 		if !c.done && c.isOpen('t', oi) {
 			out = c.closeOpen(out)
 		}

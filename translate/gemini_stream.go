@@ -35,7 +35,6 @@ type GeminiStream struct {
 
 	sig        string // thought signature waiting for the next part
 	calls      []geminiStreamCall
-	sawRefusal bool
 	thought    partKey // the thought part last shown, for "\n\n" between parts
 	hasThought bool
 
@@ -72,20 +71,6 @@ func (c *GeminiStream) convert(out []byte, typ string, oi int64, data []byte) []
 		if f.item.Get("type").Str == "function_call" {
 			c.call(oi, f.item)
 		}
-	case "response.output_text.delta", "response.output_text.done":
-		if k, text, ok := c.part('t', oi, typ); ok {
-			out = c.text(out, k, text)
-		}
-	case "response.refusal.delta", "response.refusal.done":
-		c.sawRefusal = true
-		if k, text, ok := c.part('f', oi, typ); ok {
-			out = c.text(out, k, text)
-		}
-	case "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
-		"response.reasoning_text.delta", "response.reasoning_text.done":
-		if k, text, ok := c.part(reasoningKind(typ), oi, typ); ok {
-			out = c.thoughtText(out, k, text)
-		}
 	case "response.function_call_arguments.delta":
 		c.deltas++
 		if call := c.findCall(oi); call != nil {
@@ -96,7 +81,7 @@ func (c *GeminiStream) convert(out []byte, typ string, oi int64, data []byte) []
 			call.args = append(call.args[:0], f.arguments.String()...)
 		}
 	default:
-		out = c.ending(out, typ, oi, data)
+		out = c.textEvent(c, out, typ, oi, data)
 	}
 	return out
 }
@@ -224,9 +209,9 @@ func (c *GeminiStream) flush(out []byte) []byte {
 	return out
 }
 
-// thoughtText sends reasoning as a thought part when the client asked to see thoughts;
+// thinking sends reasoning as a thought part when the client asked to see thoughts;
 // distinct parts are separated by a blank line, as in the non-stream answer.
-func (c *GeminiStream) thoughtText(out []byte, k partKey, s string) []byte {
+func (c *GeminiStream) thinking(out []byte, k partKey, s string) []byte {
 	c.markEmitted(k)
 	if s == "" || !c.meta.IncludeThoughts {
 		return out
@@ -264,18 +249,10 @@ func (c *GeminiStream) cut() bool { return c.done }
 func (c *GeminiStream) itemDone(out []byte, oi int64, item gjson.Result) []byte {
 	switch item.Get("type").Str {
 	case "message":
-		c.eachMessagePart(oi, item, func(k partKey, p gjson.Result) bool {
-			if k.kind == 't' {
-				out = c.text(out, k, p.Get("text").String())
-			} else {
-				c.sawRefusal = true
-				out = c.text(out, k, p.Get("refusal").String())
-			}
-			return !c.done
-		})
+		out = c.messageText(c, out, oi, item)
 	case "reasoning":
 		c.eachReasoningPart(oi, item, func(k partKey, text string) {
-			out = c.thoughtText(out, k, text)
+			out = c.thinking(out, k, text)
 		})
 		if enc := item.Get("encrypted_content").String(); enc != "" {
 			c.sig = makeGeminiSignature(item.Get("id").String(), enc)

@@ -69,6 +69,8 @@ type streamBase struct {
 	estimate int64
 	failure  *Error // what ended the stream with an error frame, for the aggregators' answer
 
+	sawRefusal bool // the answer holds a refusal: Messages and Gemini end it as one
+
 	// ev is the event being fed, in the Scratch lent to FeedWith; nil between events. It is
 	// a kilobyte of gjson results: as a local it would widen FeedTo's frame enough to double
 	// the stack of the goroutine that holds a stream open, and as a field it would be held
