@@ -370,11 +370,7 @@ func (w *msgWriter) toolUse(blk gjson.Result, param string, start int) *Error {
 	w.b = append(w.b, `,"name":`...)
 	w.b = append(w.b, name.Raw...)
 	w.b = append(w.b, `,"arguments":`...)
-	if input.IsObject() {
-		w.b = appendString(w.b, input.Raw)
-	} else {
-		w.b = append(w.b, `"{}"`...)
-	}
+	w.objectString(input)
 	w.b = append(w.b, '}')
 	return nil
 }

@@ -294,14 +294,8 @@ func (w *geminiWriter) functionResponse(v gjson.Result, at string, start int) *E
 		[]*gjson.Result{&id, &name, &resp, &parts, &cont, &sched}); err != nil {
 		return err
 	}
-	if name.Type != gjson.String || name.Str == "" {
-		return geminiInvalid(at+".name", "required.")
-	}
-	if present(id) && id.Type != gjson.String {
-		return geminiType(at+".id", "a string")
-	}
-	if present(resp) && !resp.IsObject() {
-		return geminiType(at+".response", "an object")
+	if err := checkCallFields(at, id, name, "response", resp); err != nil {
+		return err
 	}
 	call := w.calls.answer(id.Str, name.Str)
 	if call == nil {
@@ -311,11 +305,7 @@ func (w *geminiWriter) functionResponse(v gjson.Result, at string, start int) *E
 	w.b = append(w.b, `{"type":"function_call_output","call_id":`...)
 	w.b = appendString(w.b, call.id)
 	w.b = append(w.b, `,"output":`...)
-	if resp.IsObject() {
-		w.b = appendString(w.b, resp.Raw)
-	} else {
-		w.b = append(w.b, `"{}"`...)
-	}
+	w.objectString(resp)
 	w.b = append(w.b, '}')
 	if !present(parts) {
 		return nil
@@ -389,6 +379,21 @@ func (w *geminiWriter) modelTurn(parts gjson.Result, at string, start int) *Erro
 	return err
 }
 
+// checkCallFields checks what a FunctionCall and a FunctionResponse at at share: a name, and
+// an id and a payload (the field named key) that are a string and an object when present.
+func checkCallFields(at string, id, name gjson.Result, key string, payload gjson.Result) *Error {
+	if name.Type != gjson.String || name.Str == "" {
+		return geminiInvalid(at+".name", "required.")
+	}
+	if present(id) && id.Type != gjson.String {
+		return geminiType(at+".id", "a string")
+	}
+	if present(payload) && !payload.IsObject() {
+		return geminiType(at+"."+key, "an object")
+	}
+	return nil
+}
+
 // functionCall writes a function_call. A call without an id (Gemini's own leave it out) is
 // given one from its place in the conversation, the same on every turn the client resends.
 func (w *geminiWriter) functionCall(v gjson.Result, at string, part, start int) *Error {
@@ -399,14 +404,8 @@ func (w *geminiWriter) functionCall(v gjson.Result, at string, part, start int) 
 	if err := geminiObject(v, at, []string{"id", "name", "args"}, []*gjson.Result{&id, &name, &args}); err != nil {
 		return err
 	}
-	if name.Type != gjson.String || name.Str == "" {
-		return geminiInvalid(at+".name", "required.")
-	}
-	if present(id) && id.Type != gjson.String {
-		return geminiType(at+".id", "a string")
-	}
-	if present(args) && !args.IsObject() {
-		return geminiType(at+".args", "an object")
+	if err := checkCallFields(at, id, name, "args", args); err != nil {
+		return err
 	}
 	callID := id.Str
 	if callID == "" {
@@ -421,11 +420,7 @@ func (w *geminiWriter) functionCall(v gjson.Result, at string, part, start int) 
 	w.b = append(w.b, `,"name":`...)
 	w.b = append(w.b, name.Raw...)
 	w.b = append(w.b, `,"arguments":`...)
-	if args.IsObject() {
-		w.b = appendString(w.b, args.Raw)
-	} else {
-		w.b = append(w.b, `"{}"`...)
-	}
+	w.objectString(args)
 	w.b = append(w.b, '}')
 	return nil
 }

@@ -132,6 +132,16 @@ func (w *bodyWriter) reasoningItem(id, enc string, summary gjson.Result, start i
 	w.b = append(w.b, '}')
 }
 
+// objectString writes v, a call's arguments or a tool's output, as the JSON string of its
+// object; "{}" when v is not an object.
+func (w *bodyWriter) objectString(v gjson.Result) {
+	if v.IsObject() {
+		w.b = appendString(w.b, v.Raw)
+	} else {
+		w.b = append(w.b, `"{}"`...)
+	}
+}
+
 // textPart writes an assistant's text as a Responses output_text part; raw is its JSON.
 func (w *bodyWriter) textPart(raw string) {
 	w.b = append(w.b, `{"type":"output_text","text":`...)
