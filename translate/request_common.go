@@ -132,6 +132,17 @@ func (w *bodyWriter) reasoningItem(id, enc string, summary gjson.Result, start i
 	w.b = append(w.b, '}')
 }
 
+// sampling writes the output cap (none when 0: the platform's default) and the temperature
+// and top_p the client gave, each dialect's the same way.
+func (w *bodyWriter) sampling(maxOutput int64, temperature, topP gjson.Result) {
+	if maxOutput > 0 {
+		w.b = append(w.b, `,"max_output_tokens":`...)
+		w.b = appendInt(w.b, maxOutput)
+	}
+	w.b = appendNumberField(w.b, "temperature", temperature)
+	w.b = appendNumberField(w.b, "top_p", topP)
+}
+
 // objectString writes v, a call's arguments or a tool's output, as the JSON string of its
 // object; "{}" when v is not an object.
 func (w *bodyWriter) objectString(v gjson.Result) {
