@@ -264,7 +264,7 @@ func orNone(s string) string {
 
 // limitsSummary writes a team's limits as name=value pairs, like a key's in issuedDetails.
 func limitsSummary(l teamLimitsJSON) string {
-	s := issuedDetails(keyRecord{Limits: l.limitsJSON})["limits"]
+	s := issuedDetails(keyRecord{Limits: l.Limits})["limits"]
 	if l.OnBudgetExceeded != "" {
 		if s != "" {
 			s += ","
