@@ -115,7 +115,7 @@ func (a *Aggregator) addText(oi int64, s string) {
 	// Only the new text and the few bytes before it can hold a stop sequence not seen yet.
 	from := max(0, a.all.Len()-(a.maxStop-1))
 	a.all.WriteString(s)
-	if firstStop(a.all.String()[from:], a.meta.Stop) >= 0 {
+	if at, _ := matchStop(a.all.String()[from:], a.meta.Stop); at >= 0 {
 		a.stopped = true
 		a.done = true
 	}
