@@ -13,6 +13,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/tidwall/gjson"
+
+	"modelgate/apitest"
 )
 
 // Keys of messagesConfig: spentKey's team has a daily budget one answer uses up.
@@ -411,17 +413,10 @@ func TestMessagesGoClient(t *testing.T) {
 // rawMessages posts a Messages body with x-api-key and returns the whole answer.
 func rawMessages(t *testing.T, g *gateway, key, body string) string {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx(t), "POST", g.URL+"/v1/messages", strings.NewReader(body))
-	req.Header.Set("x-api-key", key)
-	req.Header.Set("anthropic-version", "2023-06-01")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	status, _, b := apitest.DoContext(t, ctx(t), "POST", g.URL+"/v1/messages", "", strings.NewReader(body),
+		"x-api-key", key, "anthropic-version", "2023-06-01")
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, b)
 	}
 	return string(b)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"modelgate/apitest"
 )
 
 // adminCall sends an admin API request with the admin key and returns the status and body.
@@ -18,18 +20,8 @@ func adminCall(t testing.TB, method, url, body string) (int, []byte) {
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+adminKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	status, _, b := apitest.Do(t, method, url, adminKey, rd)
+	return status, b
 }
 
 // waitForStatus calls fn until it answers want, for up to 15 seconds (a loaded CI box), and
