@@ -39,7 +39,7 @@ var allowedImports = map[string][]string{
 	"modelgate/stored":              {"store"},
 	"modelgate/journal":             {"ratelimit"},
 	"modelgate/translate":           {"tokens"},
-	"modelgate/ratelimit":           {"redisconn", "config"},
+	"modelgate/ratelimit":           {"redisconn", "config", "periodic"},
 	"modelgate/redisconn":           {"config"},
 	"modelgate/redisconn/redistest": {},
 	"modelgate/store/storetest":     {"store", "redisconn/redistest"},

@@ -111,11 +111,9 @@ func serveOne(t *testing.T, s *Server) *websocket.Conn {
 // exchange sends msg and reads n frames.
 func exchange(t *testing.T, ws *websocket.Conn, msg string, n int) []string {
 	t.Helper()
+	send(t, ws, msg)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := ws.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
-		t.Fatal(err)
-	}
 	out := make([]string, n)
 	for i := range out {
 		_, data, err := ws.Read(ctx)
