@@ -65,19 +65,13 @@ func (d *chatDialect) check(c *gin.Context, st *state, body []byte, call *modelC
 //
 //go:noinline
 func (d *chatDialect) checkParsed(c *gin.Context, st *state, req *translate.ChatRequest, call *modelCall) bool {
-	noteDroppedTools(c, req.DroppedTools)
 	if maxN := maxChoices(st.cfg); req.N > maxN {
 		tooManyChoices(c, maxN)
 		return false
 	}
-	if !attributeIdentity(c, st, &req.Identity) {
-		return false
-	}
 	d.req = req
-	model, ok := st.models.resolve(req.Model)
-	d.sticky = st.models.withSession(model, st.models.identityKey(model, &req.Identity), c.Request.Header, "")
-	*call = modelCall{model: model, asked: req.Model, unknown: !ok, stream: req.Stream, maxOut: req.MaxOutputTokens, choices: req.N}
-	return true
+	*call = modelCall{asked: req.Model, stream: req.Stream, maxOut: req.MaxOutputTokens, choices: req.N}
+	return nameCall(c, st, req.DroppedTools, &req.Identity, &d.sticky, call)
 }
 
 func (d *chatDialect) prepare(c *gin.Context, st *state, p *auth.Principal, call *modelCall) bool {

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
@@ -40,13 +39,6 @@ func (s *Server) compact(c *gin.Context) {
 // turned into the compacted conversation. It costs the platform's usage as reported (it
 // billed the call whatever the summary is worth), else the reservation.
 
-func (d *compactDialect) streamFraming() (string, string, time.Duration) { return "", "", 0 }
-
-// converter and aggregator are not reached: the summarising call is never streamed.
-func (d *compactDialect) converter(int, int, int64) translate.Converter { return nil }
-func (d *compactDialect) aggregator(int, int64) answerAggregator        { return nil }
-func (d *compactDialect) merge(answers [][]byte) ([]byte, error)        { return answers[0], nil }
-
 func (d *compactDialect) answer(_ int, body []byte) ([]byte, translate.Usage, error) {
 	usage := responseUsage(body)
 	out, terr := translate.CompactedResponse(body, gjson.Parse(d.input), compactID(), d.s.now().Unix())
@@ -68,11 +60,12 @@ func compactID() string {
 // the route takes; prepare expands previous_response_id from the stored responses and builds
 // the summarising call.
 type compactDialect struct {
-	s      *Server
-	f      translate.AuxFields
-	sticky stickyKey
-	input  string   // the conversation compacted (the expanded input, raw JSON), for the answer
-	x      exchange // the call once admitted
+	passThrough // the summarising call is one choice, never streamed
+	s           *Server
+	f           translate.AuxFields
+	sticky      stickyKey
+	input       string   // the conversation compacted (the expanded input, raw JSON), for the answer
+	x           exchange // the call once admitted
 }
 
 //go:noinline

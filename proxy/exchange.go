@@ -47,6 +47,21 @@ type answerAggregator interface {
 	Result() ([]byte, translate.Usage, error)
 }
 
+// oneChoice is merge for a dialect whose requests are one choice (Messages): not reached.
+type oneChoice struct{}
+
+func (oneChoice) merge(answers [][]byte) ([]byte, error) { return answers[0], nil }
+
+// passThrough is the answerHalf of a dialect the platform speaks itself (Responses, the
+// compact route) but for its answer: one choice, its stream relayed byte for byte (a nil
+// converter: relay.Pump.Responses), never aggregated (the platform streams exactly when the
+// client asked to).
+type passThrough struct{ oneChoice }
+
+func (passThrough) streamFraming() (string, string, time.Duration) { return "", "", 0 }
+func (passThrough) converter(int, int, int64) translate.Converter  { return nil }
+func (passThrough) aggregator(int, int64) answerAggregator         { return nil }
+
 // mergedStreamer is a response half that can interleave n>1 streamed choices into one
 // client stream (chat's n). A dialect without it refuses streamed fan-outs at its check.
 type mergedStreamer interface {
@@ -110,19 +125,29 @@ func (x *exchange) settle() { x.s.settle(x.ri, x.ticket, x.charge) }
 
 // stream serves a streaming client.
 func (x *exchange) stream() {
-	if !x.openAll(x.c.Request.Context()) {
+	if !x.opened(x.c.Request.Context()) {
 		return
 	}
 	defer x.closeOpened()
-	// The platform has the request: a stream that runs for minutes need not hold it.
-	x.upBody, x.gc.body = nil, nil
-	x.ri.held.Release()
-	if !x.answeredAsAsked() {
-		return
-	}
 	contentType, _, _ := x.half.streamFraming()
 	relay.StartStreamAs(x.c.Writer, contentType) // from this frame, above the relay's (see startStream)
 	x.relayStream()
+}
+
+// opened opens the call's choices (openAll) and checks the platform answered them as asked;
+// when it returns true the caller closes them (closeOpened). The platform has the request
+// by then: a stream that runs for minutes need not hold it.
+func (x *exchange) opened(ctx context.Context) bool {
+	if !x.openAll(ctx) {
+		return false
+	}
+	x.upBody, x.gc.body = nil, nil
+	x.ri.held.Release()
+	if !x.answeredAsAsked() {
+		x.closeOpened()
+		return false
+	}
+	return true
 }
 
 // answeredAsAsked checks that the platform answered in the form it was asked for (a stream

@@ -25,15 +25,10 @@ func (x *exchange) complete() {
 		ctx, stop = context.WithTimeout(ctx, x.st.cfg.Upstream.RequestTimeout)
 		defer stop()
 	}
-	if !x.openAll(ctx) {
+	if !x.opened(ctx) {
 		return
 	}
 	defer x.closeOpened()
-	x.upBody, x.gc.body = nil, nil
-	x.ri.held.Release()
-	if !x.answeredAsAsked() {
-		return
-	}
 	if len(x.resps) > 1 {
 		x.completeMany(ctx)
 		return

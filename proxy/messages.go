@@ -35,6 +35,7 @@ func (s *Server) messages(c *gin.Context) {
 
 // messagesDialect is Anthropic Messages' part of the preflight.
 type messagesDialect struct {
+	oneChoice
 	req      *translate.MessagesRequest
 	upStream bool      // the platform is asked for a stream
 	sticky   stickyKey // the user or conversation a sticky model places it by
@@ -56,17 +57,11 @@ func (d *messagesDialect) check(c *gin.Context, st *state, body []byte, call *mo
 //
 //go:noinline
 func (d *messagesDialect) checkParsed(c *gin.Context, st *state, req *translate.MessagesRequest, call *modelCall) bool {
-	noteDroppedTools(c, req.DroppedTools)
 	// Messages' metadata holds user_id alone (Identity.User): its tags come from the
 	// header and the key.
-	if !attributeIdentity(c, st, &req.Identity) {
-		return false
-	}
 	d.req = req
-	model, ok := st.models.resolve(req.Model)
-	d.sticky = st.models.withSession(model, st.models.identityKey(model, &req.Identity), c.Request.Header, "")
-	*call = modelCall{model: model, asked: req.Model, unknown: !ok, stream: req.Stream, maxOut: req.UpstreamMaxTokens(), choices: 1}
-	return true
+	*call = modelCall{asked: req.Model, stream: req.Stream, maxOut: req.UpstreamMaxTokens(), choices: 1}
+	return nameCall(c, st, req.DroppedTools, &req.Identity, &d.sticky, call)
 }
 
 func (d *messagesDialect) prepare(_ *gin.Context, st *state, p *auth.Principal, call *modelCall) bool {
@@ -102,9 +97,6 @@ func (d *messagesDialect) aggregator(_ int, estimate int64) answerAggregator {
 func (d *messagesDialect) answer(_ int, body []byte) ([]byte, translate.Usage, error) {
 	return translate.ResponseToMessage(body, d.meta)
 }
-
-// merge is not reached: a Messages request is one choice.
-func (d *messagesDialect) merge(answers [][]byte) ([]byte, error) { return answers[0], nil }
 
 // countTokens serves POST /v1/messages/count_tokens: the estimate admission would reserve
 // for the request's input, computed locally (the platform has no counting endpoint). It

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
@@ -39,27 +38,20 @@ func (s *Server) responses(c *gin.Context) {
 // modelgate acts on; prepare expands a stored conversation and applies the model alias; a
 // background response holds a place in its team's queue.
 type responsesDialect struct {
-	s          *Server
-	ask        storedapi.Ask // what it asks of stored responses (read where they are kept)
-	steering   bool          // it carries steering fields, which are removed
-	background bool          // asked to run in the background, where modelgate runs those
-	turn       *storedTurn   // to keep once answered; nil when the response is not kept
-	job        *jobs.Job     // the background job's place, once held
-	sticky     stickyKey     // the user or conversation a sticky model places it by
-	stickyKind string        // the model's sticky choice; "" when it has none
-	x          exchange      // the call once admitted
+	passThrough // the platform's answer is the client's
+	s           *Server
+	ask         storedapi.Ask // what it asks of stored responses (read where they are kept)
+	steering    bool          // it carries steering fields, which are removed
+	background  bool          // asked to run in the background, where modelgate runs those
+	turn        *storedTurn   // to keep once answered; nil when the response is not kept
+	job         *jobs.Job     // the background job's place, once held
+	sticky      stickyKey     // the user or conversation a sticky model places it by
+	stickyKind  string        // the model's sticky choice; "" when it has none
+	x           exchange      // the call once admitted
 }
 
 // The Responses response half (answerHalf): the platform speaks the client's dialect, so
 // its answer passes through as it is.
-
-func (d *responsesDialect) streamFraming() (string, string, time.Duration) { return "", "", 0 }
-
-// converter is nil: the event stream is relayed byte for byte (relay.Pump.Responses).
-func (d *responsesDialect) converter(int, int, int64) translate.Converter { return nil }
-
-// aggregator is not reached: the platform streams exactly when the client asked to.
-func (d *responsesDialect) aggregator(int, int64) answerAggregator { return nil }
 
 // answer is the platform's answer itself, with its usage; a kept response is stored before
 // the client can name it in its next turn.
@@ -70,9 +62,6 @@ func (d *responsesDialect) answer(_ int, body []byte) ([]byte, translate.Usage, 
 	}
 	return body, usage, nil
 }
-
-// merge is not reached: a Responses request is one choice.
-func (d *responsesDialect) merge(answers [][]byte) ([]byte, error) { return answers[0], nil }
 
 // check is a call of its own, never inlined, so the gjson values it works with live in a
 // frame that is gone before the stream starts: the handler's goroutine then holds the stream
