@@ -303,15 +303,20 @@ func corsOriginAllowed(origins []string, origin string) bool {
 	return cors.OriginAllowed(origins, origin)
 }
 
-func (s *Server) routes(metrics http.Handler) *gin.Engine {
+// newEngine is a gin engine routing on the decoded path with no fix-ups: an encoded slash in
+// an id can never reach a different route, and no redirect answers on our behalf.
+func newEngine() *gin.Engine {
 	e := gin.New()
-	// Routing on the decoded path with no fix-ups: an encoded slash in an id can never reach
-	// a different route, and no redirect answers on our behalf.
 	e.UseRawPath = false
 	e.RedirectTrailingSlash = false
 	e.RedirectFixedPath = false
 	e.HandleMethodNotAllowed = false
 	e.ContextWithFallback = true
+	return e
+}
+
+func (s *Server) routes(metrics http.Handler) *gin.Engine {
+	e := newEngine()
 
 	// Browser apps on server.cors_origins may read the server's own answer headers too.
 	allowCORS := cors.New(func() []string { return s.state().cfg.Server.CORSOrigins },

@@ -30,12 +30,7 @@ const prepareRoute = "/v1/responses (generate: false)"
 // A real turn never comes here: it is admitted by the preflight of POST /v1/responses, so
 // it is counted once.
 func (s *Server) prepareRoutes() *gin.Engine {
-	e := gin.New()
-	e.UseRawPath = false
-	e.RedirectTrailingSlash = false
-	e.RedirectFixedPath = false
-	e.HandleMethodNotAllowed = false
-	e.ContextWithFallback = true
+	e := newEngine()
 	e.Use(s.observePrepare, s.recoverer)
 	e.POST("/v1/responses", s.refuseWhileDraining, s.authenticate, s.admitPrepare)
 	return e
