@@ -16,13 +16,25 @@ type geminiPart struct {
 	code, codeResult, video, mediaRes, meta                gjson.Result
 }
 
+// part is the pooled Part i, cleared for the next read: 0 for a turn's parts, 1 for those
+// of a function response inside one.
+func (w *geminiWriter) part(i int) *geminiPart {
+	p := &w.parts[i]
+	*p = geminiPart{}
+	return p
+}
+
+// geminiPartNames are a Part's members in geminiPart's order: read-only, and kept out of
+// read's frame, which is the deepest of a request's parse (TestOpenStreamStack).
+var geminiPartNames = []string{"text", "inlineData", "fileData", "functionCall",
+	"functionResponse", "thought", "thoughtSignature", "executableCode", "codeExecutionResult",
+	"videoMetadata", "mediaResolution", "partMetadata"}
+
 func (p *geminiPart) read(v gjson.Result, at string) *Error {
 	if !v.IsObject() {
 		return geminiType(at, "a Part object")
 	}
-	return geminiObject(v, at, []string{"text", "inlineData", "fileData", "functionCall",
-		"functionResponse", "thought", "thoughtSignature", "executableCode", "codeExecutionResult",
-		"videoMetadata", "mediaResolution", "partMetadata"},
+	return geminiObject(v, at, geminiPartNames,
 		[]*gjson.Result{&p.text, &p.inline, &p.file, &p.call, &p.response, &p.thought, &p.signature,
 			&p.code, &p.codeResult, &p.video, &p.mediaRes, &p.meta})
 }
@@ -85,7 +97,7 @@ func (w *geminiWriter) system(s gjson.Result, start int) *Error {
 	pstart := len(w.b)
 	err = walk(parts, func(j int, v gjson.Result) *Error {
 		pat := geminiIndex(at+".parts", j)
-		var p geminiPart
+		p := w.part(0)
 		if err := p.read(v, pat); err != nil {
 			return err
 		}
@@ -112,7 +124,10 @@ func (w *geminiWriter) system(s gjson.Result, start int) *Error {
 	return nil
 }
 
-// readContent reads a Content object: its role and its list of parts.
+// readContent reads a Content object: its role and its list of parts. Out of line: its
+// temporaries would otherwise be in content's frame, under the walk of the parts.
+//
+//go:noinline
 func readContent(c gjson.Result, at string) (role string, parts gjson.Result, err *Error) {
 	if !c.IsObject() {
 		return "", parts, geminiType(at, "a Content object")
@@ -163,23 +178,29 @@ const (
 
 // partList writes the parts of the list at at+".parts", of the given kind, each through its
 // list's method, into message groups it closes after the last; it stops at the first error.
-// The methods are named rather than handed in, so that the part read stays on the stack.
+// The part read is the writer's pooled one (a kilobyte: on the stack it put the deepest frame
+// of a streamed call's parse past its 8 KB, TestOpenStreamStack); a function response's
+// parts, read while its turn's part is in use, have the second.
 func (w *geminiWriter) partList(parts gjson.Result, at string, start int, list byte) *Error {
 	var g group
+	slot := 0
+	if list == responseParts {
+		slot = 1
+	}
 	err := walk(parts, func(j int, v gjson.Result) *Error {
 		pat := geminiIndex(at+".parts", j)
-		var p geminiPart
+		p := w.part(slot)
 		k, err := p.readKind(v, pat)
 		if err != nil {
 			return err
 		}
 		switch list {
 		case userParts:
-			return w.userPart(&g, &p, k, pat, start)
+			return w.userPart(&g, p, k, pat, start)
 		case modelParts:
-			return w.modelPart(&g, &p, k, j, pat, start)
+			return w.modelPart(&g, p, k, j, pat, start)
 		}
-		return w.responsePart(&g, &p, k, pat, start)
+		return w.responsePart(&g, p, k, pat, start)
 	})
 	w.closeGroup(&g)
 	return err

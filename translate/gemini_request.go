@@ -87,6 +87,11 @@ func (f *geminiFields) read(root gjson.Result) *Error {
 type geminiTables struct {
 	f geminiFields
 	g geminiGenFields
+	// parts are the Part being read (parts[0]) and, inside a functionResponse, the Part of
+	// its data being read (parts[1]): a kilobyte each, which in the parse's closures put the
+	// deepest frame of a streamed call's parse past its 8 KB stack (TestOpenStreamStack).
+	parts [2]geminiPart
+	w     geminiWriter // the writer, out of parseGemini's frame for the same reason
 }
 
 var geminiTablesPool = sync.Pool{New: func() any { return new(geminiTables) }}
@@ -97,7 +102,31 @@ func (t *geminiTables) release() {
 	geminiTablesPool.Put(t)
 }
 
+// parseGemini is ParseGemini. The conversation's walk is the deepest point of a request's
+// parse, and a streamed call's goroutine keeps the stack the parse grew for the stream's
+// whole life (TestOpenStreamStack): the fields are read and checked in start, whose frame is
+// gone by then, and the walk runs from here with little above it.
 func parseGemini(body []byte, model string, stream bool, opt ParseOptions) (*GeminiRequest, error) {
+	t := geminiTablesPool.Get().(*geminiTables)
+	defer t.release()
+	r, err := t.start(body, model, stream, opt)
+	if err != nil {
+		return nil, err
+	}
+	w := &t.w
+	if err := w.input(&t.f, &t.g, r); err != nil {
+		return nil, err
+	}
+	r.core = w.b
+	r.DroppedTools = w.dropped
+	r.Identity.FirstUser = w.firstUser
+	return r, nil
+}
+
+// start reads and checks the request's fields into t, and starts t's writer on them.
+//
+//go:noinline
+func (t *geminiTables) start(body []byte, model string, stream bool, opt ParseOptions) (*GeminiRequest, *Error) {
 	id, err := GeminiModelID(model)
 	if err != nil {
 		return nil, err
@@ -110,8 +139,6 @@ func parseGemini(body []byte, model string, stream bool, opt ParseOptions) (*Gem
 	if !root.IsObject() {
 		return nil, badRequest(codeInvalidType, "", "Invalid JSON payload received. The request body must be a JSON object.")
 	}
-	t := geminiTablesPool.Get().(*geminiTables)
-	defer t.release()
 	f := &t.f
 	if err := f.read(root); err != nil {
 		return nil, err
@@ -125,13 +152,11 @@ func parseGemini(body []byte, model string, stream bool, opt ParseOptions) (*Gem
 		}
 	}
 	r := &GeminiRequest{Model: id, Stream: stream, CandidateCount: 1}
-	w := geminiWriter{bodyWriter: bodyWriter{b: make([]byte, 0, len(src)+256)}, opt: opt}
+	w := &t.w
+	*w = geminiWriter{bodyWriter: bodyWriter{b: make([]byte, 0, len(src)+256)}, opt: opt, parts: &t.parts}
 	if err := w.write(f, &t.g, r); err != nil {
 		return nil, err
 	}
-	r.core = w.b
-	r.DroppedTools = w.dropped
-	r.Identity.FirstUser = w.firstUser
 	return r, nil
 }
 
@@ -176,6 +201,7 @@ type geminiWriter struct {
 	// a set, so that a request declaring many functions costs no more than linear time.
 	names map[string]struct{}
 	calls geminiCalls
+	parts *[2]geminiPart // the pooled Parts being read (geminiTables.parts)
 }
 
 func (w *geminiWriter) write(f *geminiFields, g *geminiGenFields, r *GeminiRequest) *Error {
@@ -204,10 +230,12 @@ func (w *geminiWriter) write(f *geminiFields, g *geminiGenFields, r *GeminiReque
 	if present(f.safety) && !f.safety.IsArray() {
 		return geminiType("safetySettings", "a list")
 	}
-	if _, err := geminiString(f.cached, "cachedContent"); err != nil {
-		return err
-	}
+	_, err := geminiString(f.cached, "cachedContent")
+	return err
+}
 
+// input writes the conversation and what follows it (see parseGemini).
+func (w *geminiWriter) input(f *geminiFields, g *geminiGenFields, r *GeminiRequest) *Error {
 	w.b = append(w.b, `,"input":[`...)
 	start := len(w.b)
 	if err := w.system(f.system, start); err != nil {
@@ -216,6 +244,13 @@ func (w *geminiWriter) write(f *geminiFields, g *geminiGenFields, r *GeminiReque
 	if err := walk(f.contents, func(i int, c gjson.Result) *Error { return w.content(c, i, start) }); err != nil {
 		return err
 	}
+	return w.afterInput(f, g, r)
+}
+
+// afterInput writes the generation settings, tools and tool choice.
+//
+//go:noinline
+func (w *geminiWriter) afterInput(f *geminiFields, g *geminiGenFields, r *GeminiRequest) *Error {
 	// Gemini keeps nothing between calls; the Responses default would store every turn.
 	w.b = append(w.b, `],"store":false`...)
 	w.sampling(r.MaxOutputTokens, g.temperature, g.topP)
