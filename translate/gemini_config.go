@@ -280,7 +280,7 @@ func (w *geminiWriter) format(g *geminiGenFields) *Error {
 			return err
 		}
 	} else {
-		w.b = append(w.b, schema.Raw...)
+		w.b = appendJSONSchema(w.b, schema)
 	}
 	w.b = append(w.b, `,"strict":false}}`...)
 	return nil

@@ -143,7 +143,7 @@ func (w *geminiWriter) declaration(d gjson.Result, at string, start int) *Error 
 		if !paramsJSON.IsObject() {
 			return geminiType(at+".parametersJsonSchema", "an object")
 		}
-		w.b = append(w.b, paramsJSON.Raw...)
+		w.b = appendJSONSchema(w.b, paramsJSON)
 	default:
 		w.b = append(w.b, `{"type":"object","properties":{}}`...)
 	}
