@@ -30,12 +30,15 @@ func OpenAIJSON(typ, code, param, msg string) []byte {
 }
 
 // Abort answers with an error in the shape of the route's clients (OpenAI's, Anthropic's,
-// or the platform's envelope on the sidecar routes) and stops the handler chain. Callers
-// give the OpenAI terms; the other shapes map them.
+// Google's, or the platform's envelope on the sidecar routes) and stops the handler chain.
+// Callers give the OpenAI terms; the other shapes map them.
 func Abort(c *gin.Context, status int, typ, code, param, msg string) {
 	switch Of(c) {
 	case Anthropic:
 		abortAnthropic(c, status, code, msg)
+		return
+	case Google:
+		abortGoogle(c, status, code, msg)
 		return
 	case Envelope:
 		AbortEnvelope(c, status, envelopeCode(code), msg)

@@ -10,8 +10,8 @@ import (
 )
 
 // WriteFailure answers a failed gateway call in the route's shape: the platform's error as
-// upstream states it (OpenAI's shape), or mapped to Anthropic's on the Messages routes. A
-// client that left is answered nothing.
+// upstream states it (OpenAI's shape), or mapped to Anthropic's on the Messages routes and
+// to Google's (its status kept) on the Gemini routes. A client that left is answered nothing.
 func WriteFailure(c *gin.Context, f *upstream.Failure) {
 	rec := record(c)
 	rec.UpstreamErr = f.Kind
@@ -26,9 +26,14 @@ func WriteFailure(c *gin.Context, f *upstream.Failure) {
 		}
 	}
 	refused(c, gjson.GetBytes(f.Body, "error.code").String())
-	if SpeaksAnthropic(c) {
+	switch Of(c) {
+	case Anthropic:
 		status, typ := translate.AnthropicStatus(f.Status)
 		c.Data(status, "application/json", translate.AnthropicErrorJSON(typ, gjson.GetBytes(f.Body, "error.message").String()))
+		c.Abort()
+		return
+	case Google:
+		c.Data(f.Status, "application/json", translate.GeminiError(f.Status, gjson.GetBytes(f.Body, "error.message").String()))
 		c.Abort()
 		return
 	}

@@ -1,6 +1,6 @@
 // Package apierr writes modelgate's own refusals in the shape of the route's clients:
-// OpenAI's {"error":{...}} on the /v1 routes, Anthropic's on /v1/messages, and the
-// platform's {code,msg,data} envelope on the sidecar routes. A route names its shape once,
+// OpenAI's {"error":{...}} on the /v1 routes, Anthropic's on /v1/messages, Google's on the
+// Gemini API's routes, and the platform's {code,msg,data} envelope on the sidecar routes. A route names its shape once,
 // first in its chain (Mark), and every answer path after it (the shared middleware, the
 // preflight, the handlers of proxy and of the route packages) writes through Abort, so no
 // answer path takes a flag for it.
@@ -19,6 +19,7 @@ const (
 	OpenAI    Shape = iota // /v1 routes: OpenAI's {"error":{...}} (the default)
 	Anthropic              // /v1/messages, and /v1/models asked by an Anthropic SDK
 	Envelope               // the sidecar routes: the platform's {code,msg,data} envelope
+	Google                 // the Gemini routes, and /v1/models asked by a Gemini client
 )
 
 // shapeKey is the gin context key of a route's error shape; absent means OpenAI's.
@@ -40,6 +41,9 @@ func Of(c *gin.Context) Shape {
 
 // SpeaksAnthropic reports whether the route's clients read Anthropic's shapes.
 func SpeaksAnthropic(c *gin.Context) bool { return Of(c) == Anthropic }
+
+// SpeaksGoogle reports whether the route's clients read Google's shapes.
+func SpeaksGoogle(c *gin.Context) bool { return Of(c) == Google }
 
 // envelopeCode is the platform envelope's code for a refusal modelgate writes on a sidecar
 // route, by the OpenAI code it carries elsewhere: a rejected key is the platform's "not
@@ -68,6 +72,11 @@ func UnauthorizedMessage(c *gin.Context, missing bool) string {
 			return "missing API key: send it in the Authorization header as 'Bearer <key>'"
 		}
 		return "invalid API key"
+	case Google:
+		if missing {
+			return "Method doesn't allow unregistered callers. Send an API key as the x-goog-api-key header, ?key= or Authorization: Bearer <key>."
+		}
+		return "API key not valid. Please pass a valid API key."
 	}
 	if missing {
 		return "You didn't provide an API key. Send it in the Authorization header as 'Bearer <key>'."
