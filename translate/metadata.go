@@ -68,3 +68,17 @@ func metadataCopy(m *gjson.Result) string {
 	}
 	return strings.Clone(m.Raw)
 }
+
+// MetadataString is the string value of key in a metadata object (raw JSON, "" when none),
+// copied out of it; "" when it has none.
+func MetadataString(raw, key string) string {
+	var v string
+	EachMetadataString(raw, func(k, val string) bool {
+		if k == key {
+			v = strings.Clone(val)
+			return false
+		}
+		return true
+	})
+	return v
+}
