@@ -27,7 +27,7 @@ var allowedImports = map[string][]string{
 	"modelgate/accounting":          {"auth", "billing", "config", "journal", "ratelimit", "reqlog"},
 	"modelgate/reqbody":             {},
 	"modelgate/storedapi":           {"apierr", "stored", "translate"},
-	"modelgate/modelsapi":           {"apierr"},
+	"modelgate/modelsapi":           {"apierr", "translate"},
 	"modelgate/apierr":              {"platform", "ratelimit", "reqbody", "reqlog", "relay", "sidecar", "translate", "upstream"},
 	"modelgate/wsmode":              {"translate", "relay"},
 	"modelgate/jobs":                {"accounting", "ratelimit", "relay", "reqlog", "store", "stored", "translate"},

@@ -1,7 +1,9 @@
 // Package modelsapi serves the model listing routes, GET /v1/models and
 // GET /v1/models/{id}: the configured models the caller may use, as OpenAI's model objects,
-// or Anthropic's when an Anthropic SDK asks (the route is then marked with Anthropic's
-// error shape, apierr). What the caller may use is handed in as a Catalog.
+// or Anthropic's when an Anthropic SDK asks, or Google's when a Gemini client does (the route
+// is then marked with that error shape, apierr), and the Gemini API's own, GET
+// /v1beta/models and /v1beta/models/{model} (gemini.go). What the caller may use is handed in
+// as a Catalog.
 package modelsapi
 
 import (
@@ -12,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/apierr"
+	"modelgate/translate"
 )
 
 // Catalog is the models of one server as its callers see them.
@@ -43,8 +46,12 @@ func newModelObject(id string) modelObject {
 func (m *Catalog) List(c *gin.Context) {
 	m.Route(c, "/v1/models")
 	ids := m.Allowed(c)
-	if apierr.SpeaksAnthropic(c) {
+	switch apierr.Of(c) {
+	case apierr.Anthropic:
 		writeAnthropicModels(c, ids)
+		return
+	case apierr.Google:
+		writeGeminiModels(c, ids)
 		return
 	}
 	data := make([]modelObject, 0, len(ids))
@@ -69,9 +76,12 @@ func (m *Catalog) Get(c *gin.Context) {
 		return
 	}
 	var b []byte
-	if apierr.SpeaksAnthropic(c) {
+	switch apierr.Of(c) {
+	case apierr.Anthropic:
 		b, _ = json.Marshal(newAnthropicModel(id))
-	} else {
+	case apierr.Google:
+		b = translate.AppendGeminiModel(nil, translate.GeminiModel{ID: id})
+	default:
 		b, _ = json.Marshal(newModelObject(id))
 	}
 	apierr.PeekLimits(c)
