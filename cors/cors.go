@@ -1,5 +1,5 @@
-// Package cors lets browser apps call the /v1 routes from the origins listed in
-// server.cors_origins. It is off unless configured, because a browser page that can reach
+// Package cors lets browser apps call the /v1 routes (and the Gemini API's /v1beta) from the
+// origins listed in server.cors_origins. It is off unless configured, because a browser page that can reach
 // modelgate spends its platform keys. Only /v1 paths are ever answered with CORS headers:
 // admin and sidecar routes stay same-origin whatever the config says.
 package cors
@@ -17,6 +17,7 @@ import (
 var allowedHeaders = []string{
 	"authorization", "content-type", "content-encoding", "x-api-key",
 	"anthropic-version", "anthropic-beta", "anthropic-dangerous-direct-browser-access", "x-request-id",
+	"x-goog-api-key", "x-goog-api-client", // the Gemini SDK's key and client
 }
 
 // allowedHeaderFamilies are header name prefixes the official SDKs grow over time
@@ -48,9 +49,10 @@ const (
 	maxAge = "600"
 )
 
-// isPath reports whether path is one that may get CORS headers: /v1 and below.
+// isPath reports whether path is one that may get CORS headers: /v1, /v1beta (the Gemini
+// API) and below.
 func isPath(path string) bool {
-	return path == "/v1" || strings.HasPrefix(path, "/v1/")
+	return path == "/v1" || strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/v1beta/")
 }
 
 // Policy is the CORS middleware of one server.

@@ -30,10 +30,10 @@ func preflight(t *testing.T, env *testEnv, path, origin, headers string) (int, h
 
 func TestCORSPreflight(t *testing.T) {
 	env := corsEnv(t, pageOrigin)
-	requested := "authorization, content-type, x-stainless-os, x-stainless-retry-count, openai-organization, anthropic-version, x-api-key, anthropic-dangerous-direct-browser-access, x-evil, openai-"
+	requested := "authorization, content-type, x-stainless-os, x-stainless-retry-count, openai-organization, anthropic-version, x-api-key, anthropic-dangerous-direct-browser-access, x-goog-api-key, x-goog-api-client, x-evil, openai-"
 	// Every /v1 path gets its preflight answered before routing and auth, including routes
 	// this test does not know about.
-	for _, path := range []string{"/v1/chat/completions", "/v1/responses", "/v1/models", "/v1/messages"} {
+	for _, path := range []string{"/v1/chat/completions", "/v1/responses", "/v1/models", "/v1/messages", "/v1beta/models/sim-chat:streamGenerateContent"} {
 		status, h := preflight(t, env, path, pageOrigin, requested)
 		if status != http.StatusNoContent {
 			t.Fatalf("%s: preflight status %d, want 204", path, status)
@@ -45,7 +45,7 @@ func TestCORSPreflight(t *testing.T) {
 			t.Errorf("%s: Allow-Methods %q", path, got)
 		}
 		allowed := strings.Split(h.Get("Access-Control-Allow-Headers"), ", ")
-		for _, want := range []string{"authorization", "content-type", "x-stainless-os", "x-stainless-retry-count", "openai-organization", "anthropic-version", "x-api-key", "anthropic-dangerous-direct-browser-access"} {
+		for _, want := range []string{"authorization", "content-type", "x-stainless-os", "x-stainless-retry-count", "openai-organization", "anthropic-version", "x-api-key", "anthropic-dangerous-direct-browser-access", "x-goog-api-key", "x-goog-api-client"} {
 			if !slices.Contains(allowed, want) {
 				t.Errorf("%s: Allow-Headers %v lacks %s", path, allowed, want)
 			}
