@@ -30,7 +30,7 @@ const (
 func (s *Server) authenticate(c *gin.Context) {
 	st := s.state()
 	ri := info(c)
-	p, err := st.auth.Authenticate(authorization(c, apierr.SpeaksAnthropic(c)))
+	p, err := st.auth.Authenticate(authorization(c))
 	if err != nil {
 		abortError(c, http.StatusUnauthorized, typeInvalidRequest, "invalid_api_key", "", apierr.UnauthorizedMessage(c, errors.Is(err, auth.ErrMissing)))
 		return

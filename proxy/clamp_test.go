@@ -73,6 +73,7 @@ func memoryLedger(t *testing.T) *billing.Ledger {
 // clampRoute is one model route and how a client of it asks for a capped answer.
 type clampRoute struct {
 	name, path string
+	streamPath string // where a stream is asked for, when not at path
 	body       func(stream bool, maxOut, n int, input string) []byte
 	done       []string // what ends a successful stream, one of these
 	hdr        []string
@@ -89,6 +90,10 @@ var clampRoutes = []clampRoute{
 	{name: "messages", path: "/v1/messages", done: []string{"event: message_stop"}, hdr: []string{"anthropic-version", "2023-06-01"}, body: func(stream bool, maxOut, _ int, input string) []byte {
 		return fmt.Appendf(nil, `{"model":"sim-long","max_tokens":%d,"stream":%t,"messages":[{"role":"user","content":%q}]}`, maxOut, stream, input)
 	}},
+	{name: "gemini", path: "/v1beta/models/sim-long:generateContent", streamPath: "/v1beta/models/sim-long:streamGenerateContent?alt=sse",
+		done: []string{`"finishReason":"`}, body: func(_ bool, maxOut, _ int, input string) []byte {
+			return fmt.Appendf(nil, `{"generationConfig":{"maxOutputTokens":%d},"contents":[{"parts":[{"text":%q}]}]}`, maxOut, input)
+		}},
 }
 
 const storyPrompt = "tell me a long story"
@@ -96,7 +101,11 @@ const storyPrompt = "tell me a long story"
 // clampCall sends one request and checks that a success really succeeded.
 func (env *testEnv) clampCall(t *testing.T, r clampRoute, key string, stream bool, maxOut, n int, input string) (int, http.Header, []byte) {
 	t.Helper()
-	status, h, b := env.do(t, "POST", r.path, key, r.body(stream, maxOut, n, input), r.hdr...)
+	path := r.path
+	if stream && r.streamPath != "" {
+		path = r.streamPath
+	}
+	status, h, b := env.do(t, "POST", path, key, r.body(stream, maxOut, n, input), r.hdr...)
 	if status == http.StatusOK {
 		if stream && !slices.ContainsFunc(r.done, func(end string) bool { return strings.Contains(string(b), end) }) {
 			t.Fatalf("%s stream did not finish: %s", r.name, b)
@@ -162,8 +171,9 @@ func clampedTo(t *testing.T, h http.Header) int64 {
 // sent upstream since calls.
 func (env *testEnv) assertQuotaRefusal(t *testing.T, status int, h http.Header, b []byte, calls int) {
 	t.Helper()
-	// OpenAI's shape names the code; Anthropic's has only the type.
-	quota := strings.Contains(string(b), `"code":"insufficient_quota"`) || strings.Contains(string(b), `"type":"rate_limit_error"`)
+	// OpenAI's shape names the code; Anthropic's has only the type, Google's its status.
+	quota := strings.Contains(string(b), `"code":"insufficient_quota"`) || strings.Contains(string(b), `"type":"rate_limit_error"`) ||
+		strings.Contains(string(b), `"status":"RESOURCE_EXHAUSTED"`)
 	if status != http.StatusTooManyRequests || h.Get("X-Should-Retry") != "false" || !quota {
 		t.Fatalf("want 429 insufficient_quota: %d %v %s", status, h, b)
 	}

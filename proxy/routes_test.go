@@ -368,8 +368,10 @@ func TestRoutesDocumented(t *testing.T) {
 	}
 	for _, r := range routes {
 		path := r.Path
+		catchAll := false
 		if i := strings.Index(path, "/*"); i >= 0 {
 			path = path[:i+1] // a catch-all is documented by its prefix: /admin/ui/
+			catchAll = true
 		}
 		parts := strings.Split(path, "/")
 		for i, p := range parts {
@@ -378,6 +380,9 @@ func TestRoutesDocumented(t *testing.T) {
 			}
 		}
 		want := "`" + r.Method + " " + strings.Join(parts, "/")
+		if catchAll && strings.Contains(doc, want) {
+			continue // and then its rows: /v1beta/models/{model}:generateContent
+		}
 		if !strings.Contains(doc, want+"`") && !strings.Contains(doc, want+" ") {
 			t.Errorf("docs/routes.md has no row for %s %s (looked for %s`)", r.Method, r.Path, want)
 		}

@@ -327,7 +327,7 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 
 	s.probes().Mount(e, metrics)
 
-	v1 := e.Group("/v1", s.markAnthropicModels, s.refuseWhileDraining, s.authenticate)
+	v1 := e.Group("/v1", s.markModelsShape, s.refuseWhileDraining, s.authenticate)
 	// Routes with a body are checked against the limiter before the body is read; those
 	// that read kept records are refused when the caller is out of requests.
 	v1.POST("/responses", s.admitEarly("/v1/responses"), s.responses)
@@ -342,11 +342,15 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	v1.POST("/responses/:id/cancel", s.checkLookup("/v1/responses/{id}/cancel"), s.cancelResponse)
 	v1.POST("/responses/compact", s.admitEarly(compactRoute), s.compact)
 	v1.POST("/responses/input_tokens", s.checkLookup(inputTokensRoute), s.inputTokens)
+	s.geminiV1Routes(v1, catalog)
 
 	// Anthropic's Messages API: the same checks as /v1, answered in Anthropic's shape.
 	msgs := e.Group("/v1/messages", s.markAnthropic, s.refuseWhileDraining, s.authenticate)
 	msgs.POST("", s.admitEarly(messagesRoute), s.messages)
 	msgs.POST("/count_tokens", s.checkLookup(messagesRoute+"/count_tokens"), s.countTokens)
+
+	// The Gemini API (issue 43): the same checks again, answered in Google's shape.
+	s.geminiRoutes(e.Group("/v1beta", apierr.MarkGoogle, s.refuseWhileDraining, s.authenticate), catalog)
 
 	s.sidecarRoutes(e, s.owners)
 	s.adminRoutes(e)
@@ -355,8 +359,11 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 
 func (s *Server) noRoute(c *gin.Context) {
 	info(c).Route = "unknown"
-	if strings.HasPrefix(c.Request.URL.Path, "/v1/messages/") {
+	switch path := c.Request.URL.Path; {
+	case strings.HasPrefix(path, "/v1/messages/"):
 		s.markAnthropic(c) // an Anthropic client's 404 in its own shape
+	case strings.HasPrefix(path, "/v1beta/"):
+		apierr.MarkGoogle(c) // a Gemini client's, its query key taken out of the URL first
 	}
 	if sidecar.IsPath(c.Request.URL.Path) {
 		apierr.AbortEnvelope(c, http.StatusNotFound, platform.CodeBusiness, "not found")
@@ -364,7 +371,7 @@ func (s *Server) noRoute(c *gin.Context) {
 	}
 	// A known caller's 404 carries its rate-limit headers like every other /v1 answer; an
 	// unknown one still gets 404, not 401, so routes cannot be probed for auth.
-	if p, err := s.state().auth.Authenticate(c.GetHeader("Authorization")); err == nil {
+	if p, err := s.state().auth.Authenticate(authorization(c)); err == nil {
 		info(c).principal = p
 	}
 	apierr.NotFound(c)

@@ -80,6 +80,7 @@ var stackRoutes = []struct{ name, path, body string }{
 	{"responses", "/v1/responses", `{"model":"sim-chat","input":"hi","stream":true}`},
 	{"chat", "/v1/chat/completions", `{"model":"sim-chat","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
 	{"messages", "/v1/messages", `{"model":"sim-chat","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+	{"gemini", "/v1beta/models/sim-chat:streamGenerateContent?alt=sse", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`},
 }
 
 // startStackEnv starts modelgate as the stack checks run it, before up, and returns it with

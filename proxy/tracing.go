@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -32,6 +33,9 @@ func (s *Server) startTrace(c *gin.Context, ri *requestInfo) {
 	}
 	if route == "" {
 		route = "unknown"
+	}
+	if strings.HasSuffix(route, "/*rest") {
+		route = geminiTraceRoute(c, route) // the action, as the access log names it
 	}
 	ri.trace = s.tracer.StartRequest(c.Request.Context(), c.Request, route)
 }
