@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -80,6 +81,46 @@ func TestBadInputRefusedLocally(t *testing.T) {
 		status, _, b := apitest.Do(t, http.MethodPost, g.URL+"/v1/chat/completions", alphaKey, &body, "Content-Encoding", "gzip")
 		if status != http.StatusRequestEntityTooLarge {
 			t.Fatalf("status %d, want 413: %.300s", status, b)
+		}
+	})
+	t.Run("gemini", func(t *testing.T) {
+		// The same bounds on the Gemini routes, in Google's shape: candidateCount over
+		// translate.max_n, a candidateCount on a stream, and the gzip bomb.
+		var bomb bytes.Buffer
+		zw := gzip.NewWriter(&bomb)
+		zw.Write([]byte(`{"contents":[{"parts":[{"text":"`))
+		zw.Write(make([]byte, 40<<20))
+		zw.Close()
+		one := `"contents":[{"parts":[{"text":"hi"}]}]`
+		for _, c := range []struct {
+			name, path, body string
+			gzip             bool
+			status           int
+		}{
+			{"candidates_over_cap", "/v1beta/models/sim-chat:generateContent", `{` + one + `,"generationConfig":{"candidateCount":5}}`, false, 400},
+			{"streamed_candidates", "/v1beta/models/sim-chat:streamGenerateContent?alt=sse", `{` + one + `,"generationConfig":{"candidateCount":2}}`, false, 400},
+			{"gzip_bomb", "/v1beta/models/sim-chat:generateContent", bomb.String(), true, 413},
+		} {
+			req, _ := http.NewRequest(http.MethodPost, g.URL+c.path, strings.NewReader(c.body))
+			req.Header.Set("X-Goog-Api-Key", alphaKey)
+			if c.gzip {
+				req.Header.Set("Content-Encoding", "gzip")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var e struct {
+				Error struct {
+					Code   int    `json:"code"`
+					Status string `json:"status"`
+				} `json:"error"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&e)
+			resp.Body.Close()
+			if resp.StatusCode != c.status || err != nil || e.Error.Code != c.status || e.Error.Status != "INVALID_ARGUMENT" {
+				t.Errorf("%s: %d %+v (%v), want %d INVALID_ARGUMENT", c.name, resp.StatusCode, e, err, c.status)
+			}
 		}
 	})
 	if n := len(upstreamCalls(p, mark)); n != 0 {

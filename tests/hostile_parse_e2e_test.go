@@ -12,8 +12,8 @@ import (
 
 // TestCrashInputsRefused sends issue 24's crash inputs to the real binary, the way an
 // attacker with a team key would: 16 Mi '[' gzipped (about 16 KB on the wire) to
-// /v1/messages and count_tokens, a thinking signature of 20e6 '[', and a repeated model on
-// each JSON route. Each is a 400, nothing reaches the platform, and the process is still
+// /v1/messages and count_tokens and the Gemini actions, a thinking signature of 20e6 '[', and
+// a repeated (or case-variant) field on each JSON route. Each is a 400, nothing reaches the platform, and the process is still
 // alive and serving afterwards (a validator that recursed without bound killed it).
 func TestCrashInputsRefused(t *testing.T) {
 	if testing.Short() {
@@ -43,6 +43,12 @@ func TestCrashInputsRefused(t *testing.T) {
 		{"responses_repeated_model", "/v1/responses", []byte(`{"model":"sim-chat","model":"sim-long","input":"hi"}`), false},
 		{"chat_repeated_model", "/v1/chat/completions", []byte(`{"model":"sim-chat","messages":[{"role":"user","content":"hi"}],"model":"sim-long"}`), false},
 		{"messages_repeated_model", "/v1/messages", []byte(`{"model":"sim-chat","max_tokens":16,"messages":[{"role":"user","content":"hi"}],"model":"sim-long"}`), false},
+		{"gemini_deep_gzip", "/v1beta/models/sim-chat:generateContent", deep.Bytes(), true},
+		{"gemini_stream_deep_gzip", "/v1beta/models/sim-chat:streamGenerateContent?alt=sse", deep.Bytes(), true},
+		{"gemini_count_deep_gzip", "/v1beta/models/sim-chat:countTokens", deep.Bytes(), true},
+		{"gemini_repeated_contents", "/v1beta/models/sim-chat:generateContent", []byte(`{"contents":[{"parts":[{"text":"hi"}]}],"contents":[{"parts":[{"text":"again"}]}]}`), false},
+		{"gemini_case_variant_contents", "/v1/models/sim-chat:generateContent", []byte(`{"contents":[{"parts":[{"text":"hi"}]}],"CONTENTS":[]}`), false},
+		{"gemini_count_repeated_request", "/v1beta/models/sim-chat:countTokens", []byte(`{"generateContentRequest":{"contents":[]},"generateContentRequest":{"contents":[]}}`), false},
 	}
 	client := &http.Client{Timeout: 60 * time.Second}
 	rssBefore := rssBytes(t, g.cmd.Process.Pid)
