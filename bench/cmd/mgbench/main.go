@@ -315,6 +315,16 @@ var (
 	msgsStreamBody = []byte(`{"model":"bench-fast","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"Write one short sentence about benchmarks."}]}`)
 	slowMsgsBody   = []byte(`{"model":"bench-slow","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"hold this stream open"}]}`)
 	ticksMsgsBody  = []byte(`{"model":"bench-ticks","max_tokens":4096,"stream":true,"messages":[{"role":"user","content":"tick"}]}`)
+	// A Gemini body names its model and whether it streams in the URL path.
+	gemBody      = []byte(`{"contents":[{"role":"user","parts":[{"text":"Write one short sentence about benchmarks."}]}],"generationConfig":{"maxOutputTokens":256}}`)
+	ticksGemBody = []byte(`{"contents":[{"role":"user","parts":[{"text":"tick"}]}],"generationConfig":{"maxOutputTokens":4096}}`)
+)
+
+// The Gemini routes' paths for the bench's models.
+const (
+	gemPath       = "/v1beta/models/bench-fast:generateContent"
+	gemStreamPath = "/v1beta/models/bench-fast:streamGenerateContent?alt=sse"
+	gemTicksPath  = "/v1beta/models/bench-ticks:streamGenerateContent?alt=sse"
 )
 
 // routeCase is a route and the body a phase sends it, named as the report names it.
@@ -333,6 +343,8 @@ func bodyRoutes() []routeCase {
 		{"/v1/chat/completions stream", "/v1/chat/completions", chatStreamBody},
 		{"/v1/messages", "/v1/messages", msgsBody},
 		{"/v1/messages stream", "/v1/messages", msgsStreamBody},
+		{"/v1beta generateContent", gemPath, gemBody},
+		{"/v1beta streamGenerateContent", gemStreamPath, gemBody},
 	}
 }
 
@@ -351,6 +363,15 @@ func inTurn(turn int, first, second func() error) error {
 // upstreamEquivalentMessages is the Responses body modelgate sends for a Messages body.
 func upstreamEquivalentMessages(body []byte) []byte {
 	req, err := translate.ParseMessages(body)
+	if err != nil {
+		panic(err)
+	}
+	return req.ToResponses(req.Model, translate.RequestOptions{})
+}
+
+// upstreamEquivalentGemini is the Responses body modelgate sends for a Gemini body.
+func upstreamEquivalentGemini(body []byte, stream bool) []byte {
+	req, err := translate.ParseGemini(body, "bench-fast", stream, translate.ParseOptions{})
 	if err != nil {
 		panic(err)
 	}

@@ -87,6 +87,8 @@ func (b *bench) throughput() error {
 		{name: "/v1/chat/completions stream", mgPath: "/v1/chat/completions", mgBody: chatStreamBody, flrBody: upstreamEquivalent(chatStreamBody), target: 0.90},
 		{name: "/v1/messages", mgPath: "/v1/messages", mgBody: msgsBody, flrBody: upstreamEquivalentMessages(msgsBody), target: 0.90},
 		{name: "/v1/messages stream", mgPath: "/v1/messages", mgBody: msgsStreamBody, flrBody: upstreamEquivalentMessages(msgsStreamBody), target: 0.90},
+		{name: "/v1beta generateContent", mgPath: gemPath, mgBody: gemBody, flrBody: upstreamEquivalentGemini(gemBody, false), target: 0.90},
+		{name: "/v1beta streamGenerateContent", mgPath: gemStreamPath, mgBody: gemBody, flrBody: upstreamEquivalentGemini(gemBody, true), target: 0.90},
 	}
 	scs = slices.DeleteFunc(scs, func(s *scenario) bool { return !b.o.wanted(s.name) })
 	sc := make([]throughputScripts, len(scs))
@@ -145,6 +147,7 @@ func (b *bench) latency() error {
 		{"/v1/responses", "/v1/responses", respBody, respBody},
 		{"/v1/chat/completions", "/v1/chat/completions", chatBody, upstreamEquivalent(chatBody)},
 		{"/v1/messages", "/v1/messages", msgsBody, upstreamEquivalentMessages(msgsBody)},
+		{"/v1beta generateContent", gemPath, gemBody, upstreamEquivalentGemini(gemBody, false)},
 	}
 	for ci, c := range cases {
 		if !b.o.wanted(c.name) {
@@ -209,6 +212,7 @@ func (b *bench) events() error {
 		{name: "modelgate /v1/responses", url: b.mg.url + "/v1/responses", key: benchKey, body: ticksBody},
 		{name: "modelgate /v1/chat/completions", url: b.mg.url + "/v1/chat/completions", key: benchKey, body: ticksChatBody, chat: true},
 		{name: "modelgate /v1/messages", url: b.mg.url + "/v1/messages", key: benchKey, body: ticksMsgsBody, messages: true},
+		{name: "modelgate /v1beta streamGenerateContent", url: b.mg.url + gemTicksPath, key: benchKey, body: ticksGemBody, gemini: true},
 	}
 	// direct and floor are the references: they stay whatever --routes selects.
 	targets = slices.DeleteFunc(targets, func(t target) bool { return strings.HasPrefix(t.name, "modelgate") && !b.o.wanted(t.name) })

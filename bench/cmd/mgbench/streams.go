@@ -19,6 +19,7 @@ type target struct {
 	body           []byte
 	chat           bool          // the answer is a Chat Completions stream
 	messages       bool          // the answer is an Anthropic Messages stream
+	gemini         bool          // the answer is a Gemini SSE stream
 	mode           *upstreamMode // set when url is the upstream itself: the driver speaks its mode
 }
 
@@ -142,6 +143,8 @@ func tickStamp(ev []byte, t target) (int64, bool) {
 		marker = []byte(`"content":"T`)
 	case t.messages:
 		marker = []byte(`"text_delta","text":"T`)
+	case t.gemini:
+		marker = []byte(`"parts":[{"text":"T`)
 	case !bytes.Contains(ev, []byte("response.output_text.delta")):
 		return 0, false
 	}
