@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -17,7 +18,10 @@ const (
 	nodeTestTimeout = 90 * time.Second
 )
 
-// TestNodeClient runs tests/node/*.test.mjs, written with the official openai npm package, against
+// geminiRefusedMark is in the prompt of every call gemini.test.mjs expects refused.
+const geminiRefusedMark = "gemini-refused-canary"
+
+// TestNodeClient runs tests/node/*.test.mjs, written with the official npm clients (openai, @anthropic-ai/sdk, @google/genai), against
 // the real binary. Only a missing node skips it: a broken install or a failing client is a failure.
 func TestNodeClient(t *testing.T) {
 	node, err := exec.LookPath("node")
@@ -62,17 +66,35 @@ func TestNodeClient(t *testing.T) {
 	if !sawConversation(p, "sim-chat", "node one", "node two", "node three") {
 		t.Error("stored.test.mjs: the platform never received the third turn with both earlier ones")
 	}
+	// gemini.test.mjs marks the prompts of the calls modelgate must refuse (an unknown key, a
+	// model outside the key's list): none may have reached the platform.
+	for _, c := range upstreamCalls(p, 0) {
+		if strings.Contains(string(c.Body), geminiRefusedMark) {
+			t.Errorf("a refused Gemini call reached the platform: %.300s", c.Body)
+		}
+	}
 	checkNodeSockets(t, p, g)
 	checkNodeLanes(t, p, g)
 	g.assertNoSecret(t, p.Key)
 }
 
-// ensureNodeModules installs the locked packages when one is missing, so `go test ./...`
-// works on a fresh clone (and on a checkout installed before a package was added).
+// ensureNodeModules installs the locked packages when one that package.json names is
+// missing, so `go test ./...` works on a fresh clone (and on a checkout installed before a
+// package was added).
 func ensureNodeModules(t *testing.T, dir string) {
 	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var manifest struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	if err := json.Unmarshal(b, &manifest); err != nil || len(manifest.Dependencies) == 0 {
+		t.Fatalf("%s/package.json names no dependencies (%v)", dir, err)
+	}
 	missing := false
-	for _, pkg := range []string{"openai", "@anthropic-ai/sdk", "ws"} {
+	for pkg := range manifest.Dependencies {
 		_, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json"))
 		if errors.Is(err, os.ErrNotExist) {
 			missing = true
@@ -85,7 +107,7 @@ func ensureNodeModules(t *testing.T, dir string) {
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
-		t.Fatal("node is installed but npm is not, and tests/node/node_modules is missing: install npm or run `npm ci` in tests/node")
+		t.Fatalf("node is installed but npm is not, and %s/node_modules lacks a package: install npm or run `npm ci` there", dir)
 	}
 	npmCI(t, npm, dir, npmCITimeout)
 }
