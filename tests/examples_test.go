@@ -73,6 +73,31 @@ func TestExamples(t *testing.T) {
 		})
 	}
 
+	geminiDir := filepath.Join(examples, "gemini")
+	geminiEnv := recipeEnv(t, filepath.Join(geminiDir, "env.sh"), "http://127.0.0.1:8080", g.URL)
+	t.Run("gemini-genai", func(t *testing.T) {
+		ensureNodeModules(t, geminiDir)
+		runExample(t, exec.Command(node, "genai.mjs"), geminiDir, geminiEnv, simulateAnswer, "[STOP]", "[countTokens]")
+	})
+	t.Run("gemini-cli", func(t *testing.T) {
+		cli := geminiCLI(t)
+		settings, err := os.ReadFile(filepath.Join(geminiDir, "settings.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		home := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), settings, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env := append(slices.Clip(geminiEnv), "HOME="+home, "TERM=dumb", "NO_COLOR=1")
+		cmd := exec.Command(node, cli, "--skip-trust", "-p", "Say hello to modelgate.", "--output-format", "json")
+		// The CLI puts its session context before the prompt, which the simulated model echoes.
+		runExample(t, cmd, t.TempDir(), env, `"response": "Hello from some-platform-model. You said:`, `Say hello to modelgate."`)
+	})
+
 	t.Run("claude-code", func(t *testing.T) {
 		env := recipeEnv(t, filepath.Join(examples, "claude-code", "env.sh"), "http://127.0.0.1:8080", g.URL)
 		home := t.TempDir()
@@ -174,8 +199,8 @@ func recipeEnv(t *testing.T, path, from, to string) []string {
 		assign, _, _ = strings.Cut(assign, "#")
 		env = append(env, strings.ReplaceAll(strings.TrimSpace(assign), from, to))
 	}
-	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "ANTHROPIC_BASE_URL="+to) }) {
-		t.Fatalf("%s sets no ANTHROPIC_BASE_URL=%s", path, from)
+	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasSuffix(e, "_BASE_URL="+to) }) {
+		t.Fatalf("%s sets no base URL %s", path, from)
 	}
 	return env
 }
