@@ -135,9 +135,8 @@ test('structured output: responseMimeType application/json with a responseSchema
       },
     },
   });
-  const value = JSON.parse(res.text);
-  assert.equal(typeof value.city, 'string');
-  assert.ok(Number.isInteger(value.population), res.text);
+  // sim-json fills the schema the platform received: its properties made it through.
+  assert.deepEqual(JSON.parse(res.text), { city: 'sim city', population: 1 });
   assert.equal(res.candidates[0].finishReason, 'STOP');
 });
 
