@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // Bounds for the node steps: a fresh npm ci downloads one package; the tests take seconds.
@@ -73,9 +75,29 @@ func TestNodeClient(t *testing.T) {
 			t.Errorf("a refused Gemini call reached the platform: %.300s", c.Body)
 		}
 	}
+	if !sawGeminiSignature(p) {
+		t.Error("gemini.test.mjs: the chat's second turn reached the platform without the first turn's reasoning item (its thought signature)")
+	}
 	checkNodeSockets(t, p, g)
 	checkNodeLanes(t, p, g)
 	g.assertNoSecret(t, p.Key)
+}
+
+// sawGeminiSignature reports whether the platform received gemini.test.mjs's second chat turn
+// with the reasoning item the first answer's thought signature carried back.
+func sawGeminiSignature(p *platform) bool {
+	for _, c := range upstreamCalls(p, 0) {
+		body := gjson.ParseBytes(c.Body)
+		users := findItems(body, isUserMessage)
+		if len(users) == 0 || itemText(users[len(users)-1]) != "Second thought" {
+			continue
+		}
+		reasoning := findItems(body, func(it gjson.Result) bool {
+			return it.Get("type").Str == "reasoning" && it.Get("encrypted_content").Str != ""
+		})
+		return len(reasoning) == 1
+	}
+	return false
 }
 
 // ensureNodeModules installs the locked packages when one that package.json names is

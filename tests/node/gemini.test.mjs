@@ -189,3 +189,74 @@ test('a model outside the key’s allow-list is a 404 NOT_FOUND', async () => {
   });
   assert.equal(ok.text, simAnswer('sim-chat', 'beta may'));
 });
+
+test('models.list and models.get over both versions: Google’s model objects, within the key’s list', async () => {
+  for (const ai of [v1beta, v1]) {
+    const names = [];
+    for await (const m of await ai.models.list()) {
+      names.push(m.name);
+      assert.ok(m.supportedActions?.includes('generateContent'), JSON.stringify(m));
+    }
+    assert.ok(names.includes('models/sim-chat') && names.includes('models/sim-tools'), names.join());
+    const one = await ai.models.get({ model: 'sim-tools' });
+    assert.equal(one.name, 'models/sim-tools');
+  }
+  // Team beta sees sim-chat only, and asking for another model is Google's 404.
+  const beta = gemini({ apiKey: otherTeamKey, apiVersion: 'v1beta' });
+  const betaNames = [];
+  for await (const m of await beta.models.list()) betaNames.push(m.name);
+  assert.deepEqual(betaNames, ['models/sim-chat']);
+  await refusal(() => beta.models.get({ model: 'sim-tools' }), 404, 'NOT_FOUND');
+});
+
+test('a platform failure is an ApiError: before the answer, and in the middle of a stream', async () => {
+  await refusal(() => v1beta.models.generateContent({ model: 'sim-failed', contents: 'fail please' }), 502, 'UNAVAILABLE');
+  // sim-error-event streams its text, then an error event instead of its end.
+  const stream = await v1beta.models.generateContentStream({ model: 'sim-error-event', contents: 'fail midway' });
+  let text = '';
+  const err = await (async () => {
+    for await (const chunk of stream) text += chunk.text ?? '';
+  })().then(
+    () => assert.fail(`the stream ended without an error: ${text}`),
+    (e) => e,
+  );
+  assert.ok(err instanceof ApiError, `${err}`);
+  assert.ok(err.status >= 500, err.message);
+  assert.ok(text.length > 0, 'the text before the failure arrived');
+});
+
+test('streamGenerateContent without alt=sse is one JSON array of the same chunks', async () => {
+  const body = JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'As an array' }] }] });
+  const headers = { 'content-type': 'application/json', 'x-goog-api-key': gatewayKey };
+  const res = await fetch(`${gatewayURL}/v1beta/models/sim-chat:streamGenerateContent`, { method: 'POST', headers, body });
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get('content-type'), /^application\/json/);
+  const chunks = JSON.parse(await res.text());
+  assert.ok(Array.isArray(chunks) && chunks.length > 2, `${chunks.length} chunks`);
+  const text = chunks.map((c) => (c.candidates?.[0]?.content?.parts ?? []).map((p) => p.text ?? '').join('')).join('');
+  assert.equal(text, simAnswer('sim-chat', 'As an array'));
+  assert.equal(chunks.at(-1).candidates[0].finishReason, 'STOP');
+});
+
+test('a chat with thoughts: the SDK keeps the history, thought parts and signatures included, and resends it', async () => {
+  const chat = v1beta.chats.create({ model: 'sim-reasoning', config: { thinkingConfig: { includeThoughts: true } } });
+  const first = await chat.sendMessage({ message: 'First thought' });
+  const parts = first.candidates[0].content.parts;
+  assert.ok(parts.some((p) => p.thought && p.text), `no thought part: ${JSON.stringify(parts)}`);
+  assert.ok(parts.some((p) => p.thoughtSignature), `no thought signature: ${JSON.stringify(parts)}`);
+  assert.equal(first.text, simAnswer('sim-reasoning', 'First thought'));
+  assert.ok(first.usageMetadata.thoughtsTokenCount > 0, JSON.stringify(first.usageMetadata));
+
+  const second = await chat.sendMessage({ message: 'Second thought' });
+  assert.equal(second.text, simAnswer('sim-reasoning', 'Second thought'));
+  assert.equal(chat.getHistory().length, 4);
+});
+
+test('a field the platform cannot honour is a 400 INVALID_ARGUMENT naming it', async () => {
+  const body = await refusal(
+    () => v1beta.models.generateContent({ model: 'sim-chat', contents: `${refusedMark}: logprobs`, config: { responseLogprobs: true } }),
+    400,
+    'INVALID_ARGUMENT',
+  );
+  assert.match(body.error.message, /responseLogprobs/);
+});
