@@ -138,6 +138,34 @@ test('structured output: responseMimeType application/json with a responseSchema
   // sim-json fills the schema the platform received: its properties made it through.
   assert.deepEqual(JSON.parse(res.text), { city: 'sim city', population: 1 });
   assert.equal(res.candidates[0].finishReason, 'STOP');
+
+  // The same with a JSON Schema (responseJsonSchema), passed on as is.
+  const js = await v1.models.generateContent({
+    model: 'sim-json',
+    contents: 'A river and its length, please.',
+    config: {
+      responseMimeType: 'application/json',
+      responseJsonSchema: {
+        type: 'object',
+        properties: { river: { type: 'string' }, km: { type: 'number', minimum: 2 } },
+        required: ['river', 'km'],
+      },
+    },
+  });
+  assert.deepEqual(JSON.parse(js.text), { river: 'sim river', km: 2 });
+});
+
+test('stopSequences cut the answer before the sequence; candidateCount 2 gives two candidates', async () => {
+  const prompt = 'genai likes pears and plums';
+  const cut = await v1beta.models.generateContent({ model: 'sim-chat', contents: prompt, config: { stopSequences: ['plums'] } });
+  assert.equal(cut.text, simAnswer('sim-chat', 'genai likes pears and '));
+  assert.equal(cut.candidates[0].finishReason, 'STOP');
+
+  const two = await v1beta.models.generateContent({ model: 'sim-chat', contents: 'Two for genai', config: { candidateCount: 2 } });
+  assert.deepEqual(two.candidates.map((c) => c.index ?? 0), [0, 1]);
+  for (const c of two.candidates) {
+    assert.equal(c.content.parts.map((p) => p.text).join(''), simAnswer('sim-chat', 'Two for genai'));
+  }
 });
 
 test('countTokens over both versions: a count that grows with the text', async () => {
