@@ -119,8 +119,22 @@ func TestGeminiCLI(t *testing.T) {
 	if got := res.Get("response").Str; !strings.HasPrefix(got, "Hello from sim-chat. You said: ") || !strings.HasSuffix(got, " Say hello") {
 		t.Fatalf("plain turn: %s", res.Raw)
 	}
-	if n := len(upstreamCalls(p, mark)); n != 1 {
-		t.Errorf("the plain turn made %d platform calls, want 1", n)
+	plain := upstreamCalls(p, mark)
+	if len(plain) != 1 {
+		t.Fatalf("the plain turn made %d platform calls, want 1", len(plain))
+	}
+	// The CLI's request as translate/testdata/gemini/cli_request.json shows it: its long system
+	// instruction, its own functions and a reasoning summary for its thoughts.
+	sent := gjson.ParseBytes(plain[0].Body)
+	if sys := sent.Get("input.0"); sys.Get("role").Str != "system" || len(itemText(sys)) < 10_000 {
+		t.Errorf("the CLI's system instruction did not lead the platform's input: %.300s", sys.Raw)
+	}
+	names := sent.Get(`tools.#(type=="function")#.name`).Array()
+	if len(names) < 5 || !strings.Contains(sent.Get("tools").Raw, `"name":"read_file"`) {
+		t.Errorf("the platform got %d of the CLI's functions: %v", len(names), names)
+	}
+	if sent.Get("reasoning.summary").Str != "auto" || !sent.Get("stream").Bool() {
+		t.Errorf("the CLI's streamed turn with includeThoughts became reasoning %s, stream %s", sent.Get("reasoning").Raw, sent.Get("stream").Raw)
 	}
 
 	// sim-tools calls the first tool it is given with arguments made from its schema: with
