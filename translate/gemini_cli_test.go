@@ -52,16 +52,18 @@ var geminiCLICases = []struct {
 		"stream":                         "true",
 	}, system: 25000},
 	// The classifier's responseJsonSchema is written with OpenAPI's upper-case type names
-	// (OBJECT, STRING, INTEGER), which Google accepts there; the translation passes a
-	// responseJsonSchema as is, so the platform receives them upper-case (the golden shows it).
+	// (OBJECT, STRING, INTEGER), which Google reads there; the platform must get them
+	// lower-cased, as JSON Schema names them, or it answers the router with no object.
 	{name: "cli_router_request", model: "gemini-3.5-flash-lite", stream: false, shape: map[string]string{
 		"contents.#":                                      "2",
 		"generationConfig.responseMimeType":               "application/json",
 		"generationConfig.responseJsonSchema.type":        "OBJECT",
 		"generationConfig.thinkingConfig.includeThoughts": "true",
 	}, out: map[string]string{
-		"text.format.type": "json_schema",
-		"stream":           "false",
+		"text.format.type":                                    "json_schema",
+		"text.format.schema.type":                             "object",
+		"text.format.schema.properties.complexity_score.type": "integer",
+		"stream": "false",
 	}},
 }
 
