@@ -28,7 +28,7 @@ var allowedImports = map[string][]string{
 	"modelgate/reqbody":             {},
 	"modelgate/storedapi":           {"apierr", "stored", "translate"},
 	"modelgate/modelsapi":           {"apierr"},
-	"modelgate/apierr":              {"platform", "ratelimit", "reqbody", "reqlog", "sidecar", "translate", "upstream"},
+	"modelgate/apierr":              {"auth", "billing", "platform", "ratelimit", "redisconn", "reqbody", "reqlog", "sidecar", "translate", "upstream"},
 	"modelgate/wsmode":              {"translate"},
 	"modelgate/jobs":                {"accounting", "ratelimit", "relay", "reqlog", "store", "stored", "translate"},
 	"modelgate/relay":               {"accounting", "translate", "ratelimit", "platform"},
