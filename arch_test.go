@@ -14,7 +14,7 @@ import (
 // is placed in the flow (and in the guide) on purpose.
 var allowedImports = map[string][]string{
 	"modelgate":                     {"*"},
-	"modelgate/tracing":             {},
+	"modelgate/tracing":             {"reqlog"},
 	"modelgate/tracing/tracingtest": {},
 	"modelgate/metrics":             {"reqlog", "auth", "config", "calibration", "breaker"},
 	"modelgate/reqlog":              {},
