@@ -31,7 +31,7 @@ func Refuse(c *gin.Context, status int, typ, code, msg string, retry time.Durati
 // LimitRefused answers a request the limiter refused: 503 when its store failed
 // (on_store_error: deny), 429 otherwise; both with Retry-After.
 func LimitRefused(c *gin.Context, d ratelimit.Decision, err error) {
-	record(c).Refusal = string(d.Reason)
+	Record(c).Refusal = string(d.Reason)
 	if d.Reason == ratelimit.ReasonStoreUnavailable || (err != nil && d.Reason == ratelimit.ReasonNone) {
 		// A second: when the store's breaker sends its next probe (redisconn.ProbeAfter),
 		// so a client that waits that long finds out whether the store is back.
@@ -57,7 +57,7 @@ func SpendRefused(c *gin.Context, refused *billing.Refusal, now time.Time) {
 	now = now.UTC()
 	next := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
 	msg := "You exceeded your daily spend budget (%s). It resets at 00:00 UTC."
-	rec := record(c)
+	rec := Record(c)
 	rec.Refusal = "daily_spend"
 	if refused.Period == "month" {
 		next = time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC)
