@@ -57,16 +57,7 @@ func attribute(c *gin.Context, st *state, user, metadata string) bool {
 //
 //go:noinline
 func attributeIdentity(c *gin.Context, st *state, id *translate.Identity) bool {
-	ok := attribute(c, st, endUserOf(id.User, id.SafetyIdentifier), id.Metadata)
+	ok := attribute(c, st, id.EndUser(), id.Metadata)
 	id.Metadata = ""
 	return ok
-}
-
-// endUserOf is the end user a Chat or Responses request names: `user`, else
-// `safety_identifier` (OpenAI's newer name for the same thing).
-func endUserOf(user, safety string) string {
-	if user != "" {
-		return user
-	}
-	return safety
 }

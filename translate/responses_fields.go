@@ -32,6 +32,9 @@ func (f *ResponsesFields) TurnCarried() bool {
 	return Present(f.Previous) || Present(f.Prompt) || Present(f.Convo)
 }
 
+// EndUser is the end user the request names: `user`, else `safety_identifier`.
+func (f *ResponsesFields) EndUser() string { return endUserOf(f.User, f.Safety) }
+
 // Present: set, and not null.
 func Present(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null }
 
