@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"log/slog"
 
 	"github.com/gin-gonic/gin"
 
@@ -43,11 +42,7 @@ func (s *Server) Close() {
 	cancel()
 	s.bg.Drain(ctx)
 	if s.keeper != nil {
-		s.keeper.Stop() // one last try at what is queued or held
-		if n, bytes := s.keeper.Held(); n > 0 {
-			s.log.Error("stored responses: records the store refused are lost with the process",
-				slog.Int("records", n), slog.Int64("bytes", bytes))
-		}
+		s.keeper.Close(s.log)
 	}
 }
 
