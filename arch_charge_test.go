@@ -24,9 +24,11 @@ var ruleUsers = map[string]string{
 	"relay/aggregate.go":   "ChargeFor",
 	"jobs/stream.go":       "ChargeFor",
 	"upstream/failure.go":  "ChargeFor",
-	"proxy/responses.go":   "ForAnswer",
-	"proxy/messages.go":    "ForAnswer",
-	"proxy/chat.go":        "ForAnswer",
+	// The exchange, every route's half after admission: its JSON answers, the fan-out's
+	// abandoned choices, an answer in the wrong form.
+	"proxy/exchange_answer.go": "ForAnswer",
+	"proxy/exchange_open.go":   "ForAnswer",
+	"proxy/exchange.go":        "ForAnswer",
 }
 
 // TestOneChargeRule (issue 42): no production file outside accounting computes a charge

@@ -47,9 +47,9 @@ func help(args []string, stdout, stderr io.Writer) int {
 		fs, _ := checkFlags(stderr)
 		fmt.Fprint(stdout, checkUsage(fs))
 	case "keys":
-		fmt.Fprintln(stdout, keysUsage)
+		fmt.Fprintln(stdout, adminUsage("keys", keysUsage))
 	case "teams":
-		fmt.Fprintln(stdout, teamsUsage)
+		fmt.Fprintln(stdout, adminUsage("teams", teamsUsage))
 	case "healthcheck":
 		fmt.Fprint(stdout, healthcheckUsage(healthcheckFlags(stderr)))
 	default:

@@ -3,17 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/spf13/pflag"
 )
 
 // adminKeyEnv names the environment variable the keys command reads the admin key from: a
@@ -22,60 +18,34 @@ const adminKeyEnv = "MODELGATE_ADMIN_KEY"
 
 const keysUsage = `usage: modelgate keys create --team T --name N [--expires-at RFC3339] [--limit name=value ...] [--model ID ...]
        modelgate keys list [--team T]
-       modelgate keys revoke ID
-every subcommand takes --url (default http://127.0.0.1:8080) and --json; the admin key is
-read from $MODELGATE_ADMIN_KEY; modelgate keys SUBCOMMAND --help lists its flags`
+       modelgate keys revoke ID`
 
 // keysCommand issues, lists and revokes keys through a running modelgate's admin API.
 func keysCommand(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-		fmt.Fprintln(stdout, keysUsage)
-		return 0
+	cli, code, done := newAdminCLI("keys", keysUsage, args, stdout, stderr)
+	if done {
+		return code
 	}
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintln(stderr, keysUsage)
-		return 2
-	}
-	sub := args[0]
-	fs := pflag.NewFlagSet("modelgate keys "+sub, pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(stdout, "%s\n\nflags of keys %s:\n%s", keysUsage, sub, fs.FlagUsages()) }
-	base := fs.String("url", "http://127.0.0.1:8080", "modelgate's base URL")
-	asJSON := fs.Bool("json", false, "print the API's JSON answer")
+	fs := cli.fs
 	team := fs.String("team", "", "team name")
 	var name, expires *string
 	var limits, models *[]string
-	if sub == "create" {
+	if cli.sub == "create" {
 		name = fs.String("name", "", "key name (unique in the team)")
 		expires = fs.String("expires-at", "", "expiry as RFC 3339, e.g. 2026-12-31T00:00:00Z (default: never)")
 		limits = fs.StringArray("limit", nil, "a limit as name=value, e.g. requests_per_minute=60 or spend_per_day=5; repeatable")
 		models = fs.StringArray("model", nil, "a model the key may use, one of its team's; repeatable (default: the team's models)")
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "modelgate keys %s: %v (see modelgate keys --help)\n", sub, err)
-		return 2
+	if code, done := cli.parse(args[1:]); done {
+		return code
 	}
-	adminKey := os.Getenv(adminKeyEnv)
-	if adminKey == "" {
-		fmt.Fprintf(stderr, "modelgate keys: set %s to an admin key\n", adminKeyEnv)
-		return 2
-	}
-	c := newAdminClient(*base, adminKey)
-
-	var status int
-	var body []byte
-	var err error
-	switch sub {
+	switch cli.sub {
 	case "create":
 		req := map[string]any{"team": *team, "name": *name}
 		if *expires != "" {
 			t, perr := time.Parse(time.RFC3339, *expires)
 			if perr != nil {
-				fmt.Fprintln(stderr, "modelgate keys create: --expires-at: want RFC 3339, e.g. 2026-12-31T00:00:00Z")
-				return 2
+				return cli.misuse("--expires-at: want RFC 3339, e.g. 2026-12-31T00:00:00Z")
 			}
 			req["expires_at"] = t
 		}
@@ -85,8 +55,7 @@ func keysCommand(args []string, stdout, stderr io.Writer) int {
 				k, v, ok := strings.Cut(l, "=")
 				f, perr := strconv.ParseFloat(v, 64)
 				if !ok || perr != nil {
-					fmt.Fprintf(stderr, "modelgate keys create: --limit %q: want name=number\n", l)
-					return 2
+					return cli.misuse("--limit %q: want name=number", l)
 				}
 				lim[k] = f
 			}
@@ -95,36 +64,20 @@ func keysCommand(args []string, stdout, stderr io.Writer) int {
 		if len(*models) > 0 {
 			req["models"] = *models
 		}
-		status, body, err = c.do("POST", "/admin/keys", req)
+		return cli.call("POST", "/admin/keys", req, printKeys)
 	case "list":
 		path := "/admin/keys"
 		if *team != "" {
 			path += "?team=" + url.QueryEscape(*team)
 		}
-		status, body, err = c.do("GET", path, nil)
+		return cli.call("GET", path, nil, printKeys)
 	case "revoke":
 		if fs.NArg() != 1 {
-			fmt.Fprintln(stderr, "modelgate keys revoke: give exactly one key id")
-			return 2
+			return cli.misuse("give exactly one key id")
 		}
-		status, body, err = c.do("DELETE", "/admin/keys/"+url.PathEscape(fs.Arg(0)), nil)
-	default:
-		fmt.Fprintln(stderr, keysUsage)
-		return 2
+		return cli.call("DELETE", "/admin/keys/"+url.PathEscape(fs.Arg(0)), nil, printKeys)
 	}
-	if err != nil {
-		fmt.Fprintln(stderr, "modelgate keys:", err)
-		return 1
-	}
-	if status/100 != 2 {
-		fmt.Fprintf(stderr, "modelgate keys %s: %d %s\n", sub, status, apiMessage(body))
-		return 1
-	}
-	if *asJSON {
-		_, _ = stdout.Write(body)
-		return 0
-	}
-	return printKeys(sub, body, stdout, stderr)
+	return cli.unknown()
 }
 
 func timeOrDash(t *time.Time) string {

@@ -9,17 +9,12 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"modelgate/admin"
 )
 
 // keyLimits are a key's own limits as the admin API lists them; zero is no limit of its own.
-type keyLimits struct {
-	RequestsPerMinute  int64   `json:"requests_per_minute"`
-	TokensPerMinute    int64   `json:"tokens_per_minute"`
-	ConcurrentRequests int64   `json:"concurrent_requests"`
-	TokensPerDay       int64   `json:"tokens_per_day"`
-	SpendPerDay        float64 `json:"spend_per_day"`
-	SpendPerMonth      float64 `json:"spend_per_month"`
-}
+type keyLimits admin.Limits
 
 // String writes the limits as keys create's --limit takes them, so a listed key can be
 // recreated from what the list shows; "-" for none.

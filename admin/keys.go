@@ -37,14 +37,15 @@ type keyRecord struct {
 	SHA256    string     `json:"sha256"`
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-	Limits    limitsJSON `json:"limits"`
+	Limits    Limits     `json:"limits"`
 	Models    []string   `json:"models,omitempty"` // the key's own narrower list; none: the team's
 	// Tags are the key's default request tags (issue 28); none: no defaults.
 	Tags map[string]string `json:"tags,omitempty"`
 }
 
-// limitsJSON is config.Limits as the admin API reads and writes it.
-type limitsJSON struct {
+// Limits is config.Limits as the admin API reads and writes it, a key's or a team's; zero is
+// no limit. The keys and teams commands read the API's answers with it.
+type Limits struct {
 	RequestsPerMinute  int64   `json:"requests_per_minute"`
 	TokensPerMinute    int64   `json:"tokens_per_minute"`
 	ConcurrentRequests int64   `json:"concurrent_requests"`
@@ -53,17 +54,17 @@ type limitsJSON struct {
 	SpendPerMonth      float64 `json:"spend_per_month"`
 }
 
-func toLimitsJSON(l config.Limits) limitsJSON {
-	return limitsJSON{l.RequestsPerMinute, l.TokensPerMinute, l.ConcurrentRequests, l.TokensPerDay, l.SpendPerDay, l.SpendPerMonth}
+func toLimitsJSON(l config.Limits) Limits {
+	return Limits{l.RequestsPerMinute, l.TokensPerMinute, l.ConcurrentRequests, l.TokensPerDay, l.SpendPerDay, l.SpendPerMonth}
 }
 
-func (l limitsJSON) config() config.Limits {
+func (l Limits) config() config.Limits {
 	return config.Limits{RequestsPerMinute: l.RequestsPerMinute, TokensPerMinute: l.TokensPerMinute,
 		ConcurrentRequests: l.ConcurrentRequests, TokensPerDay: l.TokensPerDay,
 		SpendPerDay: l.SpendPerDay, SpendPerMonth: l.SpendPerMonth}
 }
 
-func (l limitsJSON) problem() string {
+func (l Limits) problem() string {
 	for _, n := range []int64{l.RequestsPerMinute, l.TokensPerMinute, l.ConcurrentRequests, l.TokensPerDay} {
 		if n < 0 {
 			return "limits must not be negative"
@@ -98,7 +99,7 @@ func MaxKeyExpiry(now time.Time) time.Time { return now.UTC().AddDate(maxKeyYear
 type createRequest struct {
 	Team      string            `json:"team"`
 	Name      string            `json:"name"`
-	Limits    *limitsJSON       `json:"limits"`
+	Limits    *Limits           `json:"limits"`
 	ExpiresAt *time.Time        `json:"expires_at"`
 	Models    []string          `json:"models"`
 	Tags      map[string]string `json:"tags"`
@@ -149,7 +150,7 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 			"expires_at must be at most 100 years away (no later than "+MaxKeyExpiry(now).Format(time.RFC3339)+"); leave it out for a key that never expires.")
 		return
 	}
-	var limits limitsJSON
+	var limits Limits
 	if req.Limits != nil {
 		if p := req.Limits.problem(); p != "" {
 			writeError(w, http.StatusBadRequest, "invalid_limits", "limits", p)
@@ -327,7 +328,7 @@ type keyView struct {
 	CreatedAt  *time.Time        `json:"created_at"`
 	LastUsedAt *time.Time        `json:"last_used_at"`
 	ExpiresAt  *time.Time        `json:"expires_at"`
-	Limits     limitsJSON        `json:"limits"`
+	Limits     Limits            `json:"limits"`
 	Models     []string          `json:"models"` // the key's own list; null: the team's
 	Tags       map[string]string `json:"tags"`   // the key's default request tags; null: none
 	Usage      *keyUsage         `json:"usage"`

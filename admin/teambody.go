@@ -25,12 +25,12 @@ type teamRecord struct {
 // teamLimitsJSON is a team's limits as the admin API reads and writes them: a key's six,
 // and on_budget_exceeded, which the config reads at a team's limits only.
 type teamLimitsJSON struct {
-	limitsJSON
+	Limits
 	OnBudgetExceeded string `json:"on_budget_exceeded"`
 }
 
 func (l teamLimitsJSON) config() config.Limits {
-	c := l.limitsJSON.config()
+	c := l.Limits.config()
 	c.OnBudgetExceeded = l.OnBudgetExceeded
 	return c
 }

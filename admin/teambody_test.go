@@ -17,7 +17,7 @@ func teamTestConfig() *config.Config {
 // value, null resets one to its default, nested objects merge field by field.
 func TestMergeTeam(t *testing.T) {
 	base := teamRecord{Name: "t", Models: []string{"m1"},
-		Limits:        teamLimitsJSON{limitsJSON{RequestsPerMinute: 10, SpendPerDay: 5}, "clamp"},
+		Limits:        teamLimitsJSON{Limits{RequestsPerMinute: 10, SpendPerDay: 5}, "clamp"},
 		EndUserLimits: endUserLimitsJSON{RequestsPerMinute: 3, SpendPerDay: 1}}
 	for _, tc := range []struct {
 		name, body string
@@ -27,7 +27,7 @@ func TestMergeTeam(t *testing.T) {
 	}{
 		{name: "create", create: true, body: `{"name":"new","models":["m2"],"limits":{"tokens_per_day":7}}`,
 			want: func(r *teamRecord) {
-				*r = teamRecord{Name: "new", Models: []string{"m2"}, Limits: teamLimitsJSON{limitsJSON: limitsJSON{TokensPerDay: 7}}}
+				*r = teamRecord{Name: "new", Models: []string{"m2"}, Limits: teamLimitsJSON{Limits: Limits{TokensPerDay: 7}}}
 			}, changed: "limits.tokens_per_day,models"},
 		{name: "empty patch", body: `{}`, want: func(*teamRecord) {}},
 		{name: "same name", body: `{"name":"t"}`, want: func(*teamRecord) {}},
@@ -88,9 +88,9 @@ func TestTeamRecordProblem(t *testing.T) {
 		{"65 characters", teamRecord{Name: strings.Repeat("x", 65)}, "invalid_name", "name"},
 		{"leading dot", teamRecord{Name: ".hidden"}, "invalid_name", "name"},
 		{"space", teamRecord{Name: "a b"}, "invalid_name", "name"},
-		{"negative rpm", teamRecord{Name: "a", Limits: teamLimitsJSON{limitsJSON: limitsJSON{RequestsPerMinute: -1}}}, "invalid_limits", "limits"},
-		{"spend past the bound", teamRecord{Name: "a", Limits: teamLimitsJSON{limitsJSON: limitsJSON{SpendPerMonth: 2e12}}}, "invalid_limits", "limits"},
-		{"spend NaN", teamRecord{Name: "a", Limits: teamLimitsJSON{limitsJSON: limitsJSON{SpendPerDay: math.NaN()}}}, "invalid_limits", "limits"},
+		{"negative rpm", teamRecord{Name: "a", Limits: teamLimitsJSON{Limits: Limits{RequestsPerMinute: -1}}}, "invalid_limits", "limits"},
+		{"spend past the bound", teamRecord{Name: "a", Limits: teamLimitsJSON{Limits: Limits{SpendPerMonth: 2e12}}}, "invalid_limits", "limits"},
+		{"spend NaN", teamRecord{Name: "a", Limits: teamLimitsJSON{Limits: Limits{SpendPerDay: math.NaN()}}}, "invalid_limits", "limits"},
 		{"refuse", teamRecord{Name: "a", Limits: teamLimitsJSON{OnBudgetExceeded: "refuse"}}, "", ""},
 		{"shout", teamRecord{Name: "a", Limits: teamLimitsJSON{OnBudgetExceeded: "CLAMP"}}, "invalid_limits", "limits.on_budget_exceeded"},
 		{"end user negative", teamRecord{Name: "a", EndUserLimits: endUserLimitsJSON{SpendPerDay: -1}}, "invalid_limits", "end_user_limits"},
@@ -120,7 +120,7 @@ func FuzzMergeTeam(f *testing.F) {
 		f.Add([]byte(s), false)
 	}
 	cfg := teamTestConfig()
-	base := teamRecord{Name: "a", Models: []string{"m2"}, Limits: teamLimitsJSON{limitsJSON: limitsJSON{SpendPerDay: 2}}}
+	base := teamRecord{Name: "a", Models: []string{"m2"}, Limits: teamLimitsJSON{Limits: Limits{SpendPerDay: 2}}}
 	f.Fuzz(func(t *testing.T, body []byte, create bool) {
 		from := base
 		if create {

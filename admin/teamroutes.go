@@ -29,16 +29,8 @@ func (a *API) createTeam(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	body, ok := a.readBody(w, r, maxTeamBody)
+	rec, _, ok := a.teamBody(w, r, cfg, teamRecord{}, true)
 	if !ok {
-		return
-	}
-	rec, _, bad := mergeTeam(teamRecord{}, body, true)
-	if bad == nil {
-		bad = teamRecordProblem(cfg, rec)
-	}
-	if bad != nil {
-		writeError(w, http.StatusBadRequest, bad.code, bad.param, bad.msg)
 		return
 	}
 	if teamOf(cfg, rec.Name) != nil {
@@ -79,31 +71,15 @@ func (a *API) createTeam(w http.ResponseWriter, r *http.Request) {
 // updateTeam answers PATCH /admin/teams/{name}: a merge patch of models, limits and
 // end_user_limits. A config team is changed in the config file: 409.
 func (a *API) updateTeam(w http.ResponseWriter, r *http.Request) {
-	cfg, ok := a.teamWriteState(w)
+	cfg, name, old, ok := a.runtimeTeam(w, r)
 	if !ok {
 		return
 	}
-	name := r.PathValue("name")
-	if a.refuseConfigTeam(w, cfg, name) {
+	rec, changed, ok := a.teamBody(w, r, cfg, old, false)
+	if !ok {
 		return
 	}
 	ctx := r.Context()
-	old, ok := a.storedTeam(w, ctx, name)
-	if !ok {
-		return
-	}
-	body, ok := a.readBody(w, r, maxTeamBody)
-	if !ok {
-		return
-	}
-	rec, changed, bad := mergeTeam(old, body, false)
-	if bad == nil {
-		bad = teamRecordProblem(cfg, rec)
-	}
-	if bad != nil {
-		writeError(w, http.StatusBadRequest, bad.code, bad.param, bad.msg)
-		return
-	}
 	// A patch that changes nothing writes nothing and leaves no audit entry, as other
 	// refused or empty actions do not.
 	if len(changed) > 0 {
@@ -126,18 +102,11 @@ func (a *API) updateTeam(w http.ResponseWriter, r *http.Request) {
 // refused (409) rather than having them revoked along with it: keys are revoked one by one,
 // each with its own audit entry and alert, by whoever knows what uses them.
 func (a *API) deleteTeam(w http.ResponseWriter, r *http.Request) {
-	cfg, ok := a.teamWriteState(w)
+	_, name, _, ok := a.runtimeTeam(w, r)
 	if !ok {
 		return
 	}
-	name := r.PathValue("name")
-	if a.refuseConfigTeam(w, cfg, name) {
-		return
-	}
 	ctx := r.Context()
-	if _, ok := a.storedTeam(w, ctx, name); !ok {
-		return
-	}
 	keys, err := a.records(ctx)
 	if err != nil {
 		a.storeFailed(w, err)
@@ -179,32 +148,49 @@ func (a *API) teamWriteState(w http.ResponseWriter) (*config.Config, bool) {
 	return cfg, true
 }
 
-// refuseConfigTeam answers 409 for a team of the config file, which the API does not change.
-func (a *API) refuseConfigTeam(w http.ResponseWriter, cfg *config.Config, name string) bool {
-	if teamOf(cfg, name) == nil {
-		return false
+// teamBody reads the body of POST or PATCH /admin/teams and merges it into old (create: a
+// new team), checked against the config; on failure it has answered (400 for a bad body).
+func (a *API) teamBody(w http.ResponseWriter, r *http.Request, cfg *config.Config, old teamRecord, create bool) (rec teamRecord, changed []string, ok bool) {
+	body, ok := a.readBody(w, r, maxTeamBody)
+	if !ok {
+		return rec, nil, false
 	}
-	writeError(w, http.StatusConflict, "config_team", "name", "This team is defined in the config file; change it there and reload.")
-	return true
+	rec, changed, bad := mergeTeam(old, body, create)
+	if bad == nil {
+		bad = teamRecordProblem(cfg, rec)
+	}
+	if bad != nil {
+		writeError(w, http.StatusBadRequest, bad.code, bad.param, bad.msg)
+		return rec, nil, false
+	}
+	return rec, changed, true
 }
 
-// storedTeam reads the runtime team name from the store; on failure it has answered (404
-// for no such team).
-func (a *API) storedTeam(w http.ResponseWriter, ctx context.Context, name string) (teamRecord, bool) {
-	var rec teamRecord
-	raw, err := a.d.Store.Get(ctx, teamsBucket, name)
+// runtimeTeam reads the runtime team that PATCH or DELETE /admin/teams/{name} acts on, once
+// the API may write teams (teamWriteState). On failure it has answered: 409 for a team of
+// the config file, which the API does not change, 404 for no such team.
+func (a *API) runtimeTeam(w http.ResponseWriter, r *http.Request) (cfg *config.Config, name string, rec teamRecord, ok bool) {
+	if cfg, ok = a.teamWriteState(w); !ok {
+		return nil, "", rec, false
+	}
+	name = r.PathValue("name")
+	if teamOf(cfg, name) != nil {
+		writeError(w, http.StatusConflict, "config_team", "name", "This team is defined in the config file; change it there and reload.")
+		return nil, "", rec, false
+	}
+	raw, err := a.d.Store.Get(r.Context(), teamsBucket, name)
 	if err == nil {
 		err = json.Unmarshal(raw, &rec)
 	}
 	switch {
 	case isNotFound(err):
 		writeError(w, http.StatusNotFound, "team_not_found", "name", "No team of that name.")
-		return rec, false
+		return nil, "", rec, false
 	case err != nil:
 		a.storeFailed(w, err)
-		return rec, false
+		return nil, "", rec, false
 	}
-	return rec, true
+	return cfg, name, rec, true
 }
 
 // refreshAfter loads what this replica just wrote, so it serves it at once; the others do
@@ -278,7 +264,7 @@ func orNone(s string) string {
 
 // limitsSummary writes a team's limits as name=value pairs, like a key's in issuedDetails.
 func limitsSummary(l teamLimitsJSON) string {
-	s := issuedDetails(keyRecord{Limits: l.limitsJSON})["limits"]
+	s := issuedDetails(keyRecord{Limits: l.Limits})["limits"]
 	if l.OnBudgetExceeded != "" {
 		if s != "" {
 			s += ","

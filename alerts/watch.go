@@ -1,11 +1,12 @@
 package alerts
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"sort"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -233,19 +234,9 @@ func (w *Watcher) CrossedToday(ctx context.Context) ([]Event, error) {
 			return nil, err
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		switch {
-		case !a.Time.Equal(b.Time):
-			return a.Time.Before(b.Time)
-		case a.Team != b.Team:
-			return a.Team < b.Team
-		case a.Key != b.Key:
-			return a.Key < b.Key
-		case a.Budget != b.Budget:
-			return a.Budget < b.Budget
-		}
-		return a.Threshold < b.Threshold
+	slices.SortStableFunc(out, func(a, b Event) int {
+		return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(a.Team, b.Team), cmp.Compare(a.Key, b.Key),
+			cmp.Compare(a.Budget, b.Budget), cmp.Compare(a.Threshold, b.Threshold))
 	})
 	return out, nil
 }

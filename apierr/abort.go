@@ -1,12 +1,12 @@
 package apierr
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/relay"
 	"modelgate/reqlog"
 	"modelgate/sidecar"
 	"modelgate/translate"
@@ -21,28 +21,12 @@ const (
 	TypeQuota          = "insufficient_quota"
 )
 
-type openAIErrorBody struct {
-	Error openAIError `json:"error"`
-}
-
-type openAIError struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-// OpenAIJSON renders {"error":{...}}; empty param and code become null, as OpenAI sends them.
+// OpenAIJSON renders {"error":{...}} around the one error object (relay.ErrorObject); empty
+// param and code become null, as OpenAI sends them.
 func OpenAIJSON(typ, code, param, msg string) []byte {
-	e := openAIError{Message: msg, Type: typ}
-	if param != "" {
-		e.Param = &param
-	}
-	if code != "" {
-		e.Code = &code
-	}
-	b, _ := json.Marshal(openAIErrorBody{Error: e}) // marshalling plain strings cannot fail
-	return b
+	obj := relay.ErrorObject(typ, code, param, msg)
+	b := make([]byte, 0, len(`{"error":}`)+len(obj))
+	return append(append(append(b, `{"error":`...), obj...), '}')
 }
 
 // Abort answers with an error in the shape of the route's clients (OpenAI's, Anthropic's,

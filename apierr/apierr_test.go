@@ -30,6 +30,16 @@ type fakeRequest struct {
 func (r *fakeRequest) LogRecord() *reqlog.Record { return &r.rec }
 func (r *fakeRequest) PeekLimits(*gin.Context)   { r.peeked++ }
 
+// postContext is a POST to /v1/x as a handler sees it, with the HTTP layer's record set.
+func postContext() (*gin.Context, *httptest.ResponseRecorder, *fakeRequest) {
+	w := httptest.NewRecorder()
+	c, _ := gin.CreateTestContext(w)
+	c.Request = httptest.NewRequest(http.MethodPost, "/v1/x", nil)
+	r := &fakeRequest{}
+	c.Set(RequestKey, r)
+	return c, w, r
+}
+
 // Abort writes one refusal in each route's shape, records the code the access log reads,
 // and (outside the envelope) puts the caller's limit headers on the answer.
 func TestAbortWritesTheRoutesShape(t *testing.T) {
@@ -54,11 +64,7 @@ func TestAbortWritesTheRoutesShape(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := httptest.NewRecorder()
-			c, _ := gin.CreateTestContext(w)
-			c.Request = httptest.NewRequest(http.MethodPost, "/v1/x", nil)
-			r := &fakeRequest{}
-			c.Set(RequestKey, r)
+			c, w, r := postContext()
 			if tc.mark {
 				Mark(c, tc.shape)
 			}

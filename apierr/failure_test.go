@@ -2,10 +2,8 @@ package apierr
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
-	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
 
 	"modelgate/upstream"
@@ -30,11 +28,7 @@ func TestWriteFailure(t *testing.T) {
 		{"client_gone", OpenAI, true, 200, "", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := httptest.NewRecorder()
-			c, _ := gin.CreateTestContext(w)
-			c.Request = httptest.NewRequest(http.MethodPost, "/v1/x", nil)
-			r := &fakeRequest{}
-			c.Set(RequestKey, r)
+			c, w, r := postContext()
 			Mark(c, tc.shape)
 			WriteFailure(c, &upstream.Failure{Status: 429, Kind: "status_4xx", Body: body, Header: http.Header{"Retry-After": {"3"}}, ClientGone: tc.gone})
 			if !c.IsAborted() || w.Code != tc.status || gjson.Get(w.Body.String(), "error.type").Str != tc.wantType || w.Header().Get("Retry-After") != tc.wantRetry {

@@ -50,10 +50,7 @@ func TestAlertsValidation(t *testing.T) {
 // The summary names each webhook by host and events, never its path, query or secret.
 func TestSummaryAlerts(t *testing.T) {
 	y := "alerts:\n  webhooks:\n    - {url: 'https://hooks.example.com/p/tok123?k=tok456', secret: sec789, events: [key.issued]}\n    - {url: 'http://10.0.0.1:8080/x', secret: s}\n"
-	cfg, err := Parse([]byte(y), "c.yaml", envMap(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, []byte(y), "c.yaml", envMap(nil))
 	s := cfg.Summary()
 	summaryHas(t, s, "alerts: 2 webhooks, signed: hooks.example.com (key.issued); 10.0.0.1:8080 (all events); budgets checked every 5s at 50%, 80%, 100%")
 	for _, secret := range []string{"tok123", "tok456", "sec789"} {

@@ -39,9 +39,6 @@ func TestAttributionConfig(t *testing.T) {
 }
 
 func TestSummaryNoTagKeys(t *testing.T) {
-	cfg, err := Parse([]byte("models: [{id: m}]\n"+keyed), "c.yaml", envMap(testEnv))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, []byte("models: [{id: m}]\n"+keyed), "c.yaml", envMap(testEnv))
 	summaryHas(t, cfg.Summary(), "usage tag keys recorded: none")
 }

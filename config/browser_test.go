@@ -18,10 +18,7 @@ func TestKeepAliveDefaultAndOff(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(c.yaml), "c.yaml", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg := mustParse(t, []byte(c.yaml), "c.yaml", nil)
 			if got := cfg.Upstream.KeepAliveInterval; got != c.want {
 				t.Fatalf("keepalive_interval = %v, want %v", got, c.want)
 			}
@@ -57,10 +54,7 @@ func TestBrowserKeys(t *testing.T) {
 			t.Errorf("%q: error %v, want it to contain %q", c.yaml, err, c.want)
 		}
 	}
-	cfg, err := Parse(nil, "c.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, nil, "c.yaml", nil)
 	if cfg.Translate.MaxN != 8 || len(cfg.Server.CORSOrigins) != 0 {
 		t.Fatalf("defaults: max_n %d, cors_origins %v", cfg.Translate.MaxN, cfg.Server.CORSOrigins)
 	}
@@ -71,10 +65,7 @@ func TestSummaryNamesCORS(t *testing.T) {
 		"listen: 127.0.0.1:1\n": "browsers: no CORS",
 		"server:\n  cors_origins: [http://localhost:5173]\ntranslate:\n  max_n: 2\n": "browsers: CORS for http://localhost:5173; chat n at most 2",
 	} {
-		cfg, err := Parse([]byte(y), "c.yaml", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cfg := mustParse(t, []byte(y), "c.yaml", nil)
 		if s := cfg.Summary(); !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, s)
 		}

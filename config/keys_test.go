@@ -48,10 +48,7 @@ func TestTeamPlatformKeys(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(tc.yaml), "c.yaml", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg := mustParse(t, []byte(tc.yaml), "c.yaml", nil)
 			if got := cfg.TeamPlatformKeys(&cfg.Teams[0]); !slices.Equal(got, tc.want) {
 				t.Errorf("keys = %v, want %v", got, tc.want)
 			}

@@ -10,6 +10,16 @@ import (
 	"time"
 )
 
+// mustParse is Parse for a config the test needs: an error fails the test.
+func mustParse(t *testing.T, data []byte, source string, getenv func(string) (string, bool)) *Config {
+	t.Helper()
+	cfg, err := Parse(data, source, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 func envMap(m map[string]string) func(string) (string, bool) {
 	return func(name string) (string, bool) {
 		v, ok := m[name]
@@ -65,10 +75,7 @@ translate:
 `
 
 func TestParseFull(t *testing.T) {
-	cfg, err := Parse([]byte(fullYAML), "config.yaml", envMap(testEnv))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, []byte(fullYAML), "config.yaml", envMap(testEnv))
 	checks := []struct {
 		name      string
 		got, want any
@@ -160,10 +167,7 @@ func TestParseEmptyIsDefault(t *testing.T) {
 // TestEnvCannotChangeStructure: a variable's value is one scalar, whatever YAML it contains.
 func TestEnvCannotChangeStructure(t *testing.T) {
 	src := "ratelimit:\n  data_path: ${TRICKY}\nadmin_keys: [$${LITERAL}, \"x$y$$z\"]\n"
-	cfg, err := Parse([]byte(src), "c.yaml", envMap(testEnv))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, []byte(src), "c.yaml", envMap(testEnv))
 	if cfg.Ratelimit.DataPath != testEnv["TRICKY"] {
 		t.Errorf("data_path = %q", cfg.Ratelimit.DataPath)
 	}
@@ -265,10 +269,7 @@ func TestExampleConfig(t *testing.T) {
 // parse although YAML ends plain scalars at braces inside [..] and {..}.
 func TestRefsInFlowCollections(t *testing.T) {
 	src := "admin_keys: [${ADMIN_KEY}, pre-${RPM}-post, $${KEEP}]\nlimits: {requests_per_minute: ${RPM}, tokens_per_day: ${RPM}}\n"
-	cfg, err := Parse([]byte(src), "c.yaml", envMap(testEnv))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, []byte(src), "c.yaml", envMap(testEnv))
 	want := []string{"mg-admin-key-xyz", "pre-60-post", "${KEEP}"}
 	if len(cfg.AdminKeys) != len(want) {
 		t.Fatalf("admin_keys = %q", cfg.AdminKeys)

@@ -22,10 +22,7 @@ teams:
 `
 
 func TestPricingParsed(t *testing.T) {
-	c, err := Parse([]byte(pricedYAML), "p.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustParse(t, []byte(pricedYAML), "p.yaml", nil)
 	p := c.Models[0].Price
 	if p == nil || p.Input != 0.15 || p.CachedInput == nil || *p.CachedInput != 0.075 || p.Output != 0.6 || c.Models[1].Price != nil {
 		t.Fatalf("prices %+v %+v", p, c.Models[1].Price)

@@ -6,10 +6,7 @@ import (
 )
 
 func TestSummaryKeysMode(t *testing.T) {
-	cfg, err := Parse([]byte(fullYAML), "config.yaml", envMap(testEnv))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, []byte(fullYAML), "config.yaml", envMap(testEnv))
 	s := cfg.Summary()
 	summaryHas(t, s,
 		"mode: keys (1 teams, 2 keys)",
@@ -67,10 +64,7 @@ func summaryCases(t *testing.T, tests []summaryCase) {
 	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(tt.yaml), "c.yaml", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg := mustParse(t, []byte(tt.yaml), "c.yaml", nil)
 			s := cfg.Summary()
 			summaryHas(t, s, tt.want...)
 			for _, not := range tt.wantNot {
@@ -129,10 +123,7 @@ func TestClampsBudgets(t *testing.T) {
 func TestSummaryNamesWeightedRoutes(t *testing.T) {
 	y := "models:\n  - id: canary\n    routes:\n      - {upstream: model-a, weight: 9}\n      - {upstream: model-b, weight: 1}\n    sticky: user\n" +
 		"  - id: ab\n    routes: [{upstream: x, weight: 1}, {upstream: y, weight: 2}]\n"
-	cfg, err := Parse([]byte(y), "c.yaml", envMap(testEnv))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, []byte(y), "c.yaml", envMap(testEnv))
 	summaryHas(t, cfg.Summary(),
 		"canary -> model-a 90% (weight 9), model-b 10% (weight 1); sticky per user",
 		"ab -> x 33.33% (weight 1), y 66.67% (weight 2); a fresh draw per call",
@@ -142,10 +133,7 @@ func TestSummaryNamesWeightedRoutes(t *testing.T) {
 // TestRoutedModelRevalidates: a parsed config with routes passes Validate again (main
 // validates after flag overrides), so the defaults must not give a routed model an upstream.
 func TestRoutedModelRevalidates(t *testing.T) {
-	cfg, err := Parse([]byte("models:\n  - id: canary\n    routes: [{upstream: a, weight: 1}]\n"), "c.yaml", envMap(testEnv))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, []byte("models:\n  - id: canary\n    routes: [{upstream: a, weight: 1}]\n"), "c.yaml", envMap(testEnv))
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("a parsed config fails Validate: %v", err)
 	}
@@ -157,10 +145,7 @@ func TestRoutedModelRevalidates(t *testing.T) {
 // Each model's routing keys show under it; a model without them shows nothing more.
 func TestSummaryFallbacks(t *testing.T) {
 	yaml := "models:\n  - id: big\n    context_window: 128000\n    fallbacks: [small]\n    first_token_timeout: 20s\n    compact_instructions: Summarise.\n  - id: small\n"
-	cfg, err := Parse([]byte(yaml), "c.yaml", envMap(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, []byte(yaml), "c.yaml", envMap(nil))
 	s := cfg.Summary()
 	summaryHas(t, s, "  big\n    fallbacks: small; context_window: 128000 tokens; first_token_timeout: 20s; compact_instructions: 10 bytes\n  small\n")
 }

@@ -90,10 +90,7 @@ func TestModelWarnings(t *testing.T) {
 		{"an entry of its own settles it", priced + "  - {id: cheap, upstream: vendor-x}\n  - {id: dear, upstream: vendor-x}\n  - {id: vendor-x}\n" + spender, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(tc.yaml), "c.yaml", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg := mustParse(t, []byte(tc.yaml), "c.yaml", nil)
 			got := cfg.ModelWarnings()
 			if len(got) != len(tc.want) {
 				t.Fatalf("warnings = %q, want %d", got, len(tc.want))

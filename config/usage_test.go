@@ -7,10 +7,7 @@ import (
 
 func TestUsageTagKeys(t *testing.T) {
 	base := strings.Replace(pricedYAML, "usage_history: {retention: 720h}", "usage_history: {retention: 720h, distinct_values: 50}\nusage: {tag_keys: [feature, customer]}", 1)
-	c, err := Parse([]byte(base), "p.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustParse(t, []byte(base), "p.yaml", nil)
 	if !c.Usage.RecordsTag("feature") || c.Usage.RecordsTag("experiment") || c.UsageHistory.DistinctValues != 50 {
 		t.Fatalf("usage %+v history %+v", c.Usage, c.UsageHistory)
 	}

@@ -182,10 +182,7 @@ func TestKeyModelsNarrowTheTeam(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(c.yaml), "c.yaml", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg := mustParse(t, []byte(c.yaml), "c.yaml", nil)
 			if got := cfg.Teams[0].Keys[0].Models; strings.Join(got, ",") != strings.Join(c.want, ",") {
 				t.Errorf("key models = %q, want %q", got, c.want)
 			}
@@ -204,10 +201,7 @@ func TestDuplicateKeyAcrossKeyAndHash(t *testing.T) {
 }
 
 func TestPassthroughNeedsNoPlatformKey(t *testing.T) {
-	cfg, err := Parse([]byte("limits:\n  requests_per_minute: 10\n"), "c.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, []byte("limits:\n  requests_per_minute: 10\n"), "c.yaml", nil)
 	if cfg.KeysMode() || cfg.Upstream.APIKey != "" {
 		t.Errorf("want passthrough without a platform key: %+v", cfg)
 	}

@@ -289,12 +289,7 @@ func TestDeepNestingFault(t *testing.T) {
 	t.Run("stream", func(t *testing.T) {
 		sim, srv := newSim(t, Options{})
 		sim.Enqueue("/v1/responses", Reply{Fault: FaultDeepNesting, AfterEvents: 5})
-		resp := do(t, context.Background(), "POST", srv.URL+"/v1/responses", testKey, []byte(chatStream))
-		defer resp.Body.Close()
-		evs, err := readSSE(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
+		evs := streamResponse(t, srv, []byte(chatStream))
 		if len(evs) != chatStreamEvents+1 {
 			t.Fatalf("%d events, want the %d of the stream and the nested one", len(evs), chatStreamEvents+1)
 		}

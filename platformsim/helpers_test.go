@@ -84,6 +84,19 @@ func readSSE(r io.Reader) (evs []sseEvent, err error) {
 	return evs, nil
 }
 
+// streamResponse POSTs body to /v1/responses with the test key and reads the stream to its
+// end; a read error fails the test.
+func streamResponse(t *testing.T, srv *httptest.Server, body []byte) []sseEvent {
+	t.Helper()
+	resp := do(t, context.Background(), "POST", srv.URL+"/v1/responses", testKey, body)
+	defer resp.Body.Close()
+	evs, err := readSSE(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
 // checkFraming asserts every event's JSON type equals its event name and sequence numbers
 // count up from 0.
 func checkFraming(t *testing.T, evs []sseEvent) {

@@ -55,22 +55,25 @@ func (s *Sim) serveResponses(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// retryInASecond is the error answer of a platform that asks to be retried after a second.
+func retryInASecond(e *apiError) answer {
+	a := errorAnswer(e)
+	a.header.Set("Retry-After", "1")
+	return a
+}
+
 // generate answers a valid request the way its model behaves.
 func (s *Sim) generate(req *request, key string) answer {
 	switch req.model {
 	case "sim-429":
-		a := errorAnswer(&apiError{status: http.StatusTooManyRequests, typ: "requests", code: "rate_limit_exceeded",
+		return retryInASecond(&apiError{status: http.StatusTooManyRequests, typ: "requests", code: "rate_limit_exceeded",
 			message: "Rate limit reached for requests. Please try again in 1s."})
-		a.header.Set("Retry-After", "1")
-		return a
 	case "sim-500":
 		return errorAnswer(&apiError{status: http.StatusInternalServerError, typ: "server_error", code: "server_error",
 			message: "The server had an error while processing your request."})
 	case "sim-503":
-		a := errorAnswer(&apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "server_is_overloaded",
+		return retryInASecond(&apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "server_is_overloaded",
 			message: "The server is overloaded. Please retry later."})
-		a.header.Set("Retry-After", "1")
-		return a
 	case "sim-context-length":
 		// Any input exceeds this model's window: the error a fallback with a larger
 		// context_window is for.

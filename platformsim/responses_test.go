@@ -255,12 +255,7 @@ func TestLongAndMaxOutputTokens(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := do(t, context.Background(), "POST", srv.URL+"/v1/responses", testKey, []byte(tc.body))
-			defer resp.Body.Close()
-			evs, err := readSSE(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
+			evs := streamResponse(t, srv, []byte(tc.body))
 			checkFraming(t, evs)
 			n, _ := countDeltas(evs)
 			final := evs[len(evs)-1].JSON["response"].(map[string]any)
@@ -277,12 +272,7 @@ func TestLongAndMaxOutputTokens(t *testing.T) {
 func TestLogprobs(t *testing.T) {
 	_, srv := newSim(t, Options{})
 	body := `{"model":"sim-chat","input":"x","stream":true,"include":["message.output_text.logprobs"],"top_logprobs":2}`
-	resp := do(t, context.Background(), "POST", srv.URL+"/v1/responses", testKey, []byte(body))
-	defer resp.Body.Close()
-	evs, err := readSSE(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := streamResponse(t, srv, []byte(body))
 	for _, ev := range evs {
 		if ev.Type != "response.output_text.delta" {
 			continue
@@ -315,12 +305,7 @@ func TestLogprobs(t *testing.T) {
 func TestErrorEventStream(t *testing.T) {
 	sim, srv := newSim(t, Options{})
 	body := []byte(`{"model":"sim-error-event","input":"x","stream":true}`)
-	resp := do(t, context.Background(), "POST", srv.URL+"/v1/responses", testKey, body)
-	defer resp.Body.Close()
-	evs, err := readSSE(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := streamResponse(t, srv, body)
 	checkFraming(t, evs)
 	last := evs[len(evs)-1]
 	e, _ := last.JSON["error"].(map[string]any)
@@ -504,12 +489,7 @@ func TestSplitKeepsRunes(t *testing.T) {
 func TestCustomToolCall(t *testing.T) {
 	sim, srv := newSim(t, Options{})
 	body := []byte(`{"model":"sim-tools","input":"ls -la /tmp","stream":true,"tools":[{"type":"custom","name":"shell"}]}`)
-	resp := do(t, context.Background(), "POST", srv.URL+"/v1/responses", testKey, body)
-	defer resp.Body.Close()
-	evs, err := readSSE(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := streamResponse(t, srv, body)
 	checkFraming(t, evs)
 	var input strings.Builder
 	deltas := 0

@@ -228,7 +228,7 @@ func TestPassthroughCountsTerminalUsageWhenTheClientLeaves(t *testing.T) {
 	resp := &http.Response{Body: io.NopCloser(&in)}
 	_, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch := s.forwardResponsesStream(c, st, resp, ratelimit.Usage{InputTokens: 7, OutputTokens: 4096}, cancel)
+	ch := relayOpened(s, c, st, resp, ratelimit.Usage{InputTokens: 7, OutputTokens: 4096}, cancel)
 	if ch.Usage != (ratelimit.Usage{InputTokens: 100, OutputTokens: 50}) || ch.Unknown != "" {
 		t.Errorf("settled %+v (estimated %q), want the terminal event's 100/50", ch.Usage, ch.Unknown)
 	}

@@ -291,7 +291,7 @@ func adminUsage(t *testing.T, env *testEnv) []byte {
 	t.Helper()
 	status, _, b := env.do(t, "GET", "/admin/usage", keyAdmin, nil)
 	if status != 200 {
-		t.Fatalf("%d %s", status, b)
+		t.Fatalf("/admin/usage: %d %s", status, b)
 	}
 	return b
 }

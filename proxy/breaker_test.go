@@ -182,10 +182,7 @@ func TestModelBreakerOneProbeUnderLoad(t *testing.T) {
 // breakerState reads a breaker's state from /admin/usage ("closed" when it is not listed).
 func breakerState(t *testing.T, env *testEnv, name string) string {
 	t.Helper()
-	status, _, b := env.do(t, "GET", "/admin/usage", keyAdmin, nil)
-	if status != http.StatusOK {
-		t.Fatalf("/admin/usage: %d %s", status, b)
-	}
+	b := adminUsage(t, env)
 	var u struct {
 		Breakers []struct {
 			Name     string     `json:"name"`

@@ -9,11 +9,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
 
-	"modelgate/accounting"
 	"modelgate/auth"
 	"modelgate/config"
-	"modelgate/ratelimit"
-	"modelgate/relay"
 	"modelgate/routing"
 	"modelgate/storedapi"
 	"modelgate/tokens"
@@ -30,59 +27,26 @@ const (
 	inputTokensRoute = "/v1/responses/input_tokens"
 )
 
-// compact serves POST /v1/responses/compact.
+// compact serves POST /v1/responses/compact: its dialect's halves on the one exchange.
 func (s *Server) compact(c *gin.Context) {
-	d := &compactDialect{s: s}
-	a := s.preflight(c, compactRoute, d)
-	if a == nil {
-		return
+	d := &compactDialect{s: s} // the dialect the preflight fills, and the call once admitted
+	if a := s.preflight(c, compactRoute, d); a != nil {
+		s.exchange(c, a, &d.x, d, false)
 	}
-	ri := info(c)
-	var ch accounting.Charge
-	defer func() { s.settle(ri, a.ticket, ch) }()
-	var gc gatewayCall
-	gc.start(a.st, a.p, ri, a.call.upBody, false, &a.reserve, 1, c.Writer.Header())
-	resp, cancel, f := s.callGateway(c, &gc)
-	a.call.upBody, gc.body = nil, nil
-	ri.held.Release()
-	if f != nil {
-		chargeFailed(&ch, f, a.reserve)
-		return
-	}
-	defer cancel()
-	defer resp.Body.Close()
-	ch = s.answerCompact(c, resp, a.reserve, d.input)
 }
 
-// answerCompact reads the platform's answer to the summarising call and answers the client
-// with the compacted conversation, returning what the call cost: the platform's usage as
-// reported (it billed the call whatever the summary is worth), else the reservation.
-func (s *Server) answerCompact(c *gin.Context, resp *http.Response, reserve ratelimit.Usage, input string) accounting.Charge {
-	ri := info(c)
-	bad := accounting.ForAnswer(reserve, ratelimit.Usage{}, false)
-	if relay.IsEventStream(resp) {
-		ri.UpstreamErr = "invalid_body"
-		abortError(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
-		return bad
+// The compact route's response half (answerHalf): one JSON answer, the platform's summary
+// turned into the compacted conversation. It costs the platform's usage as reported (it
+// billed the call whatever the summary is worth), else the reservation.
+
+func (d *compactDialect) answer(_ int, body []byte) ([]byte, translate.Usage, error) {
+	usage := responseUsage(body)
+	out, terr := translate.CompactedResponse(body, gjson.Parse(d.input), compactID(), d.s.now().Unix())
+	if terr != nil { // a *translate.Error: returned as an error only when it is one
+		d.x.ri.UpstreamErr = "invalid_body"
+		return nil, usage, terr
 	}
-	buf := relay.GetAnswerBuf(resp.ContentLength)
-	defer relay.PutAnswerBuf(buf)
-	if err := relay.ReadAnswer(buf, resp.Body, ri.waitClock()); err != nil {
-		s.answerFailed(c, err)
-		return bad
-	}
-	b := buf.Bytes()
-	ri.traceAnswer(b)
-	u, reported := relay.ResponseUsage(b)
-	ch := accounting.ForAnswer(reserve, u, reported)
-	out, terr := translate.CompactedResponse(b, gjson.Parse(input), compactID(), s.now().Unix())
-	if terr != nil {
-		ri.UpstreamErr = "invalid_body"
-		writeTranslateError(c, terr)
-		return ch
-	}
-	c.Data(http.StatusOK, "application/json", out)
-	return ch
+	return out, usage, nil
 }
 
 // compactID names a compaction: cmp_ and 24 random bytes in hex, as response ids are made.
@@ -96,10 +60,12 @@ func compactID() string {
 // the route takes; prepare expands previous_response_id from the stored responses and builds
 // the summarising call.
 type compactDialect struct {
-	s      *Server
-	f      translate.AuxFields
-	sticky stickyKey
-	input  string // the conversation compacted (the expanded input, raw JSON), for the answer
+	passThrough // the summarising call is one choice, never streamed
+	s           *Server
+	f           translate.AuxFields
+	sticky      stickyKey
+	input       string   // the conversation compacted (the expanded input, raw JSON), for the answer
+	x           exchange // the call once admitted
 }
 
 //go:noinline

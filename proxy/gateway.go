@@ -1,9 +1,6 @@
 package proxy
 
 import (
-	"context"
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 
 	"modelgate/accounting"
@@ -24,16 +21,6 @@ func (ri *requestInfo) trail() upstream.Trail {
 		tr.Wait = &ri.UpstreamWait
 	}
 	return tr
-}
-
-// callGateway is openGateway for a single upstream call whose failure goes straight to the
-// client. A non-nil failure has been answered; its Charge says what it costs.
-func (s *Server) callGateway(c *gin.Context, gc *gatewayCall) (*http.Response, context.CancelFunc, *upstream.Failure) {
-	resp, cancel, f := s.openGateway(c.Request.Context(), gc)
-	if f != nil {
-		writeFailure(c, f)
-	}
-	return resp, cancel, f
 }
 
 // chargeFailed sets ch to what the failed gateway call f costs (Failure.Charge: nothing when

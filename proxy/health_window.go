@@ -8,26 +8,22 @@ import (
 	"modelgate/upstream"
 )
 
-// noteFallback tells the health window and the metrics that gc moved to the fallback served
-// after failure f (issue 45).
-func (s *Server) noteFallback(gc *gatewayCall, served string, f *upstream.Failure) {
+// noteFallback tells the health window and the metrics that a call for asked moved to the
+// fallback served after failure f (issue 45).
+func (s *Server) noteFallback(asked, served string, f *upstream.Failure) {
 	reason := fallbackReason(f)
-	s.window.Fallback(gc.ri.Model, served, reason, s.now())
+	s.window.Fallback(asked, served, reason, s.now())
 	if s.hooks.Fallback != nil {
-		s.hooks.Fallback(gc.ri.Model, served, reason)
+		s.hooks.Fallback(asked, served, reason)
 	}
 }
-
-// kindFirstTokenTimeout is the Failure kind of a stream that sent no output in time
-// (firsttoken.go).
-const kindFirstTokenTimeout = "first_token_timeout"
 
 // fallbackReason names the failure a call fell back from, one of reqlog's Fallback* words.
 func fallbackReason(f *upstream.Failure) string {
 	switch {
 	case f.Kind == upstream.KindBreakerOpen:
 		return reqlog.FallbackBreakerOpen
-	case f.Kind == kindFirstTokenTimeout:
+	case f.Kind == upstream.KindFirstTokenTimeout:
 		return reqlog.FallbackFirstTokenTimeout
 	case f.Status == 400 && gjson.GetBytes(f.Body, "error.code").Str == routing.ContextLengthCode:
 		return reqlog.FallbackContextLength

@@ -107,10 +107,7 @@ func (pe *poolEnv) sent() (a, b int) {
 
 func (pe *poolEnv) keyStates(t *testing.T) map[string]string {
 	t.Helper()
-	status, _, body := pe.do(t, "GET", "/admin/usage", keyAdmin, nil)
-	if status != http.StatusOK {
-		t.Fatalf("admin usage: %d %s", status, body)
-	}
+	body := adminUsage(t, pe.testEnv)
 	var u struct {
 		Teams []struct {
 			Name         string

@@ -13,9 +13,6 @@ import (
 type modelTable struct {
 	list    []config.Model
 	entries map[string]modelEntry
-	// chained are the models with fallbacks or a first_token_timeout (issue 27), by id: a
-	// call to any other model takes the path it always took.
-	chained map[string]*config.Model
 	// anySticky: some model places its calls by a sticky key, read from request bodies.
 	anySticky bool
 	// owners maps a platform model an entry sends calls to (its upstream or a route's
@@ -32,28 +29,21 @@ type modelEntry struct {
 	upstream string         // the platform's name when the id has no routes
 	routes   *routing.Table // the id's weighted routes; nil when it has none
 	sticky   string         // config.StickyUser, config.StickyConversation or ""
-	retries  *int           // models[].retries; nil: the default (gatewayCall.retries)
 }
 
 func newModelTable(models []config.Model) modelTable {
 	t := modelTable{list: models, entries: make(map[string]modelEntry, len(models))}
-	for i, m := range models {
+	for _, m := range models {
 		up := m.Upstream
 		if up == "" {
 			up = m.ID
 		}
-		e := modelEntry{upstream: up, sticky: m.Sticky, retries: m.Retries}
+		e := modelEntry{upstream: up, sticky: m.Sticky}
 		t.anySticky = t.anySticky || (m.Sticky != "" && len(m.Routes) > 0)
 		if len(m.Routes) > 0 {
 			e.routes = newRouteTable(m.Routes)
 		}
 		t.entries[m.ID] = e
-		if len(m.Fallbacks) > 0 || m.FirstTokenTimeout > 0 {
-			if t.chained == nil {
-				t.chained = make(map[string]*config.Model)
-			}
-			t.chained[m.ID] = &models[i]
-		}
 	}
 	for name, ids := range config.PlatformOwners(models) {
 		if t.owners == nil {
@@ -87,16 +77,6 @@ func (t modelTable) model(id string) *config.Model {
 		}
 	}
 	return nil
-}
-
-// upstreamName returns the platform's name for a client-facing id without routes; ids not
-// in the table pass unchanged, so a config without `models` still reaches every platform
-// model. A routed id's name is chosen per call (state.routeCall).
-func (t modelTable) upstreamName(id string) string {
-	if e, ok := t.entries[id]; ok {
-		return e.upstream
-	}
-	return id
 }
 
 // modelCatalog is the model listing routes' view of the models (modelsapi): those of the

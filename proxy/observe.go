@@ -20,8 +20,8 @@ func (s *Server) observe(c *gin.Context) {
 	}
 	c.Set(infoKey, ri)
 	c.Header("X-Request-Id", ri.RequestID)
-	if wsmode.IsTurn(c.Request.Context()) {
-		ri.Transport = "websocket"
+	if t := wsmode.TurnOf(c.Writer); t != nil {
+		ri.turn, ri.Transport = t, "websocket"
 	}
 	if s.state().cfg.Server.OverheadHeader {
 		ri.KeepWait = true // platform calls time their wait (see traceUpstreamWait)
@@ -41,18 +41,18 @@ func (s *Server) observe(c *gin.Context) {
 		s.finishSocket(c, ri) // reported when the connection closes (websocket_log.go)
 		return
 	}
-	if ri.Transport != "" {
-		noteTurnSettled(c, ri)
+	if ri.turn != nil {
+		noteTurnSettled(ri)
 	}
 	s.finish(c, ri)
 }
 
 // noteTurnSettled tells a WebSocket turn what it was charged, now settled: a steered
-// response reports it as its usage (wsmode.NoteSettled).
+// response reports it as its usage (wsmode.Turn.Settled).
 //
 //go:noinline
-func noteTurnSettled(c *gin.Context, ri *requestInfo) {
-	wsmode.NoteSettled(c.Request.Context(), ri.InputTokens, ri.OutputTokens, ri.CachedTokens, ri.ReasoningTokens)
+func noteTurnSettled(ri *requestInfo) {
+	ri.turn.Settled(wsmode.Usage{Input: ri.InputTokens, Output: ri.OutputTokens, Cached: ri.CachedTokens, Reasoning: ri.ReasoningTokens})
 }
 
 // budgetStore gives the request its store budget (redisconn.WithBudget): on a Redis that

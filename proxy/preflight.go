@@ -167,6 +167,20 @@ func noteAsked(ri *requestInfo, body []byte) {
 	}
 }
 
+// nameCall is a translated dialect's check after its parse, the same for each: the tools it
+// dropped noted, the caller's identity attributed (its end user and tags), the model the call
+// asks for (call.asked) resolved, and the caller's sticky key for it.
+func nameCall(c *gin.Context, st *state, dropped []string, id *translate.Identity, sticky *stickyKey, call *modelCall) bool {
+	noteDroppedTools(c, dropped)
+	if !attributeIdentity(c, st, id) {
+		return false
+	}
+	model, ok := st.models.resolve(call.asked)
+	*sticky = st.models.withSession(model, st.models.identityKey(model, id), c.Request.Header, "")
+	call.model, call.unknown = model, !ok
+	return true
+}
+
 // translatedUpstream decides how a translated dialect's request goes to the platform: as a
 // stream when the client streams, and also when a non-stream client sent stop sequences, so
 // the platform can be stopped as soon as one appears; the options say so to the translator.

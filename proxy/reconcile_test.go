@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -303,10 +302,7 @@ func checkTeamBooks(t *testing.T, env *resEnv, ledger *billing.Ledger, history *
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, _, raw := env.do(t, http.MethodGet, "/admin/usage", keyAdmin, nil)
-	if status != http.StatusOK {
-		t.Fatalf("/admin/usage: %d %s", status, raw)
-	}
+	raw := adminUsage(t, env.testEnv)
 	for _, tm := range reconcileTeams {
 		bill, m := bills[tm.name], margins[tm.name]
 		want := ratelimit.Usage{InputTokens: bill.InputTokens + m.InputTokens, OutputTokens: bill.OutputTokens + m.OutputTokens}

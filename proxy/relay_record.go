@@ -1,15 +1,11 @@
 package proxy
 
 import (
-	"context"
-	"net/http"
 	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"modelgate/accounting"
-	"modelgate/ratelimit"
 	"modelgate/relay"
 )
 
@@ -61,24 +57,3 @@ func (ri *requestInfo) waitClock() *atomic.Int64 {
 // startStream commits the answer as a 200 event stream (see relay.StartStream, and why the
 // frames above it are kept small).
 func startStream(c *gin.Context) { relay.StartStream(c.Writer) }
-
-// forwardResponsesStream relays a Responses event stream byte for byte (relay.Pump.Responses).
-func (s *Server) forwardResponsesStream(c *gin.Context, st *state, resp *http.Response, reserve ratelimit.Usage, cancel context.CancelFunc) accounting.Charge {
-	startStream(c) // above the relay's frame (see startStream)
-	return s.relayResponsesStream(c, st, resp, reserve, cancel)
-}
-
-// relayResponsesStream is forwardResponsesStream's relay, entered once the stream started.
-//
-//go:noinline
-func (s *Server) relayResponsesStream(c *gin.Context, st *state, resp *http.Response, reserve ratelimit.Usage, cancel context.CancelFunc) accounting.Charge {
-	ri := info(c)
-	if s.hooks.StreamOpened != nil {
-		s.hooks.StreamOpened(ri.Route)
-		defer s.hooks.StreamClosed(ri.Route)
-	}
-	p := relay.Pump{Out: relay.NewWriter(c.Writer, st.cfg.Upstream.KeepAliveInterval), Obs: ri,
-		Client: c.Request.Context(), Idle: st.cfg.Upstream.StreamIdleTimeout, Reserve: reserve}
-	defer p.Out.Stop()
-	return p.Responses(resp.Body, cancel)
-}

@@ -17,6 +17,7 @@ import (
 	"modelgate/reqbody"
 	"modelgate/reqlog"
 	"modelgate/tracing"
+	"modelgate/wsmode"
 )
 
 // requestInfo is one request as the HTTP layer knows it: the record the access log and the
@@ -55,6 +56,10 @@ type requestInfo struct {
 	// journaled is the call's entry in the admission journal, cleared once it settled and
 	// billed; a background job takes it along.
 	journaled journal.Handle
+
+	// turn is the WebSocket turn this request serves (wsmode.Turn), found in its response
+	// writer; nil for an HTTP client. The route tells it what it sent and what it cost.
+	turn wsmode.Turn
 
 	// socket is set on a WebSocket upgrade handed to wsmode: the request is reported when
 	// its connection closes, not when the upgrade's handler returns.

@@ -344,7 +344,7 @@ func FuzzResponsesForward(f *testing.F) {
 		resp := &http.Response{Body: io.NopCloser(bytes.NewReader(in))}
 		_, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		s.forwardResponsesStream(c, st, resp, ratelimit.Usage{InputTokens: 1}, cancel)
+		relayOpened(s, c, st, resp, ratelimit.Usage{InputTokens: 1}, cancel)
 		out := w.Body.Bytes()
 		er := relay.NewEventReader(bytes.NewReader(out), relay.MaxEventSize)
 		ends := 0

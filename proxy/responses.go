@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -9,121 +8,59 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
 
-	"modelgate/accounting"
 	"modelgate/apierr"
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/jobs"
-	"modelgate/ratelimit"
 	"modelgate/relay"
 	"modelgate/routing"
 	"modelgate/storedapi"
 	"modelgate/translate"
-	"modelgate/wsmode"
 )
 
-// responses passes POST /v1/responses through: the body goes upstream with the model alias
-// applied and modelgate's credential, and the answer comes back as it is, streamed event by
-// event when it is a stream. Usage is read on the side for the limits.
-//
-// Its frame is on the stack, with the gateway's, while the platform's answer headers are
-// awaited, the deepest a stream's stack goes (TestStreamHeaderWaitDepth): the call and its
-// charge are kept in the admitted request's record, and the relay is a call of its own.
+// responsesRoute is the route label of POST /v1/responses in logs and metrics.
+const responsesRoute = "/v1/responses"
+
+// responses passes POST /v1/responses through, on the one exchange: the body goes upstream
+// with the model alias applied and modelgate's credential, and the answer comes back as it
+// is, streamed event by event when it is a stream. Usage is read on the side for the limits.
+// A background response is handed to its runner instead.
 func (s *Server) responses(c *gin.Context) {
-	rc := s.admitResponses(c)
-	if rc == nil {
-		return
-	}
-	ri := info(c)
-	defer func() { s.settle(info(c), rc.ticket, rc.charge) }()
-
-	if rc.turn != nil {
-		ri.onResponse = func(resp []byte) { s.keepTurn(c, rc.st, rc.turn, resp) }
-	}
-	gc := &rc.gc
-	gc.start(rc.st, rc.p, ri, rc.body, ri.Stream, &rc.reserve, 1, c.Writer.Header())
-	resp, cancel, f := s.callGateway(c, gc)
-	rc.body, gc.body = nil, nil // the platform has it: a stream that runs for minutes need not hold it
-	ri.held.Release()
-	if f != nil {
-		chargeFailed(&rc.charge, f, rc.reserve)
-		return
-	}
-	defer cancel()
-	defer resp.Body.Close()
-	stream := relay.IsEventStream(resp)
-	if stream && ri.Stream {
-		startStream(c) // from this frame, above the relay's (see startStream)
-	}
-	s.relayResponses(c, rc, resp, stream, cancel)
-}
-
-// relayResponses relays the platform's answer to an admitted Responses request, a stream
-// when stream (the stream started already when the client asked for one), and sets
-// rc.charge to what it cost.
-//
-//go:noinline
-func (s *Server) relayResponses(c *gin.Context, rc *admittedResponses, resp *http.Response, stream bool, cancel context.CancelFunc) {
-	ri := info(c)
-	ch := &rc.charge
-	if stream != ri.Stream {
-		// The platform answered in the other form than asked: neither can be relayed as the
-		// client expects it, and what it billed for the answer cannot be read.
-		ri.UpstreamErr = "invalid_body"
-		abortError(c, http.StatusBadGateway, typeServer, "upstream_invalid_response", "", "The platform returned an invalid response.")
-		*ch = accounting.ForAnswer(rc.reserve, ratelimit.Usage{}, false)
-		return
-	}
-	if ri.Stream {
-		*ch = s.relayResponsesStream(c, rc.st, resp, rc.reserve, cancel)
-		return
-	}
-	*ch = s.forwardResponsesJSON(c, resp, rc.reserve)
-}
-
-// admittedResponses is a checked and admitted Responses request.
-type admittedResponses struct {
-	body    []byte      // as it goes upstream; dropped once sent
-	turn    *storedTurn // to keep once answered; nil when the response is not kept
-	st      *state
-	p       *auth.Principal
-	reserve ratelimit.Usage
-	ticket  *ratelimit.Ticket
-	gc      gatewayCall       // its way to the platform
-	charge  accounting.Charge // what it cost, settled when the handler returns
-}
-
-// admitResponses checks and admits a Responses request through the preflight, or hands a
-// background one to its runner; it answers the client itself when the request is refused or
-// already served (then it returns nil). Its frame is gone before a stream starts (see
-// startStream).
-//
-//go:noinline
-func (s *Server) admitResponses(c *gin.Context) *admittedResponses {
-	d := &responsesDialect{s: s}
-	a := s.preflight(c, "/v1/responses", d)
-	if a == nil {
-		return nil
-	}
-	if d.job != nil {
+	d := &responsesDialect{s: s} // the dialect the preflight fills, and the call once admitted
+	if a := s.preflight(c, responsesRoute, d); a != nil && d.job != nil {
 		s.submitBackground(c, a, d.job, d.turn)
-		return nil
+	} else if a != nil {
+		s.exchange(c, a, &d.x, d, a.call.stream)
 	}
-	return &admittedResponses{body: a.call.upBody, turn: d.turn, st: a.st, p: a.p, reserve: a.reserve, ticket: a.ticket}
 }
 
 // responsesDialect is the Responses API's part of the preflight. Its check reads the fields
 // modelgate acts on; prepare expands a stored conversation and applies the model alias; a
 // background response holds a place in its team's queue.
 type responsesDialect struct {
-	s          *Server
-	ask        storedapi.Ask // what it asks of stored responses (read where they are kept)
-	steering   bool          // it carries steering fields, which are removed
-	background bool          // asked to run in the background, where modelgate runs those
-	turn       *storedTurn   // to keep once answered; nil when the response is not kept
-	job        *jobs.Job     // the background job's place, once held
-	sticky     stickyKey     // the user or conversation a sticky model places it by
-	stickyKind string        // the model's sticky choice; "" when it has none
+	passThrough // the platform's answer is the client's
+	s           *Server
+	ask         storedapi.Ask // what it asks of stored responses (read where they are kept)
+	steering    bool          // it carries steering fields, which are removed
+	background  bool          // asked to run in the background, where modelgate runs those
+	turn        *storedTurn   // to keep once answered; nil when the response is not kept
+	job         *jobs.Job     // the background job's place, once held
+	sticky      stickyKey     // the user or conversation a sticky model places it by
+	stickyKind  string        // the model's sticky choice; "" when it has none
+	x           exchange      // the call once admitted
+}
+
+// The Responses response half (answerHalf): the platform speaks the client's dialect, so
+// its answer passes through as it is.
+
+// answer is the platform's answer itself, with its usage; a kept response is stored before
+// the client can name it in its next turn.
+func (d *responsesDialect) answer(_ int, body []byte) ([]byte, translate.Usage, error) {
+	usage := responseUsage(body)
+	if ri := d.x.ri; ri.onResponse != nil {
+		ri.onResponse(body)
+	}
+	return body, usage, nil
 }
 
 // check is a call of its own, never inlined, so the gjson values it works with live in a
@@ -256,9 +193,15 @@ func (d *responsesDialect) prepare(c *gin.Context, st *state, p *auth.Principal,
 		return false
 	}
 	call.upBody = body
-	// A WebSocket turn keeps the conversation it sent as its connection's chain.
-	wsmode.NoteSentInput(c.Request.Context(), body)
+	if t := info(c).turn; t != nil {
+		t.SentInput(body) // a WebSocket turn keeps the conversation it sent as its connection's chain
+	}
 	d.background = d.background && d.turn != nil
+	if d.turn != nil && !d.background {
+		// The answer is kept once it came, before the client can name it in its next turn.
+		turn := d.turn
+		info(c).onResponse = func(resp []byte) { d.s.keepTurn(c, st, turn, resp) }
+	}
 	return true
 }
 
@@ -292,28 +235,6 @@ func (d *responsesDialect) hold(c *gin.Context, st *state) (func(), bool) {
 func modelNotFound(c *gin.Context, model string) {
 	abortError(c, http.StatusNotFound, typeInvalidRequest, "model_not_found", "model",
 		"The model '"+apierr.SanitizePath(model)+"' does not exist or you do not have access to it.")
-}
-
-// forwardResponsesJSON relays a non-stream answer unchanged and returns its usage. The
-// platform billed the whole answer before sending it, so an answer that cannot be read, or
-// reports no usage, is charged the reservation.
-func (s *Server) forwardResponsesJSON(c *gin.Context, resp *http.Response, reserve ratelimit.Usage) accounting.Charge {
-	ri := info(c)
-	buf := relay.GetAnswerBuf(resp.ContentLength)
-	defer relay.PutAnswerBuf(buf)
-	if err := relay.ReadAnswer(buf, resp.Body, ri.waitClock()); err != nil {
-		s.answerFailed(c, err)
-		return accounting.ForAnswer(reserve, ratelimit.Usage{}, false)
-	}
-	b := buf.Bytes()
-	ri.traceAnswer(b)
-	u, reported := relay.ResponseUsage(b)
-	ch := accounting.ForAnswer(reserve, u, reported)
-	if ri.onResponse != nil {
-		ri.onResponse(b) // kept before the client can name it in its next turn
-	}
-	c.Data(resp.StatusCode, "application/json", b) // copied to the connection before the buffer is reused
-	return ch
 }
 
 // answerFailed answers the client of a non-stream call whose answer could not be read

@@ -111,8 +111,12 @@ type state struct {
 	// health is what the circuit breakers say of each upstream model, consulted by the
 	// choice between weighted routes; nil: everything is healthy.
 	health upstream.Health
-	// gateway calls the platform with this config's retry policy and key pools.
+	// gateway calls the platform with this config's retry policy, key pools and fallback
+	// chains.
 	gateway *upstream.Gateway
+	// server is the Server st serves under: what a call's fallback asks of it (spend
+	// holds, calibration, settlement, the health window) is the server's, not the config's.
+	server *Server
 	// tagKeys are usage.tag_keys, sorted: the request tags recorded (issue 28).
 	tagKeys []string
 }
@@ -232,6 +236,7 @@ func (s *Server) withGateway(st *state) *state {
 		deps.Health = s.breakers // never a nil *Set inside a non-nil interface
 	}
 	st.gateway = upstream.New(deps, st.cfg, st.auth.Mode() == auth.ModeKeys)
+	st.server = s
 	return st
 }
 

@@ -374,15 +374,23 @@ var pathTricks = []struct{ name, method, target string }{
 	{"balance_encoded_suffix", "GET", "/api/open/v2/balance/info%2F..%2F..%2Finstance%2Flist"},
 }
 
-// rawRequest writes target as-is on the request line, bypassing any client-side cleaning.
-func rawRequest(t *testing.T, addr, method, target, key string) (int, []byte) {
+// dialRaw opens a bare TCP connection to addr that gives up after d, for the tests that
+// write requests byte by byte; the caller closes it.
+func dialRaw(t *testing.T, addr string, d time.Duration) net.Conn {
 	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
+	_ = conn.SetDeadline(time.Now().Add(d))
+	return conn
+}
+
+// rawRequest writes target as-is on the request line, bypassing any client-side cleaning.
+func rawRequest(t *testing.T, addr, method, target, key string) (int, []byte) {
+	t.Helper()
+	conn := dialRaw(t, addr, 10*time.Second)
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 	fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", method, target, key)
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {

@@ -20,12 +20,8 @@ import (
 // and the answer must still be readable once the body is out.
 func writeAllThenRead(t *testing.T, addr string, spec uploadSpec, chunked bool) (writeErr error, status int, body []byte, readErr error) {
 	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := dialRaw(t, addr, 2*time.Minute)
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(2 * time.Minute))
 	r, n := spec.body()
 	framing := fmt.Sprintf("Content-Length: %d", n)
 	if chunked {
@@ -160,12 +156,8 @@ func TestSidecarUploadLingerBounded(t *testing.T) {
 // 413 of a file too large, sent before the body is drained.
 func dialUpload(t *testing.T, addr, msg string) (net.Conn, *bufio.Reader) {
 	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := dialRaw(t, addr, time.Minute)
 	t.Cleanup(func() { conn.Close() })
-	_ = conn.SetDeadline(time.Now().Add(time.Minute))
 	if _, err := io.WriteString(conn, msg); err != nil {
 		t.Fatal(err)
 	}

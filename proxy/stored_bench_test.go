@@ -7,12 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"modelgate/apitest"
 	"modelgate/redisconn/redistest"
 	"modelgate/store"
 )
@@ -53,15 +52,6 @@ func newStoredBenchServer(b *testing.B, up http.RoundTripper, st store.Store, mo
 	return benchServer(b, d)
 }
 
-// processCPU is the CPU time (user and system) the whole process has used.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // BenchmarkResponsesStore is the pair that prices stored responses: the same /v1/responses
 // calls with responses.store off and local (the embedded store, every answer kept), and
 // local on a private redis-server for the replicas' case. Besides
@@ -90,10 +80,10 @@ func BenchmarkResponsesStore(b *testing.B) {
 				}
 				b.Cleanup(func() { st.Close() })
 				srv := newStoredBenchServer(b, &freshIDs{up: minimal}, st, strings.TrimSuffix(mode, "_redis"))
-				cpu0 := processCPU(b)
+				report := apitest.CPUPerOp(b)
 				benchRoute(b, srv.Handler(), "/v1/responses", c.body, 100)
 				srv.Close() // the writer's work is part of the price
-				b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+				report()
 			})
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"modelgate/apitest"
 	"modelgate/tracing"
 )
 
@@ -82,11 +83,11 @@ func benchParallel(b *testing.B, url, body string) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	b.ReportAllocs()
-	cpu0 := processCPU(b)
+	report := apitest.CPUPerOp(b)
 	b.ResetTimer()
 	defer func() {
 		b.StopTimer()
-		b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+		report()
 	}()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

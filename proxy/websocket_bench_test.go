@@ -9,6 +9,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/tidwall/gjson"
 
+	"modelgate/apitest"
 	"modelgate/config"
 )
 
@@ -36,8 +37,7 @@ func BenchmarkSocketPrepare(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu := processCPU(b)
-			defer func() { b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op") }()
+			defer apitest.CPUPerOp(b)()
 			for range b.N {
 				if err := ws.Write(ctx, websocket.MessageText, []byte(tc.msg)); err != nil {
 					b.Fatal(err)

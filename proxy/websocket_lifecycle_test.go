@@ -37,7 +37,7 @@ func framesUntilClose(t *testing.T, ws *websocket.Conn) ([]string, websocket.Sta
 }
 
 // send writes one message.
-func send(t *testing.T, ws *websocket.Conn, msg string) {
+func send(t testing.TB, ws *websocket.Conn, msg string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

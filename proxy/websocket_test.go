@@ -41,11 +41,9 @@ func dialSocket(t testing.TB, env *testEnv, key string) *websocket.Conn {
 // or an error event.
 func turnEvents(t testing.TB, ws *websocket.Conn, msg string) []string {
 	t.Helper()
+	send(t, ws, msg)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := ws.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
-		t.Fatal(err)
-	}
 	var got []string
 	for {
 		typ, data, err := ws.Read(ctx)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"modelgate/config"
+	"modelgate/periodic"
 )
 
 // memScope is one scope's counters. Each has its own mutex: admissions of unrelated keys
@@ -58,12 +59,12 @@ type memoryStore struct {
 	now    func() time.Time
 	log    *slog.Logger
 
-	stop chan struct{}
-	done chan struct{}
+	stop context.CancelFunc // ends the flush loop
+	done chan struct{}      // closed once the flush loop returned
 }
 
 func newMemoryStore(opts Options, now func() time.Time, log *slog.Logger) (*memoryStore, error) {
-	m := &memoryStore{now: now, log: log, stop: make(chan struct{}), done: make(chan struct{})}
+	m := &memoryStore{now: now, log: log, done: make(chan struct{})}
 	if opts.DataPath != "" {
 		db, err := openBolt(opts.DataPath)
 		if err != nil {
@@ -71,7 +72,9 @@ func newMemoryStore(opts Options, now func() time.Time, log *slog.Logger) (*memo
 		}
 		m.db = db
 	}
-	go m.flushLoop(opts.FlushInterval)
+	ctx, stop := context.WithCancel(context.Background())
+	m.stop = stop
+	go m.flushLoop(ctx, opts.FlushInterval)
 	return m, nil
 }
 
@@ -265,7 +268,7 @@ func remaining(lim config.Limits, v view) map[string]int64 {
 }
 
 func (m *memoryStore) close() error {
-	close(m.stop)
+	m.stop()
 	<-m.done
 	if m.db == nil {
 		return nil
@@ -277,20 +280,13 @@ func (m *memoryStore) close() error {
 	return err
 }
 
-func (m *memoryStore) flushLoop(every time.Duration) {
+func (m *memoryStore) flushLoop(ctx context.Context, every time.Duration) {
 	defer close(m.done)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-m.stop:
-			return
-		case <-tick.C:
-			if err := m.flush(); err != nil {
-				m.log.Error("rate limit data store write failed", "err", err.Error())
-			}
+	periodic.Every(ctx, every, func(context.Context) {
+		if err := m.flush(); err != nil {
+			m.log.Error("rate limit data store write failed", "err", err.Error())
 		}
-	}
+	})
 }
 
 // flush writes changed day counters and forgets scopes that carry nothing worth keeping in

@@ -10,7 +10,7 @@ import (
 )
 
 // The relay is the hot path: a stream costs its setup, and no event costs an allocation,
-// through the pass-through and the translated pump alike.
+// through the pass-through (to an SSE client or a sink) and the translated pump alike.
 func TestRelayAllocatesNothingPerEvent(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("counts allocations, which pooling keeps constant only without the race detector")
@@ -41,5 +41,16 @@ func TestRelayAllocatesNothingPerEvent(t *testing.T) {
 		if many > few {
 			t.Errorf("%s: %.0f allocations for 10 deltas, %.0f for 200: an event allocates", name, few, many)
 		}
+	}
+	// The pass-through to a sink (a WebSocket turn) hands each event over without a copy.
+	toSink := func(deltas int) float64 {
+		in := stream(deltas)
+		return testing.AllocsPerRun(20, func() {
+			p := &Pump{Out: NewWriter(nopSink{}, 0), Obs: &record{}, Client: context.Background(), Reserve: reserve}
+			p.Responses(strings.NewReader(in), func() {})
+		})
+	}
+	if few, many := toSink(10), toSink(200); many > few {
+		t.Errorf("responses to a sink: %.0f allocations for 10 deltas, %.0f for 200: an event allocates", few, many)
 	}
 }

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -90,3 +91,53 @@ func (e *eventByEvent) Read(p []byte) (int, error) {
 	e.b = e.b[n:]
 	return n, nil
 }
+
+// BenchmarkResponsesRelay is the Responses pass-through to an HTTP client: sim-long's
+// 200-delta stream, arriving one event per Read, relayed byte for byte by Pump.Responses to a
+// client that takes every write. It holds the HTTP path to its cost whatever else a relay can
+// hand its events to (a WebSocket turn's sink).
+func BenchmarkResponsesRelay(b *testing.B) {
+	stream := simStream(b, "sim-long")
+	out := &discardFlusher{}
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		p := Pump{Out: NewWriter(out, 0), Obs: nopObserver{}, Client: context.Background(), Reserve: reserve}
+		p.Responses(&eventByEvent{b: stream}, func() {})
+	}
+}
+
+// discardFlusher is an HTTP client that takes every write.
+type discardFlusher struct{}
+
+func (discardFlusher) Write(p []byte) (int, error) { return len(p), nil }
+func (discardFlusher) Flush()                      {}
+
+// nopObserver is a request record that keeps nothing.
+type nopObserver struct{}
+
+func (nopObserver) Event(string, []byte)  {}
+func (nopObserver) Sent()                 {}
+func (nopObserver) Response([]byte)       {}
+func (nopObserver) ClientGone()           {}
+func (nopObserver) UpstreamFailed(string) {}
+
+// BenchmarkResponsesRelayToSink is the same stream handed to a sink (a WebSocket turn's
+// writer) event by event, typed, instead of as bytes.
+func BenchmarkResponsesRelayToSink(b *testing.B) {
+	stream := simStream(b, "sim-long")
+	out := nopSink{}
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		p := Pump{Out: NewWriter(out, 0), Obs: nopObserver{}, Client: context.Background(), Reserve: reserve}
+		p.Responses(&eventByEvent{b: stream}, func() {})
+	}
+}
+
+// nopSink is a sink that takes every event.
+type nopSink struct{ discardFlusher }
+
+func (nopSink) Header() http.Header        { return http.Header{} }
+func (nopSink) WriteHeader(int)            {}
+func (nopSink) Event(string, []byte) error { return nil }

@@ -175,26 +175,42 @@ func ResponseObject(data []byte) []byte {
 	return []byte(r.Raw) // a copy: the object was not found verbatim
 }
 
-// ErrorEvent is the error event that ends a failed Responses stream. It carries the
-// specification's flat fields and the nested error object the live API sends, so clients
-// of either reading raise an error instead of taking a truncated answer as complete.
-func ErrorEvent(code, msg string) []byte {
-	type nestedError struct {
+// ErrorObject is OpenAI's error object: message, type, param and code, an empty param or
+// code null as OpenAI sends them. It is the one rendering of it: the routes' error answers
+// (proxy), the stream's error event (ErrorData) and the WebSocket mode's error events
+// (wsmode) all wrap it.
+func ErrorObject(typ, code, param, msg string) []byte {
+	type object struct {
 		Message string  `json:"message"`
 		Type    string  `json:"type"`
 		Param   *string `json:"param"`
-		Code    string  `json:"code"`
+		Code    *string `json:"code"`
 	}
-	nested, _ := json.Marshal(nestedError{Message: msg, Type: "server_error", Code: code}) // plain strings cannot fail
-	frame := make([]byte, 0, 2*len(nested)+80)
-	frame = append(frame, "event: error\ndata: {\"type\":\"error\",\"code\":\""...)
-	frame = append(frame, code...)
-	frame = append(frame, "\",\"message\":\""...)
-	frame = append(frame, msg...) // constant messages: nothing to escape
-	frame = append(frame, "\",\"param\":null,\"error\":"...)
-	frame = append(frame, nested...)
-	frame = append(frame, "}\n\n"...)
-	return frame
+	o := object{Message: msg, Type: typ}
+	if param != "" {
+		o.Param = &param
+	}
+	if code != "" {
+		o.Code = &code
+	}
+	b, _ := json.Marshal(o) // plain strings cannot fail
+	return b
+}
+
+// ErrorData is the data of the error event that ends a failed Responses stream. It carries
+// the specification's flat fields and the nested error object the live API sends, so clients
+// of either reading raise an error instead of taking a truncated answer as complete. The
+// relay hands it to its client as an event (Writer.Event): SSE framed, or whole to a sink.
+func ErrorData(code, msg string) []byte {
+	nested := ErrorObject("server_error", code, "", msg)
+	data := make([]byte, 0, 2*len(nested)+60)
+	data = append(data, "{\"type\":\"error\",\"code\":\""...)
+	data = append(data, code...)
+	data = append(data, "\",\"message\":\""...)
+	data = append(data, msg...) // constant messages: nothing to escape
+	data = append(data, "\",\"param\":null,\"error\":"...)
+	data = append(data, nested...)
+	return append(data, '}')
 }
 
 // StreamEndKind names why a stream stopped before its terminal event, for the access log

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -100,9 +101,14 @@ func TestResponseObjectIsAView(t *testing.T) {
 	}
 }
 
-// The error event a failed stream ends with carries the flat fields and the nested object.
+// The error event a failed stream ends with carries the flat fields and the nested object,
+// framed as an SSE event of its own for an HTTP client.
 func TestErrorEvent(t *testing.T) {
-	ev := ErrorEvent("upstream_stream_ended", "The platform's stream ended before the response was complete.")
+	rec := httptest.NewRecorder()
+	if err := NewWriter(rec, 0).Event("error", ErrorData("upstream_stream_ended", "The platform's stream ended before the response was complete.")); err != nil {
+		t.Fatal(err)
+	}
+	ev := rec.Body.Bytes()
 	er := NewEventReader(bytes.NewReader(ev), MaxEventSize)
 	got, err := er.Next()
 	if err != nil || got.Type != "error" {

@@ -10,7 +10,8 @@ import (
 )
 
 // Responses relays a Responses event stream, each event byte for byte and flushed as soon
-// as it is complete, and reads the terminal event's usage on the side. An event is checked
+// as it is complete (or, to a client that is a Sink, handed over whole and typed), and reads
+// the terminal event's usage on the side. An event is checked
 // before it is passed on: if the upstream stops speaking SSE (garbage, data that is not
 // JSON) or ends without a terminal event, the client gets an error event rather than the
 // garbage or a silent truncation. An event is counted before it is written: the platform
@@ -46,10 +47,13 @@ func (p *Pump) Responses(body io.Reader, cancel context.CancelFunc) accounting.C
 		if r.terminal {
 			p.Obs.Response(ev.Data) // kept before the client can name it in its next turn
 		}
-		if p.Out.Queue(ev.Raw) != nil {
+		sent, err := p.Out.pass(&ev)
+		if err != nil {
 			break
 		}
-		p.Obs.Sent()
+		if sent {
+			p.Obs.Sent()
+		}
 	}
 	p.Out.Flush()
 	return r.end(p, body, events, idle, cancel)
@@ -121,16 +125,16 @@ func (r *relayed) end(p *Pump, body io.Reader, events *EventReader, idle *IdleTi
 	switch {
 	case idle.Fired():
 		p.Obs.UpstreamFailed("stream_idle")
-		_ = sw.Write(ErrorEvent("stream_idle_timeout", "The platform stopped sending events; the stream was closed."))
+		_ = sw.Event("error", ErrorData("stream_idle_timeout", "The platform stopped sending events; the stream was closed."))
 	case r.invalid && r.check == translate.JSONTooDeep:
 		p.Obs.UpstreamFailed("stream_invalid")
-		_ = sw.Write(ErrorEvent(translate.CodeEventTooDeep, "The platform sent an event nested too deeply; the stream was closed."))
+		_ = sw.Event("error", ErrorData(translate.CodeEventTooDeep, "The platform sent an event nested too deeply; the stream was closed."))
 	case r.invalid:
 		p.Obs.UpstreamFailed("stream_invalid")
-		_ = sw.Write(ErrorEvent("upstream_stream_invalid", "The platform sent a malformed event; the stream was closed."))
+		_ = sw.Event("error", ErrorData("upstream_stream_invalid", "The platform sent a malformed event; the stream was closed."))
 	default:
 		p.Obs.UpstreamFailed(StreamEndKind(r.readErr))
-		_ = sw.Write(ErrorEvent("upstream_stream_ended", "The platform's stream ended before the response was complete."))
+		_ = sw.Event("error", ErrorData("upstream_stream_ended", "The platform's stream ended before the response was complete."))
 	}
 	return accounting.ChargeFor(r.reserve, e)
 }

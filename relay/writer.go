@@ -22,9 +22,14 @@ type FlushWriter interface {
 // The timer's frame and the handler's events then share one lock, so a frame never lands
 // inside an event, and nothing is written once Stop returned; without keep-alive the
 // handler is the only writer and takes no lock.
+//
+// A client that takes events whole (a Sink found along the response writer's wrappers, a
+// WebSocket turn) gets them through Event instead of as SSE bytes, and no keep-alive: it has
+// its own.
 type Writer struct {
 	mu      sync.Mutex
 	w       FlushWriter
+	sink    Sink // the client takes events whole; nil for an SSE client
 	every   time.Duration
 	timer   *time.Timer
 	last    time.Time
@@ -49,7 +54,13 @@ func NewWriter(w FlushWriter, every time.Duration) *Writer {
 // one or more complete SSE events or comments, ending in a blank line.
 func NewWriterFrame(w FlushWriter, every time.Duration, frame string) *Writer {
 	sw := &Writer{w: w, every: every, frame: frame}
-	if every > 0 {
+	if rw, ok := w.(http.ResponseWriter); ok {
+		sw.sink = SinkOf(rw)
+	}
+	if sw.sink != nil {
+		sw.every = 0
+	}
+	if sw.every > 0 {
 		sw.last = time.Now()
 		sw.timer = time.AfterFunc(every, sw.keepAlive)
 	}
@@ -64,6 +75,44 @@ func (sw *Writer) Write(p []byte) error {
 // Queue sends p without flushing; Flush (or the next Write) pushes it out.
 func (sw *Writer) Queue(p []byte) error {
 	return sw.send(p, false)
+}
+
+// Event sends one whole event of the writer's own (an error event that ends a stream): to a
+// sink as it is, to an SSE client as a frame of its own, flushed.
+func (sw *Writer) Event(typ string, data []byte) error {
+	if sw.sink != nil {
+		return sw.toSink(typ, data)
+	}
+	frame := make([]byte, 0, len("event: \ndata: \n\n")+len(typ)+len(data))
+	frame = append(append(append(append(append(frame, "event: "...), typ...), "\ndata: "...), data...), "\n\n"...)
+	return sw.Write(frame)
+}
+
+// pass passes on one upstream event, unflushed: its bytes as received to an SSE client, the
+// event whole to a sink. sent says the client got something: a sink takes no comment (the
+// platform's keep-alive), an event without data. The SSE path is one branch more than a
+// Queue of the bytes: no copy, no allocation.
+func (sw *Writer) pass(ev *Event) (sent bool, err error) {
+	if sw.sink == nil {
+		return true, sw.send(ev.Raw, false)
+	}
+	if ev.Data == nil {
+		return false, nil
+	}
+	return true, sw.toSink(sinkEventType(ev), ev.Data)
+}
+
+// toSink hands the sink one event. A sink's writer runs no keep-alive timer, so the relay's
+// goroutine is its only caller and no lock is taken.
+func (sw *Writer) toSink(typ string, data []byte) error {
+	if sw.err != nil || sw.stopped {
+		return sw.err
+	}
+	if err := sw.sink.Event(typ, data); err != nil {
+		sw.err = err
+		return err
+	}
+	return nil
 }
 
 // Err is the first failed write's error: the client is gone. nil while it is there.
@@ -171,9 +220,16 @@ func (sw *Writer) Stop() {
 // and admission run in calls that return before it, and the relay loops are entered after
 // it. proxy's TestOpenStreamStack holds each route to this; bench/tools/stackgrowth.py shows
 // a chain that grows the stack of a running binary.
-func StartStream(w http.ResponseWriter) {
+func StartStream(w http.ResponseWriter) { StartStreamAs(w, "") }
+
+// StartStreamAs is StartStream for a stream of another content type ("" for an event
+// stream): Gemini's streamed JSON array is one.
+func StartStreamAs(w http.ResponseWriter, contentType string) {
+	if contentType == "" {
+		contentType = "text/event-stream; charset=utf-8"
+	}
 	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Content-Type", contentType)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // ask nginx-like front proxies not to buffer
 	w.WriteHeader(http.StatusOK)

@@ -18,13 +18,17 @@ type Budget struct{ used atomic.Int64 }
 func (b *Budget) Used() int64 { return b.used.Load() }
 
 // take reserves n more bytes if that keeps the total within max.
-func (b *Budget) take(n, max int64) bool {
+func (b *Budget) take(n, max int64) bool { return addWithin(&b.used, n, max) }
+
+// addWithin adds n to used if that keeps it within max, as one step against every other
+// taker: both rooms (Budget and Room) are shared by all requests at once.
+func addWithin(used *atomic.Int64, n, max int64) bool {
 	for {
-		cur := b.used.Load()
+		cur := used.Load()
 		if cur+n > max {
 			return false
 		}
-		if b.used.CompareAndSwap(cur, cur+n) {
+		if used.CompareAndSwap(cur, cur+n) {
 			return true
 		}
 	}

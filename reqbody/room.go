@@ -31,15 +31,7 @@ func (r *Room) TryTake(n, max int64) bool {
 		r.used.Add(n)
 		return true
 	}
-	for {
-		cur := r.used.Load()
-		if cur+n > max {
-			return false
-		}
-		if r.used.CompareAndSwap(cur, cur+n) {
-			return true
-		}
-	}
+	return addWithin(&r.used, n, max)
 }
 
 // Take is TryTake that, when the room is full, waits up to wait for enough to be given back,

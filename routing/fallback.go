@@ -1,6 +1,7 @@
 // Package routing holds the pure choices of issue 27's model routing: whether a failed call
-// may move on to a fallback model, which fallback it moves to, and where a platform stream's
-// first output event ends. No I/O, no clock: the HTTP layer hands it what it knows.
+// may move on to a fallback model, which fallback it moves to, and which of a model's
+// weighted routes a call takes. No I/O, no clock: its callers (upstream's fallback chain,
+// proxy's choice of a weighted route) hand it what they know.
 package routing
 
 // Trigger is what a failed attempt means for its fallback chain.

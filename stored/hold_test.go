@@ -194,13 +194,7 @@ func TestKeeperStopEndsRetries(t *testing.T) {
 		st.Refuse.Store(true)
 		keepChain(t, k, "team:a", "r", 3)
 		k.Flush()
-		stopped := make(chan struct{})
-		go func() { k.Stop(); close(stopped) }()
-		select {
-		case <-stopped:
-		case <-time.After(30 * time.Second):
-			t.Fatal("Stop did not return")
-		}
+		returnsWithin(t, "Stop did not return", k.Stop)
 		k.mu.Lock()
 		running := k.running
 		k.mu.Unlock()

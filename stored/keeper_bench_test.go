@@ -4,9 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"syscall"
 	"testing"
 	"time"
+
+	"modelgate/apitest"
 )
 
 // BenchmarkKeeperKeep prices keeping one response on the embedded store, the background
@@ -39,7 +40,7 @@ func BenchmarkKeeperKeep(b *testing.B) {
 			for i := range responses {
 				responses[i] = benchResponse(ids[20000+i])
 			}
-			cpu0 := processCPU(b)
+			report := apitest.CPUPerOp(b)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
@@ -49,7 +50,7 @@ func BenchmarkKeeperKeep(b *testing.B) {
 			}
 			k.Flush()
 			b.StopTimer()
-			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+			report()
 		})
 	}
 }
@@ -62,12 +63,4 @@ func benchResponse(id string) []byte {
 		`"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"store":true,"temperature":1.0,` +
 		`"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1.0,"truncation":"disabled",` +
 		`"usage":{"input_tokens":14,"input_tokens_details":{"cached_tokens":0},"output_tokens":31,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":45},"user":null,"metadata":{}}`)
-}
-
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -37,11 +37,7 @@ func TestAttributionReachesTheHistory(t *testing.T) {
 
 	split := func(groupBy string) map[string]int64 {
 		t.Helper()
-		out := map[string]int64{}
-		for _, r := range usageHistory(t, g.URL, groupBy) {
-			out[r.TagValue+r.User] += r.Requests
-		}
-		return out
+		return splitHistory(t, g.URL, groupBy, func(r historyRow) int64 { return r.Requests })
 	}
 	want := map[string]int64{"search": 2, "chat-stream": 1, "summarize": 2, "(none)": 1}
 	if got := split("tag:feature"); !maps.Equal(got, want) {
@@ -77,6 +73,17 @@ func usageHistory(t testing.TB, gateway, groupBy string) []historyRow {
 		t.Fatalf("group_by=%s: %d %s", groupBy, code, body)
 	}
 	return hist.Rows
+}
+
+// splitHistory sums one figure of the usage history grouped by groupBy (a tag or the end
+// user, so each row names its group in one of TagValue and User).
+func splitHistory[V int64 | float64](t testing.TB, gateway, groupBy string, figure func(historyRow) V) map[string]V {
+	t.Helper()
+	out := map[string]V{}
+	for _, r := range usageHistory(t, gateway, groupBy) {
+		out[r.TagValue+r.User] += figure(r)
+	}
+	return out
 }
 
 // stallFallbackYAML: thinker stalls before its first token (sim-stall) and falls back to
@@ -124,16 +131,8 @@ func TestAbandonedAttemptBilledToEndUser(t *testing.T) {
 	}
 
 	// Every cost of the day sits under the end user and the tag: none under (none).
-	split := func(groupBy string) map[string]float64 {
-		t.Helper()
-		out := map[string]float64{}
-		for _, r := range usageHistory(t, g.URL, groupBy) {
-			out[r.TagValue+r.User] += r.Cost
-		}
-		return out
-	}
 	for _, c := range []struct{ groupBy, want string }{{"user", "u-stall"}, {"tag:feature", "deep"}} {
-		got := split(c.groupBy)
+		got := splitHistory(t, g.URL, c.groupBy, func(r historyRow) float64 { return r.Cost })
 		if len(got) != 1 || got[c.want] < 0.5 {
 			t.Errorf("group_by=%s: %v, want all of the abandoned attempt's cost (> 0.5) under %q", c.groupBy, got, c.want)
 		}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
+
+	"modelgate/apitest"
 )
 
 // TestBadInputRefusedLocally: what OpenAI would refuse before generating anything is refused
@@ -75,17 +77,9 @@ func TestBadInputRefusedLocally(t *testing.T) {
 			zw.Write(zeros)
 		}
 		zw.Close()
-		req, _ := http.NewRequest(http.MethodPost, g.URL+"/v1/chat/completions", &body)
-		req.Header.Set("Authorization", "Bearer "+alphaKey)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Content-Encoding", "gzip")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusRequestEntityTooLarge {
-			t.Fatalf("status %d, want 413", resp.StatusCode)
+		status, _, b := apitest.Do(t, http.MethodPost, g.URL+"/v1/chat/completions", alphaKey, &body, "Content-Encoding", "gzip")
+		if status != http.StatusRequestEntityTooLarge {
+			t.Fatalf("status %d, want 413: %.300s", status, b)
 		}
 	})
 	if n := len(upstreamCalls(p, mark)); n != 0 {

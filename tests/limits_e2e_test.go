@@ -46,6 +46,20 @@ func startRedis(t *testing.T) string {
 	}
 }
 
+// startReplicas runs two gateways on one platform that share a private Redis as their
+// ratelimit store (c's ratelimit section is replaced); env gets the platform's key.
+func startReplicas(t *testing.T, c gatewayYAML, env map[string]string) (p *platform, g1, g2 *gateway) {
+	t.Helper()
+	redisURL := startRedis(t)
+	p = startPlatform(t)
+	c.ratelimit = "  store: " + redisURL + "\n"
+	cfg := c.render(p)
+	env["PLATFORM_API_KEY"] = p.Key
+	g1 = startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: env})
+	g2 = startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: env})
+	return p, g1, g2
+}
+
 func postJSON(t testing.TB, url, key, body string) (int, http.Header, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", url, bytes.NewReader([]byte(body)))
@@ -63,11 +77,8 @@ func postJSON(t testing.TB, url, key, body string) (int, http.Header, []byte) {
 
 // Two modelgate processes sharing one Redis enforce one team limit together.
 func TestTwoGatewaysShareOneTeamLimit(t *testing.T) {
-	redisURL := startRedis(t)
-	p := startPlatform(t)
-	cfg := gatewayYAML{
-		models:    "  - id: sim-chat\n  - id: sim-long\n",
-		ratelimit: "  store: " + redisURL + "\n",
+	p, g1, g2 := startReplicas(t, gatewayYAML{
+		models: "  - id: sim-chat\n  - id: sim-long\n",
 		teams: `  - name: alpha
     limits: { requests_per_minute: 10 }
     keys:
@@ -76,10 +87,7 @@ func TestTwoGatewaysShareOneTeamLimit(t *testing.T) {
       - name: alpha-2
         key: ${BETA_KEY}
 `,
-	}.render(p)
-	env := map[string]string{"PLATFORM_API_KEY": p.Key, "ALPHA_KEY": alphaKey, "BETA_KEY": betaKey}
-	g1 := startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: env})
-	g2 := startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: env})
+	}, map[string]string{"ALPHA_KEY": alphaKey, "BETA_KEY": betaKey})
 
 	var ok, refused atomic.Int64
 	var wg sync.WaitGroup

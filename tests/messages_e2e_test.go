@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +11,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/tidwall/gjson"
+
+	"modelgate/apitest"
 )
 
 // Keys of messagesConfig: spentKey's team has a daily budget one answer uses up.
@@ -379,26 +379,14 @@ func TestMessagesGoClient(t *testing.T) {
 	})
 
 	t.Run("metrics and logs", func(t *testing.T) {
-		resp, err := http.Get(g.URL + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_, _, b := apitest.Do(t, "GET", g.URL+"/metrics", "", nil)
 		if !bytes.Contains(b, []byte(`route="/v1/messages"`)) {
 			t.Error("no metrics series for route /v1/messages")
 		}
 		if !strings.Contains(g.Output.String(), `route=/v1/messages`) {
 			t.Error("the request log has no /v1/messages line")
 		}
-		req, _ := http.NewRequest("GET", g.URL+"/admin/usage", nil)
-		req.Header.Set("Authorization", "Bearer "+adminKey)
-		resp, err = http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ = io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_, _, b = apitest.Do(t, "GET", g.URL+"/admin/usage", adminKey, nil)
 		spent := gjson.GetBytes(b, `teams.#(name=="spent").usage`)
 		if spent.Get("day_requests").Int() != 1 || spent.Get("day_input_tokens").Int() <= 0 || spent.Get("day_output_tokens").Int() <= 0 {
 			t.Errorf("/admin/usage for the spent team: %s", spent.Raw)
@@ -411,17 +399,10 @@ func TestMessagesGoClient(t *testing.T) {
 // rawMessages posts a Messages body with x-api-key and returns the whole answer.
 func rawMessages(t *testing.T, g *gateway, key, body string) string {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx(t), "POST", g.URL+"/v1/messages", strings.NewReader(body))
-	req.Header.Set("x-api-key", key)
-	req.Header.Set("anthropic-version", "2023-06-01")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	status, _, b := apitest.DoContext(t, ctx(t), "POST", g.URL+"/v1/messages", "", strings.NewReader(body),
+		"x-api-key", key, "anthropic-version", "2023-06-01")
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, b)
 	}
 	return string(b)
 }

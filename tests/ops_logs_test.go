@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"modelgate/apitest"
 )
 
 // TestLogsNeverCarrySecrets runs the real binary at debug level through every kind of request,
@@ -123,22 +125,16 @@ func uploadAsset(t *testing.T, g *gateway, key, content string) {
 	io.WriteString(fw, content)
 	mw.WriteField("media_type", "file")
 	mw.Close()
-	req, _ := http.NewRequestWithContext(ctx(t), http.MethodPost, g.URL+"/api/open/v2/assets", &buf)
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	status, _, b := apitest.DoContext(t, ctx(t), http.MethodPost, g.URL+"/api/open/v2/assets", key, &buf,
+		"Content-Type", mw.FormDataContentType())
 	var env struct {
 		Code int `json:"code"`
 		Data struct {
 			AssetID string `json:"asset_id"`
 		} `json:"data"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("upload: status %d, %v", resp.StatusCode, err)
+	if err := json.Unmarshal(b, &env); err != nil || status != 200 {
+		t.Fatalf("upload: status %d, %v: %.300s", status, err, b)
 	}
 	if env.Data.AssetID != "" {
 		opsMust(t, "GET", g.URL+"/api/open/v2/assets/"+env.Data.AssetID, key, "")

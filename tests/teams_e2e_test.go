@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"modelgate/apitest"
 )
 
 // adminCall sends an admin API request with the admin key and returns the status and body.
@@ -18,18 +20,8 @@ func adminCall(t testing.TB, method, url, body string) (int, []byte) {
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+adminKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	status, _, b := apitest.Do(t, method, url, adminKey, rd)
+	return status, b
 }
 
 // waitForStatus calls fn until it answers want, for up to 15 seconds (a loaded CI box), and
@@ -53,17 +45,11 @@ func waitForStatus(t testing.TB, what string, want int, fn func() (int, []byte))
 // through PATCH on the first is enforced by the second without a reload; the audit log
 // (shared) holds both changes; a config team is not patched.
 func TestRuntimeTeamOnTwoReplicas(t *testing.T) {
-	redisURL := startRedis(t)
-	p := startPlatform(t)
-	cfg := gatewayYAML{
-		models:    "  - id: sim-chat\n    price: {input: 1.0, output: 4.0}\n  - id: sim-long\n",
-		ratelimit: "  store: " + redisURL + "\n",
-		teams:     alphaTeam(""),
-		more:      adminKeys,
-	}.render(p)
-	env := map[string]string{"PLATFORM_API_KEY": p.Key, "ALPHA_KEY": alphaKey, "ADMIN_KEY": adminKey}
-	g1 := startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: env})
-	g2 := startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: env})
+	p, g1, g2 := startReplicas(t, gatewayYAML{
+		models: "  - id: sim-chat\n    price: {input: 1.0, output: 4.0}\n  - id: sim-long\n",
+		teams:  alphaTeam(""),
+		more:   adminKeys,
+	}, map[string]string{"ALPHA_KEY": alphaKey, "ADMIN_KEY": adminKey})
 
 	status, b := adminCall(t, "POST", g1.URL+"/admin/teams",
 		`{"name":"growth","models":["sim-chat"],"limits":{"spend_per_day":5,"requests_per_minute":1000},"end_user_limits":{"requests_per_minute":100}}`)

@@ -220,11 +220,9 @@ func (s *scanner) part(t *text) {
 
 // tools counts the tool definitions.
 func (s *scanner) tools() {
-	if s.peek() != '[' {
-		s.skip()
+	if !s.enter('[') {
 		return
 	}
-	s.open('[')
 	for first := true; s.more(']', &first); {
 		if s.peek() != '{' {
 			s.skip()
@@ -259,11 +257,9 @@ func (s *scanner) tool() {
 
 // textFormat counts text.format.schema, a structured output's JSON schema.
 func (s *scanner) textFormat() {
-	if s.peek() != '{' {
-		s.skip()
+	if !s.enter('{') {
 		return
 	}
-	s.open('{')
 	for first := true; s.more('}', &first); {
 		if string(s.key()) != "format" || s.peek() != '{' {
 			s.skip()

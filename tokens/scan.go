@@ -41,6 +41,16 @@ func (s *scanner) open(c byte) bool {
 	return true
 }
 
+// enter consumes the opening bracket c of the container that should come next; whatever
+// else comes is skipped, and enter reports false.
+func (s *scanner) enter(c byte) bool {
+	if s.open(c) {
+		return true
+	}
+	s.skip()
+	return false
+}
+
 // more reports whether the container being read has another member, consuming the comma
 // before it or the closing bracket after the last; first is the caller's "no member read
 // yet". A container that does not go on as JSON does ends the walk.

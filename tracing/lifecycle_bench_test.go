@@ -6,13 +6,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"modelgate/apitest"
 )
 
 // BenchmarkRequestSpans is what tracing adds to one traced request, on its own: a server span
@@ -39,7 +40,7 @@ func BenchmarkRequestSpans(b *testing.B) {
 	g := GenAI{Operation: OperationChat, RequestModel: "bench", MaxTokens: 256, ResponseID: "resp_0123456789abcdef",
 		ResponseModel: "bench-2026", FinishReasons: []string{"stop"}, InputTokens: 12, OutputTokens: 34}
 	b.ReportAllocs()
-	cpu0 := rusageCPU(b)
+	report := apitest.CPUPerOp(b)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -55,15 +56,7 @@ func BenchmarkRequestSpans(b *testing.B) {
 	})
 	_ = tr.ForceFlush(context.Background())
 	b.StopTimer()
-	b.ReportMetric(float64(rusageCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
-}
-
-func rusageCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	report()
 }
 
 // BenchmarkSDKFloor is the OpenTelemetry SDK's own price for the spans of one traced request,
@@ -87,7 +80,7 @@ func BenchmarkSDKFloor(b *testing.B) {
 		client[i] = attribute.Int("bench.client."+strconv.Itoa(i), i)
 	}
 	b.ReportAllocs()
-	cpu0 := rusageCPU(b)
+	report := apitest.CPUPerOp(b)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -101,7 +94,7 @@ func BenchmarkSDKFloor(b *testing.B) {
 	})
 	_ = tp.ForceFlush(context.Background())
 	b.StopTimer()
-	b.ReportMetric(float64(rusageCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	report()
 }
 
 type dropExporter struct{}

@@ -115,11 +115,16 @@ func (a *Aggregator) addText(oi int64, s string) {
 	// Only the new text and the few bytes before it can hold a stop sequence not seen yet.
 	from := max(0, a.all.Len()-(a.maxStop-1))
 	a.all.WriteString(s)
-	if firstStop(a.all.String()[from:], a.meta.Stop) >= 0 {
+	if at, _ := matchStop(a.all.String()[from:], a.meta.Stop); at >= 0 {
 		a.stopped = true
 		a.done = true
 	}
 }
+
+// End notes that the upstream ended before its terminal event. A chat answer is judged by
+// what came (Result reports an unfinished stream as upstream_stream_incomplete), so the
+// read error adds nothing to it.
+func (a *Aggregator) End(error) {}
 
 // Result renders the chat.completion, or the *Error of a failed answer.
 func (a *Aggregator) Result() ([]byte, Usage, error) {

@@ -86,14 +86,36 @@ func appendUsage(b []byte, u Usage) []byte {
 // ResponseToChat converts a non-stream Responses answer into a chat.completion. A failed
 // or unfinished response is an *Error, never a 200 answer.
 func ResponseToChat(resp []byte, meta Meta) ([]byte, Usage, error) {
-	if !ValidJSON(resp) { // bounded nesting: a hostile answer must not exhaust the stack
-		return nil, Usage{}, invalidUpstream()
+	root, err := answerRoot(resp)
+	if err != nil {
+		return nil, Usage{}, err
+	}
+	return completion(root, root.Get("output").Array(), meta, nil, false)
+}
+
+// answerRoot reads a non-stream Responses answer, which must be a JSON object of bounded
+// nesting: a hostile answer must not exhaust the stack.
+func answerRoot(resp []byte) (gjson.Result, *Error) {
+	if !ValidJSON(resp) {
+		return gjson.Result{}, invalidUpstream()
 	}
 	root := gjson.ParseBytes(resp)
 	if !root.IsObject() {
-		return nil, Usage{}, invalidUpstream()
+		return gjson.Result{}, invalidUpstream()
 	}
-	return completion(root, root.Get("output").Array(), meta, nil, false)
+	return root, nil
+}
+
+// finishedAnswer is answerRoot for the dialects that answer only a finished response
+// (Messages, Gemini): with its usage (reported: the platform gave one) and status. A failed
+// or unfinished response is an *Error, with the usage it reported.
+func finishedAnswer(resp []byte) (root gjson.Result, usage Usage, reported bool, status string, err *Error) {
+	if root, err = answerRoot(resp); err != nil {
+		return root, Usage{}, false, "", err
+	}
+	usage, reported = parseUsage(root.Get("usage"))
+	status = root.Get("status").Str
+	return root, usage, reported, status, responseFailure(root, status)
 }
 
 func invalidUpstream() *Error {
@@ -183,15 +205,15 @@ func (a *answer) addText(p gjson.Result) {
 	a.runes += utf8.RuneCountInString(text)
 }
 
-// firstStop returns the byte offset of the earliest stop sequence in s, or -1.
-func firstStop(s string, stops []string) int {
-	cut := -1
+// matchStop returns the offset of the earliest stop sequence in s and the sequence, or -1.
+func matchStop(s string, stops []string) (int, string) {
+	cut, seq := -1, ""
 	for _, st := range stops {
 		if i := strings.Index(s, st); i >= 0 && (cut < 0 || i < cut) {
-			cut = i
+			cut, seq = i, st
 		}
 	}
-	return cut
+	return cut, seq
 }
 
 // responseFailure is the error a final upstream response with this status stands for: a
@@ -233,7 +255,7 @@ func completion(resp gjson.Result, items []gjson.Result, meta Meta, est *Usage, 
 	}
 	content := a.content.String()
 	finish := finishReason(status, resp.Get("incomplete_details.reason").Str, len(a.calls) > 0, meta.Legacy)
-	if cut := firstStop(content, meta.Stop); cut >= 0 || stopped {
+	if cut, _ := matchStop(content, meta.Stop); cut >= 0 || stopped {
 		if cut >= 0 {
 			content = a.cut(content, cut)
 		}

@@ -13,8 +13,8 @@ import (
 // accumulates its events the way Anthropic's SDKs build a final message, so the stream and
 // the non-stream answer cannot drift apart.
 type MessagesAggregator struct {
+	streamJoin
 	conv   *MessagesStream
-	buf    []byte
 	blocks []aggBlock
 	reason string // stop_reason from message_delta
 	seq    string // stop_sequence
@@ -28,24 +28,10 @@ type aggBlock struct {
 
 // NewMessagesAggregator prepares an aggregator for one upstream stream.
 func NewMessagesAggregator(meta MessagesMeta) *MessagesAggregator {
-	return &MessagesAggregator{conv: NewMessagesStream(meta)}
+	a := &MessagesAggregator{conv: NewMessagesStream(meta)}
+	a.streamJoin = streamJoin{base: &a.conv.streamBase, take: a.take}
+	return a
 }
-
-// SetInputEstimate sets the input tokens reported when the upstream reports no usage.
-func (a *MessagesAggregator) SetInputEstimate(n int64) { a.conv.SetInputEstimate(n) }
-
-// Feed takes one upstream event; done means the answer is complete (terminal event, error or
-// stop sequence) and the upstream can be cancelled.
-func (a *MessagesAggregator) Feed(eventType string, data []byte) (done bool) {
-	var out []byte
-	out, done = a.conv.FeedTo(a.buf[:0], eventType, data)
-	a.buf = out
-	a.take(out)
-	return done
-}
-
-// End notes that the upstream ended; err is the read error, if any.
-func (a *MessagesAggregator) End(err error) { a.take(a.conv.End(err)) }
 
 // take accumulates converter frames: "event: name\ndata: json\n\n", one after another.
 func (a *MessagesAggregator) take(out []byte) {
@@ -92,11 +78,8 @@ func (a *MessagesAggregator) take(out []byte) {
 func (a *MessagesAggregator) Result() ([]byte, Usage, error) {
 	c := a.conv
 	u := c.Usage()
-	if c.failure != nil {
-		return nil, u, c.failure
-	}
-	if a.reason == "" {
-		return nil, u, &Error{Status: 502, Type: typeServer, Code: "upstream_stream_incomplete", Message: "upstream stream terminated unexpectedly"}
+	if e := a.failed(a.reason != ""); e != nil {
+		return nil, u, e
 	}
 	b := make([]byte, 0, 512)
 	b = append(b, `{"id":`...)
@@ -146,6 +129,3 @@ func (a *MessagesAggregator) Result() ([]byte, Usage, error) {
 	b = appendMessagesUsage(b, u)
 	return append(b, '}'), u, nil
 }
-
-// Usage is the usage reported so far, or the estimate.
-func (a *MessagesAggregator) Usage() Usage { return a.conv.Usage() }

@@ -39,17 +39,6 @@ func messagesStopReason(status, incompleteReason string, sawCall, sawRefusal boo
 	return stopEndTurn
 }
 
-// matchStop returns the offset of the earliest stop sequence in s and the sequence, or -1.
-func matchStop(s string, stops []string) (int, string) {
-	cut, seq := -1, ""
-	for _, st := range stops {
-		if i := strings.Index(s, st); i >= 0 && (cut < 0 || i < cut) {
-			cut, seq = i, st
-		}
-	}
-	return cut, seq
-}
-
 // appendMessagesUsage writes Anthropic's usage object. input_tokens excludes cache reads,
 // which Anthropic counts apart; the platform reports no cache writes.
 func appendMessagesUsage(b []byte, u Usage) []byte {
@@ -63,33 +52,13 @@ func appendMessagesUsage(b []byte, u Usage) []byte {
 	return append(b, '}')
 }
 
-// answerRoot reads a non-stream Responses answer, which must be a JSON object of bounded
-// nesting: a hostile answer must not exhaust the stack. (ResponseToChat checks the same in
-// answer.go and can take this too.)
-func answerRoot(resp []byte) (gjson.Result, *Error) {
-	if !ValidJSON(resp) {
-		return gjson.Result{}, invalidUpstream()
-	}
-	root := gjson.ParseBytes(resp)
-	if !root.IsObject() {
-		return gjson.Result{}, invalidUpstream()
-	}
-	return root, nil
-}
-
 // ResponseToMessage converts a non-stream Responses answer into an Anthropic message. A
 // failed or unfinished response is an *Error, never a 200 answer.
 func ResponseToMessage(resp []byte, meta MessagesMeta) ([]byte, Usage, error) {
-	root, err := answerRoot(resp)
+	root, usage, _, status, err := finishedAnswer(resp)
 	if err != nil {
-		return nil, Usage{}, err
+		return nil, usage, err
 	}
-	usage, _ := parseUsage(root.Get("usage"))
-	status := root.Get("status").Str
-	if e := responseFailure(root, status); e != nil {
-		return nil, usage, e
-	}
-
 	b := make([]byte, 0, 256+len(resp))
 	b = append(b, `{"id":`...)
 	id := meta.ID

@@ -2,7 +2,6 @@ package translate
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -173,14 +172,7 @@ func FuzzMessagesStream(f *testing.F) {
 		}
 		checkMessagesEvents(t, convertMessagesSSE(bytes.NewReader(stream), meta))
 		res, _, err := aggregateMessagesSSE(bytes.NewReader(stream), meta)
-		if err != nil {
-			var te *Error
-			if !errors.As(err, &te) || te.Message == "" {
-				t.Fatalf("aggregator error %T %v", err, err)
-			}
-		} else if r := gjson.ParseBytes(res); !gjson.ValidBytes(res) || r.Get("stop_reason").Str == "" || !r.Get("content").IsArray() {
-			t.Fatalf("aggregate %s", res)
-		}
+		checkFuzzAggregate(t, res, err, "stop_reason", "content")
 	})
 }
 

@@ -6,9 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/tidwall/gjson"
-	sse "github.com/tmaxmax/go-sse"
 )
 
 // The Messages dialect is tested against the same recorded upstream answers and streams as
@@ -52,13 +49,12 @@ func TestMessagesGoldenRequests(t *testing.T) {
 }
 
 func TestMessagesGoldenAnswers(t *testing.T) {
-	cases := []string{"testdata/answers/*.response.json", "testdata/anthropic/answers/*.response.json"}
-	eachCase(t, ".response.json", cases, func(t *testing.T, base string, body []byte) {
+	checkDialectAnswers(t, "testdata/anthropic/answers/*.messages.golden.json", func(t *testing.T, base string, body []byte) []byte {
 		got, _, err := ResponseToMessage(body, loadMessagesMeta(t, base+".meta.json"))
 		if err != nil {
-			got = anthropicErrorJSON(t, err)
+			return anthropicErrorJSON(t, err)
 		}
-		checkGolden(t, filepath.Join("testdata/anthropic/answers", filepath.Base(base)+".messages.golden.json"), indent(t, got))
+		return got
 	})
 }
 
@@ -93,43 +89,17 @@ func TestMessagesGoldenStreams(t *testing.T) {
 // aggregateMessagesSSE runs a recorded stream through a MessagesAggregator the way the proxy
 // serves a non-stream client with stop sequences.
 func aggregateMessagesSSE(r io.Reader, meta MessagesMeta) ([]byte, Usage, error) {
-	agg := NewMessagesAggregator(meta)
-	agg.SetInputEstimate(testInputEstimate)
-	var readErr error
-	for ev, err := range sse.Read(r, &sse.ReadConfig{MaxEventSize: 64 << 20}) {
-		if err != nil {
-			readErr = err
-			break
-		}
-		if agg.Feed(ev.Type, []byte(ev.Data)) {
-			return agg.Result()
-		}
-	}
-	agg.End(readErr)
-	return agg.Result()
+	return aggregateDialectSSE(r, NewMessagesAggregator(meta))
 }
 
 // A completed stream aggregates to the answer ResponseToMessage gives for its final response,
-// when that response lists its output: the two paths of a non-stream answer agree.
+// byte for byte.
 func TestMessagesAggregateMatchesAnswer(t *testing.T) {
 	eachMessagesStream(t, func(t *testing.T, _ string, raw []byte, meta MessagesMeta) {
-		var final []byte
-		for ev, err := range sse.Read(bytes.NewReader(raw), &sse.ReadConfig{MaxEventSize: 64 << 20}) {
-			if err == nil && (ev.Type == "response.completed" || ev.Type == "response.incomplete") {
-				final = []byte(gjson.Get(ev.Data, "response").Raw)
-			}
-		}
-		if len(meta.StopSequences) > 0 || final == nil || !hasElements(gjson.GetBytes(final, "output")) {
-			t.Skip("no terminal response with its output")
-		}
-		agg, _, aerr := aggregateMessagesSSE(bytes.NewReader(raw), meta)
-		want, _, werr := ResponseToMessage(final, meta)
-		if aerr != nil || werr != nil {
-			t.Fatalf("aggregate error %v, answer error %v", aerr, werr)
-		}
-		if !bytes.Equal(agg, want) {
-			t.Errorf("aggregate\n%s\nanswer\n%s", agg, want)
-		}
+		checkAggregateMatchesAnswer(t, raw, len(meta.StopSequences),
+			func(r io.Reader) ([]byte, Usage, error) { return aggregateMessagesSSE(r, meta) },
+			func(final []byte) ([]byte, Usage, error) { return ResponseToMessage(final, meta) },
+			func(answer []byte) string { return string(answer) })
 	})
 }
 

@@ -289,10 +289,8 @@ func (w *msgWriter) write(f *messagesFields, r *MessagesRequest) *Error {
 		return err
 	}
 	// Anthropic keeps nothing between calls; the Responses default would store every turn.
-	w.b = append(w.b, `],"store":false,"max_output_tokens":`...)
-	w.b = appendInt(w.b, r.UpstreamMaxTokens())
-	w.b = appendNumberField(w.b, "temperature", f.temperature)
-	w.b = appendNumberField(w.b, "top_p", f.topP)
+	w.b = append(w.b, `],"store":false`...)
+	w.sampling(r.UpstreamMaxTokens(), f.temperature, f.topP)
 	w.reasoning(f, r)
 	if err := w.format(f); err != nil {
 		return err

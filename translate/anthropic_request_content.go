@@ -92,31 +92,6 @@ func (w *msgWriter) message(m gjson.Result, i, start int) *Error {
 	return badRequest(codeInvalidValue, param+".role", param+".role: Input should be 'user', 'assistant' or 'system'")
 }
 
-// group is an open message item that consecutive blocks of the same kind go into.
-type group struct {
-	open  bool
-	start int // index in w.b just past the opening of its content list
-}
-
-func (w *msgWriter) openGroup(g *group, start int, role string) {
-	if g.open {
-		w.sep(g.start)
-		return
-	}
-	w.sep(start)
-	w.b = append(w.b, `{"type":"message","role":"`...)
-	w.b = append(w.b, role...)
-	w.b = append(w.b, `","content":[`...)
-	g.open, g.start = true, len(w.b)
-}
-
-func (w *msgWriter) closeGroup(g *group) {
-	if g.open {
-		w.b = append(w.b, "]}"...)
-		g.open = false
-	}
-}
-
 // user writes a user turn. Text, images and documents go into user messages; each
 // tool_result becomes a function_call_output item in block order, so a turn that answers
 // calls and then says something keeps that order. Images returned by a tool follow the
@@ -395,11 +370,7 @@ func (w *msgWriter) toolUse(blk gjson.Result, param string, start int) *Error {
 	w.b = append(w.b, `,"name":`...)
 	w.b = append(w.b, name.Raw...)
 	w.b = append(w.b, `,"arguments":`...)
-	if input.IsObject() {
-		w.b = appendString(w.b, input.Raw)
-	} else {
-		w.b = append(w.b, `"{}"`...)
-	}
+	w.objectString(input)
 	w.b = append(w.b, '}')
 	return nil
 }
@@ -420,17 +391,6 @@ func (w *msgWriter) thinking(blk gjson.Result, param string, start int) *Error {
 	case kind != signatureOurs || enc == "":
 		return nil
 	}
-	w.sep(start)
-	w.b = append(w.b, `{"type":"reasoning","id":`...)
-	w.b = appendString(w.b, id)
-	w.b = append(w.b, `,"summary":[`...)
-	if t.Str != "" {
-		w.b = append(w.b, `{"type":"summary_text","text":`...)
-		w.b = append(w.b, t.Raw...)
-		w.b = append(w.b, '}')
-	}
-	w.b = append(w.b, `],"encrypted_content":`...)
-	w.b = appendString(w.b, enc)
-	w.b = append(w.b, '}')
+	w.reasoningItem(id, enc, t, start)
 	return nil
 }

@@ -2,7 +2,6 @@ package translate
 
 import (
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -25,12 +24,9 @@ type MessagesStream struct {
 	blocks []msgBlock
 	open   int // index in blocks of the open block, -1 when none
 
-	sawCall, sawRefusal bool
+	sawCall bool
 
-	maxStop int
-	held    []byte // text of the open text block held back: it may start a stop sequence
-
-	failure *Error // what ended the stream with an error event
+	stop stopHold // text of the open text block held back: it may start a stop sequence
 }
 
 // msgBlock is one content block and the upstream part it shows.
@@ -45,11 +41,8 @@ type msgBlock struct {
 
 // NewMessagesStream prepares a converter for one upstream stream.
 func NewMessagesStream(meta MessagesMeta) *MessagesStream {
-	c := &MessagesStream{meta: meta, open: -1}
+	c := &MessagesStream{meta: meta, open: -1, stop: newStopHold(meta.StopSequences)}
 	c.d = c
-	for _, s := range meta.StopSequences {
-		c.maxStop = max(c.maxStop, len(s))
-	}
 	return c
 }
 
@@ -62,20 +55,6 @@ func (c *MessagesStream) convert(out []byte, typ string, oi int64, data []byte) 
 		if f.item.Get("type").Str == "function_call" {
 			out = c.announce(out, oi, f.item)
 		}
-	case "response.output_text.delta", "response.output_text.done":
-		if k, text, ok := c.part('t', oi, typ); ok {
-			out = c.text(out, k, text)
-		}
-	case "response.refusal.delta", "response.refusal.done":
-		c.sawRefusal = true
-		if k, text, ok := c.part('f', oi, typ); ok {
-			out = c.text(out, k, text)
-		}
-	case "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
-		"response.reasoning_text.delta", "response.reasoning_text.done":
-		if k, text, ok := c.part(reasoningKind(typ), oi, typ); ok {
-			out = c.thinking(out, k, text)
-		}
 	case "response.function_call_arguments.delta":
 		c.deltas++
 		if b := c.block('c', oi); b >= 0 {
@@ -86,7 +65,7 @@ func (c *MessagesStream) convert(out []byte, typ string, oi int64, data []byte) 
 			out = c.arguments(out, b, f.arguments.String())
 		}
 	default:
-		out = c.ending(out, typ, oi, data)
+		out = c.textEvent(c, out, typ, oi, data)
 	}
 	return out
 }
@@ -163,9 +142,9 @@ func (c *MessagesStream) closeOpen(out []byte) []byte {
 	if c.open < 0 {
 		return out
 	}
-	if len(c.held) > 0 {
-		out = c.delta(out, c.open, "text_delta", "text", str(c.held))
-		c.held = c.held[:0]
+	if len(c.stop.held) > 0 {
+		out = c.delta(out, c.open, "text_delta", "text", str(c.stop.held))
+		c.stop.sent(0, true)
 	}
 	out = append(out, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":"...)
 	out = appendInt(out, int64(c.open))
@@ -194,29 +173,17 @@ func (c *MessagesStream) text(out []byte, k partKey, s string) []byte {
 		return out
 	}
 	out = c.openFor(out, 't', k.oi)
-	if c.maxStop == 0 {
+	if c.stop.max == 0 {
 		return c.delta(out, c.open, "text_delta", "text", s)
 	}
-	c.held = append(c.held, s...)
-	send := len(c.held) - (c.maxStop - 1)
-	cut, seq := matchStop(str(c.held), c.meta.StopSequences)
-	if cut >= 0 {
-		send = cut
-	}
-	if send <= 0 && cut < 0 {
-		return out
-	}
-	for send > 0 && send < len(c.held) && !utf8.RuneStart(c.held[send]) {
-		send--
-	}
+	send, seq, cut := c.stop.add(s)
 	if send > 0 {
-		out = c.delta(out, c.open, "text_delta", "text", str(c.held[:send]))
+		out = c.delta(out, c.open, "text_delta", "text", str(c.stop.held[:send]))
 	}
-	if cut >= 0 {
-		c.held = c.held[:0]
+	c.stop.sent(send, cut)
+	if cut {
 		return c.end(out, stopSequence, seq)
 	}
-	c.held = c.held[:copy(c.held, c.held[send:])]
 	return out
 }
 
@@ -269,15 +236,7 @@ func (c *MessagesStream) arguments(out []byte, b int, s string) []byte {
 func (c *MessagesStream) itemDone(out []byte, oi int64, item gjson.Result) []byte {
 	switch item.Get("type").Str {
 	case "message":
-		c.eachMessagePart(oi, item, func(k partKey, p gjson.Result) bool {
-			if k.kind == 't' {
-				out = c.text(out, k, p.Get("text").String())
-			} else {
-				c.sawRefusal = true
-				out = c.text(out, k, p.Get("refusal").String())
-			}
-			return !c.done
-		})
+		out = c.messageText(c, out, oi, item)
 		if !c.done && c.isOpen('t', oi) {
 			out = c.closeOpen(out)
 		}
@@ -336,21 +295,11 @@ func (c *MessagesStream) end(out []byte, reason, seq string) []byte {
 	return append(out, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
 }
 
-// End closes a stream whose upstream ended before a terminal event: the text held back, then
-// one error event. No message_stop: the message is incomplete, and the SDKs raise on the
-// error event instead of returning a truncated message as complete.
-func (c *MessagesStream) End(err error) []byte {
-	if c.done {
-		return nil
-	}
-	return c.fail(nil, &Error{Status: 502, Type: typeServer, Code: "upstream_stream_incomplete", Message: incompleteMessage(err)})
-}
-
 // fail ends the stream with one error event, after the text held back; no message_stop.
 func (c *MessagesStream) fail(out []byte, e *Error) []byte {
-	if c.open >= 0 && len(c.held) > 0 {
-		out = c.delta(out, c.open, "text_delta", "text", str(c.held))
-		c.held = c.held[:0]
+	if c.open >= 0 && len(c.stop.held) > 0 {
+		out = c.delta(out, c.open, "text_delta", "text", str(c.stop.held))
+		c.stop.sent(0, true)
 	}
 	c.done = true
 	c.failure = e

@@ -168,6 +168,19 @@ func TestWriteFuzzSeeds(t *testing.T) {
 }
 
 // checkFuzzSeeds fails for each target whose committed seed corpus is missing.
+// checkFuzzAggregate fails unless what an aggregator made of a fuzzed stream is an *Error
+// with a message, or valid JSON with a stop reason at stopAt and a list at listAt.
+func checkFuzzAggregate(t *testing.T, res []byte, err error, stopAt, listAt string) {
+	t.Helper()
+	if err != nil {
+		if te, ok := err.(*Error); !ok || te.Message == "" {
+			t.Fatalf("aggregator error %T %v", err, err)
+		}
+	} else if r := gjson.ParseBytes(res); !gjson.ValidBytes(res) || r.Get(stopAt).Str == "" || !r.Get(listAt).IsArray() {
+		t.Fatalf("aggregate %s", res)
+	}
+}
+
 func checkFuzzSeeds(t *testing.T, targets ...string) {
 	t.Helper()
 	for _, target := range targets {

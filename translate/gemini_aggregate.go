@@ -13,8 +13,8 @@ import (
 // joins its chunks the way the SDKs join a stream's text, so the stream and the non-stream
 // answer cannot drift apart.
 type GeminiAggregator struct {
+	streamJoin
 	conv   *GeminiStream
-	buf    []byte
 	parts  []geminiAggPart
 	finish string // the last chunk's finishReason
 }
@@ -30,27 +30,10 @@ type geminiAggPart struct {
 
 // NewGeminiAggregator prepares an aggregator for one upstream stream.
 func NewGeminiAggregator(meta GeminiMeta) *GeminiAggregator {
-	return &GeminiAggregator{conv: NewGeminiStream(GeminiSSE, meta)}
+	a := &GeminiAggregator{conv: NewGeminiStream(GeminiSSE, meta)}
+	a.streamJoin = streamJoin{base: &a.conv.streamBase, take: a.take}
+	return a
 }
-
-// SetInputEstimate sets the input tokens reported when the upstream reports no usage.
-func (a *GeminiAggregator) SetInputEstimate(n int64) { a.conv.SetInputEstimate(n) }
-
-// Feed takes one upstream event; done means the answer is complete (terminal event, error or
-// stop sequence) and the upstream can be cancelled.
-func (a *GeminiAggregator) Feed(eventType string, data []byte) (done bool) {
-	var out []byte
-	out, done = a.conv.FeedTo(a.buf[:0], eventType, data)
-	a.buf = out
-	a.take(out)
-	return done
-}
-
-// End notes that the upstream ended; err is the read error, if any.
-func (a *GeminiAggregator) End(err error) { a.take(a.conv.End(err)) }
-
-// Usage is the usage reported so far, or the estimate.
-func (a *GeminiAggregator) Usage() Usage { return a.conv.Usage() }
 
 // take accumulates the converter's SSE chunks, "data: {json}\r\n\r\n" one after another.
 func (a *GeminiAggregator) take(out []byte) {
@@ -100,11 +83,8 @@ func (a *GeminiAggregator) add(p gjson.Result) {
 func (a *GeminiAggregator) Result() ([]byte, Usage, error) {
 	c := a.conv
 	u := c.Usage()
-	if c.failure != nil {
-		return nil, u, c.failure
-	}
-	if a.finish == "" {
-		return nil, u, &Error{Status: 502, Type: typeServer, Code: "upstream_stream_incomplete", Message: incompleteMessage(nil)}
+	if e := a.failed(a.finish != ""); e != nil {
+		return nil, u, e
 	}
 	b := make([]byte, 0, 512)
 	b = append(b, `{"candidates":[{"content":{"parts":[`...)

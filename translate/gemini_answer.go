@@ -149,14 +149,9 @@ func (p *geminiParts) item(b []byte, item gjson.Result) []byte {
 // A failed or unfinished response is an *Error, never a 200 answer: the route renders it
 // with GeminiError.
 func ResponseToGemini(resp []byte, meta GeminiMeta) ([]byte, Usage, error) {
-	root, err := answerRoot(resp)
+	root, usage, ok, status, err := finishedAnswer(resp)
 	if err != nil {
-		return nil, Usage{}, err
-	}
-	usage, ok := parseUsage(root.Get("usage"))
-	status := root.Get("status").Str
-	if e := responseFailure(root, status); e != nil {
-		return nil, usage, e
+		return nil, usage, err
 	}
 	b := make([]byte, 0, 256+len(resp))
 	b = append(b, `{"candidates":[{"content":{"parts":[`...)

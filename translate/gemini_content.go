@@ -146,14 +146,25 @@ func (w *geminiWriter) content(c gjson.Result, i, start int) *Error {
 	switch role {
 	case "", "user", "function": // "function" is the old role of function responses
 		w.markFirstUser(c.Raw)
-		return w.userTurn(parts, at, start)
+		return w.partList(parts, at, start, userParts)
 	case "model":
-		return w.modelTurn(parts, at, start)
+		return w.partList(parts, at, start, modelParts)
 	}
 	return geminiInvalid(at+".role", "Please use a valid role: user, model.")
 }
 
-func (w *geminiWriter) userTurn(parts gjson.Result, at string, start int) *Error {
+// The lists of parts a request holds: a user turn's, a model turn's, and those a function
+// response carries.
+const (
+	userParts byte = iota
+	modelParts
+	responseParts
+)
+
+// partList writes the parts of the list at at+".parts", of the given kind, each through its
+// list's method, into message groups it closes after the last; it stops at the first error.
+// The methods are named rather than handed in, so that the part read stays on the stack.
+func (w *geminiWriter) partList(parts gjson.Result, at string, start int, list byte) *Error {
 	var g group
 	err := walk(parts, func(j int, v gjson.Result) *Error {
 		pat := geminiIndex(at+".parts", j)
@@ -162,40 +173,32 @@ func (w *geminiWriter) userTurn(parts gjson.Result, at string, start int) *Error
 		if err != nil {
 			return err
 		}
-		switch k {
-		case 'c':
-			return geminiInvalid(pat, "functionCall parts belong in model turns.")
-		case 'r':
-			w.closeGroup(&g)
-			return w.functionResponse(p.response, pat+".functionResponse", start)
+		switch list {
+		case userParts:
+			return w.userPart(&g, &p, k, pat, start)
+		case modelParts:
+			return w.modelPart(&g, &p, k, j, pat, start)
 		}
-		if p.thought.Type == gjson.True {
-			return nil // a client's own thoughts: nothing the model can use
-		}
-		w.openGroup(&g, start, "user")
-		return w.dataPart(&p, k, pat)
+		return w.responsePart(&g, &p, k, pat, start)
 	})
 	w.closeGroup(&g)
 	return err
 }
 
-func (w *geminiWriter) openGroup(g *group, start int, role string) {
-	if g.open {
-		w.sep(g.start)
-		return
+// userPart writes a part of a user turn: data, or a function response.
+func (w *geminiWriter) userPart(g *group, p *geminiPart, k byte, pat string, start int) *Error {
+	switch k {
+	case 'c':
+		return geminiInvalid(pat, "functionCall parts belong in model turns.")
+	case 'r':
+		w.closeGroup(g)
+		return w.functionResponse(p.response, pat+".functionResponse", start)
 	}
-	w.sep(start)
-	w.b = append(w.b, `{"type":"message","role":"`...)
-	w.b = append(w.b, role...)
-	w.b = append(w.b, `","content":[`...)
-	g.open, g.start = true, len(w.b)
-}
-
-func (w *geminiWriter) closeGroup(g *group) {
-	if g.open {
-		w.b = append(w.b, "]}"...)
-		g.open = false
+	if p.thought.Type == gjson.True {
+		return nil // a client's own thoughts: nothing the model can use
 	}
+	w.openGroup(g, start, "user")
+	return w.dataPart(p, k, pat)
 }
 
 // dataPart writes a text, inlineData or fileData part as a Responses input part.
@@ -313,14 +316,8 @@ func (w *geminiWriter) functionResponse(v gjson.Result, at string, start int) *E
 		[]*gjson.Result{&id, &name, &resp, &parts, &cont, &sched}); err != nil {
 		return err
 	}
-	if name.Type != gjson.String || name.Str == "" {
-		return geminiInvalid(at+".name", "required.")
-	}
-	if present(id) && id.Type != gjson.String {
-		return geminiType(at+".id", "a string")
-	}
-	if present(resp) && !resp.IsObject() {
-		return geminiType(at+".response", "an object")
+	if err := checkCallFields(at, id, name, "response", resp); err != nil {
+		return err
 	}
 	call := w.calls.answer(id.Str, name.Str)
 	if call == nil {
@@ -330,11 +327,7 @@ func (w *geminiWriter) functionResponse(v gjson.Result, at string, start int) *E
 	w.b = append(w.b, `{"type":"function_call_output","call_id":`...)
 	w.b = appendString(w.b, call.id)
 	w.b = append(w.b, `,"output":`...)
-	if resp.IsObject() {
-		w.b = appendString(w.b, resp.Raw)
-	} else {
-		w.b = append(w.b, `"{}"`...)
-	}
+	w.objectString(resp)
 	w.b = append(w.b, '}')
 	if !present(parts) {
 		return nil
@@ -342,66 +335,70 @@ func (w *geminiWriter) functionResponse(v gjson.Result, at string, start int) *E
 	if !parts.IsArray() {
 		return geminiType(at+".parts", "a list")
 	}
-	var g group
-	err := walk(parts, func(j int, pv gjson.Result) *Error {
-		pat := geminiIndex(at+".parts", j)
-		var p geminiPart
-		k, err := p.readKind(pv, pat)
-		if err != nil {
-			return err
-		}
-		if k != 'i' && k != 'f' && k != 't' {
-			return geminiInvalid(pat, "a function response's parts hold data only.")
-		}
-		w.openGroup(&g, start, "user")
-		return w.dataPart(&p, k, pat)
-	})
-	w.closeGroup(&g)
-	return err
+	return w.partList(parts, at, start, responseParts)
 }
 
-func (w *geminiWriter) modelTurn(parts gjson.Result, at string, start int) *Error {
-	var g group
-	err := walk(parts, func(j int, v gjson.Result) *Error {
-		pat := geminiIndex(at+".parts", j)
-		var p geminiPart
-		k, err := p.readKind(v, pat)
-		if err != nil {
-			return err
+// responsePart writes a part a function response carries: data only.
+func (w *geminiWriter) responsePart(g *group, p *geminiPart, k byte, pat string, start int) *Error {
+	if k != 'i' && k != 'f' && k != 't' {
+		return geminiInvalid(pat, "a function response's parts hold data only.")
+	}
+	w.openGroup(g, start, "user")
+	return w.dataPart(p, k, pat)
+}
+
+// modelPart writes a part of a model turn: the reasoning item its thought signature carries
+// back, then its text or function call.
+func (w *geminiWriter) modelPart(g *group, p *geminiPart, k byte, j int, pat string, start int) *Error {
+	if present(p.signature) {
+		if p.signature.Type != gjson.String {
+			return geminiType(pat+".thoughtSignature", "a string")
 		}
-		if present(p.signature) {
-			if p.signature.Type != gjson.String {
-				return geminiType(pat+".thoughtSignature", "a string")
+		if id, enc, ok := geminiSignature(p.signature.Str); ok {
+			w.closeGroup(g)
+			var summary gjson.Result // a thought's text is the item's summary
+			if p.thought.Type == gjson.True {
+				summary = p.text
 			}
-			if id, enc, ok := geminiSignature(p.signature.Str); ok {
-				w.closeGroup(&g)
-				w.reasoningItem(id, enc, p.text, p.thought.Type == gjson.True, start)
-			}
+			w.reasoningItem(id, enc, summary, start)
 		}
-		if p.thought.Type == gjson.True {
-			return nil // shown thinking goes back only through its signature
+	}
+	if p.thought.Type == gjson.True {
+		return nil // shown thinking goes back only through its signature
+	}
+	switch k {
+	case 'c':
+		w.closeGroup(g)
+		return w.functionCall(p.call, pat+".functionCall", j, start)
+	case 'r':
+		return geminiInvalid(pat, "functionResponse parts belong in user turns.")
+	case 't':
+		if p.text.Type != gjson.String {
+			return geminiType(pat+".text", "a string")
 		}
-		switch k {
-		case 'c':
-			w.closeGroup(&g)
-			return w.functionCall(p.call, pat+".functionCall", j, start)
-		case 'r':
-			return geminiInvalid(pat, "functionResponse parts belong in user turns.")
-		case 't':
-			if p.text.Type != gjson.String {
-				return geminiType(pat+".text", "a string")
-			}
-			if p.text.Str == "" {
-				return nil
-			}
-			w.openGroup(&g, start, "assistant")
-			w.textPart(p.text.Raw)
+		if p.text.Str == "" {
 			return nil
 		}
-		return geminiInvalid(pat, "a model turn holds text and function calls only.")
-	})
-	w.closeGroup(&g)
-	return err
+		w.openGroup(g, start, "assistant")
+		w.textPart(p.text.Raw)
+		return nil
+	}
+	return geminiInvalid(pat, "a model turn holds text and function calls only.")
+}
+
+// checkCallFields checks what a FunctionCall and a FunctionResponse at at share: a name, and
+// an id and a payload (the field named key) that are a string and an object when present.
+func checkCallFields(at string, id, name gjson.Result, key string, payload gjson.Result) *Error {
+	if name.Type != gjson.String || name.Str == "" {
+		return geminiInvalid(at+".name", "required.")
+	}
+	if present(id) && id.Type != gjson.String {
+		return geminiType(at+".id", "a string")
+	}
+	if present(payload) && !payload.IsObject() {
+		return geminiType(at+"."+key, "an object")
+	}
+	return nil
 }
 
 // functionCall writes a function_call. A call without an id (Gemini's own leave it out) is
@@ -414,14 +411,8 @@ func (w *geminiWriter) functionCall(v gjson.Result, at string, part, start int) 
 	if err := geminiObject(v, at, []string{"id", "name", "args"}, []*gjson.Result{&id, &name, &args}); err != nil {
 		return err
 	}
-	if name.Type != gjson.String || name.Str == "" {
-		return geminiInvalid(at+".name", "required.")
-	}
-	if present(id) && id.Type != gjson.String {
-		return geminiType(at+".id", "a string")
-	}
-	if present(args) && !args.IsObject() {
-		return geminiType(at+".args", "an object")
+	if err := checkCallFields(at, id, name, "args", args); err != nil {
+		return err
 	}
 	callID := id.Str
 	if callID == "" {
@@ -436,11 +427,7 @@ func (w *geminiWriter) functionCall(v gjson.Result, at string, part, start int) 
 	w.b = append(w.b, `,"name":`...)
 	w.b = append(w.b, name.Raw...)
 	w.b = append(w.b, `,"arguments":`...)
-	if args.IsObject() {
-		w.b = appendString(w.b, args.Raw)
-	} else {
-		w.b = append(w.b, `"{}"`...)
-	}
+	w.objectString(args)
 	w.b = append(w.b, '}')
 	return nil
 }

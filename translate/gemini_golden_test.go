@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
-	sse "github.com/tmaxmax/go-sse"
 )
 
 // The Gemini dialect is tested against the same recorded upstream answers and streams as chat
@@ -54,13 +53,12 @@ func loadGeminiMeta(t *testing.T, path string) GeminiMeta {
 }
 
 func TestGeminiGoldenAnswers(t *testing.T) {
-	cases := []string{"testdata/answers/*.response.json", "testdata/anthropic/answers/*.response.json"}
-	eachCase(t, ".response.json", cases, func(t *testing.T, base string, body []byte) {
+	checkDialectAnswers(t, "testdata/gemini/answers/*.gemini.golden.json", func(t *testing.T, base string, body []byte) []byte {
 		got, _, err := ResponseToGemini(body, loadGeminiMeta(t, base+".meta.json"))
 		if err != nil {
-			got = geminiErrorJSON(t, err)
+			return geminiErrorJSON(t, err)
 		}
-		checkGolden(t, filepath.Join("testdata/gemini/answers", filepath.Base(base)+".gemini.golden.json"), indent(t, got))
+		return got
 	})
 }
 
@@ -106,20 +104,7 @@ func TestGeminiGoldenStreams(t *testing.T) {
 // aggregateGeminiSSE runs a recorded stream through a GeminiAggregator the way the route
 // serves a non-stream client with stop sequences.
 func aggregateGeminiSSE(r io.Reader, meta GeminiMeta) ([]byte, Usage, error) {
-	agg := NewGeminiAggregator(meta)
-	agg.SetInputEstimate(testInputEstimate)
-	var readErr error
-	for ev, err := range sse.Read(r, &sse.ReadConfig{MaxEventSize: 64 << 20}) {
-		if err != nil {
-			readErr = err
-			break
-		}
-		if agg.Feed(ev.Type, []byte(ev.Data)) {
-			return agg.Result()
-		}
-	}
-	agg.End(readErr)
-	return agg.Result()
+	return aggregateDialectSSE(r, NewGeminiAggregator(meta))
 }
 
 // geminiGist is what a client reads from an answer, whichever way its text was split into
@@ -146,27 +131,14 @@ func geminiGist(answer []byte) string {
 		v.Get("candidates.0.finishReason").Str + " " + v.Get("usageMetadata").Raw
 }
 
-// A completed stream aggregates to what ResponseToGemini gives for its final response, when
-// that response lists its output: the two paths of a non-stream answer agree.
+// A completed stream aggregates to what ResponseToGemini gives for its final response, as a
+// client reads it (geminiGist).
 func TestGeminiAggregateMatchesAnswer(t *testing.T) {
 	eachGeminiStream(t, func(t *testing.T, _ string, raw []byte, meta GeminiMeta) {
-		var final []byte
-		for ev, err := range sse.Read(bytes.NewReader(raw), &sse.ReadConfig{MaxEventSize: 64 << 20}) {
-			if err == nil && (ev.Type == "response.completed" || ev.Type == "response.incomplete") {
-				final = []byte(gjson.Get(ev.Data, "response").Raw)
-			}
-		}
-		if len(meta.StopSequences) > 0 || final == nil || !hasElements(gjson.GetBytes(final, "output")) {
-			t.Skip("no terminal response with its output")
-		}
-		agg, _, aerr := aggregateGeminiSSE(bytes.NewReader(raw), meta)
-		want, _, werr := ResponseToGemini(final, meta)
-		if aerr != nil || werr != nil {
-			t.Fatalf("aggregate error %v, answer error %v", aerr, werr)
-		}
-		if g, w := geminiGist(agg), geminiGist(want); g != w {
-			t.Errorf("aggregate\n%s\nanswer\n%s", g, w)
-		}
+		checkAggregateMatchesAnswer(t, raw, len(meta.StopSequences),
+			func(r io.Reader) ([]byte, Usage, error) { return aggregateGeminiSSE(r, meta) },
+			func(final []byte) ([]byte, Usage, error) { return ResponseToGemini(final, meta) },
+			geminiGist)
 	})
 }
 

@@ -218,12 +218,7 @@ func (w *geminiWriter) write(f *geminiFields, g *geminiGenFields, r *GeminiReque
 	}
 	// Gemini keeps nothing between calls; the Responses default would store every turn.
 	w.b = append(w.b, `],"store":false`...)
-	if r.MaxOutputTokens > 0 {
-		w.b = append(w.b, `,"max_output_tokens":`...)
-		w.b = appendInt(w.b, r.MaxOutputTokens)
-	}
-	w.b = appendNumberField(w.b, "temperature", g.temperature)
-	w.b = appendNumberField(w.b, "top_p", g.topP)
+	w.sampling(r.MaxOutputTokens, g.temperature, g.topP)
 	if err := w.format(g); err != nil {
 		return err
 	}

@@ -1,27 +1,6 @@
 package translate
 
-import (
-	"encoding/base64"
-
-	"github.com/tidwall/gjson"
-)
-
-// reasoningItem writes the reasoning item a thought signature carries back, with the
-// thought's text as its summary when the part is one.
-func (w *geminiWriter) reasoningItem(id, enc string, text gjson.Result, thought bool, start int) {
-	w.sep(start)
-	w.b = append(w.b, `{"type":"reasoning","id":`...)
-	w.b = appendString(w.b, id)
-	w.b = append(w.b, `,"summary":[`...)
-	if thought && text.Type == gjson.String && text.Str != "" {
-		w.b = append(w.b, `{"type":"summary_text","text":`...)
-		w.b = append(w.b, text.Raw...)
-		w.b = append(w.b, '}')
-	}
-	w.b = append(w.b, `],"encrypted_content":`...)
-	w.b = appendString(w.b, enc)
-	w.b = append(w.b, '}')
-}
+import "encoding/base64"
 
 // A thought signature is how Gemini clients hand reasoning back on the next turn: opaque
 // bytes, base64 in JSON. modelgate's are the standard base64 of a Messages signature

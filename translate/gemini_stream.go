@@ -2,7 +2,6 @@ package translate
 
 import (
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -36,14 +35,10 @@ type GeminiStream struct {
 
 	sig        string // thought signature waiting for the next part
 	calls      []geminiStreamCall
-	sawRefusal bool
 	thought    partKey // the thought part last shown, for "\n\n" between parts
 	hasThought bool
 
-	maxStop int
-	held    []byte // text held back: it may start a stop sequence
-
-	failure *Error // what ended the stream with an error chunk
+	stop stopHold // text held back: it may start a stop sequence
 }
 
 // geminiStreamCall is a function call being streamed: its arguments are gathered until the
@@ -59,11 +54,8 @@ var _ Converter = (*GeminiStream)(nil)
 
 // NewGeminiStream prepares a converter for one upstream stream.
 func NewGeminiStream(framing GeminiFraming, meta GeminiMeta) *GeminiStream {
-	c := &GeminiStream{meta: meta, framing: framing}
+	c := &GeminiStream{meta: meta, framing: framing, stop: newStopHold(meta.StopSequences)}
 	c.d = c
-	for _, s := range meta.StopSequences {
-		c.maxStop = max(c.maxStop, len(s))
-	}
 	return c
 }
 
@@ -79,20 +71,6 @@ func (c *GeminiStream) convert(out []byte, typ string, oi int64, data []byte) []
 		if f.item.Get("type").Str == "function_call" {
 			c.call(oi, f.item)
 		}
-	case "response.output_text.delta", "response.output_text.done":
-		if k, text, ok := c.part('t', oi, typ); ok {
-			out = c.text(out, k, text)
-		}
-	case "response.refusal.delta", "response.refusal.done":
-		c.sawRefusal = true
-		if k, text, ok := c.part('f', oi, typ); ok {
-			out = c.text(out, k, text)
-		}
-	case "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
-		"response.reasoning_text.delta", "response.reasoning_text.done":
-		if k, text, ok := c.part(reasoningKind(typ), oi, typ); ok {
-			out = c.thoughtText(out, k, text)
-		}
 	case "response.function_call_arguments.delta":
 		c.deltas++
 		if call := c.findCall(oi); call != nil {
@@ -103,7 +81,7 @@ func (c *GeminiStream) convert(out []byte, typ string, oi int64, data []byte) []
 			call.args = append(call.args[:0], f.arguments.String()...)
 		}
 	default:
-		out = c.ending(out, typ, oi, data)
+		out = c.textEvent(c, out, typ, oi, data)
 	}
 	return out
 }
@@ -207,45 +185,33 @@ func (c *GeminiStream) text(out []byte, k partKey, s string) []byte {
 	if s == "" {
 		return out
 	}
-	if c.maxStop == 0 {
+	if c.stop.max == 0 {
 		return c.textChunk(out, s, false)
 	}
-	c.held = append(c.held, s...)
-	send := len(c.held) - (c.maxStop - 1)
-	cut, _ := matchStop(str(c.held), c.meta.StopSequences)
-	if cut >= 0 {
-		send = cut
-	}
-	if send <= 0 && cut < 0 {
-		return out
-	}
-	for send > 0 && send < len(c.held) && !utf8.RuneStart(c.held[send]) {
-		send--
-	}
+	send, _, cut := c.stop.add(s)
 	if send > 0 {
-		out = c.textChunk(out, str(c.held[:send]), false)
+		out = c.textChunk(out, str(c.stop.held[:send]), false)
 	}
-	if cut >= 0 {
-		c.held = c.held[:0]
+	c.stop.sent(send, cut)
+	if cut {
 		return c.end(out, geminiStop)
 	}
-	c.held = c.held[:copy(c.held, c.held[send:])]
 	return out
 }
 
 // flush sends the text held back.
 func (c *GeminiStream) flush(out []byte) []byte {
-	if len(c.held) == 0 {
+	if len(c.stop.held) == 0 {
 		return out
 	}
-	out = c.textChunk(out, str(c.held), false)
-	c.held = c.held[:0]
+	out = c.textChunk(out, str(c.stop.held), false)
+	c.stop.sent(0, true)
 	return out
 }
 
-// thoughtText sends reasoning as a thought part when the client asked to see thoughts;
+// thinking sends reasoning as a thought part when the client asked to see thoughts;
 // distinct parts are separated by a blank line, as in the non-stream answer.
-func (c *GeminiStream) thoughtText(out []byte, k partKey, s string) []byte {
+func (c *GeminiStream) thinking(out []byte, k partKey, s string) []byte {
 	c.markEmitted(k)
 	if s == "" || !c.meta.IncludeThoughts {
 		return out
@@ -283,18 +249,10 @@ func (c *GeminiStream) cut() bool { return c.done }
 func (c *GeminiStream) itemDone(out []byte, oi int64, item gjson.Result) []byte {
 	switch item.Get("type").Str {
 	case "message":
-		c.eachMessagePart(oi, item, func(k partKey, p gjson.Result) bool {
-			if k.kind == 't' {
-				out = c.text(out, k, p.Get("text").String())
-			} else {
-				c.sawRefusal = true
-				out = c.text(out, k, p.Get("refusal").String())
-			}
-			return !c.done
-		})
+		out = c.messageText(c, out, oi, item)
 	case "reasoning":
 		c.eachReasoningPart(oi, item, func(k partKey, text string) {
-			out = c.thoughtText(out, k, text)
+			out = c.thinking(out, k, text)
 		})
 		if enc := item.Get("encrypted_content").String(); enc != "" {
 			c.sig = makeGeminiSignature(item.Get("id").String(), enc)
@@ -338,14 +296,6 @@ func (c *GeminiStream) end(out []byte, finish string) []byte {
 		out = append(out, "\n]"...)
 	}
 	return out
-}
-
-// End closes a stream whose upstream stopped before a terminal event with an error chunk.
-func (c *GeminiStream) End(err error) []byte {
-	if c.done {
-		return nil
-	}
-	return c.fail(nil, &Error{Status: 502, Type: typeServer, Code: "upstream_stream_incomplete", Message: incompleteMessage(err)})
 }
 
 // fail ends the stream with one error chunk, after the text held back.

@@ -236,18 +236,9 @@ func TestGeminiError(t *testing.T) {
 }
 
 func TestMergeGeminiCandidates(t *testing.T) {
-	var answers [][]byte
-	for i := range 2 {
-		a, _, err := ResponseToGemini([]byte(`{"id":"resp_x","status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"t`+itoa(i)+`"}]}],"usage":{"input_tokens":10,"output_tokens":3}}`), GeminiMeta{Model: "g", Index: i})
-		if err != nil {
-			t.Fatal(err)
-		}
-		answers = append(answers, a)
-	}
-	out, err := MergeGeminiCandidates(answers)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := mergeAnswers(t, 2, func(i int) ([]byte, Usage, error) {
+		return ResponseToGemini([]byte(`{"id":"resp_x","status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"t`+itoa(i)+`"}]}],"usage":{"input_tokens":10,"output_tokens":3}}`), GeminiMeta{Model: "g", Index: i})
+	}, MergeGeminiCandidates)
 	v := gjson.ParseBytes(out)
 	if v.Get("candidates.#").Int() != 2 || v.Get("candidates.1.index").Int() != 1 || v.Get("candidates.1.content.parts.0.text").Str != "t1" ||
 		v.Get("usageMetadata.promptTokenCount").Int() != 20 || v.Get("usageMetadata.totalTokenCount").Int() != 26 || v.Get("responseId").Str != "x" {

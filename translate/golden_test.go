@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
 	sse "github.com/tmaxmax/go-sse"
 )
 
@@ -190,6 +191,68 @@ func aggregateSSE(r io.Reader, meta Meta) ([]byte, Usage, error) {
 		}
 	}
 	return agg.Result()
+}
+
+// checkDialectAnswers converts every recorded answer, chat's and Messages', with answer (the
+// dialect's answer, or its error as the route writes it) and checks it against its golden,
+// named as golden names it with the case's name for the "*".
+func checkDialectAnswers(t *testing.T, golden string, answer func(t *testing.T, base string, body []byte) []byte) {
+	cases := []string{"testdata/answers/*.response.json", "testdata/anthropic/answers/*.response.json"}
+	eachCase(t, ".response.json", cases, func(t *testing.T, base string, body []byte) {
+		checkGolden(t, strings.Replace(golden, "*", filepath.Base(base), 1), indent(t, answer(t, base, body)))
+	})
+}
+
+// streamAggregator is what the Messages and Gemini aggregators offer the tests that feed
+// them a recorded stream.
+type streamAggregator interface {
+	SetInputEstimate(n int64)
+	Feed(eventType string, data []byte) (done bool)
+	End(err error)
+	Result() ([]byte, Usage, error)
+}
+
+// aggregateDialectSSE runs a recorded stream through agg the way a route serves a non-stream
+// client with stop sequences: event by event until agg is done, else End with the read error.
+func aggregateDialectSSE(r io.Reader, agg streamAggregator) ([]byte, Usage, error) {
+	agg.SetInputEstimate(testInputEstimate)
+	var readErr error
+	for ev, err := range sse.Read(r, &sse.ReadConfig{MaxEventSize: 64 << 20}) {
+		if err != nil {
+			readErr = err
+			break
+		}
+		if agg.Feed(ev.Type, []byte(ev.Data)) {
+			return agg.Result()
+		}
+	}
+	agg.End(readErr)
+	return agg.Result()
+}
+
+// checkAggregateMatchesAnswer: a completed stream (raw, without stop sequences) aggregates to
+// what answer gives for its final response, when that response lists its output, so the two
+// paths of a non-stream answer agree. gist is what of an answer the two must share.
+func checkAggregateMatchesAnswer(t *testing.T, raw []byte, stops int, aggregate func(io.Reader) ([]byte, Usage, error),
+	answer func(final []byte) ([]byte, Usage, error), gist func(answer []byte) string) {
+	t.Helper()
+	var final []byte
+	for ev, err := range sse.Read(bytes.NewReader(raw), &sse.ReadConfig{MaxEventSize: 64 << 20}) {
+		if err == nil && (ev.Type == "response.completed" || ev.Type == "response.incomplete") {
+			final = []byte(gjson.Get(ev.Data, "response").Raw)
+		}
+	}
+	if stops > 0 || final == nil || !hasElements(gjson.GetBytes(final, "output")) {
+		t.Skip("no terminal response with its output")
+	}
+	agg, _, aerr := aggregate(bytes.NewReader(raw))
+	want, _, werr := answer(final)
+	if aerr != nil || werr != nil {
+		t.Fatalf("aggregate error %v, answer error %v", aerr, werr)
+	}
+	if g, w := gist(agg), gist(want); g != w {
+		t.Errorf("aggregate\n%s\nanswer\n%s", g, w)
+	}
 }
 
 // eachRecordedStream runs f as a subtest for every recorded upstream stream in

@@ -34,29 +34,40 @@ func TestPurity(t *testing.T) {
 	}
 }
 
-func TestMergeChoices(t *testing.T) {
+// mergeAnswers makes n answers, the i-th through answer, and merges them through merge; an
+// error from either fails the test.
+func mergeAnswers(t *testing.T, n int, answer func(i int) ([]byte, Usage, error), merge func([][]byte) ([]byte, error)) []byte {
+	t.Helper()
 	var answers [][]byte
-	for i, text := range []string{"first", "second", "third"} {
-		meta := baseMeta()
-		meta.ChoiceIndex = i
-		resp := `{"status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"` + text + `"}]}],
-			"usage":{"input_tokens":10,"output_tokens":` + itoa(i+1) + `,"total_tokens":` + itoa(11+i) + `,"input_tokens_details":{"cached_tokens":2},"output_tokens_details":{"reasoning_tokens":1}}}`
-		out, _, err := ResponseToChat([]byte(resp), meta)
+	for i := range n {
+		a, _, err := answer(i)
 		if err != nil {
 			t.Fatal(err)
 		}
-		answers = append(answers, out)
+		answers = append(answers, a)
 	}
-	merged, err := MergeChoices(answers)
+	merged, err := merge(answers)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return merged
+}
+
+func TestMergeChoices(t *testing.T) {
+	texts := []string{"first", "second", "third"}
+	merged := mergeAnswers(t, len(texts), func(i int) ([]byte, Usage, error) {
+		meta := baseMeta()
+		meta.ChoiceIndex = i
+		resp := `{"status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"` + texts[i] + `"}]}],
+			"usage":{"input_tokens":10,"output_tokens":` + itoa(i+1) + `,"total_tokens":` + itoa(11+i) + `,"input_tokens_details":{"cached_tokens":2},"output_tokens_details":{"reasoning_tokens":1}}}`
+		return ResponseToChat([]byte(resp), meta)
+	}, MergeChoices)
 	j := gjson.ParseBytes(merged)
 	ch := j.Get("choices").Array()
 	if len(ch) != 3 {
 		t.Fatalf("%d choices: %s", len(ch), merged)
 	}
-	for i, want := range []string{"first", "second", "third"} {
+	for i, want := range texts {
 		if ch[i].Get("index").Int() != int64(i) || ch[i].Get("message.content").Str != want || ch[i].Get("finish_reason").Str != "stop" {
 			t.Fatalf("choice %d = %s", i, ch[i].Raw)
 		}

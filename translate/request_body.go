@@ -39,12 +39,7 @@ func (w *reqWriter) write(f *chatFields, r *ChatRequest) *Error {
 		// The Responses default is true; chat's is false. Storing is not what a chat client asked for.
 		w.b = append(w.b, "false"...)
 	}
-	if r.MaxOutputTokens > 0 {
-		w.b = append(w.b, `,"max_output_tokens":`...)
-		w.b = appendInt(w.b, r.MaxOutputTokens)
-	}
-	w.b = appendNumberField(w.b, "temperature", f.temperature)
-	w.b = appendNumberField(w.b, "top_p", f.topP)
+	w.sampling(r.MaxOutputTokens, f.temperature, f.topP)
 	if err := w.text(f); err != nil {
 		return err
 	}

@@ -4,7 +4,8 @@ import "github.com/tidwall/gjson"
 
 // What the client dialects' request parsers share: reading the top-level object, the
 // checks of the fields every dialect requires (the same checks, worded as each dialect's
-// clients expect), walking a list to its first error, and the writer's separators.
+// clients expect), walking a list to its first error, and what the writer writes the same
+// way for several dialects (separators, message groups, reasoning items).
 
 // parseTopLevel checks that body is a bounded JSON object and hands set each top-level
 // field, stopping at set's first error. src is the one string copy of body every result
@@ -83,6 +84,72 @@ type bodyWriter struct {
 func (w *bodyWriter) sep(start int) {
 	if len(w.b) > start {
 		w.b = append(w.b, ',')
+	}
+}
+
+// group is an open message item that consecutive parts of the same kind go into (the
+// Messages and Gemini dialects, whose turns mix message parts with other items).
+type group struct {
+	open  bool
+	start int // index in w.b just past the opening of its content list
+}
+
+// openGroup starts a message item of role for the next part, or continues the open one.
+func (w *bodyWriter) openGroup(g *group, start int, role string) {
+	if g.open {
+		w.sep(g.start)
+		return
+	}
+	w.sep(start)
+	w.b = append(w.b, `{"type":"message","role":"`...)
+	w.b = append(w.b, role...)
+	w.b = append(w.b, `","content":[`...)
+	g.open, g.start = true, len(w.b)
+}
+
+// closeGroup ends the open message item, if any.
+func (w *bodyWriter) closeGroup(g *group) {
+	if g.open {
+		w.b = append(w.b, "]}"...)
+		g.open = false
+	}
+}
+
+// reasoningItem writes the reasoning item a Messages or Gemini signature carries back, with
+// summary, a JSON string, as its summary text when it is not empty.
+func (w *bodyWriter) reasoningItem(id, enc string, summary gjson.Result, start int) {
+	w.sep(start)
+	w.b = append(w.b, `{"type":"reasoning","id":`...)
+	w.b = appendString(w.b, id)
+	w.b = append(w.b, `,"summary":[`...)
+	if summary.Type == gjson.String && summary.Str != "" {
+		w.b = append(w.b, `{"type":"summary_text","text":`...)
+		w.b = append(w.b, summary.Raw...)
+		w.b = append(w.b, '}')
+	}
+	w.b = append(w.b, `],"encrypted_content":`...)
+	w.b = appendString(w.b, enc)
+	w.b = append(w.b, '}')
+}
+
+// sampling writes the output cap (none when 0: the platform's default) and the temperature
+// and top_p the client gave, each dialect's the same way.
+func (w *bodyWriter) sampling(maxOutput int64, temperature, topP gjson.Result) {
+	if maxOutput > 0 {
+		w.b = append(w.b, `,"max_output_tokens":`...)
+		w.b = appendInt(w.b, maxOutput)
+	}
+	w.b = appendNumberField(w.b, "temperature", temperature)
+	w.b = appendNumberField(w.b, "top_p", topP)
+}
+
+// objectString writes v, a call's arguments or a tool's output, as the JSON string of its
+// object; "{}" when v is not an object.
+func (w *bodyWriter) objectString(v gjson.Result) {
+	if v.IsObject() {
+		w.b = appendString(w.b, v.Raw)
+	} else {
+		w.b = append(w.b, `"{}"`...)
 	}
 }
 

@@ -2,7 +2,6 @@ package translate
 
 import (
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -34,9 +33,8 @@ type StreamConverter struct {
 	lastPart partKey // last reasoning part sent, for "\n\n" separators
 	reasonOn bool
 
-	maxStop int
-	held    []byte // text held back because it may start a stop sequence
-	heldLP  []byte // rendered logprob entries waiting for their text, comma-separated
+	stop    stopHold // text held back because it may start a stop sequence
+	heldLP  []byte   // rendered logprob entries waiting for their text, comma-separated
 	lpMarks []lpMark
 	lpReady int // how many of the held entries the next content chunk carries
 	textPos int // content bytes sent (or cut) before held[0]
@@ -62,11 +60,8 @@ type partKey struct {
 
 // NewStreamConverter prepares a converter for one upstream stream.
 func NewStreamConverter(meta Meta) *StreamConverter {
-	c := &StreamConverter{meta: meta, reasonKey: meta.reasoningKey()}
+	c := &StreamConverter{meta: meta, reasonKey: meta.reasoningKey(), stop: newStopHold(meta.Stop)}
 	c.d = c
-	for _, s := range meta.Stop {
-		c.maxStop = max(c.maxStop, len(s))
-	}
 	h := appendChunkHead(make([]byte, 0, 128+len(meta.ID)+len(meta.Model)), &meta)
 	h = append(h, `,"choices":[{"index":`...)
 	h = appendInt(h, int64(meta.ChoiceIndex))
@@ -221,7 +216,7 @@ func (c *StreamConverter) closeChunk(out []byte, finish string, text bool) []byt
 // rule the non-stream answer follows.
 func (c *StreamConverter) text(out []byte, s string, lps gjson.Result) []byte {
 	if c.meta.Logprobs {
-		at := c.textPos + len(c.held) // where s starts in the content
+		at := c.textPos + len(c.stop.held) // where s starts in the content
 		each(lps, func(_, lp gjson.Result) bool {
 			if len(c.heldLP) > 0 {
 				c.heldLP = append(c.heldLP, ',')
@@ -232,7 +227,7 @@ func (c *StreamConverter) text(out []byte, s string, lps gjson.Result) []byte {
 			return true
 		})
 	}
-	if c.maxStop == 0 {
+	if c.stop.max == 0 {
 		c.textPos += len(s)
 		if s == "" && len(c.lpMarks) == 0 {
 			return out
@@ -242,15 +237,8 @@ func (c *StreamConverter) text(out []byte, s string, lps gjson.Result) []byte {
 		out = appendString(out, s)
 		return c.closeText(out)
 	}
-	c.held = append(c.held, s...)
-	send := max(len(c.held)-(c.maxStop-1), 0)
-	if cut := firstStop(str(c.held), c.meta.Stop); cut >= 0 {
-		c.stopHit = true
-		send = cut
-	}
-	for send > 0 && send < len(c.held) && !utf8.RuneStart(c.held[send]) {
-		send-- // never split a character between chunks
-	}
+	send, _, cut := c.stop.add(s)
+	c.stopHit = c.stopHit || cut
 	ready, end := 0, c.textPos+send
 	for ready < len(c.lpMarks) && c.lpMarks[ready].at < end {
 		ready++
@@ -258,13 +246,12 @@ func (c *StreamConverter) text(out []byte, s string, lps gjson.Result) []byte {
 	if send > 0 || ready > 0 {
 		c.lpReady = ready
 		out = c.field(c.open(out), "content")
-		out = appendString(out, str(c.held[:send]))
+		out = appendString(out, str(c.stop.held[:send]))
 		out = c.closeText(out)
 	}
 	c.textPos = end
-	c.held = c.held[:copy(c.held, c.held[send:])]
+	c.stop.sent(send, c.stopHit)
 	if c.stopHit {
-		c.held = c.held[:0]
 		c.dropLogprobs(len(c.lpMarks)) // tokens past the cut
 	}
 	return out
@@ -287,14 +274,14 @@ func (c *StreamConverter) dropLogprobs(n int) {
 
 // flush sends the held-back text when the answer ended without reaching a stop sequence.
 func (c *StreamConverter) flush(out []byte) []byte {
-	if len(c.held) == 0 && len(c.lpMarks) == 0 {
+	if len(c.stop.held) == 0 && len(c.lpMarks) == 0 {
 		return out
 	}
 	c.lpReady = len(c.lpMarks)
-	c.textPos += len(c.held)
+	c.textPos += len(c.stop.held)
 	out = c.field(c.open(out), "content")
-	out = appendString(out, str(c.held))
-	c.held = c.held[:0]
+	out = appendString(out, str(c.stop.held))
+	c.stop.sent(0, true)
 	return c.closeText(out)
 }
 

@@ -67,6 +67,9 @@ type streamBase struct {
 	deltas   int64
 	usage    Usage
 	estimate int64
+	failure  *Error // what ended the stream with an error frame, for the aggregators' answer
+
+	sawRefusal bool // the answer holds a refusal: Messages and Gemini end it as one
 
 	// ev is the event being fed, in the Scratch lent to FeedWith; nil between events. It is
 	// a kilobyte of gjson results: as a local it would widen FeedTo's frame enough to double
@@ -248,6 +251,17 @@ func (c *streamBase) upstreamFailure(typ string, data []byte) *Error {
 		}
 	}
 	return failureError(e)
+}
+
+// End closes a stream whose upstream ended before a terminal event with the dialect's one
+// error frame, after the text held back (Messages, Gemini; chat's error carries no code).
+// Nothing ends the answer as complete: the SDKs raise on the error instead of returning a
+// truncated answer as whole.
+func (c *streamBase) End(err error) []byte {
+	if c.done {
+		return nil
+	}
+	return c.d.fail(nil, &Error{Status: 502, Type: typeServer, Code: "upstream_stream_incomplete", Message: incompleteMessage(err)})
 }
 
 // incompleteMessage is what End tells a client whose upstream stopped before a terminal

@@ -44,6 +44,9 @@ type Gateway struct {
 	// made up never becomes one.
 	health Health
 	models map[string]string // upstream model -> its breaker's name, made once
+	// plans are the configured model ids' fallbacks, first-token bounds and retry counts,
+	// which a Chain follows (chain.go).
+	plans map[string]*modelPlan
 }
 
 // Deps are what every Gateway of a server shares across reloads.
@@ -72,7 +75,7 @@ func New(d Deps, cfg *config.Config, shared bool) *Gateway {
 	}
 	g := &Gateway{platform: d.Platform, tracer: d.Tracer, log: d.Log, policy: DefaultPolicy(maxRetries),
 		timeout: cfg.Upstream.RequestTimeout, shared: shared, pools: make(map[string]*Pool, len(cfg.Teams)), epoch: time.Now(),
-		health: d.Health, models: make(map[string]string, len(cfg.Models))}
+		health: d.Health, models: make(map[string]string, len(cfg.Models)), plans: newPlans(cfg.Models)}
 	for _, m := range cfg.Models {
 		g.models[m.Upstream] = ModelBreaker(m.Upstream)
 	}
@@ -164,9 +167,9 @@ type Call struct {
 	// choice does): Open does not ask again, which would spend a half-open breaker's one
 	// probe twice and refuse the call that holds it.
 	ModelAsked bool
-	// Watched says the caller waits for the stream's first output event itself (a model's
-	// first_token_timeout): an opened stream is not yet a success for the model's breaker,
-	// and the caller reports how it went with ReportWatched.
+	// Watched says the stream's first output event is waited for (a model's
+	// first_token_timeout, openWatched): an opened stream is not yet a success for the
+	// model's breaker, and the watch reports how it went with reportWatched.
 	Watched bool
 	// OwnRetries says Retries, not the gateway's upstream.max_retries, bounds this call's
 	// retries: a model with fallbacks gets none unless its models[].retries says otherwise,
@@ -207,16 +210,16 @@ func (g *Gateway) Open(parent context.Context, c *Call) (*http.Response, context
 }
 
 // Health is the circuit breakers this Gateway reports to; nil when there are none. A
-// failure the Gateway cannot see (a stall before the first token) is reported through
-// ReportWatched.
+// failure Open cannot see (a stall before the first token) is reported through
+// reportWatched.
 func (g *Gateway) Health() Health { return g.health }
 
-// ReportWatched tells c's model breaker how a Watched call went once its caller knows:
+// reportWatched tells c's model breaker how a Watched call went once its caller knows:
 // stalled (no output event within the model's first_token_timeout) is a failure, like a
 // 5xx, so a model that always stalls is skipped (its fallback served, or the call refused)
 // instead of costing every call the whole timeout; output in time is a success. A call
 // that failed before its stream opened was reported by Open and is not reported again.
-func (g *Gateway) ReportWatched(c *Call, stalled bool) {
+func (g *Gateway) reportWatched(c *Call, stalled bool) {
 	if b := g.modelBreaker(c); b != "" {
 		g.health.Report(b, stalled)
 	}

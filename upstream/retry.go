@@ -1,8 +1,9 @@
 // Package upstream makes modelgate's calls to the platform's model gateway: it picks a
 // platform key from the team's pool, sends the call, retries it where the platform cannot have
 // started the work, traces each attempt, and says how a call that got no usable answer
-// failed. It is the one place a call picks a key and retries, so routing features (model
-// fallbacks) plug in here rather than in every handler.
+// failed. It is the one place a call picks a key, retries and falls back: a Chain
+// (chain.go) walks the asked model's fallbacks, watches a stream for its first output event
+// (firsttoken.go) and asks the breakers, so every route falls back alike.
 package upstream
 
 import (

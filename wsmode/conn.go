@@ -2,7 +2,6 @@ package wsmode
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"sync"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/tidwall/gjson"
+
+	"modelgate/relay"
 )
 
 // maxQueued bounds the response.create messages one connection may have waiting behind its
@@ -308,8 +309,8 @@ func (c *conn) uncharge(msg clientMessage) {
 // noRoomEvent answers a create refused for want of room in the budget: the HTTP routes'
 // 503 for a body that finds none, with the same code and Retry-After.
 func noRoomEvent() []byte {
-	obj, _ := json.Marshal(wireError{Type: "server_error", Code: "server_busy",
-		Message: "modelgate holds as many request bodies and queued messages as it has memory for: this response.create was dropped; send it again once a response has finished."})
+	obj := relay.ErrorObject("server_error", "server_busy", "",
+		"modelgate holds as many request bodies and queued messages as it has memory for: this response.create was dropped; send it again once a response has finished.")
 	return errorEventFrom(http.StatusServiceUnavailable, obj, map[string]string{"retry-after": "1"})
 }
 

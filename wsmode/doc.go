@@ -5,12 +5,15 @@
 //
 // The platform's gateway speaks HTTP, so the socket ends here. A turn is served by the same
 // handler that serves POST /v1/responses, in process: the turn's body becomes an HTTP request
-// with the connection's credentials, and the answer's SSE events become frames (an answer that
-// is not a stream, a refusal, becomes one `error` event). So every turn is admitted, limited,
-// reserved, settled, billed, traced and logged exactly as an HTTP request is, by the one
-// lifecycle, and this package knows nothing of limits or accounting. A message that asks the
-// model nothing (generate: false) is served here, but only once the proxy's admission handed
-// in (Options.Prepares) has authenticated, counted and logged it as a request.
+// with the connection's credentials and a response writer of its own (a Turn), to which the
+// relay hands the stream's events whole, each becoming a frame (an answer that is not a
+// stream, a refusal in the route's error shape, becomes one `error` event). What the route
+// tells the turn (the input it sent, what it was charged) goes through that writer too. So
+// every turn is admitted, limited, reserved, settled, billed, traced and logged exactly as an
+// HTTP request is, by the one lifecycle, and this package knows nothing of limits or
+// accounting. A message that asks the model nothing (generate: false) is served here, but
+// only once the proxy's admission handed in (Options.Prepares) has authenticated, counted and
+// logged it as a request.
 //
 // What the socket adds is kept here: the connection-local memory of each chain's last
 // response (so previous_response_id works with store: false), lanes (stream_id: turns of one

@@ -19,9 +19,10 @@ import (
 
 // fakeRoute stands in for POST /v1/responses: it answers each turn with a stream whose
 // response id and text come from the turn's last input item ("resp_" + its text), writing
-// the deltas of words one by one. A turn whose text has a gate waits on it before each delta,
-// so a test decides when its stream moves on. It reports what it was charged as the proxy
-// does (NoteSettled), and stops at the first write refused, as the relay does.
+// the deltas of words one by one, each handed whole to the turn's writer as the relay hands
+// them (Turn.Event). A turn whose text has a gate waits on it before each delta, so a test
+// decides when its stream moves on. It reports what it was charged as the proxy does
+// (Turn.Settled), and stops at the first event refused, as the relay does.
 type fakeRoute struct {
 	mu     sync.Mutex
 	gates  map[string]chan struct{}
@@ -71,6 +72,7 @@ func (f *fakeRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, `{"error":{"message":"refused","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
 		return
 	}
+	turn := TurnOf(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	id, seq := "resp_"+text, 0
@@ -78,8 +80,7 @@ func (f *fakeRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ev["sequence_number"] = seq
 		seq++
 		b, _ := json.Marshal(ev)
-		_, err := fmt.Fprintf(w, "data: %s\n\n", b)
-		return err == nil
+		return turn.Event(ev["type"].(string), b) == nil
 	}
 	n := 0
 	defer func() {
@@ -87,7 +88,7 @@ func (f *fakeRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.sent[text] = n
 		u := f.usage[text]
 		f.mu.Unlock()
-		NoteSettled(r.Context(), u[0], u[1]+int64(n), 0, 0)
+		turn.Settled(Usage{Input: u[0], Output: u[1] + int64(n)})
 	}()
 	resp := map[string]any{"id": id, "object": "response", "status": "in_progress", "model": "m", "output": []any{}}
 	if !send(map[string]any{"type": "response.created", "response": resp}) {
@@ -147,6 +148,9 @@ func (f *fakeRoute) body(i int) string {
 	}
 	return f.bodies[i]
 }
+
+// isTurn reports whether w is a turn's writer, as proxy finds it.
+func isTurn(w http.ResponseWriter) bool { return TurnOf(w) != nil }
 
 // wait waits for the route's next start or end note, which must be want.
 func (f *fakeRoute) wait(t *testing.T, want string) {

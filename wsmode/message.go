@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"modelgate/relay"
 	"modelgate/translate"
 )
 
@@ -146,14 +147,6 @@ func quoteCapped(s string) string {
 	return string(b)
 }
 
-// wireError is the error object of OpenAI's error shape.
-type wireError struct {
-	Type    string  `json:"type"`
-	Code    string  `json:"code,omitempty"`
-	Message string  `json:"message"`
-	Param   *string `json:"param"`
-}
-
 // errorEventOut is the `error` event a failed turn or a refused message gets: the HTTP
 // status the same request would have had, OpenAI's error object, and the answer's headers a
 // client acts on (Retry-After, the x-ratelimit-* family), as fields.
@@ -164,14 +157,10 @@ type errorEventOut struct {
 	Headers map[string]string `json:"headers,omitempty"`
 }
 
-// errorEvent is an error event of modelgate's own.
+// errorEvent is an error event of the socket's own (a message it refuses before any route
+// sees it), on OpenAI's one error object (relay.ErrorObject), as the route's refusals are.
 func errorEvent(status int, typ, code, param, message string) []byte {
-	e := wireError{Type: typ, Code: code, Message: message}
-	if param != "" {
-		e.Param = &param
-	}
-	obj, _ := json.Marshal(e)
-	return errorEventFrom(status, obj, nil)
+	return errorEventFrom(status, relay.ErrorObject(typ, code, param, message), nil)
 }
 
 // errorEventFrom wraps an error object (raw JSON) and headers in an error event. The headers

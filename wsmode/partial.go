@@ -71,15 +71,10 @@ func (p *partialOutput) items() []byte {
 	return append(append(out, item...), ']')
 }
 
-// settledUsage is what the proxy charged for a turn, once settled (NoteSettled).
-type settledUsage struct {
-	Input, Output, Cached, Reasoning int64
-}
-
 // steeredEvent is the response.incomplete that ends a steered response: its response.created
 // object, incomplete with reason steered, the output it streamed, and the usage charged for
 // it. It becomes the turn's terminal, which the connection's chains keep.
-func (w *turnWriter) steeredEvent(u settledUsage) []byte {
+func (w *turnWriter) steeredEvent(u Usage) []byte {
 	resp := w.created
 	if !gjson.ValidBytes(resp) || !gjson.ParseBytes(resp).IsObject() {
 		resp = []byte(`{}`)

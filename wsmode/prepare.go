@@ -79,7 +79,7 @@ func (c *conn) admitPrepare(ctx context.Context, lane string) bool {
 		return true
 	}
 	w := newTurnWriter(func([]byte) error { return errNoStream })
-	c.s.opts.Prepares.ServeHTTP(w, turnRequest(ctx, nil, &c.who, new(sentNote)))
+	c.s.opts.Prepares.ServeHTTP(w, turnRequest(ctx, nil, &c.who))
 	if w.status == http.StatusNoContent {
 		return true
 	}

@@ -58,9 +58,9 @@ func TestPrepareAdmission(t *testing.T) {
 				opts.Prepares = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					admitted.Add(1)
 					if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" || r.ContentLength != 0 ||
-						r.Header.Get("Authorization") != "Bearer k" || !IsTurn(r.Context()) {
+						r.Header.Get("Authorization") != "Bearer k" || !isTurn(w) {
 						t.Errorf("admission asked with %s %s, %d bytes, Authorization %q, turn %v",
-							r.Method, r.URL.Path, r.ContentLength, r.Header.Get("Authorization"), IsTurn(r.Context()))
+							r.Method, r.URL.Path, r.ContentLength, r.Header.Get("Authorization"), isTurn(w))
 					}
 					tc.admit(w, r)
 				})
@@ -111,11 +111,9 @@ func serveOne(t *testing.T, s *Server) *websocket.Conn {
 // exchange sends msg and reads n frames.
 func exchange(t *testing.T, ws *websocket.Conn, msg string, n int) []string {
 	t.Helper()
+	send(t, ws, msg)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := ws.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
-		t.Fatal(err)
-	}
 	out := make([]string, n)
 	for i := range out {
 		_, data, err := ws.Read(ctx)

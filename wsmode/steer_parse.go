@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 
 	"github.com/tidwall/gjson"
+
+	"modelgate/relay"
 )
 
 // Reading a response.steer. The event takes only type, previous_response_id and input; the
@@ -183,12 +185,12 @@ func steerFailedEvent(req steerRequest, id, code, message, lane string, seq int6
 		steer.Input = req.input
 	}
 	b, _ := json.Marshal(struct {
-		Type     string `json:"type"`
-		Sequence int64  `json:"sequence_number"`
-		Steer    any    `json:"steer"`
-		Error    any    `json:"error"`
-		StreamID string `json:"stream_id,omitempty"`
-	}{steerFailedEventType, seq, steer, wireError{Type: "invalid_request_error", Code: code, Message: message}, lane})
+		Type     string          `json:"type"`
+		Sequence int64           `json:"sequence_number"`
+		Steer    any             `json:"steer"`
+		Error    json.RawMessage `json:"error"`
+		StreamID string          `json:"stream_id,omitempty"`
+	}{steerFailedEventType, seq, steer, relay.ErrorObject("invalid_request_error", code, "", message), lane})
 	return b
 }
 

@@ -10,23 +10,59 @@ import (
 	"sync/atomic"
 
 	"github.com/tidwall/gjson"
+
+	"modelgate/relay"
 )
 
 // maxAnswer bounds the answer of a turn that did not stream (a refusal or an error): what
 // becomes its error event.
 const maxAnswer = 64 << 10
 
-// turnWriter is the ResponseWriter a turn's in-process POST /v1/responses writes to. A stream's
-// events go out as frames as they come, each flushed by the relay as it would be to an HTTP
-// client; any other answer is kept, bounded, to become one error event when the handler
-// returns.
+// Turn is a turn's response writer as the route that serves it sees it, found along the
+// writers that wrap it (TurnOf). It is a relay.Sink: the relay hands it the stream's events
+// whole and typed, each one a frame, so nothing here reads SSE bytes back into events; an
+// event it refuses (the client is gone, a steer stopped the stream) stops the relay as a
+// client that left does. And it is how the route tells the turn what the socket needs of the
+// request: that it is a turn (it found one), the input it sent the platform, and what it was
+// charged. Every method is called on the handler's goroutine, before ServeHTTP returns.
+type Turn interface {
+	relay.Sink
+	// SentInput is told the body the turn's platform call is sent with, once the route has
+	// expanded it. A turn whose previous_response_id the connection does not hold is
+	// expanded by the route, from the stored responses: the chain the connection then keeps
+	// must start from that whole input, not from the turn's own new items, or the next turn
+	// would drop the conversation's start.
+	SentInput(body []byte)
+	// Settled is told what the turn's request was charged, once settled: a steered
+	// response's closing event reports it as its usage.
+	Settled(u Usage)
+}
+
+// TurnOf is the turn a request's response writer serves, found along the writers that wrap
+// it (gin's, a middleware's) as the relay finds its sink; nil for an HTTP client. The route
+// asks once per request.
+func TurnOf(w http.ResponseWriter) Turn {
+	t, _ := relay.SinkOf(w).(Turn)
+	return t
+}
+
+var _ Turn = (*turnWriter)(nil)
+
+// Usage is what a turn's request was charged, once settled (Turn.Settled).
+type Usage struct {
+	Input, Output, Cached, Reasoning int64
+}
+
+// turnWriter is the ResponseWriter a turn's in-process POST /v1/responses writes to, and the
+// Turn the route finds in it. A stream's events come through Event and go out as frames as
+// they come; any other answer (a refusal, in the route's error shape) is kept, bounded, to
+// become one error event when the handler returns (finish).
 type turnWriter struct {
 	header http.Header
 	status int
-	stream bool // the answer is an event stream
-	events eventSplitter
+	stream bool // the answer is an event stream, its events handed over whole
 	answer []byte
-	err    error // the first frame that could not be sent: the client is gone, or a steer stopped the stream
+	err    error // the first event that could not be sent: the client is gone, or a steer stopped the stream
 	// terminal is the response object of the stream's response.completed or
 	// response.incomplete event (a copy), for the connection's chains.
 	terminal []byte
@@ -47,12 +83,24 @@ type turnWriter struct {
 	steered bool
 	lastSeq atomic.Int64
 	out     partialOutput
+
+	// What the route told the turn (Turn): the input it sent and whether that input still
+	// named a previous_response_id, and what the request was charged.
+	sent    sentInput
+	settled Usage
+}
+
+// sentInput is what the Responses route sent the platform for a turn (Turn.SentInput).
+type sentInput struct {
+	noted bool
+	input []byte // the input items sent, a JSON array
+	// chained: the body still named a previous_response_id when it went to the platform
+	// (responses.store: off), so the platform holds the conversation's start, not modelgate.
+	chained bool
 }
 
 func newTurnWriter(send func([]byte) error) *turnWriter {
-	w := &turnWriter{header: http.Header{}, send: send}
-	w.events.emit = w.emit
-	return w
+	return &turnWriter{header: http.Header{}, send: send}
 }
 
 func (w *turnWriter) Header() http.Header { return w.header }
@@ -65,6 +113,11 @@ func (w *turnWriter) WriteHeader(code int) {
 	w.stream = code == http.StatusOK && strings.HasPrefix(w.header.Get("Content-Type"), "text/event-stream")
 }
 
+// errNotEvents refuses bytes written to a stream: a turn's stream comes as events (Event),
+// and bytes there would be an SSE writer the route did not give the turn's sink.
+var errNotEvents = errors.New("wsmode: a turn's stream takes events, not bytes")
+
+// Write keeps a non-stream answer, bounded: the refusal finish turns into an error event.
 func (w *turnWriter) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
@@ -72,20 +125,46 @@ func (w *turnWriter) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
-	if !w.stream {
-		if room := maxAnswer - len(w.answer); room > 0 {
-			w.answer = append(w.answer, p[:min(len(p), room)]...)
+	if w.stream {
+		if len(p) == 0 {
+			return 0, nil
 		}
-		return len(p), nil
+		w.err = errNotEvents
+		return 0, w.err
 	}
-	if err := w.events.write(p); err != nil {
-		w.err = err
-		return 0, err
+	if room := maxAnswer - len(w.answer); room > 0 {
+		w.answer = append(w.answer, p[:min(len(p), room)]...)
 	}
 	return len(p), nil
 }
 
-// Flush is a no-op: each event is sent as a frame as soon as it is complete.
+// Event sends one event of the stream as a frame (see emit).
+func (w *turnWriter) Event(typ string, data []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if !w.stream {
+		// The relay hands events only once the stream started (relay.StartStream), so a
+		// stream it is; this keeps a writer that saw no header from taking it as a refusal.
+		w.status, w.stream = http.StatusOK, true
+	}
+	if err := w.emit(typ, data); err != nil {
+		w.err = err
+		return err
+	}
+	return nil
+}
+
+// SentInput notes the body the route sends the platform (Turn).
+func (w *turnWriter) SentInput(body []byte) {
+	w.sent = sentInput{noted: true, input: inputItems(gjson.GetBytes(body, "input")),
+		chained: gjson.GetBytes(body, "previous_response_id").Exists()}
+}
+
+// Settled notes what the request was charged (Turn).
+func (w *turnWriter) Settled(u Usage) { w.settled = u }
+
+// Flush is a no-op: each event is sent as a frame as soon as it is handed over.
 func (w *turnWriter) Flush() {}
 
 // errSteered stops a relay at the output boundary where a steered response ends.
@@ -95,14 +174,13 @@ var errSteered = errors.New("wsmode: the response was steered")
 // terminal event that the next turn may continue. A response asked to stop (steered) ends
 // before the next event that starts or extends output: the relay reads the refusal as a
 // client that left, and cuts and charges the stream as it would then.
-func (w *turnWriter) emit(data []byte) error {
-	var f eventFields
-	f.read(data)
-	typ := f.typ.Str
+func (w *turnWriter) emit(typ string, data []byte) error {
 	if w.stop.Load() && cutsBefore(typ) {
 		w.steered = true
 		return errSteered
 	}
+	var f eventFields
+	f.read(typ, data)
 	switch typ {
 	case "response.output_text.delta":
 		w.out.delta(f.itemID.Str, f.delta.Str)
@@ -130,16 +208,15 @@ func (w *turnWriter) emit(data []byte) error {
 // eventFields are the members of an event the socket reads, views of its data (read before
 // the data changes).
 type eventFields struct {
-	typ, seq, itemID, delta gjson.Result
+	seq, itemID, delta gjson.Result
 }
 
-// read reads them in one pass over the event's top level, stopped once what the event's type
-// needs was found: a text delta's item_id and delta are kept for the partial output.
-func (f *eventFields) read(data []byte) {
+// read reads them in one pass over the event's top level, stopped once what an event of type
+// typ needs was found: a text delta's item_id and delta are kept for the partial output.
+func (f *eventFields) read(typ string, data []byte) {
+	text := typ == "response.output_text.delta"
 	gjson.Parse(view(data)).ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
-		case "type":
-			f.typ = v
 		case "sequence_number":
 			f.seq = v
 		case "item_id":
@@ -147,10 +224,7 @@ func (f *eventFields) read(data []byte) {
 		case "delta":
 			f.delta = v
 		}
-		if !f.typ.Exists() || !f.seq.Exists() {
-			return true
-		}
-		return f.typ.Str == "response.output_text.delta" && (!f.itemID.Exists() || !f.delta.Exists())
+		return !f.seq.Exists() || text && (!f.itemID.Exists() || !f.delta.Exists())
 	})
 }
 
@@ -162,9 +236,15 @@ func cutsBefore(typ string) bool {
 	return strings.HasSuffix(typ, ".delta") || typ == "response.output_item.added" || typ == "response.content_part.added"
 }
 
-// finish is the error event of a turn whose answer was not a stream, or nil.
+// finish is the error event of a turn whose answer was not a stream (or whose stream came as
+// bytes), or nil.
 func (w *turnWriter) finish() []byte {
 	if w.stream {
+		if errors.Is(w.err, errNotEvents) {
+			// Something wrote the stream as bytes: the turn ended with nothing the
+			// client can read as its end, so it is told, not left waiting.
+			return errorEvent(http.StatusInternalServerError, "server_error", "", "", "The turn's stream could not be relayed.")
+		}
 		return nil
 	}
 	status := w.status
@@ -199,58 +279,14 @@ func (w *turnWriter) clientHeaders() map[string]string {
 }
 
 // turnRequest is the in-process POST /v1/responses of one turn: its body, the connection's
-// credentials and headers, on ctx, which ends when the client leaves. note receives the input
-// the route sends the platform (see NoteSentInput).
-func turnRequest(ctx context.Context, body []byte, who *Caller, note *sentNote) *http.Request {
-	r, _ := http.NewRequestWithContext(context.WithValue(ctx, turnKey{}, note), http.MethodPost, "/v1/responses", bytes.NewReader(body))
+// credentials and headers, on ctx, which ends when the client leaves. What the route tells
+// the turn goes through its writer (Turn), not the request's context.
+func turnRequest(ctx context.Context, body []byte, who *Caller) *http.Request {
+	r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "/v1/responses", bytes.NewReader(body))
 	r.Header = who.Header.Clone()
 	r.Header.Set("Content-Type", "application/json")
 	r.ContentLength = int64(len(body))
 	r.RemoteAddr = who.RemoteAddr
 	r.RequestURI = "/v1/responses"
 	return r
-}
-
-type turnKey struct{}
-
-// sentNote is what the Responses route sent the platform for a turn. A turn whose
-// previous_response_id the connection does not hold is expanded by the route, from the
-// stored responses: the chain the connection then keeps must start from that whole input,
-// not from the turn's own new items, or the next turn would drop the conversation's start.
-type sentNote struct {
-	noted bool
-	input []byte // the input items sent, a JSON array
-	// chained: the body still named a previous_response_id when it went to the platform
-	// (responses.store: off), so the platform holds the conversation's start, not modelgate.
-	chained bool
-	// settled is what the turn was charged, once settled (NoteSettled).
-	settled settledUsage
-}
-
-// IsTurn reports whether ctx is a WebSocket turn's request context.
-func IsTurn(ctx context.Context) bool {
-	_, ok := ctx.Value(turnKey{}).(*sentNote)
-	return ok
-}
-
-// NoteSentInput tells a WebSocket turn the body its platform call is sent with, once the
-// route has expanded it; outside a turn it does nothing.
-func NoteSentInput(ctx context.Context, body []byte) {
-	note, ok := ctx.Value(turnKey{}).(*sentNote)
-	if !ok || note == nil {
-		return
-	}
-	note.noted = true
-	note.input = inputItems(gjson.GetBytes(body, "input"))
-	note.chained = gjson.GetBytes(body, "previous_response_id").Exists()
-}
-
-// NoteSettled tells a WebSocket turn what its request was charged, once settled: a steered
-// response's closing event reports it as its usage. Outside a turn it does nothing.
-func NoteSettled(ctx context.Context, input, output, cached, reasoning int64) {
-	note, ok := ctx.Value(turnKey{}).(*sentNote)
-	if !ok || note == nil {
-		return
-	}
-	note.settled = settledUsage{Input: input, Output: output, Cached: cached, Reasoning: reasoning}
 }

@@ -6,26 +6,31 @@ import (
 	"testing"
 )
 
-// BenchmarkTurnWriterDeltas is the socket's cost per streamed delta event: the SSE split, the
-// event's type and sequence read, the partial output kept for steering, and (on a lane) the
-// stream_id tag. The frame write itself is not counted.
+// BenchmarkTurnWriterDeltas is the socket's cost per streamed delta event, handed over whole
+// as the relay hands it: the event's sequence read, the partial output kept for steering, and
+// (on a lane) the stream_id tag. The frame write itself is not counted.
 func BenchmarkTurnWriterDeltas(b *testing.B) {
-	var stream []byte
+	var deltas [][]byte
+	size := 0
 	for i := range 100 {
-		stream = fmt.Appendf(stream, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":%d,\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\"word \",\"logprobs\":[]}\n\n", i+3)
+		d := fmt.Appendf(nil, "{\"type\":\"response.output_text.delta\",\"sequence_number\":%d,\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\"word \",\"logprobs\":[]}", i+3)
+		deltas = append(deltas, d)
+		size += len(d)
 	}
-	added := []byte("data: {\"type\":\"response.output_item.added\",\"sequence_number\":2,\"output_index\":0,\"item\":{\"type\":\"message\",\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":[]}}\n\n")
+	added := []byte("{\"type\":\"response.output_item.added\",\"sequence_number\":2,\"output_index\":0,\"item\":{\"type\":\"message\",\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":[]}}")
 	for _, lane := range []string{"", "lane-1"} {
 		b.Run("lane="+lane, func(b *testing.B) {
 			b.ReportAllocs()
-			b.SetBytes(int64(len(stream)))
+			b.SetBytes(int64(size))
 			for b.Loop() {
 				w := newTurnWriter(func([]byte) error { return nil })
 				w.tag = laneTag(lane)
 				w.Header().Set("Content-Type", "text/event-stream")
 				w.WriteHeader(http.StatusOK)
-				_, _ = w.Write(added)
-				_, _ = w.Write(stream)
+				_ = w.Event("response.output_item.added", added)
+				for _, d := range deltas {
+					_ = w.Event("response.output_text.delta", d)
+				}
 			}
 		})
 	}

@@ -97,40 +97,63 @@ func TestTurnWriterBoundsAnswer(t *testing.T) {
 	}
 }
 
-// A stream's events go out as frames as they complete; the terminal response is kept for the
-// chains, and a send that fails stops the stream with its error.
+// A stream's events, handed over whole, go out as frames; the terminal response is kept for
+// the chains, and a send that fails stops the stream with its error. Bytes written to a
+// stream are refused: its events come whole, never to be read back from SSE.
 func TestTurnWriterStream(t *testing.T) {
-	stream := "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r1\"}}\n\n" +
-		": keep-alive\n\n" +
-		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r1\",\"output\":[]}}\n\n"
+	events := []struct{ typ, data string }{
+		{"response.created", `{"type":"response.created","sequence_number":0,"response":{"id":"r1"}}`},
+		{"response.completed", `{"type":"response.completed","sequence_number":1,"response":{"id":"r1","output":[]}}`},
+	}
 	w, _ := answerWith(0, map[string]string{"Content-Type": "text/event-stream"}, "")
 	var frames []string
 	w.send = func(d []byte) error { frames = append(frames, string(d)); return nil }
 	w.WriteHeader(http.StatusOK)
-	for i := 0; i < len(stream); i += 10 {
-		if _, err := w.Write([]byte(stream[i:min(i+10, len(stream))])); err != nil {
+	for _, ev := range events {
+		if err := w.Event(ev.typ, []byte(ev.data)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(frames) != 2 || gjson.Get(frames[1], "type").Str != "response.completed" {
+	if len(frames) != 2 || frames[0] != events[0].data || frames[1] != events[1].data {
 		t.Fatalf("frames %q", frames)
 	}
 	if w.finish() != nil {
 		t.Error("a stream finished with an error event")
 	}
-	if gjson.GetBytes(w.terminal, "id").Str != "r1" {
-		t.Errorf("terminal %s", w.terminal)
+	if gjson.GetBytes(w.terminal, "id").Str != "r1" || w.id != "r1" || w.lastSeq.Load() != 1 {
+		t.Errorf("terminal %s, id %q, last sequence %d", w.terminal, w.id, w.lastSeq.Load())
+	}
+	if _, err := w.Write([]byte("data: {}\n\n")); !errors.Is(err, errNotEvents) {
+		t.Errorf("bytes written to a stream: %v", err)
+	}
+	if ev := gjson.ParseBytes(w.finish()); ev.Get("type").Str != "error" || ev.Get("status").Int() != 500 {
+		t.Errorf("a stream written as bytes finished with %s, want a 500 error event", ev.Raw)
 	}
 
 	gone := errors.New("gone")
 	w, _ = answerWith(0, map[string]string{"Content-Type": "text/event-stream"}, "")
 	w.send = func([]byte) error { return gone }
 	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write([]byte("data: {}\n\n")); !errors.Is(err, gone) {
-		t.Errorf("write after the client left: %v", err)
+	if err := w.Event("response.created", []byte(events[0].data)); !errors.Is(err, gone) {
+		t.Errorf("event after the client left: %v", err)
 	}
-	if _, err := w.Write([]byte("data: {}\n\n")); !errors.Is(err, gone) {
-		t.Errorf("second write: %v", err)
+	if err := w.Event("response.completed", []byte(events[1].data)); !errors.Is(err, gone) {
+		t.Errorf("second event: %v", err)
+	}
+}
+
+// What the route tells a turn through its writer: the input it sent (and whether the
+// platform holds the chain), what it was charged.
+func TestTurnWriterNotes(t *testing.T) {
+	w, _ := answerWith(0, nil, "")
+	w.SentInput([]byte(`{"model":"m","input":[{"role":"user","content":"a"},{"role":"user","content":"b"}]}`))
+	w.Settled(Usage{Input: 3, Output: 2, Cached: 1})
+	if !w.sent.noted || w.sent.chained || gjson.GetBytes(w.sent.input, "#").Int() != 2 || w.settled != (Usage{Input: 3, Output: 2, Cached: 1}) {
+		t.Errorf("noted %+v, settled %+v", w.sent, w.settled)
+	}
+	w.SentInput([]byte(`{"model":"m","input":"c","previous_response_id":"resp_1"}`))
+	if !w.sent.chained || gjson.GetBytes(w.sent.input, "0.content").Str != "c" {
+		t.Errorf("noted %+v (%s)", w.sent, w.sent.input)
 	}
 }
 

@@ -48,23 +48,22 @@ func (c *conn) turn(ctx context.Context, l *lane, msg clientMessage) {
 	w := newTurnWriter(func(data []byte) error { return c.ws.Write(frames, websocket.MessageText, data) })
 	w.tag = laneTag(l.id)
 	w.onCreated = func(id string) { c.started(id, l.id, w) }
-	var sent sentNote
-	c.s.opts.Turns.ServeHTTP(w, turnRequest(ctx, body, &c.who, &sent))
+	c.s.opts.Turns.ServeHTTP(w, turnRequest(ctx, body, &c.who))
 	ev := w.finish()
 	if w.steered {
-		ev = w.steeredEvent(sent.settled)
+		ev = w.steeredEvent(w.settled)
 	}
 	if ev != nil {
 		c.write(ctx, tagEvent(nil, ev, w.tag))
 	}
-	if sent.noted {
-		input = sent.input // what the route expanded from the store, when it did
+	if w.sent.noted {
+		input = w.sent.input // what the route expanded from the store, when it did
 	}
 	c.steering.Lock() // a steer accepted now is this turn's, or fails as too late (steer.go)
 	c.mu.Lock()
 	accepted := c.steers.stopped(w.id)
 	switch {
-	case w.terminal != nil && sent.chained:
+	case w.terminal != nil && w.sent.chained:
 		// The platform holds the start of this conversation (responses.store: off): the
 		// next turn goes to it by id, as over HTTP, rather than with part of the chain.
 		c.chains.forget(continued)

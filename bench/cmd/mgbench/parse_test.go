@@ -8,12 +8,38 @@ import (
 	"time"
 )
 
+// listCase is one input of a comma-separated list flag and what its parser must make of it.
+type listCase[T comparable] struct {
+	in      string
+	want    []T
+	wantErr bool
+}
+
+// checkListParser runs parse, named name in failures, on every case.
+func checkListParser[T comparable](t *testing.T, name string, parse func(string) ([]T, error), cases []listCase[T]) {
+	t.Helper()
+	for _, c := range cases {
+		got, err := parse(c.in)
+		if (err != nil) != c.wantErr || !slices.Equal(got, c.want) {
+			t.Errorf("%s(%q) = %v, %v; want %v (error %v)", name, c.in, got, err, c.want, c.wantErr)
+		}
+	}
+}
+
+// fuzzListParser fuzzes parse from seeds: a list it accepts must pass valid.
+func fuzzListParser[T any](f *testing.F, name string, seeds []string, parse func(string) ([]T, error), valid func(s string, got []T) bool) {
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, err := parse(s); err == nil && !valid(s, got) {
+			t.Fatalf("%s(%q) = %v", name, s, got)
+		}
+	})
+}
+
 func TestParseModes(t *testing.T) {
-	cases := []struct {
-		in      string
-		want    []string
-		wantErr bool
-	}{
+	checkListParser(t, "parseModes", parseModes, []listCase[string]{
 		{in: "h1", want: []string{"h1"}},
 		{in: "h1,h2,h2c", want: []string{"h1", "h2", "h2c"}},
 		{in: " h2 , h1 ", want: []string{"h2", "h1"}},
@@ -23,41 +49,25 @@ func TestParseModes(t *testing.T) {
 		{in: "h3", wantErr: true},
 		{in: "h2,h2", wantErr: true},
 		{in: "H2", wantErr: true},
-	}
-	for _, c := range cases {
-		got, err := parseModes(c.in)
-		if (err != nil) != c.wantErr || !slices.Equal(got, c.want) {
-			t.Errorf("parseModes(%q) = %v, %v; want %v (error %v)", c.in, got, err, c.want, c.wantErr)
-		}
-	}
+	})
 }
 
 func FuzzParseModes(f *testing.F) {
-	for _, s := range []string{"h1", "h1,h2,h2c", "h2,h2", "", "h3,"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got, err := parseModes(s)
-		if err != nil {
-			return
-		}
+	fuzzListParser(f, "parseModes", []string{"h1", "h1,h2,h2c", "h2,h2", "", "h3,"}, parseModes, func(_ string, got []string) bool {
 		if len(got) == 0 || len(got) > 3 {
-			t.Fatalf("parseModes(%q) = %v", s, got)
+			return false
 		}
 		for i, m := range got {
 			if m != "h1" && m != "h2" && m != "h2c" || slices.Contains(got[:i], m) {
-				t.Fatalf("parseModes(%q) = %v", s, got)
+				return false
 			}
 		}
+		return true
 	})
 }
 
 func TestParseCounts(t *testing.T) {
-	cases := []struct {
-		in      string
-		want    []int
-		wantErr bool
-	}{
+	checkListParser(t, "parseCounts", parseCounts, []listCase[int]{
 		{in: "1000", want: []int{1000}},
 		{in: "1000,5000,10000", want: []int{1000, 5000, 10000}},
 		{in: " 500 ,", want: []int{500}},
@@ -66,32 +76,20 @@ func TestParseCounts(t *testing.T) {
 		{in: "-5", wantErr: true},
 		{in: "1e3", wantErr: true},
 		{in: "1000,x", wantErr: true},
-	}
-	for _, c := range cases {
-		got, err := parseCounts(c.in)
-		if (err != nil) != c.wantErr || !slices.Equal(got, c.want) {
-			t.Errorf("parseCounts(%q) = %v, %v; want %v (error %v)", c.in, got, err, c.want, c.wantErr)
-		}
-	}
+	})
 }
 
 func FuzzParseCounts(f *testing.F) {
-	for _, s := range []string{"1000", "1000,5000,10000", "0", ",", "99999999999999999999"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got, err := parseCounts(s)
-		if err != nil {
-			return
-		}
+	fuzzListParser(f, "parseCounts", []string{"1000", "1000,5000,10000", "0", ",", "99999999999999999999"}, parseCounts, func(s string, got []int) bool {
 		if len(got) == 0 || len(got) > strings.Count(s, ",")+1 {
-			t.Fatalf("parseCounts(%q) = %v", s, got)
+			return false
 		}
 		for _, n := range got {
 			if n <= 0 {
-				t.Fatalf("parseCounts(%q) = %v", s, got)
+				return false
 			}
 		}
+		return true
 	})
 }
 

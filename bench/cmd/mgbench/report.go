@@ -105,39 +105,45 @@ func printReports(out io.Writer, o options, started time.Time, reps []*report) {
 	}
 	w.Flush()
 	if has(func(r *report) int { return boolInt(r.slowReaders != nil) }) {
-		w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 		c := firstOf(reps, func(r *report) *slowReadersCase { return r.slowReaders })
 		fmt.Fprintf(out, "slow readers: per-event delay (µs) of %d bench-ticks streams (a delta every %s), alone and beside %d clients that read nothing of a bench-flood stream;\n"+
 			"modelgate's RSS fresh, with only the slow readers open, each one's share, a reading stream's cost, the difference (held unread, against the cap: %s stream window + %s relay),\n"+
 			"and modelgate's RSS at its peak in the rounds alone and beside the slow readers\n",
 			c.normal, c.tickGap, c.slow, kb(streamWindow), kb(relayAllowance))
-		fmt.Fprintln(w, "upstream\tp50/p99 alone\tp50/p99 beside\tp99 ratio (<= 1.10)\tRSS base\tslow readers only\tper slow reader\tper reading stream\theld unread\tpeak alone\tpeak beside\t")
-		for _, r := range reps {
-			if r.slowReaders != nil {
-				r.slowReaders.print(w, r.mode)
-			}
-		}
-		fmt.Fprintln(w, "\t\t\t\t\t\t\t\t")
-		w.Flush()
+		printTable(out, "upstream\tp50/p99 alone\tp50/p99 beside\tp99 ratio (<= 1.10)\tRSS base\tslow readers only\tper slow reader\tper reading stream\theld unread\tpeak alone\tpeak beside\t",
+			reps, func(w io.Writer, r *report) {
+				if r.slowReaders != nil {
+					r.slowReaders.print(w, r.mode)
+				}
+			})
 	}
 	if has(func(r *report) int { return boolInt(r.soak != nil) }) {
-		w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 		s := firstOf(reps, func(r *report) *soakResult { return r.soak })
 		fmt.Fprintf(out, "soak: %d bench-slow streams (an event a second) for %s, each client staying %s–%s, responses.store %s; modelgate's RSS every %s, slope after %s of warm-up\n",
 			s.streams, s.duration, soakStayMin, soakStayMax, s.store, soakSampleEvery, s.warmUp)
-		fmt.Fprintln(w, "upstream\tRSS base\tmin / median / max / last\tslope per 10 min\t< 1 MB\tGC goal last\tslope per 10 min\t< 1 MB\tstreams opened / left\terrors\tfirst error\t")
-		for _, r := range reps {
-			if r.soak != nil {
-				r.soak.print(w, r.mode)
-			}
-		}
-		fmt.Fprintln(w, "\t\t\t\t\t\t\t\t")
-		w.Flush()
+		printTable(out, "upstream\tRSS base\tmin / median / max / last\tslope per 10 min\t< 1 MB\tGC goal last\tslope per 10 min\t< 1 MB\tstreams opened / left\terrors\tfirst error\t",
+			reps, func(w io.Writer, r *report) {
+				if r.soak != nil {
+					r.soak.print(w, r.mode)
+				}
+			})
 	}
 	// The rest are printed one mode after another.
 	for _, r := range reps {
 		r.printOthers(out, len(reps) > 1)
 	}
+}
+
+// printTable writes a table of its own, aligned apart from the others: the header, a row per
+// mode (row writes none for a mode without it), then a blank row.
+func printTable(out io.Writer, header string, reps []*report, row func(w io.Writer, r *report)) {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, header)
+	for _, r := range reps {
+		row(w, r)
+	}
+	fmt.Fprintln(w, "\t\t\t\t\t\t\t\t")
+	w.Flush()
 }
 
 // printMemory writes the memory checks, each row's modes together.

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"bytes"
@@ -10,11 +10,14 @@ import (
 	"time"
 
 	"modelgate/relay"
-	"modelgate/upstream"
 )
 
 // errStalled ends an attempt whose model sent no output event within its first_token_timeout.
 var errStalled = errors.New("no output event within first_token_timeout")
+
+// KindFirstTokenTimeout is the Failure kind of a stream that sent no output event within its
+// model's first_token_timeout.
+const KindFirstTokenTimeout = "first_token_timeout"
 
 // stallBody is what a client learns of a stall when no fallback takes the call.
 const stallBody = `{"error":{"message":"The model produced no output in time.","type":"server_error","param":null,"code":"first_token_timeout"}}`
@@ -27,14 +30,14 @@ const (
 	watchStalled
 )
 
-// openWatched is Gateway.Open for a stream whose model has a first_token_timeout: counted
+// openWatched is Open for a stream whose model has a first_token_timeout: counted
 // from the call being opened (connecting and writing a request take milliseconds of it), an
 // attempt with no output event by then is ended and reported as a stall, a 504 the fallback
 // chain moves past. A stall after the request was written is charged as a call sent without
 // an answer (its reservation, no_answer): the platform may have worked on it. The events
 // read while waiting are handed on: the relay reads the stream from its first byte. A stall
 // counts against the model's breaker as a failure; output in time as a success.
-func openWatched(ctx context.Context, g *upstream.Gateway, c *upstream.Call, timeout time.Duration) (*http.Response, context.CancelFunc, *upstream.Failure) {
+func (g *Gateway) openWatched(ctx context.Context, c *Call, timeout time.Duration) (*http.Response, context.CancelFunc, *Failure) {
 	c.Watched = true
 	wctx, stop := context.WithCancelCause(ctx)
 	var state atomic.Int32
@@ -50,7 +53,7 @@ func openWatched(ctx context.Context, g *upstream.Gateway, c *upstream.Call, tim
 		stop(nil)
 		if stalled {
 			// The gateway saw the stall's cancel as a caller gone and did not judge it.
-			g.ReportWatched(c, true)
+			g.reportWatched(c, true)
 			return nil, nil, stallFailure(f.MaybeBilled)
 		}
 		return nil, nil, f
@@ -61,21 +64,21 @@ func openWatched(ctx context.Context, g *upstream.Gateway, c *upstream.Call, tim
 		resp.Body.Close()
 		stop(nil)
 		if ctx.Err() == nil { // not the client leaving while the stream was read
-			g.ReportWatched(c, true)
+			g.reportWatched(c, true)
 		}
 		return nil, nil, stallFailure(true)
 	}
 	timer.Stop()
 	if ctx.Err() == nil { // a client that left while waiting says nothing of the model
-		g.ReportWatched(c, false)
+		g.reportWatched(c, false)
 	}
 	return resp, func() { cancel(); stop(nil) }, nil
 }
 
 // stallFailure is a stall as the chain and the client see it; sent says whether the request
 // had been written whole.
-func stallFailure(sent bool) *upstream.Failure {
-	return &upstream.Failure{Status: http.StatusGatewayTimeout, Kind: "first_token_timeout", Body: []byte(stallBody), MaybeBilled: sent}
+func stallFailure(sent bool) *Failure {
+	return &Failure{Status: http.StatusGatewayTimeout, Kind: KindFirstTokenTimeout, Body: []byte(stallBody), MaybeBilled: sent}
 }
 
 // maxOutputPeek bounds how much of a stream is read looking for its first output event: a
