@@ -14,7 +14,7 @@ import (
 // is placed in the flow (and in the guide) on purpose.
 var allowedImports = map[string][]string{
 	"modelgate":                     {"*"},
-	"modelgate/tracing":             {},
+	"modelgate/tracing":             {"reqlog"},
 	"modelgate/tracing/tracingtest": {},
 	"modelgate/metrics":             {"reqlog", "auth", "config", "calibration", "breaker"},
 	"modelgate/reqlog":              {},
@@ -28,7 +28,7 @@ var allowedImports = map[string][]string{
 	"modelgate/reqbody":             {},
 	"modelgate/storedapi":           {"apierr", "stored", "translate"},
 	"modelgate/modelsapi":           {"apierr", "translate"},
-	"modelgate/apierr":              {"platform", "ratelimit", "reqbody", "reqlog", "relay", "sidecar", "translate", "upstream"},
+	"modelgate/apierr":              {"auth", "billing", "platform", "ratelimit", "redisconn", "reqbody", "reqlog", "relay", "sidecar", "translate", "upstream"},
 	"modelgate/wsmode":              {"translate", "relay"},
 	"modelgate/jobs":                {"accounting", "ratelimit", "relay", "reqlog", "store", "stored", "translate"},
 	"modelgate/relay":               {"accounting", "translate", "ratelimit", "platform"},

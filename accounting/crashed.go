@@ -6,11 +6,29 @@ import (
 	"net/http"
 	"time"
 
+	"modelgate/auth"
 	"modelgate/billing"
 	"modelgate/journal"
 	"modelgate/ratelimit"
 	"modelgate/reqlog"
 )
+
+// JournalEntry is an admitted call's entry in the admission journal: what SettleCrashed
+// needs to charge it at its reservation should the replica be killed before it settles.
+// The model is capped at maxModel bytes, as it is logged. A call that holds spend (hold)
+// keeps the hold's key and team scopes, and apart from them the end user's daily one, which
+// keeps no monthly total.
+func JournalEntry(rec *reqlog.Record, hold *billing.Hold, p *auth.Principal, t *ratelimit.Ticket, maxModel int) journal.Entry {
+	e := journal.Entry{RequestID: rec.RequestID, Route: rec.Route, Team: rec.Team, Key: rec.Key,
+		Model: reqlog.Printable(rec.Model, maxModel), UpstreamModel: rec.UpstreamModel, Stream: rec.Stream,
+		EndUser: rec.EndUser, Tags: rec.Tags, InputReserved: rec.InputReserved,
+		StartedMs: rec.Start.UnixMilli(), Ticket: t.State()}
+	if hold != nil {
+		spend := SpendOf(hold, p, rec.EndUser)
+		e.SpendScopes, e.EndUserSpend = []string{spend.KeyScope, spend.TeamScope}, spend.EndUserScope
+	}
+	return e
+}
 
 // SettleCrashed charges every call the replica's previous life left open in its journal j
 // (it was killed with them in flight): each at its reservation, in the limiter l (which

@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/alerts"
+	"modelgate/apierr"
 	"modelgate/billing"
 	"modelgate/breaker"
 	"modelgate/calibration"
@@ -30,8 +31,6 @@ type Views struct {
 	// PlatformKeys are a team's platform keys by fingerprint and state under that config;
 	// nil when the team has no pool.
 	PlatformKeys func(c *gin.Context, team string) []reqlog.KeyState
-	// Route names a request's route for the access log and metrics.
-	Route func(c *gin.Context, route string)
 
 	Limiter     *ratelimit.Limiter
 	Calibration *calibration.Table // nil: no estimate is calibrated
@@ -72,7 +71,7 @@ func (v *Views) Mount(e *gin.Engine, authenticate gin.HandlerFunc, admin http.Ha
 	group.GET("/audit", h) // read only: no route writes or deletes an audit entry
 	// The page itself holds no data and asks for the admin key: no credential needed.
 	page := func(c *gin.Context) {
-		v.Route(c, "/admin/ui/")
+		apierr.Record(c).Route = "/admin/ui/"
 		admin.ServeHTTP(c.Writer, c.Request)
 	}
 	e.GET("/admin/ui", page)

@@ -3,6 +3,7 @@ package apierr
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -12,6 +13,13 @@ import (
 	"modelgate/ratelimit"
 	"modelgate/reqlog"
 )
+
+// TestMain puts gin in release mode once, as main does, so the engines the tests build do
+// not print their routes.
+func TestMain(m *testing.M) {
+	gin.SetMode(gin.ReleaseMode)
+	os.Exit(m.Run())
+}
 
 // fakeRequest is the HTTP layer's record as apierr sees it.
 type fakeRequest struct {

@@ -13,7 +13,7 @@ import (
 // upstream states it (OpenAI's shape), or mapped to Anthropic's on the Messages routes and
 // to Google's (its status kept) on the Gemini routes. A client that left is answered nothing.
 func WriteFailure(c *gin.Context, f *upstream.Failure) {
-	rec := record(c)
+	rec := Record(c)
 	rec.UpstreamErr = f.Kind
 	if f.ClientGone {
 		rec.ClientClosed = true
@@ -47,7 +47,7 @@ func WriteFailure(c *gin.Context, f *upstream.Failure) {
 func BodyRefused(c *gin.Context, err error) {
 	e := reqbody.Reason(err)
 	status := e.Kind.Status()
-	rec := record(c)
+	rec := Record(c)
 	switch e.Kind {
 	case reqbody.TooLarge:
 		Abort(c, status, TypeInvalidRequest, "request_too_large", "",

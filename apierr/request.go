@@ -31,16 +31,17 @@ func request(c *gin.Context) Request {
 	return r
 }
 
-// record is the request's record. A handler reached without the middleware (tests) notes
-// on a record of its own, which nothing reads: its answer is written all the same.
-func record(c *gin.Context) *reqlog.Record {
+// Record is the request's record, where an answer notes what the access log and the
+// metrics tell apart (its route, code, upstream error, a refusal). A handler reached
+// without the middleware (tests) notes on a record of its own, which nothing reads.
+func Record(c *gin.Context) *reqlog.Record {
 	if r := request(c); r != nil {
 		return r.LogRecord()
 	}
 	return new(reqlog.Record)
 }
 
-func refused(c *gin.Context, code string) { record(c).ErrCode = code }
+func refused(c *gin.Context, code string) { Record(c).ErrCode = code }
 
 // PeekLimits puts the caller's x-ratelimit-* headers on an answer that did not go through
 // admission (model lists, requests refused before admission), so every /v1 answer to a

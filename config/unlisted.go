@@ -118,3 +118,12 @@ func keysHaveSpend(keys []Key) bool {
 	}
 	return false
 }
+
+// ModelIDs are the client-facing model ids, in config order.
+func (c *Config) ModelIDs() []string {
+	ids := make([]string, len(c.Models))
+	for i, m := range c.Models {
+		ids[i] = m.ID
+	}
+	return ids
+}

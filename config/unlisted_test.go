@@ -103,3 +103,13 @@ func TestModelWarnings(t *testing.T) {
 		})
 	}
 }
+
+func TestModelIDs(t *testing.T) {
+	c := &Config{Models: []Model{{ID: "big", Upstream: "sim-big"}, {ID: "small"}}}
+	if got := c.ModelIDs(); len(got) != 2 || got[0] != "big" || got[1] != "small" {
+		t.Fatalf("%v", got)
+	}
+	if got := (&Config{}).ModelIDs(); len(got) != 0 {
+		t.Fatalf("no models: %v", got)
+	}
+}

@@ -23,7 +23,7 @@ func writeGeminiModels(c *gin.Context, ids []string) {
 
 // GeminiList serves GET /v1beta/models.
 func (m *Catalog) GeminiList(c *gin.Context) {
-	m.Route(c, geminiVersion(c.Request.URL.Path)+"/models")
+	apierr.Record(c).Route = geminiVersion(c.Request.URL.Path) + "/models"
 	writeGeminiModels(c, m.Allowed(c))
 }
 
@@ -31,7 +31,7 @@ func (m *Catalog) GeminiList(c *gin.Context) {
 // /v1, /v1/tunedModels/{model}): the name may carry a "models/" prefix of its own, as the
 // SDKs' paths sometimes do.
 func (m *Catalog) GeminiGet(c *gin.Context) {
-	m.Route(c, geminiVersion(c.Request.URL.Path)+"/models/{model}")
+	apierr.Record(c).Route = geminiVersion(c.Request.URL.Path) + "/models/{model}"
 	name := strings.TrimPrefix(c.Param("rest"), "/")
 	if strings.Contains(c.FullPath(), "/tunedModels/") {
 		name = "tunedModels/" + name

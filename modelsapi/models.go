@@ -23,8 +23,6 @@ type Catalog struct {
 	Allowed func(c *gin.Context) []string
 	// Allows reports whether id is a configured model the request's caller may use.
 	Allows func(c *gin.Context, id string) bool
-	// Route names a request's route for the access log and metrics.
-	Route func(c *gin.Context, route string)
 }
 
 type modelObject struct {
@@ -44,7 +42,7 @@ func newModelObject(id string) modelObject {
 
 // List serves GET /v1/models.
 func (m *Catalog) List(c *gin.Context) {
-	m.Route(c, "/v1/models")
+	apierr.Record(c).Route = "/v1/models"
 	ids := m.Allowed(c)
 	switch apierr.Of(c) {
 	case apierr.Anthropic:
@@ -68,7 +66,7 @@ func (m *Catalog) List(c *gin.Context) {
 
 // Get serves GET /v1/models/{id}.
 func (m *Catalog) Get(c *gin.Context) {
-	m.Route(c, "/v1/models/{id}")
+	apierr.Record(c).Route = "/v1/models/{id}"
 	id := c.Param("id")
 	if !m.Allows(c, id) {
 		apierr.Abort(c, http.StatusNotFound, apierr.TypeInvalidRequest, "model_not_found", "model",

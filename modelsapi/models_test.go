@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"modelgate/apierr"
+	"modelgate/reqlog"
 )
 
 // TestMain puts gin in release mode once, as main does.
@@ -19,27 +20,31 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// serve runs one request through the catalog's routes, as an Anthropic SDK when anthropic.
-func serve(path string, anthropic bool) *httptest.ResponseRecorder {
+// record is the request's record as apierr reaches it.
+type record struct{ rec reqlog.Record }
+
+func (r *record) LogRecord() *reqlog.Record { return &r.rec }
+func (r *record) PeekLimits(*gin.Context)   {}
+
+// serve runs one request through the catalog's routes, as an Anthropic SDK when anthropic,
+// and returns the answer and the route the request's record names.
+func serve(path string, anthropic bool) (*httptest.ResponseRecorder, string) {
+	rec := &record{}
 	allowed := []string{"small", "big"}
-	var routes []string
 	m := &Catalog{
 		Allowed: func(*gin.Context) []string { return allowed },
 		Allows:  func(_ *gin.Context, id string) bool { return slices.Contains(allowed, id) },
-		Route:   func(_ *gin.Context, r string) { routes = append(routes, r) },
 	}
 	w := httptest.NewRecorder()
 	e := gin.New()
+	e.Use(func(c *gin.Context) { c.Set(apierr.RequestKey, rec) })
 	if anthropic {
 		e.Use(func(c *gin.Context) { apierr.Mark(c, apierr.Anthropic) })
 	}
 	e.GET("/v1/models", m.List)
 	e.GET("/v1/models/:id", m.Get)
 	e.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
-	if len(routes) != 1 {
-		panic("route not named once")
-	}
-	return w
+	return w, rec.rec.Route
 }
 
 func TestModelRoutes(t *testing.T) {
@@ -63,9 +68,12 @@ func TestModelRoutes(t *testing.T) {
 		{"anthropic_unknown", "/v1/models/secret", true, 404, func(b string) bool { return gjson.Get(b, "error.type").Str == "not_found_error" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := serve(tc.path, tc.anthropic)
+			w, route := serve(tc.path, tc.anthropic)
 			if w.Code != tc.status || !tc.check(w.Body.String()) {
 				t.Fatalf("status %d: %s", w.Code, w.Body)
+			}
+			if want := map[bool]string{true: "/v1/models", false: "/v1/models/{id}"}[tc.path == "/v1/models"]; route != want {
+				t.Errorf("route %q, want %q", route, want)
 			}
 		})
 	}

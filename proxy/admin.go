@@ -21,7 +21,6 @@ func (s *Server) adminRoutes(e *gin.Engine) {
 			}
 			return nil
 		},
-		Route:   func(c *gin.Context, route string) { info(c).Route = route },
 		Limiter: s.limiter, Calibration: s.calibration, Breakers: s.breakers, Alerts: s.alerts,
 		Window: s.window, History: s.history, Log: s.log, Now: s.now,
 	}

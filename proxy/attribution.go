@@ -3,18 +3,12 @@ package proxy
 import (
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"modelgate/reqlog"
 	"modelgate/translate"
 )
-
-// tagsHeader is the request header clients that cannot set a body's metadata name their
-// tags in (issue 28): "feature=search,customer=acme". It is never forwarded: modelgate
-// builds the platform's request itself.
-const tagsHeader = "X-Modelgate-Tags"
 
 // attribute sets the request's end user and tags (issue 28) from what the dialect's check
 // read: user, the end user the body names (a view of the body or a copy), and metadata, the
@@ -30,7 +24,7 @@ const tagsHeader = "X-Modelgate-Tags"
 //go:noinline
 func attribute(c *gin.Context, st *state, user, metadata string) bool {
 	var fromHeader [reqlog.MaxTags]reqlog.Tag // the header holds at most MaxTags pairs: no allocation
-	header, terr := requestTags(fromHeader[:0], c.Request.Header)
+	header, terr := reqlog.HeaderTags(fromHeader[:0], c.Request.Header)
 	if terr != nil {
 		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_tags", "x-modelgate-tags", terr.Msg)
 		return false
@@ -63,30 +57,7 @@ func attribute(c *gin.Context, st *state, user, metadata string) bool {
 //
 //go:noinline
 func attributeIdentity(c *gin.Context, st *state, id *translate.Identity) bool {
-	ok := attribute(c, st, endUserOf(id.User, id.SafetyIdentifier), id.Metadata)
+	ok := attribute(c, st, id.EndUser(), id.Metadata)
 	id.Metadata = ""
 	return ok
-}
-
-// requestTags parses the tags header into dst; several lines of it read as one list. The
-// header is looked up by its canonical name as it is (the server canonicalizes the names
-// it reads), not canonicalized again for every request.
-func requestTags(dst []reqlog.Tag, h http.Header) ([]reqlog.Tag, *reqlog.TagError) {
-	vs := h[tagsHeader]
-	switch len(vs) {
-	case 0:
-		return dst, nil
-	case 1:
-		return reqlog.ParseTagsHeader(dst, vs[0])
-	}
-	return reqlog.ParseTagsHeader(dst, strings.Join(vs, ","))
-}
-
-// endUserOf is the end user a Chat or Responses request names: `user`, else
-// `safety_identifier` (OpenAI's newer name for the same thing).
-func endUserOf(user, safety string) string {
-	if user != "" {
-		return user
-	}
-	return safety
 }

@@ -14,6 +14,7 @@ import (
 
 	"modelgate/auth"
 	"modelgate/billing"
+	"modelgate/reqlog"
 )
 
 // BenchmarkAttribution is a whole non-stream request on the minimal platform, with and
@@ -66,7 +67,7 @@ func benchRouteHeader(b *testing.B, h http.Handler, path, body, header string) {
 	b.Helper()
 	req := benchRequest(path)
 	if header != "" {
-		req.Header.Set(tagsHeader, header)
+		req.Header.Set(reqlog.TagsHeader, header)
 	}
 	serveLoop(b, h, req, []byte(body), 100)
 }
@@ -88,7 +89,7 @@ func BenchmarkAttribute(b *testing.B) {
 			c, _ := gin.CreateTestContext(httptest.NewRecorder())
 			c.Request = httptest.NewRequest(http.MethodPost, "/v1/responses", nil)
 			if tc.header != "" {
-				c.Request.Header.Set(tagsHeader, tc.header)
+				c.Request.Header.Set(reqlog.TagsHeader, tc.header)
 			}
 			c.Set(principalKey, p)
 			ri := info(c)

@@ -2,11 +2,7 @@ package proxy
 
 import (
 	"errors"
-	"fmt"
-	"math"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -16,7 +12,6 @@ import (
 	"modelgate/apierr"
 	"modelgate/auth"
 	"modelgate/ratelimit"
-	"modelgate/redisconn"
 	"modelgate/reqbody"
 )
 
@@ -108,27 +103,13 @@ func (s *Server) admitted(c *gin.Context, ticket *ratelimit.Ticket, d ratelimit.
 	return nil
 }
 
-// refuseDecision answers a request the limiter refused: 503 when its store failed
-// (on_store_error: deny), 429 otherwise; both with Retry-After.
+// refuseDecision answers a request the limiter refused (apierr.LimitRefused); a spent daily
+// token budget is told to the alerts too.
 func (s *Server) refuseDecision(c *gin.Context, d ratelimit.Decision, err error) {
-	info(c).Refusal = string(d.Reason)
-	if d.Reason == ratelimit.ReasonStoreUnavailable || (err != nil && d.Reason == ratelimit.ReasonNone) {
-		// A second: when the store's breaker sends its next probe (redisconn.ProbeAfter),
-		// so a client that waits that long finds out whether the store is back.
-		s.refuse(c, http.StatusServiceUnavailable, typeServer, "limiter_unavailable",
-			"modelgate cannot reach its limit store; try again shortly", redisconn.ProbeAfter)
-		return
-	}
-	retry := d.RetryAfter
 	if d.Reason == ratelimit.ReasonDailyTokens {
 		s.noteExhausted(d.Scope, alerts.BudgetTokensDay)
-		c.Header("X-Should-Retry", "false")
-		s.refuse(c, http.StatusTooManyRequests, typeQuota, "insufficient_quota",
-			fmt.Sprintf("You exceeded your daily token budget (%s). It resets at 00:00 UTC.", scopeKind(d.Scope)), retry)
-		return
 	}
-	s.refuse(c, http.StatusTooManyRequests, rateLimitType(d.Reason), "rate_limit_exceeded",
-		fmt.Sprintf("Rate limit reached for %s (%s). Please try again in %s.", reasonText(d.Reason), scopeKind(d.Scope), humanDuration(retry)), retry)
+	apierr.LimitRefused(c, d, err)
 }
 
 // admitEarly refuses, before its body is read, a model call whose key or team the limiter
@@ -183,47 +164,7 @@ func (s *Server) check(c *gin.Context, route string, req ratelimit.Request) {
 	s.refuseDecision(c, d, err)
 }
 
+// refuse answers a refusal with Retry-After (apierr.Refuse).
 func (s *Server) refuse(c *gin.Context, status int, typ, code, msg string, retry time.Duration) {
-	if retry > 0 {
-		c.Header("Retry-After", strconv.FormatInt(int64(math.Ceil(retry.Seconds())), 10))
-	}
-	abortError(c, status, typ, code, "", msg)
-}
-
-func rateLimitType(r ratelimit.Reason) string {
-	if r == ratelimit.ReasonTokens {
-		return "tokens"
-	}
-	return "requests"
-}
-
-func reasonText(r ratelimit.Reason) string {
-	switch r {
-	case ratelimit.ReasonTokens:
-		return "tokens per minute"
-	case ratelimit.ReasonConcurrency:
-		return "concurrent requests"
-	}
-	return "requests per minute"
-}
-
-// scopeKind says whether the key or the team ran out, without naming either: the caller
-// knows its own key, and team names are the operator's business.
-func scopeKind(scope string) string {
-	switch {
-	case strings.HasPrefix(scope, "team:"):
-		return "team limit"
-	case strings.HasPrefix(scope, "enduser:"):
-		return "end-user limit"
-	case scope == auth.PassthroughAllScopeID:
-		return "limit shared by all callers"
-	}
-	return "key limit"
-}
-
-func humanDuration(d time.Duration) string {
-	if d < time.Second {
-		return "1s"
-	}
-	return d.Round(time.Second).String()
+	apierr.Refuse(c, status, typ, code, msg, retry)
 }

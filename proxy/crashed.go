@@ -5,30 +5,22 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/accounting"
 	"modelgate/auth"
-	"modelgate/journal"
 	"modelgate/ratelimit"
 	"modelgate/reqlog"
 )
 
 // journalAdmit writes the admitted call to the admission journal before it leaves for the
-// platform (a copy into the mapped segment file, journal/write.go). A journal that cannot be written does not refuse the call: a failing disk
-// must not become the gateway's outage, and the call still settles as usual; only a kill during it
-// would lose its usage. The failure is logged by the journal.
+// platform (accounting.JournalEntry, copied into the mapped segment file, journal/write.go).
+// A journal that cannot be written does not refuse the call: a failing disk must not become
+// the gateway's outage, and the call still settles as usual; only a kill during it would
+// lose its usage. The failure is logged by the journal.
 func (s *Server) journalAdmit(c *gin.Context, ri *requestInfo, p *auth.Principal, t *ratelimit.Ticket) {
 	if s.journal == nil {
 		return
 	}
-	e := journal.Entry{RequestID: ri.RequestID, Route: ri.Route, Team: ri.Team, Key: ri.Key,
-		Model: reqlog.Printable(ri.Model, maxLoggedModel), UpstreamModel: ri.UpstreamModel, Stream: ri.Stream,
-		EndUser: ri.EndUser, Tags: ri.Tags, InputReserved: ri.InputReserved,
-		StartedMs: ri.Start.UnixMilli(), Ticket: t.State()}
-	if ri.spend != nil {
-		// The hold's key and team scopes, and apart from them the end user's daily one,
-		// which keeps no monthly total.
-		spend := ri.spendOf(p)
-		e.SpendScopes, e.EndUserSpend = []string{spend.KeyScope, spend.TeamScope}, spend.EndUserScope
-	}
+	e := accounting.JournalEntry(&ri.Record, ri.spend, p, t, maxLoggedModel)
 	ri.journaled, _ = s.journal.Admit(c.Request.Context(), &e)
 }
 

@@ -11,10 +11,7 @@ import (
 // handlers write them by.
 const (
 	typeInvalidRequest = apierr.TypeInvalidRequest
-	typeAuthentication = apierr.TypeAuthentication
-	typeNotFound       = apierr.TypeNotFound
 	typeServer         = apierr.TypeServer
-	typeQuota          = apierr.TypeQuota
 )
 
 // abortError answers with an error in the shape of the route's clients and stops the

@@ -3,34 +3,10 @@ package proxy
 import (
 	"github.com/tidwall/gjson"
 
-	"modelgate/config"
 	"modelgate/reqlog"
 	"modelgate/routing"
 	"modelgate/upstream"
 )
-
-// observedHooks is hooks with this replica's health window (issue 45) told of every
-// finished request before the other observers: the dashboard's health view reads it. The
-// background jobs report through the same hooks, so their calls count too.
-func (s *Server) observedHooks(h reqlog.Hooks) reqlog.Hooks {
-	done := h.RequestDone
-	h.RequestDone = func(sum reqlog.RequestSummary) {
-		s.window.Observe(&sum, s.now())
-		if done != nil {
-			done(sum)
-		}
-	}
-	return h
-}
-
-// modelIDs are cfg's client-facing model ids: the ones the health window keeps figures for.
-func modelIDs(cfg *config.Config) []string {
-	ids := make([]string, len(cfg.Models))
-	for i, m := range cfg.Models {
-		ids[i] = m.ID
-	}
-	return ids
-}
 
 // noteFallback tells the health window and the metrics that a call for asked moved to the
 // fallback served after failure f (issue 45).

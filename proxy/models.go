@@ -97,6 +97,5 @@ func (s *Server) modelCatalog() *modelsapi.Catalog {
 			_, ok := requestState(c).models.entries[id]
 			return ok && principal(c).AllowsModel(id)
 		},
-		Route: func(c *gin.Context, route string) { info(c).Route = route },
 	}
 }

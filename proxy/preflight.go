@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"github.com/gin-gonic/gin"
-	"github.com/tidwall/gjson"
 
 	"modelgate/auth"
 	"modelgate/ratelimit"
@@ -155,22 +154,17 @@ func peekable(body []byte) []byte {
 }
 
 // noteAsked records the model and stream flag a refused body asked for, as far as they can
-// be read, so its log line and metrics say what was asked. The model is capped when logged
-// (maxLoggedModel), like any other.
+// be read (translate.AskedModel), so its log line and metrics say what was asked. The model
+// is capped when logged (maxLoggedModel), like any other.
 //
 //go:noinline
 func noteAsked(ri *requestInfo, body []byte) {
-	// Only a body the bounded validator accepts is read: gjson recurses once per level, and
-	// a refused body may be 64 MiB of '[' (TestCrashInputsRefused). One that is not JSON
-	// names no model.
-	if ri.Model != "" || len(body) == 0 || translate.CheckJSON(body) != translate.JSONValid {
+	if ri.Model != "" {
 		return
 	}
-	asked := gjson.GetManyBytes(body, "model", "stream")
-	if asked[0].Type == gjson.String {
-		ri.Model = asked[0].Str
+	if model, stream, ok := translate.AskedModel(body); ok {
+		ri.Model, ri.Stream = model, stream
 	}
-	ri.Stream = asked[1].Type == gjson.True
 }
 
 // nameCall is a translated dialect's check after its parse, the same for each: the tools it

@@ -79,28 +79,11 @@ func (s *Server) spendRoom(st *state, p *auth.Principal, endUser, model string, 
 }
 
 // dailyTokenRoom is the output cap per choice that what is left of the key's and the team's
-// tokens_per_day (and the end user's) covers, beside n choices of estimate input tokens; negative when not even
-// the input fits. It costs a look at the limiter's store, paid only once tokens_per_day has
-// refused the call.
+// tokens_per_day (and the end user's) covers, beside n choices of estimate input tokens;
+// negative when not even the input fits. It costs a look at the limiter's store, paid only
+// once tokens_per_day has refused the call.
 func (s *Server) dailyTokenRoom(ctx context.Context, p *auth.Principal, endUser string, estimate, n int64) int64 {
-	req := accounting.WithEndUser(limitRequest(p, ratelimit.Usage{}), p, endUser)
-	scopes := []ratelimit.Scope{req.Key}
-	if req.Team != nil {
-		scopes = append(scopes, *req.Team)
-	}
-	if req.EndUser != nil {
-		scopes = append(scopes, *req.EndUser)
-	}
-	usage, err := s.limiter.Usage(ctx, scopes)
-	if err != nil {
-		return -1
-	}
-	left := int64(-1)
-	for _, u := range usage {
-		if r, ok := u.Remaining["tokens_per_day"]; ok && (left < 0 || r < left) {
-			left = r
-		}
-	}
+	left := s.limiter.DailyTokensLeft(ctx, accounting.WithEndUser(limitRequest(p, ratelimit.Usage{}), p, endUser))
 	if left < 0 {
 		return -1
 	}

@@ -1,14 +1,11 @@
 package proxy
 
 import (
-	"fmt"
-	"net/http"
-	"time"
-
 	"github.com/gin-gonic/gin"
 
 	"modelgate/accounting"
 	"modelgate/alerts"
+	"modelgate/apierr"
 	"modelgate/auth"
 	"modelgate/billing"
 )
@@ -44,30 +41,13 @@ func (s *Server) holdSpendFor(ri *requestInfo, st *state, p *auth.Principal, mod
 	return refused
 }
 
-// refuseSpend answers a call a spend budget refused, like a spent daily token budget: 429
-// insufficient_quota, x-should-retry: false.
+// refuseSpend answers a call a spend budget refused (apierr.SpendRefused), and tells the
+// alerts which budget it was.
 func (s *Server) refuseSpend(c *gin.Context, refused *billing.Refusal) {
-	ri := info(c)
-	now := s.now().UTC()
-	next := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
-	msg := "You exceeded your daily spend budget (%s). It resets at 00:00 UTC."
-	ri.Refusal = "daily_spend"
 	budget := alerts.BudgetSpendDay
 	if refused.Period == "month" {
 		budget = alerts.BudgetSpendMonth
-		next = time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC)
-		msg = "You exceeded your monthly spend budget (%s). It resets on the first of the month at 00:00 UTC."
-		ri.Refusal = "monthly_spend"
-	}
-	if refused.TooLarge {
-		// Not spent, but this call could cost more than is left: a smaller output cap may fit.
-		msg = "This call could cost more than what is left of your daily spend budget (%s); lower max_tokens, or wait until it resets at 00:00 UTC."
-		if refused.Period == "month" {
-			msg = "This call could cost more than what is left of your monthly spend budget (%s); lower max_tokens, or wait until it resets on the first of the month at 00:00 UTC."
-		}
 	}
 	s.noteExhausted(refused.Scope, budget)
-	peekLimitHeaders(c)
-	c.Header("X-Should-Retry", "false")
-	s.refuse(c, http.StatusTooManyRequests, typeQuota, "insufficient_quota", fmt.Sprintf(msg, scopeKind(refused.Scope)), next.Sub(now))
+	apierr.SpendRefused(c, refused, s.now())
 }

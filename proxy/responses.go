@@ -162,7 +162,7 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 			return false
 		}
 	}
-	if !attribute(c, st, endUserOf(f.User, f.Safety), f.Metadata) {
+	if !attribute(c, st, f.EndUser(), f.Metadata) {
 		return false
 	}
 	d.steering = f.Steering

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"unsafe"
 
-	"github.com/tidwall/gjson"
-
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/routing"
@@ -91,41 +89,17 @@ func (t modelTable) identityKey(model string, id *translate.Identity) stickyKey 
 	return stickyKey{}
 }
 
-// Session affinity (issue 44): a client that names its session keeps it on one route of a
-// sticky model, as sticky: conversation keeps a conversation. The session is read from the
-// first of these headers that is set, else from the body's metadata.session_id (Responses
-// bodies): Codex and other agents send one of them for every call of a session.
+// The headers a session is named in (routing.SessionKey), which a WebSocket turn carries too.
 const (
-	headerSessionAffinity = "X-Session-Affinity"
-	headerSessionID       = "X-Session-Id"
-	headerSessionIDPlain  = "Session_id" // session_id, as net/http keeps a key with '_'
+	headerSessionAffinity = routing.HeaderSessionAffinity
+	headerSessionID       = routing.HeaderSessionID
+	headerSessionIDPlain  = routing.HeaderSessionIDPlain
 )
 
 // maxSessionKey bounds the part of a session id that is hashed: like an end user's id, a
 // longer one is placed by its first bytes (translate.MaxIdentityLen), so a large header
 // costs no more than a short one.
 const maxSessionKey = translate.MaxIdentityLen
-
-// sessionKey is the session a request names (headers first, then metadata, a view of the
-// body's metadata object, "" when it has none), or nothing.
-func sessionKey(h http.Header, metadata string) stickyKey {
-	for _, name := range [...]string{headerSessionAffinity, headerSessionID, headerSessionIDPlain} {
-		if vs := h[name]; len(vs) > 0 && vs[0] != "" {
-			return boundedKey(vs[0])
-		}
-	}
-	if metadata != "" {
-		if v := gjson.Get(metadata, "session_id"); v.Type == gjson.String && v.Str != "" {
-			return boundedKey(v.Str)
-		}
-	}
-	return stickyKey{}
-}
-
-// boundedKey hashes at most maxSessionKey bytes of s.
-func boundedKey(s string) stickyKey {
-	return stickyKey{Hash: routing.Key(s[:min(len(s), maxSessionKey)]), OK: true}
-}
 
 // withSession is key with the request's session applied for a sticky model: on sticky:
 // conversation the session comes first (it names the conversation as the client sees it);
@@ -134,12 +108,12 @@ func boundedKey(s string) stickyKey {
 func (t modelTable) withSession(model string, key stickyKey, h http.Header, metadata string) stickyKey {
 	switch t.stickyOf(model) {
 	case config.StickyConversation:
-		return routing.First(sessionKey(h, metadata), key)
+		return routing.First(routing.SessionKey(h, metadata, maxSessionKey), key)
 	case config.StickyUser:
 		if key.OK {
 			return key
 		}
-		return sessionKey(h, metadata)
+		return routing.SessionKey(h, metadata, maxSessionKey)
 	}
 	return key
 }

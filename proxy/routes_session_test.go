@@ -10,6 +10,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/tidwall/gjson"
+
+	"modelgate/routing"
 )
 
 // sessionCall is one call of a session on a sticky model, in each dialect, whose body would
@@ -106,7 +108,7 @@ func TestSessionAffinitySources(t *testing.T) {
 		}
 	}
 	// A session id is placed by its first maxSessionKey bytes.
-	if sessionKey(http.Header{"X-Session-Id": {long + a}}, "") != sessionKey(http.Header{"X-Session-Id": {long + b}}, "") {
+	if routing.SessionKey(http.Header{"X-Session-Id": {long + a}}, "", maxSessionKey) != routing.SessionKey(http.Header{"X-Session-Id": {long + b}}, "", maxSessionKey) {
 		t.Error("two long session ids with the same first bytes are placed apart")
 	}
 	// On sticky: user the end user comes first; a session places a call that names none.

@@ -196,8 +196,10 @@ func New(d Deps) (*Server, error) {
 		holdBytes: d.HeldResponses, holdRetry: d.HeldRetry,
 		admin: d.Admin, issued: d.Issued, ledger: d.Ledger, history: d.History, calibration: d.Calibration, callers: auth.NewCallers(), tracer: d.Tracer, journal: d.Journal,
 		breakers: d.Breakers, health: d.Health, alerts: d.Alerts, storeBudget: redisconn.IsRedis(d.Config.Ratelimit.Store),
-		window: reqlog.NewWindow(modelIDs(d.Config))}
-	s.hooks = s.observedHooks(d.Hooks)
+		window: reqlog.NewWindow(d.Config.ModelIDs())}
+	// The health window hears of every finished request before the other observers; the
+	// background jobs report through the same hooks, so their calls count too.
+	s.hooks = s.window.Observing(d.Hooks, s.now)
 	if s.health == nil && s.breakers != nil {
 		s.health = s.breakers // never a nil *Set inside a non-nil interface
 	}
@@ -246,7 +248,7 @@ func (s *Server) Reload(cfg *config.Config, a *auth.Authenticator) {
 	}
 	st := newState(cfg, a)
 	st.health = s.health
-	s.window.SetModels(modelIDs(cfg))
+	s.window.SetModels(cfg.ModelIDs())
 	s.st.Store(s.withGateway(s.withKeeper(st)))
 }
 

@@ -2,9 +2,6 @@ package proxy
 
 import (
 	"context"
-	"errors"
-	"log/slog"
-	"net/http"
 
 	"github.com/gin-gonic/gin"
 
@@ -45,11 +42,7 @@ func (s *Server) Close() {
 	cancel()
 	s.bg.Drain(ctx)
 	if s.keeper != nil {
-		s.keeper.Stop() // one last try at what is queued or held
-		if n, bytes := s.keeper.Held(); n > 0 {
-			s.log.Error("stored responses: records the store refused are lost with the process",
-				slog.Int("records", n), slog.Int64("bytes", bytes))
-		}
+		s.keeper.Close(s.log)
 	}
 }
 
@@ -93,29 +86,13 @@ func (s *Server) expandPrevious(c *gin.Context, st *state, p *auth.Principal, bo
 // deleteAll removes every top-level occurrence of key (storedapi.DeleteAll).
 func deleteAll(body []byte, key string) ([]byte, error) { return storedapi.DeleteAll(body, key) }
 
-// keepTurn keeps the response the platform gave to turn. A failure is logged, never the
-// client's problem: the answer itself is good.
+// keepTurn keeps the response the platform gave to turn (storedapi.Service.Keep).
 func (s *Server) keepTurn(c *gin.Context, st *state, turn *storedTurn, response []byte) {
-	ri := info(c)
-	// The client may leave once the answer is out; the record is still worth keeping. (The
-	// keeper bounds its own store calls.)
-	ctx := context.WithoutCancel(c.Request.Context())
-	err := st.keeper.KeepResponse(ctx, turn.owner, stored.Turn{Parent: turn.parent, Model: turn.model, Input: turn.input}, response)
-	if err != nil {
-		level := slog.LevelError
-		if errors.Is(err, stored.ErrExists) {
-			level = slog.LevelWarn // the platform repeated an id: the first response keeps it
-		}
-		s.log.LogAttrs(context.Background(), level, "response not kept",
-			slog.String("request_id", ri.RequestID), slog.String("team", ri.Team), slog.String("error", err.Error()))
-	}
+	s.kept.Keep(c, st.keeper, turn.owner, stored.Turn{Parent: turn.parent, Model: turn.model, Input: turn.input}, response)
 }
 
-func (s *Server) storeUnavailable(c *gin.Context, err error) {
-	info(c).UpstreamErr = "store"
-	s.log.Error("record store failed", slog.String("request_id", info(c).RequestID), slog.String("error", err.Error()))
-	abortError(c, http.StatusServiceUnavailable, typeServer, "store_unavailable", "", "modelgate cannot reach its response store; try again shortly.")
-}
+// storeUnavailable answers that the record store failed (storedapi.Service.Unavailable).
+func (s *Server) storeUnavailable(c *gin.Context, err error) { s.kept.Unavailable(c, err) }
 
 // storedService is the routes over kept responses and the expansion of stored
 // conversations (storedapi), over this server's state and background jobs.
@@ -130,15 +107,7 @@ func (s *Server) storedService() *storedapi.Service {
 		},
 		CheckOrphan: s.bg.CheckOrphan,
 		Stop:        s.bg.Stop,
-		Unavailable: s.storeUnavailable,
-		Note: func(c *gin.Context, route, model string) {
-			ri := info(c)
-			ri.Route = route
-			if model != "" {
-				ri.Model = model
-			}
-		},
-		Failed: func(c *gin.Context) { info(c).UpstreamErr = "store" },
+		Log:         s.log,
 	}
 }
 

@@ -18,26 +18,16 @@ import (
 // (go:noinline where the compiler might inline them) so that the frames of the handlers that
 // hold streams open do not grow by what they would need.
 
-// untracedRoute: probes and scrapes: a span each would drown the traces that matter.
-func untracedRoute(route string) bool {
-	return route == "/healthz" || route == "/readyz" || route == "/metrics"
-}
-
-// startTrace opens the request's server span, continuing the caller's trace.
+// startTrace opens the request's server span, continuing the caller's trace (none for the
+// probes: tracing.Tracer.StartRoute).
 //
 //go:noinline
 func (s *Server) startTrace(c *gin.Context, ri *requestInfo) {
 	route := c.FullPath()
-	if untracedRoute(route) {
-		return
-	}
-	if route == "" {
-		route = "unknown"
-	}
 	if strings.HasSuffix(route, "/*rest") {
 		route = geminiTraceRoute(c, route) // the action, as the access log names it
 	}
-	ri.trace = s.tracer.StartRequest(c.Request.Context(), c.Request, route)
+	ri.trace = s.tracer.StartRoute(c.Request.Context(), c.Request, route)
 }
 
 // WaitTraced waits until every traced request has ended its span, or ctx ends (see
@@ -108,16 +98,10 @@ func (ri *requestInfo) traceEventOn(typ string, data []byte) {
 }
 
 // endTrace records the request's outcome and ends its span; sum gains the trace id the
-// access log carries.
+// access log carries. A connection lost while draining was most likely closed by the
+// drain's timeout.
 //
 //go:noinline
 func (s *Server) endTrace(ri *requestInfo, sum *reqlog.RequestSummary) {
-	sum.TraceID = ri.trace.End(tracing.Outcome{
-		Method: sum.Method, RequestID: sum.RequestID, Status: sum.Status, Team: sum.Team, KeyName: sum.Key,
-		Attempts: sum.Attempts, LimitReason: sum.Refusal, Stream: sum.Stream, TTFB: sum.TTFB,
-		ErrorCode: sum.ErrorCode, UpstreamError: sum.UpstreamErr, ServedModel: sum.ServedModel, ClientGone: ri.ClientClosed,
-		// A connection lost while draining was most likely closed by the drain's timeout.
-		CutByShutdown: ri.ClientClosed && s.draining.Load(),
-		InputTokens:   sum.InputTokens, OutputTokens: sum.OutputTokens,
-	})
+	sum.TraceID = ri.trace.EndRequest(sum, ri.ClientClosed, ri.ClientClosed && s.draining.Load())
 }

@@ -2,6 +2,7 @@ package reqlog
 
 import (
 	"hash/fnv"
+	"net/http"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -52,6 +53,25 @@ func checkTag(source, key string, keyChars, valueChars int) *TagError {
 // TooManyTags is the refusal of a source with more than MaxTags pairs.
 func TooManyTags(source string, n int) *TagError {
 	return &TagError{"Invalid " + source + ": " + strconv.Itoa(n) + " pairs; at most " + strconv.Itoa(MaxTags) + " are allowed."}
+}
+
+// TagsHeader is the request header clients that cannot set a body's metadata name their
+// tags in (issue 28): "feature=search,customer=acme". It is never forwarded: modelgate
+// builds the platform's request itself.
+const TagsHeader = "X-Modelgate-Tags"
+
+// HeaderTags parses the tags header of h into dst (ParseTagsHeader); several lines of it
+// read as one list. The header is looked up by its canonical name as it is (the server
+// canonicalizes the names it reads), not canonicalized again for every request.
+func HeaderTags(dst []Tag, h http.Header) ([]Tag, *TagError) {
+	vs := h[TagsHeader]
+	switch len(vs) {
+	case 0:
+		return dst, nil
+	case 1:
+		return ParseTagsHeader(dst, vs[0])
+	}
+	return ParseTagsHeader(dst, strings.Join(vs, ","))
 }
 
 // ParseTagsHeader reads x-modelgate-tags, appending its tags to dst: "key=value" pairs

@@ -1,7 +1,9 @@
 package reqlog
 
 import (
+	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -249,4 +251,25 @@ func couldBeTagKey(k string) bool {
 		}
 	}
 	return true
+}
+
+// Several lines of the tags header read as one list; no header names no tags.
+func TestHeaderTags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    http.Header
+		want []Tag
+	}{
+		{"none", http.Header{}, nil},
+		{"one_line", http.Header{TagsHeader: {"a=1, b=2"}}, []Tag{{Key: "a", Value: "1"}, {Key: "b", Value: "2"}}},
+		{"two_lines", http.Header{TagsHeader: {"a=1", "b=2"}}, []Tag{{Key: "a", Value: "1"}, {Key: "b", Value: "2"}}},
+	} {
+		got, err := HeaderTags(nil, tc.h)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+	}
+	if _, err := HeaderTags(nil, http.Header{TagsHeader: {"a=1", "a=2"}}); err == nil {
+		t.Error("a key named on two lines was taken twice")
+	}
 }

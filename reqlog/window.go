@@ -102,6 +102,19 @@ func (w *Window) bound(id string) string {
 // own mistakes and local limit refusals are not the model's health.
 func IsError(s *RequestSummary) bool { return s.Status >= 500 || s.UpstreamErr != "" }
 
+// Observing is hooks with the window told of every finished request (at now) before the
+// other observers hear of it: the dashboard's health view reads it (issue 45).
+func (w *Window) Observing(h Hooks, now func() time.Time) Hooks {
+	done := h.RequestDone
+	h.RequestDone = func(sum RequestSummary) {
+		w.Observe(&sum, now())
+		if done != nil {
+			done(sum)
+		}
+	}
+	return h
+}
+
 // Observe adds a finished request, ended at, to the window. Requests that named no model
 // (health checks, admin routes) are not model calls and are left out.
 func (w *Window) Observe(s *RequestSummary, at time.Time) {

@@ -147,3 +147,25 @@ func BenchmarkWindowObserve(b *testing.B) {
 		}
 	})
 }
+
+// Observing tells the window of a finished request before the observers it was given, and
+// works without any.
+func TestWindowObserving(t *testing.T) {
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	w := NewWindow([]string{"big"})
+	var seen []string
+	hooks := w.Observing(Hooks{RequestDone: func(s RequestSummary) {
+		if len(w.Snapshot(at, "", RecentCap).Recent) != 1 {
+			t.Error("an observer heard of the request before the window")
+		}
+		seen = append(seen, s.Model)
+	}}, func() time.Time { return at })
+	hooks.RequestDone(RequestSummary{Team: "a", Model: "big", Status: 200})
+	if len(seen) != 1 || seen[0] != "big" {
+		t.Fatalf("observers heard %v", seen)
+	}
+	w.Observing(Hooks{}, func() time.Time { return at }).RequestDone(RequestSummary{Team: "a", Model: "big", Status: 200})
+	if n := len(w.Snapshot(at, "", RecentCap).Recent); n != 2 {
+		t.Fatalf("window holds %d recent requests, want 2", n)
+	}
+}

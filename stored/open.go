@@ -34,3 +34,13 @@ func Open(st store.Store, o Options, log *slog.Logger) (*Keeper, error) {
 	}
 	return k, nil
 }
+
+// Close is Stop, one last try at what is queued or held, for a keeper Open made: what the
+// store still refuses is lost with the process, and logged so.
+func (k *Keeper) Close(log *slog.Logger) {
+	k.Stop()
+	if n, bytes := k.Held(); n > 0 {
+		log.Error("stored responses: records the store refused are lost with the process",
+			slog.Int("records", n), slog.Int64("bytes", bytes))
+	}
+}

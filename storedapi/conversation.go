@@ -128,7 +128,7 @@ func DeleteAll(body []byte, key string) ([]byte, error) {
 // storeFull refuses a call whose response could not be kept: 503 with Retry-After, in the
 // route's shape.
 func (s *Service) storeFull(c *gin.Context, retry time.Duration) {
-	s.Failed(c)
+	apierr.Record(c).UpstreamErr = "store"
 	c.Header("Retry-After", strconv.Itoa(max(int((retry+time.Second-1)/time.Second), storeFullRetryAfter)))
 	apierr.Abort(c, http.StatusServiceUnavailable, apierr.TypeServer, "store_unavailable", "store",
 		"modelgate cannot keep responses right now (its record store refuses writes); try again shortly, or send store: false.")

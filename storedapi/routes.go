@@ -31,7 +31,7 @@ func NotFound(c *gin.Context, id string) {
 // background response is polled here too).
 func (s *Service) Get(c *gin.Context) {
 	if v := c.Query("stream"); v != "" && v != "false" {
-		s.Note(c, "/v1/responses/{id}", "")
+		apierr.Record(c).Route = "/v1/responses/{id}"
 		apierr.Abort(c, http.StatusBadRequest, apierr.TypeInvalidRequest, "unsupported_parameter", "stream",
 			"Streaming a kept response is not supported; retrieve it without 'stream'.")
 		return
@@ -94,7 +94,7 @@ func (s *Service) Delete(c *gin.Context) {
 // an item id).
 func (s *Service) InputItems(c *gin.Context) {
 	const route = "/v1/responses/{id}/input_items"
-	s.Note(c, route, "")
+	apierr.Record(c).Route = route
 	limit := defaultItemsLimit
 	if v, ok := c.GetQuery("limit"); ok {
 		n, err := strconv.Atoi(v)

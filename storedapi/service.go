@@ -2,17 +2,19 @@
 // kept responses (GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items),
 // and what a POST /v1/responses asks of them: whether its answer is kept, and the
 // conversation a previous_response_id names, expanded into the body sent. What it needs of
-// the server (the request's keeper and owner, the background jobs, its store-failure
-// answer) is handed in as a Service, so nothing here imports proxy.
+// the server (the request's keeper and owner, the background jobs, its log) is handed in as a Service, so nothing here imports proxy.
 package storedapi
 
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/apierr"
 	"modelgate/stored"
 )
 
@@ -30,20 +32,15 @@ type Service struct {
 	CheckOrphan func(ctx context.Context, k *stored.Keeper, owner string, r *stored.Record) *stored.Record
 	// Stop ends the platform call of a background response deleted while it runs.
 	Stop func(owner, id string)
-	// Unavailable answers that the record store failed (and logs it).
-	Unavailable func(c *gin.Context, err error)
-	// Note tells the request's record its route, and the model of the record it names once
-	// found ("" before).
-	Note func(c *gin.Context, route, model string)
-	// Failed marks the request's record as failed by the record store (its upstream error).
-	Failed func(c *gin.Context)
+	Log  *slog.Logger
 }
 
 // Find is the caller's record named in the path, answering the client itself when there is
 // none (without storage every id is unknown); k and who are the keeper and the owner it was
 // found under.
 func (s *Service) Find(c *gin.Context, route string) (r *stored.Record, k *stored.Keeper, who string, ok bool) {
-	s.Note(c, route, "")
+	rec := apierr.Record(c)
+	rec.Route = route
 	id := c.Param("id")
 	k, who = s.Lookup(c)
 	if k == nil {
@@ -62,6 +59,31 @@ func (s *Service) Find(c *gin.Context, route string) (r *stored.Record, k *store
 		return nil, nil, "", false
 	}
 	r = s.CheckOrphan(ctx, k, who, r)
-	s.Note(c, route, r.Model)
+	rec.Model = r.Model
 	return r, k, who, true
+}
+
+// Unavailable answers that the record store failed, and logs why.
+func (s *Service) Unavailable(c *gin.Context, err error) {
+	rec := apierr.Record(c)
+	rec.UpstreamErr = "store"
+	s.Log.Error("record store failed", slog.String("request_id", rec.RequestID), slog.String("error", err.Error()))
+	apierr.Abort(c, http.StatusServiceUnavailable, apierr.TypeServer, "store_unavailable", "", "modelgate cannot reach its response store; try again shortly.")
+}
+
+// Keep keeps the response the platform gave to a turn of owner's. A failure is logged,
+// never the client's problem: the answer itself is good.
+func (s *Service) Keep(c *gin.Context, k *stored.Keeper, owner string, turn stored.Turn, response []byte) {
+	// The client may leave once the answer is out; the record is still worth keeping. (The
+	// keeper bounds its own store calls.)
+	ctx := context.WithoutCancel(c.Request.Context())
+	if err := k.KeepResponse(ctx, owner, turn, response); err != nil {
+		level := slog.LevelError
+		if errors.Is(err, stored.ErrExists) {
+			level = slog.LevelWarn // the platform repeated an id: the first response keeps it
+		}
+		rec := apierr.Record(c)
+		s.Log.LogAttrs(context.Background(), level, "response not kept",
+			slog.String("request_id", rec.RequestID), slog.String("team", rec.Team), slog.String("error", err.Error()))
+	}
 }

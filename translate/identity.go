@@ -27,6 +27,17 @@ type Identity struct {
 	Metadata string
 }
 
+// EndUser is the end user the request names: `user`, else `safety_identifier` (OpenAI's
+// newer name for the same thing).
+func (id *Identity) EndUser() string { return endUserOf(id.User, id.SafetyIdentifier) }
+
+func endUserOf(user, safety string) string {
+	if user != "" {
+		return user
+	}
+	return safety
+}
+
 // MaxIdentityLen bounds each string of an Identity. Longer values are cut: ids that long are
 // not ids a person chose, and the cut keeps a hostile body from pinning megabytes per request.
 const MaxIdentityLen = 256

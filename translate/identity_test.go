@@ -90,3 +90,18 @@ func BenchmarkIdentity(b *testing.B) {
 		id.FirstUser = w.firstUser
 	}
 }
+
+// The end user is `user`, else `safety_identifier`, on both readings of a request.
+func TestEndUser(t *testing.T) {
+	for _, tc := range []struct{ user, safety, want string }{
+		{"u", "s", "u"},
+		{"", "s", "s"},
+		{"", "", ""},
+	} {
+		id := Identity{User: tc.user, SafetyIdentifier: tc.safety}
+		f := ResponsesFields{User: tc.user, Safety: tc.safety}
+		if id.EndUser() != tc.want || f.EndUser() != tc.want {
+			t.Errorf("%+v: %q and %q, want %q", tc, id.EndUser(), f.EndUser(), tc.want)
+		}
+	}
+}

@@ -32,6 +32,9 @@ func (f *ResponsesFields) TurnCarried() bool {
 	return Present(f.Previous) || Present(f.Prompt) || Present(f.Convo)
 }
 
+// EndUser is the end user the request names: `user`, else `safety_identifier`.
+func (f *ResponsesFields) EndUser() string { return endUserOf(f.User, f.Safety) }
+
 // Present: set, and not null.
 func Present(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null }
 
@@ -105,4 +108,19 @@ func PrepareResponsesBody(body []byte, upstreamModel, clientModel string, steeri
 		return body, nil
 	}
 	return StripSteeringFields(body), nil
+}
+
+// AskedModel is the model and stream flag a request body asked for, for the log line of a
+// body that was refused: ok is false when the body cannot be read for them. Only a body the
+// bounded validator accepts is read: gjson recurses once per level, and a refused body may
+// be 64 MiB of '['. A model that is not a string is none.
+func AskedModel(body []byte) (model string, stream, ok bool) {
+	if len(body) == 0 || CheckJSON(body) != JSONValid {
+		return "", false, false
+	}
+	asked := gjson.GetManyBytes(body, "model", "stream")
+	if asked[0].Type == gjson.String {
+		model = asked[0].Str
+	}
+	return model, asked[1].Type == gjson.True, true
 }

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -103,6 +104,40 @@ func FuzzScanResponsesFields(f *testing.F) {
 		}
 		if got, want := r.Model, gjson.Get(body, "model"); got.Raw != want.Raw {
 			t.Fatalf("model %q, lookup %q", got.Raw, want.Raw)
+		}
+	})
+}
+
+// A refused body names the model and stream flag it asked for when it can be read for them.
+func TestAskedModel(t *testing.T) {
+	for _, tc := range []struct {
+		body   string
+		model  string
+		stream bool
+		ok     bool
+	}{
+		{`{"model":"m","stream":true,"input":5}`, "m", true, true},
+		{`{"model":7}`, "", false, true},
+		{`{"model":"m"`, "", false, false},
+		{strings.Repeat("[", 200000), "", false, false},
+		{``, "", false, false},
+	} {
+		model, stream, ok := AskedModel([]byte(tc.body))
+		if model != tc.model || stream != tc.stream || ok != tc.ok {
+			t.Errorf("%.40q: %q %v %v", tc.body, model, stream, ok)
+		}
+	}
+}
+
+// FuzzAskedModel: whatever the body, reading what it asked for never panics, and a model is
+// read only from a body that passed the validator.
+func FuzzAskedModel(f *testing.F) {
+	for _, s := range []string{`{"model":"m","stream":true}`, `[[[[`, `{"model":`, ``} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		if model, _, ok := AskedModel([]byte(body)); !ok && model != "" {
+			t.Fatalf("%q named %q though it could not be read", body, model)
 		}
 	})
 }
