@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/gin-gonic/gin"
-	"github.com/tidwall/gjson"
 
 	"modelgate/apierr"
 	"modelgate/auth"
@@ -70,54 +69,10 @@ func (d *responsesDialect) answer(_ int, body []byte) ([]byte, translate.Usage, 
 //
 //go:noinline
 func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {
-	switch check, key := translate.CheckClientObject(body); check {
-	case translate.JSONValid:
-	case translate.JSONInvalid, translate.JSONTooDeep:
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_json", "",
-			"We could not parse the JSON body of your request. The body must be a JSON object.")
-		return false
-	default: // not UTF-8, or a key that only the platform would read as a field checked here
-		writeTranslateError(c, translate.ClientBodyError(check, key))
-		return false
-	}
-	// f lives in this frame alone: the scan fills it in place rather than returning a copy,
-	// and its fields are read where they are (each gjson.Result is 80 bytes).
 	var f translate.ResponsesFields
-	translate.ScanResponsesFields(body, &f)
-	if f.Dup != "" {
-		writeTranslateError(c, translate.DuplicateField(f.Dup))
-		return false
-	}
-	if f.Model.Type != gjson.String || f.Model.Str == "" {
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "model", "Missing required parameter: 'model'.")
-		return false
-	}
-	if err := translate.CheckModelName(f.Model.Str); err != nil {
+	if err := translate.ReadResponsesRequest(body, &f, st.keeper != nil); err != nil {
 		writeTranslateError(c, err)
 		return false
-	}
-	switch {
-	case !translate.Present(f.Input) && !f.TurnCarried():
-		// previous_response_id, a stored prompt or a conversation may carry the turn alone.
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "missing_required_parameter", "input", "Missing required parameter: 'input'.")
-		return false
-	case translate.Present(f.Input) && f.Input.Type != gjson.String && !f.Input.IsArray():
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "input", "Invalid type for 'input': expected a string or an array.")
-		return false
-	case f.Stream.Exists() && !f.Stream.IsBool() && f.Stream.Type != gjson.Null:
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "stream", "Invalid type for 'stream': expected a boolean.")
-		return false
-	case f.MaxOut.Exists() && f.MaxOut.Type != gjson.Null && (f.MaxOut.Type != gjson.Number || f.MaxOut.Num != float64(int64(f.MaxOut.Num)) || f.MaxOut.Num < 0):
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "max_output_tokens", "Invalid 'max_output_tokens': expected a non-negative integer.")
-		return false
-	}
-	if !f.TurnCarried() {
-		// A prompt template or an earlier turn may declare the tools: only a request that
-		// stands alone is checked here.
-		if err := translate.CheckResponsesToolChoice(f.ToolChoice, f.Tools); err != nil {
-			writeTranslateError(c, err)
-			return false
-		}
 	}
 	if translate.Present(f.Tools) {
 		// Hosted tools the platform cannot run are dropped (or refused) before anything
@@ -130,37 +85,15 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 		body = out
 		noteDroppedTools(c, dropped)
 	}
-	switch {
-	case !translate.Present(f.Background):
-	case !f.Background.IsBool():
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_type", "background", "Invalid type for 'background': expected a boolean.")
-		return false
-	case st.keeper == nil:
-		// Responses are not kept here (responses.store: off): background is the platform's
-		// business, and goes to it untouched.
-	case f.Background.Bool() && f.Store.Type == gjson.False:
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_value", "store",
-			"Background responses require 'store' to be true: they are kept so they can be polled.")
-		return false
-	case f.Background.Bool() && f.Stream.Bool():
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "unsupported_parameter", "stream",
-			"Streaming a background response is not supported; poll GET /v1/responses/{id} instead.")
-		return false
-	default:
-		d.background = f.Background.Bool()
-	}
 	if st.keeper != nil {
+		// Kept here: a background response is modelgate's to run (ReadResponsesRequest
+		// checked it may be).
+		d.background = f.Background.Bool()
 		ask, ok := storedapi.Asked(c, &f)
 		if !ok {
 			return false
 		}
 		d.ask = ask
-	}
-	if f.Metadata != "" {
-		if err := translate.CheckMetadata(gjson.Parse(f.Metadata)); err != nil {
-			writeTranslateError(c, err)
-			return false
-		}
 	}
 	if !attribute(c, st, f.EndUser(), f.Metadata) {
 		return false
