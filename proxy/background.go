@@ -2,33 +2,27 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"modelgate/accounting"
 	"modelgate/jobs"
 	"modelgate/journal"
 	"modelgate/stored"
+	"modelgate/storedapi"
 )
 
 // Background responses (POST /v1/responses with background: true) are run by package jobs;
-// what stays here is their HTTP side: the submission, the cancel route, and the platform
-// call a job makes (background_call.go).
+// what stays here is their HTTP side: the submission and the platform call a job makes
+// (background_call.go); the cancel route is storedapi's (Service.Cancel).
 
 // DrainBackground lets running background responses finish until ctx ends, then cancels
 // the rest, which are recorded failed and settled. New ones are refused from then on. Call
 // it after StartDrain, with the drain deadline.
 func (s *Server) DrainBackground(ctx context.Context) { s.bg.Drain(ctx) }
-
-// checkOrphan is jobs.Registry.CheckOrphan over the state's keeper.
-func (s *Server) checkOrphan(ctx context.Context, st *state, owner string, r *stored.Record) *stored.Record {
-	return s.bg.CheckOrphan(ctx, st.keeper, owner, r)
-}
 
 // submitBackground starts a background response the preflight admitted (its job holds a
 // place in the team's queue): it records the queued response, answers it, and starts the
@@ -43,7 +37,7 @@ func (s *Server) submitBackground(c *gin.Context, a *admission, job *jobs.Job, t
 	if err := s.bg.Record(ctx, st.keeper, job, rec); err != nil {
 		ticket.Release()
 		s.bg.Abandon(job)
-		s.storeUnavailable(c, err)
+		s.kept.Unavailable(c, err)
 		return
 	}
 	body, err := backgroundUpstreamBody(a.call.upBody)
@@ -72,40 +66,12 @@ func (s *Server) submitBackground(c *gin.Context, a *admission, job *jobs.Job, t
 // backgroundUpstreamBody is the body the job sends: a plain streamed call (streaming lets a
 // cancel end it at once, and tells when the platform started).
 func backgroundUpstreamBody(body []byte) ([]byte, error) {
-	body, err := deleteAll(body, "background")
+	body, err := storedapi.DeleteAll(body, "background")
 	if err != nil {
 		return nil, err
 	}
-	if body, err = deleteAll(body, "stream"); err != nil {
+	if body, err = storedapi.DeleteAll(body, "stream"); err != nil {
 		return nil, err
 	}
 	return sjson.SetBytes(body, "stream", true)
-}
-
-// cancelResponse answers POST /v1/responses/{id}/cancel: a running background response is
-// stopped (its platform call ended) and answered cancelled; a finished one is answered as it
-// is, as OpenAI does (cancelling is idempotent). Only background responses can be cancelled.
-func (s *Server) cancelResponse(c *gin.Context) {
-	r, st, who, ok := s.keptRecord(c, "/v1/responses/{id}/cancel")
-	if !ok {
-		return
-	}
-	if !gjson.GetBytes(r.Response, "background").Bool() {
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_request", "",
-			"Only responses created with background=true can be cancelled.")
-		return
-	}
-	ctx, id := c.Request.Context(), r.ID
-	r, err := s.bg.Cancel(ctx, st.keeper, who, r)
-	switch {
-	case errors.Is(err, stored.ErrNotFound):
-		responseNotFound(c, id)
-		return
-	case err != nil && ctx.Err() != nil: // the client left while the job was stopping
-		return
-	case err != nil:
-		s.storeUnavailable(c, err)
-		return
-	}
-	s.writeResponseObject(c, r)
 }

@@ -341,7 +341,7 @@ func (s *Server) routes(metrics http.Handler) *gin.Engine {
 	v1.GET("/responses/:id", s.checkLookup("/v1/responses/{id}"), s.kept.Get)
 	v1.DELETE("/responses/:id", s.checkLookup("/v1/responses/{id}"), s.kept.Delete)
 	v1.GET("/responses/:id/input_items", s.checkLookup("/v1/responses/{id}/input_items"), s.kept.InputItems)
-	v1.POST("/responses/:id/cancel", s.checkLookup("/v1/responses/{id}/cancel"), s.cancelResponse)
+	v1.POST("/responses/:id/cancel", s.checkLookup("/v1/responses/{id}/cancel"), s.kept.Cancel)
 	v1.POST("/responses/compact", s.admitEarly(compactRoute), s.compact)
 	v1.POST("/responses/input_tokens", s.checkLookup(inputTokensRoute), s.inputTokens)
 	s.geminiV1Routes(v1, catalog)

@@ -83,16 +83,10 @@ func (s *Server) expandPrevious(c *gin.Context, st *state, p *auth.Principal, bo
 	return body, &storedTurn{owner: who, parent: t.Prev, model: t.Model, input: input}, true
 }
 
-// deleteAll removes every top-level occurrence of key (storedapi.DeleteAll).
-func deleteAll(body []byte, key string) ([]byte, error) { return storedapi.DeleteAll(body, key) }
-
 // keepTurn keeps the response the platform gave to turn (storedapi.Service.Keep).
 func (s *Server) keepTurn(c *gin.Context, st *state, turn *storedTurn, response []byte) {
 	s.kept.Keep(c, st.keeper, turn.owner, stored.Turn{Parent: turn.parent, Model: turn.model, Input: turn.input}, response)
 }
-
-// storeUnavailable answers that the record store failed (storedapi.Service.Unavailable).
-func (s *Server) storeUnavailable(c *gin.Context, err error) { s.kept.Unavailable(c, err) }
 
 // storedService is the routes over kept responses and the expansion of stored
 // conversations (storedapi), over this server's state and background jobs.
@@ -107,21 +101,7 @@ func (s *Server) storedService() *storedapi.Service {
 		},
 		CheckOrphan: s.bg.CheckOrphan,
 		Stop:        s.bg.Stop,
+		CancelJob:   s.bg.Cancel,
 		Log:         s.log,
 	}
 }
-
-// keptRecord finds the caller's record named in the path (storedapi.Service.Find), with
-// the request state it was found under.
-func (s *Server) keptRecord(c *gin.Context, route string) (r *stored.Record, st *state, who string, ok bool) {
-	r, _, who, ok = s.kept.Find(c, route)
-	if !ok {
-		return nil, nil, "", false
-	}
-	return r, requestState(c), who, true
-}
-
-func responseNotFound(c *gin.Context, id string) { storedapi.NotFound(c, id) }
-
-// writeResponseObject answers with a kept record as OpenAI's Response object.
-func (s *Server) writeResponseObject(c *gin.Context, r *stored.Record) { s.kept.WriteObject(c, r) }

@@ -32,6 +32,9 @@ type Service struct {
 	CheckOrphan func(ctx context.Context, k *stored.Keeper, owner string, r *stored.Record) *stored.Record
 	// Stop ends the platform call of a background response deleted while it runs.
 	Stop func(owner, id string)
+	// CancelJob stops a background response and returns its record as it ends
+	// (jobs.Registry.Cancel).
+	CancelJob func(ctx context.Context, k *stored.Keeper, owner string, r *stored.Record) (*stored.Record, error)
 	Log  *slog.Logger
 }
 
