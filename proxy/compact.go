@@ -13,7 +13,6 @@ import (
 	"modelgate/config"
 	"modelgate/routing"
 	"modelgate/storedapi"
-	"modelgate/tokens"
 	"modelgate/translate"
 )
 
@@ -130,10 +129,8 @@ func (s *Server) inputTokens(c *gin.Context) {
 		noteAsked(ri, asked)
 		return
 	}
-	model, known := st.models.resolve(f.Model)
-	ri.Model = model
-	if !known || !p.AllowsModel(model) {
-		modelNotFound(c, f.Model)
+	model, ok := countModel(c, st, p, f.Model)
+	if !ok {
 		return
 	}
 	if body, ok = s.expandAux(c, st, p, body, &f); !ok {
@@ -149,10 +146,9 @@ func (s *Server) inputTokens(c *gin.Context) {
 		}
 		body = out
 	}
-	peekLimitHeaders(c)
 	// The estimate reads the input, instructions, tools and text format; the model's name is
 	// none of them, so no route is chosen.
-	n := s.calibration.Factor(p.Team, model).Count(tokens.EstimateResponsesInput(body))
+	n := s.counted(p, model, body)
 	c.Data(http.StatusOK, "application/json", []byte(`{"object":"response.input_tokens","input_tokens":`+strconv.FormatInt(n, 10)+`}`))
 }
 

@@ -107,7 +107,6 @@ func (d *geminiDialect) check(c *gin.Context, st *state, body []byte, call *mode
 //
 //go:noinline
 func (d *geminiDialect) checkParsed(c *gin.Context, st *state, req *translate.GeminiRequest, call *modelCall) bool {
-	noteDroppedTools(c, req.DroppedTools)
 	if maxN := maxChoices(st.cfg); req.CandidateCount > maxN || (req.Stream && req.CandidateCount > 1) {
 		// Each candidate is an upstream call of its own, bounded as chat's n; their streams
 		// are not merged into one Gemini stream (no streamMerged), so a streamed fan-out is
@@ -123,14 +122,9 @@ func (d *geminiDialect) checkParsed(c *gin.Context, st *state, req *translate.Ge
 	// Gemini's request names no end user: the label "user" does, and the labels are the
 	// request's metadata, where tags are read from.
 	req.Identity.User = translate.MetadataString(req.Identity.Metadata, "user")
-	if !attributeIdentity(c, st, &req.Identity) {
-		return false
-	}
 	d.req = req
-	model, ok := st.models.resolve(req.Model)
-	d.sticky = st.models.withSession(model, st.models.identityKey(model, &req.Identity), c.Request.Header, "")
-	*call = modelCall{model: model, asked: req.Model, unknown: !ok, stream: req.Stream, maxOut: req.MaxOutputTokens, choices: req.CandidateCount}
-	return true
+	*call = modelCall{asked: req.Model, stream: req.Stream, maxOut: req.MaxOutputTokens, choices: req.CandidateCount}
+	return nameCall(c, st, req.DroppedTools, &req.Identity, &d.sticky, call)
 }
 
 func (d *geminiDialect) prepare(_ *gin.Context, st *state, p *auth.Principal, call *modelCall) bool {

@@ -6,7 +6,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/modelsapi"
-	"modelgate/tokens"
 	"modelgate/translate"
 )
 
@@ -36,7 +35,6 @@ func (s *Server) geminiPosts(g *gin.RouterGroup) {
 // request's input, as /v1/messages/count_tokens computes it. It charges nothing and sends
 // nothing upstream.
 func (s *Server) geminiCountTokens(c *gin.Context, a translate.GeminiPath) {
-	ri := info(c)
 	p, st := principal(c), requestState(c)
 	body, ok := readJSONBody(c, s.bodyLimits(st.cfg))
 	if !ok {
@@ -47,15 +45,12 @@ func (s *Server) geminiCountTokens(c *gin.Context, a translate.GeminiPath) {
 		writeTranslateError(c, err)
 		return
 	}
-	model, known := st.models.resolve(req.Model)
-	ri.Model = model
-	if !known || !p.AllowsModel(model) {
-		modelNotFound(c, req.Model)
+	model, ok := countModel(c, st, p, req.Model)
+	if !ok {
 		return
 	}
-	peekLimitHeaders(c)
 	req.Identity.User = translate.MetadataString(req.Identity.Metadata, "user")
 	key := st.models.withSession(model, st.models.identityKey(model, &req.Identity), c.Request.Header, "")
-	raw := tokens.EstimateResponsesInput(req.ToResponses(countedUpstream(st, p, model, key), translate.RequestOptions{}))
-	c.Data(http.StatusOK, "application/json", translate.GeminiCountJSON(s.calibration.Factor(p.Team, model).Count(raw)))
+	n := s.counted(p, model, req.ToResponses(countedUpstream(st, p, model, key), translate.RequestOptions{}))
+	c.Data(http.StatusOK, "application/json", translate.GeminiCountJSON(n))
 }

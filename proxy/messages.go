@@ -8,7 +8,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/auth"
-	"modelgate/tokens"
 	"modelgate/translate"
 )
 
@@ -116,16 +115,11 @@ func (s *Server) countTokens(c *gin.Context) {
 		writeTranslateError(c, err)
 		return
 	}
-	// The name resolves as a call's would: the entry's allow-list and its team's
-	// calibration apply.
-	model, known := st.models.resolve(req.Model)
-	ri.Model = model
-	if !known || !p.AllowsModel(model) {
-		modelNotFound(c, req.Model)
+	model, ok := countModel(c, st, p, req.Model)
+	if !ok {
 		return
 	}
-	peekLimitHeaders(c)
-	raw := tokens.EstimateResponsesInput(req.ToResponses(countedUpstream(st, p, model, st.models.withSession(model, st.models.identityKey(model, &req.Identity), c.Request.Header, "")), translate.RequestOptions{}))
-	n := s.calibration.Factor(p.Team, model).Count(raw)
+	key := st.models.withSession(model, st.models.identityKey(model, &req.Identity), c.Request.Header, "")
+	n := s.counted(p, model, req.ToResponses(countedUpstream(st, p, model, key), translate.RequestOptions{}))
 	c.Data(http.StatusOK, "application/json", []byte(`{"input_tokens":`+strconv.FormatInt(n, 10)+`}`))
 }

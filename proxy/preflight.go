@@ -167,6 +167,26 @@ func noteAsked(ri *requestInfo, body []byte) {
 	}
 }
 
+// countModel resolves the model a token-count route names as a call's would be (the entry's
+// allow-list and its team's calibration apply), answering the client itself when the caller
+// may not use it; ok false then.
+func countModel(c *gin.Context, st *state, p *auth.Principal, asked string) (model string, ok bool) {
+	model, known := st.models.resolve(asked)
+	info(c).Model = model
+	if !known || !p.AllowsModel(model) {
+		modelNotFound(c, asked)
+		return "", false
+	}
+	peekLimitHeaders(c)
+	return model, true
+}
+
+// counted is the calibrated estimate of a Responses body's input for model: what admission
+// would reserve for it, without its margin.
+func (s *Server) counted(p *auth.Principal, model string, body []byte) int64 {
+	return s.calibration.Factor(p.Team, model).Count(tokens.EstimateResponsesInput(body))
+}
+
 // nameCall is a translated dialect's check after its parse, the same for each: the tools it
 // dropped noted, the caller's identity attributed (its end user and tags), the model the call
 // asks for (call.asked) resolved, and the caller's sticky key for it.
