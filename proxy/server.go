@@ -300,11 +300,6 @@ func (s *Server) WaitSettled(ctx context.Context) bool {
 
 func (s *Server) state() *state { return s.st.Load() }
 
-// corsOriginAllowed is cors.OriginAllowed, which the WebSocket upgrade applies as well.
-func corsOriginAllowed(origins []string, origin string) bool {
-	return cors.OriginAllowed(origins, origin)
-}
-
 // newEngine is a gin engine routing on the decoded path with no fix-ups: an encoded slash in
 // an id can never reach a different route, and no redirect answers on our behalf.
 func newEngine() *gin.Engine {

@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/config"
+	"modelgate/cors"
 	"modelgate/wsmode"
 )
 
@@ -87,5 +88,5 @@ func (s *Server) responsesSocket(c *gin.Context) {
 // socketOriginAllowed: a browser's upgrade is allowed from the origins CORS allows (none
 // when server.cors_origins is empty).
 func socketOriginAllowed(origins []string, origin string) bool {
-	return len(origins) > 0 && corsOriginAllowed(origins, origin)
+	return len(origins) > 0 && cors.OriginAllowed(origins, origin)
 }
