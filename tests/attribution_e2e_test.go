@@ -101,12 +101,10 @@ const stallFallbackYAML = `  - id: thinker
     price: {input: 0.01, output: 0.01}
 `
 
-// Through the real binary (issue 42): a streamed chat call that names an end user and a tag
-// and whose first model stalls falls back, and its abandoned attempt is billed like the
-// request it belongs to: under the request's end user and tag in the usage history's split,
-// and against end_user_limits.spend_per_day, so the same end user's next call is refused.
-func TestAbandonedAttemptBilledToEndUser(t *testing.T) {
-	p := startPlatform(t)
+// startStallFallback starts the gateway of the stalling-model tests: the stallFallbackYAML
+// models, team alpha's end users at 1.0 a day each, and the feature tag recorded.
+func startStallFallback(t *testing.T, p *platform) *gateway {
+	t.Helper()
 	cfg := gatewayYAML{
 		models: stallFallbackYAML,
 		teams: `  - name: alpha
@@ -117,7 +115,16 @@ func TestAbandonedAttemptBilledToEndUser(t *testing.T) {
 `,
 		more: adminKeys + "usage:\n  tag_keys: [feature]\n",
 	}.render(p)
-	g := startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: keysEnv(p)})
+	return startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: keysEnv(p)})
+}
+
+// Through the real binary (issue 42): a streamed chat call that names an end user and a tag
+// and whose first model stalls falls back, and its abandoned attempt is billed like the
+// request it belongs to: under the request's end user and tag in the usage history's split,
+// and against end_user_limits.spend_per_day, so the same end user's next call is refused.
+func TestAbandonedAttemptBilledToEndUser(t *testing.T) {
+	p := startPlatform(t)
+	g := startStallFallback(t, p)
 	body := `{"model":"thinker","stream":true,"user":"u-stall","max_tokens":64,` +
 		`"messages":[{"role":"user","content":"hello"}]}`
 	call := func() (int, http.Header, string) {

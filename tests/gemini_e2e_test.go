@@ -76,17 +76,7 @@ func TestGeminiRoutesEndToEnd(t *testing.T) {
 // names; the end user's spent daily budget then refuses the next call with Google's 429.
 func TestGeminiStreamFallbackAttributed(t *testing.T) {
 	p := startPlatform(t)
-	cfg := gatewayYAML{
-		models: stallFallbackYAML,
-		teams: `  - name: alpha
-    end_user_limits: { spend_per_day: 1.0 }
-    keys:
-      - name: alpha-1
-        key: ${ALPHA_KEY}
-`,
-		more: adminKeys + "usage:\n  tag_keys: [feature]\n",
-	}.render(p)
-	g := startGateway(t, gatewayOptions{ConfigYAML: cfg, Env: keysEnv(p)})
+	g := startStallFallback(t, p)
 	body := `{"labels":{"user":"u-gem"},"generationConfig":{"maxOutputTokens":64},"contents":[{"role":"user","parts":[{"text":"hello"}]}]}`
 	call := func() (int, http.Header, string) {
 		return geminiCall(t, g, "POST", "/v1beta/models/thinker:streamGenerateContent?alt=sse", alphaKey, body, "X-Modelgate-Tags", "feature=deep")
