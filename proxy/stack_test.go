@@ -81,6 +81,11 @@ var stackRoutes = []struct{ name, path, body string }{
 	{"chat", "/v1/chat/completions", `{"model":"sim-chat","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
 	{"messages", "/v1/messages", `{"model":"sim-chat","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`},
 	{"gemini", "/v1beta/models/sim-chat:streamGenerateContent?alt=sse", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`},
+	// An agent's streams declare tools, whose schemas are the deepest parse (declaresTools).
+	{"chat-tools", "/v1/chat/completions", `{"model":"sim-chat","stream":true,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{"a":{"type":"string"}}}}}]}`},
+	{"messages-tools", "/v1/messages", `{"model":"sim-chat","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","description":"d","input_schema":{"type":"object","properties":{"a":{"type":"string"}}}}]}`},
+	{"responses-tools", "/v1/responses", `{"model":"sim-chat","input":"hi","stream":true,"tools":[{"type":"function","name":"f","parameters":{"type":"object","properties":{"a":{"type":"string"}}}}]}`},
+	{"gemini-tools", "/v1beta/models/sim-chat:streamGenerateContent?alt=sse", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"functionDeclarations":[{"name":"f","description":"d","parametersJsonSchema":{"type":"object","properties":{"a":{"type":"string"}}}}]}]}`},
 }
 
 // startStackEnv starts modelgate as the stack checks run it, before up, and returns it with
