@@ -18,7 +18,7 @@ var allowedImports = map[string][]string{
 	"modelgate/tracing/tracingtest": {},
 	"modelgate/metrics":             {"reqlog", "auth", "config", "calibration", "breaker"},
 	"modelgate/reqlog":              {},
-	"modelgate/sidecar":             {"platform", "store", "reqlog"},
+	"modelgate/sidecar":             {"config", "platform", "store", "reqlog", "upstream"},
 	"modelgate/proxy":               {"adminapi", "apierr", "cors", "modelsapi", "overhead", "probes", "storedapi", "accounting", "calibration", "jobs", "relay", "reqbody", "translate", "ratelimit", "redisconn", "auth", "platform", "store", "stored", "billing", "tracing", "tokens", "reqlog", "sidecar", "config", "upstream", "breaker", "routing", "wsmode", "alerts", "journal"},
 	"modelgate/upstream":            {"accounting", "auth", "config", "platform", "ratelimit", "relay", "reqlog", "routing", "tracing", "translate"},
 	"modelgate/adminapi":            {"alerts", "apierr", "billing", "breaker", "calibration", "config", "ratelimit", "reqlog"},
