@@ -25,7 +25,7 @@ var allowedImports = map[string][]string{
 	"modelgate/admin":               {"audit", "auth", "billing", "ratelimit", "reqbody", "store", "config", "periodic"},
 	"modelgate/audit":               {"store", "config"},
 	"modelgate/accounting":          {"auth", "billing", "config", "journal", "ratelimit", "reqlog"},
-	"modelgate/reqbody":             {},
+	"modelgate/reqbody":             {"config"},
 	"modelgate/storedapi":           {"apierr", "stored", "translate"},
 	"modelgate/modelsapi":           {"apierr", "translate"},
 	"modelgate/apierr":              {"auth", "billing", "platform", "ratelimit", "redisconn", "reqbody", "reqlog", "relay", "sidecar", "translate", "upstream"},
