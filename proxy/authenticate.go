@@ -84,13 +84,8 @@ func (s *Server) admitted(c *gin.Context, ticket *ratelimit.Ticket, d ratelimit.
 	ri := info(c)
 	apierr.LimitHeaders(c, d.Headers)
 	ri.limitHeadersOK = true
-	if d.WouldRefuse != "" {
-		ri.Refusal = "shadow_" + string(d.WouldRefuse)
-	}
-	if d.StoreError && d.Allowed {
-		// The shared store failed and the config says to let traffic through; the limiter
-		// has logged it.
-		ri.Refusal = "store_unavailable_allowed"
+	if note := accounting.AdmissionNote(d); note != "" {
+		ri.Refusal = note // a store failure let through has been logged by the limiter
 	}
 	if ri.trace != nil {
 		ri.trace.Limited(d.Allowed)
@@ -113,31 +108,25 @@ func (s *Server) refuseDecision(c *gin.Context, d ratelimit.Decision, err error)
 }
 
 // admitEarly refuses, before its body is read, a model call whose key or team the limiter
-// would refuse whatever the body says (out of requests, concurrency or daily tokens): a key
-// at 429 costs no body read, no inflating and no parsing. Nothing is charged and no slot is
-// taken; the full admission after parsing still decides (see Limiter.Check). It runs as a
-// handler of its own before the route's, so it adds no frame under a stream.
+// would refuse whatever the body says (accounting.EarlyRequest); the full admission after
+// parsing still decides. It runs as a handler of its own before the route's, so it adds no
+// frame under a stream.
 func (s *Server) admitEarly(route string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if p := info(c).principal; p != nil {
-			s.check(c, route, limitRequest(p, ratelimit.Usage{OutputTokens: 1}))
+			s.check(c, route, accounting.EarlyRequest(p))
 		}
 	}
 }
 
 // checkLookup refuses a call that reads kept records or estimates tokens (the
-// stored-response routes, count_tokens) when its key or team is out of requests. Such a call
-// uses no model tokens and takes no concurrency slot: a key whose slots are all held by its
-// own background responses must still be able to poll and cancel them, and a spent daily
-// budget must not hide a result already paid for. It is not counted either, as a model list
-// is not.
+// stored-response routes, count_tokens) when its key or team is out of requests
+// (accounting.LookupRequest). It is not counted, as a model list is not.
 func (s *Server) checkLookup(route string) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		p := info(c).principal
-		if p == nil {
-			return
+		if p := info(c).principal; p != nil {
+			s.check(c, route, accounting.LookupRequest(p))
 		}
-		s.check(c, route, withoutConcurrency(limitRequest(p, ratelimit.Usage{})))
 	}
 }
 

@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"time"
-
 	"github.com/gin-gonic/gin"
 
 	"modelgate/apierr"
@@ -10,24 +8,10 @@ import (
 	"modelgate/reqbody"
 )
 
-// bodyRoomWait is how long a body may wait for room in server.max_inflight_body_bytes
-// before it is refused with 503: long enough for the bodies in flight to reach the platform
-// and give theirs back, short enough that a client is not left hanging by a flood.
-const bodyRoomWait = time.Second
-
-// bodyLimits are the bounds of a /v1 request body under the config serving now (a reload
-// applies to the requests after it), with the inflating room and the room for bodies held
-// that this server's requests share.
+// bodyLimits are the bounds of a /v1 request body under the config serving now
+// (reqbody.LimitsOf), with this server's inflating room and room for bodies held.
 func (s *Server) bodyLimits(cfg *config.Config) reqbody.Limits {
-	return reqbody.Limits{
-		MaxBytes:     cfg.Server.MaxBodyBytes,
-		MaxInflating: cfg.Server.MaxInflatingBytes,
-		Timeout:      cfg.Server.BodyReadTimeout,
-		Budget:       &s.inflating,
-		Room:         &s.bodies,
-		MaxInflight:  int64(cfg.Server.MaxInflightBodyBytes),
-		RoomWait:     bodyRoomWait,
-	}
+	return reqbody.LimitsOf(cfg, &s.inflating, &s.bodies)
 }
 
 // InflightBodyBytes is the room request bodies and queued WebSocket messages hold now

@@ -16,6 +16,7 @@ import (
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/platformsim"
+	"modelgate/reqbody"
 )
 
 // The room request bodies and queued WebSocket messages share
@@ -58,8 +59,8 @@ func TestBodyRoomFullRefused(t *testing.T) {
 			if status != tc.status || h.Get("Retry-After") != "1" || !bytes.Contains(body, []byte(tc.shape)) {
 				t.Fatalf("status %d, Retry-After %q: %s", status, h.Get("Retry-After"), body)
 			}
-			if took := time.Since(start); took < bodyRoomWait {
-				t.Errorf("refused after %v, before its wait for room (%v) was over", took, bodyRoomWait)
+			if took := time.Since(start); took < reqbody.RoomWait {
+				t.Errorf("refused after %v, before its wait for room (%v) was over", took, reqbody.RoomWait)
 			}
 		})
 	}

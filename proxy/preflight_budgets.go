@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 
@@ -36,7 +35,7 @@ func (s *Server) admitBudgets(c *gin.Context, st *state, p *auth.Principal, call
 	capped := outCap
 	refused := s.holdSpend(c, st, p, estimate*n, capped*n)
 	if refused != nil && clamp {
-		if room := s.spendRoom(st, p, info(c).EndUser, call.model, estimate, n); room >= minClampedOutput && room < capped {
+		if room := accounting.SpendRoom(s.ledger, st.prices, p, info(c).EndUser, call.model, estimate, n); room >= minClampedOutput && room < capped {
 			capped = room
 			refused = s.holdSpend(c, st, p, estimate*n, capped*n)
 		}
@@ -47,12 +46,12 @@ func (s *Server) admitBudgets(c *gin.Context, st *state, p *auth.Principal, call
 	}
 	ctx := c.Request.Context()
 	ri := info(c)
-	ticket, d, err := s.limiter.Admit(ctx, accounting.WithEndUser(limitRequest(p, ratelimit.Usage{InputTokens: estimate * n, OutputTokens: capped * n}), p, ri.EndUser))
+	ticket, d, err := s.limiter.Admit(ctx, accounting.CallRequest(p, ri.EndUser, estimate, capped, n))
 	if ticket == nil && err == nil && d.Reason == ratelimit.ReasonDailyTokens && clamp {
 		// The spend hold, if any, stays at the larger cap: it is settled at the real cost.
-		if room := s.dailyTokenRoom(ctx, p, ri.EndUser, estimate, n); room >= minClampedOutput && room < capped {
+		if room := accounting.DailyTokenRoom(ctx, s.limiter, p, ri.EndUser, estimate, n); room >= minClampedOutput && room < capped {
 			capped = room
-			ticket, d, err = s.limiter.Admit(ctx, accounting.WithEndUser(limitRequest(p, ratelimit.Usage{InputTokens: estimate * n, OutputTokens: capped * n}), p, ri.EndUser))
+			ticket, d, err = s.limiter.Admit(ctx, accounting.CallRequest(p, ri.EndUser, estimate, capped, n))
 		}
 	}
 	if ticket = s.admitted(c, ticket, d, err); ticket == nil {
@@ -64,30 +63,6 @@ func (s *Server) admitBudgets(c *gin.Context, st *state, p *auth.Principal, call
 	}
 	s.journalAdmit(c, ri, p, ticket)
 	return ticket, capped
-}
-
-// spendRoom is the output cap per choice that what is left of the tightest spend budget
-// covers, beside n choices of estimate input tokens; negative when not even the input fits.
-// It is asked only once a budget has refused the call.
-func (s *Server) spendRoom(st *state, p *auth.Principal, endUser, model string, estimate, n int64) int64 {
-	budgets, nb := accounting.SpendBudgets(p, endUser)
-	left := s.ledger.Left(budgets[:nb])
-	if left < 0 {
-		return -1 // no budget is limited: whatever refused, clamping cannot help
-	}
-	return st.prices.OutputWithin(model, estimate*n, left) / n
-}
-
-// dailyTokenRoom is the output cap per choice that what is left of the key's and the team's
-// tokens_per_day (and the end user's) covers, beside n choices of estimate input tokens;
-// negative when not even the input fits. It costs a look at the limiter's store, paid only
-// once tokens_per_day has refused the call.
-func (s *Server) dailyTokenRoom(ctx context.Context, p *auth.Principal, endUser string, estimate, n int64) int64 {
-	left := s.limiter.DailyTokensLeft(ctx, accounting.WithEndUser(limitRequest(p, ratelimit.Usage{}), p, endUser))
-	if left < 0 {
-		return -1
-	}
-	return left/n - estimate
 }
 
 // clampCall asks the platform for capped output tokens per choice and says so to the client,

@@ -1,15 +1,12 @@
 package proxy
 
 import (
-	"context"
-
 	"github.com/gin-gonic/gin"
 
 	"modelgate/apierr"
 	"modelgate/auth"
 	"modelgate/ratelimit"
 	"modelgate/sidecar"
-	"modelgate/upstream"
 )
 
 // sidecarRoutes registers the platform REST routes (package sidecar) behind modelgate's own
@@ -44,31 +41,11 @@ func (s *Server) sidecarAdmit(c *gin.Context) {
 	defer ticket.Settle(ratelimit.Usage{})
 	call := &sidecar.Call{
 		RequestID: ri.RequestID, Route: ri.Route, Team: p.Team,
-		Shared: st.auth.Mode() != auth.ModePassthrough,
-		Keys:   sidecarKeys{st.gateway.Lender(p, ri.trail())},
-		Settings: sidecar.Settings{
-			RequestTimeout:    st.cfg.Upstream.RequestTimeout,
-			BalanceCacheTTL:   st.cfg.Sidecar.BalanceCacheTTL,
-			MaxUploadBytes:    st.cfg.Server.MaxUploadBytes,
-			UploadIdleTimeout: st.cfg.Server.UploadIdleTimeout,
-		},
+		Shared:   st.auth.Mode() != auth.ModePassthrough,
+		Keys:     sidecar.LenderKeys{Lender: st.gateway.Lender(p, ri.trail())},
+		Settings: sidecar.SettingsOf(st.cfg),
 	}
 	sidecar.WithCall(c, call)
 	c.Next()
-	if call.ErrCode != "" {
-		ri.ErrCode = call.ErrCode
-	}
-	if call.UpstreamErr != "" {
-		ri.UpstreamErr = call.UpstreamErr
-	}
-	ri.ClientClosed = ri.ClientClosed || call.ClientGone
-}
-
-// sidecarKeys lends one caller's platform keys to the sidecar routes through the gateway's
-// Lender; only the lease's type is adapted to the sidecar's interface.
-type sidecarKeys struct{ *upstream.Lender }
-
-func (k sidecarKeys) Lease(ctx context.Context) (context.Context, sidecar.Lease) {
-	ctx, l := k.Lender.Lease(ctx)
-	return ctx, l
+	call.Report(&ri.Record)
 }

@@ -8,7 +8,6 @@ import (
 
 	"modelgate/relay"
 	"modelgate/reqlog"
-	"modelgate/tracing"
 )
 
 // Tracing, when Deps.Tracer is set: a traced request's span and what it learns live in a
@@ -40,11 +39,6 @@ func (s *Server) WaitTraced(ctx context.Context) { s.tracer.WaitEnded(ctx) }
 // the record's relay.Observer methods (Event, Sent: relay_record.go). The usage, status,
 // attempts and outcome are taken from the request's summary when it ends.
 
-// maxTracedID caps the platform's response id and finish reason in a span attribute: every
-// attribute a span carries is bounded, whoever chose its value (model names are capped at
-// maxLoggedModel).
-const maxTracedID = 256
-
 // traceCall notes a model call the preflight checked for the request's span.
 func (ri *requestInfo) traceCall(call *modelCall) {
 	if ri.trace != nil {
@@ -68,34 +62,13 @@ func (ri *requestInfo) traceAnswer(obj []byte) {
 }
 
 //go:noinline
-func (ri *requestInfo) traceAnswerOn(obj []byte) {
-	ri.noteAnswer(view(obj))
-}
-
-// noteAnswer reads a Responses object in view, which may be a view of a buffer that is
-// reused once the call returns (the trace copies what it keeps).
-func (ri *requestInfo) noteAnswer(view string) {
-	if !ri.trace.Recording() {
-		return
-	}
-	sum := relay.Summarize(view)
-	ri.trace.Answer(tracing.Answer{ID: printable(sum.ID, maxTracedID), Model: printable(sum.Model, maxLoggedModel),
-		FinishReason: printable(sum.FinishReason, maxTracedID), Output: sum.Output})
-}
+func (ri *requestInfo) traceAnswerOn(obj []byte) { relay.TraceAnswer(ri.trace, view(obj)) }
 
 // traceEventOn counts one upstream stream event (relay reports it through Event) and reads
-// a terminal one, which carries the whole response.
+// a terminal one (relay.TraceEvent).
 //
 //go:noinline
-func (ri *requestInfo) traceEventOn(typ string, data []byte) {
-	ri.trace.EventReceived()
-	if relay.KindOf(typ, data) != relay.KindTerminal {
-		return
-	}
-	if obj := relay.ResponseObject(data); obj != nil {
-		ri.noteAnswer(view(obj))
-	}
-}
+func (ri *requestInfo) traceEventOn(typ string, data []byte) { relay.TraceEvent(ri.trace, typ, data) }
 
 // endTrace records the request's outcome and ends its span; sum gains the trace id the
 // access log carries. A connection lost while draining was most likely closed by the

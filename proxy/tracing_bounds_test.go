@@ -6,6 +6,7 @@ import (
 
 	"modelgate/config"
 	"modelgate/platformsim"
+	"modelgate/relay"
 )
 
 // Every span attribute a client chooses is bounded: a model name up to the 256 bytes a
@@ -58,7 +59,7 @@ func TestTracingFinishReasonBounded(t *testing.T) {
 			if len(reasons) != 1 {
 				t.Fatalf("finish reasons %v, want the one the platform named", srv.Attrs["gen_ai.response.finish_reasons"])
 			}
-			if got, _ := reasons[0].(string); len(got) == 0 || len(got) > maxTracedID || printable(got, len(got)) != got {
+			if got, _ := reasons[0].(string); len(got) == 0 || len(got) > relay.MaxTracedID || printable(got, len(got)) != got {
 				t.Errorf("gen_ai.response.finish_reasons holds %d bytes: %.40q", len(got), got)
 			}
 		})
