@@ -3,7 +3,6 @@ package proxy
 import (
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -39,12 +38,6 @@ func (s *Server) authenticate(c *gin.Context) {
 	c.Set(stateKey, st)
 }
 
-// limitRequest is the limiter's view of one request by p that reserves reserve
-// (accounting.LimitRequest).
-func limitRequest(p *auth.Principal, reserve ratelimit.Usage) ratelimit.Request {
-	return accounting.LimitRequest(p, reserve)
-}
-
 // peekLimitHeaders puts the caller's x-ratelimit-* headers on an answer that did not go
 // through admission (model lists, requests refused before admission), so every /v1 answer to
 // a known caller carries them. Nothing is charged.
@@ -56,7 +49,7 @@ func (ri *requestInfo) PeekLimits(c *gin.Context) {
 		return
 	}
 	ri.limitHeadersOK = true
-	h, err := ri.limits.Peek(c.Request.Context(), limitRequest(ri.principal, ratelimit.Usage{}))
+	h, err := ri.limits.Peek(c.Request.Context(), accounting.LimitRequest(ri.principal, ratelimit.Usage{}))
 	if err == nil {
 		apierr.LimitHeaders(c, h)
 	}
@@ -74,7 +67,7 @@ func requestState(c *gin.Context) *state {
 // estimate and output cap). It sets
 // the x-ratelimit-* headers either way. On refusal it has answered the client and returns nil.
 func (s *Server) admit(c *gin.Context, p *auth.Principal, reserve ratelimit.Usage) *ratelimit.Ticket {
-	ticket, d, err := s.limiter.Admit(c.Request.Context(), limitRequest(p, reserve))
+	ticket, d, err := s.limiter.Admit(c.Request.Context(), accounting.LimitRequest(p, reserve))
 	return s.admitted(c, ticket, d, err)
 }
 
@@ -130,12 +123,6 @@ func (s *Server) checkLookup(route string) gin.HandlerFunc {
 	}
 }
 
-// withoutConcurrency is req with no concurrency limit at either scope
-// (accounting.WithoutConcurrency): for a request that holds no slot for any time.
-func withoutConcurrency(req ratelimit.Request) ratelimit.Request {
-	return accounting.WithoutConcurrency(req)
-}
-
 // check answers the client with the limiter's refusal when req would be refused now.
 func (s *Server) check(c *gin.Context, route string, req ratelimit.Request) {
 	ri := info(c)
@@ -151,9 +138,4 @@ func (s *Server) check(c *gin.Context, route string, req ratelimit.Request) {
 	ri.Route = route
 	reqbody.Abandon(c.Writer, c.Request) // the answer does not wait for a body that may never come
 	s.refuseDecision(c, d, err)
-}
-
-// refuse answers a refusal with Retry-After (apierr.Refuse).
-func (s *Server) refuse(c *gin.Context, status int, typ, code, msg string, retry time.Duration) {
-	apierr.Refuse(c, status, typ, code, msg, retry)
 }

@@ -6,8 +6,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/accounting"
 	"modelgate/auth"
-	"modelgate/ratelimit"
 	"modelgate/translate"
 )
 
@@ -53,9 +53,9 @@ func (s *Server) geminiEarly(c *gin.Context) {
 	switch p := ri.principal; {
 	case p == nil:
 	case a.Action == translate.GeminiActionCount: // a lookup: no concurrency slot, nothing charged
-		s.check(c, ri.Route, withoutConcurrency(limitRequest(p, ratelimit.Usage{})))
+		s.check(c, ri.Route, accounting.LookupRequest(p))
 	default:
-		s.check(c, ri.Route, limitRequest(p, ratelimit.Usage{OutputTokens: 1}))
+		s.check(c, ri.Route, accounting.EarlyRequest(p))
 	}
 }
 

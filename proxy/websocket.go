@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/apierr"
 	"modelgate/config"
 	"modelgate/cors"
 	"modelgate/wsmode"
@@ -71,7 +72,7 @@ func (s *Server) responsesSocket(c *gin.Context) {
 	p := principal(c)
 	release, ok := s.sockets.Admit(p.ScopeID)
 	if !ok {
-		s.refuse(c, http.StatusTooManyRequests, "requests", "websocket_connections_exceeded",
+		apierr.Refuse(c, http.StatusTooManyRequests, "requests", "websocket_connections_exceeded",
 			"This key has as many WebSocket connections open as limits.websocket_connections allows; close one or use HTTP.", 0)
 		return
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"modelgate/ratelimit"
+	"modelgate/accounting"
 	"modelgate/reqlog"
 )
 
@@ -55,7 +55,7 @@ func (s *Server) observePrepare(c *gin.Context) {
 // reserved (none are used) and no concurrency slot is held, as none is for any time. The
 // ticket is released at once: the request stays counted, nothing else is charged.
 func (s *Server) admitPrepare(c *gin.Context) {
-	req := withoutConcurrency(limitRequest(principal(c), ratelimit.Usage{}))
+	req := accounting.LookupRequest(principal(c))
 	ticket, d, err := s.limiter.Admit(c.Request.Context(), req)
 	if ticket = s.admitted(c, ticket, d, err); ticket == nil {
 		return
