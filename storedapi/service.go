@@ -35,7 +35,7 @@ type Service struct {
 	// CancelJob stops a background response and returns its record as it ends
 	// (jobs.Registry.Cancel).
 	CancelJob func(ctx context.Context, k *stored.Keeper, owner string, r *stored.Record) (*stored.Record, error)
-	Log  *slog.Logger
+	Log       *slog.Logger
 }
 
 // Find is the caller's record named in the path, answering the client itself when there is
