@@ -92,7 +92,7 @@ type exchange struct {
 	cancels   []context.CancelFunc
 	oneResp   [1]*http.Response
 	oneCancel [1]context.CancelFunc
-	charge    accounting.Charge // what the call cost, settled when run returns
+	charge    accounting.Charge // what the call cost, settled when the exchange returns
 }
 
 // exchange runs an admitted call through the exchange: x is the call's own (embedded in its
@@ -130,7 +130,7 @@ func (x *exchange) stream() {
 	}
 	defer x.closeOpened()
 	contentType, _, _ := x.half.streamFraming()
-	relay.StartStreamAs(x.c.Writer, contentType) // from this frame, above the relay's (see startStream)
+	relay.StartStreamAs(x.c.Writer, contentType) // from this frame, above the relay's (see relay.StartStream)
 	x.relayStream()
 }
 
@@ -203,15 +203,13 @@ func (x *exchange) relayStream() {
 }
 
 // closeOpened closes the choices openAll opened.
-func (x *exchange) closeOpened() { closeAll(x.resps, x.cancels) }
-
-func closeAll(resps []*http.Response, cancels []context.CancelFunc) {
-	for i := range resps {
-		if cancels[i] != nil {
-			cancels[i]()
+func (x *exchange) closeOpened() {
+	for i, resp := range x.resps {
+		if x.cancels[i] != nil {
+			x.cancels[i]()
 		}
-		if resps[i] != nil {
-			resps[i].Body.Close()
+		if resp != nil {
+			resp.Body.Close()
 		}
 	}
 }

@@ -67,7 +67,7 @@ type admission struct {
 // pass the check. It returns nil then.
 //
 // It is a call of its own, never inlined: the body and the parse live in its frame, which is
-// gone before a stream starts (see startStream).
+// gone before a stream starts (see relay.StartStream).
 //
 //go:noinline
 func (s *Server) preflight(c *gin.Context, route string, d dialect) *admission {

@@ -4,8 +4,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gin-gonic/gin"
-
 	"modelgate/relay"
 )
 
@@ -53,7 +51,3 @@ func (ri *requestInfo) waitClock() *atomic.Int64 {
 	}
 	return &ri.UpstreamWait
 }
-
-// startStream commits the answer as a 200 event stream (see relay.StartStream, and why the
-// frames above it are kept small).
-func startStream(c *gin.Context) { relay.StartStream(c.Writer) }
