@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+
 	"github.com/gin-gonic/gin"
 
 	"modelgate/auth"
