@@ -41,6 +41,12 @@ func (p *Pump) send(out []byte, flush bool) bool {
 // channel hop between upstream read and client write. Converted chunks are queued and
 // flushed whenever the relay is about to wait for the platform (see Writer).
 //
+// The stream's last bytes are not flushed here: once nothing is left to wait for, they stay
+// queued and leave with the end of the response (net/http's last chunk) in one write when
+// the handler returns, which settles the call first. A client never waits on them while
+// modelgate waits on anything but its own bookkeeping; every path that may wait on the
+// platform flushes first (BeforeWait, the drain after a cut).
+//
 // It returns what to charge. Each event is converted, and so counted, before it is written;
 // a stream modelgate ends itself (the client left, a stop sequence) is drained of what is in
 // flight first (see DrainAfterCut).
@@ -49,7 +55,6 @@ func (p *Pump) Direct(body io.Reader, cancel context.CancelFunc, conv translate.
 	defer idle.Stop()
 	defer events.Release()
 	events.BeforeWait = p.Out.Flush
-	defer p.Out.Flush()
 	var readErr error
 	for {
 		buf, out, done, err := p.feedNext(events, conv)
@@ -62,7 +67,6 @@ func (p *Pump) Direct(body io.Reader, cancel context.CancelFunc, conv translate.
 		if !sent || done {
 			// The client left, or a stop sequence or the terminal event ended the answer:
 			// nothing more is needed upstream.
-			p.Out.Flush()
 			return p.cutCharge(events, cancel, conv)
 		}
 	}
@@ -98,8 +102,11 @@ func (p *Pump) endCharge(readErr error, idle *IdleTimer, conv translate.Converte
 func (p *Pump) cutCharge(events *EventReader, cancel context.CancelFunc, conv translate.Converter) accounting.Charge {
 	e := Ended(accounting.OwnCut, conv.Usage())
 	if e.Reported {
+		// Nothing is left to wait for: what is queued leaves with the stream's end, in the
+		// same write, once the handler returns (see Direct).
 		cancel()
 	} else {
+		p.Out.Flush() // before the drain, which may wait for the platform
 		e.Read, e.Reported = DrainAfterCut(events, cancel, e.Read)
 	}
 	return accounting.ChargeFor(p.Reserve, e)
