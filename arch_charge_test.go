@@ -17,23 +17,25 @@ import (
 var chargeBuilders = []string{"Known", "UpperBound", "EarlyCut"}
 
 // ruleUsers are the files that end a platform call and must charge it through the rule: the
-// stream relays, the background jobs' reader, the gateway's failures and the JSON answers.
+// stream relays (a background job's stream included: relay's pump reads it), the gateway's
+// failures and the JSON answers.
 var ruleUsers = map[string]string{
 	"relay/pump.go":        "ChargeFor",
 	"relay/passthrough.go": "ChargeFor",
 	"relay/aggregate.go":   "ChargeFor",
-	"jobs/stream.go":       "ChargeFor",
 	"upstream/failure.go":  "ChargeFor",
 	// The exchange, every route's half after admission: its JSON answers, the fan-out's
 	// abandoned choices, an answer in the wrong form.
 	"proxy/exchange_answer.go": "ForAnswer",
 	"proxy/exchange_open.go":   "ForAnswer",
 	"proxy/exchange.go":        "ForAnswer",
+	// A background job's answer in the wrong form (its stream is relay's pump's).
+	"proxy/background_call.go": "ForAnswer",
 }
 
 // TestOneChargeRule (issue 42): no production file outside accounting computes a charge
-// itself (calls Known, UpperBound or EarlyCut, or fills a Charge literal), and each relay,
-// the jobs' stream reader and each JSON answer calls the one rule.
+// itself (calls Known, UpperBound or EarlyCut, or fills a Charge literal), and each relay
+// and each JSON answer calls the one rule.
 func TestOneChargeRule(t *testing.T) {
 	called := map[string]map[string]bool{}
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {

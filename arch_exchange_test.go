@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -162,4 +163,155 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// streamReaders are relay's parts for reading a platform stream and charging it: outside
+// relay only relay's pumps and drains may put them together, so a stream is read, checked,
+// timed out and charged in one place (issue "One exchange").
+var streamReaders = []string{"OpenUpstream", "NewIdleTimer", "IdleReader", "DrainAfterCut"}
+
+// eventReaders are relay's event-by-event reading: a background job gets its events from the
+// pump, handed to its sink, and reads none itself.
+var eventReaders = []string{"NewEventReader", "EventReader", "Event", "SeekOutput"}
+
+// TestJobsReadThroughThePump: a background job's answer is read by relay's pump
+// (relay.Pump.Responses) with a job sink as its client, as an HTTP client's and a WebSocket
+// turn's stream are: no package but relay sets up a stream's reader and idle timer for a
+// charge, jobs reads no events itself, and proxy runs the pump for a jobs.Sink.
+func TestJobsReadThroughThePump(t *testing.T) {
+	bad, viaPump := scanStreamReading(t, ".")
+	for _, b := range bad {
+		t.Error(b)
+	}
+	if !viaPump {
+		t.Error("no function in proxy runs relay.Pump.Responses over relay.SinkWriter with a jobs.Sink: a background job's answer must be read by the relay's pump")
+	}
+}
+
+// TestStreamReadingScanSeesViolations keeps TestJobsReadThroughThePump able to fail: a reader
+// loop in jobs, an idle timer set up outside relay, and a proxy whose job sink is never
+// pumped are each found, under any import name.
+func TestStreamReadingScanSeesViolations(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"jobs/read.go": `package jobs
+import rl "modelgate/relay"
+func read(er *rl.EventReader) { ev, _ := er.Next(); _ = ev }
+`,
+		"upstream/watch.go": `package upstream
+import "modelgate/relay"
+func watch() { it, er := relay.OpenUpstream(nil, 0, nil, nil); _, _ = it, er }
+`,
+		"proxy/job.go": `package proxy
+import ("modelgate/jobs"; "modelgate/relay")
+func read() { var s jobs.Sink; w := relay.SinkWriter(&s); _ = w }
+`,
+		"relay/pump.go": `package relay
+func Responses() { it, er := OpenUpstream(nil, 0, nil, nil); _, _ = it, er }
+`,
+	}
+	for name, src := range files {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(name)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name), []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad, viaPump := scanStreamReading(t, root)
+	if len(bad) != 2 || viaPump {
+		t.Errorf("scan found %q and a pumped job sink %v; want the jobs reader and the upstream idle timer, and no pumped sink", bad, viaPump)
+	}
+}
+
+// scanStreamReading reads the production files under root and returns their uses of relay's
+// stream readers where they do not belong, and whether a function in proxy pumps a job's
+// sink (names a jobs.Sink, builds its writer with relay.SinkWriter and calls Responses).
+func scanStreamReading(t *testing.T, root string) (bad []string, viaPump bool) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") || strings.HasPrefix(rel, "relay/") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		relayName, jobsName := importName(f, "modelgate/relay", "relay"), importName(f, "modelgate/jobs", "jobs")
+		if relayName == "" {
+			return nil
+		}
+		inJobs := strings.HasPrefix(rel, "jobs/")
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == relayName {
+				if contains(streamReaders, sel.Sel.Name) || inJobs && contains(eventReaders, sel.Sel.Name) {
+					bad = append(bad, fset.Position(sel.Pos()).String()+": relay."+sel.Sel.Name+": a platform stream is read and charged by relay's pump")
+				}
+			}
+			return true
+		})
+		if strings.HasPrefix(rel, "proxy/") && jobsName != "" {
+			for _, decl := range f.Decls {
+				if fn, ok := decl.(*ast.FuncDecl); ok && fn.Body != nil && pumpsJobSink(fn.Body, relayName, jobsName) {
+					viaPump = true
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bad, viaPump
+}
+
+// pumpsJobSink reports whether body names a jobs.Sink, builds a writer on it with
+// relay.SinkWriter, and calls a Responses method (relay.Pump.Responses).
+func pumpsJobSink(body *ast.BlockStmt, relayName, jobsName string) bool {
+	var sink, writer, pumped bool
+	ast.Inspect(body, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok {
+			if id, ok := sel.X.(*ast.Ident); ok {
+				sink = sink || id.Name == jobsName && sel.Sel.Name == "Sink"
+				writer = writer || id.Name == relayName && sel.Sel.Name == "SinkWriter"
+			}
+		}
+		if call, ok := n.(*ast.CallExpr); ok {
+			if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Responses" {
+				pumped = true
+			}
+		}
+		return true
+	})
+	return sink && writer && pumped
+}
+
+// importName is the name f uses for the package at path (def when not renamed); "" when f
+// does not import it.
+func importName(f *ast.File, path, def string) string {
+	for _, imp := range f.Imports {
+		if p, _ := strconv.Unquote(imp.Path.Value); p == path {
+			if imp.Name != nil {
+				return imp.Name.Name
+			}
+			return def
+		}
+	}
+	return ""
 }

@@ -30,7 +30,7 @@ var allowedImports = map[string][]string{
 	"modelgate/modelsapi":           {"apierr", "translate"},
 	"modelgate/apierr":              {"auth", "billing", "platform", "ratelimit", "redisconn", "reqbody", "reqlog", "relay", "sidecar", "translate", "upstream"},
 	"modelgate/wsmode":              {"translate", "relay"},
-	"modelgate/jobs":                {"accounting", "ratelimit", "relay", "reqlog", "store", "stored", "translate"},
+	"modelgate/jobs":                {"accounting", "ratelimit", "relay", "reqlog", "store", "stored"},
 	"modelgate/relay":               {"accounting", "translate", "ratelimit", "platform", "reqlog", "tracing"},
 	"modelgate/billing":             {"store", "config", "periodic"},
 	"modelgate/alerts":              {"store", "config", "periodic"},

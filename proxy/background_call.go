@@ -2,17 +2,22 @@ package proxy
 
 import (
 	"context"
+	"net/http"
+	"time"
 
 	"github.com/tidwall/gjson"
 
+	"modelgate/accounting"
 	"modelgate/auth"
 	"modelgate/jobs"
 	"modelgate/ratelimit"
+	"modelgate/relay"
 	"modelgate/stored"
 )
 
 // backgroundCall is a background job's platform call (jobs.Caller): the gateway every
-// Responses call goes through, its answer read to the end by jobs.ReadAnswer.
+// Responses call goes through, its answer read to the end by the relay's pump with the job's
+// sink as its client (readJobAnswer).
 type backgroundCall struct {
 	s       *Server
 	st      *state
@@ -31,8 +36,7 @@ func (c *backgroundCall) Call(ctx context.Context, started func()) (o jobs.Outco
 	if f == nil {
 		defer cancel()
 		defer resp.Body.Close()
-		return jobs.ReadAnswer(ctx, jobs.Answer{Resp: resp, Cancel: cancel,
-			Idle: c.st.cfg.Upstream.StreamIdleTimeout, Reserve: c.reserve}, started)
+		return readJobAnswer(ctx, resp, cancel, c.st.cfg.Upstream.StreamIdleTimeout, c.reserve, started)
 	}
 	// Charged as a foreground call is (Failure.Charge).
 	o.UpstreamErr, o.Charge = f.Kind, f.Charge(c.reserve)
@@ -44,4 +48,25 @@ func (c *backgroundCall) Call(ctx context.Context, started func()) (o jobs.Outco
 	e := gjson.GetManyBytes(f.Body, "error.code", "error.message")
 	o.Status, o.Error = stored.StatusFailed, jobs.ResponseError{Code: e[0].Str, Message: e[1].Str}
 	return o
+}
+
+// readJobAnswer reads a job's accepted platform call to its end through relay.Pump.Responses,
+// the pump an HTTP client's and a WebSocket turn's Responses stream go through: the same
+// checks of each event, idle timer (idle), drain for reuse and charge (of reserve, by the one
+// rule), with a jobs.Sink where an HTTP client takes bytes. The exchange itself is not run:
+// it answers a gin request (its failures are written to one, and it settles when it
+// returns), while a job answered its request long ago and settles only before its record
+// shows the end (jobs.Work.Settle). ctx is the job's: it ends on a cancel or a shutdown, a
+// cut the pump charges as modelgate's own. started is called once the event stream began.
+func readJobAnswer(ctx context.Context, resp *http.Response, cancel context.CancelFunc, idle time.Duration, reserve ratelimit.Usage, started func()) jobs.Outcome {
+	if !relay.IsEventStream(resp) {
+		// Answered in the other form, as the exchange's answeredAsAsked refuses it: what
+		// the platform billed for it cannot be read.
+		return jobs.NotAStream(accounting.ForAnswer(reserve, ratelimit.Usage{}, false))
+	}
+	started()
+	var sink jobs.Sink
+	p := relay.Pump{Out: relay.SinkWriter(&sink), Obs: sink.Observer(), Client: ctx, Idle: idle, Reserve: reserve}
+	defer p.Out.Stop()
+	return sink.Outcome(p.Responses(resp.Body, cancel))
 }

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"errors"
 	"net/http"
 	"unsafe"
 
@@ -48,6 +49,23 @@ func SinkOf(w http.ResponseWriter) Sink {
 	}
 	return nil
 }
+
+// SinkWriter is a Writer whose client is s alone, with no response writer under it: a
+// background job, which reads its platform call's answer through the same pump as an HTTP
+// client or a WebSocket turn (Pump.Responses) and keeps what the events say instead of
+// sending them. It runs no keep-alive, and bytes written to it are refused as a sink's
+// writer refuses them (errNoBytes): a pump that writes bytes (a translated one) sees a
+// client that left, never a silent loss.
+func SinkWriter(s Sink) *Writer { return &Writer{w: noBytes{}, sink: s} }
+
+// errNoBytes is what a SinkWriter's byte path answers.
+var errNoBytes = errors.New("relay: this client takes events, not bytes")
+
+// noBytes is the byte side of a SinkWriter: none is taken.
+type noBytes struct{}
+
+func (noBytes) Write([]byte) (int, error) { return 0, errNoBytes }
+func (noBytes) Flush()                    {}
 
 // sinkEventType is an event's type for a sink: its "event:" name, or its data's "type" when it
 // came without one (interned as the reader interns names, so the type is no view of the

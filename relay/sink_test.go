@@ -125,3 +125,39 @@ func TestResponsesRelaySinkRefuses(t *testing.T) {
 		t.Fatalf("charge %+v: the terminal usage in flight was not counted", ch)
 	}
 }
+
+// A SinkWriter, a sink with no response writer under it (a background job's), gets each
+// event as a sink found under a response writer does, the relay's own error event included,
+// and the same charge; it runs no keep-alive, and bytes written to it are refused, so a pump
+// that writes bytes sees a client that left.
+func TestSinkWriter(t *testing.T) {
+	cases := []struct {
+		name, upstream, wantTypes string
+		want                      accounting.Charge
+	}{
+		{"complete", created + delta + complete, "response.created response.output_text.delta response.completed",
+			accounting.Known(ratelimit.Usage{InputTokens: 4, OutputTokens: 2})},
+		{"truncated", created + delta, "response.created response.output_text.delta error",
+			accounting.UpperBound(reserve, ratelimit.Usage{InputTokens: 10, OutputTokens: 1}, accounting.StreamCut)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &eventSink{ResponseRecorder: httptest.NewRecorder()}
+			p := &Pump{Out: SinkWriter(sink), Obs: &record{}, Client: context.Background(), Reserve: reserve}
+			ch := p.Responses(strings.NewReader(tc.upstream), func() {})
+			if ch != tc.want {
+				t.Errorf("charge %+v, want %+v", ch, tc.want)
+			}
+			if got := strings.Join(sink.typs, " "); got != tc.wantTypes {
+				t.Errorf("the sink got %s, want %s", got, tc.wantTypes)
+			}
+			if p.Out.timer != nil {
+				t.Error("a keep-alive timer runs for a sink")
+			}
+			if err := p.Out.Write([]byte("data: {}\n\n")); !errors.Is(err, errNoBytes) || !errors.Is(p.Out.Err(), errNoBytes) {
+				t.Errorf("bytes written to a sink's writer: %v (Err %v), want them refused", err, p.Out.Err())
+			}
+			p.Out.Stop()
+		})
+	}
+}
