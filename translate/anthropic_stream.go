@@ -270,11 +270,11 @@ func (c *MessagesStream) itemDone(out []byte, oi int64, item gjson.Result) []byt
 // finish handles response.completed and response.incomplete: items the stream never showed
 // are sent from the final output, then message_delta and message_stop.
 func (c *MessagesStream) finish(out []byte, typ string, resp gjson.Result) []byte {
-	out, status := c.finalOutput(out, typ, resp)
+	out, status, incomplete := c.finalOutput(out, typ, resp)
 	if c.done {
 		return out // a stop sequence in the final output ended the message
 	}
-	return c.end(out, messagesStopReason(status, resp.Get("incomplete_details.reason").Str, c.sawCall, c.sawRefusal), "")
+	return c.end(out, messagesStopReason(status, incomplete, c.sawCall, c.sawRefusal), "")
 }
 
 // end stops the open block and closes the message.

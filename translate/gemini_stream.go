@@ -273,14 +273,14 @@ func (c *GeminiStream) itemDone(out []byte, oi int64, item gjson.Result) []byte 
 // finish handles response.completed and response.incomplete: what the stream never showed,
 // the calls never completed by an event, then the last chunk.
 func (c *GeminiStream) finish(out []byte, typ string, resp gjson.Result) []byte {
-	out, status := c.finalOutput(out, typ, resp)
+	out, status, incomplete := c.finalOutput(out, typ, resp)
 	if c.done {
 		return out // a stop sequence in the final output ended the answer
 	}
 	for i := range c.calls {
 		out = c.callChunk(out, &c.calls[i])
 	}
-	return c.end(out, geminiFinish(status, resp.Get("incomplete_details.reason").Str, c.sawRefusal))
+	return c.end(out, geminiFinish(status, incomplete, c.sawRefusal))
 }
 
 // end sends the held text, then the last chunk: an empty text part (with the pending

@@ -420,12 +420,12 @@ func (c *StreamConverter) itemDone(out []byte, oi int64, item gjson.Result) []by
 // finish handles response.completed and response.incomplete: items the stream never showed
 // are sent from the final output, then the finish chunk, the usage chunk and [DONE].
 func (c *StreamConverter) finish(out []byte, typ string, resp gjson.Result) []byte {
-	out, status := c.finalOutput(out, typ, resp)
+	out, status, incomplete := c.finalOutput(out, typ, resp)
 	if c.stopHit {
 		return out // Feed closes with finish_reason stop
 	}
 	out = c.flush(out)
-	reason := finishReason(status, resp.Get("incomplete_details.reason").Str, c.sawCall, c.meta.Legacy)
+	reason := finishReason(status, incomplete, c.sawCall, c.meta.Legacy)
 	out = c.close(c.open(out), reason)
 	return c.trailer(out)
 }

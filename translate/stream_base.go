@@ -275,13 +275,35 @@ func incompleteMessage(err error) string {
 
 // finalOutput reads a terminal response: it keeps the usage reported and has the dialect
 // show, in order, each output item no event showed, until a stop sequence cuts the answer.
-// The status is the response's, or the one the event type names when the response has none.
-func (c *streamBase) finalOutput(out []byte, typ string, resp gjson.Result) (_ []byte, status string) {
-	if u, ok := parseUsage(resp.Get("usage")); ok {
+// The status is the response's, or the one the event type names when the response has none;
+// incomplete is why an incomplete response stopped. The response is read in one pass over
+// its fields: it is the stream's largest event, and each lookup of a field would scan it
+// from its start.
+func (c *streamBase) finalOutput(out []byte, typ string, resp gjson.Result) (_ []byte, status, incomplete string) {
+	var output, usage, st, details gjson.Result
+	resp.ForEach(func(key, v gjson.Result) bool {
+		var dst *gjson.Result
+		switch key.Str {
+		case "usage":
+			dst = &usage
+		case "output":
+			dst = &output
+		case "status":
+			dst = &st
+		case "incomplete_details":
+			dst = &details
+		}
+		if dst != nil && !dst.Exists() { // the first occurrence wins, as a lookup finds it
+			*dst = v
+		}
+		return true
+	})
+	if u, ok := parseUsage(usage); ok {
 		c.usage = u
 	}
+	status, incomplete = st.Str, details.Get("reason").Str
 	i := int64(0)
-	each(resp.Get("output"), func(_, item gjson.Result) bool {
+	each(output, func(_, item gjson.Result) bool {
 		if !c.wasSeen(i) {
 			c.markSeen(i)
 			out = c.d.itemDone(out, i, item)
@@ -289,10 +311,10 @@ func (c *streamBase) finalOutput(out []byte, typ string, resp gjson.Result) (_ [
 		i++
 		return !c.d.cut()
 	})
-	if status = resp.Get("status").Str; status == "" {
+	if status == "" {
 		status = typ[len("response."):]
 	}
-	return out, status
+	return out, status, incomplete
 }
 
 // eachMessagePart hands fn each output text ('t') or refusal ('f') part of message item oi
