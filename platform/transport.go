@@ -141,11 +141,13 @@ func newHTTPTransport(o TransportOptions) *http.Transport {
 		// change them and hide their real size.
 		DisableCompression: true,
 		// On HTTP/1.1 every open stream holds one upstream connection with these two buffers.
-		// Bodies bypass them (reads and writes larger than the buffer go straight to the
-		// socket), so 1 KiB, enough for headers, costs nothing in throughput and saves ~6 KiB
-		// a stream.
+		// A request body larger than the write buffer goes straight to the socket, so 1 KiB,
+		// enough for the headers, costs nothing and saves 3 KiB a stream. The read buffer is
+		// net/http's 4 KiB: an answer's chunked body is read through it (each chunk's header
+		// is), so with 1 KiB every KiB of a burst of events was a read(2) of its own: a short
+		// streamed answer (about 3 KiB) took four reads, not one.
 		WriteBufferSize: 1 << 10,
-		ReadBufferSize:  1 << 10,
+		ReadBufferSize:  4 << 10,
 		HTTP2: &http.HTTP2Config{
 			MaxReceiveBufferPerStream: StreamReceiveWindow,
 			MaxEncoderHeaderTableSize: encoderHeaderTable,
