@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -180,5 +179,3 @@ func teamOf(cfg *config.Config, name string) *config.Team {
 	}
 	return nil
 }
-
-func trimmed(s string) string { return strings.TrimSpace(s) }

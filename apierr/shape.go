@@ -42,9 +42,6 @@ func Of(c *gin.Context) Shape {
 // SpeaksAnthropic reports whether the route's clients read Anthropic's shapes.
 func SpeaksAnthropic(c *gin.Context) bool { return Of(c) == Anthropic }
 
-// SpeaksGoogle reports whether the route's clients read Google's shapes.
-func SpeaksGoogle(c *gin.Context) bool { return Of(c) == Google }
-
 // envelopeCode is the platform envelope's code for a refusal modelgate writes on a sidecar
 // route, by the OpenAI code it carries elsewhere: a rejected key is the platform's "not
 // logged in", a shutdown its system error, and every limit a failed query.

@@ -50,18 +50,13 @@ func (c *backgroundCall) Call(ctx context.Context, started func()) (o jobs.Outco
 	return o
 }
 
-// readJobAnswer reads a job's accepted platform call to its end through relay.Pump.Responses,
-// the pump an HTTP client's and a WebSocket turn's Responses stream go through: the same
-// checks of each event, idle timer (idle), drain for reuse and charge (of reserve, by the one
-// rule), with a jobs.Sink where an HTTP client takes bytes. The exchange itself is not run:
-// it answers a gin request (its failures are written to one, and it settles when it
-// returns), while a job answered its request long ago and settles only before its record
-// shows the end (jobs.Work.Settle). ctx is the job's: it ends on a cancel or a shutdown, a
-// cut the pump charges as modelgate's own. started is called once the event stream began.
+// readJobAnswer reads a job's accepted platform call to its end through relay.Pump.Responses
+// (every Responses stream's checks, idle timer, drain and charge) with a jobs.Sink as its
+// client. Not through the exchange, which answers a gin request and settles when it returns:
+// a job settles before its record shows the end (jobs.Work.Settle). ctx is the job's.
 func readJobAnswer(ctx context.Context, resp *http.Response, cancel context.CancelFunc, idle time.Duration, reserve ratelimit.Usage, started func()) jobs.Outcome {
 	if !relay.IsEventStream(resp) {
-		// Answered in the other form, as the exchange's answeredAsAsked refuses it: what
-		// the platform billed for it cannot be read.
+		// Answered in the other form (see answeredAsAsked): what it billed cannot be read.
 		return jobs.NotAStream(accounting.ForAnswer(reserve, ratelimit.Usage{}, false))
 	}
 	started()

@@ -32,12 +32,6 @@ type TagError struct{ Msg string }
 
 func (e *TagError) Error() string { return e.Msg }
 
-// CheckTag refuses a tag past the bounds; source names where it came from ("metadata",
-// "x-modelgate-tags") for the message.
-func CheckTag(source, key string, valueChars int) *TagError {
-	return checkTag(source, key, utf8.RuneCountInString(key), valueChars)
-}
-
 func checkTag(source, key string, keyChars, valueChars int) *TagError {
 	if keyChars > MaxTagKeyChars {
 		return &TagError{"Invalid " + source + ": key '" + Printable(key, 32) + "...' is " + strconv.Itoa(keyChars) +
