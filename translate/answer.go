@@ -44,17 +44,34 @@ func parseUsage(u gjson.Result) (Usage, bool) {
 	if !u.IsObject() {
 		return Usage{}, false
 	}
-	us := Usage{
-		InputTokens:     u.Get("input_tokens").Int(),
-		OutputTokens:    u.Get("output_tokens").Int(),
-		TotalTokens:     u.Get("total_tokens").Int(),
-		CachedTokens:    u.Get("input_tokens_details.cached_tokens").Int(),
-		ReasoningTokens: u.Get("output_tokens_details.reasoning_tokens").Int(),
-		Reported:        true,
+	// One pass over the object and its two details, where a lookup per figure would scan it
+	// six times; the first occurrence of a field wins, as a lookup finds it.
+	us := Usage{Reported: true}
+	var seen uint8
+	first := func(bit uint8) bool {
+		ok := seen&bit == 0
+		seen |= bit
+		return ok
 	}
-	if cw := u.Get("input_tokens_details.cache_write_tokens"); cw.Type == gjson.Number {
-		us.CacheWriteTokens, us.HasCacheWrite = cw.Int(), true
-	}
+	u.ForEach(func(k, v gjson.Result) bool {
+		switch {
+		case k.Str == "input_tokens" && first(1):
+			us.InputTokens = v.Int()
+		case k.Str == "output_tokens" && first(2):
+			us.OutputTokens = v.Int()
+		case k.Str == "total_tokens" && first(4):
+			us.TotalTokens = v.Int()
+		case k.Str == "input_tokens_details" && first(8):
+			cached, cw := v.Get("cached_tokens"), v.Get("cache_write_tokens")
+			us.CachedTokens = cached.Int()
+			if cw.Type == gjson.Number {
+				us.CacheWriteTokens, us.HasCacheWrite = cw.Int(), true
+			}
+		case k.Str == "output_tokens_details" && first(16):
+			us.ReasoningTokens = v.Get("reasoning_tokens").Int()
+		}
+		return true
+	})
 	if us.TotalTokens == 0 {
 		us.TotalTokens = us.InputTokens + us.OutputTokens
 	}
