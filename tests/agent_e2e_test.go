@@ -63,18 +63,25 @@ func runAgent(t *testing.T, cli string, g *gateway, prompt string, args ...strin
 		"ANTHROPIC_BASE_URL=" + g.URL, "ANTHROPIC_API_KEY=" + alphaKey,
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1",
 	}
+	return runJSONResult(t, c, cmd, "the agent")
+}
+
+// runJSONResult runs cmd, one headless turn of a coding CLI bounded by c, and returns the
+// JSON result it prints; what names the CLI in a failure, which shows both its outputs.
+func runJSONResult(t *testing.T, c context.Context, cmd *exec.Cmd, what string) gjson.Result {
+	t.Helper()
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	if c.Err() != nil {
-		t.Fatalf("the agent did not finish within %v", agentTimeout)
+		t.Fatalf("%s did not finish within %v:\n%s\n%s", what, agentTimeout, stdout.String(), stderr.String())
 	}
 	out := stdout.String()
 	if i := strings.IndexByte(out, '{'); i >= 0 {
 		out = out[i:] // warnings may precede the result
 	}
 	if err != nil || !json.Valid([]byte(out)) {
-		t.Fatalf("agent run failed (%v):\n%s\n%s", err, stdout.String(), stderr.String())
+		t.Fatalf("%s failed (%v):\n%s\n%s", what, err, stdout.String(), stderr.String())
 	}
 	return gjson.Parse(out)
 }

@@ -87,20 +87,7 @@ func runGeminiCLI(t *testing.T, node, cli string, g *gateway, workspace string, 
 		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TERM=dumb", "NO_COLOR=1",
 		"GOOGLE_GEMINI_BASE_URL=" + g.URL, "GEMINI_API_KEY=" + alphaKey,
 	}
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if c.Err() != nil {
-		t.Fatalf("the Gemini CLI did not finish within %v:\n%s\n%s", agentTimeout, stdout.String(), stderr.String())
-	}
-	out := stdout.String()
-	if i := strings.IndexByte(out, '{'); i >= 0 {
-		out = out[i:] // warnings may precede the result
-	}
-	if err != nil || !json.Valid([]byte(out)) {
-		t.Fatalf("Gemini CLI run failed (%v):\n%s\n%s", err, stdout.String(), stderr.String())
-	}
-	return gjson.Parse(out)
+	return runJSONResult(t, c, cmd, "the Gemini CLI")
 }
 
 // TestGeminiCLI drives the Gemini CLI, installed from the npm registry, against the real
