@@ -22,17 +22,11 @@ const agentTimeout = 90 * time.Second
 // install, which MODELGATE_AGENT_E2E=1 creates with npm ci (about 400 MB, hence opt-in).
 func claudeCLI(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("MODELGATE_CLAUDE_CLI"); p != "" {
-		return p
-	}
-	dir, err := filepath.Abs("agent")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The npm package ships the native binary as an optional dependency per platform.
 	arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
-	bin := filepath.Join(dir, "node_modules", "@anthropic-ai", "claude-code-"+runtime.GOOS+"-"+arch, "claude")
-	if _, err := os.Stat(bin); err == nil {
+	bin, dir, found := lockedInstall(t, "MODELGATE_CLAUDE_CLI", "agent",
+		"node_modules", "@anthropic-ai", "claude-code-"+runtime.GOOS+"-"+arch, "claude")
+	if found {
 		return bin
 	}
 	if os.Getenv("MODELGATE_AGENT_E2E") != "1" {
@@ -47,6 +41,23 @@ func claudeCLI(t *testing.T) string {
 		t.Fatalf("no Claude Code binary for %s/%s after npm ci: %v", runtime.GOOS, runtime.GOARCH, err)
 	}
 	return bin
+}
+
+// lockedInstall finds a CLI a test drives: the path envVar names, or rel inside the test
+// folder dir's locked npm install (dir made absolute, for npm ci) when it is there; found
+// is false when neither is, and path is then where npm ci will put it.
+func lockedInstall(t *testing.T, envVar, dir string, rel ...string) (path, abs string, found bool) {
+	t.Helper()
+	if p := os.Getenv(envVar); p != "" {
+		return p, "", true
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(append([]string{abs}, rel...)...)
+	_, err = os.Stat(path)
+	return path, abs, err == nil
 }
 
 // runAgent runs one non-interactive agent turn against g and returns its JSON result.

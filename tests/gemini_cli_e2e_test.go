@@ -19,15 +19,9 @@ import (
 // running.
 func geminiCLI(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("MODELGATE_GEMINI_CLI"); p != "" {
-		return p
-	}
-	dir, err := filepath.Abs("gemini-cli")
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(dir, "node_modules", "@google", "gemini-cli", "bundle", "gemini.js")
-	if _, err := os.Stat(script); err == nil {
+	script, dir, found := lockedInstall(t, "MODELGATE_GEMINI_CLI", "gemini-cli",
+		"node_modules", "@google", "gemini-cli", "bundle", "gemini.js")
+	if found {
 		return script
 	}
 	switch {
