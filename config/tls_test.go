@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"modelgate/apitest"
 )
 
 // writeCA writes a freshly made self-signed CA certificate as PEM into dir and returns its
@@ -118,14 +120,8 @@ func TestHTTP2Values(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := Parse([]byte(c.yaml), "c.yaml", nil)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, c.wantErr)
-				}
+			if apitest.ErrWanted(t, err, c.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if cfg.Upstream.HTTP2 != c.want {
 				t.Fatalf("http2 = %q, want %q", cfg.Upstream.HTTP2, c.want)

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"modelgate/apitest"
 )
 
 func TestUnlistedModels(t *testing.T) {
@@ -27,14 +29,8 @@ func TestUnlistedModels(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := Parse([]byte(tc.yaml), "c.yaml", nil)
-			if tc.bad != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.bad) {
-					t.Fatalf("Parse: %v, want an error naming %q", err, tc.bad)
-				}
+			if apitest.ErrWanted(t, err, tc.bad) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got := cfg.RefusesUnlisted(); got != tc.refuses {
 				t.Errorf("RefusesUnlisted() = %v, want %v", got, tc.refuses)

@@ -19,6 +19,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"modelgate/apitest"
 	"modelgate/tracing/tracingtest"
 )
 
@@ -59,14 +60,8 @@ func TestReadExporterConfig(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := readExporterConfig(envOf(tc.env...), noFiles)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err = %v, want one naming %s", err, tc.err)
-				}
+			if apitest.ErrWanted(t, err, tc.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if c.url != tc.url || c.timeout != tc.timeout || c.gzip != tc.gzip {
 				t.Errorf("url %q timeout %v gzip %t; want %q %v %t", c.url, c.timeout, c.gzip, tc.url, tc.timeout, tc.gzip)
