@@ -25,6 +25,18 @@ func (f *failRecorder) Fatalf(format string, a ...any) {
 	runtime.Goexit()
 }
 
+// recorded runs fn on a failRecorder, in a goroutine of its own for its Fatal to end.
+func recorded(t *testing.T, fn func(testing.TB)) *failRecorder {
+	rec := &failRecorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(rec)
+	}()
+	<-done
+	return rec
+}
+
 // TestErrWanted runs ErrWanted on a recording TB: a wanted error ends the case, a missing,
 // wrong or unexpected one fails the test.
 func TestErrWanted(t *testing.T) {
@@ -43,14 +55,8 @@ func TestErrWanted(t *testing.T) {
 		{"unexpected", boom, "", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := &failRecorder{TB: t}
 			var wanted bool
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				wanted = ErrWanted(rec, tc.err, tc.want)
-			}()
-			<-done
+			rec := recorded(t, func(tb testing.TB) { wanted = ErrWanted(tb, tc.err, tc.want) })
 			if rec.failed != tc.wantFailed {
 				t.Fatalf("failed %v, want %v (%s)", rec.failed, tc.wantFailed, rec.msg)
 			}

@@ -1,12 +1,12 @@
 package breaker
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"modelgate/apitest"
 	"modelgate/redisconn/redistest"
 	"modelgate/store"
 )
@@ -29,22 +29,13 @@ func boltReplicas(t *testing.T, now func() time.Time) (*Set, *Set) {
 	return replicas(t, st, now, testSettings)
 }
 
-func sync2(t *testing.T, sets ...*Set) {
-	t.Helper()
-	for _, s := range sets {
-		if err := s.Sync(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // On one bbolt store with an injected clock: failures from both replicas add up, the
 // breaker one opened is open on the other, one probe goes across both, and its success
 // closes the breaker on both.
 func TestReplicasShareOnBolt(t *testing.T) {
 	clk := newClock()
 	r1, r2 := boltReplicas(t, clk.Now)
-	sync2(t, r1, r2)
+	apitest.SyncAll(t, r1, r2)
 	r1.Report("model:m", true)
 	r2.Report("model:m", true)
 	if !r1.Allow("model:m") {
@@ -54,7 +45,7 @@ func TestReplicasShareOnBolt(t *testing.T) {
 	if r2.Allow("model:m") {
 		t.Fatal("replica 2 did not open on the shared count")
 	}
-	sync2(t, r1)
+	apitest.SyncAll(t, r1)
 	if r1.Allow("model:m") {
 		t.Fatal("replica 1 does not see the breaker replica 2 opened")
 	}
@@ -82,7 +73,7 @@ func TestReplicasShareOnBolt(t *testing.T) {
 	if !prober.Allow("model:m") {
 		t.Fatal("the prober's breaker did not close")
 	}
-	sync2(t, other)
+	apitest.SyncAll(t, other)
 	if !other.Allow("model:m") || stateOf(other, "model:m") != Closed {
 		t.Fatal("the other replica did not learn that the breaker closed")
 	}
@@ -101,7 +92,7 @@ func TestFailedProbeSharedOnBolt(t *testing.T) {
 	for range testSettings.Failures {
 		r1.Report("key:k1", true)
 	}
-	sync2(t, r2)
+	apitest.SyncAll(t, r2)
 	clk.Advance(testSettings.Cooldown)
 	if !r1.Allow("key:k1") {
 		t.Fatal("no probe after the cool-down")
@@ -125,10 +116,10 @@ func TestReplicasShareOnRedis(t *testing.T) {
 	defer st.Close()
 	cfg := Settings{Failures: 2, Window: time.Minute, Cooldown: 300 * time.Millisecond, MaxCooldown: time.Second}
 	r1, r2 := replicas(t, st, time.Now, cfg)
-	sync2(t, r1, r2)
+	apitest.SyncAll(t, r1, r2)
 	r1.Report("model:m", true)
 	r2.Report("model:m", true)
-	sync2(t, r1, r2)
+	apitest.SyncAll(t, r1, r2)
 	if r1.Allow("model:m") || r2.Allow("model:m") {
 		t.Fatal("the breaker is not open on both replicas")
 	}
@@ -158,7 +149,7 @@ func TestReplicasShareOnRedis(t *testing.T) {
 		}
 	}
 	prober.Report("model:m", false)
-	sync2(t, other)
+	apitest.SyncAll(t, other)
 	if !other.Allow("model:m") || !prober.Allow("model:m") {
 		t.Fatal("the probe's success did not close the breaker on both replicas")
 	}

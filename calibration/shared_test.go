@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/store"
 	"modelgate/store/storetest"
 	"modelgate/testclock"
@@ -38,15 +39,6 @@ func slotBolt(t *testing.T) (*testclock.Clock, *store.Bolt) {
 	return clock, st
 }
 
-func mustSync(t *testing.T, tables ...*Table) {
-	t.Helper()
-	for _, tb := range tables {
-		if err := tb.Sync(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // A sample counts once on its replica before, during and after its trip to the store.
 func TestLocalSamplesCountOnce(t *testing.T) {
 	clock, st := slotBolt(t)
@@ -62,12 +54,12 @@ func TestLocalSamplesCountOnce(t *testing.T) {
 	if got := tb.Factor("", "m"); got != before {
 		t.Errorf("flushed, not reloaded: %+v, want %+v", got, before)
 	}
-	mustSync(t, tb, tb)
+	apitest.SyncAll(t, tb, tb)
 	if got := tb.Factor("", "m"); got != before {
 		t.Errorf("after two syncs: %+v, want %+v", got, before)
 	}
 	observe(tb, "m", 10, 100, 200)
-	mustSync(t, tb)
+	apitest.SyncAll(t, tb)
 	if got := tb.Factor("", "m"); got.Samples != 20 {
 		t.Errorf("after more samples: %+v", got)
 	}
@@ -93,7 +85,7 @@ func TestReplicasShareSamples(t *testing.T) {
 			if got := b.Factor("", "m"); got.Samples != 30 || !near(got.Ratio, 1) {
 				t.Fatalf("b before syncing: %+v", got)
 			}
-			mustSync(t, a, b, a)
+			apitest.SyncAll(t, a, b, a)
 			want := Factor{Ratio: (90.0 + 4) / 64, Spread: 0.5 / 1.5, Samples: 60}
 			for name, tb := range map[string]*Table{"a": a, "b": b} {
 				if got := tb.Factor("", "m"); !near(got.Ratio, want.Ratio) || !near(got.Spread, want.Spread) || got.Samples != want.Samples {
@@ -116,14 +108,14 @@ func TestReplicasShareSamples(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			mustSync(t, a, b, a)
+			apitest.SyncAll(t, a, b, a)
 			ga, gb := a.Factor("", "m"), b.Factor("", "m")
 			if ga.Samples != 1060 || ga != gb {
 				t.Errorf("after concurrent syncs: a %+v, b %+v, want 1060 samples on both", ga, gb)
 			}
 			// A replica started later (or restarted) learns it all at its first sync.
 			c := replica()
-			mustSync(t, c)
+			apitest.SyncAll(t, c)
 			if gc := c.Factor("", "m"); gc != ga {
 				t.Errorf("a new replica: %+v, want %+v", gc, ga)
 			}
@@ -151,7 +143,7 @@ func TestRestartKeepsCalibration(t *testing.T) {
 	if got := again.Factor("", "m"); got.Samples != 0 {
 		t.Fatalf("before the first sync: %+v", got)
 	}
-	mustSync(t, again)
+	apitest.SyncAll(t, again)
 	if got := again.Factor("", "m"); !near(got.Ratio, before.Ratio) || !near(got.Spread, before.Spread) || got.Samples != 40 {
 		t.Errorf("after the restart: %+v, want %+v", got, before)
 	}
@@ -175,10 +167,10 @@ func TestDecayBySlotAge(t *testing.T) {
 			clock, st := slotBolt(t)
 			tb := New(st, clock.Now, nil)
 			observe(tb, "m", 100, 100, 200)
-			mustSync(t, tb)
+			apitest.SyncAll(t, tb)
 			clock.Advance(time.Duration(tc.ageSlots) * slotLength)
 			observe(tb, "m", 100, 100, 100)
-			mustSync(t, tb)
+			apitest.SyncAll(t, tb)
 			w := tc.weight
 			want := (100*2*w + 100 + 4) / (100*w + 100 + 4)
 			if got := tb.Factor("", "m"); !near(got.Ratio, want) || got.Samples != tc.samples {
@@ -195,7 +187,7 @@ func TestRelearnedWithinADay(t *testing.T) {
 	hourly := func(hours int, reported int64) {
 		for range hours {
 			observe(tb, "m", 10, 1000, reported)
-			mustSync(t, tb)
+			apitest.SyncAll(t, tb)
 			clock.Advance(time.Hour)
 		}
 	}
@@ -239,7 +231,7 @@ func TestFailedFlushKeepsSamples(t *testing.T) {
 		t.Errorf("after the failed write: %+v", got)
 	}
 	st.fail.Store(false)
-	mustSync(t, tb, tb)
+	apitest.SyncAll(t, tb, tb)
 	if got := tb.Factor("", "m"); got.Samples != 5 {
 		t.Errorf("after the retry: %+v", got)
 	}
@@ -260,13 +252,13 @@ func TestFullTableGivesWay(t *testing.T) {
 	for i := range MaxModels {
 		tb.Observe("", "old-"+strconv.Itoa(i), 100, 200)
 	}
-	mustSync(t, tb)
+	apitest.SyncAll(t, tb)
 	tb.Observe("", "new", 100, 200)
 	if got := tb.Factor("", "new"); got.Samples != 0 {
 		t.Fatalf("calibrated beyond the bound: %+v", got)
 	}
 	clock.Advance(time.Duration(keptSlots+2) * slotLength)
-	mustSync(t, tb)
+	apitest.SyncAll(t, tb)
 	if n := len(tb.Models()); n != 0 {
 		t.Fatalf("%d models kept after their samples expired", n)
 	}
@@ -283,10 +275,10 @@ func TestObserveRacingADrop(t *testing.T) {
 	clock, st := slotBolt(t)
 	tb := New(st, clock.Now, nil)
 	tb.Observe("", "m", 100, 200)
-	mustSync(t, tb)
+	apitest.SyncAll(t, tb)
 	clock.Advance(time.Duration(keptSlots+2) * slotLength)
 	found := tb.model("m", true) // Observe's lookup
-	mustSync(t, tb)              // the reload drops the entry
+	apitest.SyncAll(t, tb)       // the reload drops the entry
 	if found.add("", sums{n: 1, r: 2 * micro, r2: 4 * micro}) {
 		t.Fatal("a sample was added to an entry the table no longer holds")
 	}
@@ -309,7 +301,7 @@ func TestReloadTakesInModelsUpToTheBound(t *testing.T) {
 		observe(a, "model-"+strconv.Itoa(i), n, 100, 200)
 	}
 	b.Observe("", "own", 100, 150)
-	mustSync(t, a, b)
+	apitest.SyncAll(t, a, b)
 	got := b.Models()
 	if len(got) != MaxModels {
 		t.Fatalf("b calibrates %d models, want %d", len(got), MaxModels)
@@ -358,7 +350,7 @@ func TestRun(t *testing.T) {
 	clock, st := slotBolt(t)
 	a, b := New(st, clock.Now, nil), New(st, clock.Now, nil)
 	samplesOnB := func() int64 {
-		mustSync(t, b)
+		apitest.SyncAll(t, b)
 		return b.Factor("", "m").Samples
 	}
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"modelgate/apitest"
 	"modelgate/store/storetest"
 )
 
@@ -132,7 +133,7 @@ func TestReplicasShareTeams(t *testing.T) {
 			observeTeam(a, "x", "m", 30, 100, 200)
 			observeTeam(b, "y", "m", 30, 100, 100)
 			observeTeam(b, "", "m", 5, 100, 150) // passthrough callers
-			mustSync(t, a, b, a)
+			apitest.SyncAll(t, a, b, a)
 			for _, team := range []string{"x", "y", "", "z"} {
 				fa, fb := a.Factor(team, "m"), b.Factor(team, "m")
 				if !sameFactor(fa, fb) {
@@ -147,7 +148,7 @@ func TestReplicasShareTeams(t *testing.T) {
 			}
 			// A replica started later (or restarted) reads each team's figure.
 			c := replica()
-			mustSync(t, c)
+			apitest.SyncAll(t, c)
 			for _, team := range []string{"x", "y", ""} {
 				if fc, fa := c.Factor(team, "m"), a.Factor(team, "m"); !sameFactor(fc, fa) {
 					t.Errorf("team %q on a new replica: %+v, want %+v", team, fc, fa)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"modelgate/apitest"
 	"modelgate/config"
 )
 
@@ -90,21 +90,12 @@ type manifest struct {
 	} `yaml:"spec"`
 }
 
-func readFile(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 var varRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // configVars lists the ${NAME}s the shared example config needs.
 func configVars(t *testing.T) []string {
 	var names []string
-	for _, m := range varRE.FindAllStringSubmatch(string(readFile(t, "config.yaml")), -1) {
+	for _, m := range varRE.FindAllStringSubmatch(string(apitest.ReadFile(t, "config.yaml")), -1) {
 		names = append(names, m[1])
 	}
 	if len(names) == 0 {
@@ -117,7 +108,7 @@ func configVars(t *testing.T) []string {
 // variable set to a plausible secret.
 func exampleConfig(t *testing.T) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse(readFile(t, "config.yaml"), "config.yaml", func(name string) (string, bool) {
+	cfg, err := config.Parse(apitest.ReadFile(t, "config.yaml"), "config.yaml", func(name string) (string, bool) {
 		return "test-secret-" + strings.ToLower(name), true
 	})
 	if err != nil {
@@ -141,7 +132,7 @@ func TestExampleConfigLoads(t *testing.T) {
 
 func TestExampleConfigRejectsEmptySecrets(t *testing.T) {
 	// The Kubernetes Secret ships with empty values; modelgate must refuse to start on them.
-	_, err := config.Parse(readFile(t, "config.yaml"), "config.yaml", func(string) (string, bool) { return "", true })
+	_, err := config.Parse(apitest.ReadFile(t, "config.yaml"), "config.yaml", func(string) (string, bool) { return "", true })
 	if err == nil {
 		t.Fatal("an empty platform or app key was accepted")
 	}
@@ -149,7 +140,7 @@ func TestExampleConfigRejectsEmptySecrets(t *testing.T) {
 
 func kubernetesManifests(t *testing.T) map[string]manifest {
 	t.Helper()
-	dec := yaml.NewDecoder(bytes.NewReader(readFile(t, "kubernetes.yaml")))
+	dec := yaml.NewDecoder(bytes.NewReader(apitest.ReadFile(t, "kubernetes.yaml")))
 	out := map[string]manifest{}
 	for {
 		var m manifest
@@ -192,7 +183,7 @@ func TestKubernetesSidecar(t *testing.T) {
 	if deploy.Kind == "" || cm.Kind == "" || secret.Kind == "" {
 		t.Fatalf("want a Secret, a ConfigMap and a Deployment, got %v", keys(ms))
 	}
-	if cm.Data["config.yaml"] != string(readFile(t, "config.yaml")) {
+	if cm.Data["config.yaml"] != string(apitest.ReadFile(t, "config.yaml")) {
 		t.Error("the ConfigMap's config.yaml differs from deploy/config.yaml; keep them identical")
 	}
 	for k, v := range secret.StringData {
@@ -354,7 +345,7 @@ func (d *dependsOn) UnmarshalYAML(n *yaml.Node) error {
 
 func TestComposeSidecar(t *testing.T) {
 	var cf composeFile
-	if err := yaml.Unmarshal(readFile(t, "docker-compose.yaml"), &cf); err != nil {
+	if err := yaml.Unmarshal(apitest.ReadFile(t, "docker-compose.yaml"), &cf); err != nil {
 		t.Fatalf("docker-compose.yaml: %v", err)
 	}
 	mg, ok := cf.Services["modelgate"]
@@ -414,7 +405,7 @@ func TestComposeSidecar(t *testing.T) {
 }
 
 func TestDockerfileImage(t *testing.T) {
-	df := string(readFile(t, "../Dockerfile"))
+	df := string(apitest.ReadFile(t, "../Dockerfile"))
 	var final []string
 	for _, line := range strings.Split(df, "\n") {
 		line = strings.TrimSpace(line)
@@ -485,7 +476,7 @@ func first(s []string) string {
 // the UI is published on loopback only.
 func TestTracingCompose(t *testing.T) {
 	var cf composeFile
-	if err := yaml.Unmarshal(readFile(t, "tracing/docker-compose.yaml"), &cf); err != nil {
+	if err := yaml.Unmarshal(apitest.ReadFile(t, "tracing/docker-compose.yaml"), &cf); err != nil {
 		t.Fatalf("tracing/docker-compose.yaml: %v", err)
 	}
 	jaeger, ok := cf.Services["jaeger"]

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/breaker"
 	"modelgate/store"
 	"modelgate/store/storetest"
@@ -275,13 +276,6 @@ func TestModelBreakerSharedByReplicas(t *testing.T) {
 				status, _, _ := env.do(t, "POST", "/v1/chat/completions", keyAlpha1, body)
 				return status
 			}
-			syncAll := func() {
-				for _, s := range sets {
-					if err := s.Sync(context.Background()); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
 
 			flaky.failing.Store(true)
 			for _, env := range []*testEnv{envs[0], envs[1], envs[0]} {
@@ -289,7 +283,7 @@ func TestModelBreakerSharedByReplicas(t *testing.T) {
 					t.Fatalf("failure: %d", got)
 				}
 			}
-			syncAll()
+			apitest.SyncAll(t, sets...)
 			for range 4 {
 				for i, env := range envs {
 					if got := call(env); got != http.StatusServiceUnavailable {
@@ -352,7 +346,7 @@ func TestModelBreakerSharedByReplicas(t *testing.T) {
 			if ok != 1 {
 				t.Fatalf("%d calls succeeded during the probe, want the probe alone", ok)
 			}
-			syncAll()
+			apitest.SyncAll(t, sets...)
 			for i, env := range envs {
 				if got := call(env); got != http.StatusOK {
 					t.Fatalf("replica %d after the probe closed the breaker: %d", i+1, got)

@@ -2,12 +2,12 @@ package translate
 
 import (
 	"bytes"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
+	"modelgate/apitest"
 	"modelgate/tokens"
 )
 
@@ -56,7 +56,7 @@ func TestGeminiSnakeOf(t *testing.T) {
 
 func parseGeminiFile(t *testing.T, name string, opt ParseOptions) *GeminiRequest {
 	t.Helper()
-	body := readFile(t, "testdata/gemini/requests/"+name+".gemini.json")
+	body := apitest.ReadFile(t, "testdata/gemini/requests/"+name+".gemini.json")
 	r, err := ParseGemini(body, geminiTestModel, false, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -271,15 +271,6 @@ func TestGeminiStreamStops(t *testing.T) {
 			t.Errorf("%d: %s", framing, out)
 		}
 	}
-}
-
-func readFile(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // TestGeminiCallPairing: a response answers the call of its id, else the earliest unanswered
