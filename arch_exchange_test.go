@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"modelgate/apitest"
 )
 
 // maxGlueStatements is how many statements a model route's handler may hold: the preflight,
@@ -78,21 +80,9 @@ type handlerShape struct {
 // the functions that call Server.settle.
 func scanProxy(t *testing.T, dir string) (map[string]handlerShape, []string) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	handlers := map[string]handlerShape{}
 	var settlers []string
-	fset := token.NewFileSet()
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range apitest.ProductionFiles(t, dir) {
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok || fn.Body == nil {

@@ -5,12 +5,13 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"modelgate/apitest"
 )
 
 // simulateDoc is the page that lists the simulator's models and faults.
@@ -24,20 +25,8 @@ var modelName = regexp.MustCompile(`^sim-[a-z0-9]+(-[a-z0-9]+)*$`)
 // models a request's "model" can pick a behaviour with.
 func codeModels(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	set := map[string]bool{}
-	fset := token.NewFileSet()
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range apitest.ProductionFiles(t, ".") {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
 				if s, err := strconv.Unquote(lit.Value); err == nil && modelName.MatchString(s) {
