@@ -53,10 +53,7 @@ func TestServerToolsDropped(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			env := newTestEnv(t, "", nil)
-			status, h, b := env.do(t, "POST", c.path, keyAlpha1, []byte(c.body))
-			if status != 200 {
-				t.Fatalf("status %d: %s", status, b)
-			}
+			h, _ := env.post(t, c.path, keyAlpha1, []byte(c.body), 200)
 			if got := h.Get(droppedToolsHeader); got != c.header {
 				t.Errorf("%s: %q, want %q", droppedToolsHeader, got, c.header)
 			}
@@ -86,10 +83,7 @@ func TestClientRunToolRoundTrip(t *testing.T) {
 			env := newTestEnv(t, "", nil)
 			body := `{"model":"sim-tools","max_tokens":256,"stream":` + map[bool]string{false: "false", true: "true"}[stream] +
 				`,"tools":[{"type":"bash_20250124","name":"bash"}],"messages":[{"role":"user","content":"list the files"}]}`
-			status, h, b := env.do(t, "POST", "/v1/messages", keyAlpha1, []byte(body))
-			if status != 200 {
-				t.Fatalf("status %d: %s", status, b)
-			}
+			h, b := env.post(t, "/v1/messages", keyAlpha1, []byte(body), 200)
 			if h.Get(droppedToolsHeader) != "" {
 				t.Errorf("a client-run tool reported dropped: %q", h.Get(droppedToolsHeader))
 			}
@@ -135,10 +129,7 @@ func TestServerToolsRefused(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			env := newTestEnv(t, "", refuse)
-			status, _, b := env.do(t, "POST", c.path, keyAlpha1, []byte(c.body))
-			if status != 400 {
-				t.Fatalf("status %d, want 400: %s", status, b)
-			}
+			_, b := env.post(t, c.path, keyAlpha1, []byte(c.body), 400)
 			if c.path == "/v1/messages" || c.path == "/v1/messages/count_tokens" {
 				assertAnthropicError(t, b, "invalid_request_error")
 			} else if gjson.GetBytes(b, "error.code").Str != "unsupported_value" || gjson.GetBytes(b, "error.param").Str == "" {

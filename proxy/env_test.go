@@ -274,6 +274,17 @@ func (env *testEnv) do(t testing.TB, method, path, key string, body []byte, hdr 
 	return status, h, b
 }
 
+// post sends body to path with key (and hdr), and fails the test unless the answer's status
+// is want; it returns the answer's headers and body.
+func (env *testEnv) post(t testing.TB, path, key string, body []byte, want int, hdr ...string) (http.Header, []byte) {
+	t.Helper()
+	status, h, b := env.do(t, "POST", path, key, body, hdr...)
+	if status != want {
+		t.Fatalf("POST %s: status %d, want %d: %s", path, status, want, b)
+	}
+	return h, b
+}
+
 func (env *testEnv) assertCanaryAbsent(t testing.TB, h http.Header, body []byte) {
 	t.Helper()
 	if bytes.Contains(body, []byte(env.canary)) {

@@ -128,10 +128,7 @@ func TestFallbackTriggers(t *testing.T) {
 			t.Run(tr.name+"/"+rt.name, func(t *testing.T) {
 				env := fallbackEnv(t, envOptions{})
 				env.sim.SetModelScript("sim-big", tr.reply)
-				status, h, b := env.do(t, "POST", rt.path, keyAlpha1, []byte(rt.body))
-				if status != 200 {
-					t.Fatalf("status %d: %s", status, b)
-				}
+				h, b := env.post(t, rt.path, keyAlpha1, []byte(rt.body), 200)
 				if got := h.Get(servedModelHeader); got != tr.served {
 					t.Errorf("served model header %q, want %q", got, tr.served)
 				}

@@ -116,10 +116,7 @@ func TestGeminiDrainingIsUnavailable(t *testing.T) {
 // object, which the SDKs raise; the JSON array is still closed.
 func TestGeminiMidStreamError(t *testing.T) {
 	env := newTestEnv(t, "", func(c *config.Config) { c.Models = append(c.Models, config.Model{ID: "sim-error-event"}) })
-	status, _, b := env.do(t, "POST", "/v1beta/models/sim-error-event:streamGenerateContent", keyAlpha1, geminiBody("hi"))
-	if status != 200 {
-		t.Fatalf("status %d: %s", status, b)
-	}
+	_, b := env.post(t, "/v1beta/models/sim-error-event:streamGenerateContent", keyAlpha1, geminiBody("hi"), 200)
 	var chunks []json.RawMessage
 	if err := json.Unmarshal(b, &chunks); err != nil || len(chunks) < 2 {
 		t.Fatalf("not a closed JSON array (%v): %s", err, b)
@@ -129,7 +126,7 @@ func TestGeminiMidStreamError(t *testing.T) {
 		t.Errorf("last chunk %s", chunks[len(chunks)-1])
 	}
 	// As SSE, the last event is the error object alone, which @google/genai raises.
-	status, _, b = env.do(t, "POST", "/v1beta/models/sim-error-event:streamGenerateContent?alt=sse", keyAlpha1, geminiBody("hi"))
+	status, _, b := env.do(t, "POST", "/v1beta/models/sim-error-event:streamGenerateContent?alt=sse", keyAlpha1, geminiBody("hi"))
 	events := strings.Split(strings.TrimSuffix(string(b), "\r\n\r\n"), "\r\n\r\n")
 	data, _ := strings.CutPrefix(events[len(events)-1], "data: ")
 	if e := gjson.Parse(data); status != 200 || len(events) < 2 || e.Get("error.code").Int() < 500 || e.Get("candidates").Exists() {

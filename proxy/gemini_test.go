@@ -151,10 +151,7 @@ func TestGeminiCountTokens(t *testing.T) {
 	before := env.upstreamCalls()
 	count := func(body string) int64 {
 		t.Helper()
-		status, _, b := env.do(t, "POST", "/v1beta/models/sim-chat:countTokens", "", []byte(body), "X-Goog-Api-Key", keyAlpha1)
-		if status != 200 {
-			t.Fatalf("status %d: %s", status, b)
-		}
+		_, b := env.post(t, "/v1beta/models/sim-chat:countTokens", "", []byte(body), 200, "X-Goog-Api-Key", keyAlpha1)
 		n := gjson.GetBytes(b, "totalTokens")
 		if n.Type != gjson.Number || len(gjson.ParseBytes(b).Map()) != 1 {
 			t.Fatalf("answer %s", b)
