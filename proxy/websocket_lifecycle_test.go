@@ -21,18 +21,29 @@ import (
 // status the server sent (-1 when the connection ended without a close frame).
 func framesUntilClose(t *testing.T, ws *websocket.Conn) ([]string, websocket.StatusCode) {
 	t.Helper()
+	got, err := readFrames(t, ws, func(websocket.MessageType, []byte) bool { return false })
+	return got, websocket.CloseStatus(err)
+}
+
+// readFrames reads frames, each handed to last, until last says it was the last one (nil)
+// or a read fails (its error); a socket that does neither within 20 s fails the test.
+func readFrames(t testing.TB, ws *websocket.Conn, last func(websocket.MessageType, []byte) bool) ([]string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var got []string
 	for {
-		_, data, err := ws.Read(ctx)
+		typ, data, err := ws.Read(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				t.Fatalf("still open after %d frames", len(got))
+				t.Fatalf("no end after %d frames", len(got))
 			}
-			return got, websocket.CloseStatus(err)
+			return got, err
 		}
 		got = append(got, string(data))
+		if last(typ, data) {
+			return got, nil
+		}
 	}
 }
 

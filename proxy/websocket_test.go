@@ -42,23 +42,20 @@ func dialSocket(t testing.TB, env *testEnv, key string) *websocket.Conn {
 func turnEvents(t testing.TB, ws *websocket.Conn, msg string) []string {
 	t.Helper()
 	send(t, ws, msg)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var got []string
-	for {
-		typ, data, err := ws.Read(ctx)
-		if err != nil {
-			t.Fatalf("read after %d frames: %v", len(got), err)
-		}
+	got, err := readFrames(t, ws, func(typ websocket.MessageType, data []byte) bool {
 		if typ != websocket.MessageText {
 			t.Fatalf("a frame of type %v", typ)
 		}
-		got = append(got, string(data))
 		switch gjson.GetBytes(data, "type").Str {
 		case "response.completed", "response.incomplete", "response.failed", "error":
-			return got
+			return true
 		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("read after %d frames: %v", len(got), err)
 	}
+	return got
 }
 
 func TestSocketOneTurn(t *testing.T) {
