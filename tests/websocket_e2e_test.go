@@ -17,8 +17,10 @@ import (
 // client (client.Responses.Connect, v3.98.0: the newest openai-go on the Go module proxy;
 // the 3.99 the issue names was never published).
 
-// socketTurn is a response.create of one string input.
-func socketTurn(model, input, previous string) responses.ResponsesClientEventResponseCreateParam {
+// sendTurn sends a response.create of one string input on conn (continuing previous, if
+// any); a failed send fails the test.
+func sendTurn(t *testing.T, conn *responses.ResponseConnection, model, input, previous string) {
+	t.Helper()
 	p := responses.ResponsesClientEventResponseCreateParam{
 		Model: model, Store: openai.Bool(false),
 		Input: responses.ResponsesClientEventResponseCreateInputUnionParam{OfString: openai.String(input)},
@@ -26,7 +28,9 @@ func socketTurn(model, input, previous string) responses.ResponsesClientEventRes
 	if previous != "" {
 		p.PreviousResponseID = openai.String(previous)
 	}
-	return p
+	if err := conn.Create(ctx(t), p); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // connectSocket opens a Responses WebSocket to g with the SDK and alpha's key; it closes with
@@ -48,9 +52,7 @@ func TestWebSocketGoClient(t *testing.T) {
 	p, g := startKeysGateway(t, "")
 	conn := connectSocket(t, g)
 
-	if err := conn.Create(ctx(t), socketTurn("sim-chat", "first", "")); err != nil {
-		t.Fatal(err)
-	}
+	sendTurn(t, conn, "sim-chat", "first", "")
 	r1, err := conn.FinalResponse(ctx(t))
 	if err != nil {
 		t.Fatalf("first turn: %v", err)
@@ -60,9 +62,7 @@ func TestWebSocketGoClient(t *testing.T) {
 	}
 
 	mark := len(p.Sim.Requests())
-	if err := conn.Create(ctx(t), socketTurn("sim-chat", "second", r1.ID)); err != nil {
-		t.Fatal(err)
-	}
+	sendTurn(t, conn, "sim-chat", "second", r1.ID)
 	r2, err := conn.FinalResponse(ctx(t))
 	if err != nil {
 		t.Fatalf("chained turn: %v", err)
@@ -75,9 +75,7 @@ func TestWebSocketGoClient(t *testing.T) {
 	}
 
 	// A chain neither the connection nor the store holds is refused as over HTTP.
-	if err := conn.Create(ctx(t), socketTurn("sim-chat", "third", "resp_nowhere")); err != nil {
-		t.Fatal(err)
-	}
+	sendTurn(t, conn, "sim-chat", "third", "resp_nowhere")
 	_, err = conn.FinalResponse(ctx(t))
 	var protoErr *responses.ResponseProtocolError
 	if !errors.As(err, &protoErr) {
@@ -88,9 +86,7 @@ func TestWebSocketGoClient(t *testing.T) {
 		t.Errorf("refused turn's event %s", raw.Raw)
 	}
 
-	if err := conn.Create(ctx(t), socketTurn("sim-chat", "fourth", r2.ID)); err != nil {
-		t.Fatal(err)
-	}
+	sendTurn(t, conn, "sim-chat", "fourth", r2.ID)
 	r4, err := conn.FinalResponse(ctx(t))
 	if err != nil || r4.Status != "completed" {
 		t.Fatalf("turn after the refusal: %v", err)
@@ -107,9 +103,7 @@ func TestWebSocketGoClient(t *testing.T) {
 func TestWebSocketGoClientDrain(t *testing.T) {
 	p, g := startKeysGateway(t, "")
 	conn := connectSocket(t, g)
-	if err := conn.Create(ctx(t), socketTurn("sim-slow", "take your time", "")); err != nil {
-		t.Fatal(err)
-	}
+	sendTurn(t, conn, "sim-slow", "take your time", "")
 	// The turn is in flight once its first event is here.
 	first, err := conn.Recv(ctx(t))
 	if err != nil || first.Type != "response.created" {
