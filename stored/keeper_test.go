@@ -49,6 +49,14 @@ func eachMode(t *testing.T, test func(t *testing.T, behind bool)) {
 	}
 }
 
+// eachBoltKeeper runs test in each write mode on a keeper of a fresh bbolt store on the wall
+// clock, with an hour's TTL and max responses per owner (0: no cap).
+func eachBoltKeeper(t *testing.T, max int64, test func(t *testing.T, k *Keeper)) {
+	eachMode(t, func(t *testing.T, behind bool) {
+		test(t, newKeeper(t, boltStore(t, nil), time.Hour, max, nil, behind))
+	})
+}
+
 // newKeeper is a keeper for a test; the test waits for its writer before it ends.
 func newKeeper(t testing.TB, st store.Store, ttl time.Duration, max int64, now func() time.Time, behind bool) *Keeper {
 	k := NewKeeper(st, Options{TTL: ttl, MaxPerOwner: max, Now: now, WriteBehind: behind,
@@ -109,9 +117,8 @@ func TestKeeperExpiresWithItsClock(t *testing.T) {
 // TestKeeperEvictsOldestAtCap: with a cap of 3 the fourth response evicts the first, and a
 // conversation that lost its first turn cannot be continued.
 func TestKeeperEvictsOldestAtCap(t *testing.T) {
-	eachMode(t, func(t *testing.T, behind bool) {
+	eachBoltKeeper(t, 3, func(t *testing.T, k *Keeper) {
 		ctx := context.Background()
-		k := newKeeper(t, boltStore(t, nil), time.Hour, 3, nil, behind)
 		other := keepChain(t, k, "team:b", "resp", 3) // same ids, another owner: counted apart
 		ids := keepChain(t, k, "team:a", "resp", 5)
 		k.Flush() // eviction is the background writer's work
@@ -145,9 +152,8 @@ func TestKeeperEvictsOldestAtCap(t *testing.T) {
 }
 
 func TestKeeperScopesByOwner(t *testing.T) {
-	eachMode(t, func(t *testing.T, behind bool) {
+	eachBoltKeeper(t, 0, func(t *testing.T, k *Keeper) {
 		ctx := context.Background()
-		k := newKeeper(t, boltStore(t, nil), time.Hour, 0, nil, behind)
 		ids := keepChain(t, k, "team:a", "resp", 2)
 		if _, err := k.Get(ctx, "team:b", ids[0]); !errors.Is(err, ErrNotFound) {
 			t.Errorf("another owner sees it: %v", err)
@@ -177,8 +183,7 @@ func TestKeeperScopesByOwner(t *testing.T) {
 }
 
 func TestKeeperChainOldestFirst(t *testing.T) {
-	eachMode(t, func(t *testing.T, behind bool) {
-		k := newKeeper(t, boltStore(t, nil), time.Hour, 0, nil, behind)
+	eachBoltKeeper(t, 0, func(t *testing.T, k *Keeper) {
 		ids := keepChain(t, k, "team:a", "resp", 4)
 		chain, err := k.Chain(context.Background(), "team:a", ids[3], 0)
 		if err != nil {
