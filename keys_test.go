@@ -14,11 +14,6 @@ import (
 // fakeAdmin records the admin API calls the CLI makes and answers like modelgate.
 func fakeAdmin(t *testing.T, calls *[]string) *httptest.Server {
 	return recordingAdmin(t, calls, func(w http.ResponseWriter, r *http.Request, body []byte) {
-		if r.Header.Get("Authorization") != "Bearer mg-admin-cli" {
-			w.WriteHeader(401)
-			_, _ = w.Write([]byte(`{"error":{"message":"This route needs an admin key."}}`))
-			return
-		}
 		switch {
 		case r.Method == "POST" && r.URL.Path == "/admin/keys":
 			var req map[string]any
@@ -49,7 +44,6 @@ func fakeAdmin(t *testing.T, calls *[]string) *httptest.Server {
 func TestKeysCommand(t *testing.T) {
 	var calls []string
 	srv := fakeAdmin(t, &calls)
-	t.Setenv(adminKeyEnv, "mg-admin-cli")
 	cases := []cliCase{
 		{"create", []string{"create", "--team", "search", "--name", "bot", "--limit", "spend_per_day=2.5", "--expires-at", "2030-01-02T00:00:00Z"}, 0,
 			`POST /admin/keys {"expires_at":"2030-01-02T00:00:00Z","limits":{"spend_per_day":2.5},"name":"bot","team":"search"}`, "key: mg-secret-once", ""},
@@ -102,7 +96,7 @@ func TestKeysCommandRefusesRedirects(t *testing.T) {
 		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
 	}))
 	t.Cleanup(redirector.Close)
-	t.Setenv(adminKeyEnv, "mg-admin-cli")
+	t.Setenv(adminKeyEnv, fakeAdminKey)
 	for _, args := range [][]string{{"list"}, {"create", "--team", "search", "--name", "bot"}, {"revoke", "key_1"}} {
 		var stdout, stderr bytes.Buffer
 		code := run(append([]string{"keys"}, append(args, "--url", redirector.URL)...), &stdout, &stderr)
@@ -136,13 +130,23 @@ func TestSpentToday(t *testing.T) {
 	}
 }
 
-// recordingAdmin is a fake admin API: it records each call as "METHOD URI BODY" in calls and
-// answers through answer, which gets the body read.
+// fakeAdminKey is the admin key a fake admin API takes, which the test gives the CLI.
+const fakeAdminKey = "mg-admin-cli"
+
+// recordingAdmin is a fake admin API, for a CLI given fakeAdminKey (set in adminKeyEnv for the
+// test): it records each call as "METHOD URI BODY" in calls, refuses one without the key as
+// modelgate does, and answers the others through answer, which gets the body read.
 func recordingAdmin(t *testing.T, calls *[]string, answer func(w http.ResponseWriter, r *http.Request, body []byte)) *httptest.Server {
 	t.Helper()
+	t.Setenv(adminKeyEnv, fakeAdminKey)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		*calls = append(*calls, r.Method+" "+r.URL.RequestURI()+" "+strings.TrimSpace(string(body)))
+		if r.Header.Get("Authorization") != "Bearer "+fakeAdminKey {
+			w.WriteHeader(401)
+			_, _ = w.Write([]byte(`{"error":{"message":"This route needs an admin key."}}`))
+			return
+		}
 		answer(w, r, body)
 	}))
 	t.Cleanup(srv.Close)
