@@ -12,8 +12,8 @@ import (
 )
 
 // fakeAdmin records the admin API calls the CLI makes and answers like modelgate.
-func fakeAdmin(t *testing.T, calls *[]string) *httptest.Server {
-	return recordingAdmin(t, calls, func(w http.ResponseWriter, r *http.Request, body []byte) {
+func fakeAdmin(t *testing.T) *recordingAPI {
+	return recordingAdmin(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
 		switch {
 		case r.Method == "POST" && r.URL.Path == "/admin/keys":
 			var req map[string]any
@@ -42,8 +42,7 @@ func fakeAdmin(t *testing.T, calls *[]string) *httptest.Server {
 }
 
 func TestKeysCommand(t *testing.T) {
-	var calls []string
-	srv := fakeAdmin(t, &calls)
+	srv := fakeAdmin(t)
 	cases := []cliCase{
 		{"create", []string{"create", "--team", "search", "--name", "bot", "--limit", "spend_per_day=2.5", "--expires-at", "2030-01-02T00:00:00Z"}, 0,
 			`POST /admin/keys {"expires_at":"2030-01-02T00:00:00Z","limits":{"spend_per_day":2.5},"name":"bot","team":"search"}`, "key: mg-secret-once", ""},
@@ -63,8 +62,8 @@ func TestKeysCommand(t *testing.T) {
 		{"sub_help", []string{"list", "--help"}, 0, "", "flags of keys list:", ""},
 		{"create_help", []string{"create", "-h"}, 0, "", "--limit stringArray", ""},
 	}
-	runCLICases(t, "keys", srv, &calls, cases)
-	checkNeedsAdminKey(t, "keys", srv)
+	runCLICases(t, "keys", srv, cases)
+	checkNeedsAdminKey(t, "keys", srv.URL)
 }
 
 func TestCheckWarnsSpendWithoutPrice(t *testing.T) {
@@ -130,18 +129,26 @@ func TestSpentToday(t *testing.T) {
 	}
 }
 
+// recordingAPI is a fake admin API and the calls it got, in order; the CLI a test runs
+// against it makes its calls one at a time.
+type recordingAPI struct {
+	*httptest.Server
+	calls []string
+}
+
 // fakeAdminKey is the admin key a fake admin API takes, which the test gives the CLI.
 const fakeAdminKey = "mg-admin-cli"
 
 // recordingAdmin is a fake admin API, for a CLI given fakeAdminKey (set in adminKeyEnv for the
 // test): it records each call as "METHOD URI BODY" in calls, refuses one without the key as
 // modelgate does, and answers the others through answer, which gets the body read.
-func recordingAdmin(t *testing.T, calls *[]string, answer func(w http.ResponseWriter, r *http.Request, body []byte)) *httptest.Server {
+func recordingAdmin(t *testing.T, answer func(w http.ResponseWriter, r *http.Request, body []byte)) *recordingAPI {
 	t.Helper()
 	t.Setenv(adminKeyEnv, fakeAdminKey)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	api := &recordingAPI{}
+	api.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		*calls = append(*calls, r.Method+" "+r.URL.RequestURI()+" "+strings.TrimSpace(string(body)))
+		api.calls = append(api.calls, r.Method+" "+r.URL.RequestURI()+" "+strings.TrimSpace(string(body)))
 		if r.Header.Get("Authorization") != "Bearer "+fakeAdminKey {
 			w.WriteHeader(401)
 			_, _ = w.Write([]byte(`{"error":{"message":"This route needs an admin key."}}`))
@@ -149,8 +156,8 @@ func recordingAdmin(t *testing.T, calls *[]string, answer func(w http.ResponseWr
 		}
 		answer(w, r, body)
 	}))
-	t.Cleanup(srv.Close)
-	return srv
+	t.Cleanup(api.Close)
+	return api
 }
 
 // cliCase is one run of an admin CLI command (keys, teams) against a fake admin API.
@@ -164,17 +171,17 @@ type cliCase struct {
 
 // runCLICases runs each case as `modelgate <command> <args> --url <srv>` and checks its exit
 // code, the one admin call it made (none when call is empty), and what it wrote.
-func runCLICases(t *testing.T, command string, srv *httptest.Server, calls *[]string, cases []cliCase) {
+func runCLICases(t *testing.T, command string, srv *recordingAPI, cases []cliCase) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			*calls = nil
+			srv.calls = nil
 			var stdout, stderr bytes.Buffer
 			code := run(append([]string{command}, append(c.args, "--url", srv.URL)...), &stdout, &stderr)
 			if code != c.code {
 				t.Fatalf("exit %d, want %d; stderr %s", code, c.code, stderr.String())
 			}
-			got := *calls
+			got := srv.calls
 			if c.call == "" && len(got) != 0 || c.call != "" && (len(got) != 1 || !strings.HasPrefix(got[0], c.call)) {
 				t.Errorf("calls %q, want %q", got, c.call)
 			}
@@ -187,11 +194,11 @@ func runCLICases(t *testing.T, command string, srv *httptest.Server, calls *[]st
 
 // checkNeedsAdminKey: with the admin key's variable empty, `<command> list` refuses to run
 // (exit 2) and names the variable.
-func checkNeedsAdminKey(t *testing.T, command string, srv *httptest.Server) {
+func checkNeedsAdminKey(t *testing.T, command, url string) {
 	t.Helper()
 	t.Setenv(adminKeyEnv, "")
 	var stderr bytes.Buffer
-	if code := run([]string{command, "list", "--url", srv.URL}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), adminKeyEnv) {
+	if code := run([]string{command, "list", "--url", url}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), adminKeyEnv) {
 		t.Errorf("without the admin key: exit %d, %s", code, stderr.String())
 	}
 }

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 )
 
 // fakeTeamsAdmin records the calls teams makes and answers as modelgate's /admin/teams.
-func fakeTeamsAdmin(t *testing.T, calls *[]string) *httptest.Server {
-	return recordingAdmin(t, calls, func(w http.ResponseWriter, r *http.Request, body []byte) {
+func fakeTeamsAdmin(t *testing.T) *recordingAPI {
+	return recordingAdmin(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
 		switch {
 		case r.Method == "GET" && r.URL.Path == "/admin/teams":
 			_, _ = w.Write([]byte(`{"teams":[{"name":"search","source":"config","models":[],"keys":2,"limits":{"requests_per_minute":60},` +
@@ -35,9 +34,8 @@ func fakeTeamsAdmin(t *testing.T, calls *[]string) *httptest.Server {
 }
 
 func TestTeamsCommand(t *testing.T) {
-	var calls []string
-	srv := fakeTeamsAdmin(t, &calls)
-	runCLICases(t, "teams", srv, &calls, []cliCase{
+	srv := fakeTeamsAdmin(t)
+	runCLICases(t, "teams", srv, []cliCase{
 		{"list", []string{"list"}, 0, "GET /admin/teams",
 			"NAME    SOURCE  MODELS       LIMITS                                    END USER LIMITS        KEYS  SPEND TODAY  SPEND THIS MONTH\n" +
 				"search  config  (all)        requests_per_minute=60                    -                      2     0.1          3\n" +
@@ -66,5 +64,5 @@ func TestTeamsCommand(t *testing.T) {
 			t.Errorf("%v: exit %d, %q", args, code, stdout.String())
 		}
 	}
-	checkNeedsAdminKey(t, "teams", srv)
+	checkNeedsAdminKey(t, "teams", srv.URL)
 }
