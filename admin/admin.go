@@ -66,12 +66,10 @@ type API struct {
 	mux *http.ServeMux
 
 	refreshMu sync.Mutex
-	version   uint64
-	loaded    bool
+	keysSeen  loaded // the store version of the issued keys in force
 	// The runtime teams as last loaded (name order), and the store version they are of.
-	teams        atomic.Pointer[[]teamRecord]
-	teamsVersion uint64
-	teamsLoaded  bool
+	teams     atomic.Pointer[[]teamRecord]
+	teamsSeen loaded
 }
 
 // New builds the API and loads the issued keys once, so keys work from the first request.

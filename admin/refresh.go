@@ -11,21 +11,49 @@ import (
 // What each replica keeps of the store in memory, and its poll: the issued keys and the
 // runtime teams, each reloaded when its bucket's version changes.
 
+// loaded is the store version of a bucket a replica last loaded, once it has loaded one.
+type loaded struct {
+	version uint64
+	ok      bool
+}
+
+// reloadIfChanged calls load when the store's version of bucket is not the one seen last,
+// and remembers the version once load succeeded. The caller holds refreshMu.
+func (a *API) reloadIfChanged(ctx context.Context, bucket string, seen *loaded, load func(context.Context) error) error {
+	v, err := a.d.Store.Version(ctx, bucket)
+	if err != nil {
+		return err
+	}
+	if seen.ok && v == seen.version {
+		return nil
+	}
+	if err := load(ctx); err != nil {
+		return err
+	}
+	*seen = loaded{version: v, ok: true}
+	return nil
+}
+
+// scanRecords reads bucket's JSON records, keeping those keep takes (given the record's
+// key): a damaged record is skipped rather than fatal to every other one.
+func scanRecords[T any](ctx context.Context, a *API, bucket string, keep func(key string, rec *T) bool) ([]T, error) {
+	var recs []T
+	err := a.d.Store.Scan(ctx, bucket, "", func(key string, v []byte) error {
+		var rec T
+		if json.Unmarshal(v, &rec) == nil && keep(key, &rec) {
+			recs = append(recs, rec)
+		}
+		return nil
+	})
+	return recs, err
+}
+
 // records reads every live issued key from the store.
 func (a *API) records(ctx context.Context) ([]keyRecord, error) {
 	if a.d.Store == nil {
 		return nil, nil
 	}
-	var recs []keyRecord
-	err := a.d.Store.Scan(ctx, keysBucket, "", func(_ string, v []byte) error {
-		var rec keyRecord
-		if err := json.Unmarshal(v, &rec); err != nil {
-			return nil // a damaged record is skipped, not fatal to every other key
-		}
-		recs = append(recs, rec)
-		return nil
-	})
-	return recs, err
+	return scanRecords(ctx, a, keysBucket, func(string, *keyRecord) bool { return true })
 }
 
 // Refresh reloads the runtime teams and the issued keys, each when the store says it
@@ -34,23 +62,15 @@ func (a *API) Refresh(ctx context.Context) error {
 	a.refreshMu.Lock()
 	defer a.refreshMu.Unlock()
 	// Teams first: a key issued to a new team then finds its team on this replica.
-	teamsErr := a.refreshTeams(ctx)
-	if err := a.refreshKeys(ctx); err != nil {
+	teamsErr := a.reloadIfChanged(ctx, teamsBucket, &a.teamsSeen, a.loadTeams)
+	if err := a.reloadIfChanged(ctx, keysBucket, &a.keysSeen, a.loadKeys); err != nil {
 		return err
 	}
 	return teamsErr
 }
 
-// refreshKeys reloads the issued keys when the store says they changed. The caller holds
-// refreshMu.
-func (a *API) refreshKeys(ctx context.Context) error {
-	v, err := a.d.Store.Version(ctx, keysBucket)
-	if err != nil {
-		return err
-	}
-	if a.loaded && v == a.version {
-		return nil
-	}
+// loadKeys puts the store's issued keys in force. The caller holds refreshMu.
+func (a *API) loadKeys(ctx context.Context) error {
 	recs, err := a.records(ctx)
 	if err != nil {
 		return err
@@ -63,40 +83,21 @@ func (a *API) refreshKeys(ctx context.Context) error {
 		}
 		keys = append(keys, k)
 	}
-	if err := a.d.Issued.Replace(keys); err != nil {
-		return err
-	}
-	a.version, a.loaded = v, true
-	return nil
+	return a.d.Issued.Replace(keys)
 }
 
 // teamRecords reads every runtime team from the store, in name order.
 func (a *API) teamRecords(ctx context.Context) ([]teamRecord, error) {
-	var recs []teamRecord
-	err := a.d.Store.Scan(ctx, teamsBucket, "", func(key string, v []byte) error {
-		var rec teamRecord
-		// A damaged record, or one whose name is not its key, is skipped rather than fatal
-		// to every other team; neither can come from this API.
-		if json.Unmarshal(v, &rec) != nil || rec.Name != key || !nameRE.MatchString(rec.Name) {
-			return nil
-		}
-		recs = append(recs, rec)
-		return nil
+	// A record whose name is not its key is skipped too; it cannot come from this API.
+	recs, err := scanRecords(ctx, a, teamsBucket, func(key string, rec *teamRecord) bool {
+		return rec.Name == key && nameRE.MatchString(rec.Name)
 	})
 	sort.Slice(recs, func(i, j int) bool { return recs[i].Name < recs[j].Name })
 	return recs, err
 }
 
-// refreshTeams reloads the runtime teams when the store's version of them changed. The
-// caller holds refreshMu.
-func (a *API) refreshTeams(ctx context.Context) error {
-	v, err := a.d.Store.Version(ctx, teamsBucket)
-	if err != nil {
-		return err
-	}
-	if a.teamsLoaded && v == a.teamsVersion {
-		return nil
-	}
+// loadTeams puts the store's runtime teams in force. The caller holds refreshMu.
+func (a *API) loadTeams(ctx context.Context) error {
 	recs, err := a.teamRecords(ctx)
 	if err != nil {
 		return err
@@ -107,7 +108,6 @@ func (a *API) refreshTeams(ctx context.Context) error {
 	}
 	a.d.Issued.ReplaceTeams(teams)
 	a.teams.Store(&recs)
-	a.teamsVersion, a.teamsLoaded = v, true
 	return nil
 }
 
