@@ -207,13 +207,7 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// The name is claimed first: two replicas issuing the same name at once, one wins.
-	won, err := a.d.Store.Create(ctx, namesBucket, req.Team+"/"+req.Name, []byte(id), ttl)
-	if err != nil {
-		a.storeFailed(w, err)
-		return
-	}
-	if !won {
-		writeError(w, http.StatusConflict, "duplicate_name", "name", "The team already has a key of that name.")
+	if !a.claimName(ctx, w, namesBucket, req.Team+"/"+req.Name, []byte(id), ttl, "The team already has a key of that name.") {
 		return
 	}
 	value, _ := json.Marshal(rec)
@@ -433,6 +427,21 @@ func (a *API) describe(ctx context.Context, cfg *config.Config, views []keyView)
 func (a *API) storeFailed(w http.ResponseWriter, err error) {
 	a.d.Logger.Warn("admin: record store failed", "err", err.Error())
 	writeError(w, http.StatusServiceUnavailable, "store_unavailable", "", "The record store could not be reached; nothing was changed.")
+}
+
+// claimName creates the record key in bucket unless it exists, so that of two replicas
+// creating one name at once only one wins. False when it did not: the store failed (503),
+// or the name is taken (409 duplicate_name, saying taken).
+func (a *API) claimName(ctx context.Context, w http.ResponseWriter, bucket, key string, value []byte, ttl time.Duration, taken string) bool {
+	won, err := a.d.Store.Create(ctx, bucket, key, value, ttl)
+	if err != nil {
+		a.storeFailed(w, err)
+		return false
+	}
+	if !won {
+		writeError(w, http.StatusConflict, "duplicate_name", "name", taken)
+	}
+	return won
 }
 
 // configKeyID splits "config:<team>:<name>", the id config keys are listed under.

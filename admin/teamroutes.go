@@ -53,13 +53,7 @@ func (a *API) createTeam(w http.ResponseWriter, r *http.Request) {
 	now := a.d.Now().UTC()
 	rec.CreatedAt, rec.UpdatedAt = now, now
 	value, _ := json.Marshal(rec)
-	won, err := a.d.Store.Create(ctx, teamsBucket, rec.Name, value, 0)
-	if err != nil {
-		a.storeFailed(w, err)
-		return
-	}
-	if !won {
-		writeError(w, http.StatusConflict, "duplicate_name", "name", "A team of that name already exists.")
+	if !a.claimName(ctx, w, teamsBucket, rec.Name, value, 0, "A team of that name already exists.") {
 		return
 	}
 	a.refreshAfter(ctx, "create")
