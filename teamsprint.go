@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"modelgate/admin"
 )
 
 // teamLimits are a team's limits as the admin API lists them: a key's, and what a call
@@ -32,24 +33,11 @@ func (l teamLimits) String() string {
 }
 
 // endUserLimits are the limits of each end user of a team.
-type endUserLimits struct {
-	RequestsPerMinute int64   `json:"requests_per_minute"`
-	TokensPerDay      int64   `json:"tokens_per_day"`
-	SpendPerDay       float64 `json:"spend_per_day"`
-}
+type endUserLimits admin.EndUserLimits
 
 // String writes the limits as --end-user-limit takes them; "-" for none.
 func (l endUserLimits) String() string {
-	var parts []string
-	if l.RequestsPerMinute != 0 {
-		parts = append(parts, "requests_per_minute="+strconv.FormatInt(l.RequestsPerMinute, 10))
-	}
-	if l.TokensPerDay != 0 {
-		parts = append(parts, "tokens_per_day="+strconv.FormatInt(l.TokensPerDay, 10))
-	}
-	if l.SpendPerDay != 0 {
-		parts = append(parts, "spend_per_day="+money(l.SpendPerDay))
-	}
+	parts := admin.EndUserLimits(l).Pairs(money)
 	if len(parts) == 0 {
 		return "-"
 	}

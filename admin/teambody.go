@@ -14,12 +14,12 @@ import (
 
 // teamRecord is a team created at run time, as the teams bucket keeps it.
 type teamRecord struct {
-	Name          string            `json:"name"`
-	Models        []string          `json:"models,omitempty"`
-	Limits        teamLimitsJSON    `json:"limits"`
-	EndUserLimits endUserLimitsJSON `json:"end_user_limits"`
-	CreatedAt     time.Time         `json:"created_at"`
-	UpdatedAt     time.Time         `json:"updated_at"`
+	Name          string         `json:"name"`
+	Models        []string       `json:"models,omitempty"`
+	Limits        teamLimitsJSON `json:"limits"`
+	EndUserLimits EndUserLimits  `json:"end_user_limits"`
+	CreatedAt     time.Time      `json:"created_at"`
+	UpdatedAt     time.Time      `json:"updated_at"`
 }
 
 // teamLimitsJSON is a team's limits as the admin API reads and writes them: a key's six,
@@ -39,19 +39,20 @@ func toTeamLimitsJSON(l config.Limits) teamLimitsJSON {
 	return teamLimitsJSON{toLimitsJSON(l), l.OnBudgetExceeded}
 }
 
-// endUserLimitsJSON is config.EndUserLimits as the admin API reads and writes it.
-type endUserLimitsJSON struct {
+// EndUserLimits is config.EndUserLimits as the admin API reads and writes it; zero is no
+// limit. The teams command reads the API's answers with it.
+type EndUserLimits struct {
 	RequestsPerMinute int64   `json:"requests_per_minute"`
 	TokensPerDay      int64   `json:"tokens_per_day"`
 	SpendPerDay       float64 `json:"spend_per_day"`
 }
 
-func (l endUserLimitsJSON) config() config.EndUserLimits {
+func (l EndUserLimits) config() config.EndUserLimits {
 	return config.EndUserLimits{RequestsPerMinute: l.RequestsPerMinute, TokensPerDay: l.TokensPerDay, SpendPerDay: l.SpendPerDay}
 }
 
-func toEndUserLimitsJSON(l config.EndUserLimits) endUserLimitsJSON {
-	return endUserLimitsJSON{l.RequestsPerMinute, l.TokensPerDay, l.SpendPerDay}
+func toEndUserLimitsJSON(l config.EndUserLimits) EndUserLimits {
+	return EndUserLimits{l.RequestsPerMinute, l.TokensPerDay, l.SpendPerDay}
 }
 
 // teamProblem is a refused team body, as writeError takes it.
@@ -156,9 +157,9 @@ func mergeLimits(l *teamLimitsJSON, raw json.RawMessage) *teamProblem {
 }
 
 // mergeEndUserLimits merges raw, the end_user_limits object of a team body, into l.
-func mergeEndUserLimits(l *endUserLimitsJSON, raw json.RawMessage) *teamProblem {
+func mergeEndUserLimits(l *EndUserLimits, raw json.RawMessage) *teamProblem {
 	if isNull(raw) {
-		*l = endUserLimitsJSON{}
+		*l = EndUserLimits{}
 		return nil
 	}
 	fields, bad := jsonObject(raw, "end_user_limits", "end_user_limits must be an object of requests_per_minute, tokens_per_day and spend_per_day.")

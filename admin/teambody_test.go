@@ -18,7 +18,7 @@ func teamTestConfig() *config.Config {
 func TestMergeTeam(t *testing.T) {
 	base := teamRecord{Name: "t", Models: []string{"m1"},
 		Limits:        teamLimitsJSON{Limits{RequestsPerMinute: 10, SpendPerDay: 5}, "clamp"},
-		EndUserLimits: endUserLimitsJSON{RequestsPerMinute: 3, SpendPerDay: 1}}
+		EndUserLimits: EndUserLimits{RequestsPerMinute: 3, SpendPerDay: 1}}
 	for _, tc := range []struct {
 		name, body string
 		create     bool
@@ -93,7 +93,7 @@ func TestTeamRecordProblem(t *testing.T) {
 		{"spend NaN", teamRecord{Name: "a", Limits: teamLimitsJSON{Limits: Limits{SpendPerDay: math.NaN()}}}, "invalid_limits", "limits"},
 		{"refuse", teamRecord{Name: "a", Limits: teamLimitsJSON{OnBudgetExceeded: "refuse"}}, "", ""},
 		{"shout", teamRecord{Name: "a", Limits: teamLimitsJSON{OnBudgetExceeded: "CLAMP"}}, "invalid_limits", "limits.on_budget_exceeded"},
-		{"end user negative", teamRecord{Name: "a", EndUserLimits: endUserLimitsJSON{SpendPerDay: -1}}, "invalid_limits", "end_user_limits"},
+		{"end user negative", teamRecord{Name: "a", EndUserLimits: EndUserLimits{SpendPerDay: -1}}, "invalid_limits", "end_user_limits"},
 		{"unknown model", teamRecord{Name: "a", Models: []string{"m3"}}, "invalid_model", "models"},
 		{"model twice", teamRecord{Name: "a", Models: []string{"m1", "m1"}}, "invalid_model", "models"},
 	} {

@@ -268,7 +268,14 @@ func limitsSummary(l teamLimitsJSON) string {
 	return s
 }
 
-func endUserSummary(l endUserLimitsJSON) string {
+func endUserSummary(l EndUserLimits) string {
+	return strings.Join(l.Pairs(func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }), ",")
+}
+
+// Pairs writes the limits set as name=value pairs, in the order the config lists them, each
+// amount of money written by spend: the audit log's details and the teams command's columns
+// write them each in their own way.
+func (l EndUserLimits) Pairs(spend func(float64) string) []string {
 	var parts []string
 	if l.RequestsPerMinute != 0 {
 		parts = append(parts, "requests_per_minute="+strconv.FormatInt(l.RequestsPerMinute, 10))
@@ -277,7 +284,7 @@ func endUserSummary(l endUserLimitsJSON) string {
 		parts = append(parts, "tokens_per_day="+strconv.FormatInt(l.TokensPerDay, 10))
 	}
 	if l.SpendPerDay != 0 {
-		parts = append(parts, "spend_per_day="+strconv.FormatFloat(l.SpendPerDay, 'g', -1, 64))
+		parts = append(parts, "spend_per_day="+spend(l.SpendPerDay))
 	}
-	return strings.Join(parts, ",")
+	return parts
 }

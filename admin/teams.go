@@ -12,14 +12,14 @@ import (
 // teamView is one team as GET /admin/teams shows it: where it is defined, its limits and
 // budgets against what it used this minute, today and this month.
 type teamView struct {
-	Name          string            `json:"name"`
-	Source        string            `json:"source"` // "config" or "api"
-	Mode          string            `json:"mode"`
-	Limits        teamLimitsJSON    `json:"limits"`
-	EndUserLimits endUserLimitsJSON `json:"end_user_limits"`
-	Models        []string          `json:"models"`
-	Keys          int               `json:"keys"`
-	Now           teamNow           `json:"usage"`
+	Name          string         `json:"name"`
+	Source        string         `json:"source"` // "config" or "api"
+	Mode          string         `json:"mode"`
+	Limits        teamLimitsJSON `json:"limits"`
+	EndUserLimits EndUserLimits  `json:"end_user_limits"`
+	Models        []string       `json:"models"`
+	Keys          int            `json:"keys"`
+	Now           teamNow        `json:"usage"`
 	// CreatedAt and UpdatedAt are a runtime team's; a config team has neither.
 	CreatedAt *time.Time `json:"created_at,omitempty"`
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
