@@ -257,22 +257,12 @@ func (r *Recorder) QueryAttribution(ctx context.Context, from, to string, dim Di
 		if id.kind != kind || id.key != key || id.day < from || id.day > to {
 			return
 		}
-		c := cell{day: id.day[:4] + "-" + id.day[4:6] + "-" + id.day[6:8], value: id.value}
+		g := groupOf(id, group)
+		c := cell{day: isoDay(id.day), team: g.team, model: g.model, value: id.value}
 		if id.other {
 			c.value = OtherValues
 		}
-		if group["team"] {
-			c.team = id.team
-		}
-		if group["model"] {
-			c.model = id.model
-		}
-		s := sums[c]
-		if s == nil {
-			s = &Row{Day: c.day, Team: c.team, Model: c.model, Value: c.value}
-			sums[c] = s
-		}
-		s.add(row)
+		addInto(sums, c, Row{Day: c.day, Team: c.team, Model: c.model, Value: c.value}, row)
 	}
 	if err := r.eachRow(ctx, attrBucket, kindPrefix(kind)+commonPrefix(from, to), parseAttrKey, take); err != nil {
 		return nil, err

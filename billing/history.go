@@ -411,6 +411,35 @@ func (r *Recorder) query(ctx context.Context, hourly bool, from, to string, grou
 	return r.sum(ctx, bucket, hourly, from, to, groupBy)
 }
 
+// groupOf is the group a stored row is summed in: its day (or hour), and what groupBy keeps
+// of its team, key and model (a key keeps its team: key names are a team's own).
+func groupOf(id rowID, groupBy map[string]bool) rowID {
+	g := rowID{day: id.day}
+	if groupBy["team"] || groupBy["key"] {
+		g.team = id.team
+	}
+	if groupBy["key"] {
+		g.key = id.key
+	}
+	if groupBy["model"] {
+		g.model = id.model
+	}
+	return g
+}
+
+// addInto adds row to sums[k], the sum of its group, which starts as first.
+func addInto[K comparable](sums map[K]*Row, k K, first Row, row *Row) {
+	s := sums[k]
+	if s == nil {
+		s = &first
+		sums[k] = s
+	}
+	s.add(row)
+}
+
+// isoDay writes a stored day, YYYYMMDD (and the hour after it, if any), as YYYY-MM-DD.
+func isoDay(day string) string { return day[:4] + "-" + day[4:6] + "-" + day[6:8] }
+
 // sum is query with r.flushMu held.
 func (r *Recorder) sum(ctx context.Context, bucket string, hourly bool, from, to string, groupBy map[string]bool) ([]Row, error) {
 	sums := map[rowID]*Row{}
@@ -418,29 +447,14 @@ func (r *Recorder) sum(ctx context.Context, bucket string, hourly bool, from, to
 		if id.kind != plainRow || id.hourly() != hourly || id.day[:8] < from || id.day[:8] > to {
 			return
 		}
-		g := rowID{day: id.day}
-		if groupBy["team"] || groupBy["key"] {
-			g.team = id.team
-		}
-		if groupBy["key"] {
-			g.key = id.key
-		}
-		if groupBy["model"] {
-			g.model = id.model
-		}
-		s := sums[g]
-		if s == nil {
-			s = &Row{}
-			sums[g] = s
-		}
-		s.add(row)
+		addInto(sums, groupOf(id, groupBy), Row{}, row)
 	}
 	if err := r.eachRow(ctx, bucket, commonPrefix(from, to), parseRowKey, take); err != nil {
 		return nil, err
 	}
 	rows := make([]Row, 0, len(sums))
 	for id, s := range sums {
-		s.Day = id.day[:4] + "-" + id.day[4:6] + "-" + id.day[6:8]
+		s.Day = isoDay(id.day)
 		if hourly {
 			s.Hour = s.Day + "T" + id.day[8:] + ":00:00Z"
 		}
