@@ -21,18 +21,25 @@ func modelIDProblem(id string) string {
 	return ""
 }
 
+// uniqueID checks the model id at path, item i of its list: well formed, and the first of
+// its name in the list (first holds the index each id first stood at). dup words a repeat's
+// failure from the id and the index of its first.
+func (v *validator) uniqueID(path, id string, i int, first map[string]int, dup string) {
+	if prob := modelIDProblem(id); prob != "" {
+		v.fail(path, "%s", prob)
+	} else if j, ok := first[id]; ok {
+		v.fail(path, dup, id, j)
+	} else {
+		first[id] = i
+	}
+}
+
 func (v *validator) models(models []Model) map[string]bool {
 	ids := make(map[string]bool, len(models))
 	first := make(map[string]int, len(models))
 	for i, m := range models {
 		p := fmt.Sprintf("models[%d]", i)
-		if prob := modelIDProblem(m.ID); prob != "" {
-			v.fail(p+".id", "%s", prob)
-		} else if j, dup := first[m.ID]; dup {
-			v.fail(p+".id", "duplicate model id %q (also models[%d])", m.ID, j)
-		} else {
-			first[m.ID] = i
-		}
+		v.uniqueID(p+".id", m.ID, i, first, "duplicate model id %q (also models[%d])")
 		ids[m.ID] = true
 		if m.Upstream != "" {
 			if prob := modelIDProblem(m.Upstream); prob != "" {
@@ -96,13 +103,7 @@ func (v *validator) routes(p string, m Model) {
 	seen := make(map[string]int, len(m.Routes))
 	for j, r := range m.Routes {
 		rp := fmt.Sprintf("%s.routes[%d]", p, j)
-		if prob := modelIDProblem(r.Upstream); prob != "" {
-			v.fail(rp+".upstream", "%s", prob)
-		} else if k, dup := seen[r.Upstream]; dup {
-			v.fail(rp+".upstream", "%q is routed twice (also routes[%d]): give it one route with the sum of the weights", r.Upstream, k)
-		} else {
-			seen[r.Upstream] = j
-		}
+		v.uniqueID(rp+".upstream", r.Upstream, j, seen, "%q is routed twice (also routes[%d]): give it one route with the sum of the weights")
 		if r.Weight < 1 || r.Weight > MaxRouteWeight {
 			v.fail(rp+".weight", "want a whole number from 1 to %d, got %d", MaxRouteWeight, r.Weight)
 		}
