@@ -2,7 +2,6 @@ package translate
 
 import (
 	"bytes"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -179,17 +178,12 @@ func FuzzMessagesStream(f *testing.F) {
 // TestWriteMessagesFuzzSeeds regenerates the Messages seed corpora from the golden inputs
 // (with -update); otherwise it checks that they exist.
 func TestWriteMessagesFuzzSeeds(t *testing.T) {
-	if !*update {
-		checkFuzzSeeds(t, "FuzzParseMessages", "FuzzMessagesStream")
-		return
-	}
-	for _, in := range globCases(t, "testdata/anthropic/requests/*.messages.json") {
-		b, _ := os.ReadFile(in)
-		writeFuzzSeed(t, "FuzzParseMessages", fuzzLit(b), "bool(false)")
-	}
-	streams := append(globCases(t, "testdata/streams/*.sse"), globCases(t, "testdata/anthropic/streams/*.sse")...)
-	for _, in := range streams {
-		b, _ := os.ReadFile(in)
-		writeFuzzSeed(t, "FuzzMessagesStream", fuzzLit(b), "bool("+strconv.FormatBool(strings.Contains(in, "stop") || strings.Contains(in, "held"))+")")
-	}
+	seedCorpora(t, func() {
+		eachInput(t, func(_ int, _ string, b []byte) {
+			writeFuzzSeed(t, "FuzzParseMessages", fuzzLit(b), "bool(false)")
+		}, "testdata/anthropic/requests/*.messages.json")
+		eachInput(t, func(_ int, in string, b []byte) {
+			writeFuzzSeed(t, "FuzzMessagesStream", fuzzLit(b), "bool("+strconv.FormatBool(strings.Contains(in, "stop") || strings.Contains(in, "held"))+")")
+		}, "testdata/streams/*.sse", "testdata/anthropic/streams/*.sse")
+	}, "FuzzParseMessages", "FuzzMessagesStream")
 }

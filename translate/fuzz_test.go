@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"modelgate/apitest"
 )
 
 func FuzzParseChat(f *testing.F) {
@@ -145,25 +147,45 @@ func FuzzStreamConverter(f *testing.F) {
 // TestWriteFuzzSeeds regenerates the committed seed corpora from the golden inputs (with
 // -update); otherwise it checks that the corpora exist.
 func TestWriteFuzzSeeds(t *testing.T) {
-	if !*update {
-		checkFuzzSeeds(t, "FuzzParseChat", "FuzzChatToResponses", "FuzzStreamConverter")
+	seedCorpora(t, func() {
+		eachInput(t, func(_ int, _ string, b []byte) {
+			writeFuzzSeed(t, "FuzzParseChat", fuzzLit(b))
+			writeFuzzSeed(t, "FuzzChatToResponses", fuzzLit(b), "bool(false)", "bool(true)")
+		}, "testdata/requests/*.chat.json")
+		eachInput(t, func(_ int, in string, b []byte) {
+			m := loadMeta(t, strings.TrimSuffix(in, ".sse")+".meta.json")
+			var flags byte
+			for i, on := range []bool{m.IncludeUsage, m.Legacy, m.Logprobs, m.OmitTrailer, len(m.Stop) > 0, m.ReasoningField == "reasoning"} {
+				if on {
+					flags |= 1 << i
+				}
+			}
+			writeFuzzSeed(t, "FuzzStreamConverter", fuzzLit(b), "byte("+strconv.Itoa(int(flags))+")")
+		}, "testdata/streams/*.sse")
+	}, "FuzzParseChat", "FuzzChatToResponses", "FuzzStreamConverter")
+}
+
+// seedCorpora checks that each target's committed seed corpus exists, or with -update
+// writes the corpora afresh through write instead.
+func seedCorpora(t *testing.T, write func(), targets ...string) {
+	t.Helper()
+	if *update {
+		write()
 		return
 	}
-	for _, in := range globCases(t, "testdata/requests/*.chat.json") {
-		b, _ := os.ReadFile(in)
-		writeFuzzSeed(t, "FuzzParseChat", fuzzLit(b))
-		writeFuzzSeed(t, "FuzzChatToResponses", fuzzLit(b), "bool(false)", "bool(true)")
-	}
-	for _, in := range globCases(t, "testdata/streams/*.sse") {
-		b, _ := os.ReadFile(in)
-		m := loadMeta(t, strings.TrimSuffix(in, ".sse")+".meta.json")
-		var flags byte
-		for i, on := range []bool{m.IncludeUsage, m.Legacy, m.Logprobs, m.OmitTrailer, len(m.Stop) > 0, m.ReasoningField == "reasoning"} {
-			if on {
-				flags |= 1 << i
-			}
+	checkFuzzSeeds(t, targets...)
+}
+
+// eachInput calls fn with each file the patterns match (each must match one), numbered in
+// order, and its bytes.
+func eachInput(t *testing.T, fn func(i int, path string, b []byte), patterns ...string) {
+	t.Helper()
+	i := 0
+	for _, pattern := range patterns {
+		for _, path := range globCases(t, pattern) {
+			fn(i, path, apitest.ReadFile(t, path))
+			i++
 		}
-		writeFuzzSeed(t, "FuzzStreamConverter", fuzzLit(b), "byte("+strconv.Itoa(int(flags))+")")
 	}
 }
 

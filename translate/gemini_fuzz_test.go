@@ -2,7 +2,6 @@ package translate
 
 import (
 	"bytes"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,21 +73,16 @@ func FuzzGeminiStream(f *testing.F) {
 // TestWriteGeminiFuzzSeeds regenerates the Gemini seed corpora from the golden inputs (with
 // -update); otherwise it checks that they exist.
 func TestWriteGeminiFuzzSeeds(t *testing.T) {
-	if !*update {
-		checkFuzzSeeds(t, "FuzzParseGemini", "FuzzGeminiStream")
-		return
-	}
-	for _, in := range globCases(t, "testdata/gemini/requests/*.gemini.json") {
-		b, _ := os.ReadFile(in)
-		writeFuzzSeed(t, "FuzzParseGemini", fuzzLit(b), "bool("+strconv.FormatBool(strings.Contains(in, "cli"))+")", "bool(false)")
-	}
-	streams := append(globCases(t, "testdata/streams/*.sse"), globCases(t, "testdata/anthropic/streams/*.sse")...)
-	for i, in := range streams {
-		b, _ := os.ReadFile(in)
-		flags := byte(i%2) | 2
-		if strings.Contains(in, "stop") || strings.Contains(in, "held") {
-			flags |= 4
-		}
-		writeFuzzSeed(t, "FuzzGeminiStream", fuzzLit(b), "byte("+strconv.Itoa(int(flags))+")")
-	}
+	seedCorpora(t, func() {
+		eachInput(t, func(_ int, in string, b []byte) {
+			writeFuzzSeed(t, "FuzzParseGemini", fuzzLit(b), "bool("+strconv.FormatBool(strings.Contains(in, "cli"))+")", "bool(false)")
+		}, "testdata/gemini/requests/*.gemini.json")
+		eachInput(t, func(i int, in string, b []byte) {
+			flags := byte(i%2) | 2
+			if strings.Contains(in, "stop") || strings.Contains(in, "held") {
+				flags |= 4
+			}
+			writeFuzzSeed(t, "FuzzGeminiStream", fuzzLit(b), "byte("+strconv.Itoa(int(flags))+")")
+		}, "testdata/streams/*.sse", "testdata/anthropic/streams/*.sse")
+	}, "FuzzParseGemini", "FuzzGeminiStream")
 }
