@@ -128,10 +128,7 @@ func (d *geminiDialect) checkParsed(c *gin.Context, st *state, req *translate.Ge
 }
 
 func (d *geminiDialect) prepare(_ *gin.Context, st *state, p *auth.Principal, call *modelCall) bool {
-	var opts translate.RequestOptions
-	d.upStream, opts = translatedUpstream(st, d.req.Stream, len(d.req.StopSequences) > 0)
-	st.routeCall(call, p, d.sticky)
-	call.upBody = d.req.ToResponses(call.upstream, opts)
+	d.upStream = routeTranslated(st, p, call, d.sticky, d.req, d.req.Stream, len(d.req.StopSequences) > 0)
 	// The answer names the model as the client did (modelVersion), as the other dialects'
 	// do; the request is not kept past this point.
 	d.meta = translate.GeminiMeta{Model: call.asked, IncludeThoughts: d.req.IncludeThoughts, StopSequences: d.req.StopSequences}

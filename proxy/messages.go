@@ -64,10 +64,7 @@ func (d *messagesDialect) checkParsed(c *gin.Context, st *state, req *translate.
 }
 
 func (d *messagesDialect) prepare(_ *gin.Context, st *state, p *auth.Principal, call *modelCall) bool {
-	var opts translate.RequestOptions
-	d.upStream, opts = translatedUpstream(st, d.req.Stream, len(d.req.StopSequences) > 0)
-	st.routeCall(call, p, d.sticky)
-	call.upBody = d.req.ToResponses(call.upstream, opts)
+	d.upStream = routeTranslated(st, p, call, d.sticky, d.req, d.req.Stream, len(d.req.StopSequences) > 0)
 	// The answer names the model as the client did, as chat's does; the request is not
 	// kept past this point.
 	d.meta = translate.MessagesMeta{ID: "msg_" + newRequestID()[4:], Model: call.asked, StopSequences: d.req.StopSequences}

@@ -254,3 +254,19 @@ func translatedUpstream(st *state, clientStream, stopSequences bool) (upStream b
 		ForceStream:     upStream && !clientStream,
 	}
 }
+
+// translatedRequest is a parsed client request whose translation for the platform cannot
+// fail once it parsed (Messages', Gemini's; chat's can, on a tool it cannot send).
+type translatedRequest interface {
+	ToResponses(upstream string, opts translate.RequestOptions) []byte
+}
+
+// routeTranslated is such a dialect's prepare up to its answer's meta: the call's route and
+// the body the platform gets; it returns whether the platform is asked for a stream. Generic
+// rather than over the interface, so the request's method is called without boxing it.
+func routeTranslated[R translatedRequest](st *state, p *auth.Principal, call *modelCall, sticky stickyKey, req R, clientStream, stopSequences bool) (upStream bool) {
+	upStream, opts := translatedUpstream(st, clientStream, stopSequences)
+	st.routeCall(call, p, sticky)
+	call.upBody = req.ToResponses(call.upstream, opts)
+	return upStream
+}
