@@ -43,11 +43,7 @@ func tooManyChoices(c *gin.Context, maxN int) {
 
 // chatDialect is Chat Completions' part of the preflight.
 type chatDialect struct {
-	req      *translate.ChatRequest
-	upStream bool      // the platform is asked for a stream
-	sticky   stickyKey // the user or conversation a sticky model places it by
-	meta     translate.Meta
-	x        exchange // the call once admitted
+	translated[*translate.ChatRequest, translate.Meta]
 }
 
 func (d *chatDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {

@@ -81,14 +81,10 @@ func (s *Server) geminiGenerate(c *gin.Context, a translate.GeminiPath) {
 // geminiDialect is the Gemini API's part of the preflight, and its answer half
 // (gemini_half.go).
 type geminiDialect struct {
-	path     string // the model part of the URL path
-	stream   bool   // streamGenerateContent
-	framing  translate.GeminiFraming
-	req      *translate.GeminiRequest
-	upStream bool      // the platform is asked for a stream
-	sticky   stickyKey // the user or conversation a sticky model places it by
-	meta     translate.GeminiMeta
-	x        exchange // the call once admitted
+	path    string // the model part of the URL path
+	stream  bool   // streamGenerateContent
+	framing translate.GeminiFraming
+	translated[*translate.GeminiRequest, translate.GeminiMeta]
 }
 
 func (d *geminiDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {

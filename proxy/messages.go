@@ -35,11 +35,7 @@ func (s *Server) messages(c *gin.Context) {
 // messagesDialect is Anthropic Messages' part of the preflight.
 type messagesDialect struct {
 	oneChoice
-	req      *translate.MessagesRequest
-	upStream bool      // the platform is asked for a stream
-	sticky   stickyKey // the user or conversation a sticky model places it by
-	meta     translate.MessagesMeta
-	x        exchange // the call once admitted
+	translated[*translate.MessagesRequest, translate.MessagesMeta]
 }
 
 func (d *messagesDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {

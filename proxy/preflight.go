@@ -255,6 +255,16 @@ func translatedUpstream(st *state, clientStream, stopSequences bool) (upStream b
 	}
 }
 
+// translated is what a translated dialect (chat, Messages, Gemini) keeps from its check to
+// its answer: the parsed request R (until prepare), the answer's meta M, and the call.
+type translated[R, M any] struct {
+	req      R
+	upStream bool      // the platform is asked for a stream
+	sticky   stickyKey // the user or conversation a sticky model places it by
+	meta     M
+	x        exchange // the call once admitted
+}
+
 // translatedRequest is a parsed client request whose translation for the platform cannot
 // fail once it parsed (Messages', Gemini's; chat's can, on a tool it cannot send).
 type translatedRequest interface {
