@@ -25,27 +25,21 @@ import (
 // clampYAML clamps at the top level. sim-long answers with exactly its output cap, so a
 // clamped call uses all the room it was given. Team alpha has a daily token budget, team beta
 // a spend budget, and gamma's key a spend budget too small for even a minimal answer.
-const clampYAML = apitest.SimUpstreamYAML + `models:
+func clampYAML() string {
+	return apitest.SimUpstreamYAML + `models:
   - id: sim-long
     price: {input: 2, output: 8}
 limits:
   on_budget_exceeded: clamp
 teams:
-  - name: alpha
-    limits: {tokens_per_day: 150}
-    keys:
-      - {name: alpha-1, key: mg-alpha-key-1}
-  - name: beta
-    limits: {spend_per_day: 0.001}
-    keys:
-      - {name: beta-1, key: mg-beta-key-1}
-  - name: gamma
+` + teamYAML("alpha", "limits: {tokens_per_day: 150}") + teamYAML("beta", "limits: {spend_per_day: 0.001}") + `  - name: gamma
     keys:
       - name: gamma-1
         key: mg-gamma-key-1
         limits: {spend_per_day: 0.0001}
 admin_keys: [mg-admin-key]
 `
+}
 
 const keyGamma = "mg-gamma-key-1"
 
@@ -205,7 +199,7 @@ func TestClampDailyTokens(t *testing.T) {
 	for _, c := range cases {
 		for _, mode := range []string{"clamp", "refuse"} {
 			t.Run(c.name+"/"+mode, func(t *testing.T) {
-				env := clampEnv(t, clampYAML, mode)
+				env := clampEnv(t, clampYAML(), mode)
 				// A first small call touches the budget: an untouched one admits any reservation.
 				if status, _, b := env.clampCall(t, c.route, keyAlpha1, false, 16, 1, storyPrompt); status != http.StatusOK {
 					t.Fatalf("first call: %d %s", status, b)
@@ -259,7 +253,7 @@ func TestClampSpend(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			for _, mode := range []string{"clamp", "refuse"} {
 				t.Run(fmt.Sprintf("%s/stream=%t/%s", r.name, stream, mode), func(t *testing.T) {
-					env := clampEnv(t, clampYAML, mode)
+					env := clampEnv(t, clampYAML(), mode)
 					status, h, b := env.clampCall(t, r, keyBeta, stream, 2000, 1, storyPrompt)
 					if mode == "refuse" {
 						env.assertQuotaRefusal(t, status, h, b, 0)
@@ -316,7 +310,7 @@ func TestClampRefusesBelowMinimalAnswer(t *testing.T) {
 			t.Run(c.name+"/"+r.name, func(t *testing.T) {
 				answers := map[string][]byte{}
 				for _, mode := range []string{"clamp", "refuse"} {
-					env := clampEnv(t, clampYAML, mode)
+					env := clampEnv(t, clampYAML(), mode)
 					calls := 0
 					if c.warm {
 						if status, _, b := env.clampCall(t, r, c.key, false, 16, 1, storyPrompt); status != http.StatusOK {
@@ -339,7 +333,7 @@ func TestClampRefusesBelowMinimalAnswer(t *testing.T) {
 
 // Rate limits are never clamped: a call over tokens_per_minute waits, whatever the mode.
 func TestClampLeavesRateLimitsAlone(t *testing.T) {
-	yaml := strings.Replace(clampYAML, "limits: {tokens_per_day: 150}", "limits: {tokens_per_minute: 150}", 1)
+	yaml := strings.Replace(clampYAML(), "limits: {tokens_per_day: 150}", "limits: {tokens_per_minute: 150}", 1)
 	env := clampEnv(t, yaml, "clamp")
 	if status, _, b := env.clampCall(t, clampRoutes[1], keyAlpha1, false, 16, 1, storyPrompt); status != http.StatusOK {
 		t.Fatalf("first call: %d %s", status, b)
@@ -357,7 +351,7 @@ func TestClampLeavesRateLimitsAlone(t *testing.T) {
 // A background response is clamped when it is queued: the header is on the queued answer,
 // and the job asks the platform for the clamped cap.
 func TestClampBackgroundResponse(t *testing.T) {
-	env := startEnv(t, envOptions{yaml: clampYAML, ledger: memoryLedger(t), store: tempBolt(t, store.BoltOptions{})})
+	env := startEnv(t, envOptions{yaml: clampYAML(), ledger: memoryLedger(t), store: tempBolt(t, store.BoltOptions{})})
 	t.Cleanup(env.server.Close)
 	status, h, b := env.do(t, "POST", "/v1/responses", keyBeta, []byte(`{"model":"sim-long","max_output_tokens":2000,"input":"tell me a long story","background":true}`))
 	if status != http.StatusOK || gjson.GetBytes(b, "status").Str != "queued" {

@@ -135,7 +135,7 @@ func TestCrashedCallChargesItsEndUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	held := &heldPlatform{arrived: make(chan string, 16), release: make(chan struct{})}
-	env := startEnv(t, envOptions{yaml: endUserYAML, journal: first, ledger: memoryLedger(t),
+	env := startEnv(t, envOptions{yaml: endUserYAML(), journal: first, ledger: memoryLedger(t),
 		wrapUpstream: func(http.Handler) http.Handler { return held }})
 	body := []byte(`{"model":"sim-chat","max_tokens":16,"user":"u1","messages":[{"role":"user","content":"hi"}]}`)
 	go env.do(t, "POST", "/v1/chat/completions", keyGamma, body)
@@ -153,7 +153,7 @@ func TestCrashedCallChargesItsEndUser(t *testing.T) {
 	}
 	t.Cleanup(next.Close)
 	ledger := memoryLedger(t)
-	restarted := startEnv(t, envOptions{yaml: endUserYAML, journal: next, ledger: ledger})
+	restarted := startEnv(t, envOptions{yaml: endUserYAML(), journal: next, ledger: ledger})
 	n, err := restarted.server.SettleCrashed(t.Context())
 	if err != nil || n != 1 {
 		t.Fatalf("SettleCrashed: %d calls, %v", n, err)

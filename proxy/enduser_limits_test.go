@@ -13,24 +13,16 @@ import (
 
 // endUserYAML limits the end users of each team by one measure: alpha's by requests per
 // minute, beta's by tokens per day, gamma's by spend per day.
-const endUserYAML = apitest.SimUpstreamYAML + `models:
+func endUserYAML() string {
+	return apitest.SimUpstreamYAML + `models:
   - id: sim-chat
     price: {input: 1000, output: 1000}
 teams:
-  - name: alpha
-    end_user_limits: {requests_per_minute: 2}
-    keys:
-      - {name: alpha-1, key: mg-alpha-key-1}
-  - name: beta
-    end_user_limits: {tokens_per_day: 100}
-    keys:
-      - {name: beta-1, key: mg-beta-key-1}
-  - name: gamma
-    end_user_limits: {spend_per_day: 0.05}
-    keys:
-      - {name: gamma-1, key: mg-gamma-key-1}
-admin_keys: [mg-admin-key]
-`
+` + teamYAML("alpha", "end_user_limits: {requests_per_minute: 2}") +
+		teamYAML("beta", "end_user_limits: {tokens_per_day: 100}") +
+		teamYAML("gamma", "end_user_limits: {spend_per_day: 0.05}") +
+		"admin_keys: [mg-admin-key]\n"
+}
 
 // endUserRoute sends one request naming user ("" names none) on a route.
 type endUserRoute struct {
@@ -76,7 +68,7 @@ var endUserLimitCases = []struct {
 // end user of the same key, and requests naming none, go through.
 func TestEndUserLimits(t *testing.T) {
 	frozen := time.Now()
-	env := startEnv(t, envOptions{yaml: endUserYAML, ledger: memoryLedger(t), limiterNow: func() time.Time { return frozen }})
+	env := startEnv(t, envOptions{yaml: endUserYAML(), ledger: memoryLedger(t), limiterNow: func() time.Time { return frozen }})
 	for _, lc := range endUserLimitCases {
 		for _, r := range endUserRoutes {
 			t.Run(lc.name+"/"+r.name, func(t *testing.T) {
@@ -127,7 +119,7 @@ func TestEndUserLimitsSharedOnRedis(t *testing.T) {
 	frozen := time.Now()
 	var envs []*testEnv
 	for range 2 {
-		envs = append(envs, startEnv(t, envOptions{yaml: endUserYAML, limiter: &ratelimit.Options{Store: url},
+		envs = append(envs, startEnv(t, envOptions{yaml: endUserYAML(), limiter: &ratelimit.Options{Store: url},
 			limiterNow: func() time.Time { return frozen }}))
 	}
 	r := endUserRoutes[0]

@@ -274,6 +274,16 @@ func (env *testEnv) do(t testing.TB, method, path, key string, body []byte, hdr 
 	return status, h, b
 }
 
+// teamYAML is one team of a test config's teams list: its settings (fields of a team, one a
+// line, as "limits: {tokens_per_day: 150}") and its one key, <name>-1, mg-<name>-key-1.
+func teamYAML(name string, settings ...string) string {
+	s := "  - name: " + name + "\n"
+	for _, line := range settings {
+		s += "    " + line + "\n"
+	}
+	return s + "    keys:\n      - {name: " + name + "-1, key: mg-" + name + "-key-1}\n"
+}
+
 // post sends body to path with key (and hdr), and fails the test unless the answer's status
 // is want; it returns the answer's headers and body.
 func (env *testEnv) post(t testing.TB, path, key string, body []byte, want int, hdr ...string) (http.Header, []byte) {

@@ -18,26 +18,17 @@ import (
 // resolveYAML is issue 40's attack: `expensive` is priced and sends its calls to the
 // platform's sim-chat. Team alpha names no allow-list and no budget, gamma has a spend
 // budget no call of `expensive` fits, beta may use `cheap` only. sim-tools is no entry's.
-const resolveYAML = apitest.SimUpstreamYAML + `models:
+func resolveYAML() string {
+	return apitest.SimUpstreamYAML + `models:
   - id: expensive
     upstream: sim-chat
     price: {input: 1000, output: 1000}
   - id: cheap
     upstream: sim-long
 teams:
-  - name: alpha
-    keys:
-      - {name: alpha-1, key: mg-alpha-key-1}
-  - name: gamma
-    limits: {spend_per_day: 0.000001}
-    keys:
-      - {name: gamma-1, key: mg-gamma-key-1}
-  - name: beta
-    models: [cheap]
-    keys:
-      - {name: beta-1, key: mg-beta-key-1}
-admin_keys: [mg-admin-key]
-`
+` + teamYAML("alpha") + teamYAML("gamma", "limits: {spend_per_day: 0.000001}") + teamYAML("beta", "models: [cheap]") +
+		"admin_keys: [mg-admin-key]\n"
+}
 
 // modelRoute is one model route and a request naming a model on it.
 type modelRoute struct {
@@ -66,7 +57,7 @@ func modelRoutes() []modelRoute {
 func TestPlatformNameIsItsEntry(t *testing.T) {
 	ledger := memoryLedger(t)
 	history := billing.NewRecorder(nil, time.Hour, testclock.Running(), nil)
-	env := startEnv(t, envOptions{yaml: resolveYAML, ledger: ledger, history: history})
+	env := startEnv(t, envOptions{yaml: resolveYAML(), ledger: ledger, history: history})
 	for _, r := range modelRoutes() {
 		t.Run(r.name, func(t *testing.T) {
 			before := env.upstreamCalls()
@@ -153,7 +144,7 @@ func TestPlatformNameIsItsEntry(t *testing.T) {
 // route, in the route's shape, with nothing sent to the platform; with
 // limits.unlisted_models: allow it is forwarded.
 func TestUnlistedModelRefused(t *testing.T) {
-	env := startEnv(t, envOptions{yaml: resolveYAML, store: tempBolt(t, store.BoltOptions{})})
+	env := startEnv(t, envOptions{yaml: resolveYAML(), store: tempBolt(t, store.BoltOptions{})})
 	for _, r := range modelRoutes() {
 		status, _, b := env.do(t, "POST", r.path, keyAlpha1, r.body("sim-tools"))
 		if status != http.StatusNotFound {
@@ -183,7 +174,7 @@ func TestUnlistedModelRefused(t *testing.T) {
 		t.Errorf("%d calls of an unlisted model reached the platform", n)
 	}
 
-	allowed := startEnv(t, envOptions{yaml: strings.Replace(resolveYAML, "teams:", "limits: {unlisted_models: allow}\nteams:", 1)})
+	allowed := startEnv(t, envOptions{yaml: strings.Replace(resolveYAML(), "teams:", "limits: {unlisted_models: allow}\nteams:", 1)})
 	for _, r := range modelRoutes() {
 		if status, _, b := allowed.do(t, "POST", r.path, keyAlpha1, r.body("sim-tools")); status != 200 {
 			t.Errorf("%s with unlisted models allowed: %d %s", r.name, status, b)
