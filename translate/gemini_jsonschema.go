@@ -38,42 +38,39 @@ func appendJSONSchema(b []byte, s gjson.Result) []byte {
 func appendSchemaValue(b []byte, v gjson.Result, named bool) []byte {
 	switch {
 	case v.IsObject():
-		b = append(b, '{')
-		n := 0
-		v.ForEach(func(k, x gjson.Result) bool {
-			if n > 0 {
-				b = append(b, ',')
-			}
-			n++
+		return appendEach(b, v, '{', '}', func(b []byte, k, x gjson.Result) []byte {
 			b = append(b, k.Raw...)
 			b = append(b, ':')
 			switch {
 			case named:
-				b = appendSchemaValue(b, x, false)
+				return appendSchemaValue(b, x, false)
 			case k.Str == "type" && (x.Type == gjson.String || x.IsArray()):
-				b = appendSchemaType(b, x)
+				return appendSchemaType(b, x)
 			case k.Str == "enum" || k.Str == "const" || k.Str == "default" || k.Str == "examples" || k.Str == "example":
-				b = append(b, x.Raw...)
-			default:
-				b = appendSchemaValue(b, x, schemaMaps(k.Str))
+				return append(b, x.Raw...)
 			}
-			return true
+			return appendSchemaValue(b, x, schemaMaps(k.Str))
 		})
-		return append(b, '}')
 	case v.IsArray():
-		b = append(b, '[')
-		n := 0
-		v.ForEach(func(_, x gjson.Result) bool {
-			if n > 0 {
-				b = append(b, ',')
-			}
-			n++
-			b = appendSchemaValue(b, x, false)
-			return true
-		})
-		return append(b, ']')
+		return appendEach(b, v, '[', ']', func(b []byte, _, x gjson.Result) []byte { return appendSchemaValue(b, x, false) })
 	}
 	return append(b, v.Raw...)
+}
+
+// appendEach appends v, an object or an array, between open and close: each member (key k)
+// or item written by item, comma separated.
+func appendEach(b []byte, v gjson.Result, open, close byte, item func(b []byte, k, x gjson.Result) []byte) []byte {
+	b = append(b, open)
+	n := 0
+	v.ForEach(func(k, x gjson.Result) bool {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = item(b, k, x)
+		return true
+	})
+	return append(b, close)
 }
 
 // schemaMaps reports a keyword whose value maps names to schemas.
@@ -88,17 +85,7 @@ func schemaMaps(key string) bool {
 // appendSchemaType appends a type: a name, or a list of names ("type": ["STRING", "NULL"]).
 func appendSchemaType(b []byte, t gjson.Result) []byte {
 	if t.IsArray() {
-		b = append(b, '[')
-		n := 0
-		t.ForEach(func(_, x gjson.Result) bool {
-			if n > 0 {
-				b = append(b, ',')
-			}
-			n++
-			b = appendSchemaType(b, x)
-			return true
-		})
-		return append(b, ']')
+		return appendEach(b, t, '[', ']', func(b []byte, _, x gjson.Result) []byte { return appendSchemaType(b, x) })
 	}
 	if t.Type == gjson.String {
 		for _, u := range geminiUpperTypes {
