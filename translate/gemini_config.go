@@ -127,11 +127,8 @@ func (g *geminiGenFields) checkThinking(r *GeminiRequest) *Error {
 	if !present(g.thinking) {
 		return nil
 	}
-	if !g.thinking.IsObject() {
-		return geminiType(path, "an object")
-	}
 	var t [3]gjson.Result // includeThoughts, thinkingBudget, thinkingLevel
-	if err := geminiObject(g.thinking, path, []string{"includeThoughts", "thinkingBudget", "thinkingLevel"}, []*gjson.Result{&t[0], &t[1], &t[2]}); err != nil {
+	if err := geminiMessage(g.thinking, path, "an object", []string{"includeThoughts", "thinkingBudget", "thinkingLevel"}, []*gjson.Result{&t[0], &t[1], &t[2]}); err != nil {
 		return err
 	}
 	inc, err := optBool(t[0], path+".includeThoughts")

@@ -31,10 +31,7 @@ var geminiPartNames = []string{"text", "inlineData", "fileData", "functionCall",
 	"videoMetadata", "mediaResolution", "partMetadata"}
 
 func (p *geminiPart) read(v gjson.Result, at string) *Error {
-	if !v.IsObject() {
-		return geminiType(at, "a Part object")
-	}
-	return geminiObject(v, at, geminiPartNames,
+	return geminiMessage(v, at, "a Part object", geminiPartNames,
 		[]*gjson.Result{&p.text, &p.inline, &p.file, &p.call, &p.response, &p.thought, &p.signature,
 			&p.code, &p.codeResult, &p.video, &p.mediaRes, &p.meta})
 }
@@ -129,11 +126,8 @@ func (w *geminiWriter) system(s gjson.Result, start int) *Error {
 //
 //go:noinline
 func readContent(c gjson.Result, at string) (role string, parts gjson.Result, err *Error) {
-	if !c.IsObject() {
-		return "", parts, geminiType(at, "a Content object")
-	}
 	var r gjson.Result
-	if err = geminiObject(c, at, []string{"role", "parts"}, []*gjson.Result{&r, &parts}); err != nil {
+	if err = geminiMessage(c, at, "a Content object", []string{"role", "parts"}, []*gjson.Result{&r, &parts}); err != nil {
 		return "", parts, err
 	}
 	if role, err = geminiString(r, at+".role"); err != nil {
@@ -254,11 +248,8 @@ func geminiDocument(mime string) bool {
 }
 
 func (w *geminiWriter) inlineData(v gjson.Result, at string) *Error {
-	if !v.IsObject() {
-		return geminiType(at, "a Blob object")
-	}
 	var mt, data, name gjson.Result
-	if err := geminiObject(v, at, []string{"mimeType", "data", "displayName"}, []*gjson.Result{&mt, &data, &name}); err != nil {
+	if err := geminiMessage(v, at, "a Blob object", []string{"mimeType", "data", "displayName"}, []*gjson.Result{&mt, &data, &name}); err != nil {
 		return err
 	}
 	if mt.Type != gjson.String || mt.Str == "" {
@@ -300,11 +291,8 @@ func geminiUnsupportedMime(at, mime string) *Error {
 // fileData writes a file by URL. Only web URLs go upstream: the platform fetches what it is
 // given, and a gs:// or file: URL is nothing it may reach.
 func (w *geminiWriter) fileData(v gjson.Result, at string) *Error {
-	if !v.IsObject() {
-		return geminiType(at, "a FileData object")
-	}
 	var mt, uri, name gjson.Result
-	if err := geminiObject(v, at, []string{"mimeType", "fileUri", "displayName"}, []*gjson.Result{&mt, &uri, &name}); err != nil {
+	if err := geminiMessage(v, at, "a FileData object", []string{"mimeType", "fileUri", "displayName"}, []*gjson.Result{&mt, &uri, &name}); err != nil {
 		return err
 	}
 	if uri.Type != gjson.String || !webURL(uri.Str) {
@@ -329,11 +317,8 @@ func (w *geminiWriter) fileData(v gjson.Result, at string) *Error {
 // the same id, or without an id (Gemini leaves ids out) of the same name. The output is the
 // response object's JSON; parts it carries (images a tool returned) follow in a user message.
 func (w *geminiWriter) functionResponse(v gjson.Result, at string, start int) *Error {
-	if !v.IsObject() {
-		return geminiType(at, "a FunctionResponse object")
-	}
 	var id, name, resp, parts, cont, sched gjson.Result
-	if err := geminiObject(v, at, []string{"id", "name", "response", "parts", "willContinue", "scheduling"},
+	if err := geminiMessage(v, at, "a FunctionResponse object", []string{"id", "name", "response", "parts", "willContinue", "scheduling"},
 		[]*gjson.Result{&id, &name, &resp, &parts, &cont, &sched}); err != nil {
 		return err
 	}
@@ -425,11 +410,8 @@ func checkCallFields(at string, id, name gjson.Result, key string, payload gjson
 // functionCall writes a function_call. A call without an id (Gemini's own leave it out) is
 // given one from its place in the conversation, the same on every turn the client resends.
 func (w *geminiWriter) functionCall(v gjson.Result, at string, part, start int) *Error {
-	if !v.IsObject() {
-		return geminiType(at, "a FunctionCall object")
-	}
 	var id, name, args gjson.Result
-	if err := geminiObject(v, at, []string{"id", "name", "args"}, []*gjson.Result{&id, &name, &args}); err != nil {
+	if err := geminiMessage(v, at, "a FunctionCall object", []string{"id", "name", "args"}, []*gjson.Result{&id, &name, &args}); err != nil {
 		return err
 	}
 	if err := checkCallFields(at, id, name, "args", args); err != nil {

@@ -36,6 +36,15 @@ func geminiObject(obj gjson.Result, at string, names []string, dst []*gjson.Resu
 	return err
 }
 
+// geminiMessage reads v, which must be the object what names ("a Blob object"), into dst as
+// geminiObject does.
+func geminiMessage(v gjson.Result, at, what string, names []string, dst []*gjson.Result) *Error {
+	if !v.IsObject() {
+		return geminiType(at, what)
+	}
+	return geminiObject(v, at, names, dst)
+}
+
 // geminiFieldIndex is the index in names of the field key spells, -1 if none.
 func geminiFieldIndex(key string, names []string) int {
 	for i, n := range names {

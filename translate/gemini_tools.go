@@ -97,11 +97,8 @@ func (w *geminiWriter) toolList(tools gjson.Result) *Error {
 // Gemini's OpenAPI subset (converted) or JSON Schema (as is); a function without either
 // takes no arguments.
 func (w *geminiWriter) declaration(d gjson.Result, at string, start int) *Error {
-	if !d.IsObject() {
-		return geminiType(at, "a FunctionDeclaration object")
-	}
 	var name, desc, params, paramsJSON, resp, respJSON, behavior gjson.Result
-	if err := geminiObject(d, at, []string{"name", "description", "parameters", "parametersJsonSchema",
+	if err := geminiMessage(d, at, "a FunctionDeclaration object", []string{"name", "description", "parameters", "parametersJsonSchema",
 		"response", "responseJsonSchema", "behavior"},
 		[]*gjson.Result{&name, &desc, &params, &paramsJSON, &resp, &respJSON, &behavior}); err != nil {
 		return err
@@ -159,11 +156,8 @@ func (w *geminiWriter) toolConfig(tc gjson.Result) *Error {
 	if !present(tc) {
 		return nil
 	}
-	if !tc.IsObject() {
-		return geminiType(at, "an object")
-	}
 	var fcc, retrieval, incl gjson.Result
-	if err := geminiObject(tc, at, []string{"functionCallingConfig", "retrievalConfig", "includeServerSideToolInvocations"},
+	if err := geminiMessage(tc, at, "an object", []string{"functionCallingConfig", "retrievalConfig", "includeServerSideToolInvocations"},
 		[]*gjson.Result{&fcc, &retrieval, &incl}); err != nil {
 		return err
 	}
@@ -171,11 +165,8 @@ func (w *geminiWriter) toolConfig(tc gjson.Result) *Error {
 		return nil
 	}
 	const fat = at + ".functionCallingConfig"
-	if !fcc.IsObject() {
-		return geminiType(fat, "an object")
-	}
 	var mode, allowed gjson.Result
-	if err := geminiObject(fcc, fat, []string{"mode", "allowedFunctionNames"}, []*gjson.Result{&mode, &allowed}); err != nil {
+	if err := geminiMessage(fcc, fat, "an object", []string{"mode", "allowedFunctionNames"}, []*gjson.Result{&mode, &allowed}); err != nil {
 		return err
 	}
 	m, err := geminiString(mode, fat+".mode")
