@@ -129,31 +129,22 @@ func mergeLimits(l *teamLimitsJSON, raw json.RawMessage) *teamProblem {
 		*l = teamLimitsJSON{}
 		return nil
 	}
-	fields, bad := jsonObject(raw, "limits", "limits must be an object of the config's limit names.")
-	if bad != nil {
-		return bad
-	}
 	ints := map[string]*int64{"requests_per_minute": &l.RequestsPerMinute, "tokens_per_minute": &l.TokensPerMinute,
 		"concurrent_requests": &l.ConcurrentRequests, "tokens_per_day": &l.TokensPerDay}
 	floats := map[string]*float64{"spend_per_day": &l.SpendPerDay, "spend_per_month": &l.SpendPerMonth}
-	for _, k := range sortedKeys(fields) {
-		raw := fields[k]
-		if k == "on_budget_exceeded" {
+	known := append(slices.Clone(intLimitFields), "spend_per_day", "spend_per_month", "on_budget_exceeded")
+	return mergeNumbers(raw, "limits", "limits must be an object of the config's limit names.", ints, floats, known,
+		func(k string, raw json.RawMessage) (bool, *teamProblem) {
+			if k != "on_budget_exceeded" {
+				return false, nil
+			}
 			var s string
 			if !isNull(raw) && json.Unmarshal(raw, &s) != nil {
-				return &teamProblem{"invalid_type", "limits.on_budget_exceeded", "limits.on_budget_exceeded must be \"refuse\" or \"clamp\"."}
+				return true, &teamProblem{"invalid_type", "limits.on_budget_exceeded", "limits.on_budget_exceeded must be \"refuse\" or \"clamp\"."}
 			}
 			l.OnBudgetExceeded = s
-			continue
-		}
-		if ints[k] == nil && floats[k] == nil {
-			return unknownField(k, "limits", append(slices.Clone(intLimitFields), "spend_per_day", "spend_per_month", "on_budget_exceeded"))
-		}
-		if bad := mergeNumber(raw, "limits."+k, ints[k], floats[k]); bad != nil {
-			return bad
-		}
-	}
-	return nil
+			return true, nil
+		})
 }
 
 // mergeEndUserLimits merges raw, the end_user_limits object of a team body, into l.
@@ -162,17 +153,36 @@ func mergeEndUserLimits(l *EndUserLimits, raw json.RawMessage) *teamProblem {
 		*l = EndUserLimits{}
 		return nil
 	}
-	fields, bad := jsonObject(raw, "end_user_limits", "end_user_limits must be an object of requests_per_minute, tokens_per_day and spend_per_day.")
+	ints := map[string]*int64{"requests_per_minute": &l.RequestsPerMinute, "tokens_per_day": &l.TokensPerDay}
+	floats := map[string]*float64{"spend_per_day": &l.SpendPerDay}
+	return mergeNumbers(raw, "end_user_limits", "end_user_limits must be an object of requests_per_minute, tokens_per_day and spend_per_day.",
+		ints, floats, append(slices.Clone(endUserInts), "spend_per_day"), nil)
+}
+
+// mergeNumbers merges raw, the object param of a team body (notObject says what it must be),
+// into the limits ints and floats name, in key order. other, if any, first reads a member
+// that is no number (done: it was one of its own); any other member is refused as unknown,
+// naming the known ones.
+func mergeNumbers(raw json.RawMessage, param, notObject string, ints map[string]*int64, floats map[string]*float64,
+	known []string, other func(k string, raw json.RawMessage) (done bool, bad *teamProblem)) *teamProblem {
+	fields, bad := jsonObject(raw, param, notObject)
 	if bad != nil {
 		return bad
 	}
-	ints := map[string]*int64{"requests_per_minute": &l.RequestsPerMinute, "tokens_per_day": &l.TokensPerDay}
-	floats := map[string]*float64{"spend_per_day": &l.SpendPerDay}
 	for _, k := range sortedKeys(fields) {
-		if ints[k] == nil && floats[k] == nil {
-			return unknownField(k, "end_user_limits", append(slices.Clone(endUserInts), "spend_per_day"))
+		if other != nil {
+			done, bad := other(k, fields[k])
+			if bad != nil {
+				return bad
+			}
+			if done {
+				continue
+			}
 		}
-		if bad := mergeNumber(fields[k], "end_user_limits."+k, ints[k], floats[k]); bad != nil {
+		if ints[k] == nil && floats[k] == nil {
+			return unknownField(k, param, known)
+		}
+		if bad := mergeNumber(fields[k], param+"."+k, ints[k], floats[k]); bad != nil {
 			return bad
 		}
 	}
