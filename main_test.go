@@ -2,20 +2,16 @@ package main
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"modelgate/apitest"
 )
 
 func writeFile(t *testing.T, text string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return apitest.TempFile(t, "config.yaml", []byte(text))
 }
 
 func TestCheckCommand(t *testing.T) {

@@ -2,7 +2,6 @@ package apitest
 
 import (
 	"go/ast"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -12,11 +11,7 @@ import (
 // out; a file that does not parse fails the test.
 func TestProductionFiles(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, src string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(name, src string) { WriteFile(t, filepath.Join(dir, name), []byte(src)) }
 	write("a.go", "package p\nfunc A() {}\n")
 	write("b.go", "package p\nfunc B() {}\n")
 	write("a_test.go", "package p\nfunc TestA() {}\n")

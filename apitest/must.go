@@ -3,6 +3,7 @@ package apitest
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -31,4 +32,22 @@ func ReadFile(t testing.TB, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// WriteFile writes b to path, readable by the test's user alone (a config may hold keys);
+// a failure fails the test.
+func WriteFile(t testing.TB, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TempFile writes b to a file called name in a directory of the test's own (removed after
+// it) and returns the file's path.
+func TempFile(t testing.TB, name string, b []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	WriteFile(t, path, b)
+	return path
 }

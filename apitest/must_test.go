@@ -35,13 +35,18 @@ func TestSyncAll(t *testing.T) {
 	}
 }
 
-func TestReadFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f")
-	if err := os.WriteFile(path, []byte("body"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+// TestFiles: a file TempFile writes reads back whole, readable by its owner alone; reading a
+// missing file or writing where no folder is fails the test.
+func TestFiles(t *testing.T) {
+	path := TempFile(t, "f", []byte("body"))
 	if got := ReadFile(t, path); string(got) != "body" {
 		t.Fatalf("ReadFile = %q", got)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 || filepath.Base(path) != "f" {
+		t.Fatalf("%s: %v, %v", path, fi, err)
+	}
+	if rec := recorded(t, func(tb testing.TB) { WriteFile(tb, filepath.Join(path, "under-a-file"), nil) }); !rec.failed {
+		t.Fatal("a failed write did not fail the test")
 	}
 	if rec := recorded(t, func(tb testing.TB) { ReadFile(tb, path+".missing") }); !rec.failed {
 		t.Fatal("a missing file did not fail the test")

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"modelgate/apitest"
 )
 
 // mustParse is Parse for a config the test needs: an error fails the test.
@@ -215,11 +217,7 @@ func TestExpand(t *testing.T) {
 }
 
 func TestLoad(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(path, []byte("listen: 127.0.0.1:0\nupstream:\n  api_key: ${MODELGATE_TEST_LOAD_KEY}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := apitest.TempFile(t, "config.yaml", []byte("listen: 127.0.0.1:0\nupstream:\n  api_key: ${MODELGATE_TEST_LOAD_KEY}\n"))
 	t.Setenv("MODELGATE_TEST_LOAD_KEY", "sk-from-env")
 	cfg, err := Load(path)
 	if err != nil {
@@ -228,7 +226,7 @@ func TestLoad(t *testing.T) {
 	if cfg.Upstream.APIKey != "sk-from-env" {
 		t.Errorf("api_key = %q", cfg.Upstream.APIKey)
 	}
-	if _, err := Load(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := Load(filepath.Join(filepath.Dir(path), "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,9 +38,7 @@ func writeCA(t *testing.T, dir string) (string, *x509.Certificate) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	apitest.WriteFile(t, path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 	return path, cert
 }
 
@@ -52,13 +49,9 @@ func TestCAFile(t *testing.T) {
 	dir := t.TempDir()
 	good, ca := writeCA(t, dir)
 	keyOnly := filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(keyOnly, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: []byte("not a key")}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	apitest.WriteFile(t, keyOnly, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: []byte("not a key")}))
 	empty := filepath.Join(dir, "empty.pem")
-	if err := os.WriteFile(empty, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	apitest.WriteFile(t, empty, nil)
 	cases := []struct {
 		name, path string
 		want       []string // substrings of the load error; none = loads

@@ -1,9 +1,10 @@
 package journal
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
+
+	"modelgate/apitest"
 )
 
 // TestReplicaIDStable: the id is created on first start, read back by the next, and differs
@@ -22,9 +23,7 @@ func TestReplicaIDStable(t *testing.T) {
 	if err != nil || other == first {
 		t.Fatalf("another data path: %q, %v", other, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, IdentityFile), []byte("not an id"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	apitest.WriteFile(t, filepath.Join(dir, IdentityFile), []byte("not an id"))
 	if _, err := ReplicaID(dir); err == nil {
 		t.Fatal("a damaged identity file was accepted")
 	}

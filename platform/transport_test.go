@@ -10,14 +10,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"modelgate/apitest"
 	"modelgate/config"
 )
 
@@ -59,12 +58,7 @@ func startUpstream(t *testing.T, k upstreamKind) *httptest.Server {
 // the way main does.
 func caFileOf(t *testing.T, srv *httptest.Server) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "ca.pem")
-	block := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	if err := os.WriteFile(path, block, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return apitest.TempFile(t, "ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
 }
 
 // TestTransportModes: what each upstream.http2 mode speaks to each kind of platform, with the

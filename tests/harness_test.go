@@ -123,10 +123,7 @@ func startGateway(t testing.TB, o gatewayOptions) *gateway {
 	g := &gateway{URL: "http://" + addr, Output: &apitest.SyncBuffer{}, exited: make(chan struct{})}
 	args := []string{"--listen", addr}
 	if o.ConfigYAML != "" {
-		g.ConfigPath = filepath.Join(t.TempDir(), "config.yaml")
-		if err := os.WriteFile(g.ConfigPath, []byte(o.ConfigYAML), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		g.ConfigPath = apitest.TempFile(t, "config.yaml", []byte(o.ConfigYAML))
 		args = append(args, "--config", g.ConfigPath)
 	}
 	args = append(args, o.Args...)

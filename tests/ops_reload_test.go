@@ -2,7 +2,6 @@ package tests
 
 import (
 	"net/http"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -11,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"modelgate/apitest"
 )
 
 const (
@@ -54,9 +55,7 @@ func withoutBeta(cfg string) string {
 // want: "config reloaded", or "config reload rejected" for a config the gateway must refuse.
 func reload(t *testing.T, g *gateway, text, want string, n int) {
 	t.Helper()
-	if err := os.WriteFile(g.ConfigPath, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	apitest.WriteFile(t, g.ConfigPath, []byte(text))
 	g.Signal(t, syscall.SIGHUP)
 	waitForLog(t, g, want, n)
 }
