@@ -49,13 +49,7 @@ func TestMessagesGoldenRequests(t *testing.T) {
 }
 
 func TestMessagesGoldenAnswers(t *testing.T) {
-	checkDialectAnswers(t, "testdata/anthropic/answers/*.messages.golden.json", func(t *testing.T, base string, body []byte) []byte {
-		got, _, err := ResponseToMessage(body, loadMessagesMeta(t, base+".meta.json"))
-		if err != nil {
-			return anthropicErrorJSON(t, err)
-		}
-		return got
-	})
+	checkDialectAnswers(t, "testdata/anthropic/answers/*.messages.golden.json", loadMessagesMeta, ResponseToMessage, anthropicErrorJSON)
 }
 
 // convertMessagesSSE runs a recorded upstream stream through a Messages converter the way

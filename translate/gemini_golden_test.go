@@ -53,13 +53,7 @@ func loadGeminiMeta(t *testing.T, path string) GeminiMeta {
 }
 
 func TestGeminiGoldenAnswers(t *testing.T) {
-	checkDialectAnswers(t, "testdata/gemini/answers/*.gemini.golden.json", func(t *testing.T, base string, body []byte) []byte {
-		got, _, err := ResponseToGemini(body, loadGeminiMeta(t, base+".meta.json"))
-		if err != nil {
-			return geminiErrorJSON(t, err)
-		}
-		return got
-	})
+	checkDialectAnswers(t, "testdata/gemini/answers/*.gemini.golden.json", loadGeminiMeta, ResponseToGemini, geminiErrorJSON)
 }
 
 // convertGeminiSSE runs a recorded upstream stream through a Gemini converter the way the

@@ -193,13 +193,19 @@ func aggregateSSE(r io.Reader, meta Meta) ([]byte, Usage, error) {
 	return agg.Result()
 }
 
-// checkDialectAnswers converts every recorded answer, chat's and Messages', with answer (the
-// dialect's answer, or its error as the route writes it) and checks it against its golden,
-// named as golden names it with the case's name for the "*".
-func checkDialectAnswers(t *testing.T, golden string, answer func(t *testing.T, base string, body []byte) []byte) {
+// checkDialectAnswers converts every recorded answer, chat's and Messages', with convert
+// under the case's meta (loaded by meta from its .meta.json), and checks what the route
+// writes (the dialect's answer, or its error written by errorJSON) against its golden, named
+// as golden names it with the case's name for the "*".
+func checkDialectAnswers[M any](t *testing.T, golden string, meta func(t *testing.T, path string) M,
+	convert func(resp []byte, meta M) ([]byte, Usage, error), errorJSON func(t *testing.T, err error) []byte) {
 	cases := []string{"testdata/answers/*.response.json", "testdata/anthropic/answers/*.response.json"}
 	eachCase(t, ".response.json", cases, func(t *testing.T, base string, body []byte) {
-		checkGolden(t, strings.Replace(golden, "*", filepath.Base(base), 1), indent(t, answer(t, base, body)))
+		got, _, err := convert(body, meta(t, base+".meta.json"))
+		if err != nil {
+			got = errorJSON(t, err)
+		}
+		checkGolden(t, strings.Replace(golden, "*", filepath.Base(base), 1), indent(t, got))
 	})
 }
 
