@@ -1,6 +1,7 @@
 package apierr
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -88,4 +89,23 @@ func FormatBytes(n int64) string {
 		return strconv.FormatInt(n>>10, 10) + " KiB"
 	}
 	return strconv.FormatInt(n, 10) + " bytes"
+}
+
+// Untranslatable answers a request translate refused in the route's shape: a *translate.Error
+// with its status, type, code, param and message (400 and invalid_request_error where it
+// gives none); any other error as a 400 invalid_request.
+func Untranslatable(c *gin.Context, err error) {
+	var te *translate.Error
+	if !errors.As(err, &te) {
+		Abort(c, http.StatusBadRequest, TypeInvalidRequest, "invalid_request", "", "The request could not be translated.")
+		return
+	}
+	status, typ := te.Status, te.Type
+	if status == 0 {
+		status = http.StatusBadRequest
+	}
+	if typ == "" {
+		typ = TypeInvalidRequest
+	}
+	Abort(c, status, typ, te.Code, te.Param, te.Message)
 }

@@ -1,6 +1,8 @@
 package apierr
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +14,7 @@ import (
 
 	"modelgate/ratelimit"
 	"modelgate/reqlog"
+	"modelgate/translate"
 )
 
 // TestMain puts gin in release mode once, as main does, so the engines the tests build do
@@ -126,5 +129,35 @@ func TestAnthropicLimitHeadersResetIsNeverEarly(t *testing.T) {
 	}
 	if _, ok := got["anthropic-ratelimit-tokens-limit"]; ok {
 		t.Error("an unlimited trio was written")
+	}
+}
+
+// A request translate refused is answered with what its error says, and the defaults where
+// it says nothing; an error that is not translate's is a plain 400.
+func TestUntranslatable(t *testing.T) {
+	for _, tc := range []struct {
+		name                      string
+		err                       error
+		status                    int
+		typ, code, param, message string
+	}{
+		{"full", &translate.Error{Status: 422, Type: "x_error", Code: "bad_tool", Param: "tools[0]", Message: "no"},
+			422, "x_error", "bad_tool", "tools[0]", "no"},
+		{"defaults", &translate.Error{Code: "bad_role", Message: "role"}, 400, TypeInvalidRequest, "bad_role", "", "role"},
+		{"wrapped", fmt.Errorf("parse: %w", &translate.Error{Code: "deep", Message: "m"}), 400, TypeInvalidRequest, "deep", "", "m"},
+		{"other", errors.New("boom"), 400, TypeInvalidRequest, "invalid_request", "", "The request could not be translated."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, w, r := postContext()
+			Untranslatable(c, tc.err)
+			e := gjson.GetBytes(w.Body.Bytes(), "error")
+			if w.Code != tc.status || !c.IsAborted() || e.Get("type").Str != tc.typ || e.Get("code").Str != tc.code ||
+				e.Get("param").Str != tc.param || e.Get("message").Str != tc.message {
+				t.Fatalf("status %d aborted %v body %s", w.Code, c.IsAborted(), w.Body)
+			}
+			if r.rec.ErrCode != tc.code {
+				t.Errorf("recorded code %q, want %q", r.rec.ErrCode, tc.code)
+			}
+		})
 	}
 }

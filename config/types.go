@@ -320,6 +320,14 @@ type Translate struct {
 	ServerTools string `yaml:"server_tools"`
 }
 
+// Choices is translate.max_n, or its default for a config built in code without it.
+func (t Translate) Choices() int {
+	if t.MaxN > 0 {
+		return t.MaxN
+	}
+	return DefaultMaxN
+}
+
 // The choices of translate.server_tools.
 const (
 	ServerToolsDrop   = "drop"   // left out of the call, named in x-modelgate-dropped-tools

@@ -260,3 +260,13 @@ func TestValidateInCode(t *testing.T) {
 		t.Errorf("Default() must validate: %v", err)
 	}
 }
+
+// A config built in code without translate.max_n fans out to the default; a set one is kept.
+func TestTranslateChoices(t *testing.T) {
+	if got := (Translate{}).Choices(); got != DefaultMaxN {
+		t.Errorf("unset: %d, want %d", got, DefaultMaxN)
+	}
+	if got := (Translate{MaxN: 3}).Choices(); got != 3 {
+		t.Errorf("set: %d, want 3", got)
+	}
+}

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -11,8 +10,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/accounting"
+	"modelgate/apierr"
 	"modelgate/auth"
-	"modelgate/config"
 	"modelgate/relay"
 	"modelgate/translate"
 )
@@ -49,7 +48,7 @@ type chatDialect struct {
 func (d *chatDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {
 	req, err := translate.ParseChatWith(body, parseOptions(st)) // the body's last use: the parse's copy replaces it
 	if err != nil {
-		writeTranslateError(c, err)
+		apierr.Untranslatable(c, err)
 		return false
 	}
 	return d.checkParsed(c, st, req, call)
@@ -61,7 +60,7 @@ func (d *chatDialect) check(c *gin.Context, st *state, body []byte, call *modelC
 //
 //go:noinline
 func (d *chatDialect) checkParsed(c *gin.Context, st *state, req *translate.ChatRequest, call *modelCall) bool {
-	if maxN := maxChoices(st.cfg); req.N > maxN {
+	if maxN := st.cfg.Translate.Choices(); req.N > maxN {
 		tooManyChoices(c, maxN)
 		return false
 	}
@@ -76,7 +75,7 @@ func (d *chatDialect) prepare(c *gin.Context, st *state, p *auth.Principal, call
 	st.routeCall(call, p, d.sticky) // one choice for all n choices
 	upBody, err := d.req.ToResponses(call.upstream, opts)
 	if err != nil {
-		writeTranslateError(c, err)
+		apierr.Untranslatable(c, err)
 		return false
 	}
 	call.upBody = upBody
@@ -90,31 +89,6 @@ func (d *chatDialect) prepare(c *gin.Context, st *state, p *auth.Principal, call
 	}
 	d.req = nil
 	return true
-}
-
-// maxChoices is translate.max_n, or its default for a config built in code without it.
-func maxChoices(cfg *config.Config) int {
-	if cfg.Translate.MaxN > 0 {
-		return cfg.Translate.MaxN
-	}
-	return config.DefaultMaxN
-}
-
-func writeTranslateError(c *gin.Context, err error) {
-	var te *translate.Error
-	if !errors.As(err, &te) {
-		abortError(c, http.StatusBadRequest, typeInvalidRequest, "invalid_request", "", "The request could not be translated.")
-		return
-	}
-	status := te.Status
-	if status == 0 {
-		status = http.StatusBadRequest
-	}
-	typ := te.Type
-	if typ == "" {
-		typ = typeInvalidRequest
-	}
-	abortError(c, status, typ, te.Code, te.Param, te.Message)
 }
 
 // Chat's response half (answerHalf).

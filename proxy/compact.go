@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
 
+	"modelgate/apierr"
 	"modelgate/auth"
 	"modelgate/config"
 	"modelgate/routing"
@@ -104,7 +105,7 @@ func (d *compactDialect) prepare(c *gin.Context, st *state, p *auth.Principal, c
 	}
 	up, err := translate.CompactRequest(body, call.upstream, instructions)
 	if err != nil {
-		writeTranslateError(c, err)
+		apierr.Untranslatable(c, err)
 		return false
 	}
 	d.input = gjson.GetBytes(body, "input").Raw
@@ -141,7 +142,7 @@ func (s *Server) inputTokens(c *gin.Context) {
 		// too (or refused, as the call would be).
 		out, _, err := translate.ResponsesHostedTools(body, parseOptions(st))
 		if err != nil {
-			writeTranslateError(c, err)
+			apierr.Untranslatable(c, err)
 			return
 		}
 		body = out
@@ -164,7 +165,7 @@ func auxStickyKey(f *translate.AuxFields, kind string) stickyKey {
 func checkAuxBody(c *gin.Context, body []byte, known func(string) bool, f *translate.AuxFields) bool {
 	var err *translate.Error
 	if *f, err = translate.ReadAuxFields(body, known); err != nil {
-		writeTranslateError(c, err)
+		apierr.Untranslatable(c, err)
 		return false
 	}
 	return true

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"modelgate/accounting"
+	"modelgate/apierr"
 	"modelgate/ratelimit"
 	"modelgate/relay"
 	"modelgate/translate"
@@ -135,7 +136,7 @@ func (x *exchange) aggregate(ctx context.Context, i int) ([]byte, accounting.Cha
 func (x *exchange) answerError(err error) {
 	var te *translate.Error
 	if errors.As(err, &te) {
-		writeTranslateError(x.c, err)
+		apierr.Untranslatable(x.c, err)
 		return
 	}
 	x.s.answerFailed(x.c, err)

@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"modelgate/accounting"
+	"modelgate/apierr"
 	"modelgate/auth"
 	"modelgate/translate"
 )
@@ -93,7 +94,7 @@ func (d *geminiDialect) check(c *gin.Context, st *state, body []byte, call *mode
 	}
 	req, err := translate.ParseGemini(body, d.path, d.stream, parseOptions(st)) // the body's last use
 	if err != nil {
-		writeTranslateError(c, err)
+		apierr.Untranslatable(c, err)
 		return false
 	}
 	return d.checkParsed(c, st, req, call)
@@ -103,7 +104,7 @@ func (d *geminiDialect) check(c *gin.Context, st *state, body []byte, call *mode
 //
 //go:noinline
 func (d *geminiDialect) checkParsed(c *gin.Context, st *state, req *translate.GeminiRequest, call *modelCall) bool {
-	if maxN := maxChoices(st.cfg); req.CandidateCount > maxN || (req.Stream && req.CandidateCount > 1) {
+	if maxN := st.cfg.Translate.Choices(); req.CandidateCount > maxN || (req.Stream && req.CandidateCount > 1) {
 		// Each candidate is an upstream call of its own, bounded as chat's n; their streams
 		// are not merged into one Gemini stream (no streamMerged), so a streamed fan-out is
 		// refused rather than answered with one candidate.

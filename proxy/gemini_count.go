@@ -5,6 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/apierr"
 	"modelgate/modelsapi"
 	"modelgate/translate"
 )
@@ -42,7 +43,7 @@ func (s *Server) geminiCountTokens(c *gin.Context, a translate.GeminiPath) {
 	}
 	req, err := translate.ParseGeminiCount(body, a.Model)
 	if err != nil {
-		writeTranslateError(c, err)
+		apierr.Untranslatable(c, err)
 		return
 	}
 	model, ok := countModel(c, st, p, req.Model)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"modelgate/apierr"
 	"modelgate/auth"
 	"modelgate/translate"
 )
@@ -41,7 +42,7 @@ type messagesDialect struct {
 func (d *messagesDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {
 	req, err := translate.ParseMessagesWith(body, parseOptions(st)) // the body's last use: the parse's copy replaces it
 	if err != nil {
-		writeTranslateError(c, err)
+		apierr.Untranslatable(c, err)
 		return false
 	}
 	return d.checkParsed(c, st, req, call)
@@ -105,7 +106,7 @@ func (s *Server) countTokens(c *gin.Context) {
 	req, err := translate.ParseMessagesCountWith(body, parseOptions(st)) // the body's last use, as in the preflight
 	if err != nil {
 		noteAsked(ri, asked)
-		writeTranslateError(c, err)
+		apierr.Untranslatable(c, err)
 		return
 	}
 	model, ok := countModel(c, st, p, req.Model)

@@ -71,7 +71,7 @@ func (d *responsesDialect) answer(_ int, body []byte) ([]byte, translate.Usage, 
 func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *modelCall) bool {
 	var f translate.ResponsesFields
 	if err := translate.ReadResponsesRequest(body, &f, st.keeper != nil); err != nil {
-		writeTranslateError(c, err)
+		apierr.Untranslatable(c, err)
 		return false
 	}
 	if translate.Present(f.Tools) {
@@ -79,7 +79,7 @@ func (d *responsesDialect) check(c *gin.Context, st *state, body []byte, call *m
 		// else reads the body.
 		out, dropped, err := translate.ResponsesHostedTools(body, parseOptions(st))
 		if err != nil {
-			writeTranslateError(c, err)
+			apierr.Untranslatable(c, err)
 			return false
 		}
 		body = out
