@@ -63,9 +63,11 @@ func TestSinkOf(t *testing.T) {
 	}
 }
 
-// A sink found under the writer's wrappers gets each event whole and typed (by its event:
-// name, or its data's type), not the comments, no SSE bytes and no keep-alive; a stream that
-// breaks ends with the error event, whole too. The charge is the HTTP path's.
+// A sink gets each event whole and typed (by its event: name, or its data's type), not the
+// comments, no SSE bytes and no keep-alive; a stream that breaks ends with the error event,
+// whole too. The charge is the HTTP path's. The sink is found under a response writer's
+// wrappers, or is the writer's only client (SinkWriter, a background job's), whose writer
+// refuses bytes so that a pump that writes bytes sees a client that left.
 func TestResponsesRelayToSink(t *testing.T) {
 	noName := "data: {\"type\":\"response.in_progress\",\"response\":{}}\n\n"
 	cases := []struct {
@@ -78,36 +80,51 @@ func TestResponsesRelayToSink(t *testing.T) {
 		{"truncated", created + delta, "response.created response.output_text.delta error",
 			accounting.UpperBound(reserve, ratelimit.Usage{InputTokens: 10, OutputTokens: 1}, accounting.StreamCut)},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			sink := &eventSink{ResponseRecorder: httptest.NewRecorder()}
-			obs := &record{}
-			p := &Pump{Out: NewWriter(wrapper{sink}, time.Millisecond), Obs: obs, Client: context.Background(), Reserve: reserve}
-			ch := p.Responses(strings.NewReader(tc.upstream), func() {})
-			p.Out.Stop()
-			if ch != tc.want {
-				t.Errorf("charge %+v, want %+v", ch, tc.want)
-			}
-			if got := strings.Join(sink.typs, " "); got != tc.wantTypes {
-				t.Errorf("the sink got %s, want %s", got, tc.wantTypes)
-			}
-			if sink.Body.Len() != 0 {
-				t.Errorf("the sink's writer got bytes: %q", sink.Body.String())
-			}
-			if p.Out.timer != nil {
-				t.Error("a keep-alive timer runs for a sink")
-			}
-			if tc.name == "complete" && obs.sent != len(sink.typs) {
-				t.Errorf("%d writes noted sent for %d events (a comment is not sent)", obs.sent, len(sink.typs))
-			}
-			last := sink.datas[len(sink.datas)-1]
-			if tc.name == "truncated" && !strings.HasPrefix(last, `{"type":"error","code":"upstream_stream_ended"`) {
-				t.Errorf("the error event's data %s", last)
-			}
-			if tc.name == "complete" && last != complete[strings.Index(complete, "{"):len(complete)-2] {
-				t.Errorf("the terminal event's data %s, not as sent", last)
-			}
-		})
+	writers := []struct {
+		name string
+		out  func(*eventSink) *Writer
+	}{
+		{"under_a_response_writer", func(s *eventSink) *Writer { return NewWriter(wrapper{s}, time.Millisecond) }},
+		{"sink_writer", func(s *eventSink) *Writer { return SinkWriter(s) }},
+	}
+	for _, wr := range writers {
+		for _, tc := range cases {
+			t.Run(wr.name+"/"+tc.name, func(t *testing.T) {
+				sink := &eventSink{ResponseRecorder: httptest.NewRecorder()}
+				obs := &record{}
+				p := &Pump{Out: wr.out(sink), Obs: obs, Client: context.Background(), Reserve: reserve}
+				ch := p.Responses(strings.NewReader(tc.upstream), func() {})
+				defer p.Out.Stop()
+				if ch != tc.want {
+					t.Errorf("charge %+v, want %+v", ch, tc.want)
+				}
+				if got := strings.Join(sink.typs, " "); got != tc.wantTypes {
+					t.Errorf("the sink got %s, want %s", got, tc.wantTypes)
+				}
+				if sink.Body.Len() != 0 {
+					t.Errorf("the sink's writer got bytes: %q", sink.Body.String())
+				}
+				if p.Out.timer != nil {
+					t.Error("a keep-alive timer runs for a sink")
+				}
+				if tc.name == "complete" && obs.sent != len(sink.typs) {
+					t.Errorf("%d writes noted sent for %d events (a comment is not sent)", obs.sent, len(sink.typs))
+				}
+				last := sink.datas[len(sink.datas)-1]
+				if tc.name == "truncated" && !strings.HasPrefix(last, `{"type":"error","code":"upstream_stream_ended"`) {
+					t.Errorf("the error event's data %s", last)
+				}
+				if tc.name == "complete" && last != complete[strings.Index(complete, "{"):len(complete)-2] {
+					t.Errorf("the terminal event's data %s, not as sent", last)
+				}
+				if wr.name != "sink_writer" {
+					return
+				}
+				if err := p.Out.Write([]byte("data: {}\n\n")); !errors.Is(err, errNoBytes) || !errors.Is(p.Out.Err(), errNoBytes) {
+					t.Errorf("bytes written to a sink's writer: %v (Err %v), want them refused", err, p.Out.Err())
+				}
+			})
+		}
 	}
 }
 
@@ -123,41 +140,5 @@ func TestResponsesRelaySinkRefuses(t *testing.T) {
 	}
 	if ch != accounting.Known(ratelimit.Usage{InputTokens: 4, OutputTokens: 2}) {
 		t.Fatalf("charge %+v: the terminal usage in flight was not counted", ch)
-	}
-}
-
-// A SinkWriter, a sink with no response writer under it (a background job's), gets each
-// event as a sink found under a response writer does, the relay's own error event included,
-// and the same charge; it runs no keep-alive, and bytes written to it are refused, so a pump
-// that writes bytes sees a client that left.
-func TestSinkWriter(t *testing.T) {
-	cases := []struct {
-		name, upstream, wantTypes string
-		want                      accounting.Charge
-	}{
-		{"complete", created + delta + complete, "response.created response.output_text.delta response.completed",
-			accounting.Known(ratelimit.Usage{InputTokens: 4, OutputTokens: 2})},
-		{"truncated", created + delta, "response.created response.output_text.delta error",
-			accounting.UpperBound(reserve, ratelimit.Usage{InputTokens: 10, OutputTokens: 1}, accounting.StreamCut)},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			sink := &eventSink{ResponseRecorder: httptest.NewRecorder()}
-			p := &Pump{Out: SinkWriter(sink), Obs: &record{}, Client: context.Background(), Reserve: reserve}
-			ch := p.Responses(strings.NewReader(tc.upstream), func() {})
-			if ch != tc.want {
-				t.Errorf("charge %+v, want %+v", ch, tc.want)
-			}
-			if got := strings.Join(sink.typs, " "); got != tc.wantTypes {
-				t.Errorf("the sink got %s, want %s", got, tc.wantTypes)
-			}
-			if p.Out.timer != nil {
-				t.Error("a keep-alive timer runs for a sink")
-			}
-			if err := p.Out.Write([]byte("data: {}\n\n")); !errors.Is(err, errNoBytes) || !errors.Is(p.Out.Err(), errNoBytes) {
-				t.Errorf("bytes written to a sink's writer: %v (Err %v), want them refused", err, p.Out.Err())
-			}
-			p.Out.Stop()
-		})
 	}
 }
