@@ -10,8 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
-	"runtime/metrics"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -441,52 +439,6 @@ func partialUpload(t *testing.T, env *testEnv, timeout time.Duration, length int
 
 const hundredMB = 100 * 1000 * 1000
 
-// heapPeakDuring samples the Go heap (live and not yet collected objects) every millisecond
-// while f runs and returns the peak growth over the level before it.
-func heapPeakDuring(f func()) (growth uint64) {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	runtime.GC()
-	metrics.Read(sample)
-	base := sample[0].Value.Uint64()
-	peak := base
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				metrics.Read(sample)
-				peak = max(peak, sample[0].Value.Uint64())
-			}
-		}
-	}()
-	f()
-	close(stop)
-	<-done
-	return peak - base
-}
-
-// TestHeapPeakDuringSeesAllocations shows the sampler would catch a buffered upload: holding
-// 32 MB while it runs must show up as at least that much growth.
-func TestHeapPeakDuringSeesAllocations(t *testing.T) {
-	var held []byte
-	growth := heapPeakDuring(func() {
-		held = make([]byte, 32<<20)
-		for i := 0; i < len(held); i += 4096 {
-			held[i] = 1
-		}
-		time.Sleep(20 * time.Millisecond) // let the sampler tick while the buffer is live
-	})
-	runtime.KeepAlive(held)
-	if growth < 30<<20 { // a little of the baseline may be collected meanwhile
-		t.Fatalf("sampler saw %d bytes of growth while 32 MiB were held", growth)
-	}
-}
-
 // TestSidecarUpload100MBMemory streams a 100 MB file through modelgate and checks the heap
 // never grows by more than 16 MB. Client, modelgate and platform share this process, so the
 // figure bounds all three together.
@@ -499,7 +451,7 @@ func TestSidecarUpload100MBMemory(t *testing.T) {
 		var status int
 		var body []byte
 		start := time.Now()
-		growth := heapPeakDuring(func() {
+		growth := heapPeakDuring(func(func()) {
 			status, body = uploadSpecRequest(t, env, keyAlpha1, uploadSpec{
 				before: []formField{{"media_type", "video"}}, fileSize: hundredMB,
 			}, chunked)
