@@ -116,11 +116,11 @@ func SeekOutput(er *EventReader) bool {
 	}
 }
 
-// usageOf reads the platform's figures from a usage object already found: the one place
-// that knows where they are.
-func usageOf(raw string) ratelimit.Usage {
-	f := gjson.GetMany(raw, "input_tokens", "output_tokens", "input_tokens_details.cached_tokens", "output_tokens_details.reasoning_tokens")
-	return ratelimit.Usage{InputTokens: f[0].Int(), OutputTokens: f[1].Int(), CachedInputTokens: f[2].Int(), ReasoningTokens: f[3].Int()}
+// usageOf reads the platform's figures from a usage object already found, through
+// translate's reader of them (translate.ReadUsage), the one place that knows where they are.
+func usageOf(u gjson.Result) ratelimit.Usage {
+	tu, _ := translate.ReadUsage(u)
+	return UsageOf(tu)
 }
 
 // TerminalUsage is the usage a terminal event's data reports, and whether it reports one.
@@ -135,7 +135,7 @@ func TerminalUsage(data []byte) (ratelimit.Usage, bool) {
 	if !u.IsObject() {
 		return ratelimit.Usage{}, false
 	}
-	return usageOf(u.Raw), true
+	return usageOf(u), true
 }
 
 // ResponseUsage is the usage a Responses object (a non-stream answer, or a terminal
@@ -146,7 +146,7 @@ func ResponseUsage(obj []byte) (ratelimit.Usage, bool) {
 	if !u.IsObject() {
 		return ratelimit.Usage{}, false
 	}
-	return usageOf(u.Raw), true
+	return usageOf(u), true
 }
 
 // UsageOf is a converter's usage as the limiter counts it.

@@ -82,7 +82,7 @@ func (a *Aggregator) Feed(eventType string, data []byte) (done bool) {
 		a.done = true
 	case "response.failed":
 		resp := ev.Get("response")
-		if u, ok := parseUsage(resp.Get("usage")); ok {
+		if u, ok := ReadUsage(resp.Get("usage")); ok {
 			a.usage = u
 		}
 		if e := resp.Get("error"); e.IsObject() {

@@ -40,7 +40,9 @@ func (m *Meta) reasoningKey() string {
 	return "reasoning_content"
 }
 
-func parseUsage(u gjson.Result) (Usage, bool) {
+// ReadUsage is the platform's figures in a Responses usage object, and whether u is one:
+// the one reader of them, for the translated answers and streams and for relay's charge.
+func ReadUsage(u gjson.Result) (Usage, bool) {
 	if !u.IsObject() {
 		return Usage{}, false
 	}
@@ -130,7 +132,7 @@ func finishedAnswer(resp []byte) (root gjson.Result, usage Usage, reported bool,
 	if root, err = answerRoot(resp); err != nil {
 		return root, Usage{}, false, "", err
 	}
-	usage, reported = parseUsage(root.Get("usage"))
+	usage, reported = ReadUsage(root.Get("usage"))
 	status = root.Get("status").Str
 	return root, usage, reported, status, responseFailure(root, status)
 }
@@ -258,7 +260,7 @@ func responseFailure(resp gjson.Result, status string) *Error {
 // usage to report when the response carries none; stopped says the stream was ended at a
 // stop sequence before any terminal event.
 func completion(resp gjson.Result, items []gjson.Result, meta Meta, est *Usage, stopped bool) ([]byte, Usage, error) {
-	usage, ok := parseUsage(resp.Get("usage"))
+	usage, ok := ReadUsage(resp.Get("usage"))
 	if !ok && est != nil {
 		usage = *est
 	}

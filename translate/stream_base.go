@@ -242,7 +242,7 @@ func (c *streamBase) upstreamFailure(typ string, data []byte) *Error {
 		}
 	} else {
 		resp := c.ev.response
-		if u, ok := parseUsage(resp.Get("usage")); ok {
+		if u, ok := ReadUsage(resp.Get("usage")); ok {
 			c.usage = u
 		}
 		e = resp.Get("error")
@@ -298,7 +298,7 @@ func (c *streamBase) finalOutput(out []byte, typ string, resp gjson.Result) (_ [
 		}
 		return true
 	})
-	if u, ok := parseUsage(usage); ok {
+	if u, ok := ReadUsage(usage); ok {
 		c.usage = u
 	}
 	status, incomplete = st.Str, details.Get("reason").Str

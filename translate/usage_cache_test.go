@@ -21,7 +21,7 @@ func TestChatUsageCacheWriteTokens(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			u, ok := parseUsage(gjson.Parse(`{"input_tokens":100,"input_tokens_details":` + tc.details + `,"output_tokens":5}`))
+			u, ok := ReadUsage(gjson.Parse(`{"input_tokens":100,"input_tokens_details":` + tc.details + `,"output_tokens":5}`))
 			if !ok {
 				t.Fatal("usage not parsed")
 			}
