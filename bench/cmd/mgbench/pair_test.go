@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"math"
 	"testing"
 )
@@ -31,5 +32,41 @@ func TestPairedRatios(t *testing.T) {
 				t.Errorf("%s: pairedRatios(%v) = %v; want %v", c.name, c.in, got, c.want)
 			}
 		}
+	}
+}
+
+func TestRetryFailed(t *testing.T) {
+	failed := &failedRun{name: "floor", path: "/v1/responses", res: wrkResult{requests: 7935, sockErrs: 10}}
+	other := errors.New("wrk did not start")
+	good := run1{res: wrkResult{requests: 9000}}
+	cases := []struct {
+		name      string
+		results   []error // what each measurement returns, in order; nil is a good run
+		wantErr   error
+		wantCalls int
+	}{
+		{"good at once", []error{nil}, nil, 1},
+		{"failed then good", []error{failed, nil}, nil, 2},
+		{"failed every time", []error{failed, failed, failed, nil}, failed, 1 + failedTries},
+		{"another error is not retried", []error{other, nil}, other, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			calls, notes := 0, 0
+			r, err := retryFailed(func() (run1, error) {
+				e := c.results[calls]
+				calls++
+				if e != nil {
+					return run1{}, e
+				}
+				return good, nil
+			}, func(*failedRun) { notes++ })
+			if err != c.wantErr || calls != c.wantCalls || notes != min(calls-1, failedTries) {
+				t.Fatalf("err %v, %d calls, %d notes; want %v, %d calls", err, calls, notes, c.wantErr, c.wantCalls)
+			}
+			if err == nil && r.res.requests != good.res.requests {
+				t.Fatalf("kept %+v, want the good run", r)
+			}
+		})
 	}
 }

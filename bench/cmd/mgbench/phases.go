@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,7 +19,45 @@ type run1 struct {
 	cpuPerReq time.Duration
 }
 
+// failedTries is how many times a measurement whose requests failed is taken again before the
+// run stops. On a shared 2-core box a host stall now and then makes the floor (stdlib
+// httputil.ReverseProxy) cut a handful of bodies mid-copy ("use of closed network connection"
+// in floor.log, read errors in wrk); one such run used to throw away minutes of rounds. The
+// retried measurement is printed, so a process that fails again and again still shows.
+const failedTries = 2
+
 func (b *bench) wrkOnce(p *proc, path, script string, threads, conns int, d time.Duration) (run1, error) {
+	return retryFailed(func() (run1, error) { return b.wrkTry(p, path, script, threads, conns, d) },
+		func(f *failedRun) {
+			fmt.Fprintf(os.Stderr, "retry %s %s: %d socket errors, %d non-2xx in %d requests\n",
+				f.name, f.path, f.res.sockErrs, f.res.non2xx, f.res.requests)
+		})
+}
+
+// retryFailed runs measure until it returns anything but a failedRun, or failedTries more
+// times, telling note of each failed run it takes again.
+func retryFailed(measure func() (run1, error), note func(*failedRun)) (run1, error) {
+	for try := 0; ; try++ {
+		r, err := measure()
+		var failed *failedRun
+		if !errors.As(err, &failed) || try == failedTries {
+			return r, err
+		}
+		note(failed)
+	}
+}
+
+// failedRun is a wrk run that completed but measured failures.
+type failedRun struct {
+	name, path string
+	res        wrkResult
+}
+
+func (f *failedRun) Error() string {
+	return fmt.Sprintf("%s %s: failed requests:\n%s", f.name, f.path, f.res.raw)
+}
+
+func (b *bench) wrkTry(p *proc, path, script string, threads, conns int, d time.Duration) (run1, error) {
 	c0, err := cpuTime(p.pid())
 	if err != nil {
 		return run1{}, err
@@ -34,7 +73,7 @@ func (b *bench) wrkOnce(p *proc, path, script string, threads, conns int, d time
 	// A request cut by wrk stopping at the deadline can show as a socket error; more than a
 	// trace of them, or any non-2xx answer, means the run measured failures.
 	if res.non2xx > 0 || res.sockErrs*1000 > res.requests {
-		return run1{}, fmt.Errorf("%s %s: failed requests:\n%s", p.name, path, res.raw)
+		return run1{}, &failedRun{name: p.name, path: path, res: res}
 	}
 	r := run1{res: res}
 	if res.requests > 0 {
