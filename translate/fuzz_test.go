@@ -145,7 +145,8 @@ func FuzzStreamConverter(f *testing.F) {
 }
 
 // TestWriteFuzzSeeds regenerates the committed seed corpora from the golden inputs (with
-// -update); otherwise it checks that the corpora exist.
+// -update); otherwise it checks that every golden input is in its corpus, so a golden case
+// added later cannot be left out of the fuzzing.
 func TestWriteFuzzSeeds(t *testing.T) {
 	seedCorpora(t, func() {
 		eachInput(t, func(_ int, _ string, b []byte) {
@@ -165,14 +166,11 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	}, "FuzzParseChat", "FuzzChatToResponses", "FuzzStreamConverter")
 }
 
-// seedCorpora checks that each target's committed seed corpus exists, or with -update
-// writes the corpora afresh through write instead.
+// seedCorpora runs write, which writes each seed with -update and otherwise checks that it
+// is committed, then checks that each target's corpus exists.
 func seedCorpora(t *testing.T, write func(), targets ...string) {
 	t.Helper()
-	if *update {
-		write()
-		return
-	}
+	write()
 	checkFuzzSeeds(t, targets...)
 }
 
@@ -189,7 +187,6 @@ func eachInput(t *testing.T, fn func(i int, path string, b []byte), patterns ...
 	}
 }
 
-// checkFuzzSeeds fails for each target whose committed seed corpus is missing.
 // checkFuzzAggregate fails unless what an aggregator made of a fuzzed stream is an *Error
 // with a message, or valid JSON with a stop reason at stopAt and a list at listAt.
 func checkFuzzAggregate(t *testing.T, res []byte, err error, stopAt, listAt string) {
@@ -203,6 +200,7 @@ func checkFuzzAggregate(t *testing.T, res []byte, err error, stopAt, listAt stri
 	}
 }
 
+// checkFuzzSeeds fails for each target whose committed seed corpus is missing.
 func checkFuzzSeeds(t *testing.T, targets ...string) {
 	t.Helper()
 	for _, target := range targets {
@@ -212,17 +210,25 @@ func checkFuzzSeeds(t *testing.T, targets ...string) {
 	}
 }
 
-// writeFuzzSeed writes one seed of target's corpus, named after its contents so rewriting
-// the same seed changes nothing.
+// writeFuzzSeed writes one seed of target's corpus with -update, named after its contents
+// so rewriting the same seed changes nothing; without -update it fails unless that seed is
+// committed.
 func writeFuzzSeed(t *testing.T, target string, values ...string) {
 	t.Helper()
 	body := "go test fuzz v1\n" + strings.Join(values, "\n") + "\n"
 	sum := sha256.Sum256([]byte(body))
 	dir := filepath.Join("testdata", "fuzz", target)
+	name := "seed-" + hex.EncodeToString(sum[:6])
+	if !*update {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s: seed %s of a golden input is not committed (go test ./translate -update)", target, name)
+		}
+		return
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "seed-"+hex.EncodeToString(sum[:6])), []byte(body), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
