@@ -47,6 +47,11 @@ const (
 // ErrClosed is Admit's answer after Close.
 var ErrClosed = errors.New("journal: closed")
 
+// ErrEntryTooLarge is Admit's answer for an entry larger than a start reads back
+// (maxEntryBytes). Written, its record would end its segment's replay there and take the
+// entries after it along; refused, it costs the one call its journal entry alone.
+var ErrEntryTooLarge = errors.New("journal: entry too large to read back")
+
 // Journal is one replica's journal of admitted calls. Create it with Open.
 type Journal struct {
 	dir     string
@@ -150,6 +155,11 @@ func (j *Journal) Admit(_ context.Context, e *Entry) (Handle, error) {
 	h := Handle{j.seq.Add(1)}
 	sp := j.scratch.Get().(*[]byte)
 	*sp = appendAdmit((*sp)[:0], h.id, e)
+	if len(*sp) > recordHeader+maxPayload {
+		j.putScratch(sp)
+		j.warn("journal write refused", ErrEntryTooLarge)
+		return Handle{}, ErrEntryTooLarge
+	}
 	j.mu.Lock()
 	if j.closed {
 		j.mu.Unlock()

@@ -116,6 +116,25 @@ func TestLeftoverAfterKill(t *testing.T) {
 	}
 }
 
+// TestAdmitRefusesAnEntryTooLargeToRead: an entry larger than a start reads back is refused
+// with ErrEntryTooLarge and not written, so the entries admitted before and after it are
+// still found whole: written, its record would have ended the segment's replay at itself.
+func TestAdmitRefusesAnEntryTooLargeToRead(t *testing.T) {
+	dir := t.TempDir()
+	j := mustOpen(t, dir, options{})
+	admit(t, j, "before")
+	big := entry("big")
+	big.Tags = strings.Repeat("\x01", maxEntryBytes/6+1) // each byte escaped as \u0001
+	if h, err := j.Admit(context.Background(), big); !errors.Is(err, ErrEntryTooLarge) || h.id != 0 {
+		t.Fatalf("Admit of a %d-byte entry: handle %v, %v; want ErrEntryTooLarge", len(big.appendJSON(nil)), h, err)
+	}
+	admit(t, j, "after")
+	j.Close()
+	if got := onDisk(t, dir); !slices.Equal(got, []string{"after", "before"}) {
+		t.Fatalf("a start finds %v, want after and before", got)
+	}
+}
+
 // TestSecondProcessRefused: one data path's journal has one writer.
 func TestSecondProcessRefused(t *testing.T) {
 	dir := t.TempDir()
