@@ -23,7 +23,7 @@ func (p *Pump) Responses(body io.Reader, cancel context.CancelFunc) accounting.C
 	idle, events := OpenUpstream(body, p.Idle, cancel, nil)
 	defer idle.Stop()
 	defer events.Release()
-	events.BeforeWait = p.Out.Flush
+	events.BeforeWait = p.Out.BeforeWait
 
 	r := &relayed{reserve: p.Reserve}
 	for !r.terminal {

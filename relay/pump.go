@@ -39,7 +39,8 @@ func (p *Pump) send(out []byte, flush bool) bool {
 
 // Direct converts one upstream stream on the caller's goroutine: the common case, with no
 // channel hop between upstream read and client write. Converted chunks are queued and
-// flushed whenever the relay is about to wait for the platform (see Writer).
+// flushed whenever the relay is about to wait for the platform, past its first read (see
+// Writer.BeforeWait).
 //
 // The stream's last bytes are not flushed here: once nothing is left to wait for, they stay
 // queued and leave with the end of the response (net/http's last chunk) in one write when
@@ -54,7 +55,7 @@ func (p *Pump) Direct(body io.Reader, cancel context.CancelFunc, conv translate.
 	idle, events := OpenUpstream(body, p.Idle, cancel, nil)
 	defer idle.Stop()
 	defer events.Release()
-	events.BeforeWait = p.Out.Flush
+	events.BeforeWait = p.Out.BeforeWait
 	var readErr error
 	for {
 		buf, out, done, err := p.feedNext(events, conv)
@@ -212,6 +213,7 @@ func (p *Pump) merge(bodies []io.Reader, cancels []context.CancelFunc, convs []*
 		})
 	}
 	go func() { wg.Wait(); close(msgs) }()
+	p.Out.Flush() // the headers, before the wait for the choices' first events
 
 	remaining := len(bodies)
 	failed := false

@@ -17,7 +17,7 @@ type FlushWriter interface {
 // Writer is how bytes reach a streaming client once the stream started. Events are queued
 // as they complete and flushed whenever the relay is about to wait for the upstream, so an
 // event is never held back while modelgate waits, and events that arrived together leave in
-// one write. A converted stream's last events leave with the response's end (Pump.Direct). With
+// one write; the stream's headers leave with the first of them (BeforeWait). A converted stream's last events leave with the response's end (Pump.Direct). With
 // keep-alive on, a keep-alive frame goes out whenever nothing was written for the interval,
 // so idle-cutting front proxies and clients keep the stream open while the model thinks.
 // The timer's frame and the handler's events then share one lock, so a frame never lands
@@ -38,6 +38,11 @@ type Writer struct {
 	pending bool   // written but not yet flushed
 	err     error  // the first failed write: the client is gone
 	frame   string // the dialect's keep-alive, whole SSE frame(s)
+	// started: the stream's headers went out. Until then what is written waits in net/http's
+	// buffer beside them (unsent counts it), and the first flush sends both (startLocked).
+	started bool
+	unsent  int
+	waited  bool // BeforeWait ran once: the relay has read from the platform
 }
 
 // KeepAliveComment is the OpenAI dialects' keep-alive: an SSE comment, which every SSE
@@ -59,7 +64,7 @@ func NewWriterFrame(w FlushWriter, every time.Duration, frame string) *Writer {
 		sw.sink = SinkOf(rw)
 	}
 	if sw.sink != nil {
-		sw.every = 0
+		sw.every, sw.started = 0, true
 	}
 	if sw.every > 0 {
 		sw.last = time.Now()
@@ -139,6 +144,12 @@ func (sw *Writer) sendLocked(p []byte, flush bool) error {
 	if sw.err != nil || sw.stopped {
 		return sw.err
 	}
+	if !sw.started {
+		if sw.unsent+len(p) > unsentRoom {
+			return sw.startLocked(p, flush) // it would not fit beside the headers
+		}
+		sw.unsent += len(p)
+	}
 	if _, err := sw.w.Write(p); err != nil {
 		sw.err = err
 		return err
@@ -150,7 +161,12 @@ func (sw *Writer) sendLocked(p []byte, flush bool) error {
 	return nil
 }
 
-// Flush pushes queued bytes to the client.
+// unsentRoom is what waits beside unsent headers: net/http's response buffer (2 KB before it
+// starts chunking), which formats the headers when it overflows. What fits there is copied
+// and nothing more; more than that is written by startLocked.
+const unsentRoom = 2048
+
+// Flush pushes queued bytes to the client, and the stream's headers if they have not gone.
 func (sw *Writer) Flush() {
 	if sw.timer == nil {
 		sw.flushLocked()
@@ -161,8 +177,40 @@ func (sw *Writer) Flush() {
 	sw.flushLocked()
 }
 
+// BeforeWait is the flush before each read from the platform (EventReader.BeforeWait). The
+// first read is made with the headers unsent: it brings what the platform sent beside its
+// own headers, which then leave together, in the one write that ends the response when it
+// was all there (a short answer, or a platform that answers whole). Before every later read
+// everything unsent goes out, headers included, so a client never waits for an event, nor
+// for the headers, while modelgate waits for the platform's next bytes.
+func (sw *Writer) BeforeWait() {
+	if !sw.waited {
+		sw.waited = true
+		if !sw.hasPending() {
+			return
+		}
+	}
+	sw.Flush()
+}
+
+func (sw *Writer) hasPending() bool {
+	if sw.timer == nil {
+		return sw.pending
+	}
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.pending
+}
+
 func (sw *Writer) flushLocked() {
-	if !sw.pending || sw.err != nil {
+	if sw.err != nil {
+		return
+	}
+	if !sw.started {
+		_ = sw.startLocked(nil, true)
+		return
+	}
+	if !sw.pending {
 		return
 	}
 	sw.w.Flush()
@@ -170,6 +218,37 @@ func (sw *Writer) flushLocked() {
 	if sw.every > 0 {
 		sw.last = time.Now()
 	}
+}
+
+// startLocked writes p after what waits beside the headers, and flushes with flush. Either
+// has net/http format the headers: a flush, or p without one (sendLocked passes p only when
+// it overflows the room beside them, which makes net/http's buffer pass on its bytes, the
+// headers first); what that wrote without a flush stays queued for the next. net/http formats
+// the headers in about 4 KB of stack (see StartStream): on the relay's goroutine, deep in its
+// loop, that would double the stack of a stream that may stay open for minutes, so a
+// goroutine of its own does it while the relay waits, once a stream.
+func (sw *Writer) startLocked(p []byte, flush bool) error {
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		if len(p) > 0 {
+			_, err = sw.w.Write(p)
+		}
+		if err == nil && flush {
+			sw.w.Flush()
+		}
+		done <- err
+	}()
+	err := <-done
+	sw.started, sw.unsent, sw.pending = true, 0, !flush
+	if err != nil {
+		sw.err = err
+		return err
+	}
+	if flush && sw.every > 0 {
+		sw.last = time.Now()
+	}
+	return nil
 }
 
 func (sw *Writer) keepAlive() {
@@ -183,6 +262,12 @@ func (sw *Writer) keepAlive() {
 		return
 	}
 	if sw.err != nil || sw.stopped {
+		return
+	}
+	if !sw.started {
+		if sw.startLocked([]byte(sw.frame), true) == nil {
+			sw.timer.Reset(sw.every)
+		}
 		return
 	}
 	var err error
@@ -211,16 +296,18 @@ func (sw *Writer) Stop() {
 }
 
 // StartStream commits the answer as a 200 event stream. Everything that had to be said in
-// headers (request id, rate-limit headers) has been set before this point.
+// headers (request id, rate-limit headers) has been set before this point: they are fixed
+// here, and go out with the stream's first bytes (see Writer.BeforeWait), as a reverse proxy
+// sends them with the first bytes of the body it relays. A stream whose platform answered
+// whole then costs one write, not one for the headers and one for the rest.
 //
-// The headers go out here, through net/http's chunkWriter.writeHeader (a 2.8 KB frame) and a
-// sort of the header keys: about 4 KB of stack below this call. The handler's goroutine runs
-// on 8 KB by then; if the frames above this call leave too little of it, the stack doubles to
-// 16 KB and stays so for the stream's whole life: 8 KB more per open stream, which costs
-// about 55 KB in all. So the frames between the handler and this call are kept small: checks
-// and admission run in calls that return before it, and the relay loops are entered after
-// it. proxy's TestOpenStreamStack holds each route to this; bench/tools/stackgrowth.py shows
-// a chain that grows the stack of a running binary.
+// Going out, the headers pass through net/http's chunkWriter.writeHeader (a 2.8 KB frame) and
+// a sort of the header keys: about 4 KB of stack. The handler's goroutine runs on 8 KB; if the
+// frames above leave too little of it, the stack doubles to 16 KB and stays so for the
+// stream's whole life: 8 KB more per open stream. So the relay never has them formatted on
+// its own goroutine: the Writer sends them from a goroutine of its own (startLocked), or they
+// leave once the handler returned. proxy's TestOpenStreamStack holds each route to this;
+// bench/tools/stackgrowth.py shows a chain that grows the stack of a running binary.
 func StartStream(w http.ResponseWriter) { StartStreamAs(w, "") }
 
 // StartStreamAs is StartStream for a stream of another content type ("" for an event
@@ -234,7 +321,7 @@ func StartStreamAs(w http.ResponseWriter, contentType string) {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // ask nginx-like front proxies not to buffer
 	w.WriteHeader(http.StatusOK)
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush()
+	if c, ok := w.(interface{ WriteHeaderNow() }); ok {
+		c.WriteHeaderNow() // gin's writer: commit the status (and what wrappers stamp) now
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -83,5 +84,82 @@ func TestWriterStopsAfterAFailedWrite(t *testing.T) {
 		if b.writes != 1 {
 			t.Fatalf("keep-alive %v: %d writes reached a gone client, want 1", every, b.writes)
 		}
+	}
+}
+
+// flushLog is a client connection that notes, at each flush, how many bytes had been written.
+type flushLog struct {
+	bytes.Buffer
+	flushed []int // the buffer's length at each flush
+}
+
+func (f *flushLog) Flush() { f.flushed = append(f.flushed, f.Len()) }
+
+// A stream's headers wait for the first read from the platform: what it brings leaves with
+// them, in one write when it was all there; before any later read everything unsent goes,
+// headers included, so neither an event nor the headers wait while modelgate waits.
+func TestWriterSendsHeadersWithTheFirstEvents(t *testing.T) {
+	const ev = "data: {}\n\n"
+	steps := []struct {
+		name string
+		do   func(*Writer)
+		want []int // the flushes so far
+	}{
+		{"first read: nothing flushed", func(w *Writer) { w.BeforeWait() }, nil},
+		{"its events queued", func(w *Writer) { _ = w.Queue([]byte(ev)); _ = w.Queue([]byte(ev)) }, nil},
+		{"second read: headers and events", func(w *Writer) { w.BeforeWait() }, []int{2 * len(ev)}},
+		{"third read, nothing new: no flush", func(w *Writer) { w.BeforeWait() }, []int{2 * len(ev)}},
+		{"an event and a read", func(w *Writer) { _ = w.Queue([]byte(ev)); w.BeforeWait() }, []int{2 * len(ev), 3 * len(ev)}},
+	}
+	f := &flushLog{}
+	w := NewWriter(f, 0)
+	for _, s := range steps {
+		s.do(w)
+		if !slices.Equal(f.flushed, s.want) {
+			t.Fatalf("%s: flushes at %v, want %v", s.name, f.flushed, s.want)
+		}
+	}
+
+	// A platform that sent its headers and nothing more: the headers go before the second
+	// wait even with no event to carry.
+	f = &flushLog{}
+	w = NewWriter(f, 0)
+	w.BeforeWait()
+	w.BeforeWait()
+	if !slices.Equal(f.flushed, []int{0}) {
+		t.Fatalf("headers alone: flushes at %v, want one, of nothing but the headers", f.flushed)
+	}
+
+	// A stream all in hand: no flush; the handler's return sends it.
+	f = &flushLog{}
+	w = NewWriter(f, 0)
+	w.BeforeWait()
+	_ = w.Queue([]byte(ev))
+	w.Stop()
+	if len(f.flushed) != 0 || f.String() != ev {
+		t.Fatalf("a stream in hand: flushes at %v, body %q; want no flush and the event written", f.flushed, f.String())
+	}
+}
+
+// What outgrows the room beside unsent headers is written whole and in order, unflushed: it
+// waits for the next flush like any queued event.
+func TestWriterOutgrowsTheRoomBesideTheHeaders(t *testing.T) {
+	f := &flushLog{}
+	w := NewWriter(f, 0)
+	w.BeforeWait()
+	small, large := bytes.Repeat([]byte("a"), unsentRoom-10), bytes.Repeat([]byte("b"), 64)
+	if w.Queue(small) != nil || w.Queue(large) != nil || w.Queue(small) != nil {
+		t.Fatal("a write failed")
+	}
+	if len(f.flushed) != 0 {
+		t.Fatalf("flushes at %v before any wait, want none", f.flushed)
+	}
+	want := string(small) + string(large) + string(small)
+	if f.String() != want {
+		t.Fatalf("written %d bytes out of order or lost, want %d", f.Len(), len(want))
+	}
+	w.BeforeWait()
+	if !slices.Equal(f.flushed, []int{len(want)}) {
+		t.Fatalf("flushes at %v, want one of %d bytes", f.flushed, len(want))
 	}
 }
