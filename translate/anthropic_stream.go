@@ -269,8 +269,8 @@ func (c *MessagesStream) itemDone(out []byte, oi int64, item gjson.Result) []byt
 
 // finish handles response.completed and response.incomplete: items the stream never showed
 // are sent from the final output, then message_delta and message_stop.
-func (c *MessagesStream) finish(out []byte, typ string, resp gjson.Result) []byte {
-	out, status, incomplete := c.finalOutput(out, typ, resp)
+func (c *MessagesStream) finish(out []byte, typ string) []byte {
+	out, status, incomplete := c.finalOutput(out, typ)
 	if c.done {
 		return out // a stop sequence in the final output ended the message
 	}

@@ -272,8 +272,8 @@ func (c *GeminiStream) itemDone(out []byte, oi int64, item gjson.Result) []byte 
 
 // finish handles response.completed and response.incomplete: what the stream never showed,
 // the calls never completed by an event, then the last chunk.
-func (c *GeminiStream) finish(out []byte, typ string, resp gjson.Result) []byte {
-	out, status, incomplete := c.finalOutput(out, typ, resp)
+func (c *GeminiStream) finish(out []byte, typ string) []byte {
+	out, status, incomplete := c.finalOutput(out, typ)
 	if c.done {
 		return out // a stop sequence in the final output ended the answer
 	}

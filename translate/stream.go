@@ -419,8 +419,8 @@ func (c *StreamConverter) itemDone(out []byte, oi int64, item gjson.Result) []by
 
 // finish handles response.completed and response.incomplete: items the stream never showed
 // are sent from the final output, then the finish chunk, the usage chunk and [DONE].
-func (c *StreamConverter) finish(out []byte, typ string, resp gjson.Result) []byte {
-	out, status, incomplete := c.finalOutput(out, typ, resp)
+func (c *StreamConverter) finish(out []byte, typ string) []byte {
+	out, status, incomplete := c.finalOutput(out, typ)
 	if c.stopHit {
 		return out // Feed closes with finish_reason stop
 	}

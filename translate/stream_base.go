@@ -46,7 +46,7 @@ type dialect interface {
 	fail(out []byte, e *Error) []byte
 	// finish ends the stream on a completed or incomplete response: what the stream never
 	// showed from its final output, then the dialect's closing frames.
-	finish(out []byte, typ string, resp gjson.Result) []byte
+	finish(out []byte, typ string) []byte
 	// itemDone shows what of a finished output item no event showed.
 	itemDone(out []byte, oi int64, item gjson.Result) []byte
 	// cut reports that a stop sequence ended the answer: nothing more is shown.
@@ -163,7 +163,7 @@ func (c *streamBase) ending(out []byte, typ string, oi int64, data []byte) []byt
 	case "response.output_item.done":
 		return c.d.itemDone(out, oi, c.ev.item)
 	case "response.completed", "response.incomplete":
-		return c.d.finish(out, typ, c.ev.response)
+		return c.d.finish(out, typ)
 	case "response.failed", "error":
 		return c.d.fail(out, c.upstreamFailure(typ, data))
 	}
@@ -276,28 +276,11 @@ func incompleteMessage(err error) string {
 // finalOutput reads a terminal response: it keeps the usage reported and has the dialect
 // show, in order, each output item no event showed, until a stop sequence cuts the answer.
 // The status is the response's, or the one the event type names when the response has none;
-// incomplete is why an incomplete response stopped. The response is read in one pass over
-// its fields: it is the stream's largest event, and each lookup of a field would scan it
-// from its start.
-func (c *streamBase) finalOutput(out []byte, typ string, resp gjson.Result) (_ []byte, status, incomplete string) {
-	var output, usage, st, details gjson.Result
-	resp.ForEach(func(key, v gjson.Result) bool {
-		var dst *gjson.Result
-		switch key.Str {
-		case "usage":
-			dst = &usage
-		case "output":
-			dst = &output
-		case "status":
-			dst = &st
-		case "incomplete_details":
-			dst = &details
-		}
-		if dst != nil && !dst.Exists() { // the first occurrence wins, as a lookup finds it
-			*dst = v
-		}
-		return true
-	})
+// incomplete is why an incomplete response stopped. The response's fields are those the
+// event's scan found (eventFields): it is the stream's largest event, and a walk of its fields
+// here would parse every value in it again.
+func (c *streamBase) finalOutput(out []byte, typ string) (_ []byte, status, incomplete string) {
+	output, usage, st, details := c.ev.output, c.ev.usage, c.ev.status, c.ev.incomplete
 	if u, ok := ReadUsage(usage); ok {
 		c.usage = u
 	}

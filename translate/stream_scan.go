@@ -8,11 +8,15 @@ type eventFields struct {
 	typ, outputIndex, contentIndex, summaryIndex     gjson.Result
 	delta, text, refusal, arguments, input, logprobs gjson.Result
 	item, response, err                              gjson.Result
+	// The fields of a terminal event's response that finalOutput reads, found in the same
+	// pass: the response is the stream's largest event, and a walk of its fields afterwards
+	// would parse every value in it again.
+	usage, output, status, incomplete gjson.Result
 	// tooDeep: the last scan failed because the event nests deeper than MaxEventDepth.
 	tooDeep bool
-	// stored lists the fields the last scan set: an event carries a few of the thirteen,
+	// stored lists the fields the last scan set: an event carries a few of the seventeen,
 	// and clearing only those is most of the cost of clearing.
-	stored  [13]*gjson.Result
+	stored  [17]*gjson.Result
 	nStored int
 }
 
@@ -31,7 +35,7 @@ func (f *eventFields) scan(data []byte) bool {
 	}
 	ok := false
 	if data[i] == '{' {
-		i, ok = f.object(data, i+1)
+		i, ok = f.object(data, i+1, 1)
 	} else {
 		i, ok = validValue(data, i, 0) // a scalar or an array: no fields
 	}
@@ -47,8 +51,9 @@ func (f *eventFields) clear() {
 	f.nStored, f.tooDeep = 0, false
 }
 
-// object reads the event's top-level object from just past its opening brace.
-func (f *eventFields) object(data []byte, i int) (int, bool) {
+// object reads the event's top-level object (depth 1) or its response object (depth 2) from
+// just past its opening brace; depth is the number of objects open around its members.
+func (f *eventFields) object(data []byte, i, depth int) (int, bool) {
 	var esc, ok bool
 	i = skipSpace(data, i)
 	if i < len(data) && data[i] == '}' {
@@ -70,15 +75,19 @@ func (f *eventFields) object(data []byte, i int) (int, bool) {
 			return i, false
 		}
 		from, esc = skipSpace(data, i+1), false
-		if from < len(data) && data[from] == '"' {
+		dst := f.field(key, depth)
+		switch {
+		case from < len(data) && data[from] == '"':
 			i, esc, ok = validString(data, from+1)
-		} else {
-			i, ok = validValue(data, from, 1)
+		case dst == &f.response && dst.Raw == "" && from < len(data) && data[from] == '{':
+			i, ok = f.object(data, from+1, depth+1) // MaxEventDepth is far above 2
+		default:
+			i, ok = validValue(data, from, depth)
 		}
 		if !ok {
 			return i, false
 		}
-		if dst := f.field(key); dst != nil && dst.Raw == "" { // the first occurrence wins
+		if dst != nil && dst.Raw == "" { // the first occurrence wins
 			f.stored[f.nStored] = dst
 			f.nStored++
 			setValue(dst, str(data), from, i, esc)
@@ -91,8 +100,12 @@ func (f *eventFields) object(data []byte, i int) (int, bool) {
 	}
 }
 
-// field is where the field named key is kept; nil for keys Feed does not read.
-func (f *eventFields) field(key string) *gjson.Result {
+// field is where the field named key of an object at depth is kept; nil for keys Feed does
+// not read.
+func (f *eventFields) field(key string, depth int) *gjson.Result {
+	if depth > 1 {
+		return f.responseField(key)
+	}
 	switch key {
 	case "type":
 		return &f.typ
@@ -155,4 +168,19 @@ func setValue(dst *gjson.Result, data string, from, to int, esc bool) {
 func parseValue(dst *gjson.Result, raw string, from int) {
 	*dst = gjson.Parse(raw)
 	dst.Index = from
+}
+
+// responseField is where the field named key of a terminal event's response is kept.
+func (f *eventFields) responseField(key string) *gjson.Result {
+	switch key {
+	case "usage":
+		return &f.usage
+	case "output":
+		return &f.output
+	case "status":
+		return &f.status
+	case "incomplete_details":
+		return &f.incomplete
+	}
+	return nil
 }

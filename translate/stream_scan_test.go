@@ -15,11 +15,19 @@ import (
 func forEachScan(data string) eventFields {
 	var f eventFields
 	gjson.Parse(data).ForEach(func(k, v gjson.Result) bool {
-		if dst := f.field(k.Str); dst != nil && !dst.Exists() {
+		if dst := f.field(k.Str, 1); dst != nil && !dst.Exists() {
 			*dst = v
 		}
 		return true
 	})
+	if f.response.IsObject() {
+		f.response.ForEach(func(k, v gjson.Result) bool {
+			if dst := f.responseField(k.Str); dst != nil && !dst.Exists() {
+				*dst = v
+			}
+			return true
+		})
+	}
 	return f
 }
 
@@ -62,7 +70,8 @@ func checkScan(t *testing.T, got *eventFields, data string) {
 
 func (f *eventFields) all() []gjson.Result {
 	return []gjson.Result{f.typ, f.outputIndex, f.contentIndex, f.summaryIndex, f.delta, f.text,
-		f.refusal, f.arguments, f.input, f.logprobs, f.item, f.response, f.err}
+		f.refusal, f.arguments, f.input, f.logprobs, f.item, f.response, f.err,
+		f.usage, f.output, f.status, f.incomplete}
 }
 
 var scanCases = []string{
@@ -81,6 +90,13 @@ var scanCases = []string{
 	`{"error":{"code":"rate_limit_exceeded","message":"slow down"},"type":"error"}`,
 	`{"a":"\\","type":"after a string ending in a backslash"}`,
 	`{"a":"\\\"","type":"after an escaped quote"}`,
+	// A terminal event's response: its own fields are read, the first occurrence of each and
+	// of the response itself, none from deeper down or from another top-level object.
+	`{"type":"response.completed","response":{"status":"completed","status":"x","output":[{"usage":{}}],"usage":{"input_tokens":1,"output_tokens_details":{"reasoning_tokens":2}},"incomplete_details":null,"more":{"status":"nested, not read"}}}`,
+	`{"response":{"status":"first"},"response":{"status":"second","usage":{}}}`,
+	`{"item":{"status":"an item's, not the response's","usage":{}},"response":{"output":[],"st\u0061tus":"escaped key"}}`,
+	`{"response":{ "incomplete_details" : {"reason":"max_output_tokens"} , "output" : [ ] }}`,
+	`{"response":{"usage":{"input_tokens":1}`, `{"response":{"status":"a",}}`, `{"response":{"status"}}`,
 	// Not JSON, each just so.
 	``, ` `, `{`, `}`, `{"type":"a"`, `{"type":"a",}`, `{"type" "a"}`, `{"type":"a"}x`, `{"type":"a"}}`,
 	`{type:"a"}`, `{'type':'a'}`, `{"a":[1,]}`, `{"a":[,1]}`, `{"a":01}`, `{"a":-}`, `{"a":1.}`,
@@ -127,7 +143,8 @@ func FuzzEventScan(f *testing.F) {
 		}
 	}
 	all := `{"type":"t","output_index":1,"content_index":2,"summary_index":3,"delta":"d","text":"x",` +
-		`"refusal":"r","arguments":"a","input":"i","logprobs":[],"item":{},"response":{},"error":{}}`
+		`"refusal":"r","arguments":"a","input":"i","logprobs":[],"item":{},"error":{},` +
+		`"response":{"usage":{},"output":[],"status":"s","incomplete_details":{}}}`
 	f.Fuzz(func(t *testing.T, data string) {
 		var f eventFields
 		checkScan(t, &f, all) // every field set: none may leak into the next event
