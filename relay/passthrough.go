@@ -55,7 +55,12 @@ func (p *Pump) Responses(body io.Reader, cancel context.CancelFunc) accounting.C
 			p.Obs.Sent()
 		}
 	}
-	p.Out.Flush()
+	if !r.terminal || !events.Ended() {
+		// end may wait for the platform (the rest of its stream, a drain): nothing waits
+		// in a buffer meanwhile. A terminal event read with the stream's end leaves what is
+		// queued for the response's end, in its one write (as Pump.Direct does).
+		p.Out.Flush()
+	}
 	return r.end(p, body, events, idle, cancel)
 }
 

@@ -71,6 +71,10 @@ func NewEventReader(r io.Reader, maxEvent int) *EventReader {
 	return er
 }
 
+// Ended reports that the upstream's end (or a read error) has been read: no later read
+// waits for the platform.
+func (er *EventReader) Ended() bool { return er.eof != nil }
+
 // Release returns a pooled buffer; no event read before may be used afterwards.
 func (er *EventReader) Release() {
 	er.putPooled()

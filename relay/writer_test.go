@@ -2,12 +2,18 @@ package relay
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
+
+	"modelgate/translate"
 )
 
 // lockedRecorder lets the keep-alive timer and the test touch one recorder.
@@ -161,5 +167,32 @@ func TestWriterOutgrowsTheRoomBesideTheHeaders(t *testing.T) {
 	w.BeforeWait()
 	if !slices.Equal(f.flushed, []int{len(want)}) {
 		t.Fatalf("flushes at %v, want one of %d bytes", f.flushed, len(want))
+	}
+}
+
+// A stream the platform sent whole, its end read with its last event, leaves in the
+// response's one write: neither relay flushes. When the end is still to be read (it may
+// wait), what was relayed is flushed first.
+func TestWholeStreamLeavesWithTheResponsesEnd(t *testing.T) {
+	stream := created + delta + delta + complete
+	relays := []struct {
+		name string
+		run  func(*Pump, io.Reader)
+	}{
+		{"responses", func(p *Pump, r io.Reader) { p.Responses(r, func() {}) }},
+		{"chat", func(p *Pump, r io.Reader) { p.Direct(r, func() {}, translate.NewStreamConverter(chatMeta())) }},
+	}
+	for _, rl := range relays {
+		f := &flushLog{}
+		rl.run(newPump(context.Background(), f, &record{}), iotest.DataErrReader(strings.NewReader(stream)))
+		if len(f.flushed) != 0 || f.Len() == 0 {
+			t.Errorf("%s, end read with the last event: flushes at %v of %d bytes written, want none", rl.name, f.flushed, f.Len())
+		}
+	}
+	// The pass-through drains the platform's stream after its terminal event: flushed first.
+	f := &flushLog{}
+	newPump(context.Background(), f, &record{}).Responses(strings.NewReader(stream), func() {})
+	if !slices.Equal(f.flushed, []int{len(stream)}) {
+		t.Fatalf("responses, end still to read: flushes at %v, want one of %d bytes", f.flushed, len(stream))
 	}
 }
