@@ -194,11 +194,10 @@ func (sw *Writer) BeforeWait() {
 }
 
 func (sw *Writer) hasPending() bool {
-	if sw.timer == nil {
-		return sw.pending
+	if sw.timer != nil { // a keep-alive timer shares the writer
+		sw.mu.Lock()
+		defer sw.mu.Unlock()
 	}
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
 	return sw.pending
 }
 
