@@ -17,9 +17,10 @@ type FlushWriter interface {
 // Writer is how bytes reach a streaming client once the stream started. Events are queued
 // as they complete and flushed whenever the relay is about to wait for the upstream, so an
 // event is never held back while modelgate waits, and events that arrived together leave in
-// one write; the stream's headers leave with the first of them (BeforeWait). A converted stream's last events leave with the response's end (Pump.Direct). With
-// keep-alive on, a keep-alive frame goes out whenever nothing was written for the interval,
-// so idle-cutting front proxies and clients keep the stream open while the model thinks.
+// one write; the stream's headers leave with the first of them (BeforeWait). A converted
+// stream's last events leave with the response's end (Pump.Direct). With keep-alive on, a
+// keep-alive frame goes out whenever nothing was written for the interval, so idle-cutting
+// front proxies and clients keep the stream open while the model thinks.
 // The timer's frame and the handler's events then share one lock, so a frame never lands
 // inside an event, and nothing is written once Stop returned; without keep-alive the
 // handler is the only writer and takes no lock.
