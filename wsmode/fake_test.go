@@ -33,11 +33,23 @@ type fakeRoute struct {
 	words  map[string][]string // a turn's deltas; default: its text and "done"
 	usage  map[string][2]int64 // reported as settled, by text
 	sent   map[string]int      // deltas written, by text
+	holds  map[string]chan struct{}
 }
 
 func newFakeRoute() *fakeRoute {
 	return &fakeRoute{gates: map[string]chan struct{}{}, status: map[string]int{}, calls: map[string][]string{},
-		events: make(chan string, 64), words: map[string][]string{}, usage: map[string][2]int64{}, sent: map[string]int{}}
+		events: make(chan string, 64), words: map[string][]string{}, usage: map[string][2]int64{}, sent: map[string]int{},
+		holds: map[string]chan struct{}{}}
+}
+
+// holdAfter makes text's turn wait, once its last event is handed over, until the channel is
+// closed: the route has answered and not yet returned.
+func (f *fakeRoute) holdAfter(text string) chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := make(chan struct{})
+	f.holds[text] = h
+	return h
 }
 
 // gate makes text's turn wait for a tick before each delta.
@@ -59,7 +71,7 @@ func (f *fakeRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.bodies = append(f.bodies, string(body))
-	gate, status, calls, words := f.gates[text], f.status[text], f.calls[text], f.words[text]
+	gate, status, calls, words, hold := f.gates[text], f.status[text], f.calls[text], f.words[text], f.holds[text]
 	f.mu.Unlock()
 	if words == nil {
 		words = []string{text, " done"}
@@ -137,6 +149,12 @@ func (f *fakeRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	resp["status"], resp["output"] = "completed", []any{item}
 	resp["usage"] = map[string]any{"input_tokens": 10, "output_tokens": n, "total_tokens": 10 + n}
 	send(map[string]any{"type": "response.completed", "response": resp})
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	}
 }
 
 // body is the i-th body the route received.

@@ -80,6 +80,83 @@ func TestLanesOrderAndTags(t *testing.T) {
 	}
 }
 
+// A turn's end reaches the client only once the connection has taken it in: a create sent the
+// moment the client reads one lane's response.completed, on another lane, continues that
+// response. The route that answered holds after its last event; the client must not see the
+// end before the route returns (CI saw the openai package's lanes test fail when the chain
+// was remembered after the end was sent). Whichever way it goes, the test does not wait on
+// time to decide: the hold is released only after a wait in which nothing may arrive, or
+// after the chained create's answer when the end came early.
+func TestLaneEndSentOnceTheChainIsHeld(t *testing.T) {
+	route := newFakeRoute()
+	hold := route.holdAfter("a1")
+	ws := serveOne(t, New(Options{Turns: route}))
+	got := make(chan gjson.Result, 64)
+	go func() {
+		for {
+			_, data, err := ws.Read(context.Background())
+			if err != nil {
+				close(got)
+				return
+			}
+			got <- gjson.ParseBytes(data)
+		}
+	}()
+	next := func(done func(gjson.Result) bool) gjson.Result {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case ev, ok := <-got:
+				if !ok {
+					t.Fatal("the connection closed")
+				}
+				if done(ev) {
+					return ev
+				}
+			case <-timeout:
+				t.Fatal("no frame within 10s")
+			}
+		}
+	}
+	ends := func(lane string) func(gjson.Result) bool {
+		return func(ev gjson.Result) bool {
+			typ := ev.Get("type").Str
+			return ev.Get("stream_id").Str == lane && (typ == "response.completed" || typ == "error")
+		}
+	}
+
+	send(t, ws, create("a1", "a"))
+	route.wait(t, "start:a1")
+	early, quiet := false, time.After(300*time.Millisecond)
+wait:
+	for {
+		select {
+		case ev := <-got:
+			if ends("a")(ev) {
+				early = true
+				t.Errorf("the turn's end reached the client while the route was still answering: %s", ev.Raw)
+				break wait
+			}
+		case <-quiet:
+			close(hold)
+			next(ends("a"))
+			break wait
+		}
+	}
+	send(t, ws, `{"type":"response.create","model":"m","store":false,"stream_id":"b","previous_response_id":"resp_a1","input":"b1"}`)
+	ev := next(ends("b"))
+	if early {
+		close(hold)
+	}
+	if ev.Get("type").Str != "response.completed" {
+		t.Errorf("a create continuing the response the client had just read the end of: %s", ev.Raw)
+	}
+	if b1 := gjson.Parse(route.body(1)); b1.Get("previous_response_id").Exists() || len(b1.Get("input").Array()) != 3 {
+		t.Errorf("b1 was not expanded from lane a's chain: %s", b1.Raw)
+	}
+}
+
 // A create that would open a lane beyond Options.Lanes gets an error event with its
 // stream_id; creates on the lanes already open still queue; once a lane has ended, a new one
 // may open.

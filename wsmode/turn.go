@@ -67,6 +67,10 @@ type turnWriter struct {
 	// response.incomplete event (a copy), for the connection's chains.
 	terminal []byte
 	send     func(data []byte) error
+	// held is the frame of the event that ends the turn, sent by turn once the connection has
+	// taken in how the turn ended (its chains, its steers): a client that reads the end and
+	// at once names the response on another lane finds it held.
+	held []byte
 
 	// tag is the lane's stream_id member each event gets (lane.go); frame the buffer a
 	// tagged event is built in.
@@ -198,11 +202,39 @@ func (w *turnWriter) emit(typ string, data []byte) error {
 	if f.seq.Exists() {
 		w.lastSeq.Store(f.seq.Int())
 	}
-	if len(w.tag) == 0 {
-		return w.send(data)
+	frame := data
+	if len(w.tag) != 0 {
+		w.frame = tagEvent(w.frame[:0], data, w.tag)
+		frame = w.frame
 	}
-	w.frame = tagEvent(w.frame[:0], data, w.tag)
-	return w.send(w.frame)
+	if endsTurn(typ) {
+		w.held = append(w.held[:0], frame...)
+		return nil
+	}
+	if err := w.sendHeld(); err != nil {
+		return err
+	}
+	return w.send(frame)
+}
+
+// endsTurn reports whether an event of type typ ends a turn's stream: it is held (held).
+func endsTurn(typ string) bool {
+	switch typ {
+	case "response.completed", "response.incomplete", "response.failed", "error":
+		return true
+	}
+	return false
+}
+
+// sendHeld sends the held end of the stream, if any. Nothing follows it from the platform;
+// should something, the end still goes first, as it came.
+func (w *turnWriter) sendHeld() error {
+	if w.held == nil {
+		return nil
+	}
+	held := w.held
+	w.held = nil
+	return w.send(held)
 }
 
 // eventFields are the members of an event the socket reads, views of its data (read before

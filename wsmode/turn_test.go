@@ -98,7 +98,8 @@ func TestTurnWriterBoundsAnswer(t *testing.T) {
 }
 
 // A stream's events, handed over whole, go out as frames; the terminal response is kept for
-// the chains, and a send that fails stops the stream with its error. Bytes written to a
+// the chains, and its frame waits for sendHeld (the turn sends it once the connection took the
+// turn's end in); a send that fails stops the stream with its error. Bytes written to a
 // stream are refused: its events come whole, never to be read back from SSE.
 func TestTurnWriterStream(t *testing.T) {
 	events := []struct{ typ, data string }{
@@ -114,8 +115,14 @@ func TestTurnWriterStream(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(frames) != 2 || frames[0] != events[0].data || frames[1] != events[1].data {
-		t.Fatalf("frames %q", frames)
+	if len(frames) != 1 || frames[0] != events[0].data {
+		t.Fatalf("frames before the turn took in its end: %q", frames)
+	}
+	if err := w.sendHeld(); err != nil {
+		t.Fatal(err)
+	}
+	if len(frames) != 2 || frames[1] != events[1].data || w.held != nil {
+		t.Fatalf("frames %q, still held %q", frames, w.held)
 	}
 	if w.finish() != nil {
 		t.Error("a stream finished with an error event")

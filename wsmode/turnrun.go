@@ -53,9 +53,6 @@ func (c *conn) turn(ctx context.Context, l *lane, msg clientMessage) {
 	if w.steered {
 		ev = w.steeredEvent(w.settled)
 	}
-	if ev != nil {
-		c.write(ctx, tagEvent(nil, ev, w.tag))
-	}
 	if w.sent.noted {
 		input = w.sent.input // what the route expanded from the store, when it did
 	}
@@ -76,6 +73,12 @@ func (c *conn) turn(ctx context.Context, l *lane, msg clientMessage) {
 	}
 	c.mu.Unlock()
 	c.steering.Unlock()
+	// The turn's end reaches the client only now: a next turn on any lane, sent the moment
+	// the client reads it, finds the chain remembered and the response no longer steerable.
+	_ = w.sendHeld()
+	if ev != nil {
+		c.write(ctx, tagEvent(nil, ev, w.tag))
+	}
 	c.committed(ctx, l.id, msg.steers, w.id != "")
 	c.follow(ctx, l, msg, w, accepted)
 }
