@@ -44,21 +44,18 @@ func newFakeRoute() *fakeRoute {
 
 // holdAfter makes text's turn wait, once its last event is handed over, until the channel is
 // closed: the route has answered and not yet returned.
-func (f *fakeRoute) holdAfter(text string) chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	h := make(chan struct{})
-	f.holds[text] = h
-	return h
-}
+func (f *fakeRoute) holdAfter(text string) chan struct{} { return f.waitOn(f.holds, text) }
 
 // gate makes text's turn wait for a tick before each delta.
-func (f *fakeRoute) gate(text string) chan struct{} {
+func (f *fakeRoute) gate(text string) chan struct{} { return f.waitOn(f.gates, text) }
+
+// waitOn gives text's turn a channel in waits (gates or holds) to wait on.
+func (f *fakeRoute) waitOn(waits map[string]chan struct{}, text string) chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	g := make(chan struct{})
-	f.gates[text] = g
-	return g
+	c := make(chan struct{})
+	waits[text] = c
+	return c
 }
 
 func (f *fakeRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
