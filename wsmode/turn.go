@@ -207,17 +207,19 @@ func (w *turnWriter) emit(typ string, data []byte) error {
 		w.frame = tagEvent(w.frame[:0], data, w.tag)
 		frame = w.frame
 	}
-	if endsTurn(typ) {
-		w.held = append(w.held[:0], frame...)
-		return nil
-	}
 	if err := w.sendHeld(); err != nil {
 		return err
+	}
+	if endsTurn(typ) {
+		w.held = append([]byte(nil), frame...)
+		return nil
 	}
 	return w.send(frame)
 }
 
-// endsTurn reports whether an event of type typ ends a turn's stream: it is held (held).
+// endsTurn reports whether an event of type typ ends a turn's stream: it is held (held). Only
+// the last such event waits: one that follows (an error event, then response.failed) sends the
+// one before it, in the order they came.
 func endsTurn(typ string) bool {
 	switch typ {
 	case "response.completed", "response.incomplete", "response.failed", "error":

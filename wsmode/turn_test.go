@@ -149,6 +149,27 @@ func TestTurnWriterStream(t *testing.T) {
 	}
 }
 
+// Two events that end a stream, one after the other (an error event, then response.failed):
+// the first goes out as the second comes, and only the last waits for the turn.
+func TestTurnWriterHoldsOnlyTheLastEnd(t *testing.T) {
+	w, _ := answerWith(0, map[string]string{"Content-Type": "text/event-stream"}, "")
+	var frames []string
+	w.send = func(d []byte) error { frames = append(frames, string(d)); return nil }
+	w.WriteHeader(http.StatusOK)
+	ends := []string{`{"type":"error","sequence_number":0}`, `{"type":"response.failed","sequence_number":1,"response":{"id":"r1"}}`}
+	_ = w.Event("error", []byte(ends[0]))
+	if len(frames) != 0 {
+		t.Fatalf("frames %q: an error event ending the stream should wait", frames)
+	}
+	_ = w.Event("response.failed", []byte(ends[1]))
+	if len(frames) != 1 || frames[0] != ends[0] {
+		t.Fatalf("frames %q: the error event should have gone as response.failed came", frames)
+	}
+	if err := w.sendHeld(); err != nil || len(frames) != 2 || frames[1] != ends[1] {
+		t.Fatalf("frames %q (%v)", frames, err)
+	}
+}
+
 // What the route tells a turn through its writer: the input it sent (and whether the
 // platform holds the chain), what it was charged.
 func TestTurnWriterNotes(t *testing.T) {
