@@ -69,7 +69,7 @@ type turnWriter struct {
 	send     func(data []byte) error
 	// held is the frame of the event that ends the turn, sent by turn once the connection has
 	// taken in how the turn ended (its chains, its steers): a client that reads the end and
-	// at once names the response on another lane finds it held.
+	// at once names the response on another lane finds its chain remembered.
 	held []byte
 
 	// tag is the lane's stream_id member each event gets (lane.go); frame the buffer a
@@ -221,11 +221,8 @@ func (w *turnWriter) emit(typ string, data []byte) error {
 // the last such event waits: one that follows (an error event, then response.failed) sends the
 // one before it, in the order they came.
 func endsTurn(typ string) bool {
-	switch typ {
-	case "response.completed", "response.incomplete", "response.failed", "error":
-		return true
-	}
-	return false
+	k := relay.Classify(typ)
+	return k == relay.KindTerminal || k == relay.KindError
 }
 
 // sendHeld sends the held end of the stream, if any. Nothing follows it from the platform;
